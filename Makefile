@@ -1,0 +1,52 @@
+# cc - build, test, run, bench.  `make` builds everything into build/.
+CC      ?= cc
+CXX     ?= c++
+CFLAGS  ?= -O2 -g
+WARN     = -Wall -Wextra -Wpedantic -Werror -Wshadow
+CSTD     = -std=c99 -Wstrict-prototypes
+BUILD   ?= build
+LDLIBS   = -pthread -lm
+
+EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
+TESTS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/*.c))
+TOOLS    := $(BUILD)/ccrun $(if $(wildcard bench/cc_bench.c),$(BUILD)/cc_bench)
+
+.PHONY: all test run bench sanitize tsan clean
+all: $(TOOLS) $(EXAMPLES) $(TESTS)
+
+$(BUILD)/ccrun: tools/ccrun.c
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(CFLAGS) -o $@ $< $(LDLIBS)
+
+$(BUILD)/cc_bench: bench/cc_bench.c cc.h
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(CFLAGS) -I. -o $@ $< $(LDLIBS)
+
+$(BUILD)/examples/%: examples/%.c cc.h
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(CFLAGS) -I. -o $@ $< $(LDLIBS)
+
+$(BUILD)/tests/%: tests/%.c cc.h $(wildcard tests/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(CFLAGS) -I. -o $@ $< $(LDLIBS)
+
+# The test suite: every program in build/tests and every tests/*.sh; ends with
+# "N passed, N failed".
+test: all
+	@bash tests/run.sh $(BUILD)
+
+# A real four-rank job, readable output.
+run: all
+	$(BUILD)/ccrun -n 4 --tag-output $(BUILD)/examples/all_reduce
+
+bench: all
+	$(BUILD)/ccrun -n 2 $(BUILD)/cc_bench -o all_reduce -b 8 -e 64M -f 4
+
+sanitize:
+	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" test
+
+tsan:
+	$(MAKE) BUILD=build-tsan CFLAGS="-O1 -g -fsanitize=thread" test
+
+clean:
+	rm -rf build build-asan build-tsan
