@@ -63,6 +63,10 @@
        @licence      changelog and licence
 */
 
+#if defined(CC_IMPLEMENTATION) && !defined(CC__IMPLEMENTED) && !defined(_GNU_SOURCE)
+#  define _GNU_SOURCE 1   /* the implementation uses Linux and POSIX interfaces */
+#endif
+
 /* ============================================================== @api */
 #ifndef CC_H_INCLUDED
 #define CC_H_INCLUDED
@@ -281,3 +285,3172 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg);
 }
 #endif
 #endif /* CC_H_INCLUDED */
+/* ====================================================================== */
+/* Implementation                                                          */
+/* ====================================================================== */
+#if defined(CC_IMPLEMENTATION) && !defined(CC__IMPLEMENTED)
+#define CC__IMPLEMENTED
+
+#if defined(__GLIBC__) && !defined(__USE_GNU)
+#  error "cc.h: in the file that defines CC_IMPLEMENTATION, include cc.h before any system header (or compile with -D_GNU_SOURCE)"
+#endif
+
+#include <errno.h>
+#include <fcntl.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <dirent.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <sys/prctl.h>
+#include <linux/futex.h>
+#ifndef CC_NO_TCP
+#  include <arpa/inet.h>
+#  include <netdb.h>
+#  include <netinet/in.h>
+#  include <netinet/tcp.h>
+#  include <sys/socket.h>
+#endif
+
+#ifndef CC_ASSERT
+#  include <assert.h>
+#  define CC_ASSERT(x) assert(x)
+#endif
+#if defined(CC_MALLOC) != defined(CC_FREE)
+#  error "cc.h: define both CC_MALLOC and CC_FREE, or neither"
+#endif
+#ifndef CC_MALLOC
+#  define CC_MALLOC(n) malloc(n)
+#  define CC_FREE(p) free(p)
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Atomics on plain integers (shared between processes): the GCC/Clang builtins,
+   which C99 and C++ accept alike. */
+#define CC__LOAD(p)        __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define CC__LOAD_RLX(p)    __atomic_load_n((p), __ATOMIC_RELAXED)
+#define CC__STORE(p, v)    __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define CC__STORE_SC(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
+#define CC__ADD(p, v)      __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
+#define CC__FENCE()        __atomic_thread_fence(__ATOMIC_SEQ_CST)
+
+#define CC__MIN(a, b) ((a) < (b) ? (a) : (b))
+#define CC__MAX(a, b) ((a) > (b) ? (a) : (b))
+#define CC__MS 1000000ull
+#define CC__S  1000000000ull
+
+/* ============================================================== @platform */
+/* Everything that touches the operating system lives here, behind a small
+   static interface: clocks, futex waits, randomness, processes, shared memory
+   and sockets. Nothing below this section includes a system header. */
+
+static uint64_t cc__now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * CC__S + (uint64_t)ts.tv_nsec;
+}
+
+static void cc__sleep_ns(uint64_t ns) {
+  struct timespec ts;
+  ts.tv_sec = (time_t)(ns / CC__S);
+  ts.tv_nsec = (long)(ns % CC__S);
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
+
+static void cc__cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+static int cc__ncpus(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+  long n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
+}
+
+/* Sleep while *addr == val, at most timeout_ns. The word may live in memory
+   shared between processes, so the futex is not PRIVATE. */
+static void cc__futex_wait(uint32_t *addr, uint32_t val, uint64_t timeout_ns) {
+  struct timespec ts;
+  ts.tv_sec = (time_t)(timeout_ns / CC__S);
+  ts.tv_nsec = (long)(timeout_ns % CC__S);
+  syscall(SYS_futex, addr, FUTEX_WAIT, val, &ts, NULL, 0);
+}
+
+static void cc__futex_wake(uint32_t *addr) {
+  syscall(SYS_futex, addr, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+static void cc__strerr(int err, char *buf, size_t len) {
+  /* strerror_r comes in two flavours; this form works with both. */
+#if defined(__GLIBC__) && defined(_GNU_SOURCE)
+  const char *s = strerror_r(err, buf, len);
+  if (s != buf) snprintf(buf, len, "%s", s);
+#else
+  if (strerror_r(err, buf, len) != 0) snprintf(buf, len, "errno %d", err);
+#endif
+}
+
+static void cc__random(void *out, size_t len) {
+  unsigned char *p = (unsigned char *)out;
+  size_t got = 0;
+  while (got < len) {
+    long r = syscall(SYS_getrandom, p + got, len - got, 0);
+    if (r > 0) { got += (size_t)r; continue; }
+    if (r < 0 && errno == EINTR) continue;
+    break;
+  }
+  if (got < len) {                       /* no getrandom: /dev/urandom */
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    while (fd >= 0 && got < len) {
+      ssize_t r = read(fd, p + got, len - got);
+      if (r > 0) got += (size_t)r;
+      else if (!(r < 0 && errno == EINTR)) break;
+    }
+    if (fd >= 0) close(fd);
+  }
+  if (got < len) {                       /* last resort: time and pid, mixed */
+    uint64_t x = cc__now_ns() ^ ((uint64_t)getpid() << 32);
+    for (; got < len; got++) {
+      x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+      p[got] = (unsigned char)x;
+    }
+  }
+}
+
+static void cc__random_hex(char *out, size_t nhex) {   /* out: nhex + 1 bytes */
+  unsigned char raw[64];
+  static const char digits[] = "0123456789abcdef";
+  size_t i;
+  if (nhex > 128) nhex = 128;
+  cc__random(raw, (nhex + 1) / 2);
+  for (i = 0; i < nhex; i++) out[i] = digits[(raw[i / 2] >> ((i & 1) * 4)) & 15];
+  out[nhex] = 0;
+}
+
+/* 1: process exists and has not exited; 0: gone (exited, even if not yet reaped). */
+static int cc__pid_alive(int pid) {
+  if (pid <= 0) return 1;
+#ifdef SYS_pidfd_open
+  {
+    int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (fd >= 0) {
+      struct pollfd p;
+      int r;
+      p.fd = fd; p.events = POLLIN; p.revents = 0;
+      r = poll(&p, 1, 0);
+      close(fd);
+      return r > 0 ? 0 : 1;
+    }
+    if (errno == ESRCH) return 0;
+  }
+#endif
+  if (kill(pid, 0) != 0 && errno == ESRCH) return 0;
+  {                                     /* a zombie has exited too */
+    char path[64], buf[256];
+    int fd;
+    ssize_t n;
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 1;
+    n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n > 0) {
+      char *rp;
+      buf[n] = 0;
+      rp = strrchr(buf, ')');
+      if (rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X')) return 0;
+    }
+  }
+  return 1;
+}
+
+/* Shared memory. Segments are created mode 0600 with O_EXCL under a random
+   name, and unlinked as soon as every rank has mapped them. */
+static void *cc__shm_map_anon(size_t bytes) {
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+static void cc__shm_unmap(void *p, size_t bytes) {
+  if (p) munmap(p, bytes);
+}
+
+/* Create name (O_EXCL) of `bytes` and map it. Returns NULL with errno set. */
+static void *cc__shm_create(const char *name, size_t bytes) {
+#ifdef CC_NO_SHM
+  (void)name; (void)bytes;
+  errno = ENOSYS;
+  return NULL;
+#else
+  void *p;
+  int e, fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return NULL;
+  if (ftruncate(fd, (off_t)bytes) != 0) {
+    e = errno; close(fd); shm_unlink(name); errno = e;
+    return NULL;
+  }
+  p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  e = errno;
+  close(fd);
+  if (p == MAP_FAILED) { shm_unlink(name); errno = e; return NULL; }
+  return p;
+#endif
+}
+
+/* Map an existing segment of at least `min_bytes`; *bytes gets its size.
+   Returns NULL with errno ENOENT while it does not exist (yet) or is still
+   being sized by its creator. */
+static void *cc__shm_open(const char *name, size_t min_bytes, size_t *bytes) {
+#ifdef CC_NO_SHM
+  (void)name; (void)min_bytes; (void)bytes;
+  errno = ENOSYS;
+  return NULL;
+#else
+  struct stat st;
+  void *p;
+  int e, fd = shm_open(name, O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0) return NULL;
+  if (fstat(fd, &st) != 0 || (size_t)st.st_size < min_bytes) {
+    close(fd); errno = ENOENT;
+    return NULL;
+  }
+  p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  e = errno;
+  close(fd);
+  if (p == MAP_FAILED) { errno = e; return NULL; }
+  *bytes = (size_t)st.st_size;
+  return p;
+#endif
+}
+
+static void cc__shm_unlink(const char *name) {
+#ifndef CC_NO_SHM
+  shm_unlink(name);
+#else
+  (void)name;
+#endif
+}
+
+/* Remove every /dev/shm entry whose name starts with `prefix` (no slash):
+   what a rank killed during start-up may leave behind. */
+static void cc__shm_unlink_prefix(const char *prefix) {
+#ifndef CC_NO_SHM
+  DIR *d = opendir("/dev/shm");
+  struct dirent *e;
+  size_t n = strlen(prefix);
+  if (!d) return;
+  while ((e = readdir(d)) != NULL) {
+    if (strncmp(e->d_name, prefix, n) == 0) {
+      char name[300];
+      snprintf(name, sizeof name, "/%s", e->d_name);
+      shm_unlink(name);
+    }
+  }
+  closedir(d);
+#else
+  (void)prefix;
+#endif
+}
+
+/* A host identity: ranks with equal ones share /dev/shm and a pid namespace. */
+static void cc__host_id(char *out, size_t len) {
+  char boot[64] = "", host[128] = "", ns[3][64];
+  const char *nsname[3] = {"/proc/self/ns/pid", "/proc/self/ns/mnt", "/proc/self/ns/ipc"};
+  int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC), i;
+  if (fd >= 0) {
+    ssize_t n = read(fd, boot, sizeof boot - 1);
+    if (n > 0) boot[n] = 0;
+    if (n > 0 && boot[n - 1] == '\n') boot[n - 1] = 0;
+    close(fd);
+  }
+  gethostname(host, sizeof host - 1);
+  host[sizeof host - 1] = 0;
+  for (i = 0; i < 3; i++) {
+    ssize_t n = readlink(nsname[i], ns[i], sizeof ns[i] - 1);
+    ns[i][n > 0 ? n : 0] = 0;
+  }
+  snprintf(out, len, "%s|%s|%s|%s|%s", host, boot, ns[0], ns[1], ns[2]);
+}
+
+#ifndef CC_NO_TCP
+/* Sockets, used by the env:// rendezvous. All calls are bounded by a
+   deadline on the monotonic clock; EINTR is retried. */
+static int cc__sock_wait(int fd, short events, uint64_t deadline) {
+  for (;;) {
+    struct pollfd p;
+    uint64_t now = cc__now_ns();
+    int r, ms;
+    if (now >= deadline) { errno = ETIMEDOUT; return -1; }
+    ms = (int)CC__MIN((deadline - now) / CC__MS + 1, (uint64_t)1000);
+    p.fd = fd; p.events = events; p.revents = 0;
+    r = poll(&p, 1, ms);
+    if (r > 0) return 0;
+    if (r < 0 && errno != EINTR) return -1;
+  }
+}
+
+static int cc__sock_send_all(int fd, const void *buf, size_t len, uint64_t deadline) {
+  const char *p = (const char *)buf;
+  while (len > 0) {
+    ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) { p += n; len -= (size_t)n; continue; }
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (cc__sock_wait(fd, POLLOUT, deadline) != 0) return -1;
+      continue;
+    }
+    return -1;
+  }
+  return 0;
+}
+
+static int cc__sock_recv_all(int fd, void *buf, size_t len, uint64_t deadline) {
+  char *p = (char *)buf;
+  while (len > 0) {
+    ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
+    if (n > 0) { p += n; len -= (size_t)n; continue; }
+    if (n == 0) { errno = ECONNRESET; return -1; }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      if (cc__sock_wait(fd, POLLIN, deadline) != 0) return -1;
+      continue;
+    }
+    return -1;
+  }
+  return 0;
+}
+
+/* Resolve host:port (IPv4 or IPv6). Returns 0 or a getaddrinfo error. */
+static int cc__sock_resolve(const char *host, int port, struct sockaddr_storage *sa, socklen_t *salen) {
+  struct addrinfo hints, *res = NULL;
+  char ps[16];
+  int r;
+  memset(&hints, 0, sizeof hints);
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  snprintf(ps, sizeof ps, "%d", port);
+  r = getaddrinfo(host, ps, &hints, &res);
+  if (r != 0) return r;
+  memcpy(sa, res->ai_addr, res->ai_addrlen);
+  *salen = (socklen_t)res->ai_addrlen;
+  freeaddrinfo(res);
+  return 0;
+}
+
+/* Listen on exactly this address (never on all interfaces). -1 with errno. */
+static int cc__sock_listen(const struct sockaddr_storage *sa, socklen_t salen, int backlog) {
+  int one = 1, e;
+  int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(fd, (const struct sockaddr *)sa, salen) != 0 || listen(fd, backlog) != 0) {
+    e = errno; close(fd); errno = e;
+    return -1;
+  }
+  return fd;
+}
+
+static int cc__sock_accept(int lfd, uint64_t deadline) {
+  for (;;) {
+    int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+    if (fd >= 0) {
+      int one = 1;
+      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+      return fd;
+    }
+    if (errno == EINTR || errno == ECONNABORTED) continue;
+    if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
+    if (cc__sock_wait(lfd, POLLIN, deadline) != 0) return -1;
+  }
+}
+
+/* One connection attempt, bounded by the deadline. -1 with errno. */
+static int cc__sock_connect(const struct sockaddr_storage *sa, socklen_t salen, uint64_t deadline) {
+  int one = 1, e, err = 0;
+  socklen_t elen = sizeof err;
+  int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -1;
+  if (connect(fd, (const struct sockaddr *)sa, salen) != 0) {
+    if (errno != EINPROGRESS && errno != EINTR) { e = errno; close(fd); errno = e; return -1; }
+    if (cc__sock_wait(fd, POLLOUT, deadline) != 0) { e = errno; close(fd); errno = e; return -1; }
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0 || err != 0) {
+      close(fd); errno = err ? err : ECONNREFUSED;
+      return -1;
+    }
+  }
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return fd;
+}
+#endif /* CC_NO_TCP */
+
+/* ============================================================== internal types */
+
+#define CC__SHM_MAGIC   0x31306d6873636300ull   /* "\0ccshm01" */
+#define CC__SHM_VERSION 1u
+#define CC__MSG_MAGIC   0x4343u                 /* p2p message header */
+#define CC__LINE        64
+#define CC__DESC_BYTES  64                      /* call descriptor at the head of a half */
+#define CC__OP_FIRST_USER CC_OP_BUILTIN_COUNT
+
+/* What a rank is doing, published with its first phase so that ranks whose
+   calls disagree can tell (CC_ERR_MISMATCH). */
+enum {
+  CC__NONE, CC__BARRIER, CC__BROADCAST, CC__REDUCE, CC__ALL_REDUCE, CC__GATHER,
+  CC__ALL_GATHER, CC__SCATTER, CC__REDUCE_SCATTER, CC__ALL_TO_ALL, CC__GATHER_V,
+  CC__ALL_GATHER_V, CC__SCATTER_V, CC__ALL_TO_ALL_V, CC__SEND, CC__RECV,
+  CC__SPLIT, CC__INIT, CC__COLL_COUNT
+};
+static const char *const cc__coll_names[CC__COLL_COUNT] = {
+  "?", "barrier", "broadcast", "reduce", "all_reduce", "gather", "all_gather",
+  "scatter", "reduce_scatter", "all_to_all", "gather_v", "all_gather_v",
+  "scatter_v", "all_to_all_v", "send", "recv", "comm_split", "comm_init"
+};
+
+typedef struct cc__desc {
+  uint32_t coll;
+  int32_t dtype, op, root;
+  uint64_t count;             /* what must agree (non-v), or this rank's own count (v) */
+  uint64_t aux;               /* v: largest block this rank sends, in bytes */
+  unsigned char scal[16];     /* premul_sum: this rank's scalar */
+  uint64_t seq;               /* collective number on this communicator */
+} cc__desc;
+
+/* The segment: one page of header, a control block per rank, two halves of
+   arena per rank, then one channel per ordered pair of ranks (see docs/shm.md). */
+typedef struct cc__hdr {
+  uint64_t magic;                      /* written last by the creator */
+  uint32_t version, nranks;
+  uint64_t half_bytes, chan_bytes, seg_bytes;
+  uint32_t mapped;                     /* ranks that mapped it; the last unlinks */
+  uint32_t pad0;
+  char pad1[CC__LINE - 44];
+  uint32_t fail_code;                  /* first failure posted by any rank */
+  int32_t fail_rank;
+  uint32_t fail_ready;
+  uint32_t pad2;
+  char fail_msg[CC__LINE * 3 - 16];
+  uint32_t bell;                       /* futex word: bumped when a sleeper may wake */
+  char pad3[CC__LINE - 4];
+  uint32_t sleepers;                   /* ranks asleep on bell */
+  char pad4[CC__LINE - 4];
+} cc__hdr;
+
+typedef struct cc__ctl {
+  uint64_t arrive;                     /* last phase this rank arrived at */
+  char pad0[CC__LINE - 8];
+  int32_t pid;
+  uint32_t departed;                   /* called cc_comm_destroy */
+  char pad1[CC__LINE - 8];
+} cc__ctl;
+
+typedef struct cc__chan {              /* single producer, single consumer ring */
+  uint64_t head;                       /* bytes written, by the sender */
+  char pad0[CC__LINE - 8];
+  uint64_t tail;                       /* bytes consumed, by the receiver */
+  char pad1[CC__LINE - 8];
+} cc__chan;
+
+typedef struct cc__msghdr {
+  uint32_t magic;
+  int32_t tag;
+  uint64_t bytes;
+} cc__msghdr;
+
+typedef struct cc__opinfo {
+  int kind;                            /* 0 free, 1 user, 2 premul */
+  cc_reduce_fn fn;
+  void *user;
+  cc_dtype dtype;
+  unsigned char scal[16];
+} cc__opinfo;
+
+typedef struct cc__umsg {              /* a message received before its cc_recv */
+  struct cc__umsg *next;
+  int tag;
+  size_t bytes, got;
+  unsigned char *data;
+} cc__umsg;
+
+typedef struct cc__peer {              /* receive state of the channel from one peer */
+  int in_msg;                          /* a header was taken, payload follows */
+  int in_tag;
+  uint64_t in_bytes, in_done;
+  void *in_target;                     /* the cc__p2p receiving it, or NULL */
+  cc__umsg *in_unexp;                  /* ... or the unexpected message it fills */
+  cc__umsg *uq_head, *uq_tail;         /* complete unexpected messages, oldest first */
+} cc__peer;
+
+/* A call, as queued by a group or an asynchronous request. */
+typedef struct cc__call {
+  int coll;
+  const void *sbuf;
+  void *rbuf;
+  size_t count, scount, rcount;
+  cc_dtype t;
+  cc_op op;
+  int root, peer, tag;
+  size_t *sc, *sd, *rc, *rd;           /* v arrays: owned copies */
+} cc__call;
+
+typedef struct cc__batch {
+  cc__call *calls;
+  int n, cap;
+} cc__batch;
+
+struct cc_request {
+  struct cc_request *next;
+  cc_comm *comm;
+  cc__batch batch;
+  cc_result result;
+  uint32_t done;
+  char err[320];
+};
+
+struct cc_comm {
+  int rank, size, local_rank, local_size;
+  uint64_t timeout_ns, spin_ns;
+  int oversub, debug;
+  size_t small_bytes;
+  /* the segment */
+  unsigned char *seg;
+  size_t seg_bytes;
+  cc__hdr *hdr;
+  cc__ctl *ctl;
+  unsigned char *regions;
+  size_t half;                         /* bytes of one half, descriptor included */
+  unsigned char *chans;
+  size_t chan_bytes;
+  char jobid[40];
+  /* arena state */
+  uint64_t step;                       /* last phase this rank arrived at */
+  uint64_t seen_all;                   /* every rank is known to have arrived here */
+  uint64_t seq;                        /* collectives called */
+  const void **srcs;                   /* size entries: reduction sources */
+  const void **scals;
+  size_t *scratch;                     /* 4 x size entries: move plans */
+  /* point to point */
+  cc__peer *peers;
+  /* ops */
+  cc__opinfo *ops;
+  int nops;
+  /* groups and requests */
+  int group_depth;
+  cc__batch group;
+  cc_result group_err;
+  pthread_t worker;
+  int worker_started, worker_stop;
+  pthread_mutex_t qlock;
+  pthread_cond_t qcond;
+  cc_request *q_head, *q_tail;         /* queued for the worker; q_head runs */
+  /* failure */
+  cc_result failed;                    /* sticky: later calls return ABORTED */
+  uint32_t abort_flag;
+  int split_count;
+  char err[320];
+};
+
+/* ============================================================== errors and logging */
+
+static const char *const cc__result_text[CC_RESULT_COUNT] = {
+#define CC__RESULT_TEXT(name, text) #name ": " text,
+  CC__RESULTS(CC__RESULT_TEXT)
+#undef CC__RESULT_TEXT
+};
+
+CC_API const char *cc_strerror(cc_result r) {
+  if ((int)r < 0 || (int)r >= (int)CC_RESULT_COUNT) return "CC_ERR_?: unknown result code";
+  return cc__result_text[r];
+}
+
+static __thread char cc__tls_err[320];   /* cc_comm_init / cc_spawn failures */
+
+CC_API const char *cc_comm_last_error(const cc_comm *c) {
+  return c ? c->err : cc__tls_err;
+}
+
+static int cc__debug_level(void) {
+  const char *s = getenv("CC_DEBUG");
+  if (!s || !*s) return 0;
+  if (!strcmp(s, "WARN") || !strcmp(s, "warn") || !strcmp(s, "1")) return 1;
+  if (!strcmp(s, "INFO") || !strcmp(s, "info") || !strcmp(s, "2")) return 2;
+  if (!strcmp(s, "TRACE") || !strcmp(s, "trace") || !strcmp(s, "3")) return 3;
+  return 1;
+}
+
+static void cc__log(const cc_comm *c, int level, const char *fmt, ...) {
+  static const char *const names[4] = {"", "WARN", "INFO", "TRACE"};
+  char line[512];
+  va_list ap;
+  int lv = c ? c->debug : cc__debug_level();
+  if (level > lv || level < 1 || level > 3) return;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (c) fprintf(stderr, "[cc rank %d] %s %s\n", c->rank, names[level], line);
+  else   fprintf(stderr, "[cc pid %d] %s %s\n", (int)getpid(), names[level], line);
+}
+
+/* Set the message and return the code. Failures other than bad arguments
+   leave the communicator failed. */
+static cc_result cc__fail(cc_comm *c, cc_result code, const char *fmt, ...) {
+  char *buf = c ? c->err : cc__tls_err;
+  size_t len = c ? sizeof c->err : sizeof cc__tls_err;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, len, fmt, ap);
+  va_end(ap);
+  if (c && code != CC_ERR_INVALID_ARG && code != CC_OK && !c->failed) c->failed = code;
+  cc__log(c, 1, "%s (%s)", buf, cc_strerror(code));
+  return code;
+}
+
+/* ============================================================== @reduce */
+/* ============================================================== @reduce */
+/* The reduction kernels: names and sizes of the dtypes, which (dtype, op) pairs
+   are allowed, float16/bfloat16 conversions, and cc__reduce_n, the n-ary fold
+   that every reducing collective ends in.
+
+   cc__reduce_n(dst, srcs, nsrc, count, t, op, scal) computes, for every i,
+       dst[i] = ((srcs[0][i] op srcs[1][i]) op srcs[2][i]) ... op srcs[nsrc-1][i]
+   a left fold in source order. How it runs: the count is cut into blocks of
+   CC__BLK elements; the first source's block is copied into an accumulator
+   block on the stack and every further source is folded into it by a loop of
+   constant length that the compiler vectorizes. A short last block is first
+   copied into a zeroed scratch block, so that it runs through the very same
+   loops: the bits of element i depend neither on the block size nor on where i
+   falls in a block.
+
+   Rules, beyond the op itself:
+   - float16 and bfloat16 are widened to float32, folded in float32 and rounded
+     to nearest even once, at the end. float32 folds in float, float64 in double,
+     complex in pairs of those; no wider accumulator anywhere.
+   - Integer sums and products wrap (two's complement); they run in the unsigned
+     type, where wrapping is defined. Signed types use the signed kernel for min
+     and max only.
+   - MIN/MAX follow fmin/fmax: a NaN operand is ignored unless both are NaN. On
+     equality (-0.0 vs +0.0) the earlier operand wins.
+   - AVG is the SUM fold divided by nsrc once, in the accumulator precision.
+   - premul_sum: scal[k] points to one value of dtype t (a 2-byte value for the
+     half types); dst[i] = scal[0]*s0[i] + scal[1]*s1[i] + ..., folded left.
+   - Complex products are (ac - bd) + (ad + bc)i, each product rounded on its
+     own (one product per statement, so no compiler fuses a multiply-add within
+     a statement; GCC in its GNU modes may still contract across statements on
+     targets with FMA, which -std=c99 and x86-64 without -march rule out).
+   - Every NaN a float op yields is stored as the canonical quiet NaN (positive,
+     payload 0), so that its bits never depend on the order in which the
+     hardware saw the operands.
+   - A pair refused by cc__op_check, nsrc < 1, or premul_sum without scalars
+     leaves dst untouched: the callers check the pair first. */
+
+#define CC__OP_PREMUL 8    /* internal op code for premul_sum */
+#define CC__OP_SCALE (-1)  /* acc = scalar * acc: premul_sum's first source */
+#define CC__BLK 512        /* elements per block: 2 to 8 KiB of stack per array */
+
+/* dtype, its name, its size, its class (INT, FLT or CPX: which ops it refuses) */
+#define CC__DTYPES(X)                                                              \
+  X(CC_INT8, "int8", 1, INT)           X(CC_UINT8, "uint8", 1, INT)                \
+  X(CC_INT32, "int32", 4, INT)         X(CC_UINT32, "uint32", 4, INT)              \
+  X(CC_INT64, "int64", 8, INT)         X(CC_UINT64, "uint64", 8, INT)              \
+  X(CC_FLOAT16, "float16", 2, FLT)     X(CC_BFLOAT16, "bfloat16", 2, FLT)          \
+  X(CC_FLOAT32, "float32", 4, FLT)     X(CC_FLOAT64, "float64", 8, FLT)            \
+  X(CC_COMPLEX64, "complex64", 8, CPX) X(CC_COMPLEX128, "complex128", 16, CPX)
+
+static const char *cc__dtype_name(cc_dtype t) {
+  switch (t) {
+#define CC__DT_NAME(e, name, size, cls) case e: return name;
+    CC__DTYPES(CC__DT_NAME)
+#undef CC__DT_NAME
+    default: return "?";
+  }
+}
+
+static size_t cc__dtype_bytes(cc_dtype t) {
+  switch (t) {
+#define CC__DT_BYTES(e, name, size, cls) case e: return size;
+    CC__DTYPES(CC__DT_BYTES)
+#undef CC__DT_BYTES
+    default: return 0;
+  }
+}
+
+static const char *cc__op_name(int op) {
+  static const char *const names[CC__OP_PREMUL + 1] = {
+    "sum", "prod", "min", "max", "avg", "band", "bor", "bxor", "premul_sum"};
+  return op >= 0 && op <= CC__OP_PREMUL ? names[op] : "?";
+}
+
+/* The refusals, one literal per pair so that the message names both. */
+#define CC__NOT(op, dt, why) "op " op " is not defined for dtype " dt " (" why ")"
+#define CC__REFUSE(o, name, dt, why) if (op == o) return CC__NOT(name, dt, why);
+#define CC__REFUSE_INT(dt) CC__REFUSE(CC_AVG, "avg", dt, "avg is for floating and complex types")
+#define CC__REFUSE_FLT(dt)                                                         \
+  CC__REFUSE(CC_BAND, "band", dt, "bitwise ops are for integer types")              \
+  CC__REFUSE(CC_BOR, "bor", dt, "bitwise ops are for integer types")                \
+  CC__REFUSE(CC_BXOR, "bxor", dt, "bitwise ops are for integer types")
+#define CC__REFUSE_CPX(dt)                                                         \
+  CC__REFUSE_FLT(dt)                                                               \
+  CC__REFUSE(CC_MIN, "min", dt, "min and max are not defined for complex types")    \
+  CC__REFUSE(CC_MAX, "max", dt, "min and max are not defined for complex types")
+
+static const char *cc__op_check(cc_dtype t, int op) {
+  if (op < 0 || op > CC__OP_PREMUL) return "unknown reduction op (not a built-in op)";
+  switch (t) {
+#define CC__DT_CHECK(e, name, size, cls) case e: CC__REFUSE_##cls(name) return NULL;
+    CC__DTYPES(CC__DT_CHECK)
+#undef CC__DT_CHECK
+    default: return "unknown dtype (not a cc_dtype)";
+  }
+}
+
+/* ---- float16 / bfloat16 <-> float32. Branch-free, so that the block loops that
+   call them vectorize; round to nearest even; NaN stays NaN and becomes quiet. */
+static inline float cc__f32_from_bits(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline uint32_t cc__f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline double cc__f64_from_bits(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
+
+/* cc__mask(c): all ones when c, else 0; the selects below use it so that no
+   branch is left for the vectorizer to give up on */
+#define cc__mask(c) (0u - (uint32_t)(c))
+
+static inline float cc__half_to_float(uint16_t h) {
+  uint32_t em = h & 0x7fffu, sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t special = cc__mask(em >= 0x7c00u), nan = cc__mask(em > 0x7c00u), sub = cc__mask(em < 0x400u);
+  /* normal: exponent bias 15 -> 127; inf and NaN: to exponent 255, NaN made quiet */
+  uint32_t bits = ((em << 13) + (112u << 23) + (special & (112u << 23))) | (nan & 0x400000u);
+  /* subnormal: 2^-14 * (1 + em/1024) - 2^-14 = em * 2^-24, exactly */
+  uint32_t tiny = cc__f32_bits(cc__f32_from_bits((em << 13) + (113u << 23)) - 6.103515625e-05f);
+  return cc__f32_from_bits(((bits & ~sub) | (tiny & sub)) | sign);
+}
+
+static inline uint16_t cc__float_to_half(float f) {
+  uint32_t x = cc__f32_bits(f), a = x & 0x7fffffffu;
+  uint32_t sub = cc__mask(a < 0x38800000u), inf = cc__mask(a >= 0x477ff000u), nan = cc__mask(a > 0x7f800000u);
+  /* every case is formed 13 bits up, in 32 bits, and shifted down once at the end
+     (narrowing each case on its own costs GCC's vectorizer a lot of shuffles).
+     Normal half: rebias, add just under half an ulp plus the kept lsb. */
+  uint32_t r = a - (112u << 23) + 0xfffu + ((a >> 13) & 1u);
+  /* below 2^-14: adding 0.5 (ulp 2^-24) rounds to a whole number of subnormal
+     steps, 0x400 (the least normal) included; other lanes add 0 + 0.5, so that no
+     inf or NaN meets the FPU */
+  uint32_t tiny = (cc__f32_bits(cc__f32_from_bits(a & sub) + 0.5f) - 0x3f000000u) << 13;
+  r = (r & ~sub) | (tiny & sub);
+  r = (r & ~inf) | ((0x7c00u << 13) & inf);                      /* 65520 and up: inf */
+  r = (r & ~nan) | (((0x7e00u << 13) | (a & 0x7fffffu)) & nan);  /* NaN, quiet */
+  return (uint16_t)((r >> 13) | ((x >> 16) & 0x8000u));
+}
+
+static inline float cc__bf16_to_float(uint16_t h) {
+  uint32_t x = (uint32_t)h << 16;
+  return cc__f32_from_bits(x | (cc__mask((x & 0x7fffffffu) > 0x7f800000u) & 0x400000u));   /* NaN, quiet */
+}
+
+static inline uint16_t cc__float_to_bf16(float f) {
+  uint32_t x = cc__f32_bits(f);
+  uint32_t nan = cc__mask((x & 0x7fffffffu) > 0x7f800000u);
+  uint32_t r = x + 0x7fffu + ((x >> 16) & 1u);
+  return (uint16_t)(((r & ~nan) | ((x | 0x400000u) & nan)) >> 16);   /* NaN, quiet */
+}
+
+/* ---- the fold loops. Each expects in scope: T acc[], const T *s (this source's
+   block), T m[] (this source's scalar), size_t j. CC__FOR runs over the whole
+   accumulator: a constant trip count, which GCC -O2 vectorizes. */
+#define CC__FOR(e) for (j = 0; j < sizeof acc / sizeof acc[0]; j++) acc[j] = (e)
+#define CC__MINMAX_CASES                                                           \
+  case CC_MIN: CC__FOR(s[j] < acc[j] ? s[j] : acc[j]); break;                      \
+  case CC_MAX: CC__FOR(s[j] > acc[j] ? s[j] : acc[j]); break;
+#define CC__SINT_CASES(T) CC__MINMAX_CASES
+/* 1u * x: unsigned arithmetic even where T promotes to int */
+#define CC__UINT_CASES(T)                                                          \
+  CC__MINMAX_CASES                                                                 \
+  case CC_SUM: CC__FOR((T)(1u * acc[j] + s[j])); break;                            \
+  case CC_PROD: CC__FOR((T)(1u * acc[j] * s[j])); break;                           \
+  case CC_BAND: CC__FOR((T)(acc[j] & s[j])); break;                                \
+  case CC_BOR: CC__FOR((T)(acc[j] | s[j])); break;                                 \
+  case CC_BXOR: CC__FOR((T)(acc[j] ^ s[j])); break;                                \
+  case CC__OP_SCALE: CC__FOR((T)(1u * m[0] * acc[j])); break;                      \
+  case CC__OP_PREMUL: CC__FOR((T)(acc[j] + 1u * m[0] * s[j])); break;
+/* acc != acc: a NaN accumulator takes the source, as fmin/fmax do */
+#define CC__FLOAT_CASES(T)                                                         \
+  case CC_MIN: CC__FOR(s[j] < acc[j] || acc[j] != acc[j] ? s[j] : acc[j]); break;  \
+  case CC_MAX: CC__FOR(s[j] > acc[j] || acc[j] != acc[j] ? s[j] : acc[j]); break;  \
+  case CC_SUM: case CC_AVG: CC__FOR(acc[j] + s[j]); break;                         \
+  case CC_PROD: CC__FOR(acc[j] * s[j]); break;                                     \
+  case CC__OP_SCALE: CC__FOR(m[0] * acc[j]); break;                                \
+  case CC__OP_PREMUL:                                                              \
+    for (j = 0; j < CC__BLK; j++) { T p_ = m[0] * s[j]; acc[j] = acc[j] + p_; }     \
+    break;
+/* (a + bi)(c + di) into re, im: one rounded product per statement */
+#define CC__CMUL(T, re, im, a, b, c, d)                                            \
+  { T ac_ = (a) * (c); T bd_ = (b) * (d); T ad_ = (a) * (d); T bc_ = (b) * (c);     \
+    re = ac_ - bd_; im = ad_ + bc_; }
+#define CC__CPLX_CASES(T)                                                          \
+  case CC_PROD:                                                                    \
+    for (j = 0; j < CC__BLK; j++)                                                  \
+      CC__CMUL(T, acc[2*j], acc[2*j+1], acc[2*j], acc[2*j+1], s[2*j], s[2*j+1])     \
+    break;                                                                         \
+  case CC__OP_SCALE:                                                               \
+    for (j = 0; j < CC__BLK; j++)                                                  \
+      CC__CMUL(T, acc[2*j], acc[2*j+1], m[0], m[1], acc[2*j], acc[2*j+1])           \
+    break;                                                                         \
+  case CC__OP_PREMUL:                                                              \
+    for (j = 0; j < CC__BLK; j++) {                                                \
+      T re_, im_;                                                                  \
+      CC__CMUL(T, re_, im_, m[0], m[1], s[2*j], s[2*j+1])                           \
+      acc[2*j] = acc[2*j] + re_; acc[2*j+1] = acc[2*j+1] + im_;                     \
+    }                                                                              \
+    break;
+/* after the fold: integers are done; floats divide for AVG, make NaN canonical */
+#define CC__FIN_INT(T, qnan)
+#define CC__FIN_FLOAT(T, qnan)                                                     \
+  { const T q_ = (qnan);                                                           \
+    if (op == CC_AVG) CC__FOR(acc[j] / (T)nsrc);                                   \
+    CC__FOR(acc[j] != acc[j] ? q_ : acc[j]); }
+
+/* Copies n bytes of a short block into the CC__BLK-element scratch `blk` and
+   zeroes the rest, so that the constant-length loops read defined values. */
+static void *cc__block_pad(void *blk, size_t blk_bytes, const void *src, size_t n) {
+  memcpy(blk, src, n);
+  memset((char *)blk + n, 0, blk_bytes - n);
+  return blk;
+}
+
+/* cc__reduce_<sfx>: the fold for elements of W scalars of type T. */
+#define CC__DEF_REDUCE(sfx, T, W, CASES, FIN, qnan)                                \
+static void cc__reduce_##sfx(void *dst, const void *const *srcs, int nsrc,         \
+                             size_t count, int op, const void *const *scal) {      \
+  T acc[CC__BLK * W], pad[CC__BLK * W], m[W] = {0};                                \
+  const T *s;                                                                      \
+  size_t off, n, j;                                                                \
+  int k;                                                                           \
+  for (off = 0; off < count; off += n) {                                           \
+    n = count - off < CC__BLK ? count - off : CC__BLK;                             \
+    cc__block_pad(acc, sizeof acc, (const T *)srcs[0] + off * W, n * sizeof m);    \
+    for (k = op == CC__OP_PREMUL ? 0 : 1; k < nsrc; k++) {                         \
+      s = (const T *)srcs[k] + off * W;                                            \
+      if (n < CC__BLK) s = (const T *)cc__block_pad(pad, sizeof pad, s, n * sizeof m); \
+      if (op == CC__OP_PREMUL) memcpy(m, scal[k], sizeof m);                       \
+      switch (k ? op : CC__OP_SCALE) { CASES(T) default: break; }                  \
+    }                                                                              \
+    FIN(T, qnan)                                                                   \
+    memcpy((T *)dst + off * W, acc, n * sizeof m);                                 \
+  }                                                                                \
+}
+
+CC__DEF_REDUCE(u8, uint8_t, 1, CC__UINT_CASES, CC__FIN_INT, 0)
+CC__DEF_REDUCE(u32, uint32_t, 1, CC__UINT_CASES, CC__FIN_INT, 0)
+CC__DEF_REDUCE(u64, uint64_t, 1, CC__UINT_CASES, CC__FIN_INT, 0)
+CC__DEF_REDUCE(i8, int8_t, 1, CC__SINT_CASES, CC__FIN_INT, 0)
+CC__DEF_REDUCE(i32, int32_t, 1, CC__SINT_CASES, CC__FIN_INT, 0)
+CC__DEF_REDUCE(i64, int64_t, 1, CC__SINT_CASES, CC__FIN_INT, 0)
+CC__DEF_REDUCE(f32, float, 1, CC__FLOAT_CASES, CC__FIN_FLOAT, cc__f32_from_bits(0x7fc00000u))
+CC__DEF_REDUCE(f64, double, 1, CC__FLOAT_CASES, CC__FIN_FLOAT,
+               cc__f64_from_bits(0x7ff8000000000000u))
+CC__DEF_REDUCE(c64, float, 2, CC__CPLX_CASES, CC__FIN_FLOAT, cc__f32_from_bits(0x7fc00000u))
+CC__DEF_REDUCE(c128, double, 2, CC__CPLX_CASES, CC__FIN_FLOAT,
+               cc__f64_from_bits(0x7ff8000000000000u))
+
+/* float16 (bf == 0) and bfloat16 (bf == 1): every source block is widened into
+   float32 scratch, folded with the float32 loops, rounded once on the way out. */
+static void cc__reduce_half(void *dst, const void *const *srcs, int nsrc, size_t count,
+                            int op, const void *const *scal, int bf) {
+  float acc[CC__BLK], blk[CC__BLK], m[1] = {0};
+  uint16_t raw[CC__BLK], *out;
+  const uint16_t *h;
+  const float *s = blk;
+  size_t off, n, j;
+  int k;
+  for (off = 0; off < count; off += n) {
+    n = count - off < CC__BLK ? count - off : CC__BLK;
+    for (k = 0; k < nsrc; k++) {
+      float *to = k ? blk : acc;
+      h = (const uint16_t *)srcs[k] + off;
+      if (n < CC__BLK) h = (const uint16_t *)cc__block_pad(raw, sizeof raw, h, n * 2);
+      if (bf) for (j = 0; j < CC__BLK; j++) to[j] = cc__bf16_to_float(h[j]);
+      else    for (j = 0; j < CC__BLK; j++) to[j] = cc__half_to_float(h[j]);
+      if (op == CC__OP_PREMUL) {
+        uint16_t sc;
+        memcpy(&sc, scal[k], 2);
+        m[0] = bf ? cc__bf16_to_float(sc) : cc__half_to_float(sc);
+      }
+      if (k == 0 && op != CC__OP_PREMUL) continue;
+      switch (k ? op : CC__OP_SCALE) { CC__FLOAT_CASES(float) default: break; }
+    }
+    CC__FIN_FLOAT(float, cc__f32_from_bits(0x7fc00000u))
+    out = n < CC__BLK ? raw : (uint16_t *)dst + off;
+    if (bf) for (j = 0; j < CC__BLK; j++) out[j] = cc__float_to_bf16(acc[j]);
+    else    for (j = 0; j < CC__BLK; j++) out[j] = cc__float_to_half(acc[j]);
+    if (out == raw) memcpy((uint16_t *)dst + off, raw, n * 2);
+  }
+}
+
+static void cc__reduce_n(void *dst, const void *const *srcs, int nsrc, size_t count,
+                         cc_dtype t, int op, const void *const *scal) {
+  int mm = op == CC_MIN || op == CC_MAX, sum = op == CC_SUM || op == CC_AVG;
+  if (nsrc < 1 || cc__op_check(t, op) || (op == CC__OP_PREMUL && !scal)) return;
+  switch (t) {
+    case CC_INT8:   (mm ? cc__reduce_i8 : cc__reduce_u8)(dst, srcs, nsrc, count, op, scal); break;
+    case CC_INT32:  (mm ? cc__reduce_i32 : cc__reduce_u32)(dst, srcs, nsrc, count, op, scal); break;
+    case CC_INT64:  (mm ? cc__reduce_i64 : cc__reduce_u64)(dst, srcs, nsrc, count, op, scal); break;
+    case CC_UINT8:  cc__reduce_u8(dst, srcs, nsrc, count, op, scal); break;
+    case CC_UINT32: cc__reduce_u32(dst, srcs, nsrc, count, op, scal); break;
+    case CC_UINT64: cc__reduce_u64(dst, srcs, nsrc, count, op, scal); break;
+    case CC_FLOAT16:  cc__reduce_half(dst, srcs, nsrc, count, op, scal, 0); break;
+    case CC_BFLOAT16: cc__reduce_half(dst, srcs, nsrc, count, op, scal, 1); break;
+    case CC_FLOAT32: cc__reduce_f32(dst, srcs, nsrc, count, op, scal); break;
+    case CC_FLOAT64: cc__reduce_f64(dst, srcs, nsrc, count, op, scal); break;
+    /* complex sum and avg are the real ones over (re, im) as two scalars */
+    case CC_COMPLEX64:
+      if (sum) cc__reduce_f32(dst, srcs, nsrc, 2 * count, op, scal);
+      else     cc__reduce_c64(dst, srcs, nsrc, count, op, scal);
+      break;
+    case CC_COMPLEX128:
+      if (sum) cc__reduce_f64(dst, srcs, nsrc, 2 * count, op, scal);
+      else     cc__reduce_c128(dst, srcs, nsrc, count, op, scal);
+      break;
+    default: break;
+  }
+}
+
+/* ============================================================== @shm */
+/* The shared-memory transport. Each communicator owns one segment:
+
+     | header | ctl[0..n) | arena: rank 0 half 0, half 1 | rank 1 ... | channels src x dst |
+
+   Collectives run as a sequence of phases (the "arena" protocol): in phase s a
+   rank writes its part into its own half s%2, publishes arrive = s, then waits
+   for the ranks whose halves it reads. Before writing phase s a rank makes sure
+   every rank has arrived at s-1 (they have finished reading phase s-2, which
+   used the same half). The first phase of every collective carries the call's
+   descriptor and every rank checks all of them: CC_ERR_MISMATCH, not a hang.
+   Point-to-point messages go through one single-producer single-consumer byte
+   ring per ordered pair. Waits spin briefly, then sleep on one futex word, the
+   bell, which publishers ring only when someone sleeps. docs/shm.md draws it. */
+
+static size_t cc__align(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+typedef struct cc__layout { size_t ctl, regions, chans, total; } cc__layout;
+
+static void cc__layout_of(int n, size_t half, size_t chan, cc__layout *L) {
+  L->ctl = cc__align(sizeof(cc__hdr), 4096);
+  L->regions = cc__align(L->ctl + (size_t)n * sizeof(cc__ctl), 4096);
+  L->chans = cc__align(L->regions + (size_t)n * 2 * half, 4096);
+  L->total = cc__align(L->chans + (size_t)n * (size_t)n * (sizeof(cc__chan) + chan), 4096);
+}
+
+#define CC__MAX_LOCAL 256     /* ranks of one communicator on one host */
+
+static size_t cc__env_size(const char *name, size_t def, size_t lo, size_t hi) {
+  const char *s = getenv(name);
+  char *end;
+  unsigned long long v;
+  if (!s || !*s) return def;
+  v = strtoull(s, &end, 10);
+  if (*end == 'K' || *end == 'k') v <<= 10;
+  else if (*end == 'M' || *end == 'm') v <<= 20;
+  if (v < lo) v = lo;
+  if (v > hi) v = hi;
+  return (size_t)v;
+}
+
+static void cc__seg_sizes(int n, size_t *half, size_t *chan) {
+  size_t h = cc__env_size("CC_SHM_CHUNK", 256 << 10, 16 << 10, 64 << 20);
+  size_t ch = (size_t)(8u << 20) / ((size_t)n * (size_t)n);
+  h = cc__align(h, 4096);
+  if (ch > (64u << 10)) ch = 64u << 10;
+  if (ch < 4096) ch = 4096;
+  *half = h;
+  *chan = cc__align(ch, 64);
+}
+
+/* Fill a fresh (zeroed) segment's header; the magic goes last. */
+static void cc__seg_init(unsigned char *seg, int n, size_t half, size_t chan, size_t total) {
+  cc__hdr *h = (cc__hdr *)seg;
+  h->version = CC__SHM_VERSION;
+  h->nranks = (uint32_t)n;
+  h->half_bytes = half;
+  h->chan_bytes = chan;
+  h->seg_bytes = total;
+  CC__STORE(&h->magic, CC__SHM_MAGIC);
+}
+
+/* Point the communicator at a mapped, initialised segment. */
+static cc_result cc__seg_attach(cc_comm *c, unsigned char *seg, size_t bytes) {
+  cc__hdr *h = (cc__hdr *)seg;
+  cc__layout L;
+  if (CC__LOAD(&h->magic) != CC__SHM_MAGIC || h->version != CC__SHM_VERSION ||
+      h->nranks != (uint32_t)c->size || h->seg_bytes > bytes)
+    return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank %d: shared segment has the wrong layout "
+                    "(version %u, %u ranks, expected %d)", c->rank, h->version, h->nranks, c->size);
+  cc__layout_of(c->size, (size_t)h->half_bytes, (size_t)h->chan_bytes, &L);
+  if (L.total != h->seg_bytes)
+    return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank %d: shared segment size mismatch", c->rank);
+  c->seg = seg;
+  c->seg_bytes = bytes;
+  c->hdr = h;
+  c->ctl = (cc__ctl *)(seg + L.ctl);
+  c->regions = seg + L.regions;
+  c->half = (size_t)h->half_bytes;
+  c->chans = seg + L.chans;
+  c->chan_bytes = (size_t)h->chan_bytes;
+  CC__STORE(&c->ctl[c->rank].pid, (int32_t)getpid());
+  return CC_OK;
+}
+
+/* ---------------------------------------------------------------- waking */
+
+static void cc__notify(cc_comm *c) {
+  if (CC__LOAD(&c->hdr->sleepers)) {
+    CC__ADD(&c->hdr->bell, 1u);
+    cc__futex_wake(&c->hdr->bell);
+  }
+}
+
+/* Post a failure for every rank of the communicator (the first one wins). */
+static void cc__post_fail(cc_comm *c, cc_result code, int who, const char *msg) {
+  uint32_t zero = 0;
+  if (__atomic_compare_exchange_n(&c->hdr->fail_code, &zero, (uint32_t)code, 0,
+                                  __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+    size_t i, n = sizeof c->hdr->fail_msg - 1;
+    c->hdr->fail_rank = who;
+    for (i = 0; i < n && msg[i]; i++) c->hdr->fail_msg[i] = msg[i];   /* signal safe */
+    c->hdr->fail_msg[i] = 0;
+    CC__STORE(&c->hdr->fail_ready, 1u);
+  }
+  CC__ADD(&c->hdr->bell, 1u);
+  cc__futex_wake(&c->hdr->bell);
+}
+
+/* A failure posted by some rank: fail locally with its code and message. */
+static cc_result cc__take_fail(cc_comm *c, const char *what) {
+  uint32_t code = CC__LOAD(&c->hdr->fail_code);
+  int i;
+  for (i = 0; i < 1000 && !CC__LOAD(&c->hdr->fail_ready); i++) cc__cpu_relax();
+  if (c->failed) return CC_ERR_ABORTED;
+  return cc__fail(c, (cc_result)code, "%s: rank %d: %s", what, c->rank,
+                  CC__LOAD(&c->hdr->fail_ready) ? c->hdr->fail_msg : "the communicator failed");
+}
+
+/* Fail here and post it to every rank. */
+static cc_result cc__fail_all(cc_comm *c, cc_result code, int who, const char *fmt, ...) {
+  char msg[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  cc__post_fail(c, code, who, msg);
+  if (c->failed) return code;
+  return cc__fail(c, code, "%s", msg);
+}
+
+/* Is rank r gone? Posts PEER_LOST naming it when it is. */
+static cc_result cc__check_peer(cc_comm *c, int r, const char *what) {
+  int pid;
+  if (r < 0 || r == c->rank) return CC_OK;
+  pid = CC__LOAD(&c->ctl[r].pid);
+  if (CC__LOAD(&c->ctl[r].departed))
+    return cc__fail_all(c, CC_ERR_PEER_LOST, r, "%s: rank %d left (it destroyed its communicator)", what, r);
+  if (pid > 0 && !cc__pid_alive(pid))
+    return cc__fail_all(c, CC_ERR_PEER_LOST, r, "%s: rank %d lost (pid %d exited)", what, r, pid);
+  return CC_OK;
+}
+
+/* The wait of the whole library. pending(c, arg) returns -1 once the wait is
+   over, else the rank being waited for. Spins for spin_ns (yielding the CPU
+   when ranks outnumber CPUs), then sleeps on the bell. Bounded by the timeout;
+   a dead or departed peer is noticed within about 100 ms; a failure posted by
+   another rank ends the wait at once. */
+typedef int (*cc__pending_fn)(cc_comm *c, const void *arg);
+
+static cc_result cc__wait(cc_comm *c, cc__pending_fn pending, const void *arg, const char *what) {
+  uint64_t t0, now, next_check, deadline;
+  unsigned i;
+  int who = pending(c, arg);
+  if (who < 0) return CC_OK;
+  t0 = cc__now_ns();
+  deadline = t0 + c->timeout_ns;
+  for (i = 1;; i++) {
+    if (c->oversub) sched_yield();
+    else { cc__cpu_relax(); cc__cpu_relax(); cc__cpu_relax(); cc__cpu_relax(); }
+    if ((who = pending(c, arg)) < 0) return CC_OK;
+    if ((i & 63) == 0) {
+      if (CC__LOAD_RLX(&c->hdr->fail_code)) return cc__take_fail(c, what);
+      if (cc__now_ns() - t0 >= c->spin_ns) break;
+    }
+  }
+  next_check = cc__now_ns() + 20 * CC__MS;
+  for (;;) {
+    uint32_t bell = CC__LOAD(&c->hdr->bell);
+    CC__ADD(&c->hdr->sleepers, 1u);
+    CC__FENCE();
+    who = pending(c, arg);
+    if (who >= 0 && !CC__LOAD(&c->hdr->fail_code)) {
+      now = cc__now_ns();
+      cc__futex_wait(&c->hdr->bell, bell,
+                     CC__MIN(deadline > now ? deadline - now : 0, 50 * CC__MS) + 1000);
+    }
+    CC__ADD(&c->hdr->sleepers, (uint32_t)-1);
+    if ((who = pending(c, arg)) < 0) return CC_OK;
+    if (CC__LOAD(&c->hdr->fail_code)) return cc__take_fail(c, what);
+    now = cc__now_ns();
+    if (now >= next_check) {
+      cc_result r = cc__check_peer(c, who, what);
+      if (r != CC_OK) return r;
+      next_check = now + 100 * CC__MS;
+    }
+    if (now >= deadline)
+      return cc__fail_all(c, CC_ERR_TIMEOUT, who, "%s: rank %d waited %.1f s for rank %d (timeout)",
+                          what, c->rank, (double)(now - t0) / 1e9, who);
+  }
+}
+
+/* ---------------------------------------------------------------- arena phases */
+
+typedef struct cc__arr_arg { int who; uint64_t step; } cc__arr_arg;
+
+static int cc__pending_arrive(cc_comm *c, const void *arg) {
+  const cc__arr_arg *a = (const cc__arr_arg *)arg;
+  int r;
+  if (a->who >= 0) return CC__LOAD(&c->ctl[a->who].arrive) >= a->step ? -1 : a->who;
+  for (r = 0; r < c->size; r++)
+    if (CC__LOAD(&c->ctl[r].arrive) < a->step) return r;
+  return -1;
+}
+
+/* Wait until rank `who` (-1: every rank) has arrived at `step`. */
+static cc_result cc__ph_wait_at(cc_comm *c, int who, uint64_t step, const char *what) {
+  cc__arr_arg a;
+  cc_result r;
+  if (who < 0 && c->seen_all >= step) return CC_OK;
+  a.who = who;
+  a.step = step;
+  r = cc__wait(c, cc__pending_arrive, &a, what);
+  if (r == CC_OK && who < 0) c->seen_all = step;
+  return r;
+}
+
+/* Rank r's half for phase `step`: descriptor, then data. */
+static unsigned char *cc__half(cc_comm *c, int r, uint64_t step) {
+  return c->regions + (size_t)r * 2 * c->half + (size_t)(step & 1) * c->half;
+}
+#define CC__DATA(p) ((p) + CC__DESC_BYTES)
+
+/* Begin the next phase: returns this rank's half once it is free to write. */
+static cc_result cc__ph_begin(cc_comm *c, unsigned char **mine, const char *what) {
+  uint64_t s = c->step + 1;
+  if (s >= 2) {
+    cc_result r = cc__ph_wait_at(c, -1, s - 1, what);
+    if (r != CC_OK) return r;
+  }
+  *mine = cc__half(c, c->rank, s);
+  return CC_OK;
+}
+
+static void cc__ph_arrive(cc_comm *c) {
+  c->step++;
+  CC__STORE_SC(&c->ctl[c->rank].arrive, c->step);
+  cc__notify(c);
+}
+
+static cc_result cc__ph_wait(cc_comm *c, int who, const char *what) {
+  return cc__ph_wait_at(c, who, c->step, what);
+}
+
+/* ---------------------------------------------------------------- channels */
+
+static cc__chan *cc__chan_at(cc_comm *c, int src, int dst) {
+  return (cc__chan *)(c->chans + ((size_t)src * (size_t)c->size + (size_t)dst) *
+                                 (sizeof(cc__chan) + c->chan_bytes));
+}
+
+static void cc__ring_put(cc_comm *c, cc__chan *ch, uint64_t pos, const void *src, size_t len) {
+  unsigned char *d = (unsigned char *)(ch + 1);
+  size_t off = (size_t)(pos % c->chan_bytes), first = CC__MIN(len, c->chan_bytes - off);
+  memcpy(d + off, src, first);
+  if (len > first) memcpy(d, (const unsigned char *)src + first, len - first);
+}
+
+static void cc__ring_get(cc_comm *c, cc__chan *ch, uint64_t pos, void *dst, size_t len) {
+  const unsigned char *s = (const unsigned char *)(ch + 1);
+  size_t off = (size_t)(pos % c->chan_bytes), first = CC__MIN(len, c->chan_bytes - off);
+  memcpy(dst, s + off, first);
+  if (len > first) memcpy((unsigned char *)dst + first, s, len - first);
+}
+
+typedef struct cc__p2p {               /* one send or receive in flight */
+  int is_send, peer, tag, done, hdr_sent;
+  unsigned char *buf;
+  size_t bytes, moved;
+} cc__p2p;
+
+/* Push what fits of send `op` into its channel. Returns 1 on progress. */
+static int cc__p2p_push(cc_comm *c, cc__p2p *op) {
+  cc__chan *ch = cc__chan_at(c, c->rank, op->peer);
+  uint64_t head = ch->head, tail = CC__LOAD(&ch->tail);
+  size_t space = c->chan_bytes - (size_t)(head - tail), n;
+  int progressed = 0;
+  if (!op->hdr_sent) {
+    cc__msghdr h;
+    if (space < sizeof h) return 0;
+    h.magic = CC__MSG_MAGIC;
+    h.tag = op->tag;
+    h.bytes = op->bytes;
+    cc__ring_put(c, ch, head, &h, sizeof h);
+    head += sizeof h;
+    space -= sizeof h;
+    op->hdr_sent = 1;
+    progressed = 1;
+  }
+  n = CC__MIN(space, op->bytes - op->moved);
+  if (n) {
+    cc__ring_put(c, ch, head, op->buf + op->moved, n);
+    head += n;
+    op->moved += n;
+    progressed = 1;
+  }
+  if (progressed) {
+    CC__STORE_SC(&ch->head, head);
+    cc__notify(c);
+  }
+  if (op->moved == op->bytes) op->done = 1;
+  return progressed;
+}
+
+static cc_result cc__msg_mismatch(cc_comm *c, int peer, int tag, size_t got, size_t want) {
+  return cc__fail(c, CC_ERR_MISMATCH, "recv: rank %d: the message from rank %d with tag %d has %zu bytes, "
+                  "the receive expects %zu", c->rank, peer, tag, got, want);
+}
+
+/* Take a complete unexpected message of this tag, if one is queued. */
+static cc_result cc__p2p_take_unexp(cc_comm *c, cc__p2p *op) {
+  cc__peer *p = &c->peers[op->peer];
+  cc__umsg *m, *prev = NULL;
+  for (m = p->uq_head; m; prev = m, m = m->next) {
+    if (m->tag != op->tag) continue;
+    if (m->bytes != op->bytes) return cc__msg_mismatch(c, op->peer, op->tag, m->bytes, op->bytes);
+    if (m->bytes) memcpy(op->buf, m->data, m->bytes);
+    if (prev) prev->next = m->next; else p->uq_head = m->next;
+    if (p->uq_tail == m) p->uq_tail = prev;
+    CC_FREE(m->data);
+    CC_FREE(m);
+    op->done = 1;
+    return CC_OK;
+  }
+  return CC_OK;
+}
+
+/* Drain the channel from `peer` into the receives of `ops` that wait for it
+   (the first posted one with the message's tag), or into an unexpected message.
+   *progress is set when bytes moved. */
+static cc_result cc__p2p_pull(cc_comm *c, int peer, cc__p2p *ops, int nops, int *progress) {
+  cc__chan *ch = cc__chan_at(c, peer, c->rank);
+  cc__peer *p = &c->peers[peer];
+  uint64_t tail = ch->tail, head = CC__LOAD(&ch->head);
+  int moved = 0;
+  for (;;) {
+    size_t avail = (size_t)(head - tail), n;
+    if (!p->in_msg) {
+      cc__msghdr h;
+      int i;
+      if (avail < sizeof h) break;
+      cc__ring_get(c, ch, tail, &h, sizeof h);
+      tail += sizeof h;
+      moved = 1;
+      if (h.magic != CC__MSG_MAGIC)
+        return cc__fail_all(c, CC_ERR_SYSTEM, peer, "recv: rank %d: corrupt message header from rank %d",
+                            c->rank, peer);
+      p->in_msg = 1;
+      p->in_tag = h.tag;
+      p->in_bytes = h.bytes;
+      p->in_done = 0;
+      p->in_target = NULL;
+      p->in_unexp = NULL;
+      for (i = 0; i < nops; i++) {
+        cc__p2p *o = &ops[i];
+        if (!o->is_send && !o->done && !o->hdr_sent && o->peer == peer && o->tag == h.tag) {
+          if (o->bytes != h.bytes) {
+            CC__STORE_SC(&ch->tail, tail);
+            return cc__msg_mismatch(c, peer, h.tag, (size_t)h.bytes, o->bytes);
+          }
+          /* an older unexpected message of this tag goes first */
+          if (cc__p2p_take_unexp(c, o) != CC_OK) return CC_ERR_MISMATCH;
+          if (o->done) continue;
+          p->in_target = o;
+          o->moved = 0;
+          o->hdr_sent = 1;              /* marks "being filled" */
+          break;
+        }
+      }
+      if (!p->in_target) {
+        cc__umsg *m = (cc__umsg *)CC_MALLOC(sizeof *m);
+        if (!m) return cc__fail(c, CC_ERR_NO_MEMORY, "recv: rank %d: no memory for a message from rank %d", c->rank, peer);
+        m->next = NULL;
+        m->tag = h.tag;
+        m->bytes = (size_t)h.bytes;
+        m->got = 0;
+        m->data = (unsigned char *)CC_MALLOC(m->bytes ? m->bytes : 1);
+        if (!m->data) {
+          CC_FREE(m);
+          return cc__fail(c, CC_ERR_NO_MEMORY, "recv: rank %d: no memory for %zu bytes from rank %d",
+                          c->rank, (size_t)h.bytes, peer);
+        }
+        p->in_unexp = m;
+      }
+      avail = (size_t)(head - tail);
+    }
+    n = CC__MIN(avail, (size_t)(p->in_bytes - p->in_done));
+    if (n) {
+      unsigned char *dst = p->in_target ? ((cc__p2p *)p->in_target)->buf : p->in_unexp->data;
+      cc__ring_get(c, ch, tail, dst + p->in_done, n);
+      tail += n;
+      p->in_done += n;
+      moved = 1;
+    }
+    if (p->in_done < p->in_bytes) break;
+    p->in_msg = 0;                     /* message complete */
+    if (p->in_target) {
+      cc__p2p *o = (cc__p2p *)p->in_target;
+      o->moved = o->bytes;
+      o->done = 1;
+    } else {
+      cc__umsg *m = p->in_unexp;
+      m->got = m->bytes;
+      if (p->uq_tail) p->uq_tail->next = m; else p->uq_head = m;
+      p->uq_tail = m;
+    }
+    p->in_target = NULL;
+    p->in_unexp = NULL;
+    if (nops == 0) break;
+  }
+  if (moved) {
+    CC__STORE_SC(&ch->tail, tail);
+    cc__notify(c);
+    *progress = 1;
+  }
+  return CC_OK;
+}
+
+typedef struct cc__p2p_snap { cc__p2p *ops; int nops; uint64_t *seen; } cc__p2p_snap;
+
+/* While waiting: -1 once any channel we use moved, else a peer we wait for. */
+static int cc__pending_p2p(cc_comm *c, const void *arg) {
+  const cc__p2p_snap *s = (const cc__p2p_snap *)arg;
+  int i, who = -1;
+  for (i = 0; i < s->nops; i++) {
+    const cc__p2p *o = &s->ops[i];
+    uint64_t v;
+    if (o->done) continue;
+    v = o->is_send ? CC__LOAD(&cc__chan_at(c, c->rank, o->peer)->tail)
+                   : CC__LOAD(&cc__chan_at(c, o->peer, c->rank)->head);
+    if (v != s->seen[i]) return -1;
+    if (who < 0) who = o->peer;
+  }
+  return who;
+}
+
+/* Run sends and receives together until all are done. */
+static cc_result cc__p2p_run(cc_comm *c, cc__p2p *ops, int nops, const char *what) {
+  uint64_t *seen = (uint64_t *)CC_MALLOC(sizeof(uint64_t) * (size_t)(nops ? nops : 1));
+  int *pulled = (int *)CC_MALLOC(sizeof(int) * (size_t)c->size);
+  cc_result r = CC_OK;
+  int i;
+  if (!seen || !pulled) {
+    CC_FREE(seen); CC_FREE(pulled);
+    return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
+  }
+  for (i = 0; i < nops; i++) {             /* receives first look at the queue */
+    cc__p2p *o = &ops[i];
+    o->done = 0; o->moved = 0; o->hdr_sent = 0;
+    if (o->is_send && o->peer == c->rank) {  /* to self: queue a copy */
+      cc__umsg *m = (cc__umsg *)CC_MALLOC(sizeof *m);
+      cc__peer *p = &c->peers[c->rank];
+      if (!m || !(m->data = (unsigned char *)CC_MALLOC(o->bytes ? o->bytes : 1))) {
+        CC_FREE(m);
+        r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: no memory to send %zu bytes to itself", what, c->rank, o->bytes);
+        goto out;
+      }
+      m->next = NULL; m->tag = o->tag; m->bytes = m->got = o->bytes;
+      if (o->bytes) memcpy(m->data, o->buf, o->bytes);
+      if (p->uq_tail) p->uq_tail->next = m; else p->uq_head = m;
+      p->uq_tail = m;
+      o->done = 1;
+    }
+  }
+  for (;;) {
+    int progress = 0, all = 1;
+    for (i = 0; i < c->size; i++) pulled[i] = 0;
+    for (i = 0; i < nops; i++) {
+      cc__p2p *o = &ops[i];
+      if (o->done) continue;
+      if (o->is_send) {
+        int j, first = 1;                  /* sends to one peer go in order */
+        for (j = 0; j < i; j++)
+          if (ops[j].is_send && !ops[j].done && ops[j].peer == o->peer) first = 0;
+        if (first) progress |= cc__p2p_push(c, o);
+      } else if (!o->hdr_sent) {           /* not yet matched to an arriving message */
+        r = cc__p2p_take_unexp(c, o);
+        if (r != CC_OK) goto out;
+        if (!o->done && o->peer != c->rank && !pulled[o->peer]) {
+          pulled[o->peer] = 1;
+          r = cc__p2p_pull(c, o->peer, ops, nops, &progress);
+          if (r != CC_OK) goto out;
+        }
+      } else if (!pulled[o->peer]) {
+        pulled[o->peer] = 1;
+        r = cc__p2p_pull(c, o->peer, ops, nops, &progress);
+        if (r != CC_OK) goto out;
+      }
+    }
+    for (i = 0; i < nops; i++) if (!ops[i].done) all = 0;
+    if (all) break;
+    if (!progress) {
+      cc__p2p_snap s;
+      for (i = 0; i < nops; i++) {
+        cc__p2p *o = &ops[i];
+        seen[i] = o->is_send ? CC__LOAD(&cc__chan_at(c, c->rank, o->peer)->tail)
+                             : CC__LOAD(&cc__chan_at(c, o->peer, c->rank)->head);
+      }
+      /* re-check after the snapshot, so that nothing that moved before it is missed */
+      progress = 0;
+      for (i = 0; i < nops && !progress; i++) {
+        cc__p2p *o = &ops[i];
+        if (o->done || o->peer == c->rank) continue;
+        if (o->is_send) {                  /* room in the ring? */
+          size_t space = c->chan_bytes - (size_t)(cc__chan_at(c, c->rank, o->peer)->head - seen[i]);
+          if (space >= (o->hdr_sent ? 1 : sizeof(cc__msghdr))) progress = 1;
+        } else if (seen[i] != cc__chan_at(c, o->peer, c->rank)->tail) {
+          progress = 1;                    /* bytes waiting */
+        }
+      }
+      if (progress) continue;
+      s.ops = ops; s.nops = nops; s.seen = seen;
+      r = cc__wait(c, cc__pending_p2p, &s, what);
+      if (r != CC_OK) goto out;
+    }
+  }
+out:
+  CC_FREE(seen);
+  CC_FREE(pulled);
+  return r;
+}
+
+/* ============================================================== @algo */
+/* Collectives as phases over the arena. The reduction of element i is always
+   ((x0 op x1) op x2) ... in rank order, done once by one rank (or by every rank
+   on the same inputs), so every rank holds the same bits, run after run. */
+
+static size_t cc__part(size_t m, int n, int r) {     /* start of rank r's share of m */
+  return (m / (size_t)n) * (size_t)r + CC__MIN((size_t)r, m % (size_t)n);
+}
+
+static void cc__desc_str(const cc__desc *d, char *buf, size_t len) {
+  const char *cn = d->coll < CC__COLL_COUNT ? cc__coll_names[d->coll] : "?";
+  switch (d->coll) {
+  case CC__BARRIER: case CC__INIT: case CC__SPLIT:
+    snprintf(buf, len, "%s", cn); break;
+  case CC__REDUCE: case CC__ALL_REDUCE: case CC__REDUCE_SCATTER:
+    snprintf(buf, len, "%s(count %llu, %s, op %s%s%d)", cn, (unsigned long long)d->count,
+             cc__dtype_name((cc_dtype)d->dtype), d->op < CC_OP_BUILTIN_COUNT ? cc__op_name(d->op) : "user",
+             d->coll == CC__REDUCE ? ", root " : "", d->coll == CC__REDUCE ? d->root : 0);
+    if (d->coll != CC__REDUCE) { char *p = strrchr(buf, ')'); if (p && p > buf && p[-1] == '0') { p[-1] = ')'; p[0] = 0; } }
+    break;
+  default:
+    snprintf(buf, len, "%s(count %llu, %s, root %d)", cn, (unsigned long long)d->count,
+             cc__dtype_name((cc_dtype)d->dtype), d->root);
+  }
+}
+
+static int cc__is_v(int coll) {
+  return coll == CC__GATHER_V || coll == CC__ALL_GATHER_V || coll == CC__SCATTER_V || coll == CC__ALL_TO_ALL_V;
+}
+
+/* First phase of a call: the descriptor goes at the head of this rank's half;
+   the caller may put data after it, then calls cc__first_end. */
+static cc_result cc__first_begin(cc_comm *c, const cc__call *k, uint64_t count, uint64_t aux,
+                                 unsigned char **mine) {
+  cc__desc d;
+  const char *what = cc__coll_names[k->coll];
+  cc_result r = cc__ph_begin(c, mine, what);
+  if (r != CC_OK) return r;
+  memset(&d, 0, sizeof d);
+  d.coll = (uint32_t)k->coll;
+  d.dtype = (int32_t)k->t;
+  d.op = k->op;
+  d.root = k->root;
+  d.count = count;
+  d.aux = aux;
+  d.seq = ++c->seq;
+  if (k->op >= CC__OP_FIRST_USER && c->ops[k->op - CC__OP_FIRST_USER].kind == 2)
+    memcpy(d.scal, c->ops[k->op - CC__OP_FIRST_USER].scal, sizeof d.scal);
+  memcpy(*mine, &d, sizeof d);
+  return CC_OK;
+}
+
+static const cc__desc *cc__desc_of(cc_comm *c, int r) {
+  return (const cc__desc *)cc__half(c, r, c->step);
+}
+
+/* Arrive, wait for every rank, and compare every rank's descriptor with ours. */
+static cc_result cc__first_end(cc_comm *c, const cc__call *k) {
+  const char *what = cc__coll_names[k->coll];
+  const cc__desc *me;
+  cc_result r;
+  int j;
+  cc__ph_arrive(c);
+  r = cc__ph_wait(c, -1, what);
+  if (r != CC_OK) return r;
+  me = cc__desc_of(c, c->rank);
+  for (j = 0; j < c->size; j++) {
+    const cc__desc *d = cc__desc_of(c, j);
+    int bad = d->coll != me->coll || d->dtype != me->dtype || d->root != me->root;
+    if (!cc__is_v((int)me->coll)) bad = bad || d->count != me->count || d->op != me->op;
+    if (bad) {
+      char a[128], b[128];
+      cc__desc_str(d, a, sizeof a);
+      cc__desc_str(me, b, sizeof b);
+      return cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d called %s while rank %d called %s",
+                      what, j, a, c->rank, b);
+    }
+    c->scals[j] = d->scal;             /* premul scalars, valid for this phase */
+  }
+  return CC_OK;
+}
+
+/* dst = fold of c->srcs[0..n) with the call's op. */
+static void cc__apply(cc_comm *c, const cc__call *k, void *dst, size_t count) {
+  int n = c->size;
+  if (!count) return;
+  if (k->op < CC_OP_BUILTIN_COUNT) {
+    cc__reduce_n(dst, c->srcs, n, count, k->t, k->op, NULL);
+  } else {
+    const cc__opinfo *o = &c->ops[k->op - CC__OP_FIRST_USER];
+    if (o->kind == 2) {
+      cc__reduce_n(dst, c->srcs, n, count, k->t, CC__OP_PREMUL, c->scals);
+    } else {
+      int j;
+      if (dst != c->srcs[0]) memcpy(dst, c->srcs[0], count * cc__dtype_bytes(k->t));
+      for (j = 1; j < n; j++) o->fn(dst, c->srcs[j], count, k->t, o->user);
+    }
+  }
+}
+
+static cc_result cc__run_barrier(cc_comm *c, const cc__call *k) {
+  unsigned char *mine;
+  cc_result r = cc__first_begin(c, k, 0, 0, &mine);
+  return r != CC_OK ? r : cc__first_end(c, k);
+}
+
+static cc_result cc__run_broadcast(cc_comm *c, const cc__call *k) {
+  const char *what = "broadcast";
+  size_t es = cc__dtype_bytes(k->t), bytes = k->count * es, cap = c->half - CC__DESC_BYTES, off, n;
+  unsigned char *buf = (unsigned char *)k->rbuf, *mine;
+  int root = k->root, me = c->rank;
+  cc_result r = cc__first_begin(c, k, k->count, 0, &mine);
+  if (r != CC_OK) return r;
+  n = CC__MIN(bytes, cap);
+  if (me == root && n) memcpy(CC__DATA(mine), buf, n);
+  if ((r = cc__first_end(c, k)) != CC_OK) return r;
+  if (me != root && n) memcpy(buf, CC__DATA(cc__half(c, root, c->step)), n);
+  for (off = n; off < bytes; off += n) {
+    n = CC__MIN(cap, bytes - off);
+    if (me == root) {
+      if ((r = cc__ph_begin(c, &mine, what)) != CC_OK) return r;
+      memcpy(CC__DATA(mine), buf + off, n);
+      cc__ph_arrive(c);
+    } else {
+      cc__ph_arrive(c);
+      if ((r = cc__ph_wait(c, root, what)) != CC_OK) return r;
+      memcpy(buf + off, CC__DATA(cc__half(c, root, c->step)), n);
+    }
+  }
+  return CC_OK;
+}
+
+/* reduce (root >= 0) and all_reduce (root < 0). Small: one phase, every
+   reader folds every rank's copy. Large: per chunk, each rank folds its share
+   of the chunk into its next half (reduce-scatter), then the readers copy
+   every share out (all-gather). */
+static cc_result cc__run_reduce(cc_comm *c, const cc__call *k, int root) {
+  const char *what = cc__coll_names[k->coll];
+  size_t es = cc__dtype_bytes(k->t), bytes = k->count * es, cap = c->half - CC__DESC_BYTES;
+  const unsigned char *sb = (const unsigned char *)k->sbuf;
+  unsigned char *rb = (unsigned char *)k->rbuf, *mine;
+  int n = c->size, me = c->rank, j, want = root < 0 || me == root;
+  size_t off, m, chunk = cap / es;
+  cc_result r;
+  if (bytes <= c->small_bytes && bytes <= cap) {
+    if ((r = cc__first_begin(c, k, k->count, 0, &mine)) != CC_OK) return r;
+    if (bytes) memcpy(CC__DATA(mine), sb, bytes);
+    if ((r = cc__first_end(c, k)) != CC_OK) return r;
+    if (want) {
+      for (j = 0; j < n; j++) c->srcs[j] = CC__DATA(cc__half(c, j, c->step));
+      cc__apply(c, k, rb, k->count);
+    }
+    return CC_OK;
+  }
+  for (off = 0; off < k->count; off += m) {
+    size_t lo, hi;
+    uint64_t a;
+    m = CC__MIN(chunk, k->count - off);
+    if (off == 0) r = cc__first_begin(c, k, k->count, 0, &mine);
+    else r = cc__ph_begin(c, &mine, what);
+    if (r != CC_OK) return r;
+    memcpy(CC__DATA(mine), sb + off * es, m * es);
+    if (off == 0) r = cc__first_end(c, k);
+    else { cc__ph_arrive(c); r = cc__ph_wait(c, -1, what); }
+    if (r != CC_OK) return r;
+    a = c->step;
+    lo = cc__part(m, n, me);
+    hi = cc__part(m, n, me + 1);
+    if ((r = cc__ph_begin(c, &mine, what)) != CC_OK) return r;
+    for (j = 0; j < n; j++) c->srcs[j] = CC__DATA(cc__half(c, j, a)) + lo * es;
+    cc__apply(c, k, CC__DATA(mine) + lo * es, hi - lo);
+    cc__ph_arrive(c);
+    if (want) {
+      if ((r = cc__ph_wait(c, -1, what)) != CC_OK) return r;
+      for (j = 0; j < n; j++) {
+        size_t l = cc__part(m, n, j), h = cc__part(m, n, j + 1);
+        if (h > l) memcpy(rb + (off + l) * es, CC__DATA(cc__half(c, j, c->step)) + l * es, (h - l) * es);
+      }
+    }
+  }
+  return CC_OK;
+}
+
+/* reduce_scatter: per phase, every rank stages chunk p of each of its n
+   blocks; rank r folds block r's chunk from every half. */
+static cc_result cc__run_reduce_scatter(cc_comm *c, const cc__call *k) {
+  const char *what = "reduce_scatter";
+  size_t es = cc__dtype_bytes(k->t), bytes = k->count * es;
+  size_t pcap = ((c->half - CC__DESC_BYTES) / (size_t)c->size) & ~(size_t)63, off = 0, m;
+  const unsigned char *sb = (const unsigned char *)k->sbuf;
+  unsigned char *rb = (unsigned char *)k->rbuf, *mine;
+  int n = c->size, me = c->rank, j;
+  cc_result r;
+  do {
+    m = CC__MIN(pcap, bytes - off);
+    if (off == 0) r = cc__first_begin(c, k, k->count, 0, &mine);
+    else r = cc__ph_begin(c, &mine, what);
+    if (r != CC_OK) return r;
+    for (j = 0; j < n && m; j++) memcpy(CC__DATA(mine) + (size_t)j * pcap, sb + (size_t)j * bytes + off, m);
+    if (off == 0) r = cc__first_end(c, k);
+    else { cc__ph_arrive(c); r = cc__ph_wait(c, -1, what); }
+    if (r != CC_OK) return r;
+    for (j = 0; j < n; j++) c->srcs[j] = CC__DATA(cc__half(c, j, c->step)) + (size_t)me * pcap;
+    cc__apply(c, k, rb + off, m / es);
+    off += m;
+  } while (off < bytes);
+  return CC_OK;
+}
+
+/* Data movement without reduction: gather, all_gather, scatter, all_to_all
+   and their v variants. A rank's pieces are staged chunk by chunk (pc bytes
+   of each piece per phase); readers copy out what is theirs. */
+typedef struct cc__move {
+  int npieces1;                        /* 1: one piece read by every reader; 0: piece j is for rank j */
+  int writer, reader;                  /* -1: every rank; else only that rank */
+  const unsigned char *sb;
+  unsigned char *rb;
+  const size_t *soff, *slen;           /* bytes, per destination (or [0] when npieces1) */
+  const size_t *roff, *rlen;           /* bytes, per source */
+  size_t maxlen;                       /* largest piece of any rank */
+  int first_done;                      /* the descriptor phase already ran (v variants) */
+} cc__move;
+
+static cc_result cc__run_move(cc_comm *c, const cc__call *k, const cc__move *mv, uint64_t dcount) {
+  const char *what = cc__coll_names[k->coll];
+  int n = c->size, me = c->rank, j, first = !mv->first_done;
+  int writes = (mv->writer < 0 || mv->writer == me) && !(mv->npieces1 && mv->reader == me);
+  int reads = mv->reader < 0 || mv->reader == me;
+  size_t pc = c->half - CC__DESC_BYTES, off = 0;
+  unsigned char *mine;
+  cc_result r;
+  if (!mv->npieces1) pc = (pc / (size_t)n) & ~(size_t)63;
+  while (first || off < mv->maxlen) {
+    if (first) r = cc__first_begin(c, k, dcount, mv->maxlen, &mine);
+    else if (writes) r = cc__ph_begin(c, &mine, what);
+    else r = CC_OK;
+    if (r != CC_OK) return r;
+    if (writes) {
+      if (mv->npieces1) {
+        if (mv->slen[0] > off)
+          memcpy(CC__DATA(mine), mv->sb + mv->soff[0] + off, CC__MIN(pc, mv->slen[0] - off));
+      } else {
+        for (j = 0; j < n; j++)
+          if (j != me && (mv->reader < 0 || mv->reader == j) && mv->slen[j] > off)
+            memcpy(CC__DATA(mine) + (size_t)j * pc, mv->sb + mv->soff[j] + off, CC__MIN(pc, mv->slen[j] - off));
+      }
+    }
+    if (first) r = cc__first_end(c, k);
+    else {
+      cc__ph_arrive(c);
+      r = reads ? cc__ph_wait(c, mv->writer, what) : CC_OK;
+    }
+    if (r != CC_OK) return r;
+    first = 0;
+    if (reads) {
+      for (j = 0; j < n; j++) {
+        const unsigned char *src;
+        if (j == me || (mv->writer >= 0 && mv->writer != j) || mv->rlen[j] <= off) continue;
+        src = CC__DATA(cc__half(c, j, c->step)) + (mv->npieces1 ? 0 : (size_t)me * pc);
+        memcpy(mv->rb + mv->roff[j] + off, src, CC__MIN(pc, mv->rlen[j] - off));
+      }
+    }
+    off += pc;
+  }
+  if (reads && mv->rlen[me]) {         /* this rank's own piece */
+    const unsigned char *src = mv->sb + mv->soff[mv->npieces1 ? 0 : me];
+    if (src != mv->rb + mv->roff[me]) memcpy(mv->rb + mv->roff[me], src, mv->rlen[me]);
+  }
+  return CC_OK;
+}
+
+/* Regular gather, all_gather, scatter, all_to_all as moves. */
+static cc_result cc__run_move_regular(cc_comm *c, const cc__call *k) {
+  size_t es = cc__dtype_bytes(k->t), bytes = k->count * es, *a = c->scratch;
+  int n = c->size, j;
+  cc__move mv;
+  memset(&mv, 0, sizeof mv);
+  mv.soff = a; mv.slen = a + n; mv.roff = a + 2 * n; mv.rlen = a + 3 * n;
+  mv.sb = (const unsigned char *)k->sbuf;
+  mv.rb = (unsigned char *)k->rbuf;
+  mv.maxlen = bytes;
+  mv.writer = -1;
+  mv.reader = -1;
+  for (j = 0; j < n; j++) {
+    a[j] = (size_t)j * bytes;                 /* send offsets */
+    a[n + j] = bytes;                         /* send lengths */
+    a[2 * n + j] = (size_t)j * bytes;         /* receive offsets */
+    a[3 * n + j] = bytes;                     /* receive lengths */
+  }
+  switch (k->coll) {
+  case CC__GATHER:
+    mv.reader = k->root;
+    /* fall through */
+  case CC__ALL_GATHER:
+    mv.npieces1 = 1;
+    a[0] = 0;
+    break;
+  case CC__SCATTER:                           /* every rank receives from the root */
+    mv.writer = k->root;
+    for (j = 0; j < n; j++) { a[2 * n + j] = 0; a[3 * n + j] = j == k->root ? bytes : 0; }
+    break;
+  default:                                    /* all_to_all */
+    break;
+  }
+  return cc__run_move(c, k, &mv, k->count);
+}
+
+/* The v variants: a first phase publishes every rank's counts, so that every
+   rank checks every pair the same way (CC_ERR_MISMATCH everywhere, or nowhere)
+   and knows how many phases the data needs. */
+static cc_result cc__run_move_v(cc_comm *c, const cc__call *k) {
+  const char *what = cc__coll_names[k->coll];
+  size_t es = cc__dtype_bytes(k->t), *a = c->scratch, aux = 0;
+  int n = c->size, me = c->rank, j, i, root = k->root;
+  uint64_t own = 0, *arr;
+  unsigned char *mine;
+  cc__move mv;
+  cc_result r;
+  memset(&mv, 0, sizeof mv);
+  switch (k->coll) {
+  case CC__GATHER_V: case CC__ALL_GATHER_V: own = k->scount; aux = k->scount * es; break;
+  case CC__SCATTER_V:
+    own = k->rcount;
+    if (me == root) for (j = 0; j < n; j++) aux = CC__MAX(aux, k->sc[j] * es);
+    break;
+  default:
+    for (j = 0; j < n; j++) aux = CC__MAX(aux, k->sc[j] * es);
+    break;
+  }
+  if ((r = cc__first_begin(c, k, own, aux, &mine)) != CC_OK) return r;
+  arr = (uint64_t *)CC__DATA(mine);           /* [0,n): send counts, [n,2n): receive counts */
+  for (j = 0; j < 2 * n; j++) arr[j] = 0;
+  for (j = 0; j < n; j++) {
+    if (k->sc) arr[j] = k->sc[j];
+    if (k->rc) arr[n + j] = k->rc[j];
+  }
+  if ((r = cc__first_end(c, k)) != CC_OK) return r;
+  for (i = 0; i < n; i++) {                   /* every rank checks every pair */
+    const uint64_t *ai = (const uint64_t *)CC__DATA(cc__half(c, i, c->step));
+    for (j = 0; j < n; j++) {
+      uint64_t have, want;
+      switch (k->coll) {
+      case CC__GATHER_V: if (i != root) continue; have = cc__desc_of(c, j)->count; want = ai[n + j]; break;
+      case CC__ALL_GATHER_V: have = cc__desc_of(c, j)->count; want = ai[n + j]; break;
+      case CC__SCATTER_V: if (i != root) continue; have = ai[j]; want = cc__desc_of(c, j)->count; break;
+      default: have = ai[j]; want = ((const uint64_t *)CC__DATA(cc__half(c, j, c->step)))[n + i]; break;
+      }
+      if (have != want)
+        return cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d sends %llu elements to rank %d, which expects %llu "
+                        "(counts as rank %d sees them)", what, k->coll == CC__SCATTER_V ? root :
+                        k->coll == CC__ALL_TO_ALL_V ? i : j, (unsigned long long)have,
+                        k->coll == CC__ALL_TO_ALL_V || k->coll == CC__SCATTER_V ? j : i,
+                        (unsigned long long)want, me);
+    }
+    mv.maxlen = CC__MAX(mv.maxlen, (size_t)cc__desc_of(c, i)->aux);
+  }
+  mv.soff = a; mv.slen = a + n; mv.roff = a + 2 * n; mv.rlen = a + 3 * n;
+  mv.sb = (const unsigned char *)k->sbuf;
+  mv.rb = (unsigned char *)k->rbuf;
+  mv.writer = -1;
+  mv.reader = -1;
+  mv.first_done = 1;
+  for (j = 0; j < 4 * n; j++) a[j] = 0;
+  switch (k->coll) {
+  case CC__GATHER_V:
+    mv.reader = root;
+    /* fall through */
+  case CC__ALL_GATHER_V:
+    mv.npieces1 = 1;
+    a[n] = k->scount * es;
+    for (j = 0; j < n; j++) {
+      a[3 * n + j] = (size_t)cc__desc_of(c, j)->count * es;
+      if (k->rd) a[2 * n + j] = k->rd[j] * es;
+    }
+    break;
+  case CC__SCATTER_V:
+    mv.writer = root;
+    for (j = 0; j < n && me == root; j++) { a[j] = k->sd[j] * es; a[n + j] = k->sc[j] * es; }
+    a[3 * n + root] = k->rcount * es;
+    break;
+  default:
+    for (j = 0; j < n; j++) {
+      a[j] = k->sd[j] * es; a[n + j] = k->sc[j] * es;
+      a[2 * n + j] = k->rd[j] * es; a[3 * n + j] = k->rc[j] * es;
+    }
+    break;
+  }
+  return cc__run_move(c, k, &mv, own);
+}
+
+/* ============================================================== @bootstrap */
+
+/* Parse an integer environment variable: 0 unset, 1 ok, -1 not a number. */
+static int cc__env_long(const char *name, long *out) {
+  const char *s = getenv(name);
+  char *end;
+  long v;
+  if (!s || !*s) return 0;
+  errno = 0;
+  v = strtol(s, &end, 10);
+  if (errno || *end || end == s) return -1;
+  *out = v;
+  return 1;
+}
+
+/* The first of several variables that is set: 1 found, 0 none, -1 garbage
+   (cc__tls_err says which). */
+static int cc__env_first(const char *const *names, long *out, const char **which) {
+  int i;
+  for (i = 0; names[i]; i++) {
+    int r = cc__env_long(names[i], out);
+    if (r == 0) continue;
+    *which = names[i];
+    if (r < 0) snprintf(cc__tls_err, sizeof cc__tls_err, "comm_init: %s='%s' is not a number",
+                        names[i], getenv(names[i]));
+    return r;
+  }
+  return 0;
+}
+
+static cc_result cc__env_ranks(const cc_config *cfg, int *rank, int *size, int *lsize) {
+  static const char *const rk[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", NULL};
+  static const char *const sz[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", NULL};
+  static const char *const ls[] = {"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", NULL};
+  long r = -1, s = -1, l = -1;
+  const char *rn = "RANK", *sn = "WORLD_SIZE", *ln = "LOCAL_WORLD_SIZE";
+  int hr, hs, hl;
+  if (cfg && cfg->rank >= 0) { r = cfg->rank; rn = "cfg.rank"; hr = 1; }
+  else if ((hr = cc__env_first(rk, &r, &rn)) < 0) return CC_ERR_INVALID_ARG;
+  if (cfg && cfg->world_size > 0) { s = cfg->world_size; sn = "cfg.world_size"; hs = 1; }
+  else if ((hs = cc__env_first(sz, &s, &sn)) < 0) return CC_ERR_INVALID_ARG;
+  if ((hl = cc__env_first(ls, &l, &ln)) < 0) return CC_ERR_INVALID_ARG;
+  if (!hr && !hs) { r = 0; s = 1; }              /* a plain process: a world of one */
+  else if (!hr) {
+    snprintf(cc__tls_err, sizeof cc__tls_err, "comm_init: %s=%ld is set but RANK is not", sn, s);
+    return CC_ERR_INVALID_ARG;
+  } else if (!hs) {
+    snprintf(cc__tls_err, sizeof cc__tls_err, "comm_init: %s=%ld is set but WORLD_SIZE is not", rn, r);
+    return CC_ERR_INVALID_ARG;
+  }
+  if (s < 1 || s > INT_MAX) {
+    snprintf(cc__tls_err, sizeof cc__tls_err, "comm_init: %s=%ld must be at least 1", sn, s);
+    return CC_ERR_INVALID_ARG;
+  }
+  if (r < 0 || r >= s) {
+    snprintf(cc__tls_err, sizeof cc__tls_err, "comm_init: %s=%ld is out of range for %s=%ld", rn, r, sn, s);
+    return CC_ERR_INVALID_ARG;
+  }
+  if (hl && (l < 1 || l > s)) {
+    snprintf(cc__tls_err, sizeof cc__tls_err, "comm_init: %s=%ld is inconsistent with %s=%ld", ln, l, sn, s);
+    return CC_ERR_INVALID_ARG;
+  }
+  *rank = (int)r;
+  *size = (int)s;
+  *lsize = hl ? (int)l : (int)s;
+  return CC_OK;
+}
+
+static uint64_t cc__env_timeout_ns(const cc_config *cfg) {
+  const char *s = getenv("CC_TIMEOUT");
+  if (cfg && cfg->timeout_ms > 0) return (uint64_t)cfg->timeout_ms * CC__MS;
+  if (s && *s) {
+    char *end;
+    double v = strtod(s, &end);
+    if (end != s && v > 0) return (uint64_t)(v * 1e9);
+  }
+  return 600 * CC__S;
+}
+
+static cc_comm *cc__comm_new(int rank, int size, const cc_config *cfg) {
+  cc_comm *c = (cc_comm *)CC_MALLOC(sizeof *c);
+  size_t n = (size_t)size;
+  if (!c) return NULL;
+  memset(c, 0, sizeof *c);
+  c->rank = c->local_rank = rank;
+  c->size = c->local_size = size;
+  c->debug = cc__debug_level();
+  c->timeout_ns = cc__env_timeout_ns(cfg);
+  c->oversub = size > cc__ncpus();
+  c->spin_ns = (uint64_t)cc__env_size("CC_SPIN_US", c->oversub ? 2 : 50, 0, 10000000) * 1000;
+  c->small_bytes = cc__env_size("CC_SMALL_BYTES", c->oversub ? (64u << 10) : (16u << 10), 0, 64u << 20);
+  c->srcs = (const void **)CC_MALLOC(sizeof(void *) * n);
+  c->scals = (const void **)CC_MALLOC(sizeof(void *) * n);
+  c->scratch = (size_t *)CC_MALLOC(sizeof(size_t) * 4 * n);
+  c->peers = (cc__peer *)CC_MALLOC(sizeof(cc__peer) * n);
+  if (!c->srcs || !c->scals || !c->scratch || !c->peers) {
+    CC_FREE(c->srcs); CC_FREE(c->scals); CC_FREE(c->scratch); CC_FREE(c->peers); CC_FREE(c);
+    return NULL;
+  }
+  memset(c->peers, 0, sizeof(cc__peer) * n);
+  pthread_mutex_init(&c->qlock, NULL);
+  pthread_cond_init(&c->qcond, NULL);
+  return c;
+}
+
+static void cc__comm_free(cc_comm *c) {
+  int i;
+  if (!c) return;
+  for (i = 0; i < c->size; i++) {
+    cc__peer *p = &c->peers[i];
+    while (p->uq_head) { cc__umsg *m = p->uq_head; p->uq_head = m->next; CC_FREE(m->data); CC_FREE(m); }
+    if (p->in_unexp) { CC_FREE(p->in_unexp->data); CC_FREE(p->in_unexp); }
+  }
+  for (i = 0; i < c->group.n; i++) {
+    cc__call *k = &c->group.calls[i];
+    CC_FREE(k->sc); CC_FREE(k->sd); CC_FREE(k->rc); CC_FREE(k->rd);
+  }
+  CC_FREE(c->group.calls);
+  if (c->seg) cc__shm_unmap(c->seg, c->seg_bytes);
+  pthread_mutex_destroy(&c->qlock);
+  pthread_cond_destroy(&c->qcond);
+  CC_FREE(c->srcs); CC_FREE(c->scals); CC_FREE(c->scratch); CC_FREE(c->peers); CC_FREE(c->ops);
+  CC_FREE(c);
+}
+
+/* Create (rank 0 of the new communicator) or open a named segment and attach;
+   the last rank to map it unlinks the name. */
+static cc_result cc__shm_join(cc_comm *c, const char *name, int creator, const char *what) {
+  uint64_t deadline = cc__now_ns() + c->timeout_ns, pause = 100000;
+  unsigned char *seg = NULL;
+  size_t half, chan, bytes = 0;
+  char why[128];
+  cc__layout L;
+  cc_result r;
+  cc__seg_sizes(c->size, &half, &chan);
+  cc__layout_of(c->size, half, chan, &L);
+  if (creator) {
+    seg = (unsigned char *)cc__shm_create(name, L.total);
+    if (!seg) {
+      cc__strerr(errno, why, sizeof why);
+      return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: cannot create shared memory /dev/shm%s (%zu bytes): %s",
+                      what, c->rank, name, L.total, why);
+    }
+    cc__seg_init(seg, c->size, half, chan, L.total);
+    bytes = L.total;
+  } else {
+    for (;;) {
+      seg = (unsigned char *)cc__shm_open(name, sizeof(cc__hdr), &bytes);
+      if (seg && CC__LOAD(&((cc__hdr *)seg)->magic) == CC__SHM_MAGIC) break;
+      if (seg) { cc__shm_unmap(seg, bytes); seg = NULL; }
+      else if (errno != ENOENT) {
+        cc__strerr(errno, why, sizeof why);
+        return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: cannot open shared memory /dev/shm%s: %s",
+                        what, c->rank, name, why);
+      }
+      if (cc__now_ns() >= deadline)
+        return cc__fail(c, CC_ERR_TIMEOUT, "%s: rank %d: rank 0 did not create shared memory /dev/shm%s "
+                        "within the timeout", what, c->rank, name);
+      cc__sleep_ns(pause);
+      pause = CC__MIN(pause * 2, 10 * CC__MS);
+    }
+  }
+  if ((r = cc__seg_attach(c, seg, bytes)) != CC_OK) {
+    cc__shm_unmap(seg, bytes);
+    c->seg = NULL;
+    return r;
+  }
+  if (CC__ADD(&c->hdr->mapped, 1u) + 1 == (uint32_t)c->size) cc__shm_unlink(name);
+  return CC_OK;
+}
+
+/* The first phase of a new communicator: every rank is there, with its pid. */
+static cc_result cc__comm_ready(cc_comm *c) {
+  cc__call k;
+  memset(&k, 0, sizeof k);
+  k.coll = CC__INIT;
+  return cc__run_barrier(c, &k);
+}
+
+#ifndef CC_NO_TCP
+/* env:// and tcp:// rendezvous: rank 0 listens on MASTER_ADDR:MASTER_PORT,
+   the others connect (retrying until it is up) and say who they are; rank 0
+   answers every rank with the job identity. The ranks then meet in shared
+   memory named after it. Anything that is not a well-formed hello of this job
+   is dropped. */
+#define CC__BOOT_MAGIC 0x63635f62u      /* "cc_b" */
+typedef struct cc__hello { uint32_t magic, version, rank, world; char host[240]; } cc__hello;
+typedef struct cc__welcome { uint32_t magic, version, status, pad; char jobid[40]; } cc__welcome;
+
+static cc_result cc__tcp_rendezvous(cc_comm *c, const char *host, int port, char *jobid) {
+  uint64_t deadline = cc__now_ns() + c->timeout_ns;
+  struct sockaddr_storage sa;
+  socklen_t salen;
+  char myhost[240], why[128];
+  int gr, i;
+  cc__host_id(myhost, sizeof myhost);
+  if ((gr = cc__sock_resolve(host, port, &sa, &salen)) != 0)
+    return cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank %d: cannot resolve MASTER_ADDR '%s': %s",
+                    c->rank, host, gai_strerror(gr));
+  if (c->rank == 0) {
+    int lfd = cc__sock_listen(&sa, salen, 128), got = 0, *fds, ok = 1;
+    cc_result r = CC_OK;
+    if (lfd < 0) {
+      cc__strerr(errno, why, sizeof why);
+      return cc__fail(c, CC_ERR_SYSTEM,
+                      "comm_init: rank 0: cannot listen on %s port %d: %s", host, port, why);
+    }
+    fds = (int *)CC_MALLOC(sizeof(int) * (size_t)c->size);
+    if (!fds) { close(lfd); return cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: rank 0: out of memory"); }
+    for (i = 0; i < c->size; i++) fds[i] = -1;
+    while (got < c->size - 1) {
+      cc__hello h;
+      int fd = cc__sock_accept(lfd, deadline);
+      if (fd < 0) {
+        r = cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank 0: only %d of %d ranks connected to %s:%d "
+                     "within the timeout", got + 1, c->size, host, port);
+        break;
+      }
+      if (cc__sock_recv_all(fd, &h, sizeof h, CC__MIN(deadline, cc__now_ns() + 5 * CC__S)) != 0 ||
+          h.magic != CC__BOOT_MAGIC || h.version != CC__SHM_VERSION || h.world != (uint32_t)c->size ||
+          h.rank == 0 || h.rank >= (uint32_t)c->size || fds[h.rank] >= 0) {
+        cc__log(c, 1, "comm_init: dropped a connection to %s:%d that is not a rank of this job", host, port);
+        close(fd);
+        continue;
+      }
+      h.host[sizeof h.host - 1] = 0;
+      if (strcmp(h.host, myhost) != 0) ok = 0;
+      fds[h.rank] = fd;
+      got++;
+    }
+    close(lfd);
+    if (r == CC_OK) {
+      cc__welcome w;
+      memset(&w, 0, sizeof w);
+      w.magic = CC__BOOT_MAGIC;
+      w.version = CC__SHM_VERSION;
+      w.status = ok ? 0u : (uint32_t)CC_ERR_UNSUPPORTED;
+      cc__random_hex(jobid, 32);
+      memcpy(w.jobid, jobid, 33);
+      for (i = 1; i < c->size; i++)
+        if (cc__sock_send_all(fds[i], &w, sizeof w, deadline) != 0)
+          r = cc__fail(c, CC_ERR_PEER_LOST, "comm_init: rank 0: rank %d hung up during the rendezvous", i);
+      if (r == CC_OK && !ok)
+        r = cc__fail(c, CC_ERR_UNSUPPORTED, "comm_init: rank 0: the ranks are on several hosts; this build "
+                     "has no TCP transport yet, so every rank must share one host");
+    }
+    for (i = 0; i < c->size; i++) if (fds[i] >= 0) close(fds[i]);
+    CC_FREE(fds);
+    return r;
+  } else {
+    uint64_t pause = 10 * CC__MS;
+    cc__hello h;
+    cc__welcome w;
+    int fd;
+    memset(&h, 0, sizeof h);
+    h.magic = CC__BOOT_MAGIC;
+    h.version = CC__SHM_VERSION;
+    h.rank = (uint32_t)c->rank;
+    h.world = (uint32_t)c->size;
+    memcpy(h.host, myhost, sizeof h.host);
+    for (;;) {
+      fd = cc__sock_connect(&sa, salen, CC__MIN(deadline, cc__now_ns() + CC__S));
+      if (fd >= 0) break;
+      if (cc__now_ns() + pause >= deadline) {
+        cc__strerr(errno, why, sizeof why);
+        return cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank %d: cannot reach rank 0 at %s:%d within the "
+                        "timeout: %s", c->rank, host, port, why);
+      }
+      cc__sleep_ns(pause);
+      pause = CC__MIN(pause * 2, 500 * CC__MS);
+    }
+    if (cc__sock_send_all(fd, &h, sizeof h, deadline) != 0 ||
+        cc__sock_recv_all(fd, &w, sizeof w, deadline) != 0) {
+      close(fd);
+      return cc__fail(c, CC_ERR_PEER_LOST, "comm_init: rank %d: rank 0 at %s:%d hung up during the rendezvous",
+                      c->rank, host, port);
+    }
+    close(fd);
+    if (w.magic != CC__BOOT_MAGIC || w.version != CC__SHM_VERSION)
+      return cc__fail(c, CC_ERR_AUTH, "comm_init: rank %d: %s:%d is not the rank 0 of a cc job (bad answer)",
+                      c->rank, host, port);
+    if (w.status != 0)
+      return cc__fail(c, w.status < (uint32_t)CC_RESULT_COUNT ? (cc_result)w.status : CC_ERR_SYSTEM,
+                      "comm_init: rank %d: the ranks are on several hosts; this build has no TCP "
+                      "transport yet, so every rank must share one host", c->rank);
+    w.jobid[32] = 0;
+    memcpy(jobid, w.jobid, 33);
+    return CC_OK;
+  }
+}
+#endif
+
+static int cc__world_inits;            /* world communicators made by this process */
+
+CC_API void cc_config_init(cc_config *cfg) {
+  if (!cfg) return;
+  memset(cfg, 0, sizeof *cfg);
+  cfg->rank = -1;
+  cfg->world_size = -1;
+}
+
+static int cc__is_jobid(const char *s) {
+  size_t i;
+  if (!s) return 0;
+  for (i = 0; s[i]; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')) || i >= 32) return 0;
+  return i >= 16;
+}
+
+CC_API cc_result cc_comm_init(cc_comm **out, const cc_config *cfg) {
+  const char *method = cfg && cfg->init_method ? cfg->init_method : "env://";
+  const char *transport = cfg && cfg->transport ? cfg->transport : getenv("CC_TRANSPORT");
+  const char *jobid_env = getenv("CC_JOB_ID");
+  char jobid[40], name[96], host[256];
+  int rank, size, lsize, port = -1, idx;
+  cc_comm *c;
+  cc_result r;
+  cc__tls_err[0] = 0;
+  if (!out) return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: out is NULL");
+  *out = NULL;
+  if ((r = cc__env_ranks(cfg, &rank, &size, &lsize)) != CC_OK) {
+    cc__log(NULL, 1, "%s", cc__tls_err);
+    return r;
+  }
+  if (transport && *transport && strcmp(transport, "auto") && strcmp(transport, "shm")) {
+    if (!strcmp(transport, "tcp"))
+      return cc__fail(NULL, CC_ERR_UNSUPPORTED, "comm_init: rank %d: CC_TRANSPORT=tcp: this build has no TCP "
+                      "transport yet", rank);
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: rank %d: transport '%s' is not auto, shm or tcp",
+                    rank, transport);
+  }
+  if (size > CC__MAX_LOCAL)
+    return cc__fail(NULL, CC_ERR_UNSUPPORTED, "comm_init: rank %d: %d ranks on one host; at most %d are "
+                    "supported", rank, size, CC__MAX_LOCAL);
+  if (lsize != size)
+    return cc__fail(NULL, CC_ERR_UNSUPPORTED, "comm_init: rank %d: LOCAL_WORLD_SIZE=%d of WORLD_SIZE=%d: jobs "
+                    "over several hosts need the TCP transport, which this build does not have yet", rank, lsize, size);
+  host[0] = 0;
+  if (!strncmp(method, "tcp://", 6)) {
+    const char *colon = strrchr(method + 6, ':');
+    char *end;
+    long p;
+    if (!colon || colon == method + 6 || (size_t)(colon - method - 6) >= sizeof host)
+      return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: init_method '%s' is not tcp://HOST:PORT", method);
+    p = strtol(colon + 1, &end, 10);
+    if (*end || p <= 0 || p > 65535)
+      return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: init_method '%s' has a bad port", method);
+    memcpy(host, method + 6, (size_t)(colon - method - 6));
+    host[colon - method - 6] = 0;
+    if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+      memmove(host, host + 1, strlen(host));
+      host[strlen(host) - 1] = 0;
+    }
+    port = (int)p;
+    jobid_env = NULL;                  /* an explicit rendezvous wins */
+  } else if (!strncmp(method, "file://", 7)) {
+    return cc__fail(NULL, CC_ERR_UNSUPPORTED, "comm_init: init_method file:// is not built yet");
+  } else if (strcmp(method, "env://") != 0) {
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: init_method '%s' is not env://, tcp://HOST:PORT "
+                    "or file:///PATH", method);
+  }
+  c = cc__comm_new(rank, size, cfg);
+  if (!c) return cc__fail(NULL, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", rank);
+  idx = __atomic_fetch_add(&cc__world_inits, 1, __ATOMIC_SEQ_CST);
+  if (size == 1) {                     /* a world of one needs no name at all */
+    size_t half, chan;
+    cc__layout L;
+    unsigned char *seg;
+    cc__seg_sizes(1, &half, &chan);
+    cc__layout_of(1, half, chan, &L);
+    seg = (unsigned char *)cc__shm_map_anon(L.total);
+    if (!seg) { cc__comm_free(c); return cc__fail(NULL, CC_ERR_NO_MEMORY, "comm_init: cannot map %zu bytes", L.total); }
+    cc__seg_init(seg, 1, half, chan, L.total);
+    cc__random_hex(jobid, 32);
+    r = cc__seg_attach(c, seg, L.total);
+    if (r != CC_OK) cc__shm_unmap(seg, L.total);
+  } else {
+    if (jobid_env && cc__is_jobid(jobid_env)) {
+      snprintf(jobid, sizeof jobid, "%s", jobid_env);
+      r = CC_OK;
+    } else if (jobid_env && *jobid_env) {
+      r = cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank %d: CC_JOB_ID='%.40s' is not 16 to 32 hex digits",
+                   rank, jobid_env);
+    } else {
+#ifndef CC_NO_TCP
+      const char *ma = getenv("MASTER_ADDR"), *mp = getenv("MASTER_PORT");
+      r = CC_OK;
+      if (port < 0) {
+        long p;
+        int have = cc__env_long("MASTER_PORT", &p);
+        if (!ma || !*ma || !mp || !*mp)
+          r = cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank %d of %d: not started by ccrun (no CC_JOB_ID), "
+                       "and MASTER_ADDR/MASTER_PORT are not set for an env:// rendezvous", rank, size);
+        else if (have < 0 || p <= 0 || p > 65535)
+          r = cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank %d: MASTER_PORT='%s' is not a port", rank, mp);
+        else { snprintf(host, sizeof host, "%s", ma); port = (int)p; }
+      }
+      if (r == CC_OK) r = cc__tcp_rendezvous(c, host, port, jobid);
+      idx = 0;
+#else
+      r = cc__fail(c, CC_ERR_UNSUPPORTED, "comm_init: rank %d: no CC_JOB_ID (not started by ccrun) and this "
+                   "build has no TCP rendezvous (CC_NO_TCP)", rank);
+#endif
+    }
+    if (r == CC_OK) {
+      snprintf(name, sizeof name, "/cc-%s-w%d", jobid, idx);
+      r = cc__shm_join(c, name, rank == 0, "comm_init");
+    }
+  }
+  if (r == CC_OK) r = cc__comm_ready(c);
+  if (r != CC_OK) {
+    snprintf(cc__tls_err, sizeof cc__tls_err, "%s", c->err);
+    cc__comm_free(c);
+    return r;
+  }
+  memcpy(c->jobid, jobid, 33);
+  cc__log(c, 2, "comm_init: rank %d of %d ready (job %s, %s)", rank, size, jobid,
+          c->oversub ? "more ranks than CPUs: yielding waits" : "spinning waits");
+  *out = c;
+  return CC_OK;
+}
+
+CC_API int cc_comm_rank(const cc_comm *c) { return c ? c->rank : -1; }
+CC_API int cc_comm_size(const cc_comm *c) { return c ? c->size : -1; }
+CC_API int cc_comm_local_rank(const cc_comm *c) { return c ? c->local_rank : -1; }
+CC_API int cc_comm_local_size(const cc_comm *c) { return c ? c->local_size : -1; }
+
+CC_API size_t cc_dtype_size(cc_dtype t) { return cc__dtype_bytes(t); }
+
+/* ============================================================== @comm */
+
+/* Run one call now. */
+static cc_result cc__exec(cc_comm *c, const cc__call *k) {
+  switch (k->coll) {
+  case CC__BARRIER: return cc__run_barrier(c, k);
+  case CC__BROADCAST: return cc__run_broadcast(c, k);
+  case CC__REDUCE: return cc__run_reduce(c, k, k->root);
+  case CC__ALL_REDUCE: return cc__run_reduce(c, k, -1);
+  case CC__REDUCE_SCATTER: return cc__run_reduce_scatter(c, k);
+  case CC__GATHER: case CC__ALL_GATHER: case CC__SCATTER: case CC__ALL_TO_ALL:
+    return cc__run_move_regular(c, k);
+  case CC__GATHER_V: case CC__ALL_GATHER_V: case CC__SCATTER_V: case CC__ALL_TO_ALL_V:
+    return cc__run_move_v(c, k);
+  case CC__SEND: case CC__RECV: {
+    cc__p2p op;
+    memset(&op, 0, sizeof op);
+    op.is_send = k->coll == CC__SEND;
+    op.peer = k->peer;
+    op.tag = k->tag;
+    op.buf = op.is_send ? (unsigned char *)(uintptr_t)k->sbuf : (unsigned char *)k->rbuf;
+    op.bytes = k->count * cc__dtype_bytes(k->t);
+    return cc__p2p_run(c, &op, 1, cc__coll_names[k->coll]);
+  }
+  default:
+    return cc__fail(c, CC_ERR_INVALID_ARG, "internal: unknown call %d", k->coll);
+  }
+}
+
+/* A group: its collectives in issue order, then all its sends and receives
+   progressing together. */
+static cc_result cc__run_batch(cc_comm *c, cc__batch *b) {
+  cc__p2p *ops;
+  int i, n = 0;
+  cc_result r = CC_OK;
+  for (i = 0; i < b->n && r == CC_OK; i++)
+    if (b->calls[i].coll != CC__SEND && b->calls[i].coll != CC__RECV) r = cc__exec(c, &b->calls[i]);
+  if (r != CC_OK) return r;
+  for (i = 0; i < b->n; i++) if (b->calls[i].coll == CC__SEND || b->calls[i].coll == CC__RECV) n++;
+  if (!n) return CC_OK;
+  ops = (cc__p2p *)CC_MALLOC(sizeof(cc__p2p) * (size_t)n);
+  if (!ops) return cc__fail(c, CC_ERR_NO_MEMORY, "group_end: rank %d: out of memory", c->rank);
+  memset(ops, 0, sizeof(cc__p2p) * (size_t)n);
+  for (i = 0, n = 0; i < b->n; i++) {
+    const cc__call *k = &b->calls[i];
+    if (k->coll != CC__SEND && k->coll != CC__RECV) continue;
+    ops[n].is_send = k->coll == CC__SEND;
+    ops[n].peer = k->peer;
+    ops[n].tag = k->tag;
+    ops[n].buf = ops[n].is_send ? (unsigned char *)(uintptr_t)k->sbuf : (unsigned char *)k->rbuf;
+    ops[n].bytes = k->count * cc__dtype_bytes(k->t);
+    n++;
+  }
+  r = cc__p2p_run(c, ops, n, "group");
+  CC_FREE(ops);
+  return r;
+}
+
+static void cc__batch_free(cc__batch *b) {
+  int i;
+  for (i = 0; i < b->n; i++) {
+    cc__call *k = &b->calls[i];
+    CC_FREE(k->sc); CC_FREE(k->sd); CC_FREE(k->rc); CC_FREE(k->rd);
+  }
+  CC_FREE(b->calls);
+  b->calls = NULL;
+  b->n = b->cap = 0;
+}
+
+/* The background worker of asynchronous requests: runs them in issue order. */
+static void *cc__worker_main(void *arg) {
+  cc_comm *c = (cc_comm *)arg;
+  pthread_mutex_lock(&c->qlock);
+  for (;;) {
+    cc_request *q;
+    cc_result r;
+    while (!c->q_head && !c->worker_stop) pthread_cond_wait(&c->qcond, &c->qlock);
+    if (!c->q_head) break;
+    q = c->q_head;
+    pthread_mutex_unlock(&c->qlock);
+    r = cc__run_batch(c, &q->batch);
+    pthread_mutex_lock(&c->qlock);
+    if (r != CC_OK) snprintf(q->err, sizeof q->err, "%s", c->err);
+    q->result = r;
+    c->q_head = q->next;
+    if (!c->q_head) c->q_tail = NULL;
+    CC__STORE(&q->done, 1u);
+    pthread_cond_broadcast(&c->qcond);
+  }
+  pthread_mutex_unlock(&c->qlock);
+  return NULL;
+}
+
+/* Wait until no request is pending, so that the caller may use the comm. */
+static void cc__drain(cc_comm *c) {
+  if (!c->worker_started) return;
+  pthread_mutex_lock(&c->qlock);
+  while (c->q_head) pthread_cond_wait(&c->qcond, &c->qlock);
+  pthread_mutex_unlock(&c->qlock);
+}
+
+/* May a call run? A failed communicator answers CC_ERR_ABORTED at once. */
+static cc_result cc__ready(cc_comm *c, const char *what) {
+  if (c->failed) {
+    char prev[sizeof c->err];
+    memcpy(prev, c->err, sizeof prev);
+    return cc__fail(c, CC_ERR_ABORTED, "%s: rank %d: the communicator failed earlier: %.200s", what, c->rank, prev);
+  }
+  if (CC__LOAD(&c->abort_flag))
+    return cc__fail(c, CC_ERR_ABORTED, "%s: rank %d: cc_comm_abort was called", what, c->rank);
+  if (CC__LOAD_RLX(&c->hdr->fail_code)) return cc__take_fail(c, what);
+  return CC_OK;
+}
+
+static size_t *cc__dup_counts(const size_t *a, int n) {
+  size_t *p;
+  if (!a) return NULL;
+  p = (size_t *)CC_MALLOC(sizeof(size_t) * (size_t)n);
+  if (p) memcpy(p, a, sizeof(size_t) * (size_t)n);
+  return p;
+}
+
+/* Run a validated call now, or queue it in the open group. */
+static cc_result cc__submit(cc_comm *c, const cc__call *k) {
+  const char *what = cc__coll_names[k->coll];
+  cc_result r;
+  if (c->group_depth > 0) {
+    cc__call *q;
+    if (c->group.n == c->group.cap) {
+      int cap = c->group.cap ? 2 * c->group.cap : 16;
+      cc__call *nc = (cc__call *)CC_MALLOC(sizeof(cc__call) * (size_t)cap);
+      if (!nc) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory queueing in a group", what, c->rank);
+      if (c->group.n) memcpy(nc, c->group.calls, sizeof(cc__call) * (size_t)c->group.n);
+      CC_FREE(c->group.calls);
+      c->group.calls = nc;
+      c->group.cap = cap;
+    }
+    q = &c->group.calls[c->group.n];
+    *q = *k;
+    q->sc = cc__dup_counts(k->sc, c->size);
+    q->sd = cc__dup_counts(k->sd, c->size);
+    q->rc = cc__dup_counts(k->rc, c->size);
+    q->rd = cc__dup_counts(k->rd, c->size);
+    if ((k->sc && !q->sc) || (k->sd && !q->sd) || (k->rc && !q->rc) || (k->rd && !q->rd)) {
+      CC_FREE(q->sc); CC_FREE(q->sd); CC_FREE(q->rc); CC_FREE(q->rd);
+      return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory queueing in a group", what, c->rank);
+    }
+    c->group.n++;
+    return CC_OK;
+  }
+  cc__drain(c);
+  if ((r = cc__ready(c, what)) != CC_OK) return r;
+  return cc__exec(c, k);
+}
+
+/* ---------------------------------------------------------------- argument checks */
+
+static cc_result cc__bad(cc_comm *c, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(c->err, sizeof c->err, fmt, ap);
+  va_end(ap);
+  cc__log(c, 1, "%s (CC_ERR_INVALID_ARG)", c->err);
+  return CC_ERR_INVALID_ARG;
+}
+
+static cc_result cc__v_dtype(cc_comm *c, const char *what, cc_dtype t) {
+  if ((int)t < 0 || (int)t >= (int)CC_DTYPE_COUNT) return cc__bad(c, "%s: dtype %d is not a cc_dtype", what, (int)t);
+  return CC_OK;
+}
+
+/* `count` elements of `t`, `mult` times, must fit in size_t; ptr may be NULL only when it is 0 bytes. */
+static cc_result cc__v_buf(cc_comm *c, const char *what, const char *name, const void *p, size_t count,
+                           size_t mult, cc_dtype t) {
+  size_t es = cc__dtype_bytes(t);
+  if (count && (mult > SIZE_MAX / count || count * mult > SIZE_MAX / es))
+    return cc__bad(c, "%s: count %zu x %zu x %zu bytes overflows size_t", what, count, mult, es);
+  if (!p && count && mult) return cc__bad(c, "%s: %s is NULL with count %zu", what, name, count);
+  return CC_OK;
+}
+
+static cc_result cc__v_rank(cc_comm *c, const char *what, const char *name, int r) {
+  if (r < 0 || r >= c->size) return cc__bad(c, "%s: %s %d is out of range (communicator of %d ranks)", what, name, r, c->size);
+  return CC_OK;
+}
+
+static cc_result cc__v_op(cc_comm *c, const char *what, cc_dtype t, cc_op op) {
+  if (op >= 0 && op < CC_OP_BUILTIN_COUNT) {
+    const char *why = cc__op_check(t, op);
+    if (why) return cc__bad(c, "%s: %s", what, why);
+    return CC_OK;
+  }
+  if (op < CC__OP_FIRST_USER || op - CC__OP_FIRST_USER >= c->nops || c->ops[op - CC__OP_FIRST_USER].kind == 0)
+    return cc__bad(c, "%s: op %d is not a built-in op nor one created on this communicator (or it was destroyed)", what, op);
+  if (c->ops[op - CC__OP_FIRST_USER].kind == 2 && c->ops[op - CC__OP_FIRST_USER].dtype != t)
+    return cc__bad(c, "%s: op %d is a premul_sum for dtype %s, used with dtype %s", what, op,
+                   cc__dtype_name(c->ops[op - CC__OP_FIRST_USER].dtype), cc__dtype_name(t));
+  return CC_OK;
+}
+
+/* a (alen bytes) and b (blen bytes) may only overlap with a == ok. */
+static cc_result cc__v_overlap(cc_comm *c, const char *what, const void *a, size_t alen, const void *b,
+                               size_t blen, const void *ok, const char *rule) {
+  uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+  if (!a || !b || !alen || !blen || a == ok) return CC_OK;
+  if (x < y + blen && y < x + alen)
+    return cc__bad(c, "%s: sendbuf and recvbuf overlap but are not in place (%s)", what, rule);
+  return CC_OK;
+}
+
+/* Largest displs[j] + counts[j]: the extent a v buffer must have, in elements. */
+static cc_result cc__v_extent(cc_comm *c, const char *what, const char *cn, const size_t *counts,
+                              const char *dn, const size_t *displs, cc_dtype t, size_t *extent) {
+  size_t e = 0, es = cc__dtype_bytes(t);
+  int j;
+  if (!counts) return cc__bad(c, "%s: %s is NULL", what, cn);
+  if (!displs) return cc__bad(c, "%s: %s is NULL", what, dn);
+  for (j = 0; j < c->size; j++) {
+    if (counts[j] > SIZE_MAX / es || displs[j] > SIZE_MAX / es - counts[j])
+      return cc__bad(c, "%s: %s[%d] + %s[%d] overflows size_t", what, dn, j, cn, j);
+    if (counts[j]) e = CC__MAX(e, displs[j] + counts[j]);
+  }
+  *extent = e;
+  return CC_OK;
+}
+
+#define CC__TRY(x) do { cc_result cc__r_ = (x); if (cc__r_ != CC_OK) return cc__r_; } while (0)
+#define CC__CHECK_COMM(c) do { if (!(c)) return cc__fail(NULL, CC_ERR_INVALID_ARG, "%s: comm is NULL", __func__); } while (0)
+
+static void cc__call_init(cc__call *k, int coll, const void *sb, void *rb, size_t count, cc_dtype t, cc_op op, int root) {
+  memset(k, 0, sizeof *k);
+  k->coll = coll; k->sbuf = sb; k->rbuf = rb; k->count = count; k->t = t; k->op = op; k->root = root;
+}
+
+/* ---------------------------------------------------------------- collectives */
+
+CC_API cc_result cc_barrier(cc_comm *c) {
+  cc__call k;
+  CC__CHECK_COMM(c);
+  cc__call_init(&k, CC__BARRIER, NULL, NULL, 0, CC_UINT8, 0, 0);
+  return cc__submit(c, &k);
+}
+
+CC_API cc_result cc_broadcast(cc_comm *c, void *buf, size_t count, cc_dtype t, int root) {
+  const char *w = "broadcast";
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__v_dtype(c, w, t));
+  CC__TRY(cc__v_rank(c, w, "root", root));
+  CC__TRY(cc__v_buf(c, w, "buf", buf, count, 1, t));
+  cc__call_init(&k, CC__BROADCAST, buf, buf, count, t, 0, root);
+  return cc__submit(c, &k);
+}
+
+CC_API cc_result cc_reduce(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t,
+                           cc_op op, int root) {
+  const char *w = "reduce";
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__v_dtype(c, w, t));
+  CC__TRY(cc__v_op(c, w, t, op));
+  CC__TRY(cc__v_rank(c, w, "root", root));
+  CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, count, 1, t));
+  if (c->rank == root) {
+    CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, count, 1, t));
+    CC__TRY(cc__v_overlap(c, w, sendbuf, count * cc__dtype_bytes(t), recvbuf, count * cc__dtype_bytes(t),
+                          recvbuf, "in place is sendbuf == recvbuf"));
+  }
+  cc__call_init(&k, CC__REDUCE, sendbuf, recvbuf, count, t, op, root);
+  return cc__submit(c, &k);
+}
+
+CC_API cc_result cc_all_reduce(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, cc_op op) {
+  const char *w = "all_reduce";
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__v_dtype(c, w, t));
+  CC__TRY(cc__v_op(c, w, t, op));
+  CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, count, 1, t));
+  CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, count, 1, t));
+  CC__TRY(cc__v_overlap(c, w, sendbuf, count * cc__dtype_bytes(t), recvbuf, count * cc__dtype_bytes(t),
+                        recvbuf, "in place is sendbuf == recvbuf"));
+  cc__call_init(&k, CC__ALL_REDUCE, sendbuf, recvbuf, count, t, op, 0);
+  return cc__submit(c, &k);
+}
+
+CC_API cc_result cc_gather(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, int root) {
+  const char *w = "gather";
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__v_dtype(c, w, t));
+  CC__TRY(cc__v_rank(c, w, "root", root));
+  CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, count, 1, t));
+  if (c->rank == root) {
+    size_t b = count * cc__dtype_bytes(t);
+    CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, count, (size_t)c->size, t));
+    CC__TRY(cc__v_overlap(c, w, sendbuf, b, recvbuf, b * (size_t)c->size,
+                          recvbuf ? (const char *)recvbuf + (size_t)root * b : NULL,
+                          "in place is sendbuf == recvbuf + root*count"));
+  }
+  cc__call_init(&k, CC__GATHER, sendbuf, recvbuf, count, t, 0, root);
+  return cc__submit(c, &k);
+}
+
+CC_API cc_result cc_all_gather(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t) {
+  const char *w = "all_gather";
+  size_t b;
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__v_dtype(c, w, t));
+  CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, count, 1, t));
+  CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, count, (size_t)c->size, t));
+  b = count * cc__dtype_bytes(t);
+  CC__TRY(cc__v_overlap(c, w, sendbuf, b, recvbuf, b * (size_t)c->size,
+                        recvbuf ? (const char *)recvbuf + (size_t)c->rank * b : NULL,
+                        "in place is sendbuf == recvbuf + rank*count"));
+  cc__call_init(&k, CC__ALL_GATHER, sendbuf, recvbuf, count, t, 0, 0);
+  return cc__submit(c, &k);
+}
+
+CC_API cc_result cc_scatter(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, int root) {
+  const char *w = "scatter";
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__v_dtype(c, w, t));
+  CC__TRY(cc__v_rank(c, w, "root", root));
+  CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, count, 1, t));
+  if (c->rank == root) {
+    size_t b = count * cc__dtype_bytes(t);
+    CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, count, (size_t)c->size, t));
+    CC__TRY(cc__v_overlap(c, w, recvbuf, b, sendbuf, b * (size_t)c->size,
+                          sendbuf ? (const char *)sendbuf + (size_t)root * b : NULL,
+                          "in place is recvbuf == sendbuf + root*count"));
+  }
+  cc__call_init(&k, CC__SCATTER, sendbuf, recvbuf, count, t, 0, root);
+  return cc__submit(c, &k);
+}
+
+CC_API cc_result cc_reduce_scatter(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, cc_op op) {
+  const char *w = "reduce_scatter";
+  size_t b;
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__v_dtype(c, w, t));
+  CC__TRY(cc__v_op(c, w, t, op));
+  CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, count, (size_t)c->size, t));
+  CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, count, 1, t));
+  b = count * cc__dtype_bytes(t);
+  CC__TRY(cc__v_overlap(c, w, recvbuf, b, sendbuf, b * (size_t)c->size,
+                        sendbuf ? (const char *)sendbuf + (size_t)c->rank * b : NULL,
+                        "in place is recvbuf == sendbuf + rank*count"));
+  cc__call_init(&k, CC__REDUCE_SCATTER, sendbuf, recvbuf, count, t, op, 0);
+  return cc__submit(c, &k);
+}
+
+CC_API cc_result cc_all_to_all(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t) {
+  const char *w = "all_to_all";
+  size_t b;
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__v_dtype(c, w, t));
+  CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, count, (size_t)c->size, t));
+  CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, count, (size_t)c->size, t));
+  b = count * cc__dtype_bytes(t) * (size_t)c->size;
+  CC__TRY(cc__v_overlap(c, w, sendbuf, b, recvbuf, b, recvbuf, "in place is sendbuf == recvbuf"));
+  cc__call_init(&k, CC__ALL_TO_ALL, sendbuf, recvbuf, count, t, 0, 0);
+  return cc__submit(c, &k);
+}
+
+CC_API cc_result cc_gather_v(cc_comm *c, const void *sendbuf, size_t send_count, void *recvbuf,
+                             const size_t *recv_counts, const size_t *displs, cc_dtype t, int root) {
+  const char *w = "gather_v";
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__v_dtype(c, w, t));
+  CC__TRY(cc__v_rank(c, w, "root", root));
+  CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, send_count, 1, t));
+  cc__call_init(&k, CC__GATHER_V, sendbuf, recvbuf, 0, t, 0, root);
+  k.scount = send_count;
+  if (c->rank == root) {
+    size_t ext, es = cc__dtype_bytes(t);
+    CC__TRY(cc__v_extent(c, w, "recv_counts", recv_counts, "displs", displs, t, &ext));
+    CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, ext, 1, t));
+    CC__TRY(cc__v_overlap(c, w, sendbuf, send_count * es, recvbuf, ext * es,
+                          recvbuf ? (const char *)recvbuf + displs[root] * es : NULL,
+                          "in place is sendbuf == recvbuf + displs[root]"));
+    k.rc = (size_t *)(uintptr_t)recv_counts;
+    k.rd = (size_t *)(uintptr_t)displs;
+  }
+  return cc__submit(c, &k);
+}
+
+CC_API cc_result cc_all_gather_v(cc_comm *c, const void *sendbuf, size_t send_count, void *recvbuf,
+                                 const size_t *recv_counts, const size_t *displs, cc_dtype t) {
+  const char *w = "all_gather_v";
+  size_t ext, es;
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__v_dtype(c, w, t));
+  es = cc__dtype_bytes(t);
+  CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, send_count, 1, t));
+  CC__TRY(cc__v_extent(c, w, "recv_counts", recv_counts, "displs", displs, t, &ext));
+  CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, ext, 1, t));
+  CC__TRY(cc__v_overlap(c, w, sendbuf, send_count * es, recvbuf, ext * es,
+                        recvbuf ? (const char *)recvbuf + displs[c->rank] * es : NULL,
+                        "in place is sendbuf == recvbuf + displs[rank]"));
+  cc__call_init(&k, CC__ALL_GATHER_V, sendbuf, recvbuf, 0, t, 0, 0);
+  k.scount = send_count;
+  k.rc = (size_t *)(uintptr_t)recv_counts;
+  k.rd = (size_t *)(uintptr_t)displs;
+  return cc__submit(c, &k);
+}
+
+CC_API cc_result cc_scatter_v(cc_comm *c, const void *sendbuf, const size_t *send_counts, const size_t *displs,
+                              void *recvbuf, size_t recv_count, cc_dtype t, int root) {
+  const char *w = "scatter_v";
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__v_dtype(c, w, t));
+  CC__TRY(cc__v_rank(c, w, "root", root));
+  CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, recv_count, 1, t));
+  cc__call_init(&k, CC__SCATTER_V, sendbuf, recvbuf, 0, t, 0, root);
+  k.rcount = recv_count;
+  if (c->rank == root) {
+    size_t ext, es = cc__dtype_bytes(t);
+    CC__TRY(cc__v_extent(c, w, "send_counts", send_counts, "displs", displs, t, &ext));
+    CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, ext, 1, t));
+    CC__TRY(cc__v_overlap(c, w, recvbuf, recv_count * es, sendbuf, ext * es,
+                          sendbuf ? (const char *)sendbuf + displs[root] * es : NULL,
+                          "in place is recvbuf == sendbuf + displs[root]"));
+    k.sc = (size_t *)(uintptr_t)send_counts;
+    k.sd = (size_t *)(uintptr_t)displs;
+  }
+  return cc__submit(c, &k);
+}
+
+CC_API cc_result cc_all_to_all_v(cc_comm *c, const void *sendbuf, const size_t *send_counts,
+                                 const size_t *send_displs, void *recvbuf, const size_t *recv_counts,
+                                 const size_t *recv_displs, cc_dtype t) {
+  const char *w = "all_to_all_v";
+  size_t se, re, es;
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__v_dtype(c, w, t));
+  es = cc__dtype_bytes(t);
+  CC__TRY(cc__v_extent(c, w, "send_counts", send_counts, "send_displs", send_displs, t, &se));
+  CC__TRY(cc__v_extent(c, w, "recv_counts", recv_counts, "recv_displs", recv_displs, t, &re));
+  CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, se, 1, t));
+  CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, re, 1, t));
+  CC__TRY(cc__v_overlap(c, w, sendbuf, se * es, recvbuf, re * es, NULL, "all_to_all_v is never in place"));
+  cc__call_init(&k, CC__ALL_TO_ALL_V, sendbuf, recvbuf, 0, t, 0, 0);
+  k.sc = (size_t *)(uintptr_t)send_counts;
+  k.sd = (size_t *)(uintptr_t)send_displs;
+  k.rc = (size_t *)(uintptr_t)recv_counts;
+  k.rd = (size_t *)(uintptr_t)recv_displs;
+  return cc__submit(c, &k);
+}
+
+CC_API cc_result cc_send(cc_comm *c, const void *buf, size_t count, cc_dtype t, int peer, int tag) {
+  const char *w = "send";
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__v_dtype(c, w, t));
+  CC__TRY(cc__v_rank(c, w, "peer", peer));
+  if (tag < 0) return cc__bad(c, "%s: tag %d is negative", w, tag);
+  CC__TRY(cc__v_buf(c, w, "buf", buf, count, 1, t));
+  cc__call_init(&k, CC__SEND, buf, NULL, count, t, 0, 0);
+  k.peer = peer;
+  k.tag = tag;
+  return cc__submit(c, &k);
+}
+
+CC_API cc_result cc_recv(cc_comm *c, void *buf, size_t count, cc_dtype t, int peer, int tag) {
+  const char *w = "recv";
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__v_dtype(c, w, t));
+  CC__TRY(cc__v_rank(c, w, "peer", peer));
+  if (tag < 0) return cc__bad(c, "%s: tag %d is negative", w, tag);
+  CC__TRY(cc__v_buf(c, w, "buf", buf, count, 1, t));
+  cc__call_init(&k, CC__RECV, NULL, buf, count, t, 0, 0);
+  k.peer = peer;
+  k.tag = tag;
+  return cc__submit(c, &k);
+}
+
+/* ---------------------------------------------------------------- groups and requests */
+
+CC_API cc_result cc_group_begin(cc_comm *c) {
+  CC__CHECK_COMM(c);
+  c->group_depth++;
+  return CC_OK;
+}
+
+CC_API cc_result cc_group_end(cc_comm *c, cc_request **req) {
+  cc__batch b;
+  cc_request *q;
+  cc_result r;
+  CC__CHECK_COMM(c);
+  if (req) *req = NULL;
+  if (c->group_depth <= 0) return cc__bad(c, "group_end: rank %d: no group is open", c->rank);
+  if (--c->group_depth > 0) return CC_OK;
+  b = c->group;
+  memset(&c->group, 0, sizeof c->group);
+  if (!req) {
+    cc__drain(c);
+    r = cc__ready(c, "group_end");
+    if (r == CC_OK) r = cc__run_batch(c, &b);
+    cc__batch_free(&b);
+    return r;
+  }
+  q = (cc_request *)CC_MALLOC(sizeof *q);
+  if (!q) { cc__batch_free(&b); return cc__fail(c, CC_ERR_NO_MEMORY, "group_end: rank %d: out of memory", c->rank); }
+  memset(q, 0, sizeof *q);
+  q->comm = c;
+  q->batch = b;
+  pthread_mutex_lock(&c->qlock);
+  if (!c->worker_started) {
+    if (pthread_create(&c->worker, NULL, cc__worker_main, c) != 0) {
+      pthread_mutex_unlock(&c->qlock);
+      cc__batch_free(&q->batch);
+      CC_FREE(q);
+      return cc__fail(c, CC_ERR_SYSTEM, "group_end: rank %d: cannot start the worker thread", c->rank);
+    }
+    c->worker_started = 1;
+  }
+  if (c->failed || CC__LOAD(&c->abort_flag)) {      /* fail it now, in order */
+    q->result = CC_ERR_ABORTED;
+    snprintf(q->err, sizeof q->err, "group_end: rank %d: the communicator failed earlier", c->rank);
+    q->done = 1;
+  } else {
+    if (c->q_tail) c->q_tail->next = q; else c->q_head = q;
+    c->q_tail = q;
+    pthread_cond_broadcast(&c->qcond);
+  }
+  pthread_mutex_unlock(&c->qlock);
+  *req = q;
+  return CC_OK;
+}
+
+CC_API cc_result cc_test(cc_request *req, int *done) {
+  if (!req || !done) return cc__fail(NULL, CC_ERR_INVALID_ARG, "test: %s is NULL", req ? "done" : "req");
+  *done = CC__LOAD(&req->done) ? 1 : 0;
+  return CC_OK;
+}
+
+CC_API cc_result cc_wait(cc_request *req) {
+  cc_result r;
+  if (!req) return cc__fail(NULL, CC_ERR_INVALID_ARG, "wait: req is NULL");
+  if (!CC__LOAD(&req->done)) {
+    cc_comm *c = req->comm;
+    pthread_mutex_lock(&c->qlock);
+    while (!req->done) pthread_cond_wait(&c->qcond, &c->qlock);
+    pthread_mutex_unlock(&c->qlock);
+  }
+  r = req->result;
+  cc__batch_free(&req->batch);
+  CC_FREE(req);
+  return r;
+}
+
+/* ---------------------------------------------------------------- ops */
+
+static cc_result cc__op_slot(cc_comm *c, int *slot) {
+  int i;
+  for (i = 0; i < c->nops; i++) if (c->ops[i].kind == 0) { *slot = i; return CC_OK; }
+  {
+    cc__opinfo *n = (cc__opinfo *)CC_MALLOC(sizeof(cc__opinfo) * (size_t)(c->nops + 8));
+    if (!n) return cc__fail(c, CC_ERR_NO_MEMORY, "op_create: out of memory");
+    memset(n, 0, sizeof(cc__opinfo) * (size_t)(c->nops + 8));
+    if (c->nops) memcpy(n, c->ops, sizeof(cc__opinfo) * (size_t)c->nops);
+    CC_FREE(c->ops);
+    c->ops = n;
+    *slot = c->nops;
+    c->nops += 8;
+  }
+  return CC_OK;
+}
+
+CC_API cc_result cc_op_create(cc_comm *c, cc_reduce_fn fn, void *user, cc_op *out) {
+  int s;
+  CC__CHECK_COMM(c);
+  if (!fn) return cc__bad(c, "op_create: fn is NULL");
+  if (!out) return cc__bad(c, "op_create: out is NULL");
+  cc__drain(c);
+  CC__TRY(cc__op_slot(c, &s));
+  c->ops[s].kind = 1;
+  c->ops[s].fn = fn;
+  c->ops[s].user = user;
+  *out = CC__OP_FIRST_USER + s;
+  return CC_OK;
+}
+
+CC_API cc_result cc_op_create_premul_sum(cc_comm *c, cc_dtype t, const void *scalar, cc_op *out) {
+  int s;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__v_dtype(c, "op_create_premul_sum", t));
+  if (!scalar) return cc__bad(c, "op_create_premul_sum: scalar is NULL");
+  if (!out) return cc__bad(c, "op_create_premul_sum: out is NULL");
+  cc__drain(c);
+  CC__TRY(cc__op_slot(c, &s));
+  memset(&c->ops[s], 0, sizeof c->ops[s]);
+  c->ops[s].kind = 2;
+  c->ops[s].dtype = t;
+  memcpy(c->ops[s].scal, scalar, cc__dtype_bytes(t));
+  *out = CC__OP_FIRST_USER + s;
+  return CC_OK;
+}
+
+CC_API cc_result cc_op_destroy(cc_comm *c, cc_op op) {
+  CC__CHECK_COMM(c);
+  if (op < CC__OP_FIRST_USER || op - CC__OP_FIRST_USER >= c->nops || c->ops[op - CC__OP_FIRST_USER].kind == 0)
+    return cc__bad(c, "op_destroy: op %d was not created on this communicator (or was destroyed already)", op);
+  cc__drain(c);
+  c->ops[op - CC__OP_FIRST_USER].kind = 0;
+  return CC_OK;
+}
+
+/* ---------------------------------------------------------------- lifecycle */
+
+CC_API void cc_comm_abort(cc_comm *c) {
+  char msg[64] = "rank ";
+  int i = 5, r, d = 1;
+  if (!c) return;
+  CC__STORE(&c->abort_flag, 1u);
+  r = c->rank;                          /* itoa without stdio: signal safe */
+  while (d * 10 <= r) d *= 10;
+  for (; d > 0; d /= 10) msg[i++] = (char)('0' + (r / d) % 10);
+  memcpy(msg + i, " called cc_comm_abort", 22);
+  cc__post_fail(c, CC_ERR_ABORTED, c->rank, msg);
+}
+
+CC_API cc_result cc_comm_destroy(cc_comm *c) {
+  if (!c) return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_destroy: comm is NULL");
+  if (c->worker_started) {
+    cc__drain(c);
+    pthread_mutex_lock(&c->qlock);
+    c->worker_stop = 1;
+    pthread_cond_broadcast(&c->qcond);
+    pthread_mutex_unlock(&c->qlock);
+    pthread_join(c->worker, NULL);
+  }
+  if (c->ctl) {
+    CC__STORE_SC(&c->ctl[c->rank].departed, 1u);
+    cc__notify(c);
+  }
+  cc__comm_free(c);
+  return CC_OK;
+}
+
+CC_API cc_result cc_comm_split(cc_comm *c, int color, int key, cc_comm **out) {
+  const char *what = "comm_split";
+  int n, me, j, m = 0, newrank = 0, leader = -1;
+  int32_t *ck;
+  unsigned char *mine;
+  char name[96];
+  cc__call k;
+  cc_comm *nc = NULL;
+  cc_result r;
+  CC__CHECK_COMM(c);
+  if (!out) return cc__bad(c, "%s: out is NULL", what);
+  *out = NULL;
+  if (color < 0 && color != CC_UNDEFINED) return cc__bad(c, "%s: color %d is negative (and not CC_UNDEFINED)", what, color);
+  if (c->group_depth > 0) return cc__bad(c, "%s: not allowed inside a group", what);
+  cc__drain(c);
+  if ((r = cc__ready(c, what)) != CC_OK) return r;
+  n = c->size;
+  me = c->rank;
+  ck = (int32_t *)CC_MALLOC(sizeof(int32_t) * 2 * (size_t)n);
+  if (!ck) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
+  /* phase 1: every rank's (color, key) */
+  cc__call_init(&k, CC__SPLIT, NULL, NULL, 0, CC_UINT8, 0, 0);
+  if ((r = cc__first_begin(c, &k, 0, 0, &mine)) != CC_OK) goto out;
+  ((int32_t *)CC__DATA(mine))[0] = color;
+  ((int32_t *)CC__DATA(mine))[1] = key;
+  if ((r = cc__first_end(c, &k)) != CC_OK) goto out;
+  for (j = 0; j < n; j++) memcpy(ck + 2 * j, CC__DATA(cc__half(c, j, c->step)), 2 * sizeof(int32_t));
+  if (color != CC_UNDEFINED) {          /* my group, ordered by (key, rank) */
+    for (j = 0; j < n; j++) {
+      if (ck[2 * j] != color) continue;
+      m++;
+      if (ck[2 * j + 1] < key || (ck[2 * j + 1] == key && j < me)) newrank++;
+      if (leader < 0 || ck[2 * j + 1] < ck[2 * leader + 1]) leader = j;
+    }
+    nc = cc__comm_new(newrank, m, NULL);
+    if (!nc) { r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me); goto out; }
+    nc->timeout_ns = c->timeout_ns;
+    nc->oversub = c->oversub;
+    nc->spin_ns = c->spin_ns;
+    nc->small_bytes = c->small_bytes;
+  }
+  /* phase 2: each group's first rank creates the segment and says its name */
+  if ((r = cc__ph_begin(c, &mine, what)) != CC_OK) goto out;
+  memset(CC__DATA(mine), 0, 96);
+  if (nc && newrank == 0) {
+    char rnd[20];
+    cc__random_hex(rnd, 16);
+    snprintf(name, sizeof name, "/cc-%s-s%s", c->jobid, rnd);
+    if (cc__shm_join(nc, name, 1, what) == CC_OK) memcpy(CC__DATA(mine), name, strlen(name) + 1);
+  }
+  cc__ph_arrive(c);
+  if ((r = cc__ph_wait(c, -1, what)) != CC_OK) goto out;
+  if (nc) {
+    const char *lname = (const char *)CC__DATA(cc__half(c, leader, c->step));
+    if (!lname[0]) {
+      r = cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: rank %d could not create the new communicator's shared "
+                   "memory%s%s", what, me, leader, newrank == 0 ? ": " : "", newrank == 0 ? nc->err : "");
+      goto out;
+    }
+    if (newrank != 0) {
+      memcpy(name, lname, sizeof name);
+      name[sizeof name - 1] = 0;
+      if ((r = cc__shm_join(nc, name, 0, what)) != CC_OK) {
+        cc__fail(c, r, "%s", nc->err);
+        goto out;
+      }
+    }
+    memcpy(nc->jobid, c->jobid, sizeof c->jobid);
+    if ((r = cc__comm_ready(nc)) != CC_OK) { cc__fail(c, r, "%s", nc->err); goto out; }
+  }
+out:
+  CC_FREE(ck);
+  if (r != CC_OK) {
+    if (nc) cc__comm_free(nc);
+    return r;
+  }
+  *out = nc;
+  return CC_OK;
+}
+
+/* ============================================================== @spawn */
+/* cc_spawn forks the ranks itself. The world segment is an anonymous shared
+   mapping made before the fork, so it has no name at all; communicators split
+   later are named /dev/shm/cc-<job>-..., and whatever a killed rank leaves of
+   those is removed here by prefix. */
+
+static void cc__spawn_child(int rank, int n, unsigned char *seg, size_t bytes, const char *jobid,
+                            pid_t parent, cc_main_fn fn, void *arg) {
+  char num[32];
+  cc_comm *c;
+  cc_result r;
+  int rc;
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  if (getppid() != parent) _exit(1);
+  snprintf(num, sizeof num, "%d", rank);
+  setenv("RANK", num, 1);
+  setenv("LOCAL_RANK", num, 1);
+  snprintf(num, sizeof num, "%d", n);
+  setenv("WORLD_SIZE", num, 1);
+  setenv("LOCAL_WORLD_SIZE", num, 1);
+  setenv("CC_JOB_ID", jobid, 1);
+  c = cc__comm_new(rank, n, NULL);
+  if (!c) { fprintf(stderr, "cc_spawn: rank %d: out of memory\n", rank); _exit(1); }
+  r = cc__seg_attach(c, seg, bytes);
+  if (r == CC_OK) {
+    CC__ADD(&c->hdr->mapped, 1u);
+    r = cc__comm_ready(c);
+  }
+  if (r != CC_OK) {
+    fprintf(stderr, "cc_spawn: rank %d: %s\n", rank, c->err);
+    fflush(NULL);
+    _exit(1);
+  }
+  memcpy(c->jobid, jobid, 33);
+  rc = fn(c, arg);
+  cc_comm_destroy(c);
+  fflush(NULL);
+  _exit(rc == 0 ? 0 : (rc & 0xff) ? (rc & 0xff) : 1);
+}
+
+CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg) {
+  char jobid[40], prefix[64], why[128];
+  size_t half, chan;
+  cc__layout L;
+  unsigned char *seg;
+  pid_t *pids, parent = getpid();
+  int i, live, status = 0, failed = -1;
+  cc__tls_err[0] = 0;
+  if (nprocs < 1 || nprocs > CC__MAX_LOCAL) {
+    cc__fail(NULL, CC_ERR_INVALID_ARG, "cc_spawn: nprocs %d is out of range (1..%d)", nprocs, CC__MAX_LOCAL);
+    return 1;
+  }
+  if (!fn) { cc__fail(NULL, CC_ERR_INVALID_ARG, "cc_spawn: fn is NULL"); return 1; }
+  cc__random_hex(jobid, 32);
+  snprintf(prefix, sizeof prefix, "cc-%s", jobid);
+  cc__seg_sizes(nprocs, &half, &chan);
+  cc__layout_of(nprocs, half, chan, &L);
+  seg = (unsigned char *)cc__shm_map_anon(L.total);
+  pids = (pid_t *)CC_MALLOC(sizeof(pid_t) * (size_t)nprocs);
+  if (!seg || !pids) {
+    cc__shm_unmap(seg, L.total);
+    CC_FREE(pids);
+    cc__fail(NULL, CC_ERR_NO_MEMORY, "cc_spawn: cannot map %zu bytes of shared memory", L.total);
+    return 1;
+  }
+  cc__seg_init(seg, nprocs, half, chan, L.total);
+  fflush(NULL);                         /* or the children print the parent's buffers again */
+  for (i = 0; i < nprocs; i++) {
+    pid_t p = fork();
+    if (p == 0) cc__spawn_child(i, nprocs, seg, L.total, jobid, parent, fn, arg);
+    if (p < 0) {
+      int e = errno, j;
+      for (j = 0; j < i; j++) kill(pids[j], SIGKILL);
+      for (j = 0; j < i; j++) while (waitpid(pids[j], NULL, 0) < 0 && errno == EINTR) {}
+      cc__strerr(e, why, sizeof why);
+      cc__fail(NULL, CC_ERR_SYSTEM, "cc_spawn: fork of rank %d: %s", i, why);
+      cc__shm_unmap(seg, L.total);
+      CC_FREE(pids);
+      return 1;
+    }
+    pids[i] = p;
+  }
+  cc__shm_unmap(seg, L.total);
+  /* Reap. The first rank that fails stops the others at once. */
+  for (live = nprocs; live > 0;) {
+    int reaped = 0;
+    for (i = 0; i < nprocs; i++) {
+      int st;
+      pid_t w;
+      if (pids[i] <= 0) continue;
+      w = waitpid(pids[i], &st, WNOHANG);
+      if (w == 0 || (w < 0 && errno == EINTR)) continue;
+      pids[i] = -pids[i];
+      live--;
+      reaped = 1;
+      if (w > 0 && failed < 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+        int j;
+        failed = i;
+        if (WIFSIGNALED(st)) {
+          status = 128 + WTERMSIG(st);
+          cc__fail(NULL, CC_ERR_PEER_LOST, "cc_spawn: rank %d (pid %d) was killed by signal %d", i, (int)-pids[i],
+                   WTERMSIG(st));
+        } else {
+          status = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+          cc__fail(NULL, CC_ERR_PEER_LOST, "cc_spawn: rank %d (pid %d) exited with status %d", i, (int)-pids[i], status);
+        }
+        for (j = 0; j < nprocs; j++) if (pids[j] > 0) kill(pids[j], SIGKILL);
+      }
+    }
+    if (!reaped && live > 0) cc__sleep_ns(200000);
+  }
+  cc__shm_unlink_prefix(prefix);
+  CC_FREE(pids);
+  return failed < 0 ? 0 : (status ? status : 1);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CC_IMPLEMENTATION */
+
+/* ============================================================== @licence
+   Changelog
+     0.1.0  2026-11-21  first release: every collective over shared memory on one
+                        host, groups, asynchronous requests, cc_spawn and ccrun.
+
+   MIT License
+
+   Copyright (c) 2026 the cc authors
+
+   Permission is hereby granted, free of charge, to any person obtaining a copy of
+   this software and associated documentation files (the "Software"), to deal in
+   the Software without restriction, including without limitation the rights to
+   use, copy, modify, merge, publish, distribute, sublicense, and/or sell copies of
+   the Software, and to permit persons to whom the Software is furnished to do so,
+   subject to the following conditions:
+
+   The above copyright notice and this permission notice shall be included in all
+   copies or substantial portions of the Software.
+
+   THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+   IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY, FITNESS
+   FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE AUTHORS OR
+   COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER LIABILITY, WHETHER
+   IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN
+   CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
+*/
