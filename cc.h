@@ -1355,8 +1355,9 @@ static cc_result cc__take_fail(cc_comm *c, const char *what) {
                   CC__LOAD(&c->hdr->fail_ready) ? c->hdr->fail_msg : "the communicator failed");
 }
 
-/* Fail here and post it to every rank. */
-static cc_result cc__fail_all(cc_comm *c, cc_result code, int who, const char *fmt, ...) {
+/* Fail here and post it to every rank. The posted message says what
+   happened; each rank puts what it was doing in front. */
+static cc_result cc__fail_all(cc_comm *c, cc_result code, int who, const char *what, const char *fmt, ...) {
   char msg[256];
   va_list ap;
   va_start(ap, fmt);
@@ -1364,7 +1365,7 @@ static cc_result cc__fail_all(cc_comm *c, cc_result code, int who, const char *f
   va_end(ap);
   cc__post_fail(c, code, who, msg);
   if (c->failed) return code;
-  return cc__fail(c, code, "%s", msg);
+  return cc__fail(c, code, "%s: %s", what, msg);
 }
 
 /* Is rank r gone? Posts PEER_LOST naming it when it is. */
@@ -1373,9 +1374,9 @@ static cc_result cc__check_peer(cc_comm *c, int r, const char *what) {
   if (r < 0 || r == c->rank) return CC_OK;
   pid = CC__LOAD(&c->ctl[r].pid);
   if (CC__LOAD(&c->ctl[r].departed))
-    return cc__fail_all(c, CC_ERR_PEER_LOST, r, "%s: rank %d left (it destroyed its communicator)", what, r);
+    return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d left (it destroyed its communicator)", r);
   if (pid > 0 && !cc__pid_alive(pid))
-    return cc__fail_all(c, CC_ERR_PEER_LOST, r, "%s: rank %d lost (pid %d exited)", what, r, pid);
+    return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d lost (pid %d exited)", r, pid);
   return CC_OK;
 }
 
@@ -1423,8 +1424,8 @@ static cc_result cc__wait(cc_comm *c, cc__pending_fn pending, const void *arg, c
       next_check = now + 100 * CC__MS;
     }
     if (now >= deadline)
-      return cc__fail_all(c, CC_ERR_TIMEOUT, who, "%s: rank %d waited %.1f s for rank %d (timeout)",
-                          what, c->rank, (double)(now - t0) / 1e9, who);
+      return cc__fail_all(c, CC_ERR_TIMEOUT, who, what, "rank %d waited %.1f s for rank %d (timeout)",
+                          c->rank, (double)(now - t0) / 1e9, who);
   }
 }
 
@@ -1581,7 +1582,7 @@ static cc_result cc__p2p_pull(cc_comm *c, int peer, cc__p2p *ops, int nops, int 
       tail += sizeof h;
       moved = 1;
       if (h.magic != CC__MSG_MAGIC)
-        return cc__fail_all(c, CC_ERR_SYSTEM, peer, "recv: rank %d: corrupt message header from rank %d",
+        return cc__fail_all(c, CC_ERR_SYSTEM, peer, "recv", "rank %d: corrupt message header from rank %d",
                             c->rank, peer);
       p->in_msg = 1;
       p->in_tag = h.tag;
@@ -3353,7 +3354,8 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg) {
   cc__layout L;
   unsigned char *seg;
   pid_t *pids, parent = getpid();
-  int i, live, status = 0, failed = -1;
+  int i, live, status = 0, failed = -1, killed = 0;
+  uint64_t grace_ns, kill_at = 0;
   cc__tls_err[0] = 0;
   if (nprocs < 1 || nprocs > CC__MAX_LOCAL) {
     cc__fail(NULL, CC_ERR_INVALID_ARG, "cc_spawn: nprocs %d is out of range (1..%d)", nprocs, CC__MAX_LOCAL);
@@ -3390,7 +3392,9 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg) {
     pids[i] = p;
   }
   cc__shm_unmap(seg, L.total);
-  /* Reap. The first rank that fails stops the others at once. */
+  /* Reap. When a rank fails, the others get a short grace (they notice the
+     loss within ~0.2 s and may report it), then SIGKILL. */
+  grace_ns = (uint64_t)cc__env_size("CC_SPAWN_GRACE_MS", 1000, 0, 60000) * CC__MS;
   for (live = nprocs; live > 0;) {
     int reaped = 0;
     for (i = 0; i < nprocs; i++) {
@@ -3403,8 +3407,8 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg) {
       live--;
       reaped = 1;
       if (w > 0 && failed < 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
-        int j;
         failed = i;
+        kill_at = cc__now_ns() + grace_ns;
         if (WIFSIGNALED(st)) {
           status = 128 + WTERMSIG(st);
           cc__fail(NULL, CC_ERR_PEER_LOST, "cc_spawn: rank %d (pid %d) was killed by signal %d", i, (int)-pids[i],
@@ -3413,8 +3417,11 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg) {
           status = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
           cc__fail(NULL, CC_ERR_PEER_LOST, "cc_spawn: rank %d (pid %d) exited with status %d", i, (int)-pids[i], status);
         }
-        for (j = 0; j < nprocs; j++) if (pids[j] > 0) kill(pids[j], SIGKILL);
       }
+    }
+    if (failed >= 0 && !killed && cc__now_ns() >= kill_at) {
+      for (i = 0; i < nprocs; i++) if (pids[i] > 0) kill(pids[i], SIGKILL);
+      killed = 1;
     }
     if (!reaped && live > 0) cc__sleep_ns(200000);
   }
