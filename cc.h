@@ -349,7 +349,6 @@ extern "C" {
 #define CC__STORE(p, v)    __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #define CC__STORE_SC(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
 #define CC__ADD(p, v)      __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
-#define CC__FENCE()        __atomic_thread_fence(__ATOMIC_SEQ_CST)
 
 #define CC__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define CC__MAX(a, b) ((a) > (b) ? (a) : (b))
@@ -594,7 +593,20 @@ static void cc__host_id(char *out, size_t len) {
     ssize_t n = readlink(nsname[i], ns[i], sizeof ns[i] - 1);
     ns[i][n > 0 ? n : 0] = 0;
   }
-  snprintf(out, len, "%s|%s|%s|%s|%s", host, boot, ns[0], ns[1], ns[2]);
+  out[0] = 0;                           /* host|boot|pidns|mntns|ipcns, cut to len */
+  {
+    const char *parts[5];
+    size_t k, used = 0;
+    parts[0] = host; parts[1] = boot; parts[2] = ns[0]; parts[3] = ns[1]; parts[4] = ns[2];
+    for (k = 0; k < 5 && used + 1 < len; k++) {
+      size_t m = strlen(parts[k]);
+      if (k) out[used++] = '|';
+      if (m > len - 1 - used) m = len - 1 - used;
+      memcpy(out + used, parts[k], m);
+      used += m;
+      out[used] = 0;
+    }
+  }
 }
 
 #ifndef CC_NO_TCP
@@ -957,10 +969,11 @@ static cc_result cc__fail(cc_comm *c, cc_result code, const char *fmt, ...) {
    - AVG is the SUM fold divided by nsrc once, in the accumulator precision.
    - premul_sum: scal[k] points to one value of dtype t (a 2-byte value for the
      half types); dst[i] = scal[0]*s0[i] + scal[1]*s1[i] + ..., folded left.
-   - Complex products are (ac - bd) + (ad + bc)i, each product rounded on its
-     own (one product per statement, so no compiler fuses a multiply-add within
-     a statement; GCC in its GNU modes may still contract across statements on
-     targets with FMA, which -std=c99 and x86-64 without -march rule out).
+   - Products are rounded on their own, complex ones as (ac - bd) + (ad + bc)i:
+     one product per statement, so that no compiler fuses a multiply-add within
+     a statement (GCC in its GNU modes, -ffp-contract=fast, may still fuse across
+     statements on targets with FMA; -std=c99, or x86-64 without -march, rules
+     that out).
    - Every NaN a float op yields is stored as the canonical quiet NaN (positive,
      payload 0), so that its bits never depend on the order in which the
      hardware saw the operands.
@@ -1033,30 +1046,30 @@ static inline float cc__f32_from_bits(uint32_t u) { float f; memcpy(&f, &u, 4); 
 static inline uint32_t cc__f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
 static inline double cc__f64_from_bits(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
 
-/* cc__mask(c): all ones when c, else 0; the selects below use it so that no
-   branch is left for the vectorizer to give up on */
-#define cc__mask(c) (0u - (uint32_t)(c))
+/* CC__MASK(c): all ones when c, else 0; the selects below use it so that no
+   branch is left for the vectorizer to give up on. Lanes that a select drops are
+   masked before any float arithmetic, so that they raise no FP exception flags. */
+#define CC__MASK(c) (0u - (uint32_t)(c))
 
 static inline float cc__half_to_float(uint16_t h) {
   uint32_t em = h & 0x7fffu, sign = (uint32_t)(h & 0x8000u) << 16;
-  uint32_t special = cc__mask(em >= 0x7c00u), nan = cc__mask(em > 0x7c00u), sub = cc__mask(em < 0x400u);
+  uint32_t special = CC__MASK(em >= 0x7c00u), nan = CC__MASK(em > 0x7c00u), sub = CC__MASK(em < 0x400u);
   /* normal: exponent bias 15 -> 127; inf and NaN: to exponent 255, NaN made quiet */
   uint32_t bits = ((em << 13) + (112u << 23) + (special & (112u << 23))) | (nan & 0x400000u);
   /* subnormal: 2^-14 * (1 + em/1024) - 2^-14 = em * 2^-24, exactly */
-  uint32_t tiny = cc__f32_bits(cc__f32_from_bits((em << 13) + (113u << 23)) - 6.103515625e-05f);
+  uint32_t tiny = cc__f32_bits(cc__f32_from_bits(((em & sub) << 13) + (113u << 23)) - 6.103515625e-05f);
   return cc__f32_from_bits(((bits & ~sub) | (tiny & sub)) | sign);
 }
 
 static inline uint16_t cc__float_to_half(float f) {
   uint32_t x = cc__f32_bits(f), a = x & 0x7fffffffu;
-  uint32_t sub = cc__mask(a < 0x38800000u), inf = cc__mask(a >= 0x477ff000u), nan = cc__mask(a > 0x7f800000u);
+  uint32_t sub = CC__MASK(a < 0x38800000u), inf = CC__MASK(a >= 0x477ff000u), nan = CC__MASK(a > 0x7f800000u);
   /* every case is formed 13 bits up, in 32 bits, and shifted down once at the end
      (narrowing each case on its own costs GCC's vectorizer a lot of shuffles).
      Normal half: rebias, add just under half an ulp plus the kept lsb. */
   uint32_t r = a - (112u << 23) + 0xfffu + ((a >> 13) & 1u);
   /* below 2^-14: adding 0.5 (ulp 2^-24) rounds to a whole number of subnormal
-     steps, 0x400 (the least normal) included; other lanes add 0 + 0.5, so that no
-     inf or NaN meets the FPU */
+     steps, 0x400 (the least normal) included */
   uint32_t tiny = (cc__f32_bits(cc__f32_from_bits(a & sub) + 0.5f) - 0x3f000000u) << 13;
   r = (r & ~sub) | (tiny & sub);
   r = (r & ~inf) | ((0x7c00u << 13) & inf);                      /* 65520 and up: inf */
@@ -1066,20 +1079,20 @@ static inline uint16_t cc__float_to_half(float f) {
 
 static inline float cc__bf16_to_float(uint16_t h) {
   uint32_t x = (uint32_t)h << 16;
-  return cc__f32_from_bits(x | (cc__mask((x & 0x7fffffffu) > 0x7f800000u) & 0x400000u));   /* NaN, quiet */
+  return cc__f32_from_bits(x | (CC__MASK((x & 0x7fffffffu) > 0x7f800000u) & 0x400000u));   /* NaN, quiet */
 }
 
 static inline uint16_t cc__float_to_bf16(float f) {
   uint32_t x = cc__f32_bits(f);
-  uint32_t nan = cc__mask((x & 0x7fffffffu) > 0x7f800000u);
+  uint32_t nan = CC__MASK((x & 0x7fffffffu) > 0x7f800000u);
   uint32_t r = x + 0x7fffu + ((x >> 16) & 1u);
   return (uint16_t)(((r & ~nan) | ((x | 0x400000u) & nan)) >> 16);   /* NaN, quiet */
 }
 
-/* ---- the fold loops. Each expects in scope: T acc[], const T *s (this source's
-   block), T m[] (this source's scalar), size_t j. CC__FOR runs over the whole
-   accumulator: a constant trip count, which GCC -O2 vectorizes. */
-#define CC__FOR(e) for (j = 0; j < sizeof acc / sizeof acc[0]; j++) acc[j] = (e)
+/* ---- the fold loops. Each expects in scope: T acc[CC__BLK], const T *s (this
+   source's block), T m[1] (this source's scalar), size_t j. CC__FOR runs over the
+   whole block: a constant trip count, which GCC -O2 vectorizes. */
+#define CC__FOR(e) for (j = 0; j < CC__BLK; j++) acc[j] = (e)
 #define CC__MINMAX_CASES                                                           \
   case CC_MIN: CC__FOR(s[j] < acc[j] ? s[j] : acc[j]); break;                      \
   case CC_MAX: CC__FOR(s[j] > acc[j] ? s[j] : acc[j]); break;
@@ -1104,32 +1117,14 @@ static inline uint16_t cc__float_to_bf16(float f) {
   case CC__OP_PREMUL:                                                              \
     for (j = 0; j < CC__BLK; j++) { T p_ = m[0] * s[j]; acc[j] = acc[j] + p_; }     \
     break;
-/* (a + bi)(c + di) into re, im: one rounded product per statement */
-#define CC__CMUL(T, re, im, a, b, c, d)                                            \
-  { T ac_ = (a) * (c); T bd_ = (b) * (d); T ad_ = (a) * (d); T bc_ = (b) * (c);     \
-    re = ac_ - bd_; im = ad_ + bc_; }
-#define CC__CPLX_CASES(T)                                                          \
-  case CC_PROD:                                                                    \
-    for (j = 0; j < CC__BLK; j++)                                                  \
-      CC__CMUL(T, acc[2*j], acc[2*j+1], acc[2*j], acc[2*j+1], s[2*j], s[2*j+1])     \
-    break;                                                                         \
-  case CC__OP_SCALE:                                                               \
-    for (j = 0; j < CC__BLK; j++)                                                  \
-      CC__CMUL(T, acc[2*j], acc[2*j+1], m[0], m[1], acc[2*j], acc[2*j+1])           \
-    break;                                                                         \
-  case CC__OP_PREMUL:                                                              \
-    for (j = 0; j < CC__BLK; j++) {                                                \
-      T re_, im_;                                                                  \
-      CC__CMUL(T, re_, im_, m[0], m[1], s[2*j], s[2*j+1])                           \
-      acc[2*j] = acc[2*j] + re_; acc[2*j+1] = acc[2*j+1] + im_;                     \
-    }                                                                              \
-    break;
-/* after the fold: integers are done; floats divide for AVG, make NaN canonical */
-#define CC__FIN_INT(T, qnan)
-#define CC__FIN_FLOAT(T, qnan)                                                     \
+/* after the fold, the store of the block to `out` (dst, or the scratch `pad` for a
+   short block): integers as they are; floats divided by nsrc for AVG and with any
+   NaN made canonical, in the same pass as the store */
+#define CC__STORE_INT(T, qnan) memcpy(out, acc, sizeof acc);
+#define CC__STORE_FLOAT(T, qnan)                                                   \
   { const T q_ = (qnan);                                                           \
     if (op == CC_AVG) CC__FOR(acc[j] / (T)nsrc);                                   \
-    CC__FOR(acc[j] != acc[j] ? q_ : acc[j]); }
+    for (j = 0; j < CC__BLK; j++) out[j] = acc[j] != acc[j] ? q_ : acc[j]; }
 
 /* Copies n bytes of a short block into the CC__BLK-element scratch `blk` and
    zeroes the rest, so that the constant-length loops read defined values. */
@@ -1139,46 +1134,89 @@ static void *cc__block_pad(void *blk, size_t blk_bytes, const void *src, size_t 
   return blk;
 }
 
-/* cc__reduce_<sfx>: the fold for elements of W scalars of type T. */
-#define CC__DEF_REDUCE(sfx, T, W, CASES, FIN, qnan)                                \
+/* cc__reduce_<sfx>: the fold for a real type T. */
+#define CC__DEF_REDUCE(sfx, T, CASES, STORE, qnan)                                   \
 static void cc__reduce_##sfx(void *dst, const void *const *srcs, int nsrc,         \
                              size_t count, int op, const void *const *scal) {      \
-  T acc[CC__BLK * W], pad[CC__BLK * W], m[W] = {0};                                \
+  T acc[CC__BLK], pad[CC__BLK], m[1] = {0}, *out;                                  \
   const T *s;                                                                      \
   size_t off, n, j;                                                                \
   int k;                                                                           \
   for (off = 0; off < count; off += n) {                                           \
     n = count - off < CC__BLK ? count - off : CC__BLK;                             \
-    cc__block_pad(acc, sizeof acc, (const T *)srcs[0] + off * W, n * sizeof m);    \
+    cc__block_pad(acc, sizeof acc, (const T *)srcs[0] + off, n * sizeof(T));       \
     for (k = op == CC__OP_PREMUL ? 0 : 1; k < nsrc; k++) {                         \
-      s = (const T *)srcs[k] + off * W;                                            \
-      if (n < CC__BLK) s = (const T *)cc__block_pad(pad, sizeof pad, s, n * sizeof m); \
-      if (op == CC__OP_PREMUL) memcpy(m, scal[k], sizeof m);                       \
+      s = (const T *)srcs[k] + off;                                                \
+      if (n < CC__BLK) s = (const T *)cc__block_pad(pad, sizeof pad, s, n * sizeof(T)); \
+      if (op == CC__OP_PREMUL) memcpy(m, scal[k], sizeof(T));                      \
       switch (k ? op : CC__OP_SCALE) { CASES(T) default: break; }                  \
     }                                                                              \
-    FIN(T, qnan)                                                                   \
-    memcpy((T *)dst + off * W, acc, n * sizeof m);                                 \
+    out = n < CC__BLK ? pad : (T *)dst + off;                                      \
+    STORE(T, qnan)                                                                 \
+    if (out == pad) memcpy((T *)dst + off, pad, n * sizeof(T));                    \
   }                                                                                \
 }
 
-CC__DEF_REDUCE(u8, uint8_t, 1, CC__UINT_CASES, CC__FIN_INT, 0)
-CC__DEF_REDUCE(u32, uint32_t, 1, CC__UINT_CASES, CC__FIN_INT, 0)
-CC__DEF_REDUCE(u64, uint64_t, 1, CC__UINT_CASES, CC__FIN_INT, 0)
-CC__DEF_REDUCE(i8, int8_t, 1, CC__SINT_CASES, CC__FIN_INT, 0)
-CC__DEF_REDUCE(i32, int32_t, 1, CC__SINT_CASES, CC__FIN_INT, 0)
-CC__DEF_REDUCE(i64, int64_t, 1, CC__SINT_CASES, CC__FIN_INT, 0)
-CC__DEF_REDUCE(f32, float, 1, CC__FLOAT_CASES, CC__FIN_FLOAT, cc__f32_from_bits(0x7fc00000u))
-CC__DEF_REDUCE(f64, double, 1, CC__FLOAT_CASES, CC__FIN_FLOAT,
-               cc__f64_from_bits(0x7ff8000000000000u))
-CC__DEF_REDUCE(c64, float, 2, CC__CPLX_CASES, CC__FIN_FLOAT, cc__f32_from_bits(0x7fc00000u))
-CC__DEF_REDUCE(c128, double, 2, CC__CPLX_CASES, CC__FIN_FLOAT,
-               cc__f64_from_bits(0x7ff8000000000000u))
+CC__DEF_REDUCE(u8, uint8_t, CC__UINT_CASES, CC__STORE_INT, 0)
+CC__DEF_REDUCE(u32, uint32_t, CC__UINT_CASES, CC__STORE_INT, 0)
+CC__DEF_REDUCE(u64, uint64_t, CC__UINT_CASES, CC__STORE_INT, 0)
+CC__DEF_REDUCE(i8, int8_t, CC__SINT_CASES, CC__STORE_INT, 0)
+CC__DEF_REDUCE(i32, int32_t, CC__SINT_CASES, CC__STORE_INT, 0)
+CC__DEF_REDUCE(i64, int64_t, CC__SINT_CASES, CC__STORE_INT, 0)
+CC__DEF_REDUCE(f32, float, CC__FLOAT_CASES, CC__STORE_FLOAT, cc__f32_from_bits(0x7fc00000u))
+CC__DEF_REDUCE(f64, double, CC__FLOAT_CASES, CC__STORE_FLOAT, cc__f64_from_bits(0x7ff8000000000000u))
+
+/* (a + bi)(c + di) into re, im: one rounded product per statement */
+#define CC__CMUL(T, re, im, a, b, c, d)                                            \
+  { T ac_ = (a) * (c), bd_ = (b) * (d), ad_ = (a) * (d), bc_ = (b) * (c);           \
+    re = ac_ - bd_; im = ad_ + bc_; }
+
+/* cc__reduce_c<bits>: complex prod and premul_sum (sum and avg go through the real
+   kernels). The accumulator is split into re[] and im[]: kept interleaved, GCC
+   turns the (ac - bd, ad + bc) pair into fused vfmaddsub on FMA targets, even
+   under -ffp-contract=off. */
+#define CC__DEF_CPLX(sfx, T, qnan)                                                 \
+static void cc__reduce_##sfx(void *dst, const void *const *srcs, int nsrc,         \
+                             size_t count, int op, const void *const *scal) {      \
+  T re[CC__BLK], im[CC__BLK], pad[2 * CC__BLK], m[2] = {0, 0}, pr, pi;             \
+  const T q_ = (qnan);                                                             \
+  const T *s;                                                                      \
+  size_t off, n, j;                                                                \
+  int k;                                                                           \
+  for (off = 0; off < count; off += n) {                                           \
+    n = count - off < CC__BLK ? count - off : CC__BLK;                             \
+    for (k = 0; k < nsrc; k++) {                                                   \
+      s = (const T *)srcs[k] + 2 * off;                                            \
+      if (n < CC__BLK) s = (const T *)cc__block_pad(pad, sizeof pad, s, n * 2 * sizeof(T)); \
+      if (op == CC__OP_PREMUL) memcpy(m, scal[k], sizeof m);                       \
+      if (k == 0 && op == CC__OP_PREMUL)                                           \
+        for (j = 0; j < CC__BLK; j++) CC__CMUL(T, re[j], im[j], m[0], m[1], s[2*j], s[2*j+1]) \
+      else if (k == 0)                                                             \
+        for (j = 0; j < CC__BLK; j++) { re[j] = s[2*j]; im[j] = s[2*j+1]; }        \
+      else if (op == CC_PROD)                                                      \
+        for (j = 0; j < CC__BLK; j++) CC__CMUL(T, re[j], im[j], re[j], im[j], s[2*j], s[2*j+1]) \
+      else                                                                         \
+        for (j = 0; j < CC__BLK; j++) {                                            \
+          CC__CMUL(T, pr, pi, m[0], m[1], s[2*j], s[2*j+1])                        \
+          re[j] = re[j] + pr; im[j] = im[j] + pi;                                  \
+        }                                                                          \
+    }                                                                              \
+    for (j = 0; j < CC__BLK; j++) {                                                \
+      pad[2*j] = re[j] != re[j] ? q_ : re[j];                                      \
+      pad[2*j+1] = im[j] != im[j] ? q_ : im[j];                                    \
+    }                                                                              \
+    memcpy((T *)dst + 2 * off, pad, n * 2 * sizeof(T));                            \
+  }                                                                                \
+}
+
+CC__DEF_CPLX(c64, float, cc__f32_from_bits(0x7fc00000u))
+CC__DEF_CPLX(c128, double, cc__f64_from_bits(0x7ff8000000000000u))
 
 /* float16 (bf == 0) and bfloat16 (bf == 1): every source block is widened into
    float32 scratch, folded with the float32 loops, rounded once on the way out. */
 static void cc__reduce_half(void *dst, const void *const *srcs, int nsrc, size_t count,
                             int op, const void *const *scal, int bf) {
-  float acc[CC__BLK], blk[CC__BLK], m[1] = {0};
+  float acc[CC__BLK], blk[CC__BLK], m[1] = {0}, qnan = cc__f32_from_bits(0x7fc00000u);
   uint16_t raw[CC__BLK], *out;
   const uint16_t *h;
   const float *s = blk;
@@ -1200,7 +1238,8 @@ static void cc__reduce_half(void *dst, const void *const *srcs, int nsrc, size_t
       if (k == 0 && op != CC__OP_PREMUL) continue;
       switch (k ? op : CC__OP_SCALE) { CC__FLOAT_CASES(float) default: break; }
     }
-    CC__FIN_FLOAT(float, cc__f32_from_bits(0x7fc00000u))
+    if (op == CC_AVG) CC__FOR(acc[j] / (float)nsrc);
+    CC__FOR(acc[j] != acc[j] ? qnan : acc[j]);
     out = n < CC__BLK ? raw : (uint16_t *)dst + off;
     if (bf) for (j = 0; j < CC__BLK; j++) out[j] = cc__float_to_bf16(acc[j]);
     else    for (j = 0; j < CC__BLK; j++) out[j] = cc__float_to_half(acc[j]);
@@ -1406,8 +1445,7 @@ static cc_result cc__wait(cc_comm *c, cc__pending_fn pending, const void *arg, c
   next_check = cc__now_ns() + 20 * CC__MS;
   for (;;) {
     uint32_t bell = CC__LOAD(&c->hdr->bell);
-    CC__ADD(&c->hdr->sleepers, 1u);
-    CC__FENCE();
+    CC__ADD(&c->hdr->sleepers, 1u);   /* seq_cst: ordered before the re-check below */
     who = pending(c, arg);
     if (who >= 0 && !CC__LOAD(&c->hdr->fail_code)) {
       now = cc__now_ns();
