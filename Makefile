@@ -8,11 +8,14 @@ BUILD   ?= build
 LDLIBS   = -pthread -lm
 
 EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
-TESTS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(wildcard tests/*.c))
+# tests/*_probe.c are helpers that the shell tests start (with arguments and an
+# environment), so they are built outside build/tests, which run.sh runs bare.
+TESTS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter-out tests/%_probe.c,$(wildcard tests/*.c)))
+PROBES   := $(patsubst tests/%.c,$(BUILD)/probes/%,$(wildcard tests/*_probe.c))
 TOOLS    := $(BUILD)/ccrun $(if $(wildcard bench/cc_bench.c),$(BUILD)/cc_bench)
 
 .PHONY: all test run bench sanitize tsan clean
-all: $(TOOLS) $(EXAMPLES) $(TESTS)
+all: $(TOOLS) $(EXAMPLES) $(TESTS) $(PROBES)
 
 $(BUILD)/ccrun: tools/ccrun.c
 	@mkdir -p $(@D)
@@ -22,11 +25,15 @@ $(BUILD)/cc_bench: bench/cc_bench.c cc.h
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(WARN) $(CFLAGS) -I. -o $@ $< $(LDLIBS)
 
-$(BUILD)/examples/%: examples/%.c cc.h
+$(BUILD)/examples/%: examples/%.c cc.h $(wildcard examples/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(WARN) $(CFLAGS) -I. -o $@ $< $(LDLIBS)
 
 $(BUILD)/tests/%: tests/%.c cc.h $(wildcard tests/*.h)
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(CFLAGS) -I. -o $@ $< $(LDLIBS)
+
+$(BUILD)/probes/%: tests/%.c cc.h $(wildcard tests/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(WARN) $(CFLAGS) -I. -o $@ $< $(LDLIBS)
 
