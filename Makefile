@@ -44,7 +44,7 @@ test: all
 
 # A real four-rank job, readable output.
 run: all
-	$(BUILD)/ccrun -n 4 --tag-output $(BUILD)/examples/all_reduce
+	$(BUILD)/ccrun -n 4 $(BUILD)/examples/tour
 
 bench: all
 	$(BUILD)/ccrun -n 2 $(BUILD)/cc_bench -o all_reduce -b 8 -e 64M -f 4
