@@ -864,6 +864,7 @@ struct cc_comm {
   uint64_t seq;                        /* collectives called */
   const void **srcs;                   /* size entries: reduction sources */
   const void **scals;
+  unsigned char *scalbuf;              /* size x 16: the call's premul scalars, copied */
   size_t *scratch;                     /* 4 x size entries: move plans */
   /* point to point */
   cc__peer *peers;
@@ -1874,7 +1875,8 @@ static cc_result cc__first_end(cc_comm *c, const cc__call *k) {
       return cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d called %s while rank %d called %s",
                       what, j, a, c->rank, b);
     }
-    c->scals[j] = d->scal;             /* premul scalars, valid for this phase */
+    memcpy(c->scalbuf + 16 * (size_t)j, d->scal, 16);   /* the halves are reused by later phases */
+    c->scals[j] = c->scalbuf + 16 * (size_t)j;
   }
   return CC_OK;
 }
@@ -2281,9 +2283,10 @@ static cc_comm *cc__comm_new(int rank, int size, const cc_config *cfg) {
   c->srcs = (const void **)CC_MALLOC(sizeof(void *) * n);
   c->scals = (const void **)CC_MALLOC(sizeof(void *) * n);
   c->scratch = (size_t *)CC_MALLOC(sizeof(size_t) * 4 * n);
+  c->scalbuf = (unsigned char *)CC_MALLOC(16 * n);
   c->peers = (cc__peer *)CC_MALLOC(sizeof(cc__peer) * n);
-  if (!c->srcs || !c->scals || !c->scratch || !c->peers) {
-    CC_FREE(c->srcs); CC_FREE(c->scals); CC_FREE(c->scratch); CC_FREE(c->peers); CC_FREE(c);
+  if (!c->srcs || !c->scals || !c->scratch || !c->peers || !c->scalbuf) {
+    CC_FREE(c->srcs); CC_FREE(c->scals); CC_FREE(c->scratch); CC_FREE(c->peers); CC_FREE(c->scalbuf); CC_FREE(c);
     return NULL;
   }
   memset(c->peers, 0, sizeof(cc__peer) * n);
@@ -2309,6 +2312,7 @@ static void cc__comm_free(cc_comm *c) {
   pthread_mutex_destroy(&c->qlock);
   pthread_cond_destroy(&c->qcond);
   CC_FREE(c->srcs); CC_FREE(c->scals); CC_FREE(c->scratch); CC_FREE(c->peers); CC_FREE(c->ops);
+  CC_FREE(c->scalbuf);
   CC_FREE(c);
 }
 
