@@ -1931,10 +1931,12 @@ static cc_result cc__run_broadcast(cc_comm *c, const cc__call *k) {
   return CC_OK;
 }
 
-/* reduce (root >= 0) and all_reduce (root < 0). Small: one phase, every
-   reader folds every rank's copy. Large: per chunk, each rank folds its share
-   of the chunk into its next half (reduce-scatter), then the readers copy
-   every share out (all-gather). */
+/* reduce (root >= 0) and all_reduce (root < 0). One phase per chunk when the
+   message is small or there are only two ranks: every rank stages its chunk
+   and every reader folds all n staged copies straight into recvbuf. Else two
+   phases per chunk: each rank folds its 1/n share of the chunk into its next
+   half (reduce-scatter), then the readers copy every share out (all-gather).
+   The fold is x0 op x1 op ... in rank order either way: the same bits. */
 static cc_result cc__run_reduce(cc_comm *c, const cc__call *k, int root) {
   const char *what = cc__coll_names[k->coll];
   size_t es = cc__dtype_bytes(k->t), bytes = k->count * es, cap = c->half - CC__DESC_BYTES;
@@ -1943,14 +1945,23 @@ static cc_result cc__run_reduce(cc_comm *c, const cc__call *k, int root) {
   int n = c->size, me = c->rank, j, want = root < 0 || me == root;
   size_t off, m, chunk = cap / es;
   cc_result r;
-  if (bytes <= c->small_bytes && bytes <= cap) {
-    if ((r = cc__first_begin(c, k, k->count, 0, &mine)) != CC_OK) return r;
-    if (bytes) memcpy(CC__DATA(mine), sb, bytes);
-    if ((r = cc__first_end(c, k)) != CC_OK) return r;
-    if (want) {
-      for (j = 0; j < n; j++) c->srcs[j] = CC__DATA(cc__half(c, j, c->step));
-      cc__apply(c, k, rb, k->count);
-    }
+  if (bytes <= c->small_bytes || n <= 2) {
+    off = 0;
+    do {
+      m = CC__MIN(chunk, k->count - off);
+      if (off == 0) r = cc__first_begin(c, k, k->count, 0, &mine);
+      else r = cc__ph_begin(c, &mine, what);
+      if (r != CC_OK) return r;
+      if (m) memcpy(CC__DATA(mine), sb + off * es, m * es);
+      if (off == 0) r = cc__first_end(c, k);
+      else { cc__ph_arrive(c); r = want ? cc__ph_wait(c, -1, what) : CC_OK; }
+      if (r != CC_OK) return r;
+      if (want) {
+        for (j = 0; j < n; j++) c->srcs[j] = CC__DATA(cc__half(c, j, c->step));
+        cc__apply(c, k, rb + off * es, m);
+      }
+      off += m;
+    } while (off < k->count);
     return CC_OK;
   }
   for (off = 0; off < k->count; off += m) {
