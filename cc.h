@@ -71,8 +71,7 @@
 #ifndef CC_H_INCLUDED
 #define CC_H_INCLUDED
 
-#include <stddef.h>
-#include <stdint.h>
+#include <stddef.h>   /* size_t; nothing else, so that the implementation can still pick its features */
 
 #define CC_VERSION_MAJOR 0
 #define CC_VERSION_MINOR 1
@@ -296,6 +295,7 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg);
 #endif
 
 #include <errno.h>
+#include <stdint.h>
 #include <fcntl.h>
 #include <float.h>
 #include <limits.h>
@@ -576,6 +576,7 @@ static void cc__shm_unlink_prefix(const char *prefix) {
 #endif
 }
 
+#ifndef CC_NO_TCP
 /* A host identity: ranks with equal ones share /dev/shm and a pid namespace. */
 static void cc__host_id(char *out, size_t len) {
   char boot[64] = "", host[128] = "", ns[3][64];
@@ -608,6 +609,7 @@ static void cc__host_id(char *out, size_t len) {
     }
   }
 }
+#endif
 
 #ifndef CC_NO_TCP
 /* Sockets, used by the env:// rendezvous. All calls are bounded by a
@@ -2237,6 +2239,21 @@ static cc_result cc__env_ranks(const cc_config *cfg, int *rank, int *size, int *
   long r = -1, s = -1, l = -1;
   const char *rn = "RANK", *sn = "WORLD_SIZE", *ln = "LOCAL_WORLD_SIZE";
   int hr, hs, hl;
+  if (cfg && (cfg->rank < -1 || cfg->world_size == 0 || cfg->world_size < -1 || cfg->timeout_ms < 0)) {
+    snprintf(cc__tls_err, sizeof cc__tls_err, "comm_init: %s %d is invalid (-1 takes it from the "
+             "environment; cc_config_init sets the defaults)", cfg->rank < -1 ? "cfg.rank" :
+             cfg->timeout_ms < 0 ? "cfg.timeout_ms" : "cfg.world_size",
+             cfg->rank < -1 ? cfg->rank : cfg->timeout_ms < 0 ? cfg->timeout_ms : cfg->world_size);
+    return CC_ERR_INVALID_ARG;
+  }
+  {
+    const char *t = getenv("CC_TIMEOUT");
+    char *end;
+    if (t && *t && (strtod(t, &end) <= 0 || *end)) {
+      snprintf(cc__tls_err, sizeof cc__tls_err, "comm_init: CC_TIMEOUT='%.40s' is not a positive number of seconds", t);
+      return CC_ERR_INVALID_ARG;
+    }
+  }
   if (cfg && cfg->rank >= 0) { r = cfg->rank; rn = "cfg.rank"; hr = 1; }
   else if ((hr = cc__env_first(rk, &r, &rn)) < 0) return CC_ERR_INVALID_ARG;
   if (cfg && cfg->world_size > 0) { s = cfg->world_size; sn = "cfg.world_size"; hs = 1; }
@@ -2389,7 +2406,7 @@ static cc_result cc__comm_ready(cc_comm *c) {
    is dropped. */
 #define CC__BOOT_MAGIC 0x63635f62u      /* "cc_b" */
 typedef struct cc__hello { uint32_t magic, version, rank, world; char host[240]; } cc__hello;
-typedef struct cc__welcome { uint32_t magic, version, status, pad; char jobid[40]; } cc__welcome;
+typedef struct cc__welcome { uint32_t magic, version, status; int32_t missing; char jobid[40]; } cc__welcome;
 
 static cc_result cc__tcp_rendezvous(cc_comm *c, const char *host, int port, char *jobid) {
   uint64_t deadline = cc__now_ns() + c->timeout_ns;
@@ -2416,8 +2433,10 @@ static cc_result cc__tcp_rendezvous(cc_comm *c, const char *host, int port, char
       cc__hello h;
       int fd = cc__sock_accept(lfd, deadline);
       if (fd < 0) {
-        r = cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank 0: only %d of %d ranks connected to %s:%d "
-                     "within the timeout", got + 1, c->size, host, port);
+        int missing = 1;
+        while (missing < c->size && fds[missing] >= 0) missing++;
+        r = cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank 0: rank %d (and %d more) did not connect to %s:%d "
+                     "within the timeout", missing, c->size - 2 - got, host, port);
         break;
       }
       if (cc__sock_recv_all(fd, &h, sizeof h, CC__MIN(deadline, cc__now_ns() + 5 * CC__S)) != 0 ||
@@ -2433,16 +2452,18 @@ static cc_result cc__tcp_rendezvous(cc_comm *c, const char *host, int port, char
       got++;
     }
     close(lfd);
-    if (r == CC_OK) {
+    {                                  /* answer everyone who came, even on failure */
       cc__welcome w;
       memset(&w, 0, sizeof w);
       w.magic = CC__BOOT_MAGIC;
       w.version = CC__SHM_VERSION;
-      w.status = ok ? 0u : (uint32_t)CC_ERR_UNSUPPORTED;
+      w.status = r != CC_OK ? (uint32_t)r : ok ? 0u : (uint32_t)CC_ERR_UNSUPPORTED;
+      w.missing = -1;
+      for (i = 1; i < c->size && r != CC_OK; i++) if (fds[i] < 0) { w.missing = i; break; }
       cc__random_hex(jobid, 32);
       memcpy(w.jobid, jobid, 33);
       for (i = 1; i < c->size; i++)
-        if (cc__sock_send_all(fds[i], &w, sizeof w, deadline) != 0)
+        if (fds[i] >= 0 && cc__sock_send_all(fds[i], &w, sizeof w, cc__now_ns() + CC__S) != 0 && r == CC_OK)
           r = cc__fail(c, CC_ERR_PEER_LOST, "comm_init: rank 0: rank %d hung up during the rendezvous", i);
       if (r == CC_OK && !ok)
         r = cc__fail(c, CC_ERR_UNSUPPORTED, "comm_init: rank 0: the ranks are on several hosts; this build "
@@ -2473,9 +2494,15 @@ static cc_result cc__tcp_rendezvous(cc_comm *c, const char *host, int port, char
       cc__sleep_ns(pause);
       pause = CC__MIN(pause * 2, 500 * CC__MS);
     }
+    /* rank 0 answers everyone, at the latest when its own timeout ends: wait a
+       little longer than ours for that answer */
     if (cc__sock_send_all(fd, &h, sizeof h, deadline) != 0 ||
-        cc__sock_recv_all(fd, &w, sizeof w, deadline) != 0) {
+        cc__sock_recv_all(fd, &w, sizeof w, deadline + 2 * CC__S) != 0) {
+      int timed_out = errno == ETIMEDOUT;
       close(fd);
+      if (timed_out)
+        return cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank %d: rank 0 at %s:%d did not answer within the "
+                        "timeout", c->rank, host, port);
       return cc__fail(c, CC_ERR_PEER_LOST, "comm_init: rank %d: rank 0 at %s:%d hung up during the rendezvous",
                       c->rank, host, port);
     }
@@ -2483,10 +2510,14 @@ static cc_result cc__tcp_rendezvous(cc_comm *c, const char *host, int port, char
     if (w.magic != CC__BOOT_MAGIC || w.version != CC__SHM_VERSION)
       return cc__fail(c, CC_ERR_AUTH, "comm_init: rank %d: %s:%d is not the rank 0 of a cc job (bad answer)",
                       c->rank, host, port);
+    if (w.status == (uint32_t)CC_ERR_TIMEOUT)
+      return cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank %d: rank %d did not connect to rank 0 at %s:%d "
+                      "within the timeout", c->rank, (int)w.missing, host, port);
     if (w.status != 0)
       return cc__fail(c, w.status < (uint32_t)CC_RESULT_COUNT ? (cc_result)w.status : CC_ERR_SYSTEM,
-                      "comm_init: rank %d: the ranks are on several hosts; this build has no TCP "
-                      "transport yet, so every rank must share one host", c->rank);
+                      "comm_init: rank %d: %s", c->rank, w.status == (uint32_t)CC_ERR_UNSUPPORTED ?
+                      "the ranks are on several hosts; this build has no TCP transport yet, so every "
+                      "rank must share one host" : "rank 0 failed the rendezvous");
     w.jobid[32] = 0;
     memcpy(jobid, w.jobid, 33);
     return CC_OK;
@@ -2517,6 +2548,7 @@ CC_API cc_result cc_comm_init(cc_comm **out, const cc_config *cfg) {
   const char *jobid_env = getenv("CC_JOB_ID");
   char jobid[40], name[96], host[256];
   int rank, size, lsize, port = -1, idx;
+  name[0] = 0;
   cc_comm *c;
   cc_result r;
   cc__tls_err[0] = 0;
@@ -2603,7 +2635,7 @@ CC_API cc_result cc_comm_init(cc_comm **out, const cc_config *cfg) {
       idx = 0;
 #else
       r = cc__fail(c, CC_ERR_UNSUPPORTED, "comm_init: rank %d: no CC_JOB_ID (not started by ccrun) and this "
-                   "build has no TCP rendezvous (CC_NO_TCP)", rank);
+                   "build has no TCP rendezvous (CC_NO_TCP) for %s port %d", rank, host[0] ? host : "MASTER_ADDR", port);
 #endif
     }
     if (r == CC_OK) {
@@ -2613,6 +2645,7 @@ CC_API cc_result cc_comm_init(cc_comm **out, const cc_config *cfg) {
   }
   if (r == CC_OK) r = cc__comm_ready(c);
   if (r != CC_OK) {
+    if (size > 1 && name[0]) cc__shm_unlink(name);   /* a rank that never came: leave nothing behind */
     snprintf(cc__tls_err, sizeof cc__tls_err, "%s", c->err);
     cc__comm_free(c);
     return r;

@@ -1,0 +1,83 @@
+# tests/lib.bash - helpers that tests/run.sh and the shell tests source: what a
+# test left behind in /dev/shm, and which of its processes still run.
+#
+# A test's processes are found by a marker in their environment (`VAR=value`,
+# set on the command that starts them): every descendant inherits it, forked or
+# exec'd, whatever process group or session it moves to.
+
+# cc_shm_snapshot - the names of the /dev/shm/cc-* entries, one a line, sorted.
+cc_shm_snapshot() {
+  local f
+  for f in /dev/shm/cc-*; do
+    [ -e "$f" ] && printf '%s\n' "${f##*/}"
+  done | LC_ALL=C sort
+}
+
+# cc_shm_in_use NAME - true when a live process has /dev/shm/NAME mapped or open
+# (a job in progress, maybe not ours).
+cc_shm_in_use() {
+  grep -qsF "/dev/shm/$1" /proc/[0-9]*/maps 2>/dev/null && return 0
+  [ -n "$(find /proc/[0-9]*/fd -lname "/dev/shm/$1*" -print -quit 2>/dev/null)" ]
+}
+
+# cc_shm_leaked BEFORE - the entries that were not in BEFORE (a snapshot), are
+# still there after a grace of up to 2 s, and that no live process uses.
+cc_shm_leaked() {
+  local before=$1 new="" n i
+  for i in $(seq 20); do
+    new=$(LC_ALL=C comm -13 <(printf '%s\n' "$before") <(cc_shm_snapshot))
+    [ -z "$new" ] && return 0
+    sleep 0.1
+  done
+  for n in $new; do
+    cc_shm_in_use "$n" || printf '%s\n' "$n"
+  done
+}
+
+# cc_marked_pids MARK - the live processes whose environment holds MARK exactly
+# (MARK ending in `*`: a prefix). Zombies have no environment and do not count.
+cc_marked_pids() {
+  local mark=$1 f pid
+  local opt=(-lzxF -e "$mark")
+  if [ "${mark%\*}" != "$mark" ]; then
+    opt=(-lzE -e "^$(printf '%s' "${mark%\*}" | sed 's/[][\.^$*+?(){}|/]/\\&/g')")
+  fi
+  for f in $(grep "${opt[@]}" /proc/[0-9]*/environ 2>/dev/null); do
+    pid=${f#/proc/}; pid=${pid%/environ}
+    [ "$pid" != "$$" ] && [ "$pid" != "$BASHPID" ] && echo "$pid"
+  done
+}
+
+# cc_leftover_procs MARK - wait up to 2 s for MARK's processes to end, then print
+# "PID COMMAND" for each one still running, kill it (SIGKILL) and return 1.
+cc_leftover_procs() {
+  local mark=$1 pids="" i pid
+  for i in $(seq 20); do
+    pids=$(cc_marked_pids "$mark")
+    [ -z "$pids" ] && return 0
+    sleep 0.1
+  done
+  for pid in $pids; do
+    printf '%s %s\n' "$pid" "$(tr '\0' ' ' < "/proc/$pid/cmdline" 2>/dev/null)"
+    kill -KILL "$pid" 2>/dev/null
+  done
+  return 1
+}
+
+# cc_free_port - a TCP port that nothing on this host listens on, drawn at random
+# from 20000-59999 so two tests running at once hardly ever draw the same one.
+cc_free_port() {
+  local port hex i
+  for i in $(seq 50); do
+    port=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+    hex=$(printf ':%04X ' "$port")
+    if ! grep -qs "$hex" /proc/net/tcp /proc/net/tcp6; then
+      echo "$port"
+      return 0
+    fi
+  done
+  echo 29500
+}
+
+# cc_now_ms - milliseconds of the monotonic-enough wall clock.
+cc_now_ms() { echo $(( $(date +%s%N) / 1000000 )); }

@@ -1,0 +1,139 @@
+#!/usr/bin/env bash
+# tests/run.sh [BUILD_DIR] - the test suite (`make test` runs it; BUILD_DIR
+# defaults to build).
+#
+# Runs every executable in BUILD_DIR/tests (no arguments) and every tests/*.sh
+# (as `bash tests/X.sh BUILD_DIR`), one at a time, each under `timeout`
+# (CC_TEST_TIMEOUT seconds, default 300), stdin from /dev/null, output in
+# BUILD_DIR/test-logs/NAME.log and echoed once the test is over. It counts the
+# lines `PASS: ...`, `FAIL: ...` and `SKIP: ...`; a test that exits nonzero (or
+# times out, or crashes) without printing a FAIL line is one more failure. A test
+# whose log holds a sanitizer report, or that leaves a process running or an
+# entry in /dev/shm/cc-*, fails too (the leftovers are then removed). The last line is the summary `N passed, N failed` (with
+# `, N skipped` when some were skipped); the exit status is 1 if any failed.
+set -u
+
+here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/lib.bash
+. "$here/lib.bash"
+
+build=${1:-build}
+limit=${CC_TEST_TIMEOUT:-300}
+passed=0 failed=0 skipped=0
+# Every test's processes carry this in their environment, plus the test's name.
+mark_base=CC_TEST_MARK=run-$$-$RANDOM
+
+fail() {
+  echo "FAIL: $*"
+  failed=$((failed + 1))
+}
+
+summary() {
+  local line="$passed passed, $failed failed"
+  [ "$skipped" -gt 0 ] && line="$line, $skipped skipped"
+  echo "$line"
+  [ "$failed" -eq 0 ]
+}
+
+stop_all() {
+  local pid
+  for pid in $(cc_marked_pids "$mark_base-*"); do
+    kill -KILL "$pid" 2>/dev/null
+  done
+  fail "run: interrupted"
+  summary
+  exit 1
+}
+trap stop_all INT TERM
+
+if [ ! -d "$build" ]; then
+  fail "run: no build directory '$build' (run make first)"
+  summary
+  exit 1
+fi
+build=$(cd "$build" && pwd)
+logs=$build/test-logs
+mkdir -p "$logs"
+rm -f "$logs"/*.log
+
+# count LOG WORD - how many lines of LOG start with "WORD: "
+count() { grep -c "^$2: " "$1"; }
+
+# run_one NAME COMMAND... - run one test and account for it
+run_one() {
+  local name=$1
+  shift
+  local log=$logs/$name.log mark="$mark_base-$name"
+  local shm_before st p f s t0 why left leaked n
+  shm_before=$(cc_shm_snapshot)
+  t0=$(cc_now_ms)
+  echo "=== $name"
+  # In a subshell that waits (no exec), so that the shell's own "Segmentation
+  # fault" notice goes to /dev/null rather than between the logs; in the
+  # background, so that an INT or TERM stops the suite at once (see stop_all).
+  (
+    env "$mark" timeout -k 10 "$limit" "$@" </dev/null >"$log" 2>&1
+    exit $?
+  ) 2>/dev/null &
+  wait $!
+  st=$?
+  cat "$log"
+  p=$(count "$log" PASS) f=$(count "$log" FAIL) s=$(count "$log" SKIP)
+  passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
+  if [ "$st" -ne 0 ] && [ "$f" -eq 0 ]; then
+    why=""
+    case $st in
+      124) why=" (timed out after $limit s)" ;;
+      137) why=" (killed: SIGKILL, or timed out and ignored SIGTERM)" ;;
+      12[6-7]) why=" (could not be run)" ;;
+      1[3-9][0-9]) why=" (killed by signal $((st - 128)))" ;;
+    esac
+    fail "$name: exited with status $st$why"
+  fi
+  # A sanitizer report from a process whose status nobody looks at (a forked
+  # rank; TSan only changes the status at a normal exit) fails the test too.
+  n=$(grep -cE 'ERROR: (Address|Leak)Sanitizer|WARNING: ThreadSanitizer|runtime error:' "$log")
+  if [ "$n" -gt 0 ]; then
+    fail "$name: its log holds $n sanitizer report(s)"
+  fi
+  if ! left=$(cc_leftover_procs "$mark"); then
+    while read -r n; do
+      fail "$name: left a process running (killed now): $n"
+    done <<<"$left"
+  fi
+  leaked=$(cc_shm_leaked "$shm_before")
+  for n in $leaked; do
+    fail "$name: left /dev/shm/$n (removed now)"
+    rm -f "/dev/shm/$n"
+  done
+  echo "=== $name: status $st, $p passed, $f failed, $s skipped, $(( ($(cc_now_ms) - t0) / 1000 )) s"
+}
+
+shm_start=$(cc_shm_snapshot)
+ntests=0
+for t in "$build"/tests/*; do
+  [ -f "$t" ] && [ -x "$t" ] || continue
+  run_one "${t##*/}" "$t"
+  ntests=$((ntests + 1))
+done
+for t in "$here"/*.sh; do
+  [ "${t##*/}" = run.sh ] && continue
+  run_one "${t##*/}" bash "$t" "$build"
+  ntests=$((ntests + 1))
+done
+[ "$ntests" -gt 0 ] || fail "run: no tests in $build/tests or $here"
+
+# The whole suite, once more: anything in /dev/shm that was not there before,
+# or any test process, is a leak (each test's own check removed what it found).
+shm_end=$(cc_shm_snapshot)
+echo "shm: $(grep -c . <<<"$shm_start") cc-* entries before the suite, $(grep -c . <<<"$shm_end") after"
+for n in $(cc_shm_leaked "$shm_start"); do
+  fail "run: the suite left /dev/shm/$n (removed now)"
+  rm -f "/dev/shm/$n"
+done
+if ! left=$(cc_leftover_procs "$mark_base-*"); then
+  while read -r n; do
+    fail "run: a test process is still running (killed now): $n"
+  done <<<"$left"
+fi
+summary

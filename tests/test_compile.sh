@@ -1,0 +1,163 @@
+#!/usr/bin/env bash
+# tests/test_compile.sh [BUILD_DIR] - cc.h compiles clean everywhere it should:
+#   - as C99 and C11 (gcc, clang) and as C++11 and C++17 (g++, clang++), with
+#     -Wall -Wextra -Wpedantic -Werror -Wshadow (-Wstrict-prototypes for C), -O2;
+#   - in a TU that implements it (#define CC_IMPLEMENTATION, then two
+#     #includes), linked with a second TU that only includes it (twice), and
+#     run; also implemented in C++ and used from C and back;
+#   - in a TU that includes it for the declarations first and implements it
+#     after; and after <stdio.h> with -D_GNU_SOURCE (as the header asks);
+#   - with -DCC_NO_TCP and with -DCC_NO_SHM (compiled only).
+# One PASS or FAIL line per combination; a SKIP line for an absent compiler.
+# CC_TEST_QUICK set (the sanitizer runs): skipped, the flags change nothing here.
+set -u
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-build}
+mkdir -p "$build" && build=$(cd "$build" && pwd)
+out=$build/compile-test
+
+if [ -n "${CC_TEST_QUICK:-}" ]; then
+  echo "SKIP: compile: CC_TEST_QUICK is set (the plain test run compiles every combination)"
+  exit 0
+fi
+rm -rf "$out"
+mkdir -p "$out"
+
+warn=(-Wall -Wextra -Wpedantic -Werror -Wshadow -O2)
+libs=(-pthread -lm)
+
+# The implementation TU, as the header's usage says: CC_IMPLEMENTATION, then
+# cc.h, then cc.h again (a second include, and a second implementation request,
+# must both be harmless).
+cat >"$out/impl.c" <<'EOF'
+#define CC_IMPLEMENTATION
+#include "cc.h"
+#include "cc.h"
+EOF
+# The same TU the other way round: cc.h included for its declarations (as a
+# project header that includes it would), then CC_IMPLEMENTATION and cc.h.
+cat >"$out/impl-late.c" <<'EOF'
+#include "cc.h"
+#define CC_IMPLEMENTATION
+#include "cc.h"
+EOF
+# A system header first, then the implementation; the header asks for
+# -D_GNU_SOURCE then, which the command line gives.
+cat >"$out/impl-after-stdio.c" <<'EOF'
+#include <stdio.h>
+#include <stdlib.h>
+#define CC_IMPLEMENTATION
+#include "cc.h"
+EOF
+# The user TU: only the declarations, twice; calls a few functions so that the
+# link needs the implementation, and checks what they return.
+cat >"$out/use.c" <<'EOF'
+#include "cc.h"
+#include "cc.h"
+#include <string.h>
+
+static int check_api(void) {
+  cc_config cfg;
+  const char *s = cc_strerror(CC_ERR_TIMEOUT);
+  cc_config_init(&cfg);
+  if (s == NULL || strncmp(s, "CC_ERR_TIMEOUT", 14) != 0) return 1;
+  if (cc_dtype_size(CC_FLOAT64) != 8 || cc_dtype_size(CC_COMPLEX128) != 16) return 2;
+  if (cc_dtype_size(CC_BFLOAT16) != 2 || cc_dtype_size(CC_INT8) != 1) return 3;
+  if (cfg.rank != -1 || cfg.world_size != -1 || cfg.timeout_ms != 0) return 4;
+  if (cc_comm_last_error(NULL) == NULL) return 5;
+  return 0;
+}
+
+int main(void) { return check_api(); }
+EOF
+for f in impl impl-late impl-after-stdio use; do cp "$out/$f.c" "$out/$f.cpp"; done
+
+have() { command -v "$1" >/dev/null 2>&1; }
+lang_flags() { # COMPILER STD -> the flags for it
+  case $1 in
+    *++) echo "-std=$2 ${warn[*]}" ;;
+    *) echo "-std=$2 ${warn[*]} -Wstrict-prototypes" ;;
+  esac
+}
+ext() { case $1 in *++) echo cpp ;; *) echo c ;; esac; }
+
+# Each combination is a step: a description and a shell command line, run in
+# $out; its line (and on failure the compiler's output) goes to $out/NN.result.
+# A job is a list of steps run in order (a step whose predecessor failed is not
+# tried); jobs run in parallel, one per CPU; the lines are printed in order at
+# the end.
+jobs=0 maxjobs=$(nproc 2>/dev/null || echo 2)
+n=0
+job() { # DESCRIPTION COMMAND [DESCRIPTION COMMAND]...
+  local first=$n
+  n=$((n + $# / 2))
+  (
+    cd "$out" || exit 1
+    local id=$first ok=1 res
+    while [ $# -ge 2 ]; do
+      res=$(printf '%02d' "$id").result
+      if [ $ok = 0 ]; then
+        echo "FAIL: compile: $1 (not tried: the step before failed)" >"$res"
+      elif timeout 300 bash -c "$2" >"$id.log" 2>&1; then
+        echo "PASS: compile: $1" >"$res"
+      else
+        { echo "FAIL: compile: $1"; echo "    \$ $2"; head -n 30 "$id.log" | sed 's/^/    /'; } >"$res"
+        ok=0
+      fi
+      id=$((id + 1))
+      shift 2
+    done
+  ) &
+  jobs=$((jobs + 1))
+  if [ "$jobs" -ge "$maxjobs" ]; then
+    wait -n
+    jobs=$((jobs - 1))
+  fi
+}
+
+skips=()
+for comp in gcc clang g++ clang++; do
+  if ! have "$comp"; then
+    skips+=("SKIP: compile: $comp is not installed")
+    continue
+  fi
+  case $comp in *++) stds="c++11 c++17" ;; *) stds="c99 c11" ;; esac
+  e=$(ext "$comp")
+  for std in $stds; do
+    f=$(lang_flags "$comp" "$std")
+    tag="$comp-$std"
+    job "$comp -std=$std: implementation TU (#define CC_IMPLEMENTATION, cc.h included twice)" \
+      "$comp $f -I$root -c impl.$e -o impl-$tag.o" \
+      "$comp -std=$std: declarations-only TU linked with the implementation TU, runs" \
+      "$comp $f -I$root -c use.$e -o use-$tag.o && $comp -o use-$tag impl-$tag.o use-$tag.o ${libs[*]} && ./use-$tag"
+  done
+  std=${stds%% *}
+  f=$(lang_flags "$comp" "$std")
+  job "$comp -std=$std: cc.h included, then CC_IMPLEMENTATION and cc.h again" \
+    "$comp $f -I$root -c impl-late.$e -o impl-late-$comp.o"
+  job "$comp -std=$std -D_GNU_SOURCE: the implementation after <stdio.h>" \
+    "$comp $f -D_GNU_SOURCE -I$root -c impl-after-stdio.$e -o impl-after-stdio-$comp.o"
+  for macro in CC_NO_TCP CC_NO_SHM; do
+    job "$comp -std=$std -D$macro: implementation TU" \
+      "$comp $f -D$macro -I$root -c impl.$e -o impl-$comp-$macro.o"
+  done
+done
+# Implemented in one language, used from the other: extern "C" must line up.
+if have gcc && have g++; then
+  fc=$(lang_flags gcc c99) fx=$(lang_flags g++ c++11)
+  job "implementation built by g++, used from C (gcc), linked, runs" \
+    "g++ $fx -I$root -c impl.cpp -o mix1-impl.o && gcc $fc -I$root -c use.c -o mix1-use.o && g++ -o mix1 mix1-impl.o mix1-use.o ${libs[*]} && ./mix1"
+  job "implementation built by gcc, used from C++ (g++), linked, runs" \
+    "gcc $fc -I$root -c impl.c -o mix2-impl.o && g++ $fx -I$root -c use.cpp -o mix2-use.o && g++ -o mix2 mix2-impl.o mix2-use.o ${libs[*]} && ./mix2"
+fi
+wait
+
+for s in "${skips[@]}"; do echo "$s"; done
+status=0
+for r in "$out"/*.result; do
+  [ -e "$r" ] || continue
+  cat "$r"
+  grep -q '^FAIL' "$r" && status=1
+done
+exit $status
