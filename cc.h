@@ -1436,13 +1436,21 @@ static cc_result cc__wait(cc_comm *c, cc__pending_fn pending, const void *arg, c
   if (who < 0) return CC_OK;
   t0 = cc__now_ns();
   deadline = t0 + c->timeout_ns;
+  /* Spin on the cache line for ~2 us, then keep checking between
+     sched_yield calls: when the rank we wait for shares our CPU (more ranks
+     than CPUs, or a host that time-slices its vCPUs) the yield hands it the
+     CPU; when it does not, the yield returns at once. Pure spinning for longer
+     measurably slowed the rank doing the work here. */
   for (i = 1;; i++) {
-    if (c->oversub) sched_yield();
+    uint64_t spent;
+    if (c->oversub || i > 256) sched_yield();
     else { cc__cpu_relax(); cc__cpu_relax(); cc__cpu_relax(); cc__cpu_relax(); }
     if ((who = pending(c, arg)) < 0) return CC_OK;
-    if ((i & 63) == 0) {
+    if ((i & 15) == 0 || i > 256) {
       if (CC__LOAD_RLX(&c->hdr->fail_code)) return cc__take_fail(c, what);
-      if (cc__now_ns() - t0 >= c->spin_ns) break;
+      spent = cc__now_ns() - t0;
+      if (spent >= c->spin_ns) break;
+      if (i < 256 && spent > 2000) i = 256;
     }
   }
   next_check = cc__now_ns() + 20 * CC__MS;
