@@ -955,10 +955,10 @@ static cc_result cc__fail(cc_comm *c, cc_result code, const char *fmt, ...) {
    a left fold in source order. How it runs: the count is cut into blocks of
    CC__BLK elements; the first source's block is copied into an accumulator
    block on the stack and every further source is folded into it by a loop of
-   constant length that the compiler vectorizes. A short last block is first
-   copied into a zeroed scratch block, so that it runs through the very same
-   loops: the bits of element i depend neither on the block size nor on where i
-   falls in a block.
+   constant length that the compiler vectorizes. A short last block runs the
+   same expressions over its own length only (so that a 2-element all_reduce
+   costs 2 element operations, not a block's worth): the bits of element i
+   depend neither on the block size nor on where i falls in a block.
 
    Rules, beyond the op itself:
    - float16 and bfloat16 are widened to float32, folded in float32 and rounded
@@ -1095,7 +1095,7 @@ static inline uint16_t cc__float_to_bf16(float f) {
 /* ---- the fold loops. Each expects in scope: T acc[CC__BLK], const T *s (this
    source's block), T m[1] (this source's scalar), size_t j. CC__FOR runs over the
    whole block: a constant trip count, which GCC -O2 vectorizes. */
-#define CC__FOR(e) for (j = 0; j < CC__BLK; j++) acc[j] = (e)
+#define CC__FOR(e) for (j = 0; j < lim; j++) acc[j] = (e)
 #define CC__MINMAX_CASES                                                           \
   case CC_MIN: CC__FOR(s[j] < acc[j] ? s[j] : acc[j]); break;                      \
   case CC_MAX: CC__FOR(s[j] > acc[j] ? s[j] : acc[j]); break;
@@ -1118,46 +1118,50 @@ static inline uint16_t cc__float_to_bf16(float f) {
   case CC_PROD: CC__FOR(acc[j] * s[j]); break;                                     \
   case CC__OP_SCALE: CC__FOR(m[0] * acc[j]); break;                                \
   case CC__OP_PREMUL:                                                              \
-    for (j = 0; j < CC__BLK; j++) { T p_ = m[0] * s[j]; acc[j] = acc[j] + p_; }     \
+    for (j = 0; j < lim; j++) { T p_ = m[0] * s[j]; acc[j] = acc[j] + p_; }         \
     break;
 /* after the fold, the store of the block to `out` (dst, or the scratch `pad` for a
    short block): integers as they are; floats divided by nsrc for AVG and with any
    NaN made canonical, in the same pass as the store */
-#define CC__STORE_INT(T, qnan) memcpy(out, acc, sizeof acc);
+#define CC__STORE_INT(T, qnan) memcpy(out, acc, lim * sizeof(T));
 #define CC__STORE_FLOAT(T, qnan)                                                   \
   { const T q_ = (qnan);                                                           \
     if (op == CC_AVG) CC__FOR(acc[j] / (T)nsrc);                                   \
-    for (j = 0; j < CC__BLK; j++) out[j] = acc[j] != acc[j] ? q_ : acc[j]; }
+    for (j = 0; j < lim; j++) out[j] = acc[j] != acc[j] ? q_ : acc[j]; }
 
-/* Copies n bytes of a short block into the CC__BLK-element scratch `blk` and
-   zeroes the rest, so that the constant-length loops read defined values. */
-static void *cc__block_pad(void *blk, size_t blk_bytes, const void *src, size_t n) {
-  memcpy(blk, src, n);
-  memset((char *)blk + n, 0, blk_bytes - n);
-  return blk;
-}
+/* One block of `lim` elements at `off`. Always inlined: the full blocks pass the
+   constant CC__BLK (a constant trip count, which GCC -O2 vectorizes), the last
+   short block its own length (plain loops, no padding: a tiny message costs a
+   few element operations, not a block's worth). */
+#if defined(__GNUC__) || defined(__clang__)
+#  define CC__FOLD_INLINE static inline __attribute__((always_inline))
+#else
+#  define CC__FOLD_INLINE static inline
+#endif
 
 /* cc__reduce_<sfx>: the fold for a real type T. */
 #define CC__DEF_REDUCE(sfx, T, CASES, STORE, qnan)                                   \
+CC__FOLD_INLINE void cc__fold_##sfx(T *out, const void *const *srcs, size_t off,    \
+                                    size_t lim, int nsrc, int op,                   \
+                                    const void *const *scal) {                      \
+  T acc[CC__BLK], m[1] = {0};                                                      \
+  const T *s;                                                                      \
+  size_t j;                                                                        \
+  int k;                                                                           \
+  memcpy(acc, (const T *)srcs[0] + off, lim * sizeof(T));                          \
+  for (k = op == CC__OP_PREMUL ? 0 : 1; k < nsrc; k++) {                           \
+    s = (const T *)srcs[k] + off;                                                  \
+    if (op == CC__OP_PREMUL) memcpy(m, scal[k], sizeof(T));                        \
+    switch (k ? op : CC__OP_SCALE) { CASES(T) default: break; }                    \
+  }                                                                                \
+  STORE(T, qnan)                                                                   \
+}                                                                                  \
 static void cc__reduce_##sfx(void *dst, const void *const *srcs, int nsrc,         \
                              size_t count, int op, const void *const *scal) {      \
-  T acc[CC__BLK], pad[CC__BLK], m[1] = {0}, *out;                                  \
-  const T *s;                                                                      \
-  size_t off, n, j;                                                                \
-  int k;                                                                           \
-  for (off = 0; off < count; off += n) {                                           \
-    n = count - off < CC__BLK ? count - off : CC__BLK;                             \
-    cc__block_pad(acc, sizeof acc, (const T *)srcs[0] + off, n * sizeof(T));       \
-    for (k = op == CC__OP_PREMUL ? 0 : 1; k < nsrc; k++) {                         \
-      s = (const T *)srcs[k] + off;                                                \
-      if (n < CC__BLK) s = (const T *)cc__block_pad(pad, sizeof pad, s, n * sizeof(T)); \
-      if (op == CC__OP_PREMUL) memcpy(m, scal[k], sizeof(T));                      \
-      switch (k ? op : CC__OP_SCALE) { CASES(T) default: break; }                  \
-    }                                                                              \
-    out = n < CC__BLK ? pad : (T *)dst + off;                                      \
-    STORE(T, qnan)                                                                 \
-    if (out == pad) memcpy((T *)dst + off, pad, n * sizeof(T));                    \
-  }                                                                                \
+  size_t off = 0;                                                                  \
+  for (; off + CC__BLK <= count; off += CC__BLK)                                   \
+    cc__fold_##sfx((T *)dst + off, srcs, off, CC__BLK, nsrc, op, scal);            \
+  if (off < count) cc__fold_##sfx((T *)dst + off, srcs, off, count - off, nsrc, op, scal); \
 }
 
 CC__DEF_REDUCE(u8, uint8_t, CC__UINT_CASES, CC__STORE_INT, 0)
@@ -1179,75 +1183,79 @@ CC__DEF_REDUCE(f64, double, CC__FLOAT_CASES, CC__STORE_FLOAT, cc__f64_from_bits(
    turns the (ac - bd, ad + bc) pair into fused vfmaddsub on FMA targets, even
    under -ffp-contract=off. */
 #define CC__DEF_CPLX(sfx, T, qnan)                                                 \
-static void cc__reduce_##sfx(void *dst, const void *const *srcs, int nsrc,         \
-                             size_t count, int op, const void *const *scal) {      \
-  T re[CC__BLK], im[CC__BLK], pad[2 * CC__BLK], m[2] = {0, 0}, pr, pi;             \
+CC__FOLD_INLINE void cc__fold_##sfx(T *dst, const void *const *srcs, size_t off,    \
+                                    size_t lim, int nsrc, int op,                   \
+                                    const void *const *scal) {                      \
+  T re[CC__BLK], im[CC__BLK], m[2] = {0, 0}, pr, pi;                               \
   const T q_ = (qnan);                                                             \
   const T *s;                                                                      \
-  size_t off, n, j;                                                                \
+  size_t j;                                                                        \
   int k;                                                                           \
-  for (off = 0; off < count; off += n) {                                           \
-    n = count - off < CC__BLK ? count - off : CC__BLK;                             \
-    for (k = 0; k < nsrc; k++) {                                                   \
-      s = (const T *)srcs[k] + 2 * off;                                            \
-      if (n < CC__BLK) s = (const T *)cc__block_pad(pad, sizeof pad, s, n * 2 * sizeof(T)); \
-      if (op == CC__OP_PREMUL) memcpy(m, scal[k], sizeof m);                       \
-      if (k == 0 && op == CC__OP_PREMUL)                                           \
-        for (j = 0; j < CC__BLK; j++) CC__CMUL(T, re[j], im[j], m[0], m[1], s[2*j], s[2*j+1]) \
-      else if (k == 0)                                                             \
-        for (j = 0; j < CC__BLK; j++) { re[j] = s[2*j]; im[j] = s[2*j+1]; }        \
-      else if (op == CC_PROD)                                                      \
-        for (j = 0; j < CC__BLK; j++) CC__CMUL(T, re[j], im[j], re[j], im[j], s[2*j], s[2*j+1]) \
-      else                                                                         \
-        for (j = 0; j < CC__BLK; j++) {                                            \
-          CC__CMUL(T, pr, pi, m[0], m[1], s[2*j], s[2*j+1])                        \
-          re[j] = re[j] + pr; im[j] = im[j] + pi;                                  \
-        }                                                                          \
-    }                                                                              \
-    for (j = 0; j < CC__BLK; j++) {                                                \
-      pad[2*j] = re[j] != re[j] ? q_ : re[j];                                      \
-      pad[2*j+1] = im[j] != im[j] ? q_ : im[j];                                    \
-    }                                                                              \
-    memcpy((T *)dst + 2 * off, pad, n * 2 * sizeof(T));                            \
+  for (k = 0; k < nsrc; k++) {                                                     \
+    s = (const T *)srcs[k] + 2 * off;                                              \
+    if (op == CC__OP_PREMUL) memcpy(m, scal[k], sizeof m);                         \
+    if (k == 0 && op == CC__OP_PREMUL)                                             \
+      for (j = 0; j < lim; j++) CC__CMUL(T, re[j], im[j], m[0], m[1], s[2*j], s[2*j+1]) \
+    else if (k == 0)                                                               \
+      for (j = 0; j < lim; j++) { re[j] = s[2*j]; im[j] = s[2*j+1]; }              \
+    else if (op == CC_PROD)                                                        \
+      for (j = 0; j < lim; j++) CC__CMUL(T, re[j], im[j], re[j], im[j], s[2*j], s[2*j+1]) \
+    else                                                                           \
+      for (j = 0; j < lim; j++) {                                                  \
+        CC__CMUL(T, pr, pi, m[0], m[1], s[2*j], s[2*j+1])                          \
+        re[j] = re[j] + pr; im[j] = im[j] + pi;                                    \
+      }                                                                            \
   }                                                                                \
+  for (j = 0; j < lim; j++) {                                                      \
+    dst[2*j] = re[j] != re[j] ? q_ : re[j];                                        \
+    dst[2*j+1] = im[j] != im[j] ? q_ : im[j];                                      \
+  }                                                                                \
+}                                                                                  \
+static void cc__reduce_##sfx(void *dst, const void *const *srcs, int nsrc,         \
+                             size_t count, int op, const void *const *scal) {      \
+  size_t off = 0;                                                                  \
+  for (; off + CC__BLK <= count; off += CC__BLK)                                   \
+    cc__fold_##sfx((T *)dst + 2 * off, srcs, off, CC__BLK, nsrc, op, scal);        \
+  if (off < count) cc__fold_##sfx((T *)dst + 2 * off, srcs, off, count - off, nsrc, op, scal); \
 }
 
 CC__DEF_CPLX(c64, float, cc__f32_from_bits(0x7fc00000u))
 CC__DEF_CPLX(c128, double, cc__f64_from_bits(0x7ff8000000000000u))
 
+CC__FOLD_INLINE void cc__fold_half(uint16_t *out, const void *const *srcs, size_t off, size_t lim,
+                                   int nsrc, int op, const void *const *scal, int bf) {
+  float acc[CC__BLK], blk[CC__BLK], m[1] = {0}, qnan = cc__f32_from_bits(0x7fc00000u);
+  const uint16_t *h;
+  const float *s = blk;
+  size_t j;
+  int k;
+  for (k = 0; k < nsrc; k++) {
+    float *to = k ? blk : acc;
+    h = (const uint16_t *)srcs[k] + off;
+    if (bf) for (j = 0; j < lim; j++) to[j] = cc__bf16_to_float(h[j]);
+    else    for (j = 0; j < lim; j++) to[j] = cc__half_to_float(h[j]);
+    if (op == CC__OP_PREMUL) {
+      uint16_t sc;
+      memcpy(&sc, scal[k], 2);
+      m[0] = bf ? cc__bf16_to_float(sc) : cc__half_to_float(sc);
+    }
+    if (k == 0 && op != CC__OP_PREMUL) continue;
+    switch (k ? op : CC__OP_SCALE) { CC__FLOAT_CASES(float) default: break; }
+  }
+  if (op == CC_AVG) CC__FOR(acc[j] / (float)nsrc);
+  CC__FOR(acc[j] != acc[j] ? qnan : acc[j]);
+  if (bf) for (j = 0; j < lim; j++) out[j] = cc__float_to_bf16(acc[j]);
+  else    for (j = 0; j < lim; j++) out[j] = cc__float_to_half(acc[j]);
+}
+
 /* float16 (bf == 0) and bfloat16 (bf == 1): every source block is widened into
    float32 scratch, folded with the float32 loops, rounded once on the way out. */
 static void cc__reduce_half(void *dst, const void *const *srcs, int nsrc, size_t count,
                             int op, const void *const *scal, int bf) {
-  float acc[CC__BLK], blk[CC__BLK], m[1] = {0}, qnan = cc__f32_from_bits(0x7fc00000u);
-  uint16_t raw[CC__BLK], *out;
-  const uint16_t *h;
-  const float *s = blk;
-  size_t off, n, j;
-  int k;
-  for (off = 0; off < count; off += n) {
-    n = count - off < CC__BLK ? count - off : CC__BLK;
-    for (k = 0; k < nsrc; k++) {
-      float *to = k ? blk : acc;
-      h = (const uint16_t *)srcs[k] + off;
-      if (n < CC__BLK) h = (const uint16_t *)cc__block_pad(raw, sizeof raw, h, n * 2);
-      if (bf) for (j = 0; j < CC__BLK; j++) to[j] = cc__bf16_to_float(h[j]);
-      else    for (j = 0; j < CC__BLK; j++) to[j] = cc__half_to_float(h[j]);
-      if (op == CC__OP_PREMUL) {
-        uint16_t sc;
-        memcpy(&sc, scal[k], 2);
-        m[0] = bf ? cc__bf16_to_float(sc) : cc__half_to_float(sc);
-      }
-      if (k == 0 && op != CC__OP_PREMUL) continue;
-      switch (k ? op : CC__OP_SCALE) { CC__FLOAT_CASES(float) default: break; }
-    }
-    if (op == CC_AVG) CC__FOR(acc[j] / (float)nsrc);
-    CC__FOR(acc[j] != acc[j] ? qnan : acc[j]);
-    out = n < CC__BLK ? raw : (uint16_t *)dst + off;
-    if (bf) for (j = 0; j < CC__BLK; j++) out[j] = cc__float_to_bf16(acc[j]);
-    else    for (j = 0; j < CC__BLK; j++) out[j] = cc__float_to_half(acc[j]);
-    if (out == raw) memcpy((uint16_t *)dst + off, raw, n * 2);
-  }
+  size_t off = 0;
+  for (; off + CC__BLK <= count; off += CC__BLK)
+    cc__fold_half((uint16_t *)dst + off, srcs, off, CC__BLK, nsrc, op, scal, bf);
+  if (off < count) cc__fold_half((uint16_t *)dst + off, srcs, off, count - off, nsrc, op, scal, bf);
 }
 
 static void cc__reduce_n(void *dst, const void *const *srcs, int nsrc, size_t count,
@@ -2898,6 +2906,19 @@ static cc_result cc__v_extent(cc_comm *c, const char *what, const char *cn, cons
   return CC_OK;
 }
 
+/* `one` holds count elements and `all` size x count; in place means one is
+   block `idx` of all. Checks both buffers and their overlap. */
+static cc_result cc__v_block(cc_comm *c, const char *what, const char *one_name, const void *one,
+                             const char *all_name, const void *all, size_t count, cc_dtype t, int idx,
+                             const char *rule) {
+  size_t b = count * cc__dtype_bytes(t);
+  cc_result r = cc__v_buf(c, what, one_name, one, count, 1, t);
+  if (r == CC_OK) r = cc__v_buf(c, what, all_name, all, count, (size_t)c->size, t);
+  if (r != CC_OK) return r;
+  return cc__v_overlap(c, what, one, b, all, b * (size_t)c->size,
+                       all ? (const char *)all + (size_t)idx * b : NULL, rule);
+}
+
 #define CC__TRY(x) do { cc_result cc__r_ = (x); if (cc__r_ != CC_OK) return cc__r_; } while (0)
 #define CC__CHECK_COMM(c) do { if (!(c)) return cc__fail(NULL, CC_ERR_INVALID_ARG, "%s: comm is NULL", __func__); } while (0)
 
@@ -2964,30 +2985,22 @@ CC_API cc_result cc_gather(cc_comm *c, const void *sendbuf, void *recvbuf, size_
   CC__CHECK_COMM(c);
   CC__TRY(cc__v_dtype(c, w, t));
   CC__TRY(cc__v_rank(c, w, "root", root));
-  CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, count, 1, t));
-  if (c->rank == root) {
-    size_t b = count * cc__dtype_bytes(t);
-    CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, count, (size_t)c->size, t));
-    CC__TRY(cc__v_overlap(c, w, sendbuf, b, recvbuf, b * (size_t)c->size,
-                          recvbuf ? (const char *)recvbuf + (size_t)root * b : NULL,
-                          "in place is sendbuf == recvbuf + root*count"));
-  }
+  if (c->rank == root)
+    CC__TRY(cc__v_block(c, w, "sendbuf", sendbuf, "recvbuf", recvbuf, count, t, root,
+                        "in place is sendbuf == recvbuf + root*count"));
+  else
+    CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, count, 1, t));
   cc__call_init(&k, CC__GATHER, sendbuf, recvbuf, count, t, 0, root);
   return cc__submit(c, &k);
 }
 
 CC_API cc_result cc_all_gather(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t) {
   const char *w = "all_gather";
-  size_t b;
   cc__call k;
   CC__CHECK_COMM(c);
   CC__TRY(cc__v_dtype(c, w, t));
-  CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, count, 1, t));
-  CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, count, (size_t)c->size, t));
-  b = count * cc__dtype_bytes(t);
-  CC__TRY(cc__v_overlap(c, w, sendbuf, b, recvbuf, b * (size_t)c->size,
-                        recvbuf ? (const char *)recvbuf + (size_t)c->rank * b : NULL,
-                        "in place is sendbuf == recvbuf + rank*count"));
+  CC__TRY(cc__v_block(c, w, "sendbuf", sendbuf, "recvbuf", recvbuf, count, t, c->rank,
+                      "in place is sendbuf == recvbuf + rank*count"));
   cc__call_init(&k, CC__ALL_GATHER, sendbuf, recvbuf, count, t, 0, 0);
   return cc__submit(c, &k);
 }
@@ -2998,31 +3011,23 @@ CC_API cc_result cc_scatter(cc_comm *c, const void *sendbuf, void *recvbuf, size
   CC__CHECK_COMM(c);
   CC__TRY(cc__v_dtype(c, w, t));
   CC__TRY(cc__v_rank(c, w, "root", root));
-  CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, count, 1, t));
-  if (c->rank == root) {
-    size_t b = count * cc__dtype_bytes(t);
-    CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, count, (size_t)c->size, t));
-    CC__TRY(cc__v_overlap(c, w, recvbuf, b, sendbuf, b * (size_t)c->size,
-                          sendbuf ? (const char *)sendbuf + (size_t)root * b : NULL,
-                          "in place is recvbuf == sendbuf + root*count"));
-  }
+  if (c->rank == root)
+    CC__TRY(cc__v_block(c, w, "recvbuf", recvbuf, "sendbuf", sendbuf, count, t, root,
+                        "in place is recvbuf == sendbuf + root*count"));
+  else
+    CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, count, 1, t));
   cc__call_init(&k, CC__SCATTER, sendbuf, recvbuf, count, t, 0, root);
   return cc__submit(c, &k);
 }
 
 CC_API cc_result cc_reduce_scatter(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, cc_op op) {
   const char *w = "reduce_scatter";
-  size_t b;
   cc__call k;
   CC__CHECK_COMM(c);
   CC__TRY(cc__v_dtype(c, w, t));
   CC__TRY(cc__v_op(c, w, t, op));
-  CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, count, (size_t)c->size, t));
-  CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, count, 1, t));
-  b = count * cc__dtype_bytes(t);
-  CC__TRY(cc__v_overlap(c, w, recvbuf, b, sendbuf, b * (size_t)c->size,
-                        sendbuf ? (const char *)sendbuf + (size_t)c->rank * b : NULL,
-                        "in place is recvbuf == sendbuf + rank*count"));
+  CC__TRY(cc__v_block(c, w, "recvbuf", recvbuf, "sendbuf", sendbuf, count, t, c->rank,
+                      "in place is recvbuf == sendbuf + rank*count"));
   cc__call_init(&k, CC__REDUCE_SCATTER, sendbuf, recvbuf, count, t, op, 0);
   return cc__submit(c, &k);
 }
