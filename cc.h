@@ -318,6 +318,9 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg);
 #include <sys/wait.h>
 #include <sys/prctl.h>
 #include <linux/futex.h>
+#if defined(__SSE2__)
+#  include <emmintrin.h>
+#endif
 #ifndef CC_NO_TCP
 #  include <arpa/inet.h>
 #  include <netdb.h>
@@ -378,6 +381,34 @@ static void cc__cpu_relax(void) {
   __builtin_ia32_pause();
 #elif defined(__aarch64__)
   __asm__ __volatile__("yield");
+#endif
+}
+
+/* Copy with non-temporal stores (x86 SSE2; memcpy elsewhere): the data goes
+   towards memory instead of staying dirty in this core's cache, so that a rank
+   on a far core streams it from memory rather than pulling line by line from
+   this cache. Ends with a store fence: the data is visible before any later
+   store (an arrive) is. */
+static void cc__copy_stream(void *dst, const void *src, size_t n) {
+#if defined(__SSE2__)
+  unsigned char *d = (unsigned char *)dst;
+  const unsigned char *s = (const unsigned char *)src;
+  size_t head = (16 - ((uintptr_t)d & 15)) & 15;
+  if (n < 1024) { memcpy(dst, src, n); return; }
+  memcpy(d, s, head);
+  d += head; s += head; n -= head;
+  for (; n >= 64; n -= 64, d += 64, s += 64) {
+    __m128i a = _mm_loadu_si128((const __m128i *)s), b = _mm_loadu_si128((const __m128i *)(s + 16));
+    __m128i c = _mm_loadu_si128((const __m128i *)(s + 32)), e = _mm_loadu_si128((const __m128i *)(s + 48));
+    _mm_stream_si128((__m128i *)d, a);
+    _mm_stream_si128((__m128i *)(d + 16), b);
+    _mm_stream_si128((__m128i *)(d + 32), c);
+    _mm_stream_si128((__m128i *)(d + 48), e);
+  }
+  memcpy(d, s, n);
+  _mm_sfence();
+#else
+  memcpy(dst, src, n);
 #endif
 }
 
@@ -850,6 +881,7 @@ struct cc_comm {
   uint64_t timeout_ns, spin_ns;
   int oversub, debug;
   size_t small_bytes;
+  size_t stream_bytes;                 /* messages this large stage with non-temporal stores */
   /* the segment */
   unsigned char *seg;
   size_t seg_bytes;
@@ -1917,6 +1949,12 @@ static void cc__apply(cc_comm *c, const cc__call *k, void *dst, size_t count) {
   }
 }
 
+/* Stage `n` bytes of a message of `total` bytes into this rank's half. */
+static void cc__stage(cc_comm *c, void *half_data, const void *src, size_t n, size_t total) {
+  if (total >= c->stream_bytes) cc__copy_stream(half_data, src, n);
+  else memcpy(half_data, src, n);
+}
+
 static cc_result cc__run_barrier(cc_comm *c, const cc__call *k) {
   unsigned char *mine;
   cc_result r = cc__first_begin(c, k, 0, 0, &mine);
@@ -1938,7 +1976,7 @@ static cc_result cc__run_broadcast(cc_comm *c, const cc__call *k) {
     n = CC__MIN(cap, bytes - off);
     if (me == root) {
       if ((r = cc__ph_begin(c, &mine, what)) != CC_OK) return r;
-      memcpy(CC__DATA(mine), buf + off, n);
+      cc__stage(c, CC__DATA(mine), buf + off, n, bytes);
       cc__ph_arrive(c);
     } else {
       cc__ph_arrive(c);
@@ -1970,7 +2008,7 @@ static cc_result cc__run_reduce(cc_comm *c, const cc__call *k, int root) {
       if (off == 0) r = cc__first_begin(c, k, k->count, 0, &mine);
       else r = cc__ph_begin(c, &mine, what);
       if (r != CC_OK) return r;
-      if (m) memcpy(CC__DATA(mine), sb + off * es, m * es);
+      if (m) cc__stage(c, CC__DATA(mine), sb + off * es, m * es, bytes);
       if (off == 0) r = cc__first_end(c, k);
       else { cc__ph_arrive(c); r = want ? cc__ph_wait(c, -1, what) : CC_OK; }
       if (r != CC_OK) return r;
@@ -1989,7 +2027,7 @@ static cc_result cc__run_reduce(cc_comm *c, const cc__call *k, int root) {
     if (off == 0) r = cc__first_begin(c, k, k->count, 0, &mine);
     else r = cc__ph_begin(c, &mine, what);
     if (r != CC_OK) return r;
-    memcpy(CC__DATA(mine), sb + off * es, m * es);
+    cc__stage(c, CC__DATA(mine), sb + off * es, m * es, bytes);
     if (off == 0) r = cc__first_end(c, k);
     else { cc__ph_arrive(c); r = cc__ph_wait(c, -1, what); }
     if (r != CC_OK) return r;
@@ -2026,7 +2064,7 @@ static cc_result cc__run_reduce_scatter(cc_comm *c, const cc__call *k) {
     if (off == 0) r = cc__first_begin(c, k, k->count, 0, &mine);
     else r = cc__ph_begin(c, &mine, what);
     if (r != CC_OK) return r;
-    for (j = 0; j < n && m; j++) memcpy(CC__DATA(mine) + (size_t)j * pcap, sb + (size_t)j * bytes + off, m);
+    for (j = 0; j < n && m; j++) cc__stage(c, CC__DATA(mine) + (size_t)j * pcap, sb + (size_t)j * bytes + off, m, bytes * (size_t)n);
     if (off == 0) r = cc__first_end(c, k);
     else { cc__ph_arrive(c); r = cc__ph_wait(c, -1, what); }
     if (r != CC_OK) return r;
@@ -2068,11 +2106,12 @@ static cc_result cc__run_move(cc_comm *c, const cc__call *k, const cc__move *mv,
     if (writes) {
       if (mv->npieces1) {
         if (mv->slen[0] > off)
-          memcpy(CC__DATA(mine), mv->sb + mv->soff[0] + off, CC__MIN(pc, mv->slen[0] - off));
+          cc__stage(c, CC__DATA(mine), mv->sb + mv->soff[0] + off, CC__MIN(pc, mv->slen[0] - off), mv->maxlen * (size_t)n);
       } else {
         for (j = 0; j < n; j++)
           if (j != me && (mv->reader < 0 || mv->reader == j) && mv->slen[j] > off)
-            memcpy(CC__DATA(mine) + (size_t)j * pc, mv->sb + mv->soff[j] + off, CC__MIN(pc, mv->slen[j] - off));
+            cc__stage(c, CC__DATA(mine) + (size_t)j * pc, mv->sb + mv->soff[j] + off,
+                      CC__MIN(pc, mv->slen[j] - off), mv->maxlen * (size_t)n);
       }
     }
     if (first) r = cc__first_end(c, k);
@@ -2324,6 +2363,7 @@ static cc_comm *cc__comm_new(int rank, int size, const cc_config *cfg) {
   c->oversub = size > cc__ncpus();
   c->spin_ns = (uint64_t)cc__env_size("CC_SPIN_US", c->oversub ? 2 : 50, 0, 10000000) * 1000;
   c->small_bytes = cc__env_size("CC_SMALL_BYTES", c->oversub ? (64u << 10) : (16u << 10), 0, 64u << 20);
+  c->stream_bytes = cc__env_size("CC_STREAM_BYTES", 512u << 10, 0, (size_t)1 << 40);
   c->srcs = (const void **)CC_MALLOC(sizeof(void *) * n);
   c->scals = (const void **)CC_MALLOC(sizeof(void *) * n);
   c->scratch = (size_t *)CC_MALLOC(sizeof(size_t) * 4 * n);
