@@ -47,8 +47,14 @@
        CC_TRANSPORT      auto | shm | tcp
        CC_TOKEN          job secret for TCP handshakes
        CC_DEBUG          WARN | INFO | TRACE: log lines on stderr, prefixed with the rank
-       CC_SPIN_US        microseconds a wait spins before it sleeps (default: 50, or 2
-                         when there are more local ranks than CPUs)
+       CC_SPIN_US        microseconds a wait polls (2 on the cache line, then between
+                         sched_yield calls) before it sleeps on a futex (default 50;
+                         2 when there are more local ranks than CPUs)
+       CC_SHM_CHUNK      bytes of one pipeline stage per rank (default 256K)
+       CC_SMALL_BYTES    largest message every rank reduces in one phase (16K)
+       CC_STREAM_BYTES   messages this large are staged with non-temporal stores (512K)
+       CC_SPAWN_GRACE_MS how long cc_spawn lets the other ranks notice a failed rank
+                         before it kills them (default 1000)
 
    CONTENTS (search for the tag)
 
@@ -759,7 +765,7 @@ static int cc__sock_connect(const struct sockaddr_storage *sa, socklen_t salen, 
 #define CC__SHM_VERSION 1u
 #define CC__MSG_MAGIC   0x4343u                 /* p2p message header */
 #define CC__LINE        64
-#define CC__DESC_BYTES  64                      /* call descriptor at the head of a half */
+#define CC__DESC_BYTES  48                      /* call descriptor at the head of a half */
 #define CC__OP_FIRST_USER CC_OP_BUILTIN_COUNT
 
 /* What a rank is doing, published with its first phase so that ranks whose
@@ -776,13 +782,14 @@ static const char *const cc__coll_names[CC__COLL_COUNT] = {
   "scatter_v", "all_to_all_v", "send", "recv", "comm_split", "comm_init"
 };
 
-typedef struct cc__desc {
-  uint32_t coll;
-  int32_t dtype, op, root;
+typedef struct cc__desc {     /* 48 bytes: a small message's data shares its cache line */
+  uint64_t step;              /* the phase it belongs to, stored last: the first phase's wait */
   uint64_t count;             /* what must agree (non-v), or this rank's own count (v) */
   uint64_t aux;               /* v: largest block this rank sends, in bytes */
   unsigned char scal[16];     /* premul_sum: this rank's scalar */
-  uint64_t seq;               /* collective number on this communicator */
+  int32_t op;
+  int16_t root;               /* ranks on one host are at most CC__MAX_LOCAL */
+  uint8_t coll, dtype;
 } cc__desc;
 
 /* The segment: one page of header, a control block per rank, two halves of
@@ -895,7 +902,6 @@ struct cc_comm {
   /* arena state */
   uint64_t step;                       /* last phase this rank arrived at */
   uint64_t seen_all;                   /* every rank is known to have arrived here */
-  uint64_t seq;                        /* collectives called */
   const void **srcs;                   /* size entries: reduction sources */
   const void **scals;
   unsigned char *scalbuf;              /* size x 16: the call's premul scalars, copied */
@@ -1360,7 +1366,10 @@ static size_t cc__env_size(const char *name, size_t def, size_t lo, size_t hi) {
 }
 
 static void cc__seg_sizes(int n, size_t *half, size_t *chan) {
-  size_t h = cc__env_size("CC_SHM_CHUNK", 256 << 10, 16 << 10, 64 << 20);
+  /* 256 KiB per rank and phase; more with more ranks, whose pieces (a half
+     split n ways, for scatter, reduce_scatter, all_to_all) would shrink */
+  size_t def = (size_t)(256u << 10) * (size_t)(n > 2 ? (n + 1) / 2 : 1);
+  size_t h = cc__env_size("CC_SHM_CHUNK", def > (2u << 20) ? (2u << 20) : def, 16 << 10, 64 << 20);
   size_t ch = (size_t)(8u << 20) / ((size_t)n * (size_t)n);
   h = cc__align(h, 4096);
   if (ch > (64u << 10)) ch = 64u << 10;
@@ -1878,8 +1887,9 @@ static int cc__is_v(int coll) {
   return coll == CC__GATHER_V || coll == CC__ALL_GATHER_V || coll == CC__SCATTER_V || coll == CC__ALL_TO_ALL_V;
 }
 
-/* First phase of a call: the descriptor goes at the head of this rank's half;
-   the caller may put data after it, then calls cc__first_end. */
+/* First phase of a call: the descriptor goes at the head of this rank's half
+   (all but its step); the caller may put data after it, then calls
+   cc__first_end, which publishes the step. */
 static cc_result cc__first_begin(cc_comm *c, const cc__call *k, uint64_t count, uint64_t aux,
                                  unsigned char **mine) {
   cc__desc d;
@@ -1887,32 +1897,49 @@ static cc_result cc__first_begin(cc_comm *c, const cc__call *k, uint64_t count, 
   cc_result r = cc__ph_begin(c, mine, what);
   if (r != CC_OK) return r;
   memset(&d, 0, sizeof d);
-  d.coll = (uint32_t)k->coll;
-  d.dtype = (int32_t)k->t;
+  d.coll = (uint8_t)k->coll;
+  d.dtype = (uint8_t)k->t;
   d.op = k->op;
-  d.root = k->root;
+  d.root = (int16_t)k->root;
   d.count = count;
   d.aux = aux;
-  d.seq = ++c->seq;
   if (k->op >= CC__OP_FIRST_USER && c->ops[k->op - CC__OP_FIRST_USER].kind == 2)
     memcpy(d.scal, c->ops[k->op - CC__OP_FIRST_USER].scal, sizeof d.scal);
-  memcpy(*mine, &d, sizeof d);
+  memcpy(*mine + sizeof d.step, (const unsigned char *)&d + sizeof d.step, sizeof d - sizeof d.step);
   return CC_OK;
 }
 
-static const cc__desc *cc__desc_of(cc_comm *c, int r) {
-  return (const cc__desc *)cc__half(c, r, c->step);
+static cc__desc *cc__desc_at(cc_comm *c, int r, uint64_t step) {
+  return (cc__desc *)cc__half(c, r, step);
 }
 
-/* Arrive, wait for every rank, and compare every rank's descriptor with ours. */
+static const cc__desc *cc__desc_of(cc_comm *c, int r) {
+  return cc__desc_at(c, r, c->step);
+}
+
+/* The first phase waits on the descriptors themselves: a rank's step, its
+   descriptor and a small message's data share one cache line, so a waiter
+   pulls one line per peer. A rank that published phase s has read phase s-1
+   already, which is what the reuse of halves needs (seen_all). */
+static int cc__pending_first(cc_comm *c, const void *arg) {
+  uint64_t s = *(const uint64_t *)arg;
+  int r;
+  for (r = 0; r < c->size; r++)
+    if (CC__LOAD(&cc__desc_at(c, r, s)->step) < s) return r;
+  return -1;
+}
+
+/* Publish, wait for every rank, and compare every rank's descriptor with ours. */
 static cc_result cc__first_end(cc_comm *c, const cc__call *k) {
   const char *what = cc__coll_names[k->coll];
   const cc__desc *me;
+  uint64_t s = c->step + 1;
   cc_result r;
   int j;
+  CC__STORE_SC(&cc__desc_at(c, c->rank, s)->step, s);
   cc__ph_arrive(c);
-  r = cc__ph_wait(c, -1, what);
-  if (r != CC_OK) return r;
+  if ((r = cc__wait(c, cc__pending_first, &s, what)) != CC_OK) return r;
+  if (c->seen_all < s) c->seen_all = s;
   me = cc__desc_of(c, c->rank);
   for (j = 0; j < c->size; j++) {
     const cc__desc *d = cc__desc_of(c, j);
@@ -1925,8 +1952,10 @@ static cc_result cc__first_end(cc_comm *c, const cc__call *k) {
       return cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d called %s while rank %d called %s",
                       what, j, a, c->rank, b);
     }
-    memcpy(c->scalbuf + 16 * (size_t)j, d->scal, 16);   /* the halves are reused by later phases */
-    c->scals[j] = c->scalbuf + 16 * (size_t)j;
+    if (k->op >= CC__OP_FIRST_USER) {    /* premul scalars: the halves are reused later */
+      memcpy(c->scalbuf + 16 * (size_t)j, d->scal, 16);
+      c->scals[j] = c->scalbuf + 16 * (size_t)j;
+    }
   }
   return CC_OK;
 }
@@ -2872,6 +2901,9 @@ static cc_result cc__submit(cc_comm *c, const cc__call *k) {
   }
   cc__drain(c);
   if ((r = cc__ready(c, what)) != CC_OK) return r;
+  if (c->debug >= 3)
+    cc__log(c, 3, "%s count %zu %s op %d root %d peer %d tag %d", what, k->count ? k->count : k->scount ? k->scount : k->rcount,
+            cc__dtype_name(k->t), k->op, k->root, k->peer, k->tag);
   return cc__exec(c, k);
 }
 
