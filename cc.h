@@ -2991,6 +2991,22 @@ static cc_result cc__v_block(cc_comm *c, const char *what, const char *one_name,
                        all ? (const char *)all + (size_t)idx * b : NULL, rule);
 }
 
+/* The v side of gather_v, all_gather_v and scatter_v: `all` holds the blocks
+   counts[j] at displs[j]; `one` (one_count elements) may only overlap it as
+   block idx (in place). */
+static cc_result cc__v_blocks(cc_comm *c, const char *what, const char *one_name, const void *one,
+                              size_t one_count, const char *all_name, const void *all, const char *cn,
+                              const size_t *counts, const size_t *displs, cc_dtype t, int idx,
+                              const char *rule) {
+  size_t ext, es = cc__dtype_bytes(t);
+  cc_result r = cc__v_buf(c, what, one_name, one, one_count, 1, t);
+  if (r == CC_OK) r = cc__v_extent(c, what, cn, counts, "displs", displs, t, &ext);
+  if (r == CC_OK) r = cc__v_buf(c, what, all_name, all, ext, 1, t);
+  if (r != CC_OK) return r;
+  return cc__v_overlap(c, what, one, one_count * es, all, ext * es,
+                       all ? (const char *)all + displs[idx] * es : NULL, rule);
+}
+
 #define CC__TRY(x) do { cc_result cc__r_ = (x); if (cc__r_ != CC_OK) return cc__r_; } while (0)
 #define CC__CHECK_COMM(c) do { if (!(c)) return cc__fail(NULL, CC_ERR_INVALID_ARG, "%s: comm is NULL", __func__); } while (0)
 
@@ -3125,16 +3141,13 @@ CC_API cc_result cc_gather_v(cc_comm *c, const void *sendbuf, size_t send_count,
   CC__CHECK_COMM(c);
   CC__TRY(cc__v_dtype(c, w, t));
   CC__TRY(cc__v_rank(c, w, "root", root));
-  CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, send_count, 1, t));
   cc__call_init(&k, CC__GATHER_V, sendbuf, recvbuf, 0, t, 0, root);
   k.scount = send_count;
-  if (c->rank == root) {
-    size_t ext, es = cc__dtype_bytes(t);
-    CC__TRY(cc__v_extent(c, w, "recv_counts", recv_counts, "displs", displs, t, &ext));
-    CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, ext, 1, t));
-    CC__TRY(cc__v_overlap(c, w, sendbuf, send_count * es, recvbuf, ext * es,
-                          recvbuf ? (const char *)recvbuf + displs[root] * es : NULL,
-                          "in place is sendbuf == recvbuf + displs[root]"));
+  if (c->rank != root) {
+    CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, send_count, 1, t));
+  } else {
+    CC__TRY(cc__v_blocks(c, w, "sendbuf", sendbuf, send_count, "recvbuf", recvbuf, "recv_counts",
+                         recv_counts, displs, t, root, "in place is sendbuf == recvbuf + displs[root]"));
     k.rc = (size_t *)(uintptr_t)recv_counts;
     k.rd = (size_t *)(uintptr_t)displs;
   }
@@ -3144,17 +3157,11 @@ CC_API cc_result cc_gather_v(cc_comm *c, const void *sendbuf, size_t send_count,
 CC_API cc_result cc_all_gather_v(cc_comm *c, const void *sendbuf, size_t send_count, void *recvbuf,
                                  const size_t *recv_counts, const size_t *displs, cc_dtype t) {
   const char *w = "all_gather_v";
-  size_t ext, es;
   cc__call k;
   CC__CHECK_COMM(c);
   CC__TRY(cc__v_dtype(c, w, t));
-  es = cc__dtype_bytes(t);
-  CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, send_count, 1, t));
-  CC__TRY(cc__v_extent(c, w, "recv_counts", recv_counts, "displs", displs, t, &ext));
-  CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, ext, 1, t));
-  CC__TRY(cc__v_overlap(c, w, sendbuf, send_count * es, recvbuf, ext * es,
-                        recvbuf ? (const char *)recvbuf + displs[c->rank] * es : NULL,
-                        "in place is sendbuf == recvbuf + displs[rank]"));
+  CC__TRY(cc__v_blocks(c, w, "sendbuf", sendbuf, send_count, "recvbuf", recvbuf, "recv_counts",
+                       recv_counts, displs, t, c->rank, "in place is sendbuf == recvbuf + displs[rank]"));
   cc__call_init(&k, CC__ALL_GATHER_V, sendbuf, recvbuf, 0, t, 0, 0);
   k.scount = send_count;
   k.rc = (size_t *)(uintptr_t)recv_counts;
@@ -3169,16 +3176,13 @@ CC_API cc_result cc_scatter_v(cc_comm *c, const void *sendbuf, const size_t *sen
   CC__CHECK_COMM(c);
   CC__TRY(cc__v_dtype(c, w, t));
   CC__TRY(cc__v_rank(c, w, "root", root));
-  CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, recv_count, 1, t));
   cc__call_init(&k, CC__SCATTER_V, sendbuf, recvbuf, 0, t, 0, root);
   k.rcount = recv_count;
-  if (c->rank == root) {
-    size_t ext, es = cc__dtype_bytes(t);
-    CC__TRY(cc__v_extent(c, w, "send_counts", send_counts, "displs", displs, t, &ext));
-    CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, ext, 1, t));
-    CC__TRY(cc__v_overlap(c, w, recvbuf, recv_count * es, sendbuf, ext * es,
-                          sendbuf ? (const char *)sendbuf + displs[root] * es : NULL,
-                          "in place is recvbuf == sendbuf + displs[root]"));
+  if (c->rank != root) {
+    CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, recv_count, 1, t));
+  } else {
+    CC__TRY(cc__v_blocks(c, w, "recvbuf", recvbuf, recv_count, "sendbuf", sendbuf, "send_counts",
+                         send_counts, displs, t, root, "in place is recvbuf == sendbuf + displs[root]"));
     k.sc = (size_t *)(uintptr_t)send_counts;
     k.sd = (size_t *)(uintptr_t)displs;
   }
