@@ -25,10 +25,7 @@
 enum { G_PREMUL, G_USER, G_INVALID, G_COUNT };
 static const char *const g_names[G_COUNT] = {"premul_sum", "user_ops", "invalid_ops"};
 
-typedef struct world_arg {
-  tr_table *tab;
-  int quick;
-} world_arg;
+typedef tr_world world_arg;
 
 typedef struct ctx {
   tr_ctx t;
@@ -553,34 +550,7 @@ static const char *const g_cover[G_COUNT] = {
 
 int main(int argc, char **argv) {
   static const int sizes[] = {1, 2, 3, 4, 5, 7, 8};
-  static world_arg arg;
-  size_t si;
-  int g, rc, want = argc > 1 ? atoi(argv[1]) : 0;
-  char name[64];
-  double t0 = tu_now(), t1;
   tu_default_timeout("60");
-  arg.quick = tu_quick();
-  for (si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
-    int n = sizes[si];
-    if (want && n != want) continue;
-    arg.tab = (tr_table *)tu_shared_alloc(sizeof(tr_table));
-    if (!arg.tab) {
-      tu_fail("ops.setup", "cannot map shared memory");
-      break;
-    }
-    t1 = tu_now();
-    rc = tu_spawn(n, rank_main, &arg);
-    for (g = 0; g < G_COUNT; g++) {
-      snprintf(name, sizeof name, "ops.%s.n%d", g_names[g], n);
-      tr_report_group(arg.tab, n, g, name, g_cover[g], rc);
-    }
-    if (rc != 0) {
-      snprintf(name, sizeof name, "ops.spawn.n%d", n);
-      tu_fail(name, "cc_spawn returned %d (%s)", rc, cc_comm_last_error(NULL));
-    }
-    fprintf(stderr, "ops: world size %d took %.2f s\n", n, tu_now() - t1);
-    tu_shared_free(arg.tab, sizeof(tr_table));
-  }
-  fprintf(stderr, "test_ops: %.2f s\n", tu_now() - t0);
-  return tu_exit_code();
+  return tr_run_worlds("ops", sizes, sizeof sizes / sizeof sizes[0], argc > 1 ? atoi(argv[1]) : 0,
+                       rank_main, g_names, g_cover, G_COUNT);
 }

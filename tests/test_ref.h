@@ -482,4 +482,49 @@ static inline int tr_report_group(const tr_table *tab, int n, int g, const char 
   return 1;
 }
 
+/* What tr_run_worlds hands every rank: the shared result table of this world
+   size, and whether CC_TEST_QUICK asks for the short version. */
+typedef struct tr_world {
+  tr_table *tab;
+  int quick;
+} tr_world;
+
+/* One cc_spawn of rank_main per world size in `sizes` (only `want` when it is
+   not 0), then a PASS/FAIL line per result group, named PREFIX.GROUP.nN, and a
+   FAIL line PREFIX.spawn.nN when a rank failed. Returns tu_exit_code(). */
+static inline int tr_run_worlds(const char *prefix, const int *sizes, size_t nsizes, int want,
+                                cc_main_fn rank_main, const char *const *names,
+                                const char *const *cover, int ngroups) {
+  static tr_world arg;
+  size_t si;
+  int g, rc;
+  char name[96];
+  double t0 = tu_now(), t1;
+  arg.quick = tu_quick();
+  for (si = 0; si < nsizes; si++) {
+    int n = sizes[si];
+    if (want && n != want) continue;
+    arg.tab = (tr_table *)tu_shared_alloc(sizeof(tr_table));
+    if (!arg.tab) {
+      snprintf(name, sizeof name, "%s.setup", prefix);
+      tu_fail(name, "cannot map shared memory");
+      break;
+    }
+    t1 = tu_now();
+    rc = tu_spawn(n, rank_main, &arg);
+    for (g = 0; g < ngroups; g++) {
+      snprintf(name, sizeof name, "%s.%s.n%d", prefix, names[g], n);
+      tr_report_group(arg.tab, n, g, name, cover[g], rc);
+    }
+    if (rc != 0) {
+      snprintf(name, sizeof name, "%s.spawn.n%d", prefix, n);
+      tu_fail(name, "cc_spawn returned %d (%s)", rc, cc_comm_last_error(NULL));
+    }
+    fprintf(stderr, "%s: world size %d took %.2f s\n", prefix, n, tu_now() - t1);
+    tu_shared_free(arg.tab, sizeof(tr_table));
+  }
+  fprintf(stderr, "test_%s: %.2f s\n", prefix, tu_now() - t0);
+  return tu_exit_code();
+}
+
 #endif /* TEST_REF_H_INCLUDED */
