@@ -156,6 +156,27 @@ for n in 1 3 4; do
   finish
 done
 
+# --- a2) CC_DEBUG: log lines on stderr, prefixed with the rank -------------------
+begin "ccrun-debug"
+timeout 30 env CC_DEBUG=TRACE "$build/ccrun" -n 2 "$probe" >"$work/dbg.out" 2>"$work/dbg.err"
+st=$?
+if [ "$st" -eq 0 ] && grep -q '^\[cc rank 0\] INFO comm_init: rank 0 of 2 ready' "$work/dbg.err" &&
+   grep -q '^\[cc rank 1\] TRACE all_reduce count 1 int64' "$work/dbg.err" &&
+   grep -q '^\[cc rank 0\] TRACE barrier' "$work/dbg.err"; then
+  pass "CC_DEBUG=TRACE: INFO and TRACE lines on stderr, prefixed with the rank"
+else
+  fail "CC_DEBUG=TRACE: status $st, expected INFO comm_init and TRACE all_reduce/barrier lines from each rank"
+  show "$work/dbg.err"
+fi
+timeout 30 env CC_DEBUG=WARN "$build/ccrun" -n 2 "$probe" >/dev/null 2>"$work/dbg2.err"
+if [ ! -s "$work/dbg2.err" ]; then
+  pass "CC_DEBUG=WARN: a job without failures logs nothing"
+else
+  fail "CC_DEBUG=WARN: a job without failures printed on stderr"
+  show "$work/dbg2.err"
+fi
+finish
+
 # --- b) two ccrun jobs at once ------------------------------------------------
 begin "ccrun-twice"
 t0=$(cc_now_ms)
