@@ -61,9 +61,9 @@
        @api          public declarations
        @platform     time, futex waits, shared memory, sockets, processes
        @reduce       the reduction kernels for every dtype and op
-       @bootstrap    environment, rendezvous
-       @shm          the shared-memory transport: arena phases, p2p channels
+       @shm          the shared-memory transport: arena phases, p2p channels, waits
        @algo         collective algorithms over the transport
+       @bootstrap    environment, rendezvous, cc_comm_init
        @comm         communicator lifecycle, split, groups, requests
        @spawn        cc_spawn
        @licence      changelog and licence
@@ -982,7 +982,6 @@ static cc_result cc__fail(cc_comm *c, cc_result code, const char *fmt, ...) {
   return code;
 }
 
-/* ============================================================== @reduce */
 /* ============================================================== @reduce */
 /* The reduction kernels: names and sizes of the dtypes, which (dtype, op) pairs
    are allowed, float16/bfloat16 conversions, and cc__reduce_n, the n-ary fold
