@@ -50,7 +50,8 @@
        CC_SPIN_US        microseconds a wait polls (2 on the cache line, then between
                          sched_yield calls) before it sleeps on a futex (default 50;
                          2 when there are more local ranks than CPUs)
-       CC_SHM_CHUNK      bytes of one pipeline stage per rank (default 256K)
+       CC_SHM_CHUNK      bytes of one pipeline stage per rank (default 1M for two
+                         ranks, 256K per two ranks beyond, at most 2M)
        CC_SMALL_BYTES    largest message every rank reduces in one phase (16K)
        CC_STREAM_BYTES   messages this large are staged with non-temporal stores (512K)
        CC_SPAWN_GRACE_MS how long cc_spawn lets the other ranks notice a failed rank
@@ -1365,12 +1366,14 @@ static size_t cc__env_size(const char *name, size_t def, size_t lo, size_t hi) {
 }
 
 static void cc__seg_sizes(int n, size_t *half, size_t *chan) {
-  /* 256 KiB per rank and phase; more with more ranks, whose pieces (a half
-     split n ways, for scatter, reduce_scatter, all_to_all) would shrink */
-  size_t def = (size_t)(256u << 10) * (size_t)(n > 2 ? (n + 1) / 2 : 1);
+  /* Bytes of data per rank and phase. Two ranks: 1 MiB (measured against 256
+     KiB: in-place all_reduce 4.0 -> 5.8 GB/s, nothing slower). More ranks:
+     256 KiB per two ranks, so that the pieces of scatter, reduce_scatter and
+     all_to_all (a half split n ways) do not shrink. */
+  size_t def = n <= 2 ? (size_t)(1u << 20) : (size_t)(256u << 10) * (size_t)((n + 1) / 2);
   size_t h = cc__env_size("CC_SHM_CHUNK", def > (2u << 20) ? (2u << 20) : def, 16 << 10, 64 << 20);
   size_t ch = (size_t)(8u << 20) / ((size_t)n * (size_t)n);
-  h = cc__align(h, 4096);
+  h = cc__align(h + CC__DESC_BYTES, 4096);   /* the descriptor, then a whole chunk of data */
   if (ch > (64u << 10)) ch = 64u << 10;
   if (ch < 4096) ch = 4096;
   *half = h;
