@@ -1500,7 +1500,7 @@ static cc_result cc__wait(cc_comm *c, cc__pending_fn pending, const void *arg, c
     if ((i & 15) == 0 || i > 256) {
       if (CC__LOAD_RLX(&c->hdr->fail_code)) return cc__take_fail(c, what);
       spent = cc__now_ns() - t0;
-      if (spent >= c->spin_ns) break;
+      if (spent >= c->spin_ns || spent >= c->timeout_ns) break;   /* the sleeping loop times out */
       if (i < 256 && spent > 2000) i = 256;
     }
   }
@@ -2694,7 +2694,8 @@ CC_API cc_result cc_comm_init(cc_comm **out, const cc_config *cfg) {
     seg = (unsigned char *)cc__shm_map_anon(L.total);
     if (!seg) { cc__comm_free(c); return cc__fail(NULL, CC_ERR_NO_MEMORY, "comm_init: cannot map %zu bytes", L.total); }
     cc__seg_init(seg, 1, half, chan, L.total);
-    cc__random_hex(jobid, 32);
+    if (jobid_env && cc__is_jobid(jobid_env)) snprintf(jobid, sizeof jobid, "%s", jobid_env);
+    else cc__random_hex(jobid, 32);     /* split segments are named after it: ccrun cleans by job */
     r = cc__seg_attach(c, seg, L.total);
     if (r != CC_OK) cc__shm_unmap(seg, L.total);
   } else {
