@@ -1693,13 +1693,13 @@ static cc_result cc__p2p_pull(cc_comm *c, int peer, cc__p2p *ops, int nops, int 
       for (i = 0; i < nops; i++) {
         cc__p2p *o = &ops[i];
         if (!o->is_send && !o->done && !o->hdr_sent && o->peer == peer && o->tag == h.tag) {
+          /* an older unexpected message of this tag goes first */
+          if (cc__p2p_take_unexp(c, o) != CC_OK) return CC_ERR_MISMATCH;
+          if (o->done) continue;
           if (o->bytes != h.bytes) {
             CC__STORE_SC(&ch->tail, tail);
             return cc__msg_mismatch(c, peer, h.tag, (size_t)h.bytes, o->bytes);
           }
-          /* an older unexpected message of this tag goes first */
-          if (cc__p2p_take_unexp(c, o) != CC_OK) return CC_ERR_MISMATCH;
-          if (o->done) continue;
           p->in_target = o;
           o->moved = 0;
           o->hdr_sent = 1;              /* marks "being filled" */
@@ -1755,30 +1755,37 @@ static cc_result cc__p2p_pull(cc_comm *c, int peer, cc__p2p *ops, int nops, int 
   return CC_OK;
 }
 
-typedef struct cc__p2p_snap { cc__p2p *ops; int nops; uint64_t *seen; } cc__p2p_snap;
+typedef struct cc__p2p_snap {
+  cc__p2p *ops;
+  int nops, sending;                   /* sending: some send is not done */
+  uint64_t *seen;                      /* per op: its ring's tail, its peer's head */
+  uint64_t *inh;                       /* per peer: the head of the ring from it */
+} cc__p2p_snap;
 
-/* While waiting: -1 once any channel we use moved, else a peer we wait for. */
+/* While waiting: -1 once any channel we use moved (room freed in a send's
+   ring, bytes from a receive's peer, or, while a send waits, bytes from any
+   peer), else a peer we wait for. */
 static int cc__pending_p2p(cc_comm *c, const void *arg) {
   const cc__p2p_snap *s = (const cc__p2p_snap *)arg;
   int i, who = -1;
   for (i = 0; i < s->nops; i++) {
     const cc__p2p *o = &s->ops[i];
-    uint64_t v;
     if (o->done) continue;
-    v = o->is_send ? CC__LOAD(&cc__chan_at(c, c->rank, o->peer)->tail)
-                   : CC__LOAD(&cc__chan_at(c, o->peer, c->rank)->head);
-    if (v != s->seen[i]) return -1;
+    if (CC__LOAD(&cc__chan_at(c, o->peer, c->rank)->head) != s->seen[2 * i + 1]) return -1;
+    if (o->is_send && CC__LOAD(&cc__chan_at(c, c->rank, o->peer)->tail) != s->seen[2 * i]) return -1;
     if (who < 0) who = o->peer;
   }
+  for (i = 0; s->sending && i < c->size; i++)
+    if (i != c->rank && CC__LOAD(&cc__chan_at(c, i, c->rank)->head) != s->inh[i]) return -1;
   return who;
 }
 
 /* Run sends and receives together until all are done. */
 static cc_result cc__p2p_run(cc_comm *c, cc__p2p *ops, int nops, const char *what) {
-  uint64_t *seen = (uint64_t *)CC_MALLOC(sizeof(uint64_t) * (size_t)(nops ? nops : 1));
+  uint64_t *seen = (uint64_t *)CC_MALLOC(sizeof(uint64_t) * (2 * (size_t)nops + (size_t)c->size));
   int *pulled = (int *)CC_MALLOC(sizeof(int) * (size_t)c->size);
   cc_result r = CC_OK;
-  int i;
+  int i, sending;
   if (!seen || !pulled) {
     CC_FREE(seen); CC_FREE(pulled);
     return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
@@ -1826,29 +1833,44 @@ static cc_result cc__p2p_run(cc_comm *c, cc__p2p *ops, int nops, const char *wha
         if (r != CC_OK) goto out;
       }
     }
+    /* While a send waits for room, take in what any peer sends us (into a
+       receive of this batch, or the queue of unexpected messages): ranks that
+       all send large messages before they receive (a ring, or two ranks
+       crossing) would otherwise wait on each other until the timeout. */
+    for (i = 0, sending = 0; i < nops; i++) if (ops[i].is_send && !ops[i].done) sending = 1;
+    for (i = 0; sending && i < c->size; i++) {
+      cc__chan *ch = cc__chan_at(c, i, c->rank);
+      if (i == c->rank || pulled[i] || CC__LOAD(&ch->head) == ch->tail) continue;
+      pulled[i] = 1;
+      r = cc__p2p_pull(c, i, ops, nops, &progress);
+      if (r != CC_OK) goto out;
+    }
     for (i = 0; i < nops; i++) if (!ops[i].done) all = 0;
     if (all) break;
     if (!progress) {
       cc__p2p_snap s;
       for (i = 0; i < nops; i++) {
         cc__p2p *o = &ops[i];
-        seen[i] = o->is_send ? CC__LOAD(&cc__chan_at(c, c->rank, o->peer)->tail)
-                             : CC__LOAD(&cc__chan_at(c, o->peer, c->rank)->head);
+        seen[2 * i] = CC__LOAD(&cc__chan_at(c, c->rank, o->peer)->tail);
+        seen[2 * i + 1] = CC__LOAD(&cc__chan_at(c, o->peer, c->rank)->head);
+      }
+      for (i = 0; i < c->size; i++) {
+        seen[2 * nops + i] = CC__LOAD(&cc__chan_at(c, i, c->rank)->head);
+        if (sending && i != c->rank && seen[2 * nops + i] != cc__chan_at(c, i, c->rank)->tail) progress = 1;
       }
       /* re-check after the snapshot, so that nothing that moved before it is missed */
-      progress = 0;
       for (i = 0; i < nops && !progress; i++) {
         cc__p2p *o = &ops[i];
         if (o->done || o->peer == c->rank) continue;
-        if (o->is_send) {                  /* room in the ring? */
-          size_t space = c->chan_bytes - (size_t)(cc__chan_at(c, c->rank, o->peer)->head - seen[i]);
+        if (seen[2 * i + 1] != cc__chan_at(c, o->peer, c->rank)->tail) {
+          progress = 1;                    /* bytes waiting from this peer */
+        } else if (o->is_send) {           /* room in the ring? */
+          size_t space = c->chan_bytes - (size_t)(cc__chan_at(c, c->rank, o->peer)->head - seen[2 * i]);
           if (space >= (o->hdr_sent ? 1 : sizeof(cc__msghdr))) progress = 1;
-        } else if (seen[i] != cc__chan_at(c, o->peer, c->rank)->tail) {
-          progress = 1;                    /* bytes waiting */
         }
       }
       if (progress) continue;
-      s.ops = ops; s.nops = nops; s.seen = seen;
+      s.ops = ops; s.nops = nops; s.seen = seen; s.inh = seen + 2 * nops; s.sending = sending;
       r = cc__wait(c, cc__pending_p2p, &s, what);
       if (r != CC_OK) goto out;
     }

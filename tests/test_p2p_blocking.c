@@ -1,0 +1,105 @@
+/* test_p2p_blocking.c - blocking cc_send / cc_recv outside any group, where
+   every rank sends first and receives afterwards: a ring of large messages,
+   and two ranks sending to each other at once. Each message is far larger
+   than a channel's ring (64 KiB), so a send can only finish if the receiving
+   rank takes the bytes in while it is itself blocked in its own send. Checks
+   the data, the per-tag order, and that nothing waits for the timeout. */
+#define _POSIX_C_SOURCE 200809L
+#define CC_IMPLEMENTATION
+#include "cc.h"
+#include "test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define BIG ((size_t)3 << 20)            /* bytes per large message */
+
+static uint32_t value(int from, int tag, size_t i) {
+  return (uint32_t)(from * 2654435761u) ^ (uint32_t)(tag * 40503u) ^ (uint32_t)(i * 2246822519u);
+}
+
+static int check(const uint32_t *buf, size_t n, int from, int tag, const char *what, int rank) {
+  size_t i;
+  for (i = 0; i < n; i++)
+    if (buf[i] != value(from, tag, i)) {
+      fprintf(stderr, "rank %d: %s: element %zu from rank %d tag %d is %u, expected %u\n", rank, what, i, from,
+              tag, buf[i], value(from, tag, i));
+      return 1;
+    }
+  return 0;
+}
+
+static int fill_send(cc_comm *c, uint32_t *buf, size_t n, int to, int tag) {
+  size_t i;
+  for (i = 0; i < n; i++) buf[i] = value(cc_comm_rank(c), tag, i);
+  return cc_send(c, buf, n, CC_UINT32, to, tag) != CC_OK;
+}
+
+/* Every rank sends BIG to rank+1, then receives from rank-1: a ring of
+   blocking calls, three rounds. */
+static int ring(cc_comm *c, void *arg) {
+  int me = cc_comm_rank(c), n = cc_comm_size(c), round;
+  size_t cnt = BIG / 4;
+  uint32_t *s = (uint32_t *)malloc(BIG), *r = (uint32_t *)malloc(BIG);
+  (void)arg;
+  for (round = 0; round < 3; round++) {
+    if (fill_send(c, s, cnt, (me + 1) % n, round)) {
+      fprintf(stderr, "rank %d: send: %s\n", me, cc_comm_last_error(c));
+      return 1;
+    }
+    if (cc_recv(c, r, cnt, CC_UINT32, (me + n - 1) % n, round) != CC_OK) {
+      fprintf(stderr, "rank %d: recv: %s\n", me, cc_comm_last_error(c));
+      return 1;
+    }
+    if (check(r, cnt, (me + n - 1) % n, round, "ring", me)) return 1;
+  }
+  free(s);
+  free(r);
+  return cc_barrier(c) != CC_OK;
+}
+
+/* Ranks 0 and 1 both send a large message with tag 7, then a small one with
+   tag 8, then receive them in the other order (8 first). */
+static int crossed(cc_comm *c, void *arg) {
+  int me = cc_comm_rank(c), peer = 1 - me;
+  size_t cnt = BIG / 4;
+  uint32_t *s = (uint32_t *)malloc(BIG), *r = (uint32_t *)malloc(BIG), small_s[16], small_r[16];
+  (void)arg;
+  if (fill_send(c, s, cnt, peer, 7) || fill_send(c, small_s, 16, peer, 8)) {
+    fprintf(stderr, "rank %d: send: %s\n", me, cc_comm_last_error(c));
+    return 1;
+  }
+  if (cc_recv(c, small_r, 16, CC_UINT32, peer, 8) != CC_OK || cc_recv(c, r, cnt, CC_UINT32, peer, 7) != CC_OK) {
+    fprintf(stderr, "rank %d: recv: %s\n", me, cc_comm_last_error(c));
+    return 1;
+  }
+  if (check(small_r, 16, peer, 8, "crossed small", me) || check(r, cnt, peer, 7, "crossed large", me)) return 1;
+  free(s);
+  free(r);
+  return cc_barrier(c) != CC_OK;
+}
+
+int main(void) {
+  static const int sizes[] = {2, 3, 5};
+  size_t i;
+  char name[64];
+  double t0;
+  setenv("CC_TIMEOUT", "20", 1);         /* a regression fails in 20 s, not 600 */
+  for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    snprintf(name, sizeof name, "p2p.blocking_ring.n%d", sizes[i]);
+    t0 = tu_now();
+    if (tu_spawn(sizes[i], ring, NULL) == 0)
+      tu_pass(name, "3 rounds of send %zu MiB to rank+1, then recv from rank-1, outside a group (%.2f s)",
+              BIG >> 20, tu_now() - t0);
+    else
+      tu_fail(name, "the ring of blocking sends failed (%s)", cc_comm_last_error(NULL));
+  }
+  t0 = tu_now();
+  if (tu_spawn(2, crossed, NULL) == 0)
+    tu_pass("p2p.blocking_crossed", "both ranks send %zu MiB (tag 7) and 64 B (tag 8), then receive tag 8 "
+            "first (%.2f s)", BIG >> 20, tu_now() - t0);
+  else
+    tu_fail("p2p.blocking_crossed", "crossed blocking sends failed (%s)", cc_comm_last_error(NULL));
+  return tu_exit_code();
+}
