@@ -260,7 +260,9 @@ CC_API cc_result cc_all_to_all_v(cc_comm *c, const void *sendbuf,
  *   in order; a receive takes the oldest message of its tag. The counts must agree.
  *   peer              0 .. size-1; a rank may send to itself
  *   tag               >= 0
- *   Blocking          outside a group, returns when `buf` may be reused */
+ *   Blocking          outside a group, returns when `buf` may be reused; while a
+ *                     send waits for room it takes in what other ranks send, so
+ *                     ranks that all send before they receive do not deadlock */
 CC_API cc_result cc_send(cc_comm *c, const void *buf, size_t count, cc_dtype t,
                          int peer, int tag);
 CC_API cc_result cc_recv(cc_comm *c, void *buf, size_t count, cc_dtype t,
