@@ -847,7 +847,7 @@ typedef struct cc__opinfo {
 typedef struct cc__umsg {              /* a message received before its cc_recv */
   struct cc__umsg *next;
   int tag;
-  size_t bytes, got;
+  size_t bytes;
   unsigned char *data;
 } cc__umsg;
 
@@ -1714,7 +1714,6 @@ static cc_result cc__p2p_pull(cc_comm *c, int peer, cc__p2p *ops, int nops, int 
         m->next = NULL;
         m->tag = h.tag;
         m->bytes = (size_t)h.bytes;
-        m->got = 0;
         m->data = (unsigned char *)CC_MALLOC(m->bytes ? m->bytes : 1);
         if (!m->data) {
           CC_FREE(m);
@@ -1741,7 +1740,6 @@ static cc_result cc__p2p_pull(cc_comm *c, int peer, cc__p2p *ops, int nops, int 
       o->done = 1;
     } else {
       cc__umsg *m = p->in_unexp;
-      m->got = m->bytes;
       if (p->uq_tail) p->uq_tail->next = m; else p->uq_head = m;
       p->uq_tail = m;
     }
@@ -1803,7 +1801,7 @@ static cc_result cc__p2p_run(cc_comm *c, cc__p2p *ops, int nops, const char *wha
         r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: no memory to send %zu bytes to itself", what, c->rank, o->bytes);
         goto out;
       }
-      m->next = NULL; m->tag = o->tag; m->bytes = m->got = o->bytes;
+      m->next = NULL; m->tag = o->tag; m->bytes = o->bytes;
       if (o->bytes) memcpy(m->data, o->buf, o->bytes);
       if (p->uq_tail) p->uq_tail->next = m; else p->uq_head = m;
       p->uq_tail = m;
@@ -1897,11 +1895,14 @@ static void cc__desc_str(const cc__desc *d, char *buf, size_t len) {
   switch (d->coll) {
   case CC__BARRIER: case CC__INIT: case CC__SPLIT:
     snprintf(buf, len, "%s", cn); break;
-  case CC__REDUCE: case CC__ALL_REDUCE: case CC__REDUCE_SCATTER:
-    snprintf(buf, len, "%s(count %llu, %s, op %s%s%d)", cn, (unsigned long long)d->count,
+  case CC__REDUCE:
+    snprintf(buf, len, "%s(count %llu, %s, op %s, root %d)", cn, (unsigned long long)d->count,
              cc__dtype_name((cc_dtype)d->dtype), d->op < CC_OP_BUILTIN_COUNT ? cc__op_name(d->op) : "user",
-             d->coll == CC__REDUCE ? ", root " : "", d->coll == CC__REDUCE ? d->root : 0);
-    if (d->coll != CC__REDUCE) { char *p = strrchr(buf, ')'); if (p && p > buf && p[-1] == '0') { p[-1] = ')'; p[0] = 0; } }
+             d->root);
+    break;
+  case CC__ALL_REDUCE: case CC__REDUCE_SCATTER:
+    snprintf(buf, len, "%s(count %llu, %s, op %s)", cn, (unsigned long long)d->count,
+             cc__dtype_name((cc_dtype)d->dtype), d->op < CC_OP_BUILTIN_COUNT ? cc__op_name(d->op) : "user");
     break;
   default:
     snprintf(buf, len, "%s(count %llu, %s, root %d)", cn, (unsigned long long)d->count,
