@@ -336,6 +336,8 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg);
 #  include <netinet/in.h>
 #  include <netinet/tcp.h>
 #  include <sys/socket.h>
+#  include <sys/uio.h>
+#  include <ifaddrs.h>
 #endif
 
 #ifndef CC_ASSERT
@@ -760,6 +762,206 @@ static int cc__sock_connect(const struct sockaddr_storage *sa, socklen_t salen, 
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   return fd;
 }
+
+#define CC__HAVE_NET_UTIL 1
+/* ---------------------------------------------------------- SHA-256 / HMAC */
+/* SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104), used to authenticate the
+   rendezvous handshake; cc__ct_equal compares MACs in constant time. */
+typedef struct cc__sha256 {
+  uint32_t h[8];
+  uint64_t len;            /* bytes hashed so far */
+  unsigned char buf[64];   /* partial block */
+  size_t nbuf;
+} cc__sha256;
+
+static const uint32_t cc__sha256_k[64] = {
+  0x428a2f98u, 0x71374491u, 0xb5c0fbcfu, 0xe9b5dba5u, 0x3956c25bu, 0x59f111f1u, 0x923f82a4u, 0xab1c5ed5u,
+  0xd807aa98u, 0x12835b01u, 0x243185beu, 0x550c7dc3u, 0x72be5d74u, 0x80deb1feu, 0x9bdc06a7u, 0xc19bf174u,
+  0xe49b69c1u, 0xefbe4786u, 0x0fc19dc6u, 0x240ca1ccu, 0x2de92c6fu, 0x4a7484aau, 0x5cb0a9dcu, 0x76f988dau,
+  0x983e5152u, 0xa831c66du, 0xb00327c8u, 0xbf597fc7u, 0xc6e00bf3u, 0xd5a79147u, 0x06ca6351u, 0x14292967u,
+  0x27b70a85u, 0x2e1b2138u, 0x4d2c6dfcu, 0x53380d13u, 0x650a7354u, 0x766a0abbu, 0x81c2c92eu, 0x92722c85u,
+  0xa2bfe8a1u, 0xa81a664bu, 0xc24b8b70u, 0xc76c51a3u, 0xd192e819u, 0xd6990624u, 0xf40e3585u, 0x106aa070u,
+  0x19a4c116u, 0x1e376c08u, 0x2748774cu, 0x34b0bcb5u, 0x391c0cb3u, 0x4ed8aa4au, 0x5b9cca4fu, 0x682e6ff3u,
+  0x748f82eeu, 0x78a5636fu, 0x84c87814u, 0x8cc70208u, 0x90befffau, 0xa4506cebu, 0xbef9a3f7u, 0xc67178f2u
+};
+
+#define CC__ROR32(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
+
+/* One 64-byte block into the state. */
+static void cc__sha256_block(uint32_t h[8], const unsigned char *p) {
+  uint32_t w[64], a, b, c, d, e, f, g, hh, t1, t2;
+  int i;
+  for (i = 0; i < 16; i++)
+    w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+           (uint32_t)p[4 * i + 2] << 8 | (uint32_t)p[4 * i + 3];
+  for (i = 16; i < 64; i++) {
+    uint32_t s0 = CC__ROR32(w[i - 15], 7) ^ CC__ROR32(w[i - 15], 18) ^ (w[i - 15] >> 3);
+    uint32_t s1 = CC__ROR32(w[i - 2], 17) ^ CC__ROR32(w[i - 2], 19) ^ (w[i - 2] >> 10);
+    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+  }
+  a = h[0]; b = h[1]; c = h[2]; d = h[3]; e = h[4]; f = h[5]; g = h[6]; hh = h[7];
+  for (i = 0; i < 64; i++) {
+    t1 = hh + (CC__ROR32(e, 6) ^ CC__ROR32(e, 11) ^ CC__ROR32(e, 25)) +
+         ((e & f) ^ (~e & g)) + cc__sha256_k[i] + w[i];
+    t2 = (CC__ROR32(a, 2) ^ CC__ROR32(a, 13) ^ CC__ROR32(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+    hh = g; g = f; f = e; e = d + t1; d = c; c = b; b = a; a = t1 + t2;
+  }
+  h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
+}
+
+static void cc__sha256_init(cc__sha256 *s) {
+  static const uint32_t iv[8] = { 0x6a09e667u, 0xbb67ae85u, 0x3c6ef372u, 0xa54ff53au,
+                                  0x510e527fu, 0x9b05688cu, 0x1f83d9abu, 0x5be0cd19u };
+  memcpy(s->h, iv, sizeof iv);
+  s->len = 0;
+  s->nbuf = 0;
+}
+
+static void cc__sha256_update(cc__sha256 *s, const void *data, size_t len) {
+  const unsigned char *p = (const unsigned char *)data;
+  s->len += len;
+  if (s->nbuf) {                        /* top up the partial block */
+    size_t k = 64 - s->nbuf < len ? 64 - s->nbuf : len;
+    memcpy(s->buf + s->nbuf, p, k);
+    s->nbuf += k; p += k; len -= k;
+    if (s->nbuf < 64) return;
+    cc__sha256_block(s->h, s->buf);
+    s->nbuf = 0;
+  }
+  for (; len >= 64; p += 64, len -= 64) cc__sha256_block(s->h, p);
+  if (len) { memcpy(s->buf, p, len); s->nbuf = len; }
+}
+
+static void cc__sha256_final(cc__sha256 *s, unsigned char out[32]) {
+  uint64_t bits = s->len * 8;
+  int i;
+  s->buf[s->nbuf++] = 0x80;             /* nbuf < 64 always holds here */
+  if (s->nbuf > 56) {
+    memset(s->buf + s->nbuf, 0, 64 - s->nbuf);
+    cc__sha256_block(s->h, s->buf);
+    s->nbuf = 0;
+  }
+  memset(s->buf + s->nbuf, 0, 56 - s->nbuf);
+  for (i = 0; i < 8; i++) s->buf[56 + i] = (unsigned char)(bits >> (56 - 8 * i));
+  cc__sha256_block(s->h, s->buf);
+  for (i = 0; i < 8; i++) {
+    out[4 * i] = (unsigned char)(s->h[i] >> 24);
+    out[4 * i + 1] = (unsigned char)(s->h[i] >> 16);
+    out[4 * i + 2] = (unsigned char)(s->h[i] >> 8);
+    out[4 * i + 3] = (unsigned char)s->h[i];
+  }
+}
+
+/* HMAC-SHA256 of parts[0] || ... || parts[nparts-1] under key. */
+static void cc__hmac_sha256(const void *key, size_t keylen, const void *const *parts,
+                            const size_t *lens, int nparts, unsigned char out[32]) {
+  unsigned char k0[64], pad[64], inner[32];
+  cc__sha256 s;
+  int i;
+  memset(k0, 0, sizeof k0);
+  if (keylen > 64) {                    /* long keys are hashed first */
+    cc__sha256_init(&s);
+    cc__sha256_update(&s, key, keylen);
+    cc__sha256_final(&s, k0);
+  } else if (keylen) {
+    memcpy(k0, key, keylen);
+  }
+  for (i = 0; i < 64; i++) pad[i] = (unsigned char)(k0[i] ^ 0x36);
+  cc__sha256_init(&s);
+  cc__sha256_update(&s, pad, 64);
+  for (i = 0; i < nparts; i++) cc__sha256_update(&s, parts[i], lens[i]);
+  cc__sha256_final(&s, inner);
+  for (i = 0; i < 64; i++) pad[i] = (unsigned char)(k0[i] ^ 0x5c);
+  cc__sha256_init(&s);
+  cc__sha256_update(&s, pad, 64);
+  cc__sha256_update(&s, inner, 32);
+  cc__sha256_final(&s, out);
+}
+
+/* 1 when the n bytes at a and b are equal; time depends on n only. */
+static int cc__ct_equal(const void *a, const void *b, size_t n) {
+  const volatile unsigned char *x = (const volatile unsigned char *)a;
+  const volatile unsigned char *y = (const volatile unsigned char *)b;
+  unsigned char d = 0;
+  size_t i;
+  for (i = 0; i < n; i++) d = (unsigned char)(d | (x[i] ^ y[i]));
+  return d == 0;
+}
+
+/* ------------------------------------------------------------ Slurm hostlist */
+/* Grammar: list = entry {"," entry}; entry = 1*(char | "[" range {"," range} "]");
+   range = digits ["-" digits] with lo <= hi; char = printable, not "[],".
+   The whole list is checked (one linear pass); the first host is the first
+   entry with each bracket group replaced by its first number, padding kept. */
+
+/* Compares two decimal digit strings by value: <0, 0, >0. */
+static int cc__decimal_cmp(const char *a, size_t na, const char *b, size_t nb) {
+  while (na > 1 && *a == '0') { a++; na--; }
+  while (nb > 1 && *b == '0') { b++; nb--; }
+  if (na != nb) return na < nb ? -1 : 1;
+  return memcmp(a, b, na);
+}
+
+/* Appends n bytes to out (keeping room for the NUL); -1 if they do not fit. */
+static int cc__hostlist_put(char *out, size_t outlen, size_t *pos, const char *s, size_t n) {
+  if (n >= outlen - *pos) return -1;
+  memcpy(out + *pos, s, n);
+  *pos += n;
+  return 0;
+}
+
+static int cc__hostlist_scan(const char *p, char *out, size_t outlen) {
+  size_t pos = 0;
+  int entry = 0, nonempty = 0;
+  for (;;) {
+    unsigned char c = (unsigned char)*p;
+    if (c == ',' || c == 0) {
+      if (!nonempty) return -1;         /* empty entry */
+      if (c == 0) break;
+      entry++; nonempty = 0; p++;
+      continue;
+    }
+    nonempty = 1;
+    if (c == '[') {
+      int first = 1;
+      p++;
+      for (;;) {                        /* range {"," range} "]" */
+        const char *lo = p, *hi;
+        size_t nlo, nhi;
+        while (*p >= '0' && *p <= '9') p++;
+        nlo = (size_t)(p - lo);
+        if (nlo == 0) return -1;
+        hi = lo; nhi = nlo;
+        if (*p == '-') {
+          hi = ++p;
+          while (*p >= '0' && *p <= '9') p++;
+          nhi = (size_t)(p - hi);
+          if (nhi == 0 || cc__decimal_cmp(lo, nlo, hi, nhi) > 0) return -1;
+        }
+        if (first && entry == 0 && cc__hostlist_put(out, outlen, &pos, lo, nlo) != 0) return -1;
+        first = 0;
+        if (*p == ',') { p++; continue; }
+        if (*p == ']') { p++; break; }
+        return -1;                      /* junk or end of string inside brackets */
+      }
+      continue;
+    }
+    if (c == ']' || c <= ' ' || c >= 0x7f) return -1;
+    if (entry == 0 && cc__hostlist_put(out, outlen, &pos, p, 1) != 0) return -1;
+    p++;
+  }
+  out[pos] = 0;
+  return 0;
+}
+
+/* First host name of a Slurm node list ("node[01-04,7],gpu[2-3]" -> "node01")
+   into out; 0, or -1 (out set to "") if the list is malformed or the name does
+   not fit in outlen - 1 bytes. */
+static int cc__hostlist_first(const char *list, char *out, size_t outlen) {
+  if (!out || outlen == 0) return -1;
+  if (!list || cc__hostlist_scan(list, out, outlen) != 0) { out[0] = 0; return -1; }
+  return 0;
+}
 #endif /* CC_NO_TCP */
 
 /* ============================================================== internal types */
@@ -886,8 +1088,11 @@ struct cc_request {
   char err[320];
 };
 
+struct cc__net;
+
 struct cc_comm {
   int rank, size, local_rank, local_size;
+  struct cc__net *net;                 /* net mode (ranks on several hosts, or tcp): see @net */
   uint64_t timeout_ns, spin_ns;
   int oversub, debug;
   size_t small_bytes;
@@ -1780,6 +1985,58 @@ static int cc__pending_p2p(cc_comm *c, const void *arg) {
   return who;
 }
 
+/* One pass over sends and receives: push what fits, pull what arrived. While
+   a send waits for room, take in what any peer sends us (into a receive of
+   this batch, or the queue of unexpected messages): ranks that all send large
+   messages before they receive (a ring, or two ranks crossing) would otherwise
+   wait on each other until the timeout. `pulled` has c->size entries. */
+static cc_result cc__p2p_step(cc_comm *c, cc__p2p *ops, int nops, int *pulled, int *progress) {
+  cc_result r;
+  int i, sending = 0;
+  for (i = 0; i < c->size; i++) pulled[i] = 0;
+  for (i = 0; i < nops; i++) {
+    cc__p2p *o = &ops[i];
+    if (o->done) continue;
+    if (o->is_send) {
+      int j, first = 1;                  /* sends to one peer go in order */
+      for (j = 0; j < i; j++)
+        if (ops[j].is_send && !ops[j].done && ops[j].peer == o->peer) first = 0;
+      if (first) *progress |= cc__p2p_push(c, o);
+    } else if (!o->hdr_sent) {           /* not yet matched to an arriving message */
+      if ((r = cc__p2p_take_unexp(c, o)) != CC_OK) return r;
+      if (!o->done && o->peer != c->rank && !pulled[o->peer]) {
+        pulled[o->peer] = 1;
+        if ((r = cc__p2p_pull(c, o->peer, ops, nops, progress)) != CC_OK) return r;
+      }
+    } else if (!pulled[o->peer]) {
+      pulled[o->peer] = 1;
+      if ((r = cc__p2p_pull(c, o->peer, ops, nops, progress)) != CC_OK) return r;
+    }
+  }
+  for (i = 0; i < nops; i++) if (ops[i].is_send && !ops[i].done) sending = 1;
+  for (i = 0; sending && i < c->size; i++) {
+    cc__chan *ch = cc__chan_at(c, i, c->rank);
+    if (i == c->rank || pulled[i] || CC__LOAD(&ch->head) == ch->tail) continue;
+    pulled[i] = 1;
+    if ((r = cc__p2p_pull(c, i, ops, nops, progress)) != CC_OK) return r;
+  }
+  return CC_OK;
+}
+
+/* A send to oneself: queue a copy as an unexpected message. */
+static cc_result cc__queue_copy(cc_comm *c, cc__peer *p, int tag, const void *buf, size_t bytes, const char *what) {
+  cc__umsg *m = (cc__umsg *)CC_MALLOC(sizeof *m);
+  if (!m || !(m->data = (unsigned char *)CC_MALLOC(bytes ? bytes : 1))) {
+    CC_FREE(m);
+    return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: no memory to send %zu bytes to itself", what, c->rank, bytes);
+  }
+  m->next = NULL; m->tag = tag; m->bytes = bytes;
+  if (bytes) memcpy(m->data, buf, bytes);
+  if (p->uq_tail) p->uq_tail->next = m; else p->uq_head = m;
+  p->uq_tail = m;
+  return CC_OK;
+}
+
 /* Run sends and receives together until all are done. */
 static cc_result cc__p2p_run(cc_comm *c, cc__p2p *ops, int nops, const char *what) {
   uint64_t *seen = (uint64_t *)CC_MALLOC(sizeof(uint64_t) * (2 * (size_t)nops + (size_t)c->size));
@@ -1794,57 +2051,14 @@ static cc_result cc__p2p_run(cc_comm *c, cc__p2p *ops, int nops, const char *wha
     cc__p2p *o = &ops[i];
     o->done = 0; o->moved = 0; o->hdr_sent = 0;
     if (o->is_send && o->peer == c->rank) {  /* to self: queue a copy */
-      cc__umsg *m = (cc__umsg *)CC_MALLOC(sizeof *m);
-      cc__peer *p = &c->peers[c->rank];
-      if (!m || !(m->data = (unsigned char *)CC_MALLOC(o->bytes ? o->bytes : 1))) {
-        CC_FREE(m);
-        r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: no memory to send %zu bytes to itself", what, c->rank, o->bytes);
-        goto out;
-      }
-      m->next = NULL; m->tag = o->tag; m->bytes = o->bytes;
-      if (o->bytes) memcpy(m->data, o->buf, o->bytes);
-      if (p->uq_tail) p->uq_tail->next = m; else p->uq_head = m;
-      p->uq_tail = m;
+      if ((r = cc__queue_copy(c, &c->peers[c->rank], o->tag, o->buf, o->bytes, what)) != CC_OK) goto out;
       o->done = 1;
     }
   }
   for (;;) {
     int progress = 0, all = 1;
-    for (i = 0; i < c->size; i++) pulled[i] = 0;
-    for (i = 0; i < nops; i++) {
-      cc__p2p *o = &ops[i];
-      if (o->done) continue;
-      if (o->is_send) {
-        int j, first = 1;                  /* sends to one peer go in order */
-        for (j = 0; j < i; j++)
-          if (ops[j].is_send && !ops[j].done && ops[j].peer == o->peer) first = 0;
-        if (first) progress |= cc__p2p_push(c, o);
-      } else if (!o->hdr_sent) {           /* not yet matched to an arriving message */
-        r = cc__p2p_take_unexp(c, o);
-        if (r != CC_OK) goto out;
-        if (!o->done && o->peer != c->rank && !pulled[o->peer]) {
-          pulled[o->peer] = 1;
-          r = cc__p2p_pull(c, o->peer, ops, nops, &progress);
-          if (r != CC_OK) goto out;
-        }
-      } else if (!pulled[o->peer]) {
-        pulled[o->peer] = 1;
-        r = cc__p2p_pull(c, o->peer, ops, nops, &progress);
-        if (r != CC_OK) goto out;
-      }
-    }
-    /* While a send waits for room, take in what any peer sends us (into a
-       receive of this batch, or the queue of unexpected messages): ranks that
-       all send large messages before they receive (a ring, or two ranks
-       crossing) would otherwise wait on each other until the timeout. */
+    if ((r = cc__p2p_step(c, ops, nops, pulled, &progress)) != CC_OK) goto out;
     for (i = 0, sending = 0; i < nops; i++) if (ops[i].is_send && !ops[i].done) sending = 1;
-    for (i = 0; sending && i < c->size; i++) {
-      cc__chan *ch = cc__chan_at(c, i, c->rank);
-      if (i == c->rank || pulled[i] || CC__LOAD(&ch->head) == ch->tail) continue;
-      pulled[i] = 1;
-      r = cc__p2p_pull(c, i, ops, nops, &progress);
-      if (r != CC_OK) goto out;
-    }
     for (i = 0; i < nops; i++) if (!ops[i].done) all = 0;
     if (all) break;
     if (!progress) {
@@ -2435,9 +2649,16 @@ static cc_comm *cc__comm_new(int rank, int size, const cc_config *cfg) {
   return c;
 }
 
+#ifndef CC_NO_TCP
+static void cc__net_free(cc_comm *c);
+#endif
+
 static void cc__comm_free(cc_comm *c) {
   int i;
   if (!c) return;
+#ifndef CC_NO_TCP
+  if (c->net) cc__net_free(c);
+#endif
   for (i = 0; i < c->size; i++) {
     cc__peer *p = &c->peers[i];
     while (p->uq_head) { cc__umsg *m = p->uq_head; p->uq_head = m->next; CC_FREE(m->data); CC_FREE(m); }
@@ -2510,132 +2731,1757 @@ static cc_result cc__comm_ready(cc_comm *c) {
   return cc__run_barrier(c, &k);
 }
 
-#ifndef CC_NO_TCP
-/* env:// and tcp:// rendezvous: rank 0 listens on MASTER_ADDR:MASTER_PORT,
-   the others connect (retrying until it is up) and say who they are; rank 0
-   answers every rank with the job identity. The ranks then meet in shared
-   memory named after it. Anything that is not a well-formed hello of this job
-   is dropped. */
-#define CC__BOOT_MAGIC 0x63635f62u      /* "cc_b" */
-typedef struct cc__hello { uint32_t magic, version, rank, world; char host[240]; } cc__hello;
-typedef struct cc__welcome { uint32_t magic, version, status; int32_t missing; char jobid[40]; } cc__welcome;
+static int cc__is_jobid(const char *s) {
+  size_t i;
+  if (!s) return 0;
+  for (i = 0; s[i]; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')) || i >= 32) return 0;
+  return i >= 16;
+}
 
-static cc_result cc__tcp_rendezvous(cc_comm *c, const char *host, int port, char *jobid) {
-  uint64_t deadline = cc__now_ns() + c->timeout_ns;
-  struct sockaddr_storage sa;
-  socklen_t salen;
-  char myhost[240], why[128];
-  int gr, i;
-  cc__host_id(myhost, sizeof myhost);
-  if ((gr = cc__sock_resolve(host, port, &sa, &salen)) != 0)
-    return cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank %d: cannot resolve MASTER_ADDR '%s': %s",
-                    c->rank, host, gai_strerror(gr));
-  if (c->rank == 0) {
-    int lfd = cc__sock_listen(&sa, salen, 128), got = 0, *fds, ok = 1;
-    cc_result r = CC_OK;
-    if (lfd < 0) {
-      cc__strerr(errno, why, sizeof why);
-      return cc__fail(c, CC_ERR_SYSTEM,
-                      "comm_init: rank 0: cannot listen on %s port %d: %s", host, port, why);
-    }
-    fds = (int *)CC_MALLOC(sizeof(int) * (size_t)c->size);
-    if (!fds) { close(lfd); return cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: rank 0: out of memory"); }
-    for (i = 0; i < c->size; i++) fds[i] = -1;
-    while (got < c->size - 1) {
-      cc__hello h;
-      int fd = cc__sock_accept(lfd, deadline);
-      if (fd < 0) {
-        int missing = 1;
-        while (missing < c->size && fds[missing] >= 0) missing++;
-        r = cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank 0: rank %d (and %d more) did not connect to %s:%d "
-                     "within the timeout", missing, c->size - 2 - got, host, port);
-        break;
-      }
-      if (cc__sock_recv_all(fd, &h, sizeof h, CC__MIN(deadline, cc__now_ns() + 5 * CC__S)) != 0 ||
-          h.magic != CC__BOOT_MAGIC || h.version != CC__SHM_VERSION || h.world != (uint32_t)c->size ||
-          h.rank == 0 || h.rank >= (uint32_t)c->size || fds[h.rank] >= 0) {
-        cc__log(c, 1, "comm_init: dropped a connection to %s:%d that is not a rank of this job", host, port);
-        close(fd);
-        continue;
-      }
-      h.host[sizeof h.host - 1] = 0;
-      if (strcmp(h.host, myhost) != 0) ok = 0;
-      fds[h.rank] = fd;
-      got++;
-    }
-    close(lfd);
-    {                                  /* answer everyone who came, even on failure */
-      cc__welcome w;
-      memset(&w, 0, sizeof w);
-      w.magic = CC__BOOT_MAGIC;
-      w.version = CC__SHM_VERSION;
-      w.status = r != CC_OK ? (uint32_t)r : ok ? 0u : (uint32_t)CC_ERR_UNSUPPORTED;
-      w.missing = -1;
-      for (i = 1; i < c->size && r != CC_OK; i++) if (fds[i] < 0) { w.missing = i; break; }
-      cc__random_hex(jobid, 32);
-      memcpy(w.jobid, jobid, 33);
-      for (i = 1; i < c->size; i++)
-        if (fds[i] >= 0 && cc__sock_send_all(fds[i], &w, sizeof w, cc__now_ns() + CC__S) != 0 && r == CC_OK)
-          r = cc__fail(c, CC_ERR_PEER_LOST, "comm_init: rank 0: rank %d hung up during the rendezvous", i);
-      if (r == CC_OK && !ok)
-        r = cc__fail(c, CC_ERR_UNSUPPORTED, "comm_init: rank 0: the ranks are on several hosts; this build "
-                     "has no TCP transport yet, so every rank must share one host");
-    }
-    for (i = 0; i < c->size; i++) if (fds[i] >= 0) close(fds[i]);
-    CC_FREE(fds);
-    return r;
-  } else {
-    uint64_t pause = 10 * CC__MS;
-    cc__hello h;
-    cc__welcome w;
-    int fd;
-    memset(&h, 0, sizeof h);
-    h.magic = CC__BOOT_MAGIC;
-    h.version = CC__SHM_VERSION;
-    h.rank = (uint32_t)c->rank;
-    h.world = (uint32_t)c->size;
-    memcpy(h.host, myhost, sizeof h.host);
-    for (;;) {
-      fd = cc__sock_connect(&sa, salen, CC__MIN(deadline, cc__now_ns() + CC__S));
-      if (fd >= 0) break;
-      if (cc__now_ns() + pause >= deadline) {
-        cc__strerr(errno, why, sizeof why);
-        return cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank %d: cannot reach rank 0 at %s:%d within the "
-                        "timeout: %s", c->rank, host, port, why);
-      }
-      cc__sleep_ns(pause);
-      pause = CC__MIN(pause * 2, 500 * CC__MS);
-    }
-    /* rank 0 answers everyone, at the latest when its own timeout ends: wait a
-       little longer than ours for that answer */
-    if (cc__sock_send_all(fd, &h, sizeof h, deadline) != 0 ||
-        cc__sock_recv_all(fd, &w, sizeof w, deadline + 2 * CC__S) != 0) {
-      int timed_out = errno == ETIMEDOUT;
-      close(fd);
-      if (timed_out)
-        return cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank %d: rank 0 at %s:%d did not answer within the "
-                        "timeout", c->rank, host, port);
-      return cc__fail(c, CC_ERR_PEER_LOST, "comm_init: rank %d: rank 0 at %s:%d hung up during the rendezvous",
-                      c->rank, host, port);
-    }
-    close(fd);
-    if (w.magic != CC__BOOT_MAGIC || w.version != CC__SHM_VERSION)
-      return cc__fail(c, CC_ERR_AUTH, "comm_init: rank %d: %s:%d is not the rank 0 of a cc job (bad answer)",
-                      c->rank, host, port);
-    if (w.status == (uint32_t)CC_ERR_TIMEOUT)
-      return cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank %d: rank %d did not connect to rank 0 at %s:%d "
-                      "within the timeout", c->rank, (int)w.missing, host, port);
-    if (w.status != 0)
-      return cc__fail(c, w.status < (uint32_t)CC_RESULT_COUNT ? (cc_result)w.status : CC_ERR_SYSTEM,
-                      "comm_init: rank %d: %s", c->rank, w.status == (uint32_t)CC_ERR_UNSUPPORTED ?
-                      "the ranks are on several hosts; this build has no TCP transport yet, so every "
-                      "rank must share one host" : "rank 0 failed the rendezvous");
-    w.jobid[32] = 0;
-    memcpy(jobid, w.jobid, 33);
-    return CC_OK;
+/* ============================================================== @net */
+/* The TCP transport, for ranks on several hosts (or every rank, with
+   CC_TRANSPORT=tcp). A communicator in net mode has:
+   - groups: the ranks that share a host (each rank alone with
+     CC_TRANSPORT=tcp); a group of several talks through `local`, an internal
+     shared-memory communicator of its ranks;
+   - one TCP connection to every rank of another group, made at init and
+     authenticated (magic, version, job, and with a token an HMAC challenge);
+   - messages framed as {magic, tag, bytes} + payload; tags >= 0 are the
+     user's, CC__TAG_COLL carries the collectives, CC__TAG_ABORT a failure.
+   Point to point to a rank of the own group goes through `local`'s channels;
+   cc__net_run progresses both kinds together. Collectives are hierarchical
+   where that pays (reduce within the host, across hosts between one rank per
+   host, then broadcast within the host) and flat otherwise (see docs/tcp.md). */
+
+#ifndef CC_NO_TCP
+
+#define CC__NET_MAGIC  0x31446363u      /* "ccD1": a data frame */
+#define CC__HS_MAGIC   0x31486363u      /* "ccH1": a handshake */
+#define CC__NET_VERSION 2u
+#define CC__TAG_COLL   (-2)
+#define CC__TAG_ABORT  (-3)
+#define CC__FRAME      16
+#define CC__STAGE      (64u << 10)
+#define CC__MAX_FRAME  ((uint64_t)1 << 44)  /* 16 TiB: larger is corrupt */
+#define CC__ABORT_MAX  300
+
+typedef struct cc__xop {               /* one send or receive of a net-mode run */
+  int is_send, peer, tag, done, live, started;
+  int sidx;                            /* its cc__p2p in the local run, or -1 */
+  size_t hdr_sent;                     /* send: frame header bytes written; recv: matched */
+  unsigned char hdr[CC__FRAME];
+  unsigned char *buf;
+  size_t bytes, moved;
+} cc__xop;
+
+typedef struct cc__conn {              /* the TCP connection to one rank */
+  int fd;
+  unsigned char *stage;                /* bytes read but not yet taken */
+  size_t st_beg, st_end;
+  int in_msg, in_tag;
+  uint64_t in_bytes, in_done;
+  cc__xop *in_target;                  /* the receive being filled, or ... */
+  cc__umsg *in_unexp;                  /* ... the unexpected message */
+  cc__umsg *uq_head, *uq_tail;         /* complete unexpected messages, oldest first */
+  unsigned char abuf[CC__ABORT_MAX];   /* an abort frame's payload */
+  int eof;                             /* the peer closed its side */
+} cc__conn;
+
+typedef void (*cc__xdone_fn)(void *ctx, cc__xop *ops, int i);
+
+typedef struct cc__net {
+  int ngroups;
+  int *grp;                            /* per rank: its group */
+  int *lrank;                          /* per rank: its rank in the group */
+  int *gfirst, *gsize;                 /* per group: lowest rank, ranks */
+  cc_comm *local;                      /* the own group over shared memory, or NULL */
+  cc__conn *conn;                      /* per rank; fd -1 within the group */
+  struct pollfd *pfd;
+  int *pfd_rank, npfd;
+  cc__hdr own_hdr;                     /* failure word when there is no local */
+  cc__p2p *sops;                       /* scratch of cc__net_run */
+  int *pulled, sops_cap;
+  unsigned char *tmp;                  /* scratch of the algorithms */
+  size_t tmp_bytes;
+  size_t small_bytes, chunk_bytes;
+  int propagated;                      /* failure sent to the peers */
+  int tcp_only;                        /* CC_TRANSPORT=tcp: every rank its own group */
+  char *token;                         /* the job's token (a copy), or NULL */
+  char ip[64];                         /* where this rank listens (for splits) */
+} cc__net;
+
+static cc_result cc__exec(cc_comm *c, const cc__call *k);
+
+/* ---------------------------------------------------------------- frames */
+
+static void cc__put32(unsigned char *p, uint32_t v) { p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8); p[2] = (unsigned char)(v >> 16); p[3] = (unsigned char)(v >> 24); }
+static uint32_t cc__get32(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static void cc__put64(unsigned char *p, uint64_t v) { cc__put32(p, (uint32_t)v); cc__put32(p + 4, (uint32_t)(v >> 32)); }
+static uint64_t cc__get64(const unsigned char *p) { return (uint64_t)cc__get32(p) | (uint64_t)cc__get32(p + 4) << 32; }
+
+static void cc__frame_encode(unsigned char *p, int tag, uint64_t bytes) {
+  cc__put32(p, CC__NET_MAGIC);
+  cc__put32(p + 4, (uint32_t)tag);
+  cc__put64(p + 8, bytes);
+}
+
+/* A frame header from the wire: 0, or -1 when it is not one of ours. */
+static int cc__frame_decode(const unsigned char *p, int *tag, uint64_t *bytes) {
+  int32_t t;
+  uint64_t b;
+  if (cc__get32(p) != CC__NET_MAGIC) return -1;
+  t = (int32_t)cc__get32(p + 4);
+  b = cc__get64(p + 8);
+  if (b > CC__MAX_FRAME) return -1;
+  if (t < 0 && t != CC__TAG_COLL && t != CC__TAG_ABORT) return -1;
+  if (t == CC__TAG_ABORT && (b < 8 || b > CC__ABORT_MAX)) return -1;
+  *tag = t;
+  *bytes = b;
+  return 0;
+}
+
+/* An abort frame's payload: the code, the rank it names, a message. */
+static int cc__abort_decode(const unsigned char *p, size_t len, cc_result *code, int *who, char *msg, size_t msglen) {
+  uint32_t cd;
+  size_t i, n;
+  if (len < 8 || len > CC__ABORT_MAX || msglen == 0) return -1;
+  cd = cc__get32(p);
+  if (cd == 0 || cd >= (uint32_t)CC_RESULT_COUNT) return -1;
+  *code = (cc_result)cd;
+  *who = (int32_t)cc__get32(p + 4);
+  n = CC__MIN(len - 8, msglen - 1);
+  for (i = 0; i < n && p[8 + i]; i++) msg[i] = (char)(p[8 + i] >= 32 && p[8 + i] < 127 ? p[8 + i] : '?');
+  msg[i] = 0;
+  return 0;
+}
+
+/* ---------------------------------------------------------------- failures */
+
+static int cc__net_first_pending(cc_comm *c, const cc__xop *ops, int n) {
+  int i;
+  for (i = 0; i < n; i++) if (ops[i].live && !ops[i].done) return ops[i].peer;
+  (void)c;
+  return -1;
+}
+
+/* The communicator failed: tell every peer (an abort frame where the stream is
+   between frames), then shut every connection, so no peer waits for us. */
+static void cc__net_propagate(cc_comm *c, cc_result code, int who, const char *msg, const cc__xop *ops, int n) {
+  cc__net *nt = c->net;
+  unsigned char f[CC__FRAME + CC__ABORT_MAX];
+  size_t len = CC__MIN(strlen(msg), (size_t)CC__ABORT_MAX - 9);
+  int r, i;
+  if (nt->propagated) return;
+  nt->propagated = 1;
+  cc__frame_encode(f, CC__TAG_ABORT, 8 + len + 1);
+  cc__put32(f + CC__FRAME, (uint32_t)code);
+  cc__put32(f + CC__FRAME + 4, (uint32_t)who);
+  memcpy(f + CC__FRAME + 8, msg, len);
+  f[CC__FRAME + 8 + len] = 0;
+  for (r = 0; r < c->size; r++) {
+    int mid = 0;
+    if (nt->conn[r].fd < 0) continue;
+    for (i = 0; i < n; i++)
+      if (ops[i].is_send && ops[i].peer == r && ops[i].hdr_sent && !ops[i].done) mid = 1;
+    if (!mid) (void)!send(nt->conn[r].fd, f, CC__FRAME + 9 + len, MSG_NOSIGNAL | MSG_DONTWAIT);
+    shutdown(nt->conn[r].fd, SHUT_RDWR);
   }
 }
-#endif
+
+/* Fail, post it to the ranks of the group, and tell the other groups. */
+static cc_result cc__net_fail_all(cc_comm *c, const cc__xop *ops, int n, cc_result code, int who,
+                                  const char *what, const char *fmt, ...) {
+  char msg[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  cc__post_fail(c, code, who, msg);
+  cc__net_propagate(c, code, who, msg, ops, n);
+  if (c->failed) return code;
+  return cc__fail(c, code, "%s: %s", what, msg);
+}
+
+/* A failure posted in the group (or cc_comm_abort): take it, pass it on. */
+static cc_result cc__net_take_fail(cc_comm *c, const cc__xop *ops, int n, const char *what) {
+  cc_result r = cc__take_fail(c, what);
+  cc__net_propagate(c, (cc_result)CC__LOAD(&c->hdr->fail_code), c->hdr->fail_rank,
+                    CC__LOAD(&c->hdr->fail_ready) ? c->hdr->fail_msg : "the communicator failed", ops, n);
+  return r;
+}
+
+/* ---------------------------------------------------------------- the run */
+
+static cc_result cc__net_lost(cc_comm *c, const cc__xop *ops, int n, int r, int err, const char *what) {
+  char why[96];
+  if (err) cc__strerr(err, why, sizeof why); else snprintf(why, sizeof why, "connection closed");
+  return cc__net_fail_all(c, ops, n, CC_ERR_PEER_LOST, r, what, "rank %d lost its connection to rank %d "
+                          "(%s): rank %d exited, was killed or destroyed its communicator", c->rank, r, why, r);
+}
+
+/* Take a queued unexpected message of op's tag, if any. */
+static cc_result cc__conn_take_unexp(cc_comm *c, cc__conn *cn, cc__xop *o) {
+  cc__umsg *m, *prev = NULL;
+  for (m = cn->uq_head; m; prev = m, m = m->next) {
+    if (m->tag != o->tag) continue;
+    if (m->bytes != o->bytes) return cc__msg_mismatch(c, o->peer, o->tag, m->bytes, o->bytes);
+    if (m->bytes) memcpy(o->buf, m->data, m->bytes);
+    if (prev) prev->next = m->next; else cn->uq_head = m->next;
+    if (cn->uq_tail == m) cn->uq_tail = prev;
+    CC_FREE(m->data);
+    CC_FREE(m);
+    o->done = 1;
+    o->moved = o->bytes;
+    return CC_OK;
+  }
+  return CC_OK;
+}
+
+/* Write what the socket takes of send `o`. */
+static cc_result cc__conn_write(cc_comm *c, cc__xop *ops, int n, cc__xop *o, int *progress, const char *what) {
+  cc__conn *cn = &c->net->conn[o->peer];
+  for (;;) {
+    struct iovec iov[2];
+    struct msghdr mh;
+    int k = 0;
+    ssize_t w;
+    if (o->hdr_sent < CC__FRAME) {
+      iov[k].iov_base = o->hdr + o->hdr_sent;
+      iov[k++].iov_len = CC__FRAME - o->hdr_sent;
+    }
+    if (o->moved < o->bytes) {
+      iov[k].iov_base = o->buf + o->moved;
+      iov[k++].iov_len = CC__MIN(o->bytes - o->moved, (size_t)1 << 30);
+    }
+    if (!k) { o->done = 1; return CC_OK; }
+    memset(&mh, 0, sizeof mh);
+    mh.msg_iov = iov;
+    mh.msg_iovlen = (size_t)k;
+    w = sendmsg(cn->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (w < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) return CC_OK;
+      return cc__net_lost(c, ops, n, o->peer, errno, what);
+    }
+    *progress = 1;
+    if (o->hdr_sent < CC__FRAME) {
+      size_t h = CC__MIN((size_t)w, CC__FRAME - o->hdr_sent);
+      o->hdr_sent += h;
+      w -= (ssize_t)h;
+    }
+    o->moved += (size_t)w;
+    if (o->hdr_sent == CC__FRAME && o->moved == o->bytes) { o->done = 1; return CC_OK; }
+  }
+}
+
+/* A frame header arrived from rank r: match it to a receive or queue it. */
+static cc_result cc__conn_begin(cc_comm *c, cc__xop *ops, int n, int r, const unsigned char *h, const char *what) {
+  cc__conn *cn = &c->net->conn[r];
+  int tag, i;
+  uint64_t bytes;
+  if (cc__frame_decode(h, &tag, &bytes) != 0)
+    return cc__net_fail_all(c, ops, n, CC_ERR_SYSTEM, r, what, "rank %d: corrupt data from rank %d "
+                            "(not a cc frame)", c->rank, r);
+  cn->in_msg = 1;
+  cn->in_tag = tag;
+  cn->in_bytes = bytes;
+  cn->in_done = 0;
+  cn->in_target = NULL;
+  cn->in_unexp = NULL;
+  if (tag == CC__TAG_ABORT) return CC_OK;
+  for (i = 0; i < n; i++) {
+    cc__xop *o = &ops[i];
+    cc_result res;
+    if (o->is_send || o->done || !o->live || !o->started || o->hdr_sent || o->peer != r || o->tag != tag) continue;
+    /* an older message of this tag, queued while this receive was waiting, goes first */
+    if ((res = cc__conn_take_unexp(c, cn, o)) != CC_OK) return cc__net_fail_all(c, ops, n, res, c->rank, what, "%s", c->err);
+    if (o->done) continue;
+    if (o->bytes != bytes) {
+      cc__msg_mismatch(c, r, tag, (size_t)bytes, o->bytes);
+      return cc__net_fail_all(c, ops, n, CC_ERR_MISMATCH, c->rank, what, "%s", c->err);
+    }
+    cn->in_target = o;
+    o->hdr_sent = 1;
+    o->moved = 0;
+    return CC_OK;
+  }
+  {
+    cc__umsg *m = (cc__umsg *)CC_MALLOC(sizeof *m);
+    if (m) m->data = (unsigned char *)CC_MALLOC(bytes ? (size_t)bytes : 1);
+    if (!m || !m->data) {
+      CC_FREE(m);
+      return cc__net_fail_all(c, ops, n, CC_ERR_NO_MEMORY, c->rank, what, "rank %d: no memory for a message "
+                              "of %llu bytes from rank %d", c->rank, (unsigned long long)bytes, r);
+    }
+    m->next = NULL;
+    m->tag = tag;
+    m->bytes = (size_t)bytes;
+    cn->in_unexp = m;
+  }
+  return CC_OK;
+}
+
+/* The frame from rank r is complete. */
+static cc_result cc__conn_end(cc_comm *c, cc__xop *ops, int n, int r, cc__xdone_fn cb, void *ctx, const char *what) {
+  cc__conn *cn = &c->net->conn[r];
+  cn->in_msg = 0;
+  if (cn->in_tag == CC__TAG_ABORT) {
+    cc_result code;
+    int who;
+    char msg[CC__ABORT_MAX];
+    if (cc__abort_decode(cn->abuf, (size_t)cn->in_bytes, &code, &who, msg, sizeof msg) != 0)
+      return cc__net_fail_all(c, ops, n, CC_ERR_SYSTEM, r, what, "rank %d: corrupt abort message from rank %d",
+                              c->rank, r);
+    return cc__net_fail_all(c, ops, n, code, who, what, "%s (reported by rank %d)", msg, r);
+  }
+  if (cn->in_target) {
+    cc__xop *o = cn->in_target;
+    cn->in_target = NULL;
+    o->moved = o->bytes;
+    o->done = 1;
+    if (cb) cb(ctx, ops, (int)(o - ops));
+  } else {
+    cc__umsg *m = cn->in_unexp;
+    int i;
+    cn->in_unexp = NULL;
+    if (cn->uq_tail) cn->uq_tail->next = m; else cn->uq_head = m;
+    cn->uq_tail = m;
+    for (i = 0; i < n; i++) {          /* a receive that started while it was on its way */
+      cc__xop *o = &ops[i];
+      cc_result res;
+      if (o->is_send || o->done || !o->live || !o->started || o->hdr_sent || o->peer != r || o->tag != m->tag) continue;
+      if ((res = cc__conn_take_unexp(c, cn, o)) != CC_OK) return cc__net_fail_all(c, ops, n, res, c->rank, what, "%s", c->err);
+      if (o->done && cb) cb(ctx, ops, i);
+      break;
+    }
+  }
+  return CC_OK;
+}
+
+/* Read what rank r sent, into receives, the unexpected queue or an abort. */
+static cc_result cc__conn_read(cc_comm *c, cc__xop *ops, int n, int r, cc__xdone_fn cb, void *ctx,
+                               int *progress, const char *what) {
+  cc__conn *cn = &c->net->conn[r];
+  cc_result res;
+  for (;;) {
+    ssize_t k;
+    /* first, what the stage holds */
+    while (cn->st_beg < cn->st_end) {
+      size_t avail = cn->st_end - cn->st_beg, take;
+      unsigned char *dst;
+      if (!cn->in_msg) {
+        if (avail < CC__FRAME) break;
+        if ((res = cc__conn_begin(c, ops, n, r, cn->stage + cn->st_beg, what)) != CC_OK) return res;
+        cn->st_beg += CC__FRAME;
+        *progress = 1;
+        avail -= CC__FRAME;
+      }
+      take = (size_t)CC__MIN((uint64_t)avail, cn->in_bytes - cn->in_done);
+      dst = cn->in_tag == CC__TAG_ABORT ? cn->abuf : cn->in_target ? cn->in_target->buf : cn->in_unexp->data;
+      if (take) memcpy(dst + cn->in_done, cn->stage + cn->st_beg, take);
+      cn->st_beg += take;
+      cn->in_done += take;
+      if (cn->in_target) cn->in_target->moved = (size_t)cn->in_done;
+      if (cn->in_done == cn->in_bytes && (res = cc__conn_end(c, ops, n, r, cb, ctx, what)) != CC_OK) return res;
+    }
+    if (cn->st_beg == cn->st_end) cn->st_beg = cn->st_end = 0;
+    if (cn->in_msg && cn->in_tag != CC__TAG_ABORT && cn->st_beg == cn->st_end &&
+        cn->in_bytes - cn->in_done >= 4096) {          /* a large payload: straight to its place */
+      unsigned char *dst = cn->in_target ? cn->in_target->buf : cn->in_unexp->data;
+      k = recv(cn->fd, dst + cn->in_done, (size_t)CC__MIN(cn->in_bytes - cn->in_done, (uint64_t)1 << 30), MSG_DONTWAIT);
+      if (k > 0) {
+        cn->in_done += (uint64_t)k;
+        if (cn->in_target) cn->in_target->moved = (size_t)cn->in_done;
+        *progress = 1;
+        if (cn->in_done == cn->in_bytes && (res = cc__conn_end(c, ops, n, r, cb, ctx, what)) != CC_OK) return res;
+        continue;
+      }
+    } else {
+      if (cn->st_beg > 0 && CC__STAGE - cn->st_end < CC__FRAME) {
+        memmove(cn->stage, cn->stage + cn->st_beg, cn->st_end - cn->st_beg);
+        cn->st_end -= cn->st_beg;
+        cn->st_beg = 0;
+      }
+      k = recv(cn->fd, cn->stage + cn->st_end, CC__STAGE - cn->st_end, MSG_DONTWAIT);
+      if (k > 0) { cn->st_end += (size_t)k; *progress = 1; continue; }
+    }
+    if (k == 0) {                      /* lost only if we still need it: checked by the run */
+      if (cn->in_msg) return cc__net_lost(c, ops, n, r, 0, what);
+      cn->eof = 1;
+      return CC_OK;
+    }
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return CC_OK;
+    return cc__net_lost(c, ops, n, r, errno, what);
+  }
+}
+
+/* Append a copy to an unexpected queue (a send to oneself). */
+static cc_result cc__uq_copy(cc_comm *c, cc__umsg **head, cc__umsg **tail, int tag, const void *buf, size_t bytes,
+                             const char *what) {
+  cc__umsg *m = (cc__umsg *)CC_MALLOC(sizeof *m);
+  if (!m || !(m->data = (unsigned char *)CC_MALLOC(bytes ? bytes : 1))) {
+    CC_FREE(m);
+    return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: no memory to send %zu bytes to itself", what, c->rank, bytes);
+  }
+  m->next = NULL; m->tag = tag; m->bytes = bytes;
+  if (bytes) memcpy(m->data, buf, bytes);
+  if (*tail) (*tail)->next = m; else *head = m;
+  *tail = m;
+  return CC_OK;
+}
+
+/* Start the ops that became live. Sends to oneself are queued at once;
+   receives look at the queue first; ops with a rank of the own group become
+   cc__p2p ops of the local run. */
+static cc_result cc__net_start(cc_comm *c, cc__xop *ops, int n, int *nsops, cc__xdone_fn cb, void *ctx,
+                               const char *what) {
+  cc__net *nt = c->net;
+  int i, again = 1;
+  cc_result r;
+  while (again) {                      /* a callback may make more ops live */
+    again = 0;
+    for (i = 0; i < n; i++) {
+      cc__xop *o = &ops[i];
+      cc__conn *cn = &nt->conn[o->peer];
+      if (!o->live || o->started) continue;
+      o->started = 1;
+      o->done = 0; o->moved = 0; o->hdr_sent = 0; o->sidx = -1;
+      if (o->peer != c->rank && nt->conn[o->peer].fd < 0) {      /* same host */
+        cc__p2p *s = &nt->sops[*nsops];
+        memset(s, 0, sizeof *s);
+        s->is_send = o->is_send;
+        s->peer = nt->lrank[o->peer];
+        s->tag = o->tag;
+        s->buf = o->buf;
+        s->bytes = o->bytes;
+        o->sidx = (*nsops)++;
+        continue;
+      }
+      if (o->is_send) {
+        cc__frame_encode(o->hdr, o->tag, o->bytes);
+        if (o->peer != c->rank) continue;
+        if ((r = cc__uq_copy(c, &cn->uq_head, &cn->uq_tail, o->tag, o->buf, o->bytes, what)) != CC_OK) return r;
+        o->done = 1;
+        o->moved = o->bytes;
+        continue;
+      }
+      if ((r = cc__conn_take_unexp(c, cn, o)) != CC_OK)
+        return cc__net_fail_all(c, ops, n, r, c->rank, what, "%s", c->err);
+      if (o->done && cb) { cb(ctx, ops, i); again = 1; }
+    }
+  }
+  return CC_OK;
+}
+
+/* Run sends and receives over both transports until all live ops are done.
+   cb (if any) is called when a receive completes and may make more ops live. */
+static cc_result cc__net_run(cc_comm *c, cc__xop *ops, int n, cc__xdone_fn cb, void *ctx, const char *what) {
+  cc__net *nt = c->net;
+  uint64_t last = cc__now_ns();
+  int nsops = 0, i;
+  cc_result r;
+  if (nt->sops_cap < n) {
+    cc__p2p *s = (cc__p2p *)CC_MALLOC(sizeof(cc__p2p) * (size_t)n);
+    if (!s) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
+    CC_FREE(nt->sops);
+    nt->sops = s;
+    nt->sops_cap = n;
+  }
+  for (i = 0; i < n; i++) ops[i].started = 0;
+  for (;;) {
+    int progress = 0, all = 1, np = 0, tmo = 0, pending_shm = 0;
+    uint64_t now;
+    if ((r = cc__net_start(c, ops, n, &nsops, cb, ctx, what)) != CC_OK) return r;
+    if (nsops) {
+      if ((r = cc__p2p_step(nt->local, nt->sops, nsops, nt->pulled, &progress)) != CC_OK) {
+        if (!c->failed) cc__fail(c, r, "%s", nt->local->err);
+        cc__net_propagate(c, r, c->rank, nt->local->err, ops, n);
+        return r;
+      }
+      for (i = 0; i < n; i++) {
+        cc__xop *o = &ops[i];
+        if (o->sidx < 0 || o->done || !o->started) continue;
+        if (nt->sops[o->sidx].done) {
+          o->done = 1;
+          o->moved = o->bytes;
+          if (!o->is_send && cb) cb(ctx, ops, i);
+        } else {
+          pending_shm = 1;
+        }
+      }
+    }
+    for (i = 0; i < n; i++) {          /* sends: the first unfinished one per peer */
+      cc__xop *o = &ops[i];
+      int j, first = 1;
+      if (!o->live || o->done || !o->is_send || o->sidx >= 0 || o->peer == c->rank) continue;
+      for (j = 0; j < i && first; j++)
+        if (ops[j].live && ops[j].is_send && !ops[j].done && ops[j].peer == o->peer) first = 0;
+      if (first && (r = cc__conn_write(c, ops, n, o, &progress, what)) != CC_OK) return r;
+    }
+    for (i = 0; i < n; i++) {
+      if (!ops[i].live || ops[i].done) continue;
+      all = 0;
+      if (ops[i].sidx < 0 && ops[i].peer != c->rank && nt->conn[ops[i].peer].eof)
+        return cc__net_lost(c, ops, n, ops[i].peer, 0, what);
+    }
+    if (all) return CC_OK;
+    now = cc__now_ns();
+    if (progress) last = now;
+    else if (now - last >= c->spin_ns) {
+      tmo = pending_shm ? 1 : (int)CC__MIN(50u, (last + c->timeout_ns > now ? (last + c->timeout_ns - now) / CC__MS : 0) + 1);
+    } else if (pending_shm || c->oversub) {
+      sched_yield();
+    }
+    for (i = 0; i < c->size; i++) {
+      int j;
+      if (nt->conn[i].fd < 0 || nt->conn[i].eof) continue;
+      nt->pfd[np].fd = nt->conn[i].fd;
+      nt->pfd[np].events = POLLIN;
+      nt->pfd[np].revents = 0;
+      for (j = 0; j < n; j++)
+        if (ops[j].live && ops[j].is_send && !ops[j].done && ops[j].peer == i && ops[j].sidx < 0) nt->pfd[np].events |= POLLOUT;
+      nt->pfd_rank[np++] = i;
+    }
+    if (np == 0 && tmo) { cc__sleep_ns(pending_shm ? 20000 : (uint64_t)tmo * CC__MS); }
+    else if (poll(nt->pfd, (nfds_t)np, progress ? 0 : tmo) > 0) {
+      for (i = 0; i < np; i++) {
+        if (!(nt->pfd[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+        if ((r = cc__conn_read(c, ops, n, nt->pfd_rank[i], cb, ctx, &progress, what)) != CC_OK) return r;
+      }
+    }
+    if (progress) last = cc__now_ns();
+    if (CC__LOAD_RLX(&c->hdr->fail_code)) return cc__net_take_fail(c, ops, n, what);
+    now = cc__now_ns();
+    if (now - last >= c->timeout_ns) {
+      int who = cc__net_first_pending(c, ops, n);
+      return cc__net_fail_all(c, ops, n, CC_ERR_TIMEOUT, who, what, "rank %d waited %.1f s for rank %d "
+                              "(timeout)", c->rank, (double)(now - last) / 1e9, who);
+    }
+  }
+}
+
+static void cc__xop_set(cc__xop *o, int is_send, int peer, int tag, const void *buf, size_t bytes) {
+  memset(o, 0, sizeof *o);
+  o->is_send = is_send;
+  o->peer = peer;
+  o->tag = tag;
+  o->buf = (unsigned char *)(uintptr_t)buf;
+  o->bytes = bytes;
+  o->live = 1;
+}
+
+/* Send to `to` and receive from `from` (either may be -1), together. */
+static cc_result cc__net_xchg(cc_comm *c, int to, const void *sb, size_t sbytes, int from, void *rb, size_t rbytes,
+                              const char *what) {
+  cc__xop o[2];
+  int n = 0;
+  if (to >= 0) cc__xop_set(&o[n++], 1, to, CC__TAG_COLL, sb, sbytes);
+  if (from >= 0) cc__xop_set(&o[n++], 0, from, CC__TAG_COLL, rb, rbytes);
+  return n ? cc__net_run(c, o, n, NULL, NULL, what) : CC_OK;
+}
+
+/* ---------------------------------------------------------------- reductions */
+
+/* dst = a op b, in that order; a may be overwritten (it is dst or scratch). */
+static void cc__net_fold(cc_comm *c, int op, cc_dtype t, void *dst, void *a, const void *b, size_t count) {
+  if (!count) return;
+  if (op < CC_OP_BUILTIN_COUNT) {
+    const void *s[2];
+    s[0] = a; s[1] = b;
+    cc__reduce_n(dst, s, 2, count, t, op, NULL);
+  } else {
+    const cc__opinfo *o = &c->ops[op - CC__OP_FIRST_USER];
+    o->fn(a, b, count, t, o->user);
+    if (dst != a) memcpy(dst, a, count * cc__dtype_bytes(t));
+  }
+}
+
+/* avg: the sum divided by the number of ranks, once, at the end. */
+static void cc__net_avg(void *buf, size_t count, cc_dtype t, int n) {
+  size_t i;
+  switch (t) {
+  case CC_FLOAT32: case CC_COMPLEX64: {
+    float *p = (float *)buf;
+    for (i = 0; i < count * (t == CC_COMPLEX64 ? 2 : 1); i++) p[i] /= (float)n;
+    break;
+  }
+  case CC_FLOAT64: case CC_COMPLEX128: {
+    double *p = (double *)buf;
+    for (i = 0; i < count * (t == CC_COMPLEX128 ? 2 : 1); i++) p[i] /= (double)n;
+    break;
+  }
+  case CC_FLOAT16: case CC_BFLOAT16: {
+    uint16_t *p = (uint16_t *)buf;
+    for (i = 0; i < count; i++)
+      p[i] = t == CC_FLOAT16 ? cc__float_to_half(cc__half_to_float(p[i]) / (float)n)
+                             : cc__float_to_bf16(cc__bf16_to_float(p[i]) / (float)n);
+    break;
+  }
+  default: break;                      /* integers have no avg */
+  }
+}
+
+/* Scratch memory of the algorithms: one block, grown as needed. */
+static unsigned char *cc__net_scratch(cc_comm *c, size_t bytes) {
+  cc__net *nt = c->net;
+  if (nt->tmp_bytes < bytes) {
+    unsigned char *p = (unsigned char *)CC_MALLOC(bytes);
+    if (!p) return NULL;
+    CC_FREE(nt->tmp);
+    nt->tmp = p;
+    nt->tmp_bytes = bytes;
+  }
+  return nt->tmp ? nt->tmp : (unsigned char *)&nt->tmp_bytes;
+}
+
+/* ---------------------------------------------------------------- algorithms over members
+   M[0..m) are global ranks, one per group taking part; p is this rank's index. */
+
+/* Recursive doubling, in place. Ranks beyond the largest power of two first
+   hand their data to a partner and get the result back at the end. Partners
+   combine lower index first, so every rank ends with the same bits. */
+static cc_result cc__net_allreduce_rd(cc_comm *c, const int *M, int m, int p, void *buf, size_t count,
+                                      cc_dtype t, int op, unsigned char *tmp, const char *what) {
+  size_t bytes = count * cc__dtype_bytes(t);
+  int pof2 = 1, rem, v, mask;
+  cc_result r;
+  while (pof2 * 2 <= m) pof2 *= 2;
+  rem = m - pof2;
+  if (p < 2 * rem) {
+    if (p % 2 == 0) {                  /* hand over, wait for the result */
+      if ((r = cc__net_xchg(c, M[p + 1], buf, bytes, -1, NULL, 0, what)) != CC_OK) return r;
+      return cc__net_xchg(c, -1, NULL, 0, M[p + 1], buf, bytes, what);
+    }
+    if ((r = cc__net_xchg(c, -1, NULL, 0, M[p - 1], tmp, bytes, what)) != CC_OK) return r;
+    cc__net_fold(c, op, t, buf, tmp, buf, count);
+    v = p / 2;
+  } else {
+    v = p - rem;
+  }
+  for (mask = 1; mask < pof2; mask <<= 1) {
+    int pv = v ^ mask, pr = pv < rem ? 2 * pv + 1 : pv + rem;
+    if ((r = cc__net_xchg(c, M[pr], buf, bytes, M[pr], tmp, bytes, what)) != CC_OK) return r;
+    if (pv < v) cc__net_fold(c, op, t, buf, tmp, buf, count);
+    else cc__net_fold(c, op, t, buf, buf, tmp, count);
+  }
+  if (p < 2 * rem) return cc__net_xchg(c, M[p - 1], buf, bytes, -1, NULL, 0, what);
+  return CC_OK;
+}
+
+/* Ring reduce-scatter, pipelined in chunks: at step s this rank sends block
+   (p-s-1) and receives block (p-s-2), folding each chunk as it arrives:
+   acc = received op in. After m-1 steps block p of acc holds the whole
+   reduction ((x[p+1] op x[p+2]) ... op x[p]). */
+typedef struct cc__rs_ctx {
+  cc_comm *c;
+  int op;
+  cc_dtype t;
+  unsigned char *acc, *tmp;
+  const unsigned char *in;
+  size_t base;                         /* byte offset of the block received */
+  int nsend;                           /* ops [0, nsend) are sends */
+} cc__rs_ctx;
+
+static void cc__rs_done(void *ctx, cc__xop *ops, int i) {
+  cc__rs_ctx *x = (cc__rs_ctx *)ctx;
+  size_t es = cc__dtype_bytes(x->t), off = (size_t)(ops[i].buf - x->tmp);
+  cc__net_fold(x->c, x->op, x->t, x->acc + x->base + off, ops[i].buf, x->in + x->base + off, ops[i].bytes / es);
+}
+
+static cc_result cc__net_ring_rs(cc_comm *c, const int *M, int m, int p, const void *in, void *acc, size_t count,
+                                 cc_dtype t, int op, unsigned char *tmp, const char *what) {
+  size_t es = cc__dtype_bytes(t), chunk = CC__MAX(c->net->chunk_bytes / es, (size_t)1) * es;
+  int s, right = M[(p + 1) % m], left = M[(p + m - 1) % m];
+  cc__xop *ops;
+  size_t maxblk = (count / (size_t)m + 1) * es, nch = maxblk / chunk + 2;
+  cc__rs_ctx x;
+  cc_result r = CC_OK;
+  if (m == 1) { if (acc != in && count) memcpy(acc, in, count * es); return CC_OK; }
+  ops = (cc__xop *)CC_MALLOC(sizeof(cc__xop) * 2 * nch);
+  if (!ops) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
+  x.c = c; x.op = op; x.t = t; x.acc = (unsigned char *)acc; x.tmp = tmp; x.in = (const unsigned char *)in;
+  for (s = 0; s < m - 1 && r == CC_OK; s++) {
+    int sb = (p - s - 1 + 2 * m) % m, rb = (p - s - 2 + 2 * m) % m, n = 0;
+    size_t so = cc__part(count, m, sb) * es, sl = cc__part(count, m, sb + 1) * es - so;
+    size_t ro = cc__part(count, m, rb) * es, rl = cc__part(count, m, rb + 1) * es - ro, o;
+    const unsigned char *src = (s == 0 ? (const unsigned char *)in : (const unsigned char *)acc) + so;
+    for (o = 0; o == 0 || o < sl; o += chunk)
+      cc__xop_set(&ops[n++], 1, right, CC__TAG_COLL, src + o, CC__MIN(chunk, sl - o));
+    x.nsend = n;
+    x.base = ro;
+    for (o = 0; o == 0 || o < rl; o += chunk)
+      cc__xop_set(&ops[n++], 0, left, CC__TAG_COLL, tmp + o, CC__MIN(chunk, rl - o));
+    r = cc__net_run(c, ops, n, cc__rs_done, &x, what);
+  }
+  CC_FREE(ops);
+  return r;
+}
+
+/* Ring all-gather of blocks at byte offsets off[j], lengths len[j], in buf. */
+static cc_result cc__net_ring_ag(cc_comm *c, const int *M, int m, int p, void *buf, const size_t *off,
+                                 const size_t *len, const char *what) {
+  int s, right = M[(p + 1) % m], left = M[(p + m - 1) % m];
+  cc_result r;
+  for (s = 0; s < m - 1; s++) {
+    int sb = (p - s + m) % m, rb = (p - s - 1 + 2 * m) % m;
+    if ((r = cc__net_xchg(c, right, (unsigned char *)buf + off[sb], len[sb], left, (unsigned char *)buf + off[rb],
+                          len[rb], what)) != CC_OK) return r;
+  }
+  return CC_OK;
+}
+
+/* Broadcast from index rp: a binomial tree for small messages, a chain
+   pipelined in chunks (each chunk forwarded as soon as it arrives) for large. */
+typedef struct cc__chain_ctx { int nrecv; } cc__chain_ctx;
+
+static void cc__chain_done(void *ctx, cc__xop *ops, int i) {
+  cc__chain_ctx *x = (cc__chain_ctx *)ctx;
+  if (i < x->nrecv) ops[x->nrecv + i].live = 1;     /* forward chunk i */
+}
+
+static cc_result cc__net_bcast(cc_comm *c, const int *M, int m, int p, int rp, void *buf, size_t bytes,
+                               const char *what) {
+  int v = (p - rp + m) % m, mask;
+  cc_result r;
+  if (m == 1) return CC_OK;
+  if (bytes <= c->net->small_bytes || m == 2) {
+    cc__xop o[32];
+    int n = 0;
+    for (mask = 1; mask < m; mask <<= 1)
+      if (v & mask) {
+        if ((r = cc__net_xchg(c, -1, NULL, 0, M[(v - mask + rp) % m], buf, bytes, what)) != CC_OK) return r;
+        break;
+      }
+    for (mask >>= 1; mask > 0; mask >>= 1)
+      if (v + mask < m) cc__xop_set(&o[n++], 1, M[(v + mask + rp) % m], CC__TAG_COLL, buf, bytes);
+    return n ? cc__net_run(c, o, n, NULL, NULL, what) : CC_OK;
+  } else {
+    size_t chunk = CC__MAX(c->net->chunk_bytes, (size_t)1), nch = (bytes + chunk - 1) / chunk, j;
+    int prev = v > 0 ? M[(v - 1 + rp) % m] : -1, next = v + 1 < m ? M[(v + 1 + rp) % m] : -1, n = 0;
+    cc__xop *ops = (cc__xop *)CC_MALLOC(sizeof(cc__xop) * 2 * nch);
+    cc__chain_ctx x;
+    if (!ops) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
+    x.nrecv = prev >= 0 ? (int)nch : 0;
+    for (j = 0; prev >= 0 && j < nch; j++)
+      cc__xop_set(&ops[n++], 0, prev, CC__TAG_COLL, (unsigned char *)buf + j * chunk, CC__MIN(chunk, bytes - j * chunk));
+    for (j = 0; next >= 0 && j < nch; j++) {
+      cc__xop_set(&ops[n], 1, next, CC__TAG_COLL, (unsigned char *)buf + j * chunk, CC__MIN(chunk, bytes - j * chunk));
+      ops[n++].live = prev < 0;
+    }
+    r = cc__net_run(c, ops, n, prev >= 0 && next >= 0 ? cc__chain_done : NULL, &x, what);
+    CC_FREE(ops);
+    return r;
+  }
+}
+
+/* Reduce to index rp: a binomial tree (lower indexes first) for small
+   messages; reduce-scatter then a gather of the blocks for large ones. */
+static cc_result cc__net_reduce(cc_comm *c, const int *M, int m, int p, int rp, const void *in, void *out,
+                                size_t count, cc_dtype t, int op, const char *what) {
+  size_t es = cc__dtype_bytes(t), bytes = count * es;
+  int v = (p - rp + m) % m, mask;
+  unsigned char *tmp, *acc;
+  cc_result r;
+  if (bytes <= c->net->small_bytes || count < (size_t)m) {
+    if (!(tmp = cc__net_scratch(c, 2 * bytes + 1)))
+      return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
+    acc = v == 0 ? (unsigned char *)out : tmp + bytes;
+    if (acc != in && bytes) memcpy(acc, in, bytes);
+    for (mask = 1; mask < m; mask <<= 1) {
+      if (v & mask) return cc__net_xchg(c, M[(v - mask + rp) % m], acc, bytes, -1, NULL, 0, what);
+      if (v + mask < m) {
+        if ((r = cc__net_xchg(c, -1, NULL, 0, M[(v + mask + rp) % m], tmp, bytes, what)) != CC_OK) return r;
+        cc__net_fold(c, op, t, acc, acc, tmp, count);
+      }
+    }
+    return CC_OK;
+  }
+  {
+    size_t maxblk = (count / (size_t)m + 1) * es;
+    cc__xop *ops;
+    int j, n = 0;
+    if (!(tmp = cc__net_scratch(c, maxblk + (p == rp ? 0 : bytes))))
+      return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
+    acc = p == rp ? (unsigned char *)out : tmp + maxblk;
+    if ((r = cc__net_ring_rs(c, M, m, p, in, acc, count, t, op, tmp, what)) != CC_OK) return r;
+    ops = (cc__xop *)CC_MALLOC(sizeof(cc__xop) * (size_t)m);
+    if (!ops) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
+    for (j = 0; j < m; j++) {
+      size_t o = cc__part(count, m, j) * es, l = cc__part(count, m, j + 1) * es - o;
+      if (p == rp && j != p) cc__xop_set(&ops[n++], 0, M[j], CC__TAG_COLL, acc + o, l);
+      if (p != rp && j == p) cc__xop_set(&ops[n++], 1, M[rp], CC__TAG_COLL, acc + o, l);
+    }
+    r = cc__net_run(c, ops, n, NULL, NULL, what);
+    CC_FREE(ops);
+    return r;
+  }
+}
+
+/* All-reduce in place over the members: recursive doubling when small, ring
+   reduce-scatter + all-gather when large. */
+static cc_result cc__net_allreduce(cc_comm *c, const int *M, int m, int p, const void *in, void *out, size_t count,
+                                   cc_dtype t, int op, const char *what) {
+  size_t es = cc__dtype_bytes(t), bytes = count * es;
+  unsigned char *tmp;
+  if (m == 1) { if (out != in && bytes) memcpy(out, in, bytes); return CC_OK; }
+  if (bytes <= c->net->small_bytes || count < (size_t)m) {
+    if (!(tmp = cc__net_scratch(c, bytes + 1))) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
+    if (out != in && bytes) memcpy(out, in, bytes);
+    return cc__net_allreduce_rd(c, M, m, p, out, count, t, op, tmp, what);
+  } else {
+    size_t *ol = (size_t *)CC_MALLOC(sizeof(size_t) * 2 * (size_t)m);
+    int j;
+    cc_result r;
+    if (!ol || !(tmp = cc__net_scratch(c, (count / (size_t)m + 1) * es))) {
+      CC_FREE(ol);
+      return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
+    }
+    r = cc__net_ring_rs(c, M, m, p, in, out, count, t, op, tmp, what);
+    for (j = 0; j < m; j++) {
+      ol[j] = cc__part(count, m, j) * es;
+      ol[m + j] = cc__part(count, m, j + 1) * es - ol[j];
+    }
+    if (r == CC_OK) r = cc__net_ring_ag(c, M, m, p, out, ol, ol + m, what);
+    CC_FREE(ol);
+    return r;
+  }
+}
+
+/* ---------------------------------------------------------------- collectives in net mode */
+
+/* Run a call on the group's shared-memory communicator. */
+static cc_result cc__net_local(cc_comm *c, const cc__call *k) {
+  cc_comm *l = c->net->local;
+  cc_result r;
+  if (!l) return CC_OK;
+  l->ops = c->ops;                     /* user ops are the parent's */
+  l->nops = c->nops;
+  r = cc__exec(l, k);
+  if (r != CC_OK) {
+    if (!c->failed) cc__fail(c, r, "%s", l->err);
+    cc__net_propagate(c, r, c->rank, l->err, NULL, 0);
+  }
+  return r;
+}
+
+static void cc__call_local(cc__call *lk, const cc__call *k, int coll, const void *sb, void *rb, size_t count, int op, int root) {
+  memset(lk, 0, sizeof *lk);
+  lk->coll = coll;
+  lk->sbuf = sb;
+  lk->rbuf = rb;
+  lk->count = count;
+  lk->t = k->t;
+  lk->op = op;
+  lk->root = root;
+}
+
+/* The op the pieces are combined with: avg sums (divided once at the end),
+   premul_sum sums inputs that each rank scaled first. */
+static int cc__net_op(cc_comm *c, int op) {
+  if (op == CC_AVG) return CC_SUM;
+  if (op >= CC__OP_FIRST_USER && c->ops[op - CC__OP_FIRST_USER].kind == 2) return CC_SUM;
+  return op;
+}
+
+/* premul_sum: this rank's input times its scalar, into scratch. */
+static int cc__net_premul(cc_comm *c, const cc__call *k, const void *in, size_t count, unsigned char **own,
+                          const void **out) {
+  const cc__opinfo *o;
+  const void *s[1], *sc[1];
+  *own = NULL;
+  *out = in;
+  if (k->op < CC__OP_FIRST_USER || (o = &c->ops[k->op - CC__OP_FIRST_USER])->kind != 2) return 0;
+  *own = (unsigned char *)CC_MALLOC(count * cc__dtype_bytes(k->t) + 1);
+  if (!*own) return -1;
+  s[0] = in;
+  sc[0] = o->scal;
+  if (count) cc__reduce_n(*own, s, 1, count, k->t, CC__OP_PREMUL, sc);
+  *out = *own;
+  return 0;
+}
+
+/* One rank per group: the root in its group, the lowest rank elsewhere. */
+static int *cc__net_reps(cc_comm *c, int root, int *me) {
+  cc__net *nt = c->net;
+  int *M = (int *)CC_MALLOC(sizeof(int) * (size_t)nt->ngroups), g;
+  if (!M) return NULL;
+  for (g = 0; g < nt->ngroups; g++) M[g] = nt->gfirst[g];
+  if (root >= 0) M[nt->grp[root]] = root;
+  *me = M[nt->grp[c->rank]] == c->rank ? nt->grp[c->rank] : -1;
+  return M;
+}
+
+/* barrier, broadcast, reduce, all_reduce: within the group over shared memory,
+   across groups between one rank of each over TCP. */
+static cc_result cc__net_hier(cc_comm *c, const cc__call *k) {
+  cc__net *nt = c->net;
+  const char *what = cc__coll_names[k->coll];
+  size_t es = cc__dtype_bytes(k->t), bytes = k->count * es;
+  int root = k->coll == CC__BROADCAST || k->coll == CC__REDUCE ? k->root : -1, me, op = cc__net_op(c, k->op);
+  int *M = cc__net_reps(c, root, &me), lroot;
+  unsigned char *own = NULL, *buf = NULL;
+  const void *in;
+  cc__call lk;
+  cc_result r = CC_OK;
+  if (!M) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
+  lroot = nt->lrank[M[nt->grp[c->rank]]];
+  switch (k->coll) {
+  case CC__BARRIER: {
+    unsigned char b = 0;
+    cc__call_local(&lk, k, CC__BARRIER, NULL, NULL, 0, 0, 0);
+    if ((r = cc__net_local(c, &lk)) != CC_OK) break;
+    if (me >= 0 && (r = cc__net_allreduce(c, M, nt->ngroups, me, &b, &b, 1, CC_UINT8, CC_MAX, what)) != CC_OK) break;
+    r = cc__net_local(c, &lk);
+    break;
+  }
+  case CC__BROADCAST:
+    if (me >= 0 && (r = cc__net_bcast(c, M, nt->ngroups, me, nt->grp[root], k->rbuf, bytes, what)) != CC_OK) break;
+    cc__call_local(&lk, k, CC__BROADCAST, k->rbuf, k->rbuf, k->count, 0, lroot);
+    r = cc__net_local(c, &lk);
+    break;
+  case CC__REDUCE: case CC__ALL_REDUCE:
+    if (cc__net_premul(c, k, k->sbuf, k->count, &own, &in) != 0) { r = CC_ERR_NO_MEMORY; break; }
+    /* the group's sum lands in the representative's buffer */
+    if (me >= 0) {
+      int mine = k->coll == CC__ALL_REDUCE || c->rank == root;
+      buf = mine ? (unsigned char *)k->rbuf : (unsigned char *)CC_MALLOC(bytes + 1);
+      if (!buf && !mine) { r = CC_ERR_NO_MEMORY; break; }
+    }
+    if (nt->local) {
+      cc__call_local(&lk, k, CC__REDUCE, in, me >= 0 ? buf : k->rbuf, k->count, op, lroot);
+      if ((r = cc__net_local(c, &lk)) != CC_OK) break;
+      in = buf;
+    }
+    if (me >= 0) {
+      if (k->coll == CC__ALL_REDUCE) r = cc__net_allreduce(c, M, nt->ngroups, me, in, buf, k->count, k->t, op, what);
+      else r = cc__net_reduce(c, M, nt->ngroups, me, nt->grp[root], in, buf, k->count, k->t, op, what);
+      if (r != CC_OK) break;
+      if (k->op == CC_AVG && (k->coll == CC__ALL_REDUCE || c->rank == root)) cc__net_avg(buf, k->count, k->t, c->size);
+    }
+    if (k->coll == CC__ALL_REDUCE && nt->local) {
+      cc__call_local(&lk, k, CC__BROADCAST, k->rbuf, k->rbuf, k->count, 0, lroot);
+      r = cc__net_local(c, &lk);
+    }
+    break;
+  default:
+    r = cc__fail(c, CC_ERR_INVALID_ARG, "internal: %s is not hierarchical", what);
+  }
+  if (r == CC_ERR_NO_MEMORY && !c->failed) cc__fail(c, r, "%s: rank %d: out of memory", what, c->rank);
+  if (buf && buf != k->rbuf) CC_FREE(buf);
+  CC_FREE(own);
+  CC_FREE(M);
+  return r;
+}
+
+/* gather, scatter, all_to_all and their v forms: every rank straight to
+   every other (through shared memory within the group); all_gather(_v) as a
+   ring over all ranks; reduce_scatter as a ring. */
+static cc_result cc__net_flat(cc_comm *c, const cc__call *k) {
+  const char *what = cc__coll_names[k->coll];
+  int n = c->size, me = c->rank, j, nops = 0;
+  size_t es = cc__dtype_bytes(k->t);
+  size_t *a = (size_t *)CC_MALLOC(sizeof(size_t) * 4 * (size_t)n + 1);   /* sd, sc, rd, rc in bytes */
+  cc__xop *ops = (cc__xop *)CC_MALLOC(sizeof(cc__xop) * 2 * (size_t)n);
+  int *M = (int *)CC_MALLOC(sizeof(int) * (size_t)n);
+  const unsigned char *sb = (const unsigned char *)k->sbuf;
+  unsigned char *rb = (unsigned char *)k->rbuf;
+  cc_result r = CC_OK;
+  if (!a || !ops || !M) { r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me); goto out; }
+  for (j = 0; j < n; j++) M[j] = j;
+  for (j = 0; j < n; j++) {
+    size_t cnt = k->count;
+    switch (k->coll) {
+    case CC__GATHER: case CC__ALL_GATHER:
+      a[j] = 0; a[n + j] = cnt * es; a[2 * n + j] = (size_t)j * cnt * es; a[3 * n + j] = cnt * es; break;
+    case CC__SCATTER:
+      a[j] = (size_t)j * cnt * es; a[n + j] = cnt * es; a[2 * n + j] = 0; a[3 * n + j] = cnt * es; break;
+    case CC__ALL_TO_ALL:
+      a[j] = (size_t)j * cnt * es; a[n + j] = cnt * es; a[2 * n + j] = (size_t)j * cnt * es; a[3 * n + j] = cnt * es; break;
+    case CC__GATHER_V: case CC__ALL_GATHER_V:
+      a[j] = 0; a[n + j] = k->scount * es;
+      a[2 * n + j] = k->rd ? k->rd[j] * es : 0; a[3 * n + j] = k->rc ? k->rc[j] * es : 0; break;
+    case CC__SCATTER_V:
+      a[j] = k->sd ? k->sd[j] * es : 0; a[n + j] = k->sc ? k->sc[j] * es : 0;
+      a[2 * n + j] = 0; a[3 * n + j] = k->rcount * es; break;
+    case CC__REDUCE_SCATTER:
+      a[j] = a[n + j] = a[2 * n + j] = a[3 * n + j] = 0; break;
+    default:                           /* all_to_all_v */
+      a[j] = k->sd[j] * es; a[n + j] = k->sc[j] * es; a[2 * n + j] = k->rd[j] * es; a[3 * n + j] = k->rc[j] * es; break;
+    }
+  }
+  switch (k->coll) {
+  case CC__GATHER: case CC__GATHER_V:
+    if (me == k->root) {
+      for (j = 0; j < n; j++)
+        if (j != me) cc__xop_set(&ops[nops++], 0, j, CC__TAG_COLL, rb + a[2 * n + j], a[3 * n + j]);
+      if (sb != rb + a[2 * n + me] && a[n + me]) memmove(rb + a[2 * n + me], sb, a[n + me]);
+    } else {
+      cc__xop_set(&ops[nops++], 1, k->root, CC__TAG_COLL, sb, a[n + me]);
+    }
+    break;
+  case CC__SCATTER: case CC__SCATTER_V:
+    if (me == k->root) {
+      for (j = 0; j < n; j++)
+        if (j != me) cc__xop_set(&ops[nops++], 1, j, CC__TAG_COLL, sb + a[j], a[n + j]);
+      if (rb != sb + a[me] && a[3 * n + me]) memmove(rb, sb + a[me], a[3 * n + me]);
+    } else {
+      cc__xop_set(&ops[nops++], 0, k->root, CC__TAG_COLL, rb, a[3 * n + me]);
+    }
+    break;
+  case CC__ALL_TO_ALL: case CC__ALL_TO_ALL_V: {
+    const unsigned char *src = sb;
+    unsigned char *copy = NULL;
+    if (sb == rb) {                    /* in place: send from a copy */
+      size_t total = 0;
+      for (j = 0; j < n; j++) total = CC__MAX(total, a[j] + a[n + j]);
+      if (!(copy = (unsigned char *)CC_MALLOC(total + 1))) { r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me); goto out; }
+      memcpy(copy, sb, total);
+      src = copy;
+    }
+    for (j = 1; j < n; j++) {          /* in a staggered order, so not all send to one rank first */
+      int to = (me + j) % n, from = (me - j + n) % n;
+      cc__xop_set(&ops[nops++], 1, to, CC__TAG_COLL, src + a[to], a[n + to]);
+      cc__xop_set(&ops[nops++], 0, from, CC__TAG_COLL, rb + a[2 * n + from], a[3 * n + from]);
+    }
+    if (a[n + me]) memmove(rb + a[2 * n + me], src + a[me], a[n + me]);
+    r = cc__net_run(c, ops, nops, NULL, NULL, what);
+    CC_FREE(copy);
+    goto out;
+  }
+  case CC__ALL_GATHER: case CC__ALL_GATHER_V:
+    if (sb != rb + a[2 * n + me] && a[n + me]) memmove(rb + a[2 * n + me], sb, a[n + me]);
+    r = cc__net_ring_ag(c, M, n, me, rb, a + 2 * n, a + 3 * n, what);
+    goto out;
+  case CC__REDUCE_SCATTER: {
+    int op = cc__net_op(c, k->op);
+    size_t count = k->count * (size_t)n, bytes = count * es;
+    unsigned char *own = NULL, *acc = NULL, *tmp;
+    const void *in = NULL;
+    int bad = cc__net_premul(c, k, k->sbuf, count, &own, &in);
+    /* blocks of equal size, so block j is rank j's share */
+    acc = (unsigned char *)CC_MALLOC(bytes + 1);
+    tmp = cc__net_scratch(c, k->count * es + 1);
+    if (bad || !acc || !tmp) r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
+    else r = cc__net_ring_rs(c, M, n, me, in, acc, count, k->t, op, tmp, what);
+    if (r == CC_OK) {
+      memcpy(rb, acc + (size_t)me * k->count * es, k->count * es);
+      if (k->op == CC_AVG) cc__net_avg(rb, k->count, k->t, n);
+    }
+    CC_FREE(own);
+    CC_FREE(acc);
+    goto out;
+  }
+  default:
+    r = cc__fail(c, CC_ERR_INVALID_ARG, "internal: %s is not flat", what);
+    goto out;
+  }
+  r = cc__net_run(c, ops, nops, NULL, NULL, what);
+out:
+  CC_FREE(a);
+  CC_FREE(ops);
+  CC_FREE(M);
+  return r;
+}
+
+/* Sends and receives of a group (or one), over both transports together. */
+static cc_result cc__net_p2p(cc_comm *c, const cc__call *calls, int ncalls, const char *what) {
+  cc__xop *ops = (cc__xop *)CC_MALLOC(sizeof(cc__xop) * (size_t)(ncalls ? ncalls : 1));
+  int i, n = 0;
+  cc_result r;
+  if (!ops) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
+  for (i = 0; i < ncalls; i++) {
+    const cc__call *k = &calls[i];
+    if (k->coll != CC__SEND && k->coll != CC__RECV) continue;
+    cc__xop_set(&ops[n++], k->coll == CC__SEND, k->peer, k->tag, k->coll == CC__SEND ? k->sbuf : k->rbuf,
+                k->count * cc__dtype_bytes(k->t));
+  }
+  r = cc__net_run(c, ops, n, NULL, NULL, what);
+  CC_FREE(ops);
+  return r;
+}
+
+static cc_result cc__net_exec(cc_comm *c, const cc__call *k) {
+  switch (k->coll) {
+  case CC__BARRIER: case CC__BROADCAST: case CC__REDUCE: case CC__ALL_REDUCE:
+    return cc__net_hier(c, k);
+  case CC__SEND: case CC__RECV:
+    return cc__net_p2p(c, k, 1, cc__coll_names[k->coll]);
+  default:
+    return cc__net_flat(c, k);
+  }
+}
+
+/* ---------------------------------------------------------------- handshake
+   Every connection, rendezvous or data, starts with:
+     client -> hello  {magic, version, kind, world, from, to, job[40], nonce_c[16]}   80 bytes
+     server -> chal   {magic, version, status, flags, nonce_s[16], mac_s[32]}         64 bytes
+     client -> resp   {magic, status, mac_c[32]}                                      40 bytes
+     server -> verdict{magic, status}                                                  8 bytes
+   With a token, mac_s = HMAC(token, "cc-s" hello nonce_s) and mac_c =
+   HMAC(token, "cc-c" hello nonce_s): each side proves it knows the token over
+   fresh nonces; the token never travels. Without one, the macs are zero and
+   the magic, version, world size and job identity must still match. */
+
+#define CC__HELLO 80
+#define CC__CHAL  64
+#define CC__RESP  40
+#define CC__VERD  8
+#define CC__REC   256                   /* a rank's record: host id, address, port */
+
+typedef struct cc__hello_t {
+  uint32_t kind, world;                /* kind 1: rendezvous, 2: data */
+  int32_t from, to;
+  char job[40];
+  unsigned char nonce[16];
+} cc__hello_t;
+
+static void cc__hello_encode(unsigned char *p, const cc__hello_t *h) {
+  memset(p, 0, CC__HELLO);
+  cc__put32(p, CC__HS_MAGIC);
+  cc__put32(p + 4, CC__NET_VERSION);
+  cc__put32(p + 8, h->kind);
+  cc__put32(p + 12, h->world);
+  cc__put32(p + 16, (uint32_t)h->from);
+  cc__put32(p + 20, (uint32_t)h->to);
+  memcpy(p + 24, h->job, 40);
+  memcpy(p + 64, h->nonce, 16);
+}
+
+/* A hello from the wire: 0, or -1 when it is not a well-formed one. */
+static int cc__hello_decode(const unsigned char *p, cc__hello_t *h) {
+  int i;
+  if (cc__get32(p) != CC__HS_MAGIC || cc__get32(p + 4) != CC__NET_VERSION) return -1;
+  h->kind = cc__get32(p + 8);
+  h->world = cc__get32(p + 12);
+  h->from = (int32_t)cc__get32(p + 16);
+  h->to = (int32_t)cc__get32(p + 20);
+  memcpy(h->job, p + 24, 40);
+  memcpy(h->nonce, p + 64, 16);
+  if ((h->kind != 1 && h->kind != 2) || h->world < 1 || h->world > (1u << 24)) return -1;
+  if (h->from < 0 || (uint32_t)h->from >= h->world || h->to < 0 || (uint32_t)h->to >= h->world || h->from == h->to) return -1;
+  for (i = 0; i < 40 && h->job[i]; i++)
+    if (!((h->job[i] >= '0' && h->job[i] <= '9') || (h->job[i] >= 'a' && h->job[i] <= 'f'))) return -1;
+  return i < 40 ? 0 : -1;
+}
+
+static void cc__hs_mac(const char *token, const char *side, const unsigned char *hello, const unsigned char *nonce_s,
+                       unsigned char *out) {
+  const void *parts[3];
+  size_t lens[3];
+  parts[0] = side; lens[0] = 4;
+  parts[1] = hello; lens[1] = CC__HELLO;
+  parts[2] = nonce_s; lens[2] = 16;
+  cc__hmac_sha256(token, strlen(token), parts, lens, 3, out);
+}
+
+/* The connecting side. CC_OK, or a code with the reason in why. A refusal
+   for a stale file:// nonce comes back as CC_ERR_INVALID_ARG. */
+static cc_result cc__hs_client(int fd, const cc__hello_t *h, const char *token, uint64_t deadline,
+                               char *why, size_t whylen) {
+  unsigned char hello[CC__HELLO], chal[CC__CHAL], resp[CC__RESP], verd[CC__VERD], mac[32];
+  uint32_t status, flags;
+  cc__hello_encode(hello, h);
+  if (cc__sock_send_all(fd, hello, sizeof hello, deadline) != 0 || cc__sock_recv_all(fd, chal, sizeof chal, deadline) != 0) {
+    snprintf(why, whylen, errno == ETIMEDOUT ? "no answer to the handshake" : "it closed the connection during the handshake");
+    return errno == ETIMEDOUT ? CC_ERR_TIMEOUT : CC_ERR_PEER_LOST;
+  }
+  if (cc__get32(chal) != CC__HS_MAGIC || cc__get32(chal + 4) != CC__NET_VERSION) {
+    snprintf(why, whylen, "it is not a cc rank of this protocol version (bad handshake)");
+    return CC_ERR_AUTH;
+  }
+  status = cc__get32(chal + 8);
+  flags = cc__get32(chal + 12);
+  if (status != 0) {
+    snprintf(why, whylen, "it refused the connection: %s", status == (uint32_t)CC_ERR_MISMATCH ?
+             "another world size or job" : "a stale rendezvous (another job)");
+    return status == (uint32_t)CC_ERR_MISMATCH ? CC_ERR_MISMATCH : CC_ERR_INVALID_ARG;
+  }
+  if ((flags & 1) && !token) { snprintf(why, whylen, "it requires a token (CC_TOKEN) and this rank has none"); return CC_ERR_AUTH; }
+  if (!(flags & 1) && token) { snprintf(why, whylen, "it has no token (CC_TOKEN) and this rank has one"); return CC_ERR_AUTH; }
+  memset(resp, 0, sizeof resp);
+  cc__put32(resp, CC__HS_MAGIC);
+  if (token) {
+    cc__hs_mac(token, "cc-s", hello, chal + 16, mac);
+    if (!cc__ct_equal(mac, chal + 32, 32)) {
+      snprintf(why, whylen, "it does not know this job's token (CC_TOKEN differs)");
+      return CC_ERR_AUTH;
+    }
+    cc__hs_mac(token, "cc-c", hello, chal + 16, resp + 8);
+  }
+  if (cc__sock_send_all(fd, resp, sizeof resp, deadline) != 0 || cc__sock_recv_all(fd, verd, sizeof verd, deadline) != 0) {
+    snprintf(why, whylen, "it closed the connection during the handshake");
+    return CC_ERR_PEER_LOST;
+  }
+  if (cc__get32(verd) != CC__HS_MAGIC || cc__get32(verd + 4) != 0) {
+    snprintf(why, whylen, "it refused this rank's token (CC_TOKEN differs)");
+    return CC_ERR_AUTH;
+  }
+  return CC_OK;
+}
+
+/* The accepting side: 0 with the peer's hello, or -1 (the connection is to be
+   dropped; logged). A peer that says nothing is given 2 s. `job` is what the
+   hello must carry; `me` the rank it must be for (-1: rendezvous, any). */
+static int cc__hs_server(cc_comm *c, int fd, uint32_t kind, uint32_t world, int me, const char *job,
+                         const char *token, uint64_t deadline, cc__hello_t *h) {
+  unsigned char hello[CC__HELLO], chal[CC__CHAL], resp[CC__RESP], verd[CC__VERD], mac[32];
+  uint64_t dl = CC__MIN(deadline, cc__now_ns() + 2 * CC__S);
+  uint32_t status = 0;
+  if (cc__sock_recv_all(fd, hello, sizeof hello, dl) != 0 || cc__hello_decode(hello, h) != 0) {
+    cc__log(c, 1, "comm_init: rank %d: dropped a connection that is not a cc rank (no well-formed hello)", c->rank);
+    return -1;
+  }
+  if (h->kind != kind || h->world != world || (me >= 0 && h->to != me)) status = (uint32_t)CC_ERR_MISMATCH;
+  else if (strncmp(h->job, job, 40) != 0) status = kind == 2 ? (uint32_t)CC_ERR_MISMATCH : (uint32_t)CC_ERR_INVALID_ARG;
+  memset(chal, 0, sizeof chal);
+  cc__put32(chal, CC__HS_MAGIC);
+  cc__put32(chal + 4, CC__NET_VERSION);
+  cc__put32(chal + 8, status);
+  cc__put32(chal + 12, token ? 1u : 0u);
+  cc__random(chal + 16, 16);
+  if (token) cc__hs_mac(token, "cc-s", hello, chal + 16, chal + 32);
+  if (cc__sock_send_all(fd, chal, sizeof chal, dl) != 0) return -1;
+  if (status != 0) {
+    cc__log(c, 1, "comm_init: rank %d: refused rank %d of %s (world size %u)", c->rank, (int)h->from,
+            status == (uint32_t)CC_ERR_MISMATCH ? "another job" : "a stale rendezvous", h->world);
+    return -1;
+  }
+  if (cc__sock_recv_all(fd, resp, sizeof resp, dl) != 0 || cc__get32(resp) != CC__HS_MAGIC) {
+    cc__log(c, 1, "comm_init: rank %d: a peer claiming to be rank %d gave up during the handshake", c->rank, (int)h->from);
+    return -1;
+  }
+  memset(verd, 0, sizeof verd);
+  cc__put32(verd, CC__HS_MAGIC);
+  if (token) {
+    cc__hs_mac(token, "cc-c", hello, chal + 16, mac);
+    if (!cc__ct_equal(mac, resp + 8, 32)) {
+      cc__put32(verd + 4, (uint32_t)CC_ERR_AUTH);
+      (void)cc__sock_send_all(fd, verd, sizeof verd, dl);
+      cc__log(c, 1, "comm_init: rank %d: refused a connection claiming to be rank %d: wrong token", c->rank, (int)h->from);
+      return -1;
+    }
+  }
+  if (cc__sock_send_all(fd, verd, sizeof verd, dl) != 0) return -1;
+  return 0;
+}
+
+/* ---------------------------------------------------------------- records */
+
+typedef struct cc__rec {
+  char host[176];                      /* host identity (cc__host_id) */
+  char ip[64];                         /* where this rank's data port listens */
+  uint32_t port;
+  char extra[12];                      /* split: a name for the group's segment */
+} cc__rec;
+
+static void cc__rec_encode(unsigned char *p, const cc__rec *r) {
+  memset(p, 0, CC__REC);
+  memcpy(p, r->host, 176);
+  memcpy(p + 176, r->ip, 64);
+  cc__put32(p + 240, r->port);
+  memcpy(p + 244, r->extra, 12);
+}
+
+/* A record from the wire: 0, or -1 when malformed. */
+static int cc__rec_decode(const unsigned char *p, cc__rec *r) {
+  unsigned char a[16];
+  memcpy(r->host, p, 176);
+  memcpy(r->ip, p + 176, 64);
+  r->port = cc__get32(p + 240);
+  memcpy(r->extra, p + 244, 12);
+  if (!memchr(r->host, 0, 176) || !memchr(r->ip, 0, 64) || !memchr(r->extra, 0, 12) || !r->host[0]) return -1;
+  if (r->port == 0 || r->port > 65535) return -1;
+  if (inet_pton(AF_INET, r->ip, a) != 1 && inet_pton(AF_INET6, r->ip, a) != 1) return -1;
+  return 0;
+}
+
+/* The address this rank listens on: CC_SOCKET_IFNAME's, else the one its
+   route to `toward` leaves from, else loopback. Never all interfaces. */
+static cc_result cc__net_pick_addr(const char *toward, char *ip, size_t iplen, char *why, size_t whylen) {
+  const char *ifn = getenv("CC_SOCKET_IFNAME");
+  snprintf(ip, iplen, "127.0.0.1");
+  if (ifn && *ifn) {
+    struct ifaddrs *ifa = NULL, *i;
+    int found = 0;
+    if (getifaddrs(&ifa) != 0) { snprintf(why, whylen, "getifaddrs failed"); return CC_ERR_SYSTEM; }
+    for (i = ifa; i && found < 2; i = i->ifa_next) {   /* IPv4 first, then IPv6 */
+      if (!i->ifa_addr || strcmp(i->ifa_name, ifn) != 0) continue;
+      if (i->ifa_addr->sa_family == AF_INET) {
+        inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, ip, (socklen_t)iplen);
+        found = 2;
+      } else if (i->ifa_addr->sa_family == AF_INET6 && !found) {
+        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr, ip, (socklen_t)iplen);
+        found = 1;
+      }
+    }
+    freeifaddrs(ifa);
+    if (!found) { snprintf(why, whylen, "CC_SOCKET_IFNAME=%s: no such interface with an address", ifn); return CC_ERR_INVALID_ARG; }
+    return CC_OK;
+  }
+  if (toward && *toward) {
+    struct sockaddr_storage sa, me;
+    socklen_t salen, mlen = sizeof me;
+    int fd;
+    if (cc__sock_resolve(toward, 9, &sa, &salen) != 0) return CC_OK;
+    fd = socket(sa.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return CC_OK;
+    if (connect(fd, (struct sockaddr *)&sa, salen) == 0 && getsockname(fd, (struct sockaddr *)&me, &mlen) == 0) {
+      if (me.ss_family == AF_INET) inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)&me)->sin_addr, ip, (socklen_t)iplen);
+      else inet_ntop(AF_INET6, &((struct sockaddr_in6 *)(void *)&me)->sin6_addr, ip, (socklen_t)iplen);
+    }
+    close(fd);
+  }
+  return CC_OK;
+}
+
+/* Listen on ip, port 0 (the kernel picks). Fills rec->ip, rec->port. */
+static int cc__net_listen(cc__rec *rec) {
+  struct sockaddr_storage sa;
+  socklen_t salen;
+  int fd;
+  if (cc__sock_resolve(rec->ip, 0, &sa, &salen) != 0) { errno = EADDRNOTAVAIL; return -1; }
+  fd = cc__sock_listen(&sa, salen, 256);
+  if (fd < 0) return -1;
+  salen = sizeof sa;
+  if (getsockname(fd, (struct sockaddr *)&sa, &salen) != 0) { close(fd); return -1; }
+  rec->port = ntohs(sa.ss_family == AF_INET ? ((struct sockaddr_in *)(void *)&sa)->sin_port
+                                            : ((struct sockaddr_in6 *)(void *)&sa)->sin6_port);
+  return fd;
+}
+
+/* ---------------------------------------------------------------- building a net-mode communicator */
+
+static void cc__net_free(cc_comm *c) {
+  cc__net *nt = c->net;
+  int i;
+  if (!nt) return;
+  for (i = 0; nt->conn && i < c->size; i++) {
+    cc__conn *cn = &nt->conn[i];
+    if (cn->fd >= 0) { shutdown(cn->fd, SHUT_WR); close(cn->fd); }
+    while (cn->uq_head) { cc__umsg *m = cn->uq_head; cn->uq_head = m->next; CC_FREE(m->data); CC_FREE(m); }
+    if (cn->in_unexp) { CC_FREE(cn->in_unexp->data); CC_FREE(cn->in_unexp); }
+    CC_FREE(cn->stage);
+  }
+  if (nt->local) {
+    nt->local->ops = NULL;
+    nt->local->nops = 0;
+    if (nt->local->ctl) CC__STORE_SC(&nt->local->ctl[nt->local->rank].departed, 1u);
+    if (nt->local->hdr) cc__notify(nt->local);
+    cc__comm_free(nt->local);
+  }
+  CC_FREE(nt->grp); CC_FREE(nt->lrank); CC_FREE(nt->gfirst); CC_FREE(nt->gsize);
+  CC_FREE(nt->conn); CC_FREE(nt->pfd); CC_FREE(nt->pfd_rank); CC_FREE(nt->sops); CC_FREE(nt->pulled);
+  CC_FREE(nt->tmp);
+  CC_FREE(nt->token);
+  CC_FREE(nt);
+  c->net = NULL;
+  c->hdr = NULL;
+}
+
+/* Make c (rank, size, jobid, timeout set; no segment) a net-mode communicator
+   from every rank's record: group by host (each rank alone when tcp), connect
+   to every rank of another group (connect to lower ranks, accept the higher),
+   then map the group's segment, named prefix-g<first rank>. lfd: this rank's
+   listening socket (closed here). */
+static cc_result cc__net_build(cc_comm *c, const cc__rec *recs, int lfd, int tcp_only, const char *prefix,
+                               const char *token, const char *what) {
+  cc__net *nt = (cc__net *)CC_MALLOC(sizeof *nt);
+  int n = c->size, me = c->rank, i, j, nlocal = 0, hl = 0;
+  uint64_t deadline = cc__now_ns() + c->timeout_ns;
+  char why[160];
+  cc_result r = CC_OK;
+  if (!nt) { close(lfd); return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me); }
+  memset(nt, 0, sizeof *nt);
+  c->net = nt;
+  c->hdr = &nt->own_hdr;
+  nt->tcp_only = tcp_only;
+  snprintf(nt->ip, sizeof nt->ip, "%s", recs[me].ip);
+  if (token && (nt->token = (char *)CC_MALLOC(strlen(token) + 1)) != NULL) memcpy(nt->token, token, strlen(token) + 1);
+  nt->grp = (int *)CC_MALLOC(sizeof(int) * (size_t)n);
+  nt->lrank = (int *)CC_MALLOC(sizeof(int) * (size_t)n);
+  nt->gfirst = (int *)CC_MALLOC(sizeof(int) * (size_t)n);
+  nt->gsize = (int *)CC_MALLOC(sizeof(int) * (size_t)n);
+  nt->conn = (cc__conn *)CC_MALLOC(sizeof(cc__conn) * (size_t)n);
+  nt->pfd = (struct pollfd *)CC_MALLOC(sizeof(struct pollfd) * (size_t)n);
+  nt->pfd_rank = (int *)CC_MALLOC(sizeof(int) * (size_t)n);
+  nt->pulled = (int *)CC_MALLOC(sizeof(int) * (size_t)n);
+  if (!nt->grp || !nt->lrank || !nt->gfirst || !nt->gsize || !nt->conn || !nt->pfd || !nt->pfd_rank || !nt->pulled) {
+    close(lfd);
+    return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
+  }
+  memset(nt->conn, 0, sizeof(cc__conn) * (size_t)n);
+  for (i = 0; i < n; i++) nt->conn[i].fd = -1;
+  nt->small_bytes = cc__env_size("CC_NET_SMALL_BYTES", 64u << 10, 0, (size_t)1 << 40);
+  nt->chunk_bytes = cc__env_size("CC_NET_CHUNK", 512u << 10, 4096, (size_t)1 << 30);
+  /* groups, by first appearance; the true host for local_rank/local_size */
+  for (i = 0; i < n; i++) {
+    int g = -1;
+    for (j = 0; j < i && g < 0; j++)
+      if (!tcp_only && strcmp(recs[i].host, recs[j].host) == 0) g = nt->grp[j];
+    if (g < 0) { g = nt->ngroups++; nt->gfirst[g] = i; nt->gsize[g] = 0; }
+    nt->grp[i] = g;
+    nt->lrank[i] = nt->gsize[g]++;
+    if (strcmp(recs[i].host, recs[me].host) == 0) { if (i < me) hl++; nlocal++; }
+  }
+  c->local_rank = hl;
+  c->local_size = nlocal;
+  /* connections: to lower ranks first, then accept the higher ones */
+  for (j = 0; j < me && r == CC_OK; j++) {
+    cc__hello_t h;
+    struct sockaddr_storage sa;
+    socklen_t salen;
+    uint64_t pause = 10 * CC__MS;
+    if (nt->grp[j] == nt->grp[me]) continue;
+    if (cc__sock_resolve(recs[j].ip, (int)recs[j].port, &sa, &salen) != 0) {
+      r = cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: cannot resolve rank %d's address %s", what, me, j, recs[j].ip);
+      break;
+    }
+    memset(&h, 0, sizeof h);
+    h.kind = 2; h.world = (uint32_t)n; h.from = me; h.to = j;
+    memcpy(h.job, c->jobid, 33);
+    cc__random(h.nonce, 16);
+    for (;;) {
+      int fd = cc__sock_connect(&sa, salen, CC__MIN(deadline, cc__now_ns() + CC__S));
+      if (fd >= 0) {
+        r = cc__hs_client(fd, &h, token, deadline, why, sizeof why);
+        if (r == CC_OK) { nt->conn[j].fd = fd; break; }
+        close(fd);
+        r = cc__fail(c, r, "%s: rank %d: rank %d at %s port %u: %s", what, me, j, recs[j].ip, recs[j].port, why);
+        break;
+      }
+      if (cc__now_ns() + pause >= deadline) {
+        cc__strerr(errno, why, sizeof why);
+        r = cc__fail(c, CC_ERR_TIMEOUT, "%s: rank %d: cannot connect to rank %d at %s port %u within the timeout: %s",
+                     what, me, j, recs[j].ip, recs[j].port, why);
+        break;
+      }
+      cc__sleep_ns(pause);
+      pause = CC__MIN(pause * 2, 200 * CC__MS);
+    }
+  }
+  for (;;) {
+    int missing = -1;
+    cc__hello_t h;
+    int fd;
+    if (r != CC_OK) break;
+    for (j = me + 1; j < n; j++) if (nt->grp[j] != nt->grp[me] && nt->conn[j].fd < 0) { missing = j; break; }
+    if (missing < 0) break;
+    fd = cc__sock_accept(lfd, deadline);
+    if (fd < 0) {
+      r = cc__fail(c, CC_ERR_TIMEOUT, "%s: rank %d: rank %d did not connect within the timeout", what, me, missing);
+      break;
+    }
+    if (cc__hs_server(c, fd, 2, (uint32_t)n, me, c->jobid, token, deadline, &h) != 0 || h.from <= me ||
+        nt->grp[h.from] == nt->grp[me] || nt->conn[h.from].fd >= 0) {
+      close(fd);
+      continue;
+    }
+    nt->conn[h.from].fd = fd;
+  }
+  close(lfd);
+  for (j = 0; j < n && r == CC_OK; j++)
+    if (nt->conn[j].fd >= 0 && !(nt->conn[j].stage = (unsigned char *)CC_MALLOC(CC__STAGE)))
+      r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
+  /* the group's shared memory */
+  if (r == CC_OK && nt->gsize[nt->grp[me]] > 1) {
+    char name[128];
+    cc_comm *l = cc__comm_new(nt->lrank[me], nt->gsize[nt->grp[me]], NULL);
+    if (!l) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
+    l->timeout_ns = c->timeout_ns;
+    memcpy(l->jobid, c->jobid, sizeof l->jobid);
+    nt->local = l;
+    snprintf(name, sizeof name, "%s-g%d", prefix, nt->gfirst[nt->grp[me]]);
+    r = cc__shm_join(l, name, nt->lrank[me] == 0, what);
+    if (r == CC_OK) r = cc__comm_ready(l);
+    if (r != CC_OK) {
+      if (nt->lrank[me] == 0) cc__shm_unlink(name);
+      return cc__fail(c, r, "%s", l->err);
+    }
+    c->hdr = l->hdr;
+  }
+  return r;
+}
+
+/* ---------------------------------------------------------------- rendezvous
+   env:// and tcp://: rank 0 listens on MASTER_ADDR:MASTER_PORT (file://: on
+   a port it writes into the file), every other rank connects (retrying with
+   backoff until it is up), shakes hands and sends its record; once all are
+   in, rank 0 answers each with the job identity and every record:
+     reply {magic, status, world, missing, job[40]} + world records
+   and closes the port. */
+
+#define CC__REPLY 56
+
+static cc_result cc__rdv_serve(cc_comm *c, int lfd, const char *where, const char *nonce, const char *token,
+                               cc__rec *recs, char *jobid) {
+  uint64_t deadline = cc__now_ns() + c->timeout_ns;
+  int n = c->size, got = 0, i, *fds = (int *)CC_MALLOC(sizeof(int) * (size_t)n), missing = -1;
+  unsigned char *table = (unsigned char *)CC_MALLOC((size_t)n * CC__REC + CC__REPLY);
+  cc_result r = CC_OK;
+  if (!fds || !table) {
+    CC_FREE(fds); CC_FREE(table);
+    return cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: rank 0: out of memory");
+  }
+  for (i = 0; i < n; i++) fds[i] = -1;
+  while (got < n - 1) {
+    cc__hello_t h;
+    unsigned char rb[CC__REC];
+    int fd = cc__sock_accept(lfd, deadline);
+    if (fd < 0) {
+      for (missing = 1; missing < n && fds[missing] >= 0; missing++) {}
+      r = cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank 0: rank %d (and %d more) did not join the rendezvous at %s "
+                   "within the timeout", missing, n - 2 - got, where);
+      break;
+    }
+    if (cc__hs_server(c, fd, 1, (uint32_t)n, 0, nonce, token, deadline, &h) != 0) { close(fd); continue; }
+    if (fds[h.from] >= 0 || cc__sock_recv_all(fd, rb, sizeof rb, CC__MIN(deadline, cc__now_ns() + 2 * CC__S)) != 0 ||
+        cc__rec_decode(rb, &recs[h.from]) != 0) {
+      cc__log(c, 1, "comm_init: rank 0: dropped a second or malformed hello from rank %d", (int)h.from);
+      close(fd);
+      continue;
+    }
+    fds[h.from] = fd;
+    got++;
+  }
+  if (r == CC_OK) cc__random_hex(jobid, 32);
+  memset(table, 0, CC__REPLY);
+  cc__put32(table, CC__HS_MAGIC);
+  cc__put32(table + 4, (uint32_t)r);
+  cc__put32(table + 8, (uint32_t)n);
+  cc__put32(table + 12, (uint32_t)missing);
+  if (r == CC_OK) memcpy(table + 16, jobid, 33);
+  for (i = 0; i < n; i++) cc__rec_encode(table + CC__REPLY + (size_t)i * CC__REC, &recs[i]);
+  for (i = 1; i < n; i++) {            /* answer everyone who came, even on failure */
+    if (fds[i] < 0) continue;
+    if (cc__sock_send_all(fds[i], table, r == CC_OK ? CC__REPLY + (size_t)n * CC__REC : CC__REPLY,
+                          cc__now_ns() + 5 * CC__S) != 0 && r == CC_OK)
+      r = cc__fail(c, CC_ERR_PEER_LOST, "comm_init: rank 0: rank %d hung up during the rendezvous", i);
+    close(fds[i]);
+  }
+  CC_FREE(fds);
+  CC_FREE(table);
+  return r;
+}
+
+/* One attempt to join: CC_OK, or a code (CC_ERR_INVALID_ARG: a stale
+   file:// rendezvous; the caller retries). *connected: a socket was made. */
+static cc_result cc__rdv_join(cc_comm *c, const struct sockaddr_storage *sa, socklen_t salen, const char *where,
+                              const char *nonce, const char *token, cc__rec *recs, char *jobid, uint64_t deadline,
+                              int *connected) {
+  int n = c->size, fd, i;
+  cc__hello_t h;
+  unsigned char reply[CC__REPLY], rb[CC__REC];
+  char why[160];
+  cc_result r;
+  *connected = 0;
+  fd = cc__sock_connect(sa, salen, CC__MIN(deadline, cc__now_ns() + CC__S));
+  if (fd < 0) return CC_ERR_TIMEOUT;
+  *connected = 1;
+  memset(&h, 0, sizeof h);
+  h.kind = 1; h.world = (uint32_t)n; h.from = c->rank; h.to = 0;
+  snprintf(h.job, sizeof h.job, "%s", nonce);
+  cc__random(h.nonce, 16);
+  r = cc__hs_client(fd, &h, token, deadline, why, sizeof why);
+  if (r != CC_OK) {
+    close(fd);
+    if (r == CC_ERR_INVALID_ARG) return r;
+    return cc__fail(c, r, "comm_init: rank %d: rank 0 at %s: %s", c->rank, where, why);
+  }
+  cc__rec_encode(rb, &recs[c->rank]);
+  /* rank 0 answers everyone once all are in, at the latest when its own
+     timeout ends: wait a little longer than ours */
+  if (cc__sock_send_all(fd, rb, sizeof rb, deadline) != 0 ||
+      cc__sock_recv_all(fd, reply, sizeof reply, deadline + 2 * CC__S) != 0) {
+    int timed_out = errno == ETIMEDOUT;
+    close(fd);
+    return cc__fail(c, timed_out ? CC_ERR_TIMEOUT : CC_ERR_PEER_LOST, "comm_init: rank %d: rank 0 at %s %s",
+                    c->rank, where, timed_out ? "did not answer within the timeout" : "hung up during the rendezvous");
+  }
+  if (cc__get32(reply) != CC__HS_MAGIC || cc__get32(reply + 8) != (uint32_t)n) {
+    close(fd);
+    return cc__fail(c, CC_ERR_AUTH, "comm_init: rank %d: %s is not the rank 0 of this job (bad answer)", c->rank, where);
+  }
+  if (cc__get32(reply + 4) != 0) {
+    uint32_t st = cc__get32(reply + 4);
+    close(fd);
+    if (st == (uint32_t)CC_ERR_TIMEOUT)
+      return cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank %d: rank %d did not join the rendezvous at %s within the "
+                      "timeout", c->rank, (int)cc__get32(reply + 12), where);
+    return cc__fail(c, st < (uint32_t)CC_RESULT_COUNT ? (cc_result)st : CC_ERR_SYSTEM,
+                    "comm_init: rank %d: rank 0 failed the rendezvous", c->rank);
+  }
+  memcpy(jobid, reply + 16, 40);
+  jobid[39] = 0;
+  for (i = 0; i < n; i++) {
+    if (cc__sock_recv_all(fd, rb, sizeof rb, deadline + 2 * CC__S) != 0 || cc__rec_decode(rb, &recs[i]) != 0) {
+      close(fd);
+      return cc__fail(c, CC_ERR_PEER_LOST, "comm_init: rank %d: the table from rank 0 at %s is cut short or "
+                      "malformed", c->rank, where);
+    }
+  }
+  close(fd);
+  if (!cc__is_jobid(jobid))
+    return cc__fail(c, CC_ERR_AUTH, "comm_init: rank %d: rank 0 at %s sent a malformed job id", c->rank, where);
+  return CC_OK;
+}
+
+/* file:///PATH: "cc-rendezvous 2 IP PORT NONCE\n", written by rank 0 under an
+   fcntl write lock; read under a read lock. A stale file (an earlier job)
+   names a port nobody listens on, or a rank 0 that refuses our nonce: the
+   reader waits and reads again. Locks die with their process. */
+static int cc__file_lock(int fd, short type, uint64_t deadline) {
+  struct flock fl;
+  memset(&fl, 0, sizeof fl);
+  fl.l_type = type;
+  fl.l_whence = SEEK_SET;
+  while (fcntl(fd, F_SETLK, &fl) != 0) {
+    if (errno != EACCES && errno != EAGAIN && errno != EINTR) return -1;
+    if (cc__now_ns() >= deadline) { errno = ETIMEDOUT; return -1; }
+    cc__sleep_ns(2 * CC__MS);
+  }
+  return 0;
+}
+
+static int cc__file_unlock(int fd) {
+  struct flock fl;
+  memset(&fl, 0, sizeof fl);
+  fl.l_type = F_UNLCK;
+  fl.l_whence = SEEK_SET;
+  return fcntl(fd, F_SETLK, &fl);
+}
+
+/* Parse the file's line: 0, or -1. */
+static int cc__file_parse(const char *s, char *ip, size_t iplen, int *port, char *nonce) {
+  char a[64], b[40];
+  long p;
+  int v, used = 0;
+  unsigned char tmp[16];
+  if (sscanf(s, "cc-rendezvous %d %63s %ld %39s%n", &v, a, &p, b, &used) != 4 || v != 2) return -1;
+  if (p <= 0 || p > 65535 || !cc__is_jobid(b) || strlen(a) >= iplen) return -1;
+  if (inet_pton(AF_INET, a, tmp) != 1 && inet_pton(AF_INET6, a, tmp) != 1) return -1;
+  snprintf(ip, iplen, "%s", a);
+  *port = (int)p;
+  snprintf(nonce, 40, "%s", b);
+  return 0;
+}
+
+/* The rendezvous, by method. recs[c->rank] is this rank's record on entry;
+   on success recs holds every rank's and jobid the job identity. */
+static cc_result cc__rendezvous(cc_comm *c, const char *host, int port, const char *path, const char *token,
+                                cc__rec *recs, char *jobid) {
+  uint64_t deadline = cc__now_ns() + c->timeout_ns, pause = 10 * CC__MS;
+  char where[300], why[128], nonce[40] = "";
+  struct sockaddr_storage sa;
+  socklen_t salen;
+  int gr;
+  if (path) snprintf(where, sizeof where, "file://%s", path);
+  else snprintf(where, sizeof where, "%s port %d", host, port);
+  if (c->rank == 0) {
+    int lfd, ffd = -1;
+    cc_result r;
+    if (path) {
+      cc__rec tmp;
+      char line[160];
+      memset(&tmp, 0, sizeof tmp);
+      snprintf(tmp.ip, sizeof tmp.ip, "%s", recs[0].ip);
+      if ((lfd = cc__net_listen(&tmp)) < 0) {
+        cc__strerr(errno, why, sizeof why);
+        return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank 0: cannot listen on %s: %s", tmp.ip, why);
+      }
+      cc__random_hex(nonce, 32);
+      snprintf(line, sizeof line, "cc-rendezvous 2 %s %u %s\n", tmp.ip, tmp.port, nonce);
+      ffd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+      if (ffd < 0 || cc__file_lock(ffd, F_WRLCK, deadline) != 0 || ftruncate(ffd, 0) != 0 ||
+          pwrite(ffd, line, strlen(line), 0) != (ssize_t)strlen(line)) {
+        cc__strerr(errno, why, sizeof why);
+        if (ffd >= 0) close(ffd);
+        close(lfd);
+        return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank 0: cannot write the rendezvous file %s: %s", path, why);
+      }
+      cc__file_unlock(ffd);
+    } else {
+      if ((gr = cc__sock_resolve(host, port, &sa, &salen)) != 0)
+        return cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank 0: cannot resolve MASTER_ADDR '%s': %s", host, gai_strerror(gr));
+      if ((lfd = cc__sock_listen(&sa, salen, 256)) < 0) {
+        cc__strerr(errno, why, sizeof why);
+        return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank 0: cannot listen on %s port %d%s: %s", host, port,
+                        errno == EADDRINUSE ? " (the port is in use: another job, or pick another MASTER_PORT)" : "", why);
+      }
+    }
+    r = cc__rdv_serve(c, lfd, where, nonce, token, recs, jobid);
+    close(lfd);
+    if (ffd >= 0) {                    /* remove the file if it is still ours */
+      char buf[160];
+      ssize_t k;
+      if (cc__file_lock(ffd, F_WRLCK, cc__now_ns() + CC__S) == 0) {
+        k = pread(ffd, buf, sizeof buf - 1, 0);
+        buf[k > 0 ? k : 0] = 0;
+        if (strstr(buf, nonce)) unlink(path);
+        cc__file_unlock(ffd);
+      }
+      close(ffd);
+    }
+    return r;
+  }
+  if (!path && (gr = cc__sock_resolve(host, port, &sa, &salen)) != 0)
+    return cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank %d: cannot resolve MASTER_ADDR '%s': %s", c->rank, host,
+                    gai_strerror(gr));
+  for (;;) {
+    int connected = 0;
+    cc_result r = CC_ERR_TIMEOUT;
+    int ok = 1;
+    if (path) {
+      char buf[160], ip[64];
+      int fd = open(path, O_RDONLY | O_CLOEXEC), p = 0;
+      ssize_t k = -1;
+      ok = 0;
+      if (fd >= 0) {
+        if (cc__file_lock(fd, F_RDLCK, deadline) == 0) {
+          k = pread(fd, buf, sizeof buf - 1, 0);
+          cc__file_unlock(fd);
+        }
+        close(fd);
+        buf[k > 0 ? k : 0] = 0;
+        if (cc__file_parse(buf, ip, sizeof ip, &p, nonce) == 0 && cc__sock_resolve(ip, p, &sa, &salen) == 0) ok = 1;
+      }
+    }
+    if (ok) {
+      r = cc__rdv_join(c, &sa, salen, where, nonce, token, recs, jobid, deadline, &connected);
+      if (r == CC_OK) return r;
+      if (connected && r != CC_ERR_INVALID_ARG) return r;
+    }
+    if (cc__now_ns() + pause >= deadline) {
+      cc__strerr(errno, why, sizeof why);
+      return cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank %d: cannot reach rank 0 at %s within the timeout%s%s",
+                      c->rank, where, path && !ok ? " (no valid rendezvous file)" : ": ", path && !ok ? "" : why);
+    }
+    cc__sleep_ns(pause);
+    pause = CC__MIN(pause * 2, 500 * CC__MS);
+  }
+}
+
+/* Every rank's record through an existing shared-memory world (ccrun on one
+   host, cc_spawn): an all_gather in the arena. */
+static cc_result cc__exchange_shm(cc_comm *w, const cc__rec *mine, cc__rec *recs) {
+  unsigned char *all = (unsigned char *)CC_MALLOC((size_t)w->size * CC__REC), one[CC__REC];
+  cc__call k;
+  cc_result r;
+  int i;
+  if (!all) return cc__fail(w, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", w->rank);
+  cc__rec_encode(one, mine);
+  memset(&k, 0, sizeof k);
+  k.coll = CC__ALL_GATHER; k.sbuf = one; k.rbuf = all; k.count = CC__REC; k.t = CC_UINT8;
+  r = cc__exec(w, &k);
+  for (i = 0; r == CC_OK && i < w->size; i++)
+    if (cc__rec_decode(all + (size_t)i * CC__REC, &recs[i]) != 0)
+      r = cc__fail(w, CC_ERR_SYSTEM, "comm_init: rank %d: rank %d's record is malformed", w->rank, i);
+  CC_FREE(all);
+  return r;
+}
+
+#endif /* CC_NO_TCP */
 
 static int cc__world_inits;            /* world communicators made by this process */
 
@@ -2646,23 +4492,60 @@ CC_API void cc_config_init(cc_config *cfg) {
   cfg->world_size = -1;
 }
 
-static int cc__is_jobid(const char *s) {
-  size_t i;
-  if (!s) return 0;
-  for (i = 0; s[i]; i++)
-    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')) || i >= 32) return 0;
-  return i >= 16;
+
+#ifndef CC_NO_TCP
+/* A ready shared-memory world becomes a net-mode one (CC_TRANSPORT=tcp under
+   ccrun or cc_spawn): the ranks swap records through the arena, connect, and
+   the segment is let go. */
+static cc_result cc__net_from_shm(cc_comm **pc, const char *token, int idx) {
+  cc_comm *w = *pc, *nc;
+  cc__rec *recs = (cc__rec *)CC_MALLOC(sizeof(cc__rec) * (size_t)w->size), mine;
+  char why[160], prefix[96];
+  int lfd;
+  cc_result r;
+  if (!recs) return cc__fail(w, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", w->rank);
+  memset(&mine, 0, sizeof mine);
+  cc__host_id(mine.host, sizeof mine.host);
+  if ((r = cc__net_pick_addr(NULL, mine.ip, sizeof mine.ip, why, sizeof why)) != CC_OK) {
+    CC_FREE(recs);
+    return cc__fail(w, r, "comm_init: rank %d: %s", w->rank, why);
+  }
+  if ((lfd = cc__net_listen(&mine)) < 0) {
+    cc__strerr(errno, why, sizeof why);
+    CC_FREE(recs);
+    return cc__fail(w, CC_ERR_SYSTEM, "comm_init: rank %d: cannot listen on %s: %s", w->rank, mine.ip, why);
+  }
+  if ((r = cc__exchange_shm(w, &mine, recs)) != CC_OK) { close(lfd); CC_FREE(recs); return r; }
+  nc = cc__comm_new(w->rank, w->size, NULL);
+  if (!nc) { close(lfd); CC_FREE(recs); return cc__fail(w, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", w->rank); }
+  nc->timeout_ns = w->timeout_ns;
+  memcpy(nc->jobid, w->jobid, sizeof nc->jobid);
+  snprintf(prefix, sizeof prefix, "/cc-%s-t%d", w->jobid, idx);
+  r = cc__net_build(nc, recs, lfd, 1, prefix, token, "comm_init");
+  CC_FREE(recs);
+  if (r != CC_OK) {
+    cc__fail(w, r, "%s", nc->err);
+    cc__comm_free(nc);
+    return r;
+  }
+  CC__STORE_SC(&w->ctl[w->rank].departed, 1u);
+  cc__comm_free(w);
+  *pc = nc;
+  return CC_OK;
 }
+#endif
 
 CC_API cc_result cc_comm_init(cc_comm **out, const cc_config *cfg) {
   const char *method = cfg && cfg->init_method ? cfg->init_method : "env://";
   const char *transport = cfg && cfg->transport ? cfg->transport : getenv("CC_TRANSPORT");
   const char *jobid_env = getenv("CC_JOB_ID");
+  const char *token = cfg && cfg->token ? cfg->token : getenv("CC_TOKEN");
+  const char *path = NULL;
   char jobid[40], name[96], host[256];
-  int rank, size, lsize, port = -1, idx;
-  name[0] = 0;
+  int rank, size, lsize, port = -1, idx, tcp_only = 0;
   cc_comm *c;
   cc_result r;
+  name[0] = 0;
   cc__tls_err[0] = 0;
   if (!out) return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: out is NULL");
   *out = NULL;
@@ -2670,19 +4553,17 @@ CC_API cc_result cc_comm_init(cc_comm **out, const cc_config *cfg) {
     cc__log(NULL, 1, "%s", cc__tls_err);
     return r;
   }
-  if (transport && *transport && strcmp(transport, "auto") && strcmp(transport, "shm")) {
-    if (!strcmp(transport, "tcp"))
-      return cc__fail(NULL, CC_ERR_UNSUPPORTED, "comm_init: rank %d: CC_TRANSPORT=tcp: this build has no TCP "
-                      "transport yet", rank);
+  (void)lsize;                         /* hosts are told apart by their identity */
+  if (token && !*token) token = NULL;
+  if (transport && *transport && strcmp(transport, "auto") && strcmp(transport, "shm") && strcmp(transport, "tcp"))
     return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: rank %d: transport '%s' is not auto, shm or tcp",
                     rank, transport);
-  }
-  if (size > CC__MAX_LOCAL)
-    return cc__fail(NULL, CC_ERR_UNSUPPORTED, "comm_init: rank %d: %d ranks on one host; at most %d are "
-                    "supported", rank, size, CC__MAX_LOCAL);
-  if (lsize != size)
-    return cc__fail(NULL, CC_ERR_UNSUPPORTED, "comm_init: rank %d: LOCAL_WORLD_SIZE=%d of WORLD_SIZE=%d: jobs "
-                    "over several hosts need the TCP transport, which this build does not have yet", rank, lsize, size);
+  tcp_only = transport && !strcmp(transport, "tcp");
+#ifdef CC_NO_TCP
+  if (tcp_only && size > 1)
+    return cc__fail(NULL, CC_ERR_UNSUPPORTED, "comm_init: rank %d: CC_TRANSPORT=tcp: this build has no TCP transport "
+                    "(CC_NO_TCP)", rank);
+#endif
   host[0] = 0;
   if (!strncmp(method, "tcp://", 6)) {
     const char *colon = strrchr(method + 6, ':');
@@ -2702,7 +4583,10 @@ CC_API cc_result cc_comm_init(cc_comm **out, const cc_config *cfg) {
     port = (int)p;
     jobid_env = NULL;                  /* an explicit rendezvous wins */
   } else if (!strncmp(method, "file://", 7)) {
-    return cc__fail(NULL, CC_ERR_UNSUPPORTED, "comm_init: init_method file:// is not built yet");
+    path = method + 7;
+    if (path[0] != '/')
+      return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: init_method '%s' is not file:///ABSOLUTE/PATH", method);
+    jobid_env = NULL;
   } else if (strcmp(method, "env://") != 0) {
     return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: init_method '%s' is not env://, tcp://HOST:PORT "
                     "or file:///PATH", method);
@@ -2723,40 +4607,96 @@ CC_API cc_result cc_comm_init(cc_comm **out, const cc_config *cfg) {
     else cc__random_hex(jobid, 32);     /* split segments are named after it: ccrun cleans by job */
     r = cc__seg_attach(c, seg, L.total);
     if (r != CC_OK) cc__shm_unmap(seg, L.total);
-  } else {
-    if (jobid_env && cc__is_jobid(jobid_env)) {
-      snprintf(jobid, sizeof jobid, "%s", jobid_env);
-      r = CC_OK;
-    } else if (jobid_env && *jobid_env) {
+    if (r == CC_OK) r = cc__comm_ready(c);
+  } else if (jobid_env && *jobid_env) {  /* ccrun on one host: meet in shared memory */
+    if (!cc__is_jobid(jobid_env)) {
       r = cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank %d: CC_JOB_ID='%.40s' is not 16 to 32 hex digits",
                    rank, jobid_env);
+    } else if (size > CC__MAX_LOCAL) {
+      r = cc__fail(c, CC_ERR_UNSUPPORTED, "comm_init: rank %d: %d ranks on one host; at most %d are supported",
+                   rank, size, CC__MAX_LOCAL);
     } else {
+      snprintf(jobid, sizeof jobid, "%s", jobid_env);
+      snprintf(name, sizeof name, "/cc-%s-w%d", jobid, idx);
+      r = cc__shm_join(c, name, rank == 0, "comm_init");
+      if (r == CC_OK) r = cc__comm_ready(c);
+      if (r == CC_OK) memcpy(c->jobid, jobid, 33);
 #ifndef CC_NO_TCP
-      const char *ma = getenv("MASTER_ADDR"), *mp = getenv("MASTER_PORT");
-      r = CC_OK;
-      if (port < 0) {
-        long p;
-        int have = cc__env_long("MASTER_PORT", &p);
+      if (r == CC_OK && tcp_only) {
+        r = cc__net_from_shm(&c, token, idx);
+        name[0] = 0;
+      }
+#endif
+    }
+  } else {
+#ifndef CC_NO_TCP
+    cc__rec *recs = NULL;
+    const char *ma = getenv("MASTER_ADDR"), *mp = getenv("MASTER_PORT");
+    char why[160];
+    int lfd = -1, one_host = 1, i;
+    r = CC_OK;
+    if (port < 0 && !path) {
+      long p;
+      int have;
+      if ((!ma || !*ma) && getenv("SLURM_JOB_NODELIST")) {     /* Slurm: the job's first host */
+        if (cc__hostlist_first(getenv("SLURM_JOB_NODELIST"), host, sizeof host) != 0)
+          r = cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank %d: SLURM_JOB_NODELIST='%.100s' is not a host list",
+                       rank, getenv("SLURM_JOB_NODELIST"));
+        ma = host;
+      }
+      if (r == CC_OK && (!mp || !*mp) && ma && *ma && getenv("SLURM_JOB_ID") && cc__env_long("SLURM_JOB_ID", &p) > 0) {
+        port = 20000 + (int)(p % 20000);                       /* the same on every host of the job */
+      } else if (r == CC_OK) {
+        have = cc__env_long("MASTER_PORT", &p);
         if (!ma || !*ma || !mp || !*mp)
           r = cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank %d of %d: not started by ccrun (no CC_JOB_ID), "
                        "and MASTER_ADDR/MASTER_PORT are not set for an env:// rendezvous", rank, size);
         else if (have < 0 || p <= 0 || p > 65535)
           r = cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank %d: MASTER_PORT='%s' is not a port", rank, mp);
-        else { snprintf(host, sizeof host, "%s", ma); port = (int)p; }
+        else port = (int)p;
       }
-      if (r == CC_OK) r = cc__tcp_rendezvous(c, host, port, jobid);
-      idx = 0;
-#else
-      r = cc__fail(c, CC_ERR_UNSUPPORTED, "comm_init: rank %d: no CC_JOB_ID (not started by ccrun) and this "
-                   "build has no TCP rendezvous (CC_NO_TCP) for %s port %d", rank, host[0] ? host : "MASTER_ADDR", port);
-#endif
+      if (r == CC_OK && ma != host) snprintf(host, sizeof host, "%s", ma);
     }
+    if (r == CC_OK && !(recs = (cc__rec *)CC_MALLOC(sizeof(cc__rec) * (size_t)size)))
+      r = cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", rank);
     if (r == CC_OK) {
-      snprintf(name, sizeof name, "/cc-%s-w%d", jobid, idx);
-      r = cc__shm_join(c, name, rank == 0, "comm_init");
+      memset(recs, 0, sizeof(cc__rec) * (size_t)size);
+      cc__host_id(recs[rank].host, sizeof recs[rank].host);
+      r = cc__net_pick_addr(path ? NULL : host, recs[rank].ip, sizeof recs[rank].ip, why, sizeof why);
+      if (r != CC_OK) cc__fail(c, r, "comm_init: rank %d: %s", rank, why);
     }
+    if (r == CC_OK && (lfd = cc__net_listen(&recs[rank])) < 0) {
+      cc__strerr(errno, why, sizeof why);
+      r = cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank %d: cannot listen on %s: %s", rank, recs[rank].ip, why);
+    }
+    if (r == CC_OK) r = cc__rendezvous(c, host, port, path, token, recs, jobid);
+    for (i = 1; r == CC_OK && i < size; i++) if (strcmp(recs[i].host, recs[0].host) != 0) one_host = 0;
+    idx = 0;
+    if (r == CC_OK) memcpy(c->jobid, jobid, 33);
+    if (r == CC_OK && one_host && !tcp_only) {                /* all on one host: shared memory only */
+      close(lfd);
+      lfd = -1;
+      if (size > CC__MAX_LOCAL)
+        r = cc__fail(c, CC_ERR_UNSUPPORTED, "comm_init: rank %d: %d ranks on one host; at most %d are supported",
+                     rank, size, CC__MAX_LOCAL);
+      else {
+        snprintf(name, sizeof name, "/cc-%s-w%d", jobid, idx);
+        r = cc__shm_join(c, name, rank == 0, "comm_init");
+        if (r == CC_OK) r = cc__comm_ready(c);
+      }
+    } else if (r == CC_OK) {
+      char prefix[96];
+      snprintf(prefix, sizeof prefix, "/cc-%s-w%d", jobid, idx);
+      r = cc__net_build(c, recs, lfd, tcp_only, prefix, token, "comm_init");
+      lfd = -1;
+    }
+    if (lfd >= 0) close(lfd);
+    CC_FREE(recs);
+#else
+    r = cc__fail(c, CC_ERR_UNSUPPORTED, "comm_init: rank %d: no CC_JOB_ID (not started by ccrun) and this "
+                 "build has no TCP rendezvous (CC_NO_TCP) for %s port %d", rank, host[0] ? host : "MASTER_ADDR", port);
+#endif
   }
-  if (r == CC_OK) r = cc__comm_ready(c);
   if (r != CC_OK) {
     if (size > 1 && name[0]) cc__shm_unlink(name);   /* a rank that never came: leave nothing behind */
     snprintf(cc__tls_err, sizeof cc__tls_err, "%s", c->err);
@@ -2764,8 +4704,8 @@ CC_API cc_result cc_comm_init(cc_comm **out, const cc_config *cfg) {
     return r;
   }
   memcpy(c->jobid, jobid, 33);
-  cc__log(c, 2, "comm_init: rank %d of %d ready (job %s, %s)", rank, size, jobid,
-          c->oversub ? "more ranks than CPUs: yielding waits" : "spinning waits");
+  cc__log(c, 2, "comm_init: rank %d of %d ready (job %s, %s%s)", rank, size, jobid,
+          c->net ? "tcp" : "shared memory", c->oversub ? ", more ranks than CPUs: yielding waits" : "");
   *out = c;
   return CC_OK;
 }
@@ -2781,6 +4721,9 @@ CC_API size_t cc_dtype_size(cc_dtype t) { return cc__dtype_bytes(t); }
 
 /* Run one call now. */
 static cc_result cc__exec(cc_comm *c, const cc__call *k) {
+#ifndef CC_NO_TCP
+  if (c->net) return cc__net_exec(c, k);
+#endif
   switch (k->coll) {
   case CC__BARRIER: return cc__run_barrier(c, k);
   case CC__BROADCAST: return cc__run_broadcast(c, k);
@@ -2817,6 +4760,9 @@ static cc_result cc__run_batch(cc_comm *c, cc__batch *b) {
   if (r != CC_OK) return r;
   for (i = 0; i < b->n; i++) if (b->calls[i].coll == CC__SEND || b->calls[i].coll == CC__RECV) n++;
   if (!n) return CC_OK;
+#ifndef CC_NO_TCP
+  if (c->net) return cc__net_p2p(c, b->calls, b->n, "group");
+#endif
   ops = (cc__p2p *)CC_MALLOC(sizeof(cc__p2p) * (size_t)n);
   if (!ops) return cc__fail(c, CC_ERR_NO_MEMORY, "group_end: rank %d: out of memory", c->rank);
   memset(ops, 0, sizeof(cc__p2p) * (size_t)n);
@@ -3431,6 +5377,94 @@ CC_API cc_result cc_comm_destroy(cc_comm *c) {
   return CC_OK;
 }
 
+#ifndef CC_NO_TCP
+/* comm_split in net mode: every rank's (color, key) and a fresh record go
+   round in an all_gather; each new communicator is then built like a world:
+   shared memory alone when its ranks share a host, else net mode. */
+static cc_result cc__net_split(cc_comm *c, int color, int key, cc_comm **out) {
+  const char *what = "comm_split";
+  cc__net *nt = c->net;
+  int n = c->size, me = c->rank, j, m = 0, newrank = 0, lfd = -1, one_host = 1;
+  size_t rb = 8 + CC__REC;
+  unsigned char *all = (unsigned char *)CC_MALLOC(rb * (size_t)(n + 1)), *mine;
+  cc__rec *recs = (cc__rec *)CC_MALLOC(sizeof(cc__rec) * (size_t)n), rec;
+  int *order = (int *)CC_MALLOC(sizeof(int) * (size_t)n);
+  char why[160], prefix[96];
+  cc__call k;
+  cc_comm *nc = NULL;
+  cc_result r = CC_OK;
+  if (!all || !recs || !order) { r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me); goto out; }
+  mine = all + rb * (size_t)n;
+  memset(&rec, 0, sizeof rec);
+  cc__host_id(rec.host, sizeof rec.host);
+  snprintf(rec.ip, sizeof rec.ip, "%s", nt->ip);
+  cc__random_hex(rec.extra, 10);
+  if (color != CC_UNDEFINED && (lfd = cc__net_listen(&rec)) < 0) {
+    cc__strerr(errno, why, sizeof why);
+    r = cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: cannot listen on %s: %s", what, me, rec.ip, why);
+    rec.port = 1;                      /* still take part, so no rank waits */
+  }
+  if (color == CC_UNDEFINED) rec.port = 1;
+  cc__put32(mine, (uint32_t)color);
+  cc__put32(mine + 4, (uint32_t)key);
+  cc__rec_encode(mine + 8, &rec);
+  memset(&k, 0, sizeof k);
+  k.coll = CC__ALL_GATHER; k.sbuf = mine; k.rbuf = all; k.count = rb; k.t = CC_UINT8;
+  {
+    cc_result r2 = cc__net_flat(c, &k);
+    if (r2 != CC_OK) { r = r2; goto out; }
+  }
+  if (r != CC_OK || color == CC_UNDEFINED) goto out;
+  for (j = 0; j < n; j++) {            /* my group, ordered by (key, rank) */
+    int cj = (int)cc__get32(all + rb * (size_t)j), kj = (int)cc__get32(all + rb * (size_t)j + 4), i;
+    if (cj != color) continue;
+    if (kj < key || (kj == key && j < me)) newrank++;
+    for (i = m; i > 0; i--) {          /* insertion by (key, rank) */
+      int ko = (int)cc__get32(all + rb * (size_t)order[i - 1] + 4);
+      if (ko <= kj) break;
+      order[i] = order[i - 1];
+    }
+    order[i] = j;
+    m++;
+  }
+  for (j = 0; j < m; j++) {
+    if (cc__rec_decode(all + rb * (size_t)order[j] + 8, &recs[j]) != 0) {
+      r = cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: rank %d's record is malformed", what, me, order[j]);
+      goto out;
+    }
+    if (strcmp(recs[j].host, recs[0].host) != 0) one_host = 0;
+  }
+  nc = cc__comm_new(newrank, m, NULL);
+  if (!nc) { r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me); goto out; }
+  nc->timeout_ns = c->timeout_ns;
+  nc->oversub = c->oversub;
+  nc->spin_ns = c->spin_ns;
+  memcpy(nc->jobid, c->jobid, sizeof c->jobid);
+  snprintf(prefix, sizeof prefix, "/cc-%s-s%s", c->jobid, recs[0].extra);
+  if (one_host && !nt->tcp_only) {
+    close(lfd);
+    lfd = -1;
+    r = cc__shm_join(nc, prefix, newrank == 0, what);
+    if (r == CC_OK) r = cc__comm_ready(nc);
+  } else {
+    r = cc__net_build(nc, recs, lfd, nt->tcp_only, prefix, nt->token, what);
+    lfd = -1;
+  }
+  if (r != CC_OK) cc__fail(c, r, "%s", nc->err);
+out:
+  if (lfd >= 0) close(lfd);
+  CC_FREE(all);
+  CC_FREE(recs);
+  CC_FREE(order);
+  if (r != CC_OK) {
+    if (nc) cc__comm_free(nc);
+    return r;
+  }
+  *out = nc;
+  return CC_OK;
+}
+#endif
+
 CC_API cc_result cc_comm_split(cc_comm *c, int color, int key, cc_comm **out) {
   const char *what = "comm_split";
   int n, me, j, m = 0, newrank = 0, leader = -1;
@@ -3447,6 +5481,9 @@ CC_API cc_result cc_comm_split(cc_comm *c, int color, int key, cc_comm **out) {
   if (c->group_depth > 0) return cc__bad(c, "%s: not allowed inside a group", what);
   cc__drain(c);
   if ((r = cc__ready(c, what)) != CC_OK) return r;
+#ifndef CC_NO_TCP
+  if (c->net) return cc__net_split(c, color, key, out);
+#endif
   n = c->size;
   me = c->rank;
   ck = (int32_t *)CC_MALLOC(sizeof(int32_t) * 2 * (size_t)n);
