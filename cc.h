@@ -3194,6 +3194,14 @@ static cc_result cc__net_run(cc_comm *c, cc__xop *ops, int n, cc__xdone_fn cb, v
     int progress = 0, all = 1, np = 0, tmo = 0, pending_shm = 0;
     uint64_t now;
     if ((r = cc__net_start(c, ops, n, &nsops, cb, ctx, what)) != CC_OK) return r;
+    for (i = 0; i < n; i++) {          /* receives from oneself: a send of this run may have queued it */
+      cc__xop *o = &ops[i];
+      if (o->live && !o->done && !o->is_send && o->peer == c->rank) {
+        if ((r = cc__conn_take_unexp(c, &nt->conn[c->rank], o)) != CC_OK)
+          return cc__net_fail_all(c, ops, n, r, c->rank, what, "%s", c->err);
+        if (o->done) { progress = 1; if (cb) cb(ctx, ops, i); }
+      }
+    }
     if (nsops) {
       if ((r = cc__p2p_step(nt->local, nt->sops, nsops, nt->pulled, &progress)) != CC_OK) {
         if (!c->failed) cc__fail(c, r, "%s", nt->local->err);
@@ -3284,20 +3292,6 @@ static cc_result cc__net_xchg(cc_comm *c, int to, const void *sb, size_t sbytes,
 
 /* ---------------------------------------------------------------- reductions */
 
-/* dst = a op b, in that order; a may be overwritten (it is dst or scratch). */
-static void cc__net_fold(cc_comm *c, int op, cc_dtype t, void *dst, void *a, const void *b, size_t count) {
-  if (!count) return;
-  if (op < CC_OP_BUILTIN_COUNT) {
-    const void *s[2];
-    s[0] = a; s[1] = b;
-    cc__reduce_n(dst, s, 2, count, t, op, NULL);
-  } else {
-    const cc__opinfo *o = &c->ops[op - CC__OP_FIRST_USER];
-    o->fn(a, b, count, t, o->user);
-    if (dst != a) memcpy(dst, a, count * cc__dtype_bytes(t));
-  }
-}
-
 /* avg: the sum divided by the number of ranks, once, at the end. */
 static void cc__net_avg(void *buf, size_t count, cc_dtype t, int n) {
   size_t i;
@@ -3323,99 +3317,99 @@ static void cc__net_avg(void *buf, size_t count, cc_dtype t, int n) {
   }
 }
 
-/* Scratch memory of the algorithms: one block, grown as needed. */
-static unsigned char *cc__net_scratch(cc_comm *c, size_t bytes) {
-  cc__net *nt = c->net;
-  if (nt->tmp_bytes < bytes) {
-    unsigned char *p = (unsigned char *)CC_MALLOC(bytes);
-    if (!p) return NULL;
-    CC_FREE(nt->tmp);
-    nt->tmp = p;
-    nt->tmp_bytes = bytes;
-  }
-  return nt->tmp ? nt->tmp : (unsigned char *)&nt->tmp_bytes;
-}
-
 /* ---------------------------------------------------------------- algorithms over members
    M[0..m) are global ranks, one per group taking part; p is this rank's index. */
 
-/* Recursive doubling, in place. Ranks beyond the largest power of two first
-   hand their data to a partner and get the result back at the end. Partners
-   combine lower index first, so every rank ends with the same bits. */
-static cc_result cc__net_allreduce_rd(cc_comm *c, const int *M, int m, int p, void *buf, size_t count,
-                                      cc_dtype t, int op, unsigned char *tmp, const char *what) {
-  size_t bytes = count * cc__dtype_bytes(t);
-  int pof2 = 1, rem, v, mask;
-  cc_result r;
-  while (pof2 * 2 <= m) pof2 *= 2;
-  rem = m - pof2;
-  if (p < 2 * rem) {
-    if (p % 2 == 0) {                  /* hand over, wait for the result */
-      if ((r = cc__net_xchg(c, M[p + 1], buf, bytes, -1, NULL, 0, what)) != CC_OK) return r;
-      return cc__net_xchg(c, -1, NULL, 0, M[p + 1], buf, bytes, what);
-    }
-    if ((r = cc__net_xchg(c, -1, NULL, 0, M[p - 1], tmp, bytes, what)) != CC_OK) return r;
-    cc__net_fold(c, op, t, buf, tmp, buf, count);
-    v = p / 2;
-  } else {
-    v = p - rem;
+/* dst = srcs[0] op srcs[1] op ... op srcs[m-1], a left fold in member order
+   (dst may be one of the sources). */
+static void cc__net_foldn(cc_comm *c, int op, cc_dtype t, void *dst, const void *const *srcs, int m, size_t count) {
+  size_t es = cc__dtype_bytes(t);
+  if (!count) return;
+  if (op < CC_OP_BUILTIN_COUNT) {
+    cc__reduce_n(dst, srcs, m, count, t, op, NULL);
+  } else {                             /* a user op: through a copy, dst may alias a source */
+    const cc__opinfo *o = &c->ops[op - CC__OP_FIRST_USER];
+    unsigned char *acc = (unsigned char *)CC_MALLOC(count * es);
+    int j;
+    if (!acc) { memset(dst, 0, count * es); return; }
+    memcpy(acc, srcs[0], count * es);
+    for (j = 1; j < m; j++) o->fn(acc, srcs[j], count, t, o->user);
+    memcpy(dst, acc, count * es);
+    CC_FREE(acc);
   }
-  for (mask = 1; mask < pof2; mask <<= 1) {
-    int pv = v ^ mask, pr = pv < rem ? 2 * pv + 1 : pv + rem;
-    if ((r = cc__net_xchg(c, M[pr], buf, bytes, M[pr], tmp, bytes, what)) != CC_OK) return r;
-    if (pv < v) cc__net_fold(c, op, t, buf, tmp, buf, count);
-    else cc__net_fold(c, op, t, buf, buf, tmp, count);
-  }
-  if (p < 2 * rem) return cc__net_xchg(c, M[p - 1], buf, bytes, -1, NULL, 0, what);
-  return CC_OK;
 }
 
-/* Ring reduce-scatter, pipelined in chunks: at step s this rank sends block
-   (p-s-1) and receives block (p-s-2), folding each chunk as it arrives:
-   acc = received op in. After m-1 steps block p of acc holds the whole
-   reduction ((x[p+1] op x[p+2]) ... op x[p]). */
-typedef struct cc__rs_ctx {
+/* Reduce-scatter by direct exchange: every member sends block q of its input
+   to member q (in chunks, every socket busy both ways) and folds the m pieces
+   of its own block, chunk by chunk as they arrive, in member order:
+   out = in[0] op in[1] op ... op in[m-1], exactly as on one host. Blocks are
+   cut by cc__part; out receives this member's block. */
+typedef struct cc__drs_ctx {
   cc_comm *c;
-  int op;
+  int op, m, p, nrecv;
   cc_dtype t;
-  unsigned char *acc, *tmp;
-  const unsigned char *in;
-  size_t base;                         /* byte offset of the block received */
-  int nsend;                           /* ops [0, nsend) are sends */
-} cc__rs_ctx;
+  size_t chunk, blen;                  /* chunk and block length, elements */
+  const unsigned char *mine;           /* this member's own piece of its block */
+  unsigned char *scratch, *out;        /* m-1 pieces of blen elements; the result */
+  int *arrived;                        /* per chunk */
+  const void **srcs;
+} cc__drs_ctx;
 
-static void cc__rs_done(void *ctx, cc__xop *ops, int i) {
-  cc__rs_ctx *x = (cc__rs_ctx *)ctx;
-  size_t es = cc__dtype_bytes(x->t), off = (size_t)(ops[i].buf - x->tmp);
-  cc__net_fold(x->c, x->op, x->t, x->acc + x->base + off, ops[i].buf, x->in + x->base + off, ops[i].bytes / es);
+static void cc__drs_done(void *ctx, cc__xop *ops, int i) {
+  cc__drs_ctx *x = (cc__drs_ctx *)ctx;
+  size_t es = cc__dtype_bytes(x->t), ch = (size_t)(i % (int)((x->blen + x->chunk - 1) / x->chunk + !x->blen));
+  size_t off = ch * x->chunk, n = CC__MIN(x->chunk, x->blen - off);
+  int j, q;
+  (void)ops;
+  if (++x->arrived[ch] < x->m - 1) return;
+  for (j = 0, q = 0; j < x->m; j++) {
+    if (j == x->p) x->srcs[j] = x->mine + off * es;
+    else x->srcs[j] = x->scratch + ((size_t)q++ * x->blen + off) * es;
+  }
+  cc__net_foldn(x->c, x->op, x->t, x->out + off * es, x->srcs, x->m, n);
 }
 
-static cc_result cc__net_ring_rs(cc_comm *c, const int *M, int m, int p, const void *in, void *acc, size_t count,
-                                 cc_dtype t, int op, unsigned char *tmp, const char *what) {
-  size_t es = cc__dtype_bytes(t), chunk = CC__MAX(c->net->chunk_bytes / es, (size_t)1) * es;
-  int s, right = M[(p + 1) % m], left = M[(p + m - 1) % m];
+static cc_result cc__net_rs_direct(cc_comm *c, const int *M, int m, int p, const void *in, void *out, size_t count,
+                                   cc_dtype t, int op, const char *what) {
+  size_t es = cc__dtype_bytes(t), chunk = CC__MAX(c->net->chunk_bytes / es, (size_t)1);
+  size_t blen = cc__part(count, m, p + 1) - cc__part(count, m, p), nch = blen ? (blen + chunk - 1) / chunk : 1, o;
+  size_t maxch = (count / (size_t)m + 1 + chunk - 1) / chunk + 1, n = 0;
+  const unsigned char *src = (const unsigned char *)in;
   cc__xop *ops;
-  size_t maxblk = (count / (size_t)m + 1) * es, nch = maxblk / chunk + 2;
-  cc__rs_ctx x;
-  cc_result r = CC_OK;
-  if (m == 1) { if (acc != in && count) memcpy(acc, in, count * es); return CC_OK; }
-  ops = (cc__xop *)CC_MALLOC(sizeof(cc__xop) * 2 * nch);
-  if (!ops) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
-  x.c = c; x.op = op; x.t = t; x.acc = (unsigned char *)acc; x.tmp = tmp; x.in = (const unsigned char *)in;
-  for (s = 0; s < m - 1 && r == CC_OK; s++) {
-    int sb = (p - s - 1 + 2 * m) % m, rb = (p - s - 2 + 2 * m) % m, n = 0;
-    size_t so = cc__part(count, m, sb) * es, sl = cc__part(count, m, sb + 1) * es - so;
-    size_t ro = cc__part(count, m, rb) * es, rl = cc__part(count, m, rb + 1) * es - ro, o;
-    const unsigned char *src = (s == 0 ? (const unsigned char *)in : (const unsigned char *)acc) + so;
-    for (o = 0; o == 0 || o < sl; o += chunk)
-      cc__xop_set(&ops[n++], 1, right, CC__TAG_COLL, src + o, CC__MIN(chunk, sl - o));
-    x.nsend = n;
-    x.base = ro;
-    for (o = 0; o == 0 || o < rl; o += chunk)
-      cc__xop_set(&ops[n++], 0, left, CC__TAG_COLL, tmp + o, CC__MIN(chunk, rl - o));
-    r = cc__net_run(c, ops, n, cc__rs_done, &x, what);
+  cc__drs_ctx x;
+  int q, j;
+  cc_result r;
+  if (m == 1) { if (out != in && count) memcpy(out, in, count * es); return CC_OK; }
+  ops = (cc__xop *)CC_MALLOC(sizeof(cc__xop) * (size_t)(m - 1) * (nch + maxch));
+  x.scratch = (unsigned char *)CC_MALLOC((size_t)(m - 1) * blen * es + 1);
+  x.arrived = (int *)CC_MALLOC(sizeof(int) * nch);
+  x.srcs = (const void **)CC_MALLOC(sizeof(void *) * (size_t)m);
+  if (!ops || !x.scratch || !x.arrived || !x.srcs) {
+    CC_FREE(ops); CC_FREE(x.scratch); CC_FREE(x.arrived); CC_FREE(x.srcs);
+    return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
   }
-  CC_FREE(ops);
+  memset(x.arrived, 0, sizeof(int) * nch);
+  x.c = c; x.op = op; x.m = m; x.p = p; x.t = t; x.chunk = chunk; x.blen = blen;
+  x.mine = src + cc__part(count, m, p) * es;
+  x.out = (unsigned char *)out;
+  /* receives first (ops [0, (m-1)*nch): piece q, chunk i at index q*nch + i) */
+  for (q = 0, j = 0; j < m; j++) {
+    size_t i;
+    if (j == p) continue;
+    for (i = 0; i < nch; i++)
+      cc__xop_set(&ops[n++], 0, M[j], CC__TAG_COLL, x.scratch + ((size_t)q * blen + i * chunk) * es,
+                  blen ? CC__MIN(chunk, blen - i * chunk) * es : 0);
+    q++;
+  }
+  x.nrecv = (int)n;
+  for (j = 1; j < m; j++) {            /* sends, staggered: member p+1 first */
+    int to = (p + j) % m;
+    size_t bo = cc__part(count, m, to), bl = cc__part(count, m, to + 1) - bo;
+    for (o = 0; o == 0 || o < bl; o += chunk)
+      cc__xop_set(&ops[n++], 1, M[to], CC__TAG_COLL, src + (bo + o) * es, bl ? CC__MIN(chunk, bl - o) * es : 0);
+  }
+  r = cc__net_run(c, ops, (int)n, cc__drs_done, &x, what);
+  CC_FREE(ops); CC_FREE(x.scratch); CC_FREE(x.arrived); CC_FREE(x.srcs);
   return r;
 }
 
@@ -3476,73 +3470,85 @@ static cc_result cc__net_bcast(cc_comm *c, const int *M, int m, int p, int rp, v
   }
 }
 
-/* Reduce to index rp: a binomial tree (lower indexes first) for small
-   messages; reduce-scatter then a gather of the blocks for large ones. */
+/* Reduce to index rp. Small: every member sends its input to the root, which
+   folds them in member order. Large: reduce-scatter by direct exchange, then
+   the blocks go to the root. Either way the root holds the left fold. */
 static cc_result cc__net_reduce(cc_comm *c, const int *M, int m, int p, int rp, const void *in, void *out,
                                 size_t count, cc_dtype t, int op, const char *what) {
   size_t es = cc__dtype_bytes(t), bytes = count * es;
-  int v = (p - rp + m) % m, mask;
-  unsigned char *tmp, *acc;
+  cc__xop *ops = (cc__xop *)CC_MALLOC(sizeof(cc__xop) * (size_t)m);
+  unsigned char *tmp = NULL;
+  int j, n = 0;
   cc_result r;
+  if (!ops) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
+  if (m == 1) { if (out != in && bytes) memcpy(out, in, bytes); CC_FREE(ops); return CC_OK; }
   if (bytes <= c->net->small_bytes || count < (size_t)m) {
-    if (!(tmp = cc__net_scratch(c, 2 * bytes + 1)))
+    const void **srcs = (const void **)CC_MALLOC(sizeof(void *) * (size_t)m);
+    if (p == rp && (!srcs || !(tmp = (unsigned char *)CC_MALLOC((size_t)m * bytes + 1)))) {
+      CC_FREE(ops); CC_FREE(srcs);
       return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
-    acc = v == 0 ? (unsigned char *)out : tmp + bytes;
-    if (acc != in && bytes) memcpy(acc, in, bytes);
-    for (mask = 1; mask < m; mask <<= 1) {
-      if (v & mask) return cc__net_xchg(c, M[(v - mask + rp) % m], acc, bytes, -1, NULL, 0, what);
-      if (v + mask < m) {
-        if ((r = cc__net_xchg(c, -1, NULL, 0, M[(v + mask + rp) % m], tmp, bytes, what)) != CC_OK) return r;
-        cc__net_fold(c, op, t, acc, acc, tmp, count);
-      }
     }
-    return CC_OK;
-  }
-  {
-    size_t maxblk = (count / (size_t)m + 1) * es;
-    cc__xop *ops;
-    int j, n = 0;
-    if (!(tmp = cc__net_scratch(c, maxblk + (p == rp ? 0 : bytes))))
-      return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
-    acc = p == rp ? (unsigned char *)out : tmp + maxblk;
-    if ((r = cc__net_ring_rs(c, M, m, p, in, acc, count, t, op, tmp, what)) != CC_OK) return r;
-    ops = (cc__xop *)CC_MALLOC(sizeof(cc__xop) * (size_t)m);
-    if (!ops) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
     for (j = 0; j < m; j++) {
+      if (p != rp && j == p) cc__xop_set(&ops[n++], 1, M[rp], CC__TAG_COLL, in, bytes);
+      if (p == rp && j != p) cc__xop_set(&ops[n++], 0, M[j], CC__TAG_COLL, tmp + (size_t)j * bytes, bytes);
+      if (srcs) srcs[j] = j == p ? in : tmp + (size_t)j * bytes;
+    }
+    r = cc__net_run(c, ops, n, NULL, NULL, what);
+    if (r == CC_OK && p == rp) cc__net_foldn(c, op, t, out, srcs, m, count);
+    CC_FREE(srcs);
+  } else {
+    size_t bo = cc__part(count, m, p) * es;
+    unsigned char *acc = p == rp ? (unsigned char *)out : (tmp = (unsigned char *)CC_MALLOC(bytes + 1));
+    if (!acc) { CC_FREE(ops); return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank); }
+    r = cc__net_rs_direct(c, M, m, p, in, acc + bo, count, t, op, what);
+    for (j = 0; r == CC_OK && j < m; j++) {
       size_t o = cc__part(count, m, j) * es, l = cc__part(count, m, j + 1) * es - o;
       if (p == rp && j != p) cc__xop_set(&ops[n++], 0, M[j], CC__TAG_COLL, acc + o, l);
       if (p != rp && j == p) cc__xop_set(&ops[n++], 1, M[rp], CC__TAG_COLL, acc + o, l);
     }
-    r = cc__net_run(c, ops, n, NULL, NULL, what);
-    CC_FREE(ops);
-    return r;
+    if (r == CC_OK) r = cc__net_run(c, ops, n, NULL, NULL, what);
   }
+  CC_FREE(tmp);
+  CC_FREE(ops);
+  return r;
 }
 
-/* All-reduce in place over the members: recursive doubling when small, ring
-   reduce-scatter + all-gather when large. */
+/* All-reduce over the members. Small: every member sends its input to every
+   other and each folds all of them in member order (one step). Large:
+   reduce-scatter by direct exchange, then a ring all-gather. Every member
+   ends with the same bits: the left fold in member order. */
 static cc_result cc__net_allreduce(cc_comm *c, const int *M, int m, int p, const void *in, void *out, size_t count,
                                    cc_dtype t, int op, const char *what) {
   size_t es = cc__dtype_bytes(t), bytes = count * es;
-  unsigned char *tmp;
+  int j, n = 0;
+  cc_result r;
   if (m == 1) { if (out != in && bytes) memcpy(out, in, bytes); return CC_OK; }
   if (bytes <= c->net->small_bytes || count < (size_t)m) {
-    if (!(tmp = cc__net_scratch(c, bytes + 1))) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
-    if (out != in && bytes) memcpy(out, in, bytes);
-    return cc__net_allreduce_rd(c, M, m, p, out, count, t, op, tmp, what);
-  } else {
-    size_t *ol = (size_t *)CC_MALLOC(sizeof(size_t) * 2 * (size_t)m);
-    int j;
-    cc_result r;
-    if (!ol || !(tmp = cc__net_scratch(c, (count / (size_t)m + 1) * es))) {
-      CC_FREE(ol);
+    unsigned char *tmp = (unsigned char *)CC_MALLOC((size_t)m * bytes + 1);
+    const void **srcs = (const void **)CC_MALLOC(sizeof(void *) * (size_t)m);
+    cc__xop *ops = (cc__xop *)CC_MALLOC(sizeof(cc__xop) * 2 * (size_t)m);
+    if (!tmp || !srcs || !ops) {
+      CC_FREE(tmp); CC_FREE(srcs); CC_FREE(ops);
       return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
     }
-    r = cc__net_ring_rs(c, M, m, p, in, out, count, t, op, tmp, what);
+    for (j = 1; j < m; j++) {
+      int to = (p + j) % m, from = (p - j + m) % m;
+      cc__xop_set(&ops[n++], 1, M[to], CC__TAG_COLL, in, bytes);
+      cc__xop_set(&ops[n++], 0, M[from], CC__TAG_COLL, tmp + (size_t)from * bytes, bytes);
+    }
+    for (j = 0; j < m; j++) srcs[j] = j == p ? in : tmp + (size_t)j * bytes;
+    r = cc__net_run(c, ops, n, NULL, NULL, what);
+    if (r == CC_OK) cc__net_foldn(c, op, t, out, srcs, m, count);
+    CC_FREE(tmp); CC_FREE(srcs); CC_FREE(ops);
+    return r;
+  } else {
+    size_t *ol = (size_t *)CC_MALLOC(sizeof(size_t) * 2 * (size_t)m);
+    if (!ol) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
     for (j = 0; j < m; j++) {
       ol[j] = cc__part(count, m, j) * es;
       ol[m + j] = cc__part(count, m, j + 1) * es - ol[j];
     }
+    r = cc__net_rs_direct(c, M, m, p, in, (unsigned char *)out + ol[p], count, t, op, what);
     if (r == CC_OK) r = cc__net_ring_ag(c, M, m, p, out, ol, ol + m, what);
     CC_FREE(ol);
     return r;
@@ -3559,9 +3565,15 @@ static cc_result cc__net_local(cc_comm *c, const cc__call *k) {
   l->ops = c->ops;                     /* user ops are the parent's */
   l->nops = c->nops;
   r = cc__exec(l, k);
-  if (r != CC_OK) {
-    if (!c->failed) cc__fail(c, r, "%s", l->err);
-    cc__net_propagate(c, r, c->rank, l->err, NULL, 0);
+  if (r != CC_OK) {                    /* the message counts this host's ranks: name them */
+    cc__net *nt = c->net;
+    int who = CC__LOAD(&l->hdr->fail_ready) ? l->hdr->fail_rank : -1, g = nt->grp[c->rank], i, gw = -1;
+    char msg[320];
+    for (i = 0; i < c->size && who >= 0; i++) if (nt->grp[i] == g && nt->lrank[i] == who) gw = i;
+    if (gw >= 0) snprintf(msg, sizeof msg, "%.240s [on this host, rank %d is rank %d of the communicator]", l->err, who, gw);
+    else snprintf(msg, sizeof msg, "%.240s", l->err);
+    if (!c->failed) cc__fail(c, r, "%s", msg);
+    cc__net_propagate(c, r, gw >= 0 ? gw : c->rank, msg, NULL, 0);
   }
   return r;
 }
@@ -3757,16 +3769,17 @@ static cc_result cc__net_flat(cc_comm *c, const cc__call *k) {
   case CC__REDUCE_SCATTER: {
     int op = cc__net_op(c, k->op);
     size_t count = k->count * (size_t)n, bytes = count * es;
-    unsigned char *own = NULL, *acc = NULL, *tmp;
+    unsigned char *own = NULL, *acc = NULL;
     const void *in = NULL;
     int bad = cc__net_premul(c, k, k->sbuf, count, &own, &in);
-    /* blocks of equal size, so block j is rank j's share */
-    acc = (unsigned char *)CC_MALLOC(bytes + 1);
-    tmp = cc__net_scratch(c, k->count * es + 1);
-    if (bad || !acc || !tmp) r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
-    else r = cc__net_ring_rs(c, M, n, me, in, acc, count, k->t, op, tmp, what);
+    /* blocks of equal size, so block j is rank j's share; in place, the
+       result may not overwrite input that is still to be sent */
+    acc = (unsigned char *)CC_MALLOC(k->count * es + 1);
+    (void)bytes;
+    if (bad || !acc) r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
+    else r = cc__net_rs_direct(c, M, n, me, in, acc, count, k->t, op, what);
     if (r == CC_OK) {
-      memcpy(rb, acc + (size_t)me * k->count * es, k->count * es);
+      memcpy(rb, acc, k->count * es);
       if (k->op == CC_AVG) cc__net_avg(rb, k->count, k->t, n);
     }
     CC_FREE(own);
@@ -3802,7 +3815,48 @@ static cc_result cc__net_p2p(cc_comm *c, const cc__call *calls, int ncalls, cons
   return r;
 }
 
+static cc_result cc__net_exec(cc_comm *c, const cc__call *k);
+
+/* float16/bfloat16 sums, products and averages cross the network in float32
+   and are rounded once at the end, as on one host (min and max are exact). */
+static cc_result cc__net_half(cc_comm *c, const cc__call *k) {
+  size_t nin = k->coll == CC__REDUCE_SCATTER ? k->count * (size_t)c->size : k->count, i;
+  float *w = (float *)CC_MALLOC(nin * 4 + 4), *o = (float *)CC_MALLOC(k->count * 4 + 4), scal = 1.0f;
+  const uint16_t *in = (const uint16_t *)k->sbuf;
+  int bf = k->t == CC_BFLOAT16, premul = k->op >= CC__OP_FIRST_USER;
+  cc__call k2 = *k;
+  cc_result r;
+  if (!w || !o) {
+    CC_FREE(w); CC_FREE(o);
+    return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", cc__coll_names[k->coll], c->rank);
+  }
+  if (premul) {
+    uint16_t h;
+    memcpy(&h, c->ops[k->op - CC__OP_FIRST_USER].scal, 2);
+    scal = bf ? cc__bf16_to_float(h) : cc__half_to_float(h);
+  }
+  for (i = 0; i < nin; i++) {
+    float x = bf ? cc__bf16_to_float(in[i]) : cc__half_to_float(in[i]);
+    w[i] = premul ? x * scal : x;
+  }
+  k2.t = CC_FLOAT32;
+  k2.sbuf = w;
+  k2.rbuf = o;
+  if (premul) k2.op = CC_SUM;
+  r = cc__net_exec(c, &k2);
+  if (r == CC_OK && (k->coll != CC__REDUCE || k->root == c->rank))
+    for (i = 0; i < k->count; i++)
+      ((uint16_t *)k->rbuf)[i] = bf ? cc__float_to_bf16(o[i]) : cc__float_to_half(o[i]);
+  CC_FREE(w);
+  CC_FREE(o);
+  return r;
+}
+
 static cc_result cc__net_exec(cc_comm *c, const cc__call *k) {
+  if ((k->t == CC_FLOAT16 || k->t == CC_BFLOAT16) && k->op != CC_MIN && k->op != CC_MAX &&
+      (k->coll == CC__REDUCE || k->coll == CC__ALL_REDUCE || k->coll == CC__REDUCE_SCATTER) &&
+      (k->op < CC__OP_FIRST_USER || c->ops[k->op - CC__OP_FIRST_USER].kind == 2))
+    return cc__net_half(c, k);
   switch (k->coll) {
   case CC__BARRIER: case CC__BROADCAST: case CC__REDUCE: case CC__ALL_REDUCE:
     return cc__net_hier(c, k);
@@ -5576,12 +5630,18 @@ static void cc__spawn_child(int rank, int n, unsigned char *seg, size_t bytes, c
     CC__ADD(&c->hdr->mapped, 1u);
     r = cc__comm_ready(c);
   }
+  memcpy(c->jobid, jobid, 33);
+#ifndef CC_NO_TCP
+  if (r == CC_OK && getenv("CC_TRANSPORT") && !strcmp(getenv("CC_TRANSPORT"), "tcp")) {
+    const char *tok = getenv("CC_TOKEN");
+    r = cc__net_from_shm(&c, tok && *tok ? tok : NULL, 0);
+  }
+#endif
   if (r != CC_OK) {
     fprintf(stderr, "cc_spawn: rank %d: %s\n", rank, c->err);
     fflush(NULL);
     _exit(1);
   }
-  memcpy(c->jobid, jobid, 33);
   rc = fn(c, arg);
   cc_comm_destroy(c);
   fflush(NULL);
