@@ -86,7 +86,9 @@
 #define CC_VERSION_STRING "0.1.0"
 
 #ifndef CC_API
-#  ifdef CC_STATIC
+#  if defined(CC_STATIC) && (defined(__GNUC__) || defined(__clang__))
+#    define CC_API static __attribute__((unused))
+#  elif defined(CC_STATIC)
 #    define CC_API static
 #  else
 #    define CC_API extern
@@ -1051,6 +1053,7 @@ typedef struct cc__umsg {              /* a message received before its cc_recv 
   int tag;
   size_t bytes;
   unsigned char *data;
+  size_t cap;                          /* TCP: bytes allocated so far (grows as they arrive) */
 } cc__umsg;
 
 typedef struct cc__peer {              /* receive state of the channel from one peer */
@@ -2847,7 +2850,7 @@ static int cc__abort_decode(const unsigned char *p, size_t len, cc_result *code,
   size_t i, n;
   if (len < 8 || len > CC__ABORT_MAX || msglen == 0) return -1;
   cd = cc__get32(p);
-  if (cd == 0 || cd >= (uint32_t)CC_RESULT_COUNT) return -1;
+  if (cd == 0 || cd == (uint32_t)CC_ERR_INVALID_ARG || cd >= (uint32_t)CC_RESULT_COUNT) return -1;
   *code = (cc_result)cd;
   *who = (int32_t)cc__get32(p + 4);
   n = CC__MIN(len - 8, msglen - 1);
@@ -3007,8 +3010,12 @@ static cc_result cc__conn_begin(cc_comm *c, cc__xop *ops, int n, int r, const un
     return CC_OK;
   }
   {
+    /* what a header claims is allocated as it arrives (from 1 MiB, doubling),
+       so a corrupt length cannot reserve memory ahead of the bytes */
     cc__umsg *m = (cc__umsg *)CC_MALLOC(sizeof *m);
-    if (m) m->data = (unsigned char *)CC_MALLOC(bytes ? (size_t)bytes : 1);
+    size_t cap = (size_t)CC__MIN(bytes, (uint64_t)1 << 20);
+    if (m) m->data = (unsigned char *)CC_MALLOC(cap ? cap : 1);
+    if (m) m->cap = cap;
     if (!m || !m->data) {
       CC_FREE(m);
       return cc__net_fail_all(c, ops, n, CC_ERR_NO_MEMORY, c->rank, what, "rank %d: no memory for a message "
@@ -3059,6 +3066,25 @@ static cc_result cc__conn_end(cc_comm *c, cc__xop *ops, int n, int r, cc__xdone_
   return CC_OK;
 }
 
+/* Room for more of the unexpected message being read: double its buffer
+   when it is full (up to the length its header claimed). */
+static cc_result cc__umsg_room(cc_comm *c, cc__xop *ops, int n, int r, cc__conn *cn, const char *what) {
+  cc__umsg *m = cn->in_unexp;
+  size_t cap;
+  unsigned char *d;
+  if (m->cap > (size_t)cn->in_done || m->cap >= m->bytes) return CC_OK;
+  cap = m->cap > m->bytes / 2 ? m->bytes : 2 * m->cap;
+  d = (unsigned char *)CC_MALLOC(cap);
+  if (!d)
+    return cc__net_fail_all(c, ops, n, CC_ERR_NO_MEMORY, c->rank, what, "rank %d: no memory for a message of %zu bytes "
+                            "from rank %d", c->rank, m->bytes, r);
+  memcpy(d, m->data, (size_t)cn->in_done);
+  CC_FREE(m->data);
+  m->data = d;
+  m->cap = cap;
+  return CC_OK;
+}
+
 /* Read what rank r sent, into receives, the unexpected queue or an abort. */
 static cc_result cc__conn_read(cc_comm *c, cc__xop *ops, int n, int r, cc__xdone_fn cb, void *ctx,
                                int *progress, const char *what) {
@@ -3078,6 +3104,10 @@ static cc_result cc__conn_read(cc_comm *c, cc__xop *ops, int n, int r, cc__xdone
         avail -= CC__FRAME;
       }
       take = (size_t)CC__MIN((uint64_t)avail, cn->in_bytes - cn->in_done);
+      if (cn->in_unexp && cn->in_tag != CC__TAG_ABORT) {
+        if ((res = cc__umsg_room(c, ops, n, r, cn, what)) != CC_OK) return res;
+        take = CC__MIN(take, cn->in_unexp->cap - (size_t)cn->in_done);
+      }
       dst = cn->in_tag == CC__TAG_ABORT ? cn->abuf : cn->in_target ? cn->in_target->buf : cn->in_unexp->data;
       if (take) memcpy(dst + cn->in_done, cn->stage + cn->st_beg, take);
       cn->st_beg += take;
@@ -3088,8 +3118,14 @@ static cc_result cc__conn_read(cc_comm *c, cc__xop *ops, int n, int r, cc__xdone
     if (cn->st_beg == cn->st_end) cn->st_beg = cn->st_end = 0;
     if (cn->in_msg && cn->in_tag != CC__TAG_ABORT && cn->st_beg == cn->st_end &&
         cn->in_bytes - cn->in_done >= 4096) {          /* a large payload: straight to its place */
-      unsigned char *dst = cn->in_target ? cn->in_target->buf : cn->in_unexp->data;
-      k = recv(cn->fd, dst + cn->in_done, (size_t)CC__MIN(cn->in_bytes - cn->in_done, (uint64_t)1 << 30), MSG_DONTWAIT);
+      unsigned char *dst;
+      uint64_t want = CC__MIN(cn->in_bytes - cn->in_done, (uint64_t)1 << 30);
+      if (!cn->in_target) {
+        if ((res = cc__umsg_room(c, ops, n, r, cn, what)) != CC_OK) return res;
+        want = CC__MIN(want, (uint64_t)(cn->in_unexp->cap - (size_t)cn->in_done));
+      }
+      dst = cn->in_target ? cn->in_target->buf : cn->in_unexp->data;
+      k = recv(cn->fd, dst + cn->in_done, (size_t)want, MSG_DONTWAIT);
       if (k > 0) {
         cn->in_done += (uint64_t)k;
         if (cn->in_target) cn->in_target->moved = (size_t)cn->in_done;
@@ -3749,7 +3785,7 @@ static cc_result cc__net_flat(cc_comm *c, const cc__call *k) {
       size_t total = 0;
       for (j = 0; j < n; j++) total = CC__MAX(total, a[j] + a[n + j]);
       if (!(copy = (unsigned char *)CC_MALLOC(total + 1))) { r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me); goto out; }
-      memcpy(copy, sb, total);
+      if (total) memcpy(copy, sb, total);
       src = copy;
     }
     for (j = 1; j < n; j++) {          /* in a staggered order, so not all send to one rank first */
@@ -3779,7 +3815,7 @@ static cc_result cc__net_flat(cc_comm *c, const cc__call *k) {
     if (bad || !acc) r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
     else r = cc__net_rs_direct(c, M, n, me, in, acc, count, k->t, op, what);
     if (r == CC_OK) {
-      memcpy(rb, acc, k->count * es);
+      if (k->count) memcpy(rb, acc, k->count * es);
       if (k->op == CC_AVG) cc__net_avg(rb, k->count, k->t, n);
     }
     CC_FREE(own);

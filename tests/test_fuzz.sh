@@ -10,9 +10,9 @@
 # so no binary file is committed; what the fuzzer adds stays for the next run),
 # then all targets run side by side for CC_FUZZ_SECONDS each (default 8; 3 with
 # CC_TEST_QUICK=1). One line per target: `PASS: fuzz NAME (N runs in S s)`, or
-# `FAIL: ...` with the tail of its log (crashing inputs are kept in
-# BUILD_DIR/fuzz/crash-NAME/); `SKIP: fuzz: ...` when clang or libFuzzer is
-# missing (Debian: the libclang-rt-dev package).
+# `FAIL: ...` with the input that failed (kept in BUILD_DIR/fuzz/crash-NAME/)
+# and the tail of the log; `SKIP: fuzz: ...` when clang or libFuzzer is missing
+# (Debian: the libclang-rt-dev package).
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -27,9 +27,9 @@ if [ -z "$secs" ]; then
   if [ "${CC_TEST_QUICK:-0}" = 1 ]; then secs=3; else secs=8; fi
 fi
 cc=${CC_FUZZ_CC:-clang}
-# The targets define CC_STATIC, so that only what they call is compiled (a
-# second, not half a minute, per target); the rest of the API is unused then.
-cflags=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer
+# The targets define CC_STATIC, so that only what they call is compiled (about
+# a second per target instead of seven); the rest of the API is unused then.
+cflags=(-g -O1 "-fsanitize=fuzzer,address,undefined" -fno-sanitize-recover=all -fno-omit-frame-pointer
   -Wall -Wextra -Wno-unused-function -Werror -I"$root")
 targets=(frame abort hello rec file hostlist stream)
 # cc.h logs failures with CC_DEBUG set: the fuzzer's inputs fail by the million.
@@ -189,8 +189,11 @@ for t in "${targets[@]}"; do
   if [ "$rc" -eq 0 ] && [ -n "$runs" ]; then
     echo "PASS: fuzz $t (${runs} runs in ${took:-$secs} s)"
   else
-    echo "FAIL: fuzz $t: the fuzzer exited with status $rc; crashing inputs in $out/crash-$t/; log $log ends:"
-    tail -n 40 "$log" | sed 's/^/    /'
+    unit=$(sed -n 's/.*Test unit written to \(.*\)$/\1/p' "$log" | tail -n 1)
+    echo "FAIL: fuzz $t: the fuzzer exited with status $rc; the input: ${unit:-none saved} (rerun: $out/fuzz_$t FILE); log $log ends:"
+    # the report without ASan's shadow-byte map
+    grep -vE '^ *(=>)?0x[0-9a-f]+:|^Shadow byte|^  (Addressable|Partially|Heap|Freed|Stack|Global|Poisoned|Container|Array|Intra|ASan|Left|Right)\b' "$log" |
+      tail -n 60 | sed 's/^/    /'
     st=1
   fi
 done
