@@ -3356,6 +3356,20 @@ static void cc__net_avg(void *buf, size_t count, cc_dtype t, int n) {
 /* ---------------------------------------------------------------- algorithms over members
    M[0..m) are global ranks, one per group taking part; p is this rank's index. */
 
+/* Scratch of the algorithms, kept from call to call (fresh pages cost a
+   fault each: 8 MiB of new memory took longer than the fold). */
+static unsigned char *cc__net_scratch(cc_comm *c, size_t bytes) {
+  cc__net *nt = c->net;
+  if (nt->tmp_bytes < bytes || !nt->tmp) {
+    unsigned char *p = (unsigned char *)CC_MALLOC(bytes ? bytes : 1);
+    if (!p) return NULL;
+    CC_FREE(nt->tmp);
+    nt->tmp = p;
+    nt->tmp_bytes = bytes;
+  }
+  return nt->tmp;
+}
+
 /* dst = srcs[0] op srcs[1] op ... op srcs[m-1], a left fold in member order
    (dst may be one of the sources). */
 static void cc__net_foldn(cc_comm *c, int op, cc_dtype t, void *dst, const void *const *srcs, int m, size_t count) {
@@ -3389,6 +3403,7 @@ typedef struct cc__drs_ctx {
   unsigned char *scratch, *out;        /* m-1 pieces of blen elements; the result */
   int *arrived;                        /* per chunk */
   const void **srcs;
+  int ag, nch;                         /* all-gather: its sends start at ops[ag], m-1 x nch */
 } cc__drs_ctx;
 
 static void cc__drs_done(void *ctx, cc__xop *ops, int i) {
@@ -3396,17 +3411,17 @@ static void cc__drs_done(void *ctx, cc__xop *ops, int i) {
   size_t es = cc__dtype_bytes(x->t), ch = (size_t)(i % (int)((x->blen + x->chunk - 1) / x->chunk + !x->blen));
   size_t off = ch * x->chunk, n = CC__MIN(x->chunk, x->blen - off);
   int j, q;
-  (void)ops;
-  if (++x->arrived[ch] < x->m - 1) return;
+  if (i >= x->nrecv || ++x->arrived[ch] < x->m - 1) return;
   for (j = 0, q = 0; j < x->m; j++) {
     if (j == x->p) x->srcs[j] = x->mine + off * es;
     else x->srcs[j] = x->scratch + ((size_t)q++ * x->blen + off) * es;
   }
   cc__net_foldn(x->c, x->op, x->t, x->out + off * es, x->srcs, x->m, n);
+  for (q = 0; x->ag >= 0 && q < x->m - 1; q++) ops[x->ag + q * x->nch + (int)ch].live = 1;   /* pass it on */
 }
 
 static cc_result cc__net_rs_direct(cc_comm *c, const int *M, int m, int p, const void *in, void *out, size_t count,
-                                   cc_dtype t, int op, const char *what) {
+                                   cc_dtype t, int op, void *full, const char *what) {
   size_t es = cc__dtype_bytes(t), chunk = CC__MAX(c->net->chunk_bytes / es, (size_t)1);
   size_t blen = cc__part(count, m, p + 1) - cc__part(count, m, p), nch = blen ? (blen + chunk - 1) / chunk : 1, o;
   size_t maxch = (count / (size_t)m + 1 + chunk - 1) / chunk + 1, n = 0;
@@ -3416,12 +3431,12 @@ static cc_result cc__net_rs_direct(cc_comm *c, const int *M, int m, int p, const
   int q, j;
   cc_result r;
   if (m == 1) { if (out != in && count) memcpy(out, in, count * es); return CC_OK; }
-  ops = (cc__xop *)CC_MALLOC(sizeof(cc__xop) * (size_t)(m - 1) * (nch + maxch));
-  x.scratch = (unsigned char *)CC_MALLOC((size_t)(m - 1) * blen * es + 1);
+  ops = (cc__xop *)CC_MALLOC(sizeof(cc__xop) * (size_t)(m - 1) * 2 * (nch + maxch));
+  x.scratch = cc__net_scratch(c, (size_t)(m - 1) * blen * es + 1);
   x.arrived = (int *)CC_MALLOC(sizeof(int) * nch);
   x.srcs = (const void **)CC_MALLOC(sizeof(void *) * (size_t)m);
   if (!ops || !x.scratch || !x.arrived || !x.srcs) {
-    CC_FREE(ops); CC_FREE(x.scratch); CC_FREE(x.arrived); CC_FREE(x.srcs);
+    CC_FREE(ops); CC_FREE(x.arrived); CC_FREE(x.srcs);
     return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
   }
   memset(x.arrived, 0, sizeof(int) * nch);
@@ -3438,14 +3453,32 @@ static cc_result cc__net_rs_direct(cc_comm *c, const int *M, int m, int p, const
     q++;
   }
   x.nrecv = (int)n;
+  x.ag = -1;
+  x.nch = (int)nch;
+  for (j = 0; full && j < m; j++) {    /* all-gather: the others' results, after their pieces of mine */
+    size_t bo = cc__part(count, m, j), bl = cc__part(count, m, j + 1) - bo;
+    if (j == p) continue;
+    for (o = 0; o == 0 || o < bl; o += chunk)
+      cc__xop_set(&ops[n++], 0, M[j], CC__TAG_COLL, (unsigned char *)full + (bo + o) * es, bl ? CC__MIN(chunk, bl - o) * es : 0);
+  }
   for (j = 1; j < m; j++) {            /* sends, staggered: member p+1 first */
     int to = (p + j) % m;
     size_t bo = cc__part(count, m, to), bl = cc__part(count, m, to + 1) - bo;
     for (o = 0; o == 0 || o < bl; o += chunk)
       cc__xop_set(&ops[n++], 1, M[to], CC__TAG_COLL, src + (bo + o) * es, bl ? CC__MIN(chunk, bl - o) * es : 0);
   }
+  if (full) {                          /* each folded chunk goes to everyone as soon as it is done */
+    x.ag = (int)n;
+    for (j = 1; j < m; j++) {
+      size_t i;
+      for (i = 0; i < nch; i++) {
+        cc__xop_set(&ops[n], 1, M[(p + j) % m], CC__TAG_COLL, x.out + i * chunk * es, blen ? CC__MIN(chunk, blen - i * chunk) * es : 0);
+        ops[n++].live = 0;
+      }
+    }
+  }
   r = cc__net_run(c, ops, (int)n, cc__drs_done, &x, what);
-  CC_FREE(ops); CC_FREE(x.scratch); CC_FREE(x.arrived); CC_FREE(x.srcs);
+  CC_FREE(ops); CC_FREE(x.arrived); CC_FREE(x.srcs);
   return r;
 }
 
@@ -3536,7 +3569,7 @@ static cc_result cc__net_reduce(cc_comm *c, const int *M, int m, int p, int rp, 
     size_t bo = cc__part(count, m, p) * es;
     unsigned char *acc = p == rp ? (unsigned char *)out : (tmp = (unsigned char *)CC_MALLOC(bytes + 1));
     if (!acc) { CC_FREE(ops); return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank); }
-    r = cc__net_rs_direct(c, M, m, p, in, acc + bo, count, t, op, what);
+    r = cc__net_rs_direct(c, M, m, p, in, acc + bo, count, t, op, NULL, what);
     for (j = 0; r == CC_OK && j < m; j++) {
       size_t o = cc__part(count, m, j) * es, l = cc__part(count, m, j + 1) * es - o;
       if (p == rp && j != p) cc__xop_set(&ops[n++], 0, M[j], CC__TAG_COLL, acc + o, l);
@@ -3584,8 +3617,7 @@ static cc_result cc__net_allreduce(cc_comm *c, const int *M, int m, int p, const
       ol[j] = cc__part(count, m, j) * es;
       ol[m + j] = cc__part(count, m, j + 1) * es - ol[j];
     }
-    r = cc__net_rs_direct(c, M, m, p, in, (unsigned char *)out + ol[p], count, t, op, what);
-    if (r == CC_OK) r = cc__net_ring_ag(c, M, m, p, out, ol, ol + m, what);
+    r = cc__net_rs_direct(c, M, m, p, in, (unsigned char *)out + ol[p], count, t, op, out, what);
     CC_FREE(ol);
     return r;
   }
@@ -3813,7 +3845,7 @@ static cc_result cc__net_flat(cc_comm *c, const cc__call *k) {
     acc = (unsigned char *)CC_MALLOC(k->count * es + 1);
     (void)bytes;
     if (bad || !acc) r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
-    else r = cc__net_rs_direct(c, M, n, me, in, acc, count, k->t, op, what);
+    else r = cc__net_rs_direct(c, M, n, me, in, acc, count, k->t, op, NULL, what);
     if (r == CC_OK) {
       if (k->count) memcpy(rb, acc, k->count * es);
       if (k->op == CC_AVG) cc__net_avg(rb, k->count, k->t, n);
@@ -4204,7 +4236,7 @@ static cc_result cc__net_build(cc_comm *c, const cc__rec *recs, int lfd, int tcp
   memset(nt->conn, 0, sizeof(cc__conn) * (size_t)n);
   for (i = 0; i < n; i++) nt->conn[i].fd = -1;
   nt->small_bytes = cc__env_size("CC_NET_SMALL_BYTES", 64u << 10, 0, (size_t)1 << 40);
-  nt->chunk_bytes = cc__env_size("CC_NET_CHUNK", 512u << 10, 4096, (size_t)1 << 30);
+  nt->chunk_bytes = cc__env_size("CC_NET_CHUNK", 1u << 20, 4096, (size_t)1 << 30);
   /* groups, by first appearance; the true host for local_rank/local_size */
   for (i = 0; i < n; i++) {
     int g = -1;
@@ -4271,9 +4303,17 @@ static cc_result cc__net_build(cc_comm *c, const cc__rec *recs, int lfd, int tcp
     nt->conn[h.from].fd = fd;
   }
   close(lfd);
-  for (j = 0; j < n && r == CC_OK; j++)
-    if (nt->conn[j].fd >= 0 && !(nt->conn[j].stage = (unsigned char *)CC_MALLOC(CC__STAGE)))
+  for (j = 0; j < n && r == CC_OK; j++) {
+    size_t sb = cc__env_size("CC_NET_SOCKBUF", 0, 0, 1u << 30);
+    if (nt->conn[j].fd < 0) continue;
+    if (sb) {                          /* 0: the kernel's autotuning */
+      int v = (int)sb;
+      setsockopt(nt->conn[j].fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
+      setsockopt(nt->conn[j].fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
+    }
+    if (!(nt->conn[j].stage = (unsigned char *)CC_MALLOC(CC__STAGE)))
       r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
+  }
   /* the group's shared memory */
   if (r == CC_OK && nt->gsize[nt->grp[me]] > 1) {
     char name[128];

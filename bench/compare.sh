@@ -4,6 +4,7 @@
 #   bash bench/compare.sh                      # 3 passes, results in /tmp/cc-compare
 #   PASSES=1 RESULTS=/tmp/x bash bench/compare.sh
 #   ONLY="cc_shm_np2 openmpi_shm_np2" bash bench/compare.sh    # a subset
+#   ONLY="cc_tcp_np2 openmpi_tcp_np2 mpich_tcp_np2 gloo_tcp_np2" bash bench/compare.sh   # over TCP
 #
 # Every pass runs each configuration once, interleaved (the order rotates from
 # pass to pass), because on a small VM the placement of the vCPUs changes within
@@ -90,6 +91,12 @@ run_cc() {   # run_cc NAME DIR CMD...
 run_one() {   # run_one NAME DIR
     local name=$1 dir=$2 np
     case $name in
+    cc_tcp_np*)
+        np=${name#cc_tcp_np}
+        # shellcheck disable=SC2086  # the argument lists are meant to split
+        run_cc "$name" "$dir" env CC_TRANSPORT=tcp OMP_NUM_THREADS=1 \
+            "$CCRUN" -n "$np" "$CCBENCH" $CC_DEFAULT $CC_BENCH_ARGS
+        ;;
     cc_shm_np*)
         np=${name#cc_shm_np}
         # shellcheck disable=SC2086  # the argument lists are meant to split
