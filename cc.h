@@ -733,20 +733,6 @@ static int cc__sock_listen(const struct sockaddr_storage *sa, socklen_t salen, i
   return fd;
 }
 
-static int cc__sock_accept(int lfd, uint64_t deadline) {
-  for (;;) {
-    int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-    if (fd >= 0) {
-      int one = 1;
-      setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-      return fd;
-    }
-    if (errno == EINTR || errno == ECONNABORTED) continue;
-    if (errno != EAGAIN && errno != EWOULDBLOCK) return -1;
-    if (cc__sock_wait(lfd, POLLIN, deadline) != 0) return -1;
-  }
-}
-
 /* One connection attempt, bounded by the deadline. -1 with errno. */
 static int cc__sock_connect(const struct sockaddr_storage *sa, socklen_t salen, uint64_t deadline) {
   int one = 1, e, err = 0;
@@ -4043,50 +4029,134 @@ static cc_result cc__hs_client(int fd, const cc__hello_t *h, const char *token, 
   return CC_OK;
 }
 
-/* The accepting side: 0 with the peer's hello, or -1 (the connection is to be
-   dropped; logged). A peer that says nothing is given 2 s. `job` is what the
-   hello must carry; `me` the rank it must be for (-1: rendezvous, any). */
-static int cc__hs_server(cc_comm *c, int fd, uint32_t kind, uint32_t world, int me, const char *job,
-                         const char *token, uint64_t deadline, cc__hello_t *h) {
-  unsigned char hello[CC__HELLO], chal[CC__CHAL], resp[CC__RESP], verd[CC__VERD], mac[32];
-  uint64_t dl = CC__MIN(deadline, cc__now_ns() + 2 * CC__S);
-  uint32_t status = 0;
-  if (cc__sock_recv_all(fd, hello, sizeof hello, dl) != 0 || cc__hello_decode(hello, h) != 0) {
-    cc__log(c, 1, "comm_init: rank %d: dropped a connection that is not a cc rank (no well-formed hello)", c->rank);
-    return -1;
-  }
-  if (h->kind != kind || h->world != world || (me >= 0 && h->to != me)) status = (uint32_t)CC_ERR_MISMATCH;
-  else if (strncmp(h->job, job, 40) != 0) status = kind == 2 ? (uint32_t)CC_ERR_MISMATCH : (uint32_t)CC_ERR_INVALID_ARG;
-  memset(chal, 0, sizeof chal);
-  cc__put32(chal, CC__HS_MAGIC);
-  cc__put32(chal + 4, CC__NET_VERSION);
-  cc__put32(chal + 8, status);
-  cc__put32(chal + 12, token ? 1u : 0u);
-  cc__random(chal + 16, 16);
-  if (token) cc__hs_mac(token, "cc-s", hello, chal + 16, chal + 32);
-  if (cc__sock_send_all(fd, chal, sizeof chal, dl) != 0) return -1;
-  if (status != 0) {
-    cc__log(c, 1, "comm_init: rank %d: refused rank %d of %s (world size %u)", c->rank, (int)h->from,
-            status == (uint32_t)CC_ERR_MISMATCH ? "another job" : "a stale rendezvous", h->world);
-    return -1;
-  }
-  if (cc__sock_recv_all(fd, resp, sizeof resp, dl) != 0 || cc__get32(resp) != CC__HS_MAGIC) {
-    cc__log(c, 1, "comm_init: rank %d: a peer claiming to be rank %d gave up during the handshake", c->rank, (int)h->from);
-    return -1;
-  }
-  memset(verd, 0, sizeof verd);
-  cc__put32(verd, CC__HS_MAGIC);
-  if (token) {
-    cc__hs_mac(token, "cc-c", hello, chal + 16, mac);
-    if (!cc__ct_equal(mac, resp + 8, 32)) {
-      cc__put32(verd + 4, (uint32_t)CC_ERR_AUTH);
-      (void)cc__sock_send_all(fd, verd, sizeof verd, dl);
-      cc__log(c, 1, "comm_init: rank %d: refused a connection claiming to be rank %d: wrong token", c->rank, (int)h->from);
+/* The accepting side for many connections at once: a state machine per
+   connection (hello, response, then the record when with_rec), all polled
+   together, so a stranger who sends nothing or dribbles costs nobody any
+   time; each connection has 2 s to finish. take(ctx, hello, fd, rec) keeps
+   the connection (1) or refuses it (0). Returns when `want` were kept (0) or
+   at the deadline (-1). */
+#define CC__PEND_MAX 64
+typedef struct cc__pend {
+  int fd, state;                       /* 0: hello, 1: response, 2: record */
+  size_t got;
+  uint64_t until;
+  cc__hello_t h;
+  unsigned char hello[CC__HELLO], chal[CC__CHAL], in[CC__REC];
+} cc__pend;
+
+typedef int (*cc__take_fn)(void *ctx, const cc__hello_t *h, int fd, const unsigned char *rec);
+
+static int cc__send_small(int fd, const void *p, size_t n) {   /* into an empty socket buffer: all or nothing */
+  ssize_t w;
+  do w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT); while (w < 0 && errno == EINTR);
+  return w == (ssize_t)n ? 0 : -1;
+}
+
+/* One step of connection `q` after its current message arrived: 0 go on,
+   1 kept, -1 drop. */
+static int cc__pend_step(cc_comm *c, cc__pend *q, uint32_t kind, uint32_t world, int me, const char *job,
+                         const char *token, int with_rec, cc__take_fn take, void *ctx) {
+  if (q->state == 0) {
+    uint32_t status = 0;
+    memcpy(q->hello, q->in, CC__HELLO);
+    if (cc__hello_decode(q->hello, &q->h) != 0) {
+      cc__log(c, 1, "comm_init: rank %d: dropped a connection that is not a cc rank (no well-formed hello)", c->rank);
       return -1;
     }
+    if (q->h.kind != kind || q->h.world != world || (me >= 0 && q->h.to != me)) status = (uint32_t)CC_ERR_MISMATCH;
+    else if (strncmp(q->h.job, job, 40) != 0) status = kind == 2 ? (uint32_t)CC_ERR_MISMATCH : (uint32_t)CC_ERR_INVALID_ARG;
+    memset(q->chal, 0, sizeof q->chal);
+    cc__put32(q->chal, CC__HS_MAGIC);
+    cc__put32(q->chal + 4, CC__NET_VERSION);
+    cc__put32(q->chal + 8, status);
+    cc__put32(q->chal + 12, token ? 1u : 0u);
+    cc__random(q->chal + 16, 16);
+    if (token) cc__hs_mac(token, "cc-s", q->hello, q->chal + 16, q->chal + 32);
+    if (cc__send_small(q->fd, q->chal, sizeof q->chal) != 0) return -1;
+    if (status != 0) {
+      cc__log(c, 1, "comm_init: rank %d: refused rank %d of %s (world size %u)", c->rank, (int)q->h.from,
+              status == (uint32_t)CC_ERR_MISMATCH ? "another job" : "a stale rendezvous", q->h.world);
+      return -1;
+    }
+    q->state = 1;
+    return 0;
   }
-  if (cc__sock_send_all(fd, verd, sizeof verd, dl) != 0) return -1;
-  return 0;
+  if (q->state == 1) {
+    unsigned char verd[CC__VERD], mac[32];
+    if (cc__get32(q->in) != CC__HS_MAGIC) return -1;
+    memset(verd, 0, sizeof verd);
+    cc__put32(verd, CC__HS_MAGIC);
+    if (token) {
+      cc__hs_mac(token, "cc-c", q->hello, q->chal + 16, mac);
+      if (!cc__ct_equal(mac, q->in + 8, 32)) {
+        cc__put32(verd + 4, (uint32_t)CC_ERR_AUTH);
+        (void)cc__send_small(q->fd, verd, sizeof verd);
+        cc__log(c, 1, "comm_init: rank %d: refused a connection claiming to be rank %d: wrong token", c->rank, (int)q->h.from);
+        return -1;
+      }
+    }
+    if (cc__send_small(q->fd, verd, sizeof verd) != 0) return -1;
+    if (with_rec) { q->state = 2; return 0; }
+    return take(ctx, &q->h, q->fd, NULL) ? 1 : -1;
+  }
+  return take(ctx, &q->h, q->fd, q->in) ? 1 : -1;
+}
+
+static int cc__hs_serve(cc_comm *c, int lfd, uint32_t kind, uint32_t world, int me, const char *job, const char *token,
+                        int with_rec, int want, uint64_t deadline, cc__take_fn take, void *ctx) {
+  cc__pend *pend = (cc__pend *)CC_MALLOC(sizeof(cc__pend) * CC__PEND_MAX);
+  struct pollfd pf[CC__PEND_MAX + 1];
+  int np = 0, kept = 0, i;
+  if (!pend) return -1;
+  while (kept < want) {
+    uint64_t now = cc__now_ns(), next = deadline;
+    int nf = 0, ms, lis;
+    if (now >= deadline) break;
+    for (i = 0; i < np; i++) {         /* 2 s each, then they go */
+      if (now >= pend[i].until) {
+        cc__log(c, 1, "comm_init: rank %d: dropped a connection that did not finish its handshake in 2 s", c->rank);
+        close(pend[i].fd);
+        pend[i--] = pend[--np];
+        continue;
+      }
+      next = CC__MIN(next, pend[i].until);
+    }
+    lis = np < CC__PEND_MAX;           /* pf[0] is the listener then */
+    if (lis) { pf[nf].fd = lfd; pf[nf].events = POLLIN; pf[nf++].revents = 0; }
+    for (i = 0; i < np; i++) { pf[nf].fd = pend[i].fd; pf[nf].events = POLLIN; pf[nf++].revents = 0; }
+    ms = (int)CC__MIN((next - now) / CC__MS + 1, (uint64_t)100);
+    if (poll(pf, (nfds_t)nf, ms) <= 0) continue;
+    for (i = np - 1; i >= 0; i--) {    /* the pending ones (pf index: i + listener slot) */
+      cc__pend *q = &pend[i];
+      size_t need = q->state == 0 ? CC__HELLO : q->state == 1 ? CC__RESP : CC__REC;
+      int st = 0;
+      ssize_t k;
+      if (!pf[i + lis].revents) continue;
+      k = recv(q->fd, q->in + q->got, need - q->got, MSG_DONTWAIT);
+      if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) st = -1;
+      else if (k > 0 && (q->got += (size_t)k) == need) {
+        q->got = 0;
+        st = cc__pend_step(c, q, kind, world, me, job, token, with_rec, take, ctx);
+      }
+      if (st == 1) kept++;
+      if (st == -1) close(q->fd);
+      if (st != 0) pend[i] = pend[--np];
+    }
+    if (lis && (pf[0].revents & POLLIN)) {
+      for (;;) {                       /* take every connection waiting */
+        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK), one = 1;
+        if (fd < 0) break;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        if (np == CC__PEND_MAX) { close(fd); break; }
+        memset(&pend[np], 0, sizeof pend[np]);
+        pend[np].fd = fd;
+        pend[np++].until = cc__now_ns() + 2 * CC__S;
+      }
+    }
+  }
+  for (i = 0; i < np; i++) close(pend[i].fd);
+  CC_FREE(pend);
+  return kept >= want ? 0 : -1;
 }
 
 /* ---------------------------------------------------------------- records */
@@ -4207,6 +4277,17 @@ static void cc__net_free(cc_comm *c) {
    to every rank of another group (connect to lower ranks, accept the higher),
    then map the group's segment, named prefix-g<first rank>. lfd: this rank's
    listening socket (closed here). */
+typedef struct cc__mesh_take_ctx { cc_comm *c; int me; } cc__mesh_take_ctx;
+
+static int cc__mesh_take(void *ctx, const cc__hello_t *h, int fd, const unsigned char *rec) {
+  cc__mesh_take_ctx *x = (cc__mesh_take_ctx *)ctx;
+  cc__net *nt = x->c->net;
+  (void)rec;
+  if (h->from <= x->me || nt->grp[h->from] == nt->grp[x->me] || nt->conn[h->from].fd >= 0) return 0;
+  nt->conn[h->from].fd = fd;
+  return 1;
+}
+
 static cc_result cc__net_build(cc_comm *c, const cc__rec *recs, int lfd, int tcp_only, const char *prefix,
                                const char *token, const char *what) {
   cc__net *nt = (cc__net *)CC_MALLOC(sizeof *nt);
@@ -4283,24 +4364,16 @@ static cc_result cc__net_build(cc_comm *c, const cc__rec *recs, int lfd, int tcp
       pause = CC__MIN(pause * 2, 200 * CC__MS);
     }
   }
-  for (;;) {
-    int missing = -1;
-    cc__hello_t h;
-    int fd;
-    if (r != CC_OK) break;
-    for (j = me + 1; j < n; j++) if (nt->grp[j] != nt->grp[me] && nt->conn[j].fd < 0) { missing = j; break; }
-    if (missing < 0) break;
-    fd = cc__sock_accept(lfd, deadline);
-    if (fd < 0) {
+  if (r == CC_OK) {                   /* the higher ranks of other groups connect to us */
+    int want = 0;
+    cc__mesh_take_ctx x;
+    x.c = c; x.me = me;
+    for (j = me + 1; j < n; j++) if (nt->grp[j] != nt->grp[me]) want++;
+    if (want && cc__hs_serve(c, lfd, 2, (uint32_t)n, me, c->jobid, token, 0, want, deadline, cc__mesh_take, &x) != 0) {
+      int missing = me + 1;
+      while (missing < n && (nt->grp[missing] == nt->grp[me] || nt->conn[missing].fd >= 0)) missing++;
       r = cc__fail(c, CC_ERR_TIMEOUT, "%s: rank %d: rank %d did not connect within the timeout", what, me, missing);
-      break;
     }
-    if (cc__hs_server(c, fd, 2, (uint32_t)n, me, c->jobid, token, deadline, &h) != 0 || h.from <= me ||
-        nt->grp[h.from] == nt->grp[me] || nt->conn[h.from].fd >= 0) {
-      close(fd);
-      continue;
-    }
-    nt->conn[h.from].fd = fd;
   }
   close(lfd);
   for (j = 0; j < n && r == CC_OK; j++) {
@@ -4344,10 +4417,20 @@ static cc_result cc__net_build(cc_comm *c, const cc__rec *recs, int lfd, int tcp
 
 #define CC__REPLY 56
 
+typedef struct cc__rdv_take_ctx { int *fds, got; cc__rec *recs; } cc__rdv_take_ctx;
+
+static int cc__rdv_take(void *ctx, const cc__hello_t *h, int fd, const unsigned char *rec) {
+  cc__rdv_take_ctx *x = (cc__rdv_take_ctx *)ctx;
+  if (x->fds[h->from] >= 0 || cc__rec_decode(rec, &x->recs[h->from]) != 0) return 0;   /* a second or bad one */
+  x->fds[h->from] = fd;
+  x->got++;
+  return 1;
+}
+
 static cc_result cc__rdv_serve(cc_comm *c, int lfd, const char *where, const char *nonce, const char *token,
                                cc__rec *recs, char *jobid) {
   uint64_t deadline = cc__now_ns() + c->timeout_ns;
-  int n = c->size, got = 0, i, *fds = (int *)CC_MALLOC(sizeof(int) * (size_t)n), missing = -1;
+  int n = c->size, i, *fds = (int *)CC_MALLOC(sizeof(int) * (size_t)n), missing = -1;
   unsigned char *table = (unsigned char *)CC_MALLOC((size_t)n * CC__REC + CC__REPLY);
   cc_result r = CC_OK;
   if (!fds || !table) {
@@ -4355,25 +4438,14 @@ static cc_result cc__rdv_serve(cc_comm *c, int lfd, const char *where, const cha
     return cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: rank 0: out of memory");
   }
   for (i = 0; i < n; i++) fds[i] = -1;
-  while (got < n - 1) {
-    cc__hello_t h;
-    unsigned char rb[CC__REC];
-    int fd = cc__sock_accept(lfd, deadline);
-    if (fd < 0) {
+  {
+    cc__rdv_take_ctx x;
+    x.fds = fds; x.recs = recs; x.got = 0;
+    if (cc__hs_serve(c, lfd, 1, (uint32_t)n, 0, nonce, token, 1, n - 1, deadline, cc__rdv_take, &x) != 0) {
       for (missing = 1; missing < n && fds[missing] >= 0; missing++) {}
       r = cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank 0: rank %d (and %d more) did not join the rendezvous at %s "
-                   "within the timeout", missing, n - 2 - got, where);
-      break;
+                   "within the timeout", missing, n - 2 - x.got, where);
     }
-    if (cc__hs_server(c, fd, 1, (uint32_t)n, 0, nonce, token, deadline, &h) != 0) { close(fd); continue; }
-    if (fds[h.from] >= 0 || cc__sock_recv_all(fd, rb, sizeof rb, CC__MIN(deadline, cc__now_ns() + 2 * CC__S)) != 0 ||
-        cc__rec_decode(rb, &recs[h.from]) != 0) {
-      cc__log(c, 1, "comm_init: rank 0: dropped a second or malformed hello from rank %d", (int)h.from);
-      close(fd);
-      continue;
-    }
-    fds[h.from] = fd;
-    got++;
   }
   if (r == CC_OK) cc__random_hex(jobid, 32);
   memset(table, 0, CC__REPLY);
