@@ -850,7 +850,11 @@ static void sec_split(void) {
 
 static int init_or_report(int all_mode) {
   double t0 = now_ms();
-  cc_result r = cc_comm_init(&g_c, NULL);
+  cc_config cfg;
+  cc_result r;
+  cc_config_init(&cfg);
+  cfg.init_method = getenv("NET_PROBE_INIT");   /* e.g. file:///PATH (NULL: env://) */
+  r = cc_comm_init(&g_c, &cfg);
   if (r != CC_OK) {
     const char *msg = cc_comm_last_error(NULL);
     char name[64];

@@ -6,7 +6,11 @@
 set -u
 build=${1:-build}
 status=0
-for t in test_vcoll test_split_group test_ops test_determinism test_p2p_blocking; do
+suites="test_vcoll test_split_group test_ops test_determinism test_p2p_blocking"
+# under the sanitizers (CC_TEST_QUICK=1) the TCP-specific ones only: v layouts,
+# groups/async/split and blocking sends
+[ -n "${CC_TEST_QUICK:-}" ] && suites="test_vcoll test_split_group test_p2p_blocking"
+for t in $suites; do
   if [ ! -x "$build/tests/$t" ]; then
     echo "FAIL: tcp.$t: $build/tests/$t is not built"
     status=1

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# tests/test_rendezvous.sh BUILD - the ways ranks find each other without ccrun:
+# file:///PATH (rank 0 writes its address into a file under an fcntl lock; a
+# stale file from an earlier job must not stop the next one), tcp://HOST:PORT,
+# and a rendezvous port that is already in use (the error names the port).
+# Ranks are started by hand with RANK/WORLD_SIZE, as another launcher would.
+set -u
+build=${1:-build}
+probe=$build/probes/net_probe
+pass=0 fail=0
+ok()  { echo "PASS: rendezvous: $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL: rendezvous: $*"; fail=$((fail + 1)); }
+dir=$(mktemp -d "${TMPDIR:-/tmp}/cc-rdv.XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+port() { echo $((20000 + (RANDOM * 7 + $$) % 20000)); }
+
+# start N ranks of net_probe MODE with extra environment; wait; echo the exit statuses
+job() {   # job N MODE VAR=VALUE...
+  local n=$1 mode=$2 r pids=() st=()
+  shift 2
+  for ((r = 0; r < n; r++)); do
+    local rr=$r
+    [ -n "${LATE0:-}" ] && rr=$((n - 1 - r))   # rank 0 last, 0.5 s after the others
+    [ -n "${LATE0:-}" ] && [ "$rr" -eq 0 ] && sleep 0.5
+    env "$@" RANK=$rr WORLD_SIZE=$n CC_TIMEOUT=20 timeout 60 "$probe" "$mode" > "$dir/out.$rr" 2>&1 &
+    pids+=($!)
+    sleep 0.05
+  done
+  for r in "${pids[@]}"; do wait "$r"; st+=($?); done
+  echo "${st[*]}"
+}
+
+# file:// - 3 ranks, the others usually before rank 0 writes the file
+rm -f "$dir/rdv"
+st=$(job 3 all NET_PROBE_INIT="file://$dir/rdv")
+if [ "$st" = "0 0 0" ] && grep -q '^PASS' "$dir/out.0"; then ok "file:// with 3 ranks: every check passes"
+else bad "file:// with 3 ranks: statuses $st; $(grep -h -m2 'FAIL\|result' "$dir"/out.* | head -3)"; fi
+[ -e "$dir/rdv" ] && bad "file://: rank 0 left the rendezvous file behind" || ok "file://: the file is removed once every rank is in"
+
+# file:// over TCP, with a stale file from an earlier job (a port nobody listens on, an old nonce)
+printf 'cc-rendezvous 2 127.0.0.1 %s 0123456789abcdef0123456789abcdef\n' "$(port)" > "$dir/rdv"
+st=$(job 2 all NET_PROBE_INIT="file://$dir/rdv" CC_TRANSPORT=tcp)
+if [ "$st" = "0 0" ]; then ok "file:// over TCP with a stale file from an earlier job in place"
+else bad "file:// with a stale file: statuses $st; $(grep -h -m2 'FAIL\|result' "$dir"/out.* | head -3)"; fi
+
+# the same, rank 0 starting last: the others read the stale file first and must try again
+printf 'cc-rendezvous 2 127.0.0.1 %s 0123456789abcdef0123456789abcdef\n' "$(port)" > "$dir/rdv"
+st=$(LATE0=1 job 3 token NET_PROBE_INIT="file://$dir/rdv" CC_TRANSPORT=tcp)
+[ "$st" = "0 0 0" ] && ok "file:// with a stale file, rank 0 starting 0.5 s after the others" \
+  || bad "file:// stale file, rank 0 late: statuses $st; $(grep -h -m2 'result' "$dir"/out.* | head -3)"
+
+# file:// with garbage in the file
+printf 'not a rendezvous at all\n\0\1\2' > "$dir/rdv"
+st=$(job 2 token NET_PROBE_INIT="file://$dir/rdv")
+[ "$st" = "0 0" ] && ok "file:// with garbage in the file: init succeeds" || bad "file:// with garbage: statuses $st"
+
+# Slurm: no RANK/MASTER_*; rank and size from SLURM_PROCID/SLURM_NTASKS, the host
+# from the first entry of SLURM_JOB_NODELIST, the port from SLURM_JOB_ID
+jid=$((RANDOM * 3 + $$ % 1000))
+pids=()
+for r in 0 1; do
+  env -u RANK -u WORLD_SIZE -u MASTER_ADDR -u MASTER_PORT SLURM_PROCID=$r SLURM_NTASKS=2 SLURM_JOB_ID=$jid \
+    SLURM_JOB_NODELIST='localhost,node[02-04]' CC_TIMEOUT=20 timeout 60 "$probe" token > "$dir/out.$r" 2>&1 &
+  pids+=($!)
+done
+st=""; for p in "${pids[@]}"; do wait "$p"; st="$st $?"; done
+[ "$st" = " 0 0" ] && ok "Slurm variables only (SLURM_JOB_NODELIST=localhost,node[02-04], port from SLURM_JOB_ID $jid)" \
+  || bad "Slurm variables: statuses$st; $(cat "$dir"/out.* | head -3)"
+
+# tcp://HOST:PORT
+p=$(port)
+st=$(job 2 token NET_PROBE_INIT="tcp://127.0.0.1:$p")
+[ "$st" = "0 0" ] && ok "tcp://127.0.0.1:$p" || bad "tcp://127.0.0.1:$p: statuses $st; $(cat "$dir"/out.* | head -3)"
+
+# a rendezvous port in use: a first job's rank 0 holds it, a second rank 0 must say so
+p=$(port)
+env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$p CC_TIMEOUT=5 timeout 20 "$probe" token > "$dir/hold" 2>&1 &
+holder=$!
+sleep 0.3
+env RANK=0 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$p CC_TIMEOUT=5 timeout 20 "$probe" token > "$dir/second" 2>&1
+if grep -q "port $p" "$dir/second" && grep -qi 'in use' "$dir/second"; then ok "port in use: $(grep -m1 -o "cannot listen.*" "$dir/second" | cut -c1-150)"
+else bad "port in use: the second rank 0 said: $(head -c 300 "$dir/second")"; fi
+env RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$p CC_TIMEOUT=5 timeout 20 "$probe" token > /dev/null 2>&1
+wait "$holder"
+
+echo "rendezvous: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]
