@@ -67,6 +67,13 @@ st=""; for p in "${pids[@]}"; do wait "$p"; st="$st $?"; done
 [ "$st" = " 0 0" ] && ok "Slurm variables only (SLURM_JOB_NODELIST=localhost,node[02-04], port from SLURM_JOB_ID $jid)" \
   || bad "Slurm variables: statuses$st; $(cat "$dir"/out.* | head -3)"
 
+# CC_SOCKET_IFNAME: the ranks listen on that interface's address; an unknown one is an error naming it
+st=$(job 2 token MASTER_ADDR=127.0.0.1 MASTER_PORT="$(port)" CC_TRANSPORT=tcp CC_SOCKET_IFNAME=lo)
+[ "$st" = "0 0" ] && ok "CC_SOCKET_IFNAME=lo with CC_TRANSPORT=tcp" || bad "CC_SOCKET_IFNAME=lo: statuses $st; $(cat "$dir"/out.* | head -3)"
+st=$(job 2 token MASTER_ADDR=127.0.0.1 MASTER_PORT="$(port)" CC_TIMEOUT=3 CC_SOCKET_IFNAME=nosuchif0)
+if [ "$st" != "0 0" ] && grep -q 'nosuchif0' "$dir/out.0" "$dir/out.1"; then ok "CC_SOCKET_IFNAME=nosuchif0 refused: $(grep -h -m1 -o 'CC_SOCKET_IFNAME=nosuchif0[^;]*' "$dir"/out.* | head -1)"
+else bad "CC_SOCKET_IFNAME=nosuchif0: statuses $st; $(cat "$dir"/out.* | head -3)"; fi
+
 # tcp://HOST:PORT
 p=$(port)
 st=$(job 2 token NET_PROBE_INIT="tcp://127.0.0.1:$p")
