@@ -3076,6 +3076,7 @@ static cc_result cc__conn_read(cc_comm *c, cc__xop *ops, int n, int r, cc__xdone
                                int *progress, const char *what) {
   cc__conn *cn = &c->net->conn[r];
   cc_result res;
+  int drained = 0;
   for (;;) {
     ssize_t k;
     /* first, what the stage holds */
@@ -3102,6 +3103,7 @@ static cc_result cc__conn_read(cc_comm *c, cc__xop *ops, int n, int r, cc__xdone
       if (cn->in_done == cn->in_bytes && (res = cc__conn_end(c, ops, n, r, cb, ctx, what)) != CC_OK) return res;
     }
     if (cn->st_beg == cn->st_end) cn->st_beg = cn->st_end = 0;
+    if (drained && (!cn->in_msg || cn->st_beg < cn->st_end)) return CC_OK;
     if (cn->in_msg && cn->in_tag != CC__TAG_ABORT && cn->st_beg == cn->st_end &&
         cn->in_bytes - cn->in_done >= 4096) {          /* a large payload: straight to its place */
       unsigned char *dst;
@@ -3125,8 +3127,14 @@ static cc_result cc__conn_read(cc_comm *c, cc__xop *ops, int n, int r, cc__xdone
         cn->st_end -= cn->st_beg;
         cn->st_beg = 0;
       }
-      k = recv(cn->fd, cn->stage + cn->st_end, CC__STAGE - cn->st_end, MSG_DONTWAIT);
-      if (k > 0) { cn->st_end += (size_t)k; *progress = 1; continue; }
+      size_t room = CC__STAGE - cn->st_end;
+      k = recv(cn->fd, cn->stage + cn->st_end, room, MSG_DONTWAIT);
+      if (k > 0) {
+        cn->st_end += (size_t)k;
+        *progress = 1;
+        if ((size_t)k < room) drained = 1;   /* the socket is empty: no second recv for an EAGAIN */
+        continue;
+      }
     }
     if (k == 0) {                      /* lost only if we still need it: checked by the run */
       if (cn->in_msg) return cc__net_lost(c, ops, n, r, 0, what);
