@@ -1040,6 +1040,7 @@ typedef struct cc__umsg {              /* a message received before its cc_recv 
   size_t bytes;
   unsigned char *data;
   size_t cap;                          /* TCP: bytes allocated so far (grows as they arrive) */
+  unsigned sig;                        /* TCP: the collective it belongs to */
 } cc__umsg;
 
 typedef struct cc__peer {              /* receive state of the channel from one peer */
@@ -2796,6 +2797,7 @@ typedef struct cc__net {
   size_t small_bytes, chunk_bytes;
   int propagated;                      /* failure sent to the peers */
   int tcp_only;                        /* CC_TRANSPORT=tcp: every rank its own group */
+  unsigned sig;                        /* the collective running (see cc__frame_encode) */
   char *token;                         /* the job's token (a copy), or NULL */
   char ip[64];                         /* where this rank listens (for splits) */
 } cc__net;
@@ -2809,24 +2811,34 @@ static uint32_t cc__get32(const unsigned char *p) { return (uint32_t)p[0] | (uin
 static void cc__put64(unsigned char *p, uint64_t v) { cc__put32(p, (uint32_t)v); cc__put32(p + 4, (uint32_t)(v >> 32)); }
 static uint64_t cc__get64(const unsigned char *p) { return (uint64_t)cc__get32(p) | (uint64_t)cc__get32(p + 4) << 32; }
 
-static void cc__frame_encode(unsigned char *p, int tag, uint64_t bytes) {
+/* The frame: {magic, tag, bytes | sig << 48}. sig (collectives only) names
+   the call the message belongs to: the collective in its top 5 bits, a hash
+   of count, dtype, op and root below, so that ranks in different calls fail
+   with CC_ERR_MISMATCH instead of mixing their data. */
+#define CC__LEN_MASK (((uint64_t)1 << 48) - 1)
+
+static void cc__frame_encode(unsigned char *p, int tag, uint64_t bytes, unsigned sig) {
   cc__put32(p, CC__NET_MAGIC);
   cc__put32(p + 4, (uint32_t)tag);
-  cc__put64(p + 8, bytes);
+  cc__put64(p + 8, bytes | (uint64_t)(sig & 0xffffu) << 48);
 }
 
 /* A frame header from the wire: 0, or -1 when it is not one of ours. */
-static int cc__frame_decode(const unsigned char *p, int *tag, uint64_t *bytes) {
+static int cc__frame_decode(const unsigned char *p, int *tag, uint64_t *bytes, unsigned *sig) {
   int32_t t;
   uint64_t b;
+  unsigned sg;
   if (cc__get32(p) != CC__NET_MAGIC) return -1;
   t = (int32_t)cc__get32(p + 4);
   b = cc__get64(p + 8);
-  if (b > CC__MAX_FRAME) return -1;
+  sg = (unsigned)(b >> 48);
+  b &= CC__LEN_MASK;
+  if (b > CC__MAX_FRAME || (sg && t != CC__TAG_COLL)) return -1;
   if (t < 0 && t != CC__TAG_COLL && t != CC__TAG_ABORT) return -1;
   if (t == CC__TAG_ABORT && (b < 8 || b > CC__ABORT_MAX)) return -1;
   *tag = t;
   *bytes = b;
+  *sig = sg;
   return 0;
 }
 
@@ -2863,7 +2875,7 @@ static void cc__net_propagate(cc_comm *c, cc_result code, int who, const char *m
   int r, i;
   if (nt->propagated) return;
   nt->propagated = 1;
-  cc__frame_encode(f, CC__TAG_ABORT, 8 + len + 1);
+  cc__frame_encode(f, CC__TAG_ABORT, 8 + len + 1, 0);
   cc__put32(f + CC__FRAME, (uint32_t)code);
   cc__put32(f + CC__FRAME + 4, (uint32_t)who);
   memcpy(f + CC__FRAME + 8, msg, len);
@@ -2910,10 +2922,22 @@ static cc_result cc__net_lost(cc_comm *c, const cc__xop *ops, int n, int r, int 
 }
 
 /* Take a queued unexpected message of op's tag, if any. */
+static cc_result cc__sig_mismatch(cc_comm *c, int peer, unsigned got) {
+  unsigned coll = got >> 11, mine = c->net->sig >> 11;
+  if (coll == mine)
+    return cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d called %s with another count, dtype, op or root",
+                    mine < CC__COLL_COUNT ? cc__coll_names[mine] : "?", c->rank, peer,
+                    coll < CC__COLL_COUNT ? cc__coll_names[coll] : "?");
+  return cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d called %s while this rank called %s",
+                  mine < CC__COLL_COUNT ? cc__coll_names[mine] : "?", c->rank, peer,
+                  coll < CC__COLL_COUNT ? cc__coll_names[coll] : "?", mine < CC__COLL_COUNT ? cc__coll_names[mine] : "?");
+}
+
 static cc_result cc__conn_take_unexp(cc_comm *c, cc__conn *cn, cc__xop *o) {
   cc__umsg *m, *prev = NULL;
   for (m = cn->uq_head; m; prev = m, m = m->next) {
     if (m->tag != o->tag) continue;
+    if (o->tag == CC__TAG_COLL && m->sig != c->net->sig) return cc__sig_mismatch(c, o->peer, m->sig);
     if (m->bytes != o->bytes) return cc__msg_mismatch(c, o->peer, o->tag, m->bytes, o->bytes);
     if (m->bytes) memcpy(o->buf, m->data, m->bytes);
     if (prev) prev->next = m->next; else cn->uq_head = m->next;
@@ -2969,7 +2993,8 @@ static cc_result cc__conn_begin(cc_comm *c, cc__xop *ops, int n, int r, const un
   cc__conn *cn = &c->net->conn[r];
   int tag, i;
   uint64_t bytes;
-  if (cc__frame_decode(h, &tag, &bytes) != 0)
+  unsigned sig;
+  if (cc__frame_decode(h, &tag, &bytes, &sig) != 0)
     return cc__net_fail_all(c, ops, n, CC_ERR_SYSTEM, r, what, "rank %d: corrupt data from rank %d "
                             "(not a cc frame)", c->rank, r);
   cn->in_msg = 1;
@@ -2986,6 +3011,10 @@ static cc_result cc__conn_begin(cc_comm *c, cc__xop *ops, int n, int r, const un
     /* an older message of this tag, queued while this receive was waiting, goes first */
     if ((res = cc__conn_take_unexp(c, cn, o)) != CC_OK) return cc__net_fail_all(c, ops, n, res, c->rank, what, "%s", c->err);
     if (o->done) continue;
+    if (tag == CC__TAG_COLL && sig != c->net->sig) {
+      cc__sig_mismatch(c, r, sig);
+      return cc__net_fail_all(c, ops, n, CC_ERR_MISMATCH, c->rank, what, "%s", c->err);
+    }
     if (o->bytes != bytes) {
       cc__msg_mismatch(c, r, tag, (size_t)bytes, o->bytes);
       return cc__net_fail_all(c, ops, n, CC_ERR_MISMATCH, c->rank, what, "%s", c->err);
@@ -3009,6 +3038,7 @@ static cc_result cc__conn_begin(cc_comm *c, cc__xop *ops, int n, int r, const un
     }
     m->next = NULL;
     m->tag = tag;
+    m->sig = sig;
     m->bytes = (size_t)bytes;
     cn->in_unexp = m;
   }
@@ -3190,7 +3220,7 @@ static cc_result cc__net_start(cc_comm *c, cc__xop *ops, int n, int *nsops, cc__
         continue;
       }
       if (o->is_send) {
-        cc__frame_encode(o->hdr, o->tag, o->bytes);
+        cc__frame_encode(o->hdr, o->tag, o->bytes, o->tag == CC__TAG_COLL ? nt->sig : 0u);
         if (o->peer != c->rank) continue;
         if ((r = cc__uq_copy(c, &cn->uq_head, &cn->uq_tail, o->tag, o->buf, o->bytes, what)) != CC_OK) return r;
         o->done = 1;
@@ -3878,6 +3908,24 @@ static cc_result cc__net_p2p(cc_comm *c, const cc__call *calls, int ncalls, cons
 }
 
 static cc_result cc__net_exec(cc_comm *c, const cc__call *k);
+
+/* What a collective's messages carry so that ranks can tell their calls apart
+   (cc__frame_encode): the collective, and a hash of what must agree. */
+static unsigned cc__net_sig(const cc__call *k) {
+  uint64_t h = 1469598103934665603ull;
+  uint64_t v[4];
+  int i;
+  v[0] = cc__is_v(k->coll) ? 0 : (uint64_t)k->count;
+  v[1] = (uint64_t)k->t;
+  v[2] = cc__is_v(k->coll) || k->coll == CC__BROADCAST || k->coll == CC__GATHER || k->coll == CC__ALL_GATHER ||
+         k->coll == CC__SCATTER || k->coll == CC__ALL_TO_ALL || k->coll == CC__BARRIER ? 0 : (uint64_t)(uint32_t)k->op;
+  v[3] = (uint64_t)(uint32_t)k->root;
+  if (k->coll == CC__ALL_REDUCE || k->coll == CC__REDUCE_SCATTER || k->coll == CC__ALL_GATHER ||
+      k->coll == CC__ALL_TO_ALL || k->coll == CC__BARRIER || k->coll == CC__ALL_GATHER_V || k->coll == CC__ALL_TO_ALL_V)
+    v[3] = 0;                          /* no root */
+  for (i = 0; i < 4; i++) { h ^= v[i]; h *= 1099511628211ull; h ^= h >> 29; }
+  return (unsigned)(k->coll & 31) << 11 | (unsigned)(h & 0x7ff);
+}
 
 /* float16/bfloat16 sums, products and averages cross the network in float32
    and are rounded once at the end, as on one host (min and max are exact). */
@@ -4932,7 +4980,10 @@ CC_API size_t cc_dtype_size(cc_dtype t) { return cc__dtype_bytes(t); }
 /* Run one call now. */
 static cc_result cc__exec(cc_comm *c, const cc__call *k) {
 #ifndef CC_NO_TCP
-  if (c->net) return cc__net_exec(c, k);
+  if (c->net) {
+    c->net->sig = cc__net_sig(k);
+    return cc__net_exec(c, k);
+  }
 #endif
   switch (k->coll) {
   case CC__BARRIER: return cc__run_barrier(c, k);
@@ -5621,7 +5672,11 @@ static cc_result cc__net_split(cc_comm *c, int color, int key, cc_comm **out) {
   memset(&k, 0, sizeof k);
   k.coll = CC__ALL_GATHER; k.sbuf = mine; k.rbuf = all; k.count = rb; k.t = CC_UINT8;
   {
-    cc_result r2 = cc__net_flat(c, &k);
+    cc_result r2;
+    k.coll = CC__SPLIT;
+    nt->sig = cc__net_sig(&k);
+    k.coll = CC__ALL_GATHER;
+    r2 = cc__net_flat(c, &k);
     if (r2 != CC_OK) { r = r2; goto out; }
   }
   if (r != CC_OK || color == CC_UNDEFINED) goto out;

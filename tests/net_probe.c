@@ -945,8 +945,27 @@ static int mode_token(void) {
   return r == CC_OK ? 0 : 3;
 }
 
+/* mismatch KIND: rank 1 makes a call that does not match rank 0's: 1 another
+   op (all_reduce max against sum), 2 another collective (broadcast against
+   all_reduce), 3 another count (large). Exit 0 when this rank got
+   CC_ERR_MISMATCH. */
+static int mode_mismatch(int kind) {
+  static float x[300000], y[300000];
+  cc_result r;
+  double t0 = now_ms();
+  int odd;
+  if (!init_or_report(0)) return 3;
+  odd = g_rank == 1;
+  if (kind == 1) r = cc_all_reduce(g_c, x, y, 1000, CC_FLOAT32, odd ? CC_MAX : CC_SUM);
+  else if (kind == 2) r = odd ? cc_broadcast(g_c, x, 1000, CC_FLOAT32, 0) : cc_all_reduce(g_c, x, y, 1000, CC_FLOAT32, CC_SUM);
+  else r = cc_all_reduce(g_c, x, y, odd ? 300000 : 299999, CC_FLOAT32, CC_SUM);
+  result_line(r, now_ms() - t0, r == CC_OK ? "the mismatched call succeeded" : cc_comm_last_error(g_c));
+  cc_comm_destroy(g_c);
+  return r == CC_ERR_MISMATCH ? 0 : 3;
+}
+
 static int usage(const char *prog) {
-  fprintf(stderr, "usage: %s all [hold MS] | die RANK | hang | token\n", prog);
+  fprintf(stderr, "usage: %s all [hold MS] | die RANK | hang | token | mismatch 1|2|3\n", prog);
   return 2;
 }
 
@@ -960,5 +979,6 @@ int main(int argc, char **argv) {
   if (strcmp(argv[1], "die") == 0 && argc == 3) return mode_loop(atoi(argv[2]), 30000);
   if (strcmp(argv[1], "hang") == 0 && argc == 2) return mode_loop(-1, 60000);
   if (strcmp(argv[1], "token") == 0 && argc == 2) return mode_token();
+  if (strcmp(argv[1], "mismatch") == 0 && argc == 3) return mode_mismatch(atoi(argv[2]));
   return usage(argv[0]);
 }

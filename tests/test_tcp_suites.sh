@@ -25,4 +25,20 @@ for t in $suites; do
   fi
   [ "$st" -eq 0 ] || status=1
 done
+# calls that do not match, over TCP: CC_ERR_MISMATCH on every rank, not garbage or a hang
+for kind in 1 2 3; do
+  case $kind in 1) what="all_reduce sum against max";; 2) what="all_reduce against broadcast";; 3) what="all_reduce of 299999 against 300000 floats";; esac
+  out=$(CC_TRANSPORT=tcp CC_TIMEOUT=10 timeout 60 "$build/ccrun" -n 2 --kill-grace 5000 "$build/probes/net_probe" mismatch $kind 2>&1)
+  st=$?
+  # both ranks fail, at least one with CC_ERR_MISMATCH (a rank whose peer failed in the middle
+  # of a large message may see the connection reset first: CC_ERR_PEER_LOST)
+  nm=$(printf '%s\n' "$out" | grep -c 'result: CC_ERR_MISMATCH')
+  nf=$(printf '%s\n' "$out" | grep -c 'result: CC_ERR_\(MISMATCH\|PEER_LOST\)')
+  if [ "$nm" -ge 1 ] && [ "$nf" -eq 2 ]; then
+    echo "PASS: tcp.mismatch: $what: $nm of 2 ranks CC_ERR_MISMATCH, none succeeds ($(printf '%s\n' "$out" | grep -m1 -o 'rank [0-9]: rank [0-9] called.*' | cut -c1-120))"
+  else
+    echo "FAIL: tcp.mismatch: $what: status $st: $(printf '%s\n' "$out" | head -4)"
+    status=1
+  fi
+done
 exit $status

@@ -103,6 +103,7 @@ typedef struct mop {
 
 typedef struct mq {
   int tag;
+  unsigned sig;                        /* collectives' messages: must be nt->sig (0 here) */
   uint64_t bytes;
   const unsigned char *data;
 } mq;
@@ -116,6 +117,7 @@ static int m_take(mop *m, const opdef *d, int i, mq *q, int *nq) {
   int k;
   for (k = 0; k < *nq; k++) {
     if (q[k].tag != d[i].tag) continue;
+    if (q[k].tag == -2 && q[k].sig != 0) return -1;
     if (q[k].bytes != d[i].bytes) return -1;
     if (q[k].bytes) memcpy(m[i].buf, q[k].data, (size_t)q[k].bytes);
     memmove(&q[k], &q[k + 1], sizeof *q * (size_t)(*nq - k - 1));
@@ -135,11 +137,15 @@ static cc_result model(const unsigned char *s, size_t len, const opdef *d, mop *
   for (;;) {
     int32_t tag;
     uint64_t bytes, avail;
+    unsigned sig;
     int i, hit = -1;
     if (len - pos < CC__FRAME) return CC_OK;           /* the end, between frames */
     tag = (int32_t)m_get32(s + pos + 4);
     bytes = (uint64_t)m_get32(s + pos + 8) | (uint64_t)m_get32(s + pos + 12) << 32;
+    sig = (unsigned)(bytes >> 48);
+    bytes &= ((uint64_t)1 << 48) - 1;
     if (m_get32(s + pos) != 0x31446363u || bytes > ((uint64_t)1 << 44) || (tag < 0 && tag != -2 && tag != -3) ||
+        (sig && tag != -2) ||
         (tag == -3 && (bytes < 8 || bytes > CC__ABORT_MAX))) {
       *who = 1;
       return CC_ERR_SYSTEM;
@@ -159,6 +165,7 @@ static cc_result model(const unsigned char *s, size_t len, const opdef *d, mop *
       if (!m[i].eligible || m[i].done || d[i].tag != tag) continue;
       if (m_take(m, d, i, q, &nq) != 0) { *who = 0; return CC_ERR_MISMATCH; }
       if (m[i].done) continue;
+      if (tag == -2 && sig != 0) { *who = 0; return CC_ERR_MISMATCH; }
       if (d[i].bytes != bytes) { *who = 0; return CC_ERR_MISMATCH; }
       hit = i;
       break;
@@ -175,6 +182,7 @@ static cc_result model(const unsigned char *s, size_t len, const opdef *d, mop *
     } else {
       FZ_CHECK(nq < MAXQ);
       q[nq].tag = tag;
+      q[nq].sig = sig;
       q[nq].bytes = bytes;
       q[nq].data = s + pos;
       nq++;
