@@ -2792,8 +2792,8 @@ typedef struct cc__net {
   cc__hdr own_hdr;                     /* failure word when there is no local */
   cc__p2p *sops;                       /* scratch of cc__net_run */
   int *pulled, sops_cap;
-  unsigned char *tmp;                  /* scratch of the algorithms */
-  size_t tmp_bytes;
+  unsigned char *tmp, *tmp2;           /* scratch of the algorithms, kept between calls */
+  size_t tmp_bytes, tmp2_bytes;
   size_t small_bytes, chunk_bytes;
   int propagated;                      /* failure sent to the peers */
   int tcp_only;                        /* CC_TRANSPORT=tcp: every rank its own group */
@@ -3520,7 +3520,9 @@ static cc_result cc__net_ring_ag(cc_comm *c, const int *M, int m, int p, void *b
 }
 
 /* Broadcast from index rp: a binomial tree for small messages, a chain
-   pipelined in chunks (each chunk forwarded as soon as it arrives) for large. */
+   pipelined in chunks (each chunk forwarded as soon as it arrives) for large
+   (with two members too: a receiver that comes late then queues 1 MiB pieces,
+   not one huge message). */
 typedef struct cc__chain_ctx { int nrecv; } cc__chain_ctx;
 
 static void cc__chain_done(void *ctx, cc__xop *ops, int i) {
@@ -3533,7 +3535,7 @@ static cc_result cc__net_bcast(cc_comm *c, const int *M, int m, int p, int rp, v
   int v = (p - rp + m) % m, mask;
   cc_result r;
   if (m == 1) return CC_OK;
-  if (bytes <= c->net->small_bytes || m == 2) {
+  if (bytes <= c->net->small_bytes) {
     cc__xop o[32];
     int n = 0;
     for (mask = 1; mask < m; mask <<= 1)
@@ -3866,7 +3868,12 @@ static cc_result cc__net_flat(cc_comm *c, const cc__call *k) {
     int bad = cc__net_premul(c, k, k->sbuf, count, &own, &in);
     /* blocks of equal size, so block j is rank j's share; in place, the
        result may not overwrite input that is still to be sent */
-    acc = (unsigned char *)CC_MALLOC(k->count * es + 1);
+    if (c->net->tmp2_bytes < k->count * es + 1 || !c->net->tmp2) {   /* kept between calls */
+      CC_FREE(c->net->tmp2);
+      c->net->tmp2_bytes = 0;
+      if ((c->net->tmp2 = (unsigned char *)CC_MALLOC(k->count * es + 1)) != NULL) c->net->tmp2_bytes = k->count * es + 1;
+    }
+    acc = c->net->tmp2;
     (void)bytes;
     if (bad || !acc) r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
     else r = cc__net_rs_direct(c, M, n, me, in, acc, count, k->t, op, NULL, what);
@@ -3875,7 +3882,6 @@ static cc_result cc__net_flat(cc_comm *c, const cc__call *k) {
       if (k->op == CC_AVG) cc__net_avg(rb, k->count, k->t, n);
     }
     CC_FREE(own);
-    CC_FREE(acc);
     goto out;
   }
   default:
@@ -4322,6 +4328,7 @@ static void cc__net_free(cc_comm *c) {
   CC_FREE(nt->grp); CC_FREE(nt->lrank); CC_FREE(nt->gfirst); CC_FREE(nt->gsize);
   CC_FREE(nt->conn); CC_FREE(nt->pfd); CC_FREE(nt->pfd_rank); CC_FREE(nt->sops); CC_FREE(nt->pulled);
   CC_FREE(nt->tmp);
+  CC_FREE(nt->tmp2);
   CC_FREE(nt->token);
   CC_FREE(nt);
   c->net = NULL;
