@@ -2013,8 +2013,10 @@ static cc_result cc__p2p_step(cc_comm *c, cc__p2p *ops, int nops, int *pulled, i
   return CC_OK;
 }
 
-/* A send to oneself: queue a copy as an unexpected message. */
-static cc_result cc__queue_copy(cc_comm *c, cc__peer *p, int tag, const void *buf, size_t bytes, const char *what) {
+/* A send to oneself: append a copy to an unexpected queue (of the shared-memory
+   channels or of a TCP connection). */
+static cc_result cc__uq_copy(cc_comm *c, cc__umsg **head, cc__umsg **tail, int tag, const void *buf, size_t bytes,
+                             const char *what) {
   cc__umsg *m = (cc__umsg *)CC_MALLOC(sizeof *m);
   if (!m || !(m->data = (unsigned char *)CC_MALLOC(bytes ? bytes : 1))) {
     CC_FREE(m);
@@ -2022,8 +2024,8 @@ static cc_result cc__queue_copy(cc_comm *c, cc__peer *p, int tag, const void *bu
   }
   m->next = NULL; m->tag = tag; m->bytes = bytes;
   if (bytes) memcpy(m->data, buf, bytes);
-  if (p->uq_tail) p->uq_tail->next = m; else p->uq_head = m;
-  p->uq_tail = m;
+  if (*tail) (*tail)->next = m; else *head = m;
+  *tail = m;
   return CC_OK;
 }
 
@@ -2041,7 +2043,8 @@ static cc_result cc__p2p_run(cc_comm *c, cc__p2p *ops, int nops, const char *wha
     cc__p2p *o = &ops[i];
     o->done = 0; o->moved = 0; o->hdr_sent = 0;
     if (o->is_send && o->peer == c->rank) {  /* to self: queue a copy */
-      if ((r = cc__queue_copy(c, &c->peers[c->rank], o->tag, o->buf, o->bytes, what)) != CC_OK) goto out;
+      cc__peer *p = &c->peers[c->rank];
+      if ((r = cc__uq_copy(c, &p->uq_head, &p->uq_tail, o->tag, o->buf, o->bytes, what)) != CC_OK) goto out;
       o->done = 1;
     }
   }
@@ -3177,21 +3180,6 @@ static cc_result cc__conn_read(cc_comm *c, cc__xop *ops, int n, int r, cc__xdone
   }
 }
 
-/* Append a copy to an unexpected queue (a send to oneself). */
-static cc_result cc__uq_copy(cc_comm *c, cc__umsg **head, cc__umsg **tail, int tag, const void *buf, size_t bytes,
-                             const char *what) {
-  cc__umsg *m = (cc__umsg *)CC_MALLOC(sizeof *m);
-  if (!m || !(m->data = (unsigned char *)CC_MALLOC(bytes ? bytes : 1))) {
-    CC_FREE(m);
-    return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: no memory to send %zu bytes to itself", what, c->rank, bytes);
-  }
-  m->next = NULL; m->tag = tag; m->bytes = bytes;
-  if (bytes) memcpy(m->data, buf, bytes);
-  if (*tail) (*tail)->next = m; else *head = m;
-  *tail = m;
-  return CC_OK;
-}
-
 /* Start the ops that became live. Sends to oneself are queued at once;
    receives look at the queue first; ops with a rank of the own group become
    cc__p2p ops of the local run. */
@@ -3382,16 +3370,15 @@ static void cc__net_avg(void *buf, size_t count, cc_dtype t, int n) {
 
 /* Scratch of the algorithms, kept from call to call (fresh pages cost a
    fault each: 8 MiB of new memory took longer than the fold). */
-static unsigned char *cc__net_scratch(cc_comm *c, size_t bytes) {
-  cc__net *nt = c->net;
-  if (nt->tmp_bytes < bytes || !nt->tmp) {
+static unsigned char *cc__net_keep(unsigned char **buf, size_t *have, size_t bytes) {
+  if (*have < bytes || !*buf) {
     unsigned char *p = (unsigned char *)CC_MALLOC(bytes ? bytes : 1);
     if (!p) return NULL;
-    CC_FREE(nt->tmp);
-    nt->tmp = p;
-    nt->tmp_bytes = bytes;
+    CC_FREE(*buf);
+    *buf = p;
+    *have = bytes;
   }
-  return nt->tmp;
+  return *buf;
 }
 
 /* dst = srcs[0] op srcs[1] op ... op srcs[m-1], a left fold in member order
@@ -3456,7 +3443,7 @@ static cc_result cc__net_rs_direct(cc_comm *c, const int *M, int m, int p, const
   cc_result r;
   if (m == 1) { if (out != in && count) memcpy(out, in, count * es); return CC_OK; }
   ops = (cc__xop *)CC_MALLOC(sizeof(cc__xop) * (size_t)(m - 1) * 2 * (nch + maxch));
-  x.scratch = cc__net_scratch(c, (size_t)(m - 1) * blen * es + 1);
+  x.scratch = cc__net_keep(&c->net->tmp, &c->net->tmp_bytes, (size_t)(m - 1) * blen * es + 1);
   x.arrived = (int *)CC_MALLOC(sizeof(int) * nch);
   x.srcs = (const void **)CC_MALLOC(sizeof(void *) * (size_t)m);
   if (!ops || !x.scratch || !x.arrived || !x.srcs) {
@@ -3862,19 +3849,13 @@ static cc_result cc__net_flat(cc_comm *c, const cc__call *k) {
     goto out;
   case CC__REDUCE_SCATTER: {
     int op = cc__net_op(c, k->op);
-    size_t count = k->count * (size_t)n, bytes = count * es;
-    unsigned char *own = NULL, *acc = NULL;
+    size_t count = k->count * (size_t)n;
+    unsigned char *own = NULL, *acc;
     const void *in = NULL;
     int bad = cc__net_premul(c, k, k->sbuf, count, &own, &in);
     /* blocks of equal size, so block j is rank j's share; in place, the
        result may not overwrite input that is still to be sent */
-    if (c->net->tmp2_bytes < k->count * es + 1 || !c->net->tmp2) {   /* kept between calls */
-      CC_FREE(c->net->tmp2);
-      c->net->tmp2_bytes = 0;
-      if ((c->net->tmp2 = (unsigned char *)CC_MALLOC(k->count * es + 1)) != NULL) c->net->tmp2_bytes = k->count * es + 1;
-    }
-    acc = c->net->tmp2;
-    (void)bytes;
+    acc = cc__net_keep(&c->net->tmp2, &c->net->tmp2_bytes, k->count * es + 1);
     if (bad || !acc) r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
     else r = cc__net_rs_direct(c, M, n, me, in, acc, count, k->t, op, NULL, what);
     if (r == CC_OK) {
