@@ -81,3 +81,46 @@ cc_free_port() {
 
 # cc_now_ms - milliseconds of the monotonic-enough wall clock.
 cc_now_ms() { echo $(( $(date +%s%N) / 1000000 )); }
+
+# The case helpers of the shell tests that start processes (test_init.sh,
+# test_ccrun_nnodes.sh, test_multihost.sh). They use the caller's case_id,
+# clean_env (an `env -i ...` or `env -u ...` prefix), limit, work and
+# shm_before, and its fail function.
+
+# cc_case_launch MARK OUT VAR=VALUE... -- COMMAND... - start one process of the
+# case in the background, its environment cleaned and marked MARK=$$-$case_id,
+# under `timeout $limit` (preceded by ${case_prefix[@]} when the caller set it),
+# output in $work/OUT; its pid in $last_pid
+cc_case_launch() {
+  local mark=$1 out=$2 vars=()
+  shift 2
+  while [ "$1" != "--" ]; do vars+=("$1"); shift; done
+  shift
+  "${clean_env[@]}" "$mark=$$-$case_id" "${vars[@]}" \
+    ${case_prefix[@]+"${case_prefix[@]}"} timeout -k 5 "$limit" "$@" </dev/null >"$work/$out" 2>&1 &
+  last_pid=$!
+}
+
+# cc_case_show LINES FILE... - the output of a failed case, indented, at most
+# LINES lines of each FILE (so that a probe's own PASS/FAIL lines are not counted)
+cc_case_show() {
+  local lines=$1 f
+  shift
+  for f in "$@"; do
+    [ -s "$f" ] && sed "s|^|    ${f##*/}: |" "$f" | head -"$lines"
+  done
+}
+
+# cc_case_finish MARK - after a case: no process marked MARK=$$-$case_id may
+# still run and nothing may be new in /dev/shm (both removed, each a failure)
+cc_case_finish() {
+  local left n leaked
+  if ! left=$(cc_leftover_procs "$1=$$-$case_id"); then
+    while read -r n; do fail "$case_id: a process still runs (killed now): $n"; done <<<"$left"
+  fi
+  leaked=$(cc_shm_leaked "$shm_before")
+  for n in $leaked; do
+    fail "$case_id: left /dev/shm/$n (removed now)"
+    rm -f "/dev/shm/$n"
+  done
+}

@@ -52,36 +52,11 @@ begin() {
   shm_before=$(cc_shm_snapshot)
 }
 
-# launch OUT VAR=VALUE... -- COMMAND... : in the background, output in
-# $work/OUT, pid in $last_pid
-launch() {
-  local out=$1 vars=()
-  shift
-  while [ "$1" != "--" ]; do vars+=("$1"); shift; done
-  shift
-  "${clean_env[@]}" "CC_NN_CASE=$$-$case_id" "${vars[@]}" \
-    timeout -k 5 "$limit" "$@" </dev/null >"$work/$out" 2>&1 &
-  last_pid=$!
-}
-
-show() {
-  local f
-  for f in "$@"; do
-    [ -s "$f" ] && sed "s|^|    ${f##*/}: |" "$f" | head -40
-  done
-}
-
-finish() {
-  local left n leaked
-  if ! left=$(cc_leftover_procs "CC_NN_CASE=$$-$case_id"); then
-    while read -r n; do fail "$case_id: a process still runs (killed now): $n"; done <<<"$left"
-  fi
-  leaked=$(cc_shm_leaked "$shm_before")
-  for n in $leaked; do
-    fail "$case_id: left /dev/shm/$n (removed now)"
-    rm -f "/dev/shm/$n"
-  done
-}
+# launch OUT VAR=VALUE... -- COMMAND... (background, pid in $last_pid), show
+# FILE..., finish: see tests/lib.bash
+launch() { cc_case_launch CC_NN_CASE "$@"; }
+show() { cc_case_show 40 "$@"; }
+finish() { cc_case_finish CC_NN_CASE; }
 
 # probe_ok FILE... - the first FILE holds rank 0's $nsections PASS lines of the
 # probe; no FILE holds a FAIL line (with or without a ccrun "[R] " tag)

@@ -56,38 +56,11 @@ begin() {
   rm -f "$work"/*.out
 }
 
-# launch OUT VAR=VALUE... -- COMMAND... : start one process of the case in the
-# background, output in $work/OUT; its pid in $last_pid
-launch() {
-  local out=$1 vars=()
-  shift
-  while [ "$1" != "--" ]; do vars+=("$1"); shift; done
-  shift
-  "${clean_env[@]}" "CC_INIT_CASE=$$-$case_id" "${vars[@]}" \
-    timeout -k 5 "$limit" "$@" </dev/null >"$work/$out" 2>&1 &
-  last_pid=$!
-}
-
-# show FILE... - the output of a failed case, indented
-show() {
-  local f
-  for f in "$@"; do
-    [ -s "$f" ] && sed "s|^|    ${f##*/}: |" "$f" | head -20
-  done
-}
-
-# finish - after a case: nothing of it may still run or sit in /dev/shm
-finish() {
-  local left n leaked
-  if ! left=$(cc_leftover_procs "CC_INIT_CASE=$$-$case_id"); then
-    while read -r n; do fail "$case_id: a process still runs (killed now): $n"; done <<<"$left"
-  fi
-  leaked=$(cc_shm_leaked "$shm_before")
-  for n in $leaked; do
-    fail "$case_id: left /dev/shm/$n (removed now)"
-    rm -f "/dev/shm/$n"
-  done
-}
+# launch OUT VAR=VALUE... -- COMMAND... (background, pid in $last_pid), show
+# FILE..., finish: see tests/lib.bash
+launch() { cc_case_launch CC_INIT_CASE "$@"; }
+show() { cc_case_show 20 "$@"; }
+finish() { cc_case_finish CC_INIT_CASE; }
 
 # check_sums FILE N [RANK] - FILE holds "rank R of N: sum S" for every rank R
 # (or for RANK alone)

@@ -208,14 +208,11 @@ port() { echo $((20000 + (RANDOM * 32768 + RANDOM) % 20000)); }
 # launch HOST OUT VAR=VALUE... -- COMMAND... : run COMMAND in host HOST's
 # namespace, in the background, output in $work/OUT, pid in $last_pid
 launch() {
-  local h=$1 out=$2 vars=()
-  shift 2
-  while [ "$1" != "--" ]; do vars+=("$1"); shift; done
+  local h=$1 case_prefix
   shift
   ns_argv "${hosts[$h]}"
-  "${clean_env[@]}" "CC_MH_CASE=$$-$case_id" "${vars[@]}" \
-    "${nsx[@]}" timeout -k 5 "$limit" "$@" </dev/null >"$work/$out" 2>&1 &
-  last_pid=$!
+  case_prefix=("${nsx[@]}")
+  cc_case_launch CC_MH_CASE "$@"
 }
 
 # job NNODES PER_NODE PORT VARS... -- PROBE ARGS... : one ccrun per host;
@@ -275,31 +272,19 @@ wait_for() {
 
 # show FILE... - the output of a failed case, indented (so that the probe's own
 # PASS/FAIL lines are not counted as this test's)
-show() {
-  local f
-  for f in "$@"; do
-    [ -s "$f" ] && sed "s|^|    ${f##*/}: |" "$f" | head -40
-  done
-}
+show() { cc_case_show 40 "$@"; }
 
 # finish - after a case: no process of it, nothing in the namespaces, nothing
 # new in /dev/shm
 finish() {
-  local left n leaked ns pids
-  if ! left=$(cc_leftover_procs "CC_MH_CASE=$$-$case_id"); then
-    while read -r n; do fail "$case_id: a process still runs (killed now): $n"; done <<<"$left"
-  fi
+  local n ns pids
+  cc_case_finish CC_MH_CASE
   for ns in "${hosts[@]}" "$sw"; do
     pids=$(ip netns pids "$ns" 2>/dev/null)
     if [ -n "$pids" ]; then
       fail "$case_id: processes left in namespace $ns (killed now): $(echo "$pids" | tr '\n' ' ')"
       for n in $pids; do kill -KILL "$n" 2>/dev/null; done
     fi
-  done
-  leaked=$(cc_shm_leaked "$shm_before")
-  for n in $leaked; do
-    fail "$case_id: left /dev/shm/$n (removed now)"
-    rm -f "/dev/shm/$n"
   done
 }
 
