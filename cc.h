@@ -1278,18 +1278,26 @@ static const char *cc__op_check(cc_dtype t, int op) {
   }
 }
 
+/* CC__HD: the conversions below are also compiled for the GPU when nvcc builds
+   the implementation (cc_cuda.cuh's kernels use them, bit for bit the same). */
+#ifdef __CUDACC__
+#  define CC__HD __host__ __device__
+#else
+#  define CC__HD
+#endif
+
 /* ---- float16 / bfloat16 <-> float32. Branch-free, so that the block loops that
    call them vectorize; round to nearest even; NaN stays NaN and becomes quiet. */
-static inline float cc__f32_from_bits(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
-static inline uint32_t cc__f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
-static inline double cc__f64_from_bits(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
+static inline CC__HD float cc__f32_from_bits(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline CC__HD uint32_t cc__f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline CC__HD double cc__f64_from_bits(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
 
 /* CC__MASK(c): all ones when c, else 0; the selects below use it so that no
    branch is left for the vectorizer to give up on. Lanes that a select drops are
    masked before any float arithmetic, so that they raise no FP exception flags. */
 #define CC__MASK(c) (0u - (uint32_t)(c))
 
-static inline float cc__half_to_float(uint16_t h) {
+static inline CC__HD float cc__half_to_float(uint16_t h) {
   uint32_t em = h & 0x7fffu, sign = (uint32_t)(h & 0x8000u) << 16;
   uint32_t special = CC__MASK(em >= 0x7c00u), nan = CC__MASK(em > 0x7c00u), sub = CC__MASK(em < 0x400u);
   /* normal: exponent bias 15 -> 127; inf and NaN: to exponent 255, NaN made quiet */
@@ -1299,7 +1307,7 @@ static inline float cc__half_to_float(uint16_t h) {
   return cc__f32_from_bits(((bits & ~sub) | (tiny & sub)) | sign);
 }
 
-static inline uint16_t cc__float_to_half(float f) {
+static inline CC__HD uint16_t cc__float_to_half(float f) {
   uint32_t x = cc__f32_bits(f), a = x & 0x7fffffffu;
   uint32_t sub = CC__MASK(a < 0x38800000u), inf = CC__MASK(a >= 0x477ff000u), nan = CC__MASK(a > 0x7f800000u);
   /* every case is formed 13 bits up, in 32 bits, and shifted down once at the end
@@ -1315,12 +1323,12 @@ static inline uint16_t cc__float_to_half(float f) {
   return (uint16_t)((r >> 13) | ((x >> 16) & 0x8000u));
 }
 
-static inline float cc__bf16_to_float(uint16_t h) {
+static inline CC__HD float cc__bf16_to_float(uint16_t h) {
   uint32_t x = (uint32_t)h << 16;
   return cc__f32_from_bits(x | (CC__MASK((x & 0x7fffffffu) > 0x7f800000u) & 0x400000u));   /* NaN, quiet */
 }
 
-static inline uint16_t cc__float_to_bf16(float f) {
+static inline CC__HD uint16_t cc__float_to_bf16(float f) {
   uint32_t x = cc__f32_bits(f);
   uint32_t nan = CC__MASK((x & 0x7fffffffu) > 0x7f800000u);
   uint32_t r = x + 0x7fffu + ((x >> 16) & 1u);
@@ -2421,9 +2429,8 @@ static cc_result cc__run_move_regular(cc_comm *c, const cc__call *k) {
   }
   switch (k->coll) {
   case CC__GATHER:
-    mv.reader = k->root;
-    /* fall through */
   case CC__ALL_GATHER:
+    if (k->coll == CC__GATHER) mv.reader = k->root;
     mv.npieces1 = 1;
     a[0] = 0;
     break;
@@ -2495,9 +2502,8 @@ static cc_result cc__run_move_v(cc_comm *c, const cc__call *k) {
   for (j = 0; j < 4 * n; j++) a[j] = 0;
   switch (k->coll) {
   case CC__GATHER_V:
-    mv.reader = root;
-    /* fall through */
   case CC__ALL_GATHER_V:
+    if (k->coll == CC__GATHER_V) mv.reader = root;
     mv.npieces1 = 1;
     a[n] = k->scount * es;
     for (j = 0; j < n; j++) {
@@ -5240,29 +5246,38 @@ static void cc__call_init(cc__call *k, int coll, const void *sb, void *rb, size_
 
 /* ---------------------------------------------------------------- collectives */
 
+static cc_result cc__mk_barrier(cc_comm *c, cc__call *k) {
+  (void)c;
+  cc__call_init(k, CC__BARRIER, NULL, NULL, 0, CC_UINT8, 0, 0);
+  return CC_OK;
+}
+
 CC_API cc_result cc_barrier(cc_comm *c) {
   cc__call k;
   CC__CHECK_COMM(c);
-  cc__call_init(&k, CC__BARRIER, NULL, NULL, 0, CC_UINT8, 0, 0);
+  CC__TRY(cc__mk_barrier(c, &k));
   return cc__submit(c, &k);
 }
 
-CC_API cc_result cc_broadcast(cc_comm *c, void *buf, size_t count, cc_dtype t, int root) {
+static cc_result cc__mk_broadcast(cc_comm *c, void *buf, size_t count, cc_dtype t, int root, cc__call *k) {
   const char *w = "broadcast";
-  cc__call k;
-  CC__CHECK_COMM(c);
   CC__TRY(cc__v_dtype(c, w, t));
   CC__TRY(cc__v_rank(c, w, "root", root));
   CC__TRY(cc__v_buf(c, w, "buf", buf, count, 1, t));
-  cc__call_init(&k, CC__BROADCAST, buf, buf, count, t, 0, root);
+  cc__call_init(k, CC__BROADCAST, buf, buf, count, t, 0, root);
+  return CC_OK;
+}
+
+CC_API cc_result cc_broadcast(cc_comm *c, void *buf, size_t count, cc_dtype t, int root) {
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__mk_broadcast(c, buf, count, t, root, &k));
   return cc__submit(c, &k);
 }
 
-CC_API cc_result cc_reduce(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t,
-                           cc_op op, int root) {
+static cc_result cc__mk_reduce(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t,
+                               cc_op op, int root, cc__call *k) {
   const char *w = "reduce";
-  cc__call k;
-  CC__CHECK_COMM(c);
   CC__TRY(cc__v_dtype(c, w, t));
   CC__TRY(cc__v_op(c, w, t, op));
   CC__TRY(cc__v_rank(c, w, "root", root));
@@ -5272,28 +5287,39 @@ CC_API cc_result cc_reduce(cc_comm *c, const void *sendbuf, void *recvbuf, size_
     CC__TRY(cc__v_overlap(c, w, sendbuf, count * cc__dtype_bytes(t), recvbuf, count * cc__dtype_bytes(t),
                           recvbuf, "in place is sendbuf == recvbuf"));
   }
-  cc__call_init(&k, CC__REDUCE, sendbuf, recvbuf, count, t, op, root);
+  cc__call_init(k, CC__REDUCE, sendbuf, recvbuf, count, t, op, root);
+  return CC_OK;
+}
+
+CC_API cc_result cc_reduce(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t,
+                           cc_op op, int root) {
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__mk_reduce(c, sendbuf, recvbuf, count, t, op, root, &k));
   return cc__submit(c, &k);
 }
 
-CC_API cc_result cc_all_reduce(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, cc_op op) {
+static cc_result cc__mk_all_reduce(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, cc_op op, cc__call *k) {
   const char *w = "all_reduce";
-  cc__call k;
-  CC__CHECK_COMM(c);
   CC__TRY(cc__v_dtype(c, w, t));
   CC__TRY(cc__v_op(c, w, t, op));
   CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, count, 1, t));
   CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, count, 1, t));
   CC__TRY(cc__v_overlap(c, w, sendbuf, count * cc__dtype_bytes(t), recvbuf, count * cc__dtype_bytes(t),
                         recvbuf, "in place is sendbuf == recvbuf"));
-  cc__call_init(&k, CC__ALL_REDUCE, sendbuf, recvbuf, count, t, op, 0);
+  cc__call_init(k, CC__ALL_REDUCE, sendbuf, recvbuf, count, t, op, 0);
+  return CC_OK;
+}
+
+CC_API cc_result cc_all_reduce(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, cc_op op) {
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__mk_all_reduce(c, sendbuf, recvbuf, count, t, op, &k));
   return cc__submit(c, &k);
 }
 
-CC_API cc_result cc_gather(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, int root) {
+static cc_result cc__mk_gather(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, int root, cc__call *k) {
   const char *w = "gather";
-  cc__call k;
-  CC__CHECK_COMM(c);
   CC__TRY(cc__v_dtype(c, w, t));
   CC__TRY(cc__v_rank(c, w, "root", root));
   if (c->rank == root)
@@ -5301,25 +5327,35 @@ CC_API cc_result cc_gather(cc_comm *c, const void *sendbuf, void *recvbuf, size_
                         "in place is sendbuf == recvbuf + root*count"));
   else
     CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, count, 1, t));
-  cc__call_init(&k, CC__GATHER, sendbuf, recvbuf, count, t, 0, root);
+  cc__call_init(k, CC__GATHER, sendbuf, recvbuf, count, t, 0, root);
+  return CC_OK;
+}
+
+CC_API cc_result cc_gather(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, int root) {
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__mk_gather(c, sendbuf, recvbuf, count, t, root, &k));
   return cc__submit(c, &k);
 }
 
-CC_API cc_result cc_all_gather(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t) {
+static cc_result cc__mk_all_gather(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, cc__call *k) {
   const char *w = "all_gather";
-  cc__call k;
-  CC__CHECK_COMM(c);
   CC__TRY(cc__v_dtype(c, w, t));
   CC__TRY(cc__v_block(c, w, "sendbuf", sendbuf, "recvbuf", recvbuf, count, t, c->rank,
                       "in place is sendbuf == recvbuf + rank*count"));
-  cc__call_init(&k, CC__ALL_GATHER, sendbuf, recvbuf, count, t, 0, 0);
+  cc__call_init(k, CC__ALL_GATHER, sendbuf, recvbuf, count, t, 0, 0);
+  return CC_OK;
+}
+
+CC_API cc_result cc_all_gather(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t) {
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__mk_all_gather(c, sendbuf, recvbuf, count, t, &k));
   return cc__submit(c, &k);
 }
 
-CC_API cc_result cc_scatter(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, int root) {
+static cc_result cc__mk_scatter(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, int root, cc__call *k) {
   const char *w = "scatter";
-  cc__call k;
-  CC__CHECK_COMM(c);
   CC__TRY(cc__v_dtype(c, w, t));
   CC__TRY(cc__v_rank(c, w, "root", root));
   if (c->rank == root)
@@ -5327,98 +5363,131 @@ CC_API cc_result cc_scatter(cc_comm *c, const void *sendbuf, void *recvbuf, size
                         "in place is recvbuf == sendbuf + root*count"));
   else
     CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, count, 1, t));
-  cc__call_init(&k, CC__SCATTER, sendbuf, recvbuf, count, t, 0, root);
+  cc__call_init(k, CC__SCATTER, sendbuf, recvbuf, count, t, 0, root);
+  return CC_OK;
+}
+
+CC_API cc_result cc_scatter(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, int root) {
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__mk_scatter(c, sendbuf, recvbuf, count, t, root, &k));
   return cc__submit(c, &k);
 }
 
-CC_API cc_result cc_reduce_scatter(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, cc_op op) {
+static cc_result cc__mk_reduce_scatter(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, cc_op op, cc__call *k) {
   const char *w = "reduce_scatter";
-  cc__call k;
-  CC__CHECK_COMM(c);
   CC__TRY(cc__v_dtype(c, w, t));
   CC__TRY(cc__v_op(c, w, t, op));
   CC__TRY(cc__v_block(c, w, "recvbuf", recvbuf, "sendbuf", sendbuf, count, t, c->rank,
                       "in place is recvbuf == sendbuf + rank*count"));
-  cc__call_init(&k, CC__REDUCE_SCATTER, sendbuf, recvbuf, count, t, op, 0);
+  cc__call_init(k, CC__REDUCE_SCATTER, sendbuf, recvbuf, count, t, op, 0);
+  return CC_OK;
+}
+
+CC_API cc_result cc_reduce_scatter(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, cc_op op) {
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__mk_reduce_scatter(c, sendbuf, recvbuf, count, t, op, &k));
   return cc__submit(c, &k);
 }
 
-CC_API cc_result cc_all_to_all(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t) {
+static cc_result cc__mk_all_to_all(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, cc__call *k) {
   const char *w = "all_to_all";
   size_t b;
-  cc__call k;
-  CC__CHECK_COMM(c);
   CC__TRY(cc__v_dtype(c, w, t));
   CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, count, (size_t)c->size, t));
   CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, count, (size_t)c->size, t));
   b = count * cc__dtype_bytes(t) * (size_t)c->size;
   CC__TRY(cc__v_overlap(c, w, sendbuf, b, recvbuf, b, recvbuf, "in place is sendbuf == recvbuf"));
-  cc__call_init(&k, CC__ALL_TO_ALL, sendbuf, recvbuf, count, t, 0, 0);
+  cc__call_init(k, CC__ALL_TO_ALL, sendbuf, recvbuf, count, t, 0, 0);
+  return CC_OK;
+}
+
+CC_API cc_result cc_all_to_all(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t) {
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__mk_all_to_all(c, sendbuf, recvbuf, count, t, &k));
   return cc__submit(c, &k);
 }
 
-CC_API cc_result cc_gather_v(cc_comm *c, const void *sendbuf, size_t send_count, void *recvbuf,
-                             const size_t *recv_counts, const size_t *displs, cc_dtype t, int root) {
+static cc_result cc__mk_gather_v(cc_comm *c, const void *sendbuf, size_t send_count, void *recvbuf,
+                                 const size_t *recv_counts, const size_t *displs, cc_dtype t, int root, cc__call *k) {
   const char *w = "gather_v";
-  cc__call k;
-  CC__CHECK_COMM(c);
   CC__TRY(cc__v_dtype(c, w, t));
   CC__TRY(cc__v_rank(c, w, "root", root));
-  cc__call_init(&k, CC__GATHER_V, sendbuf, recvbuf, 0, t, 0, root);
-  k.scount = send_count;
+  cc__call_init(k, CC__GATHER_V, sendbuf, recvbuf, 0, t, 0, root);
+  k->scount = send_count;
   if (c->rank != root) {
     CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, send_count, 1, t));
   } else {
     CC__TRY(cc__v_blocks(c, w, "sendbuf", sendbuf, send_count, "recvbuf", recvbuf, "recv_counts",
                          recv_counts, displs, t, root, "in place is sendbuf == recvbuf + displs[root]"));
-    k.rc = (size_t *)(uintptr_t)recv_counts;
-    k.rd = (size_t *)(uintptr_t)displs;
+    k->rc = (size_t *)(uintptr_t)recv_counts;
+    k->rd = (size_t *)(uintptr_t)displs;
   }
+  return CC_OK;
+}
+
+CC_API cc_result cc_gather_v(cc_comm *c, const void *sendbuf, size_t send_count, void *recvbuf,
+                             const size_t *recv_counts, const size_t *displs, cc_dtype t, int root) {
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__mk_gather_v(c, sendbuf, send_count, recvbuf, recv_counts, displs, t, root, &k));
   return cc__submit(c, &k);
+}
+
+static cc_result cc__mk_all_gather_v(cc_comm *c, const void *sendbuf, size_t send_count, void *recvbuf,
+                                     const size_t *recv_counts, const size_t *displs, cc_dtype t, cc__call *k) {
+  const char *w = "all_gather_v";
+  CC__TRY(cc__v_dtype(c, w, t));
+  CC__TRY(cc__v_blocks(c, w, "sendbuf", sendbuf, send_count, "recvbuf", recvbuf, "recv_counts",
+                       recv_counts, displs, t, c->rank, "in place is sendbuf == recvbuf + displs[rank]"));
+  cc__call_init(k, CC__ALL_GATHER_V, sendbuf, recvbuf, 0, t, 0, 0);
+  k->scount = send_count;
+  k->rc = (size_t *)(uintptr_t)recv_counts;
+  k->rd = (size_t *)(uintptr_t)displs;
+  return CC_OK;
 }
 
 CC_API cc_result cc_all_gather_v(cc_comm *c, const void *sendbuf, size_t send_count, void *recvbuf,
                                  const size_t *recv_counts, const size_t *displs, cc_dtype t) {
-  const char *w = "all_gather_v";
   cc__call k;
   CC__CHECK_COMM(c);
-  CC__TRY(cc__v_dtype(c, w, t));
-  CC__TRY(cc__v_blocks(c, w, "sendbuf", sendbuf, send_count, "recvbuf", recvbuf, "recv_counts",
-                       recv_counts, displs, t, c->rank, "in place is sendbuf == recvbuf + displs[rank]"));
-  cc__call_init(&k, CC__ALL_GATHER_V, sendbuf, recvbuf, 0, t, 0, 0);
-  k.scount = send_count;
-  k.rc = (size_t *)(uintptr_t)recv_counts;
-  k.rd = (size_t *)(uintptr_t)displs;
+  CC__TRY(cc__mk_all_gather_v(c, sendbuf, send_count, recvbuf, recv_counts, displs, t, &k));
   return cc__submit(c, &k);
 }
 
-CC_API cc_result cc_scatter_v(cc_comm *c, const void *sendbuf, const size_t *send_counts, const size_t *displs,
-                              void *recvbuf, size_t recv_count, cc_dtype t, int root) {
+static cc_result cc__mk_scatter_v(cc_comm *c, const void *sendbuf, const size_t *send_counts, const size_t *displs,
+                                  void *recvbuf, size_t recv_count, cc_dtype t, int root, cc__call *k) {
   const char *w = "scatter_v";
-  cc__call k;
-  CC__CHECK_COMM(c);
   CC__TRY(cc__v_dtype(c, w, t));
   CC__TRY(cc__v_rank(c, w, "root", root));
-  cc__call_init(&k, CC__SCATTER_V, sendbuf, recvbuf, 0, t, 0, root);
-  k.rcount = recv_count;
+  cc__call_init(k, CC__SCATTER_V, sendbuf, recvbuf, 0, t, 0, root);
+  k->rcount = recv_count;
   if (c->rank != root) {
     CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, recv_count, 1, t));
   } else {
     CC__TRY(cc__v_blocks(c, w, "recvbuf", recvbuf, recv_count, "sendbuf", sendbuf, "send_counts",
                          send_counts, displs, t, root, "in place is recvbuf == sendbuf + displs[root]"));
-    k.sc = (size_t *)(uintptr_t)send_counts;
-    k.sd = (size_t *)(uintptr_t)displs;
+    k->sc = (size_t *)(uintptr_t)send_counts;
+    k->sd = (size_t *)(uintptr_t)displs;
   }
+  return CC_OK;
+}
+
+CC_API cc_result cc_scatter_v(cc_comm *c, const void *sendbuf, const size_t *send_counts, const size_t *displs,
+                              void *recvbuf, size_t recv_count, cc_dtype t, int root) {
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__mk_scatter_v(c, sendbuf, send_counts, displs, recvbuf, recv_count, t, root, &k));
   return cc__submit(c, &k);
 }
 
-CC_API cc_result cc_all_to_all_v(cc_comm *c, const void *sendbuf, const size_t *send_counts,
-                                 const size_t *send_displs, void *recvbuf, const size_t *recv_counts,
-                                 const size_t *recv_displs, cc_dtype t) {
+static cc_result cc__mk_all_to_all_v(cc_comm *c, const void *sendbuf, const size_t *send_counts,
+                                     const size_t *send_displs, void *recvbuf, const size_t *recv_counts,
+                                     const size_t *recv_displs, cc_dtype t, cc__call *k) {
   const char *w = "all_to_all_v";
   size_t se, re, es;
-  cc__call k;
-  CC__CHECK_COMM(c);
   CC__TRY(cc__v_dtype(c, w, t));
   es = cc__dtype_bytes(t);
   CC__TRY(cc__v_extent(c, w, "send_counts", send_counts, "send_displs", send_displs, t, &se));
@@ -5426,39 +5495,58 @@ CC_API cc_result cc_all_to_all_v(cc_comm *c, const void *sendbuf, const size_t *
   CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, se, 1, t));
   CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, re, 1, t));
   CC__TRY(cc__v_overlap(c, w, sendbuf, se * es, recvbuf, re * es, NULL, "all_to_all_v is never in place"));
-  cc__call_init(&k, CC__ALL_TO_ALL_V, sendbuf, recvbuf, 0, t, 0, 0);
-  k.sc = (size_t *)(uintptr_t)send_counts;
-  k.sd = (size_t *)(uintptr_t)send_displs;
-  k.rc = (size_t *)(uintptr_t)recv_counts;
-  k.rd = (size_t *)(uintptr_t)recv_displs;
+  cc__call_init(k, CC__ALL_TO_ALL_V, sendbuf, recvbuf, 0, t, 0, 0);
+  k->sc = (size_t *)(uintptr_t)send_counts;
+  k->sd = (size_t *)(uintptr_t)send_displs;
+  k->rc = (size_t *)(uintptr_t)recv_counts;
+  k->rd = (size_t *)(uintptr_t)recv_displs;
+  return CC_OK;
+}
+
+CC_API cc_result cc_all_to_all_v(cc_comm *c, const void *sendbuf, const size_t *send_counts,
+                                 const size_t *send_displs, void *recvbuf, const size_t *recv_counts,
+                                 const size_t *recv_displs, cc_dtype t) {
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__mk_all_to_all_v(c, sendbuf, send_counts, send_displs, recvbuf, recv_counts, recv_displs, t, &k));
   return cc__submit(c, &k);
+}
+
+static cc_result cc__mk_send(cc_comm *c, const void *buf, size_t count, cc_dtype t, int peer, int tag, cc__call *k) {
+  const char *w = "send";
+  CC__TRY(cc__v_dtype(c, w, t));
+  CC__TRY(cc__v_rank(c, w, "peer", peer));
+  if (tag < 0) return cc__bad(c, "%s: tag %d is negative", w, tag);
+  CC__TRY(cc__v_buf(c, w, "buf", buf, count, 1, t));
+  cc__call_init(k, CC__SEND, buf, NULL, count, t, 0, 0);
+  k->peer = peer;
+  k->tag = tag;
+  return CC_OK;
 }
 
 CC_API cc_result cc_send(cc_comm *c, const void *buf, size_t count, cc_dtype t, int peer, int tag) {
-  const char *w = "send";
   cc__call k;
   CC__CHECK_COMM(c);
-  CC__TRY(cc__v_dtype(c, w, t));
-  CC__TRY(cc__v_rank(c, w, "peer", peer));
-  if (tag < 0) return cc__bad(c, "%s: tag %d is negative", w, tag);
-  CC__TRY(cc__v_buf(c, w, "buf", buf, count, 1, t));
-  cc__call_init(&k, CC__SEND, buf, NULL, count, t, 0, 0);
-  k.peer = peer;
-  k.tag = tag;
+  CC__TRY(cc__mk_send(c, buf, count, t, peer, tag, &k));
   return cc__submit(c, &k);
 }
 
-CC_API cc_result cc_recv(cc_comm *c, void *buf, size_t count, cc_dtype t, int peer, int tag) {
+static cc_result cc__mk_recv(cc_comm *c, void *buf, size_t count, cc_dtype t, int peer, int tag, cc__call *k) {
   const char *w = "recv";
-  cc__call k;
-  CC__CHECK_COMM(c);
   CC__TRY(cc__v_dtype(c, w, t));
   CC__TRY(cc__v_rank(c, w, "peer", peer));
   if (tag < 0) return cc__bad(c, "%s: tag %d is negative", w, tag);
   CC__TRY(cc__v_buf(c, w, "buf", buf, count, 1, t));
-  cc__call_init(&k, CC__RECV, NULL, buf, count, t, 0, 0);
-  k.peer = peer;
-  k.tag = tag;
+  cc__call_init(k, CC__RECV, NULL, buf, count, t, 0, 0);
+  k->peer = peer;
+  k->tag = tag;
+  return CC_OK;
+}
+
+CC_API cc_result cc_recv(cc_comm *c, void *buf, size_t count, cc_dtype t, int peer, int tag) {
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__mk_recv(c, buf, count, t, peer, tag, &k));
   return cc__submit(c, &k);
 }
 
