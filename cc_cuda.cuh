@@ -1,0 +1,2077 @@
+/* cc_cuda.cuh - v0.1.0 - collectives on GPU buffers for cc.h - MIT licence (see cc.h)
+
+   Usage: in the one CUDA file (.cu, built with nvcc) that implements cc.h
+
+       #define CC_IMPLEMENTATION
+       #include "cc.h"
+       #include "cc_cuda.cuh"
+
+   and plain `#include "cc_cuda.cuh"` (after cc.h) everywhere else; the
+   declarations need only <cuda_runtime_api.h>, so a C++ file built by g++ may
+   call them too. The implementation is compiled with cc.h's, in the same
+   file: it reuses cc.h's argument checks, reductions rules and host
+   communicator. Link with -pthread (the CUDA runtime comes with nvcc).
+
+   Example: every rank adds its vector into everyone's (ccrun -n 2 ./prog)
+
+       cc_comm *c;
+       cc_cuda_comm *g;
+       float *x;
+       cc_comm_init(&c, NULL);
+       cc_cuda_comm_init(c, 0, &g);                       // GPU 0 for every rank
+       cc_cuda_malloc(g, (void **)&x, n * sizeof *x);     // shared once, used in place
+       ... fill x on `stream` ...
+       cc_cuda_all_reduce(g, x, x, n, CC_FLOAT32, CC_SUM, stream);  // ordered on stream
+       cudaStreamSynchronize(stream);
+       cc_cuda_comm_destroy(g);
+       cc_comm_destroy(c);
+
+   How it works (docs/cuda.md has the whole design):
+
+   - When every rank of the host communicator is on this host and every pair
+     of GPUs can reach each other (the same GPU, or peer access), ranks share
+     their buffers through CUDA IPC and each rank's kernels read its peers'
+     buffers in place: "ipc" mode. Several ranks may share one GPU.
+   - Otherwise ("staged" mode: ranks on several hosts, GPUs without peer
+     access, or CC_CUDA_TRANSPORT=staged) every call copies device to host,
+     runs the host collective of cc.h (shared memory, TCP) and copies back.
+   - Every call is ordered on the stream it is given. In ipc mode the host
+     thread does not wait for the GPU: it swaps one small record per rank with
+     its peers through the host communicator (which buffers, which call), then
+     queues on the stream the waits for the peers (stream memory operations on
+     flags in shared pinned memory), the kernels and the copies, and returns.
+     In staged mode the call synchronizes the stream and returns when done.
+   - A rank that dies, or a peer that does not arrive within the timeout, is
+     noticed by a watchdog thread per communicator (it sleeps between checks);
+     it releases every wait queued on the GPU, and every later call, and
+     cc_cuda_comm_check, report the failure. Results of the calls in flight
+     are then undefined.
+
+   Environment:
+
+       CC_CUDA_TRANSPORT     auto | ipc | staged (default auto)
+       CC_CUDA_ONESHOT_BYTES all_reduce up to this size reads every peer's whole
+                             buffer in one kernel; above, reduce-scatter then
+                             all-gather (default 256K)
+       CC_CUDA_SYNC          memop | kernel: how the GPU waits for peers (stream
+                             memory operations where the device has them)
+       CC_TIMEOUT, CC_DEBUG  as for cc.h
+*/
+
+#ifndef CC_CUDA_H_INCLUDED
+#define CC_CUDA_H_INCLUDED
+
+#ifndef CC_H_INCLUDED
+#  error "include cc.h before cc_cuda.cuh"
+#endif
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cc_cuda_comm cc_cuda_comm;
+
+/* cc_cuda_comm_init - a GPU communicator over the ranks of `host`, using GPU
+ *   `device` (an ordinal as this process sees it) for this rank.
+ *   host      stays in use by the GPU communicator (destroy it after); the
+ *             caller may go on using it between cc_cuda_ calls, from the
+ *             same thread. Each call makes `device` current while it runs
+ *             and gives the caller's current device back.
+ *   Collective every rank of `host` calls it
+ *   Returns   CC_OK, or an error with detail in cc_comm_last_error(host) */
+CC_API cc_result cc_cuda_comm_init(cc_comm *host, int device, cc_cuda_comm **out);
+
+/* cc_cuda_comm_destroy - wait for this rank's queued work, then free the GPU
+ *   communicator. Collective: every rank calls it (after its last call). A
+ *   failure's detail is then in cc_comm_last_error(host). */
+CC_API cc_result cc_cuda_comm_destroy(cc_cuda_comm *g);
+
+/* cc_cuda_malloc / cc_cuda_free - device memory that every peer maps once and
+ *   then reads in place. Not collective. Plain cudaMalloc memory works too: it
+ *   is mapped by the peers on its first use and the mapping is cached. */
+CC_API cc_result cc_cuda_malloc(cc_cuda_comm *g, void **ptr, size_t bytes);
+CC_API cc_result cc_cuda_free(cc_cuda_comm *g, void *ptr);
+
+/* Detail of the last failure on g ("all_reduce: rank 1 lost (pid 4711 exited)"). */
+CC_API const char *cc_cuda_comm_last_error(const cc_cuda_comm *g);
+/* CC_OK, or the failure the watchdog found while work was queued on the GPU
+ * (a peer died or did not arrive in time); never blocks. */
+CC_API cc_result cc_cuda_comm_check(cc_cuda_comm *g);
+/* "ipc" or "staged" (see above). */
+CC_API const char *cc_cuda_comm_mode(const cc_cuda_comm *g);
+
+/* The collectives and point to point: the arguments, rules and in-place forms
+ * of cc.h's, with device pointers, and the stream last. Each returns once the
+ * work is queued on `s` (ipc mode) or done (staged mode). */
+CC_API cc_result cc_cuda_barrier(cc_cuda_comm *g, cudaStream_t s);
+CC_API cc_result cc_cuda_broadcast(cc_cuda_comm *g, void *buf, size_t count, cc_dtype t, int root,
+                                   cudaStream_t s);
+CC_API cc_result cc_cuda_reduce(cc_cuda_comm *g, const void *sendbuf, void *recvbuf, size_t count,
+                                cc_dtype t, cc_op op, int root, cudaStream_t s);
+CC_API cc_result cc_cuda_all_reduce(cc_cuda_comm *g, const void *sendbuf, void *recvbuf, size_t count,
+                                    cc_dtype t, cc_op op, cudaStream_t s);
+CC_API cc_result cc_cuda_gather(cc_cuda_comm *g, const void *sendbuf, void *recvbuf, size_t count,
+                                cc_dtype t, int root, cudaStream_t s);
+CC_API cc_result cc_cuda_all_gather(cc_cuda_comm *g, const void *sendbuf, void *recvbuf, size_t count,
+                                    cc_dtype t, cudaStream_t s);
+CC_API cc_result cc_cuda_scatter(cc_cuda_comm *g, const void *sendbuf, void *recvbuf, size_t count,
+                                 cc_dtype t, int root, cudaStream_t s);
+CC_API cc_result cc_cuda_reduce_scatter(cc_cuda_comm *g, const void *sendbuf, void *recvbuf, size_t count,
+                                        cc_dtype t, cc_op op, cudaStream_t s);
+CC_API cc_result cc_cuda_all_to_all(cc_cuda_comm *g, const void *sendbuf, void *recvbuf, size_t count,
+                                    cc_dtype t, cudaStream_t s);
+CC_API cc_result cc_cuda_gather_v(cc_cuda_comm *g, const void *sendbuf, size_t send_count, void *recvbuf,
+                                  const size_t *recv_counts, const size_t *displs, cc_dtype t, int root,
+                                  cudaStream_t s);
+CC_API cc_result cc_cuda_all_gather_v(cc_cuda_comm *g, const void *sendbuf, size_t send_count,
+                                      void *recvbuf, const size_t *recv_counts, const size_t *displs,
+                                      cc_dtype t, cudaStream_t s);
+CC_API cc_result cc_cuda_scatter_v(cc_cuda_comm *g, const void *sendbuf, const size_t *send_counts,
+                                   const size_t *displs, void *recvbuf, size_t recv_count, cc_dtype t,
+                                   int root, cudaStream_t s);
+CC_API cc_result cc_cuda_all_to_all_v(cc_cuda_comm *g, const void *sendbuf, const size_t *send_counts,
+                                      const size_t *send_displs, void *recvbuf, const size_t *recv_counts,
+                                      const size_t *recv_displs, cc_dtype t, cudaStream_t s);
+
+/* Point to point. Messages between one pair are matched in the order they
+ * were sent (as NCCL); the tags of a matched pair must be equal. A send waits
+ * on its stream until the peer has received it, so two ranks that send to each
+ * other put both calls in one group. */
+CC_API cc_result cc_cuda_send(cc_cuda_comm *g, const void *buf, size_t count, cc_dtype t, int peer, int tag,
+                              cudaStream_t s);
+CC_API cc_result cc_cuda_recv(cc_cuda_comm *g, void *buf, size_t count, cc_dtype t, int peer, int tag,
+                              cudaStream_t s);
+
+/* Groups of sends and receives: queued by the calls between begin and end,
+ * queued on their stream (one stream for the whole group) by end, and never
+ * deadlocking on each other. A send to oneself must be in the group of its
+ * receive. Collectives cannot be grouped. */
+CC_API cc_result cc_cuda_group_begin(cc_cuda_comm *g);
+CC_API cc_result cc_cuda_group_end(cc_cuda_comm *g);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CC_CUDA_H_INCLUDED */
+
+/* ================================================================== implementation */
+#if defined(CC_IMPLEMENTATION) && !defined(CC_CUDA__IMPLEMENTED)
+#define CC_CUDA__IMPLEMENTED
+
+#ifndef CC__IMPLEMENTED
+#  error "cc_cuda.cuh: its implementation is built with cc.h's: define CC_IMPLEMENTATION and include cc.h first, in the same file"
+#endif
+#ifndef __CUDACC__
+#  error "cc_cuda.cuh: the implementation holds CUDA kernels: build this file with nvcc (as a .cu file)"
+#endif
+
+#include <cuda.h>   /* driver types for the entry points fetched at run time; libcuda is not linked */
+
+/* CONTENTS (search for the tag)
+
+       @cuda-kernels   the reduction, copy and wait kernels (device code)
+       @cuda-types     the shared flag page, the per-call record, the communicator
+       @cuda-errors    CUDA failures as cc results, aborting the communicator
+       @cuda-buffers   describing own buffers, mapping peers', cc_cuda_malloc
+       @cuda-sync      waiting for peers on the stream: memops or a kernel
+       @cuda-watchdog  peer death and timeouts while work is queued on the GPU
+       @cuda-init      cc_cuda_comm_init / destroy
+       @cuda-ipc       the collectives and point to point in ipc mode
+       @cuda-staged    the same through host memory and cc.h's host collectives
+       @cuda-api       the public calls */
+
+#define CC_CUDA__MAXR 32         /* ranks of an ipc-mode communicator, at most */
+#define CC_CUDA__NMAP 32         /* peer buffers mapped per peer (least recently used goes) */
+#define CC_CUDA__NEXP 64         /* own buffers whose IPC handle is cached */
+#define CC_CUDA__NFREED 8        /* own buffers freed lately, told to the peers */
+#define CC_CUDA__TAG 0x7ccda000  /* host tag of the point-to-point records */
+#define CC_CUDA__THREADS 512
+#define CC_CUDA__RELEASE (1u << 24)  /* what the watchdog adds to a flag to release its waits */
+
+/* ============================================================== @cuda-kernels */
+/* The fold of cc.h's @reduce, element by element, for the GPU. The rules are
+   cc.h's (read them there): a left fold in rank order; float16/bfloat16 folded
+   in float32 and rounded once with cc.h's own conversions; integer sums and
+   products in the unsigned type; min/max as fmin/fmax with the earlier operand
+   winning ties; avg divides the sum once; premul_sum scales the first source and
+   adds scal[k]*x[k] for the others; every NaN stored as the canonical quiet NaN.
+   Every product and sum is rounded on its own (__fmul_rn etc.), so that nvcc
+   never fuses a multiply-add: the bits are those of cc.h's CPU fold, which the
+   host test tests/test_cuda_fold.cu checks by running these very functions on
+   the CPU. */
+
+template <typename T> struct cc_cuda__rn;
+template <> struct cc_cuda__rn<float> {
+#ifdef __CUDA_ARCH__
+  static __device__ float mul(float a, float b) { return __fmul_rn(a, b); }
+  static __device__ float add(float a, float b) { return __fadd_rn(a, b); }
+  static __device__ float sub(float a, float b) { return __fsub_rn(a, b); }
+  static __device__ float div(float a, float b) { return __fdiv_rn(a, b); }
+#else
+  static float mul(float a, float b) { return a * b; }
+  static float add(float a, float b) { return a + b; }
+  static float sub(float a, float b) { return a - b; }
+  static float div(float a, float b) { return a / b; }
+#endif
+  static CC__HD float qnan(void) { return cc__f32_from_bits(0x7fc00000u); }
+};
+template <> struct cc_cuda__rn<double> {
+#ifdef __CUDA_ARCH__
+  static __device__ double mul(double a, double b) { return __dmul_rn(a, b); }
+  static __device__ double add(double a, double b) { return __dadd_rn(a, b); }
+  static __device__ double sub(double a, double b) { return __dsub_rn(a, b); }
+  static __device__ double div(double a, double b) { return __ddiv_rn(a, b); }
+#else
+  static double mul(double a, double b) { return a * b; }
+  static double add(double a, double b) { return a + b; }
+  static double sub(double a, double b) { return a - b; }
+  static double div(double a, double b) { return a / b; }
+#endif
+  static CC__HD double qnan(void) { return cc__f64_from_bits(0x7ff8000000000000ull); }
+};
+
+template <typename T> static CC__HD T cc_cuda__scal(const unsigned char *m) {
+  T v;
+  memcpy(&v, m, sizeof v);
+  return v;
+}
+
+/* Integers. Unsigned types take every op; the signed ones only min and max
+   (their other ops run in the unsigned type, as in cc.h). 1u * x: unsigned
+   arithmetic even where T promotes to int. */
+template <typename T> struct cc_cuda__pint {
+  typedef T S;
+  typedef T A;
+  template <int OP> static CC__HD A first(S x, const unsigned char *m) {
+    return OP == CC__OP_PREMUL ? (T)(1u * cc_cuda__scal<T>(m) * x) : x;
+  }
+  template <int OP> static CC__HD A step(A acc, S s, const unsigned char *m) {
+    switch (OP) {
+      case CC_MIN: return s < acc ? s : acc;
+      case CC_MAX: return s > acc ? s : acc;
+      case CC_SUM: return (T)(1u * acc + s);
+      case CC_PROD: return (T)(1u * acc * s);
+      case CC_BAND: return (T)(acc & s);
+      case CC_BOR: return (T)(acc | s);
+      case CC_BXOR: return (T)(acc ^ s);
+      case CC__OP_PREMUL: return (T)(acc + 1u * cc_cuda__scal<T>(m) * s);
+      default: return acc;
+    }
+  }
+  template <int OP> static CC__HD S last(A acc, int n) { (void)n; return acc; }
+};
+
+/* float32 and float64 */
+template <typename T> struct cc_cuda__pflt {
+  typedef T S;
+  typedef T A;
+  typedef cc_cuda__rn<T> R;
+  static CC__HD A load(S x) { return x; }
+  template <int OP> static CC__HD A first(S x, const unsigned char *m) {
+    return OP == CC__OP_PREMUL ? R::mul(cc_cuda__scal<T>(m), x) : x;
+  }
+  template <int OP> static CC__HD A step(A acc, A s, const unsigned char *m) {
+    switch (OP) {
+      case CC_MIN: return s < acc || acc != acc ? s : acc;
+      case CC_MAX: return s > acc || acc != acc ? s : acc;
+      case CC_SUM: case CC_AVG: return R::add(acc, s);
+      case CC_PROD: return R::mul(acc, s);
+      case CC__OP_PREMUL: return R::add(acc, R::mul(cc_cuda__scal<T>(m), s));
+      default: return acc;
+    }
+  }
+  template <int OP> static CC__HD S last(A acc, int n) {
+    if (OP == CC_AVG) acc = R::div(acc, (T)n);
+    return acc != acc ? R::qnan() : acc;
+  }
+};
+
+/* float16 (BF 0) and bfloat16 (BF 1), folded in float32 */
+template <int BF> struct cc_cuda__phalf {
+  typedef uint16_t S;
+  typedef float A;
+  typedef cc_cuda__pflt<float> F;
+  static CC__HD float load(uint16_t h) { return BF ? cc__bf16_to_float(h) : cc__half_to_float(h); }
+  template <int OP> static CC__HD A first(S x, const unsigned char *m) {
+    return OP == CC__OP_PREMUL ? cc_cuda__rn<float>::mul(load(cc_cuda__scal<uint16_t>(m)), load(x)) : load(x);
+  }
+  template <int OP> static CC__HD A step(A acc, S s, const unsigned char *m) {
+    if (OP == CC__OP_PREMUL)
+      return cc_cuda__rn<float>::add(acc, cc_cuda__rn<float>::mul(load(cc_cuda__scal<uint16_t>(m)), load(s)));
+    return F::template step<OP>(acc, load(s), m);
+  }
+  template <int OP> static CC__HD S last(A acc, int n) {
+    float f = F::template last<OP>(acc, n);
+    return BF ? cc__float_to_bf16(f) : cc__float_to_half(f);
+  }
+};
+
+/* complex64 and complex128: prod and premul_sum (sum and avg run as the real
+   type over twice the count, as in cc.h) */
+template <typename T> struct cc_cuda__cpx { T re, im; };
+template <typename T> struct cc_cuda__pcpx {
+  typedef cc_cuda__cpx<T> S;
+  typedef cc_cuda__cpx<T> A;
+  typedef cc_cuda__rn<T> R;
+  static CC__HD A mul(T a, T b, T c, T d) {   /* (a + bi)(c + di), one rounding per product */
+    A r;
+    r.re = R::sub(R::mul(a, c), R::mul(b, d));
+    r.im = R::add(R::mul(a, d), R::mul(b, c));
+    return r;
+  }
+  template <int OP> static CC__HD A first(S x, const unsigned char *m) {
+    if (OP != CC__OP_PREMUL) return x;
+    return mul(cc_cuda__scal<T>(m), cc_cuda__scal<T>(m + sizeof(T)), x.re, x.im);
+  }
+  template <int OP> static CC__HD A step(A acc, S s, const unsigned char *m) {
+    A p;
+    if (OP == CC_PROD) return mul(acc.re, acc.im, s.re, s.im);
+    if (OP != CC__OP_PREMUL) return acc;
+    p = mul(cc_cuda__scal<T>(m), cc_cuda__scal<T>(m + sizeof(T)), s.re, s.im);
+    acc.re = R::add(acc.re, p.re);
+    acc.im = R::add(acc.im, p.im);
+    return acc;
+  }
+  template <int OP> static CC__HD S last(A acc, int n) {
+    (void)n;
+    if (acc.re != acc.re) acc.re = R::qnan();
+    if (acc.im != acc.im) acc.im = R::qnan();
+    return acc;
+  }
+};
+
+/* One element: the whole fold over n sources. The kernel's tail and the host
+   test both run it. */
+template <class P, int OP>
+static CC__HD typename P::S cc_cuda__fold_one(const void *const *src, const unsigned char (*scal)[16], int n,
+                                              size_t i) {
+  typedef typename P::S S;
+  typename P::A acc = P::template first<OP>(((const S *)src[0])[i], scal[0]);
+  int k;
+  for (k = 1; k < n; k++) acc = P::template step<OP>(acc, ((const S *)src[k])[i], scal[k]);
+  return P::template last<OP>(acc, n);
+}
+
+typedef struct cc_cuda__fold_args {
+  const void *src[CC_CUDA__MAXR];
+  void *dst;
+  unsigned long long count;            /* elements of the policy's type */
+  int n, vec;                          /* vec: every pointer 16-byte aligned */
+  const volatile unsigned int *abort;  /* nonzero: the communicator failed; do nothing */
+  unsigned char scal[CC_CUDA__MAXR][16];
+} cc_cuda__fold_args;
+
+template <typename S> union cc_cuda__pack { uint4 u; S s[16 / sizeof(S)]; };
+
+/* dst[i] = fold over src[0..n-1] of element i: 16 bytes per thread and load
+   where every pointer is aligned, element by element for the rest. */
+template <class P, int OP>
+__global__ void __launch_bounds__(CC_CUDA__THREADS) cc_cuda__fold_kernel(cc_cuda__fold_args a) {
+  typedef typename P::S S;
+  enum { L = 16 / sizeof(S) };
+  size_t stride = (size_t)gridDim.x * blockDim.x, t = (size_t)blockIdx.x * blockDim.x + threadIdx.x, i;
+  size_t npack = a.vec ? a.count / L : 0;
+  int k, l;
+  if (*a.abort) return;
+  for (i = t; i < npack; i += stride) {
+    cc_cuda__pack<S> in, out;
+    typename P::A acc[L];
+    in.u = ((const uint4 *)a.src[0])[i];
+#pragma unroll
+    for (l = 0; l < L; l++) acc[l] = P::template first<OP>(in.s[l], a.scal[0]);
+    for (k = 1; k < a.n; k++) {
+      in.u = ((const uint4 *)a.src[k])[i];
+#pragma unroll
+      for (l = 0; l < L; l++) acc[l] = P::template step<OP>(acc[l], in.s[l], a.scal[k]);
+    }
+#pragma unroll
+    for (l = 0; l < L; l++) out.s[l] = P::template last<OP>(acc[l], a.n);
+    ((uint4 *)a.dst)[i] = out.u;
+  }
+  for (i = npack * L + t; i < a.count; i += stride)
+    ((S *)a.dst)[i] = cc_cuda__fold_one<P, OP>(a.src, a.scal, a.n, i);
+}
+
+typedef void (*cc_cuda__fold_fn)(cc_cuda__fold_args);
+typedef void (*cc_cuda__host_fold_fn)(void *dst, const void *const *src, const unsigned char (*scal)[16], int n,
+                                      size_t count);
+
+/* The same fold on the CPU, element by element: what tests/test_cuda_fold.cu
+   compares with cc.h's cc__reduce_n, on machines without a GPU too. */
+template <class P, int OP>
+static void cc_cuda__host_fold(void *dst, const void *const *src, const unsigned char (*scal)[16], int n, size_t count) {
+  size_t i;
+  for (i = 0; i < count; i++) ((typename P::S *)dst)[i] = cc_cuda__fold_one<P, OP>(src, scal, n, i);
+}
+
+struct cc_cuda__as_kernel {
+  typedef cc_cuda__fold_fn fn;
+  template <class P, int OP> static fn get(void) { return &cc_cuda__fold_kernel<P, OP>; }
+};
+struct cc_cuda__as_host {
+  typedef cc_cuda__host_fold_fn fn;
+  template <class P, int OP> static fn get(void) { return &cc_cuda__host_fold<P, OP>; }
+};
+
+/* The fold for (dtype, op), as cc.h's cc__reduce_n picks its loop: X is
+   cc_cuda__as_kernel (the kernel) or cc_cuda__as_host (its CPU twin). *scale is
+   how many kernel elements one dtype element is (2: complex sum and avg run as
+   the real type), *esize the bytes of one kernel element. NULL: the pair is not
+   a built-in fold. */
+template <class X>
+static typename X::fn cc_cuda__pick(cc_dtype t, int op, size_t *scale, size_t *esize) {
+#define CC_CUDA__K(P, OP) return X::template get<P, OP>()
+#define CC_CUDA__UINT_OPS(P)                                                         \
+  switch (op) {                                                                    \
+    case CC_SUM: CC_CUDA__K(P, CC_SUM); case CC_PROD: CC_CUDA__K(P, CC_PROD);      \
+    case CC_MIN: CC_CUDA__K(P, CC_MIN); case CC_MAX: CC_CUDA__K(P, CC_MAX);        \
+    case CC_BAND: CC_CUDA__K(P, CC_BAND); case CC_BOR: CC_CUDA__K(P, CC_BOR);      \
+    case CC_BXOR: CC_CUDA__K(P, CC_BXOR); case CC__OP_PREMUL: CC_CUDA__K(P, CC__OP_PREMUL); \
+    default: return NULL;                                                          \
+  }
+#define CC_CUDA__SINT_OPS(P, U)                                                      \
+  switch (op) {                                                                    \
+    case CC_MIN: CC_CUDA__K(P, CC_MIN); case CC_MAX: CC_CUDA__K(P, CC_MAX);        \
+    default: CC_CUDA__UINT_OPS(U)                                                  \
+  }
+#define CC_CUDA__FLT_OPS(P)                                                          \
+  switch (op) {                                                                    \
+    case CC_SUM: CC_CUDA__K(P, CC_SUM); case CC_PROD: CC_CUDA__K(P, CC_PROD);      \
+    case CC_MIN: CC_CUDA__K(P, CC_MIN); case CC_MAX: CC_CUDA__K(P, CC_MAX);        \
+    case CC_AVG: CC_CUDA__K(P, CC_AVG); case CC__OP_PREMUL: CC_CUDA__K(P, CC__OP_PREMUL); \
+    default: return NULL;                                                          \
+  }
+#define CC_CUDA__CPX_OPS(P, R)                                                       \
+  switch (op) {                                                                    \
+    case CC_PROD: CC_CUDA__K(P, CC_PROD); case CC__OP_PREMUL: CC_CUDA__K(P, CC__OP_PREMUL); \
+    case CC_SUM: *scale = 2; *esize /= 2; CC_CUDA__K(R, CC_SUM);                   \
+    case CC_AVG: *scale = 2; *esize /= 2; CC_CUDA__K(R, CC_AVG);                   \
+    default: return NULL;                                                          \
+  }
+  *scale = 1;
+  *esize = cc__dtype_bytes(t);
+  if (cc__op_check(t, op)) return NULL;
+  switch (t) {
+    case CC_INT8: CC_CUDA__SINT_OPS(cc_cuda__pint<int8_t>, cc_cuda__pint<uint8_t>)
+    case CC_UINT8: CC_CUDA__UINT_OPS(cc_cuda__pint<uint8_t>)
+    case CC_INT32: CC_CUDA__SINT_OPS(cc_cuda__pint<int32_t>, cc_cuda__pint<uint32_t>)
+    case CC_UINT32: CC_CUDA__UINT_OPS(cc_cuda__pint<uint32_t>)
+    case CC_INT64: CC_CUDA__SINT_OPS(cc_cuda__pint<int64_t>, cc_cuda__pint<uint64_t>)
+    case CC_UINT64: CC_CUDA__UINT_OPS(cc_cuda__pint<uint64_t>)
+    case CC_FLOAT16: CC_CUDA__FLT_OPS(cc_cuda__phalf<0>)
+    case CC_BFLOAT16: CC_CUDA__FLT_OPS(cc_cuda__phalf<1>)
+    case CC_FLOAT32: CC_CUDA__FLT_OPS(cc_cuda__pflt<float>)
+    case CC_FLOAT64: CC_CUDA__FLT_OPS(cc_cuda__pflt<double>)
+    case CC_COMPLEX64: CC_CUDA__CPX_OPS(cc_cuda__pcpx<float>, cc_cuda__pflt<float>)
+    case CC_COMPLEX128: CC_CUDA__CPX_OPS(cc_cuda__pcpx<double>, cc_cuda__pflt<double>)
+    default: return NULL;
+  }
+#undef CC_CUDA__K
+#undef CC_CUDA__UINT_OPS
+#undef CC_CUDA__SINT_OPS
+#undef CC_CUDA__FLT_OPS
+#undef CC_CUDA__CPX_OPS
+}
+
+static cc_cuda__fold_fn cc_cuda__fold_pick(cc_dtype t, int op, size_t *scale, size_t *esize) {
+  return cc_cuda__pick<cc_cuda__as_kernel>(t, op, scale, esize);
+}
+
+/* Up to CC_CUDA__MAXR copies in one launch: blockIdx.y picks the copy. 16 bytes
+   a load where source and destination are both aligned to 16, else 4, else 1. */
+typedef struct cc_cuda__copy_args {
+  const void *src[CC_CUDA__MAXR];
+  void *dst[CC_CUDA__MAXR];
+  unsigned long long bytes[CC_CUDA__MAXR];
+  const volatile unsigned int *abort;
+} cc_cuda__copy_args;
+
+__global__ void __launch_bounds__(CC_CUDA__THREADS) cc_cuda__copy_kernel(cc_cuda__copy_args a) {
+  const unsigned char *s = (const unsigned char *)a.src[blockIdx.y];
+  unsigned char *d = (unsigned char *)a.dst[blockIdx.y];
+  size_t n = a.bytes[blockIdx.y], i, stride = (size_t)gridDim.x * blockDim.x;
+  size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x, done = 0;
+  if (*a.abort || n == 0 || s == d) return;
+  if ((((uintptr_t)s | (uintptr_t)d) & 15) == 0) {
+    for (i = t; i < n / 16; i += stride) ((uint4 *)d)[i] = ((const uint4 *)s)[i];
+    done = n / 16 * 16;
+  } else if ((((uintptr_t)s | (uintptr_t)d) & 3) == 0) {
+    for (i = t; i < n / 4; i += stride) ((unsigned int *)d)[i] = ((const unsigned int *)s)[i];
+    done = n / 4 * 4;
+  }
+  for (i = done + t; i < n; i += stride) d[i] = s[i];
+}
+
+/* The wait without stream memory operations: thread 0 posts (after a system
+   fence, so that the stream's earlier writes are seen first), thread i waits
+   for flag i. Gives up when the communicator fails. */
+typedef struct cc_cuda__sync_args {
+  unsigned int *post;
+  unsigned int post_val;
+  int nwait;
+  unsigned int *wait[CC_CUDA__MAXR];
+  unsigned int wait_val[CC_CUDA__MAXR];
+  const volatile unsigned int *abort;
+} cc_cuda__sync_args;
+
+__global__ void cc_cuda__sync_kernel(cc_cuda__sync_args a) {
+  int i = (int)threadIdx.x;
+  if (i == 0 && a.post) {
+    __threadfence_system();
+    *(volatile unsigned int *)a.post = a.post_val;
+  }
+  if (i < a.nwait) {
+    while ((int)(*(volatile unsigned int *)a.wait[i] - a.wait_val[i]) < 0 && !*a.abort) {
+#if __CUDA_ARCH__ >= 700
+      __nanosleep(256);
+#endif
+    }
+  }
+  __threadfence_system();
+}
+
+/* ============================================================== @cuda-types */
+
+/* The flag page: host memory shared by the ranks (POSIX shared memory) and
+   mapped into every rank's GPU (cudaHostRegister), so that streams wait on it
+   with stream memory operations, and the watchdogs read and release it
+   without a CUDA call. Every counter only grows (modulo 2^32); a wait is
+   "counter - target >= 0" as a signed 32-bit number, as
+   CU_STREAM_WAIT_VALUE_GEQ compares. */
+typedef struct cc_cuda__page {
+  unsigned int abort;                  /* 0, or the cc_result that failed the communicator */
+  unsigned int claim;                  /* the first rank to fail takes it, then fills the two below */
+  int abort_rank;
+  char abort_msg[244];
+  unsigned int post[CC_CUDA__MAXR][16];        /* [r][0]: collective phase rank r's stream has reached */
+  unsigned int ready[CC_CUDA__MAXR][CC_CUDA__MAXR]; /* [src][dst]: messages src -> dst ready to be read */
+  unsigned int done[CC_CUDA__MAXR][CC_CUDA__MAXR];  /* [src][dst]: messages src -> dst copied by dst */
+  unsigned int want[CC_CUDA__MAXR][CC_CUDA__MAXR];  /* [src][dst]: message dst's stream waits for */
+} cc_cuda__page;
+
+#define CC_CUDA__NFLAGS (CC_CUDA__MAXR + 3 * CC_CUDA__MAXR * CC_CUDA__MAXR)
+
+/* A buffer as its owner names it to its peers. */
+typedef struct cc_cuda__buf {
+  unsigned long long id;               /* the CUDA buffer id of the allocation; 0: none */
+  unsigned long long off, size;        /* the pointer's offset in it; its size */
+  unsigned long long ptr;              /* the pointer in the owner's address space */
+  cudaIpcMemHandle_t h;
+} cc_cuda__buf;
+
+/* What every rank tells the others for one call (all_gather over the host
+   communicator), followed by `size` (displacement, count) pairs: the blocks a
+   scatter_v root or an all_to_all_v rank sends to each rank. */
+typedef struct cc_cuda__rec {
+  int coll, dtype, op, root, tag;
+  unsigned int flags;                  /* CC_CUDA__STAGE: this call must go through the host */
+  unsigned long long count, aux;       /* count (or send count), receive count */
+  unsigned long long seq;              /* point to point: message number */
+  unsigned long long frees;            /* buffers this rank freed so far; the last few: */
+  unsigned long long freed[CC_CUDA__NFREED];
+  unsigned char scal[16];              /* premul_sum: this rank's scalar */
+  cc_cuda__buf b[2];                   /* send, receive */
+} cc_cuda__rec;
+
+#define CC_CUDA__STAGE 1u
+
+typedef struct cc_cuda__map {          /* a peer's buffer mapped here */
+  unsigned long long id, size, used;
+  unsigned char *base;
+} cc_cuda__map;
+
+typedef struct cc_cuda__exp {          /* an own buffer's handle, cached */
+  unsigned long long id, base, size, used;
+  cudaIpcMemHandle_t h;
+  int ok;                              /* 0: it cannot be shared (cudaIpcGetMemHandle refused) */
+} cc_cuda__exp;
+
+typedef struct cc_cuda__p2p {          /* a send or receive queued in a group */
+  int send, peer, tag;
+  const void *sbuf;
+  void *rbuf;
+  size_t count;
+  cc_dtype t;
+  cc_cuda__rec rec;                    /* a receive: the sender's record */
+} cc_cuda__p2p;
+
+typedef CUresult (*cc_cuda__memop_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+typedef CUresult (*cc_cuda__attrs_fn)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr);
+
+enum { CC_CUDA__STAGED, CC_CUDA__IPC };
+
+struct cc_cuda_comm {
+  cc_comm *host;
+  int rank, size, dev, mode, sms;
+  size_t oneshot;                      /* CC_CUDA_ONESHOT_BYTES */
+  char err[320];
+  int failed;                          /* cc_result of the failure; later calls get CC_ERR_ABORTED */
+  /* driver entry points (NULL where the driver lacks them) */
+  cc_cuda__memop_fn wait32, write32;
+  cc_cuda__attrs_fn attrs;
+  int memops;                          /* waits are stream memory operations, else cc_cuda__sync_kernel */
+  /* ipc mode */
+  cc_cuda__page *page;                 /* host address */
+  unsigned char *dpage;                /* the same page, device address */
+  size_t page_bytes;
+  int pids[CC_CUDA__MAXR];
+  unsigned int phase;                  /* collective phases queued so far */
+  unsigned int tx[CC_CUDA__MAXR], rx[CC_CUDA__MAXR];  /* messages queued to / from each rank */
+  cc_cuda__map maps[CC_CUDA__MAXR][CC_CUDA__NMAP];
+  unsigned long long peer_frees[CC_CUDA__MAXR], clock;
+  cc_cuda__exp exps[CC_CUDA__NEXP];
+  unsigned long long frees, freed[CC_CUDA__NFREED];
+  void **allocs;                       /* cc_cuda_malloc'd, not yet freed */
+  int nallocs, capallocs;
+  void *work;                          /* own scratch: an in-place input's copy */
+  size_t work_bytes;
+  unsigned char *recs;                 /* size + 1 records: everyone's, then the outgoing one */
+  size_t rec_bytes;
+  /* staged mode, and calls that must go through the host */
+  unsigned char *stage;                /* pinned host memory */
+  size_t stage_bytes;
+  /* groups */
+  int group_depth;
+  cc_cuda__p2p *q;
+  int nq, capq;
+  cudaStream_t qstream;
+  cc_result qerr;
+  /* watchdog */
+  pthread_t wd;
+  int wd_started, wd_stop, closing;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  cc_result async;                     /* what the watchdog found */
+  char async_msg[320];
+  unsigned int *hi;                    /* CC_CUDA__NFLAGS: released flag values, 0 not yet */
+  uint64_t since[2 * CC_CUDA__MAXR + 1];
+  unsigned int since_val[2 * CC_CUDA__MAXR + 1];
+};
+
+static unsigned char *cc_cuda__rec_at(cc_cuda_comm *g, int r) { return g->recs + (size_t)r * g->rec_bytes; }
+static cc_cuda__rec *cc_cuda__recp(cc_cuda_comm *g, int r) { return (cc_cuda__rec *)(void *)cc_cuda__rec_at(g, r); }
+/* rank r's (displacement, count) pair for rank j */
+static unsigned long long *cc_cuda__tab(cc_cuda_comm *g, int r, int j) {
+  return (unsigned long long *)(void *)(cc_cuda__rec_at(g, r) + sizeof(cc_cuda__rec)) + 2 * j;
+}
+
+/* ============================================================== @cuda-errors */
+
+/* Set g's message (printf style) and return code. Anything but a bad argument
+   leaves g failed: later calls return CC_ERR_ABORTED. */
+static cc_result cc_cuda__fail(cc_cuda_comm *g, cc_result code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(g->err, sizeof g->err, fmt, ap);
+  va_end(ap);
+  if (code != CC_OK && code != CC_ERR_INVALID_ARG && !g->failed) g->failed = code;
+  cc__log(g->host, 1, "%s (%s)", g->err, cc_strerror(code));
+  return code;
+}
+
+/* A CUDA call that failed: the cc code, and "what: rank r: call: name: text". */
+static cc_result cc_cuda__code(cudaError_t e) {
+  switch (e) {
+    case cudaErrorMemoryAllocation: return CC_ERR_NO_MEMORY;
+    case cudaErrorNotSupported: case cudaErrorInsufficientDriver: case cudaErrorNoDevice:
+      return CC_ERR_UNSUPPORTED;
+    case cudaErrorInvalidValue: case cudaErrorInvalidDevice: case cudaErrorInvalidDevicePointer:
+      return CC_ERR_INVALID_ARG;
+    default: return CC_ERR_SYSTEM;
+  }
+}
+#define CC_CUDA__CALL(g, what, call)                                                 \
+  do {                                                                             \
+    cudaError_t cc_cuda__e_ = (call);                                              \
+    if (cc_cuda__e_ != cudaSuccess)                                                \
+      return cc_cuda__abort(g, cc_cuda__code(cc_cuda__e_) == CC_ERR_INVALID_ARG ? CC_ERR_SYSTEM : cc_cuda__code(cc_cuda__e_), \
+                            "%s: rank %d: %s failed: %s (%s)", what, (g)->rank, #call,              \
+                            cudaGetErrorName(cc_cuda__e_), cudaGetErrorString(cc_cuda__e_));        \
+  } while (0)
+
+/* Fail g and the whole communicator: the first rank to fail names itself on
+   the flag page, and every rank's watchdog releases its GPU's waits. */
+static cc_result cc_cuda__abort(cc_cuda_comm *g, cc_result code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(g->err, sizeof g->err, fmt, ap);
+  va_end(ap);
+  if (!g->failed) g->failed = code;
+  cc__log(g->host, 1, "%s (%s)", g->err, cc_strerror(code));
+  if (g->page) {
+    unsigned int zero = 0;
+    if (__atomic_compare_exchange_n(&g->page->claim, &zero, 1u, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+      g->page->abort_rank = g->rank;
+      snprintf(g->page->abort_msg, sizeof g->page->abort_msg, "%.*s", (int)sizeof g->page->abort_msg - 1, g->err);
+      __atomic_store_n(&g->page->abort, (unsigned int)code, __ATOMIC_RELEASE);
+    }
+    pthread_mutex_lock(&g->lock);
+    pthread_cond_signal(&g->cond);     /* the watchdog releases the waits now */
+    pthread_mutex_unlock(&g->lock);
+  }
+  return code;
+}
+
+/* Every call starts here: a failed communicator refuses work. */
+static cc_result cc_cuda__ready(cc_cuda_comm *g, const char *what) {
+  unsigned int a = g->page ? __atomic_load_n(&g->page->abort, __ATOMIC_ACQUIRE) : 0;
+  if (!g->failed && a) {
+    g->failed = (cc_result)a;
+    snprintf(g->err, sizeof g->err, "%s: rank %d: the communicator failed: rank %d: %s", what, g->rank,
+             g->page->abort_rank, g->page->abort_msg);
+  }
+  if (!g->failed && g->host->failed) {
+    g->failed = g->host->failed;
+    snprintf(g->err, sizeof g->err, "%s: rank %d: the host communicator failed: %.200s", what, g->rank, g->host->err);
+  }
+  if (g->failed) {
+    if (!strstr(g->err, "(earlier failure)") && strlen(g->err) + 20 < sizeof g->err) strcat(g->err, " (earlier failure)");
+    return CC_ERR_ABORTED;
+  }
+  return CC_OK;
+}
+
+/* After a host call that failed: its message, as g's. */
+static cc_result cc_cuda__host_failed(cc_cuda_comm *g, cc_result r) {
+  snprintf(g->err, sizeof g->err, "%s", g->host->err);
+  if (r != CC_ERR_INVALID_ARG) return cc_cuda__abort(g, r, "%s", g->host->err);
+  return r;
+}
+
+/* The caller's current device, made this communicator's for the call and
+   given back when the call returns. */
+struct cc_cuda__device_guard {
+  int prev, dev;
+  explicit cc_cuda__device_guard(int d) : prev(-1), dev(d) {
+    if (cudaGetDevice(&prev) != cudaSuccess) { (void)cudaGetLastError(); prev = -1; }
+  }
+  ~cc_cuda__device_guard() { if (prev >= 0 && prev != dev) cudaSetDevice(prev); }
+};
+
+/* ============================================================== @cuda-buffers */
+
+/* Describe own buffer p (bytes long) for the peers: which allocation, where in
+   it, its IPC handle (cached per allocation). Refuses host memory and memory
+   of another device; sets CC_CUDA__STAGE in *flags where the memory cannot be
+   shared (managed memory, memory pools, a driver without the queries). */
+static cc_result cc_cuda__describe(cc_cuda_comm *g, const char *what, const char *name, const void *p,
+                                   size_t bytes, cc_cuda__buf *b, unsigned int *flags) {
+  unsigned int mtype = 0, managed = 0;
+  unsigned long long id = 0;
+  int ord = -1, i, slot = 0;
+  CUdeviceptr start = 0;
+  size_t rsize = 0;
+  cc_cuda__exp *e;
+  memset(b, 0, sizeof *b);
+  if (!p || !bytes) return CC_OK;
+  b->ptr = (unsigned long long)(uintptr_t)p;
+  if (!g->attrs) {                     /* no driver queries: check with the runtime, share nothing */
+    cudaPointerAttributes a;
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "%s: rank %d: %s %p is not memory CUDA knows", what, g->rank, name, p);
+    }
+    if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged)
+      return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "%s: rank %d: %s %p is host memory, not device memory", what,
+                           g->rank, name, p);
+    *flags |= CC_CUDA__STAGE;
+    return CC_OK;
+  }
+  {
+    CUpointer_attribute at[6] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE, CU_POINTER_ATTRIBUTE_IS_MANAGED,
+                                 CU_POINTER_ATTRIBUTE_BUFFER_ID, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                                 CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
+    void *v[6] = {&mtype, &managed, &id, &ord, &start, &rsize};
+    if (g->attrs(6, at, v, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS)
+      return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "%s: rank %d: %s %p: cuPointerGetAttributes refused it", what,
+                           g->rank, name, p);
+  }
+  if (managed) { *flags |= CC_CUDA__STAGE; return CC_OK; }
+  if (mtype != CU_MEMORYTYPE_DEVICE)
+    return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "%s: rank %d: %s %p is host memory, not device memory", what,
+                         g->rank, name, p);
+  if (ord != g->dev)
+    return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "%s: rank %d: %s %p is memory of device %d; this communicator uses device %d",
+                         what, g->rank, name, p, ord, g->dev);
+  if ((uintptr_t)p - (uintptr_t)start > rsize || bytes > rsize - ((uintptr_t)p - (uintptr_t)start))
+    return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "%s: rank %d: %s %p holds %zu bytes; its allocation ends %zu bytes after it",
+                         what, g->rank, name, p, bytes, (size_t)(start + rsize - (uintptr_t)p));
+  b->id = id;
+  b->off = (uintptr_t)p - (uintptr_t)start;
+  b->size = rsize;
+  for (i = 0; i < CC_CUDA__NEXP; i++) {
+    if (g->exps[i].id == id) break;
+    if (g->exps[i].used < g->exps[slot].used) slot = i;
+  }
+  if (i == CC_CUDA__NEXP) {            /* first use of this allocation: get its handle */
+    e = &g->exps[slot];
+    memset(e, 0, sizeof *e);
+    e->id = id;
+    e->base = (unsigned long long)start;
+    e->size = rsize;
+    e->ok = cudaIpcGetMemHandle(&e->h, (void *)(uintptr_t)start) == cudaSuccess;
+    if (!e->ok) {
+      (void)cudaGetLastError();
+      cc__log(g->host, 2, "%s: rank %d: %s %p cannot be shared through CUDA IPC; this call goes through the host",
+              what, g->rank, name, p);
+    }
+  } else {
+    e = &g->exps[i];
+  }
+  e->used = ++g->clock;
+  if (!e->ok) *flags |= CC_CUDA__STAGE;
+  else b->h = e->h;
+  return CC_OK;
+}
+
+/* Forget own allocation id (freed): its handle, and tell the peers. */
+static void cc_cuda__forget(cc_cuda_comm *g, unsigned long long id) {
+  int i;
+  if (!id) return;
+  for (i = 0; i < CC_CUDA__NEXP; i++)
+    if (g->exps[i].id == id) memset(&g->exps[i], 0, sizeof g->exps[i]);
+  g->freed[g->frees % CC_CUDA__NFREED] = id;
+  g->frees++;
+}
+
+static unsigned long long cc_cuda__buffer_id(cc_cuda_comm *g, const void *p) {
+  unsigned long long id = 0;
+  CUpointer_attribute at = CU_POINTER_ATTRIBUTE_BUFFER_ID;
+  void *v = &id;
+  if (!g->attrs || !p || g->attrs(1, &at, &v, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS) return 0;
+  return id;
+}
+
+/* Where this rank reads bytes [off, off + len) of rank p's buffer b: its own
+   pointer for itself, else through the mapping of p's allocation (opened on
+   first use, cached). Every offset is checked against the allocation's size. */
+static cc_result cc_cuda__peer(cc_cuda_comm *g, const char *what, int p, const cc_cuda__buf *b, size_t off,
+                               size_t len, const void **out) {
+  cc_cuda__map *m = NULL, *lru;
+  int i;
+  *out = NULL;
+  if (!len) return CC_OK;
+  if (!b->ptr || b->off > b->size || off > b->size - b->off || len > b->size - b->off - off)
+    return cc_cuda__abort(g, CC_ERR_MISMATCH, "%s: rank %d: rank %d's buffer holds %llu bytes; this call reads %zu at %zu",
+                          what, g->rank, p, b->ptr ? b->size - b->off : 0ull, len, off);
+  if (p == g->rank) { *out = (const unsigned char *)(uintptr_t)b->ptr + off; return CC_OK; }
+  lru = &g->maps[p][0];
+  for (i = 0; i < CC_CUDA__NMAP; i++) {
+    if (g->maps[p][i].base && g->maps[p][i].id == b->id) { m = &g->maps[p][i]; break; }
+    if (g->maps[p][i].used < lru->used) lru = &g->maps[p][i];
+  }
+  if (!m) {
+    void *base = NULL;
+    m = lru;
+    if (m->base) {                     /* the least recently used one goes; nothing may still read it */
+      CC_CUDA__CALL(g, what, cudaDeviceSynchronize());
+      CC_CUDA__CALL(g, what, cudaIpcCloseMemHandle(m->base));
+      m->base = NULL;
+    }
+    CC_CUDA__CALL(g, what, cudaIpcOpenMemHandle(&base, b->h, cudaIpcMemLazyEnablePeerAccess));
+    m->base = (unsigned char *)base;
+    m->id = b->id;
+    m->size = b->size;
+  }
+  m->used = ++g->clock;
+  *out = m->base + b->off + off;
+  return CC_OK;
+}
+
+/* Close the mappings of the buffers rank p freed since the last call. */
+static cc_result cc_cuda__peer_frees(cc_cuda_comm *g, const char *what, int p, const cc_cuda__rec *r) {
+  int i, j;
+  if (r->frees == g->peer_frees[p]) return CC_OK;
+  g->peer_frees[p] = r->frees;
+  for (i = 0; i < CC_CUDA__NMAP; i++) {
+    cc_cuda__map *m = &g->maps[p][i];
+    for (j = 0; j < CC_CUDA__NFREED && m->base; j++) {
+      if (r->freed[j] != m->id) continue;
+      CC_CUDA__CALL(g, what, cudaIpcCloseMemHandle(m->base));
+      memset(m, 0, sizeof *m);
+    }
+  }
+  return CC_OK;
+}
+
+/* Own device scratch of at least `bytes`, shared like any buffer. */
+static cc_result cc_cuda__work(cc_cuda_comm *g, const char *what, size_t bytes, void **out) {
+  if (bytes > g->work_bytes) {
+    size_t want = CC__MAX(bytes, CC__MAX(2 * g->work_bytes, (size_t)1 << 20));
+    if (g->work) {
+      CC_CUDA__CALL(g, what, cudaDeviceSynchronize());
+      cc_cuda__forget(g, cc_cuda__buffer_id(g, g->work));
+      CC_CUDA__CALL(g, what, cudaFree(g->work));
+      g->work = NULL;
+      g->work_bytes = 0;
+    }
+    CC_CUDA__CALL(g, what, cudaMalloc(&g->work, want));
+    g->work_bytes = want;
+  }
+  *out = g->work;
+  return CC_OK;
+}
+
+/* Pinned host memory of at least `bytes` for the staged path. */
+static cc_result cc_cuda__stage(cc_cuda_comm *g, const char *what, size_t bytes) {
+  if (bytes <= g->stage_bytes) return CC_OK;
+  if (g->stage) {
+    CC_CUDA__CALL(g, what, cudaFreeHost(g->stage));
+    g->stage = NULL;
+    g->stage_bytes = 0;
+  }
+  bytes = CC__MAX(bytes, CC__MAX(2 * g->stage_bytes, (size_t)1 << 20));
+  CC_CUDA__CALL(g, what, cudaMallocHost((void **)&g->stage, bytes));
+  g->stage_bytes = bytes;
+  return CC_OK;
+}
+
+/* ============================================================== @cuda-sync */
+
+static CUdeviceptr cc_cuda__dflag(cc_cuda_comm *g, unsigned int *flag) {
+  return (CUdeviceptr)(uintptr_t)(g->dpage + ((unsigned char *)flag - (unsigned char *)g->page));
+}
+
+/* On stream s: post pval to *post (if post), then wait until every waits[i]
+   has reached vals[i]. Stream memory operations where the device has them
+   (the GPU's front end waits; no SM is held, so ranks that share a GPU do not
+   take turns spinning), else a one-block kernel per 32 waits. */
+static cc_result cc_cuda__sync(cc_cuda_comm *g, const char *what, cudaStream_t s, unsigned int *post,
+                               unsigned int pval, unsigned int *const *waits, const unsigned int *vals, int nwait) {
+  int i, j;
+  if (g->memops) {
+    CUresult r = CUDA_SUCCESS;
+    if (post) r = g->write32((CUstream)s, cc_cuda__dflag(g, post), pval, 0);
+    for (i = 0; i < nwait && r == CUDA_SUCCESS; i++)
+      r = g->wait32((CUstream)s, cc_cuda__dflag(g, waits[i]), vals[i], CU_STREAM_WAIT_VALUE_GEQ);
+    if (r != CUDA_SUCCESS)
+      return cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: a stream memory operation failed (CUresult %d)", what,
+                            g->rank, (int)r);
+    return CC_OK;
+  }
+  for (i = 0; i < nwait || (i == 0 && post); i += CC_CUDA__MAXR) {
+    cc_cuda__sync_args a;
+    memset(&a, 0, sizeof a);
+    if (i == 0 && post) {
+      a.post = (unsigned int *)(uintptr_t)cc_cuda__dflag(g, post);
+      a.post_val = pval;
+    }
+    for (j = 0; j < CC_CUDA__MAXR && i + j < nwait; j++) {
+      a.wait[j] = (unsigned int *)(uintptr_t)cc_cuda__dflag(g, waits[i + j]);
+      a.wait_val[j] = vals[i + j];
+    }
+    a.nwait = j;
+    a.abort = (const volatile unsigned int *)(uintptr_t)cc_cuda__dflag(g, &g->page->abort);
+    cc_cuda__sync_kernel<<<1, CC_CUDA__MAXR, 0, s>>>(a);
+    CC_CUDA__CALL(g, what, cudaGetLastError());
+  }
+  return CC_OK;
+}
+
+/* A barrier of every rank's stream: post the next phase, wait for everyone. */
+static cc_result cc_cuda__bar(cc_cuda_comm *g, const char *what, cudaStream_t s) {
+  unsigned int *waits[CC_CUDA__MAXR], vals[CC_CUDA__MAXR], v = ++g->phase;
+  int p, n = 0;
+  for (p = 0; p < g->size; p++) {
+    if (p == g->rank) continue;
+    waits[n] = &g->page->post[p][0];
+    vals[n++] = v;
+  }
+  return cc_cuda__sync(g, what, s, &g->page->post[g->rank][0], v, waits, vals, n);
+}
+
+static unsigned int cc_cuda__blocks(cc_cuda_comm *g, size_t items) {
+  size_t b = (items + CC_CUDA__THREADS - 1) / CC_CUDA__THREADS, cap = (size_t)g->sms * 4;
+  return (unsigned int)(b < 1 ? 1 : b > cap ? cap : b);
+}
+
+/* dst = the fold of src[0..n-1] (rank order), count dtype elements each. */
+static cc_result cc_cuda__fold(cc_cuda_comm *g, const char *what, cudaStream_t s, cc_dtype t, int op,
+                               const void *const *src, void *dst, size_t count) {
+  cc_cuda__fold_args a;
+  size_t scale, es;
+  cc_cuda__fold_fn fn = cc_cuda__fold_pick(t, op, &scale, &es);
+  uintptr_t bits = (uintptr_t)dst;
+  int k;
+  if (!count) return CC_OK;
+  if (!fn)
+    return cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: no GPU fold for %s %s", what, g->rank, cc__op_name(op),
+                          cc__dtype_name(t));
+  memset(&a, 0, sizeof a);
+  a.n = g->size;
+  a.dst = dst;
+  a.count = count * scale;
+  for (k = 0; k < g->size; k++) {
+    a.src[k] = src[k];
+    bits |= (uintptr_t)src[k];
+    memcpy(a.scal[k], cc_cuda__recp(g, k)->scal, 16);
+  }
+  a.vec = (bits & 15) == 0;
+  a.abort = (const volatile unsigned int *)(uintptr_t)cc_cuda__dflag(g, &g->page->abort);
+  fn<<<cc_cuda__blocks(g, a.vec ? count * scale * es / 16 : count * scale), CC_CUDA__THREADS, 0, s>>>(a);
+  CC_CUDA__CALL(g, what, cudaGetLastError());
+  return CC_OK;
+}
+
+/* A list of copies, launched CC_CUDA__MAXR at a time. */
+typedef struct cc_cuda__copies {
+  cc_cuda__copy_args a;
+  int n;
+  size_t most;
+} cc_cuda__copies;
+
+static cc_result cc_cuda__copy_flush(cc_cuda_comm *g, const char *what, cudaStream_t s, cc_cuda__copies *c) {
+  dim3 grid;
+  if (!c->n) return CC_OK;
+  grid.x = cc_cuda__blocks(g, c->most / 16 + 1);
+  grid.y = (unsigned int)c->n;
+  grid.z = 1;
+  c->a.abort = (const volatile unsigned int *)(uintptr_t)cc_cuda__dflag(g, &g->page->abort);
+  cc_cuda__copy_kernel<<<grid, CC_CUDA__THREADS, 0, s>>>(c->a);
+  c->n = 0;
+  c->most = 0;
+  CC_CUDA__CALL(g, what, cudaGetLastError());
+  return CC_OK;
+}
+
+static cc_result cc_cuda__copy_add(cc_cuda_comm *g, const char *what, cudaStream_t s, cc_cuda__copies *c,
+                                   const void *src, void *dst, size_t bytes) {
+  if (!bytes || src == dst) return CC_OK;
+  if (c->n == CC_CUDA__MAXR) CC__TRY(cc_cuda__copy_flush(g, what, s, c));
+  c->a.src[c->n] = src;
+  c->a.dst[c->n] = dst;
+  c->a.bytes[c->n] = bytes;
+  c->n++;
+  c->most = CC__MAX(c->most, bytes);
+  return CC_OK;
+}
+
+/* ============================================================== @cuda-watchdog */
+/* One thread per ipc-mode communicator. Every 50 ms (or when woken) it checks
+   that the peers' processes live and that no wait of this rank's stream has
+   lasted beyond the timeout; on a failure it fails the communicator on the
+   flag page. Once the page says failed (whoever said it), it releases every
+   flag: each is set CC_CUDA__RELEASE ahead of what it was, once, and put back
+   there should a stream in flight write an older value over it; waits on the
+   GPU then pass and kernels see `abort` and do nothing. */
+
+static unsigned int *cc_cuda__flag(cc_cuda_comm *g, int i) {
+  if (i < CC_CUDA__MAXR) return &g->page->post[i][0];
+  i -= CC_CUDA__MAXR;
+  if (i < CC_CUDA__MAXR * CC_CUDA__MAXR) return &g->page->ready[0][0] + i;
+  i -= CC_CUDA__MAXR * CC_CUDA__MAXR;
+  if (i < CC_CUDA__MAXR * CC_CUDA__MAXR) return &g->page->done[0][0] + i;
+  return &g->page->want[0][0] + (i - CC_CUDA__MAXR * CC_CUDA__MAXR);
+}
+
+/* The watchdog's own verdict: fail the communicator for everyone. */
+static void cc_cuda__declare(cc_cuda_comm *g, cc_result code, const char *fmt, ...) {
+  char msg[244];
+  unsigned int zero = 0;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  if (__atomic_compare_exchange_n(&g->page->claim, &zero, 1u, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    g->page->abort_rank = g->rank;
+    snprintf(g->page->abort_msg, sizeof g->page->abort_msg, "%s", msg);
+    __atomic_store_n(&g->page->abort, (unsigned int)code, __ATOMIC_RELEASE);
+    cc__log(g->host, 1, "%s (%s)", msg, cc_strerror(code));
+  }
+}
+
+/* Has this rank's stream waited on `val` of slot `k` for longer than the timeout? */
+static int cc_cuda__overdue(cc_cuda_comm *g, int k, int waiting, unsigned int val, uint64_t now) {
+  if (!waiting) { g->since[k] = 0; return 0; }
+  if (!g->since[k] || g->since_val[k] != val) { g->since[k] = now; g->since_val[k] = val; return 0; }
+  return now - g->since[k] > g->host->timeout_ns;
+}
+
+static void cc_cuda__watch(cc_cuda_comm *g) {
+  cc_cuda__page *pg = g->page;
+  unsigned int a = __atomic_load_n(&pg->abort, __ATOMIC_ACQUIRE), mine, x, y;
+  uint64_t now = cc__now_ns();
+  int p, i, me = g->rank;
+  if (!a && !g->closing) {
+    for (p = 0; p < g->size && !a; p++) {
+      if (p == me || cc__pid_alive(g->pids[p])) continue;
+      cc_cuda__declare(g, CC_ERR_PEER_LOST, "rank %d lost (pid %d exited)", p, g->pids[p]);
+      a = 1;
+    }
+    mine = __atomic_load_n(&pg->post[me][0], __ATOMIC_ACQUIRE);
+    for (p = 0; p < g->size && !a; p++) {
+      if (p == me) continue;
+      x = __atomic_load_n(&pg->post[p][0], __ATOMIC_ACQUIRE);
+      if (cc_cuda__overdue(g, p, (int)(x - mine) < 0, mine, now)) {
+        cc_cuda__declare(g, CC_ERR_TIMEOUT, "rank %d waited %.0f s on its GPU for rank %d to reach collective phase %u (it is at %u)",
+                         me, g->host->timeout_ns / 1e9, p, mine, x);
+        a = 1;
+      }
+      x = __atomic_load_n(&pg->want[p][me], __ATOMIC_ACQUIRE);
+      y = __atomic_load_n(&pg->ready[p][me], __ATOMIC_ACQUIRE);
+      if (!a && cc_cuda__overdue(g, CC_CUDA__MAXR + p, (int)(x - y) > 0, x, now)) {
+        cc_cuda__declare(g, CC_ERR_TIMEOUT, "rank %d waited %.0f s on its GPU for message %u from rank %d",
+                         me, g->host->timeout_ns / 1e9, x, p);
+        a = 1;
+      }
+      x = __atomic_load_n(&pg->ready[me][p], __ATOMIC_ACQUIRE);
+      y = __atomic_load_n(&pg->done[me][p], __ATOMIC_ACQUIRE);
+      if (!a && cc_cuda__overdue(g, 2 * CC_CUDA__MAXR + p, (int)(x - y) > 0, x, now)) {
+        cc_cuda__declare(g, CC_ERR_TIMEOUT, "rank %d waited %.0f s on its GPU for rank %d to receive message %u",
+                         me, g->host->timeout_ns / 1e9, p, x);
+        a = 1;
+      }
+    }
+    a = __atomic_load_n(&pg->abort, __ATOMIC_ACQUIRE);
+  }
+  if (!a) return;
+  pthread_mutex_lock(&g->lock);
+  if (!g->async) {
+    g->async = (cc_result)a;
+    snprintf(g->async_msg, sizeof g->async_msg, "rank %d: the GPU communicator failed: rank %d: %s", me,
+             pg->abort_rank, pg->abort_msg);
+  }
+  pthread_mutex_unlock(&g->lock);
+  for (i = 0; i < CC_CUDA__NFLAGS; i++) {   /* hi[i]: released value; hi[NFLAGS + i]: released yet */
+    unsigned int *f = cc_cuda__flag(g, i), cur = __atomic_load_n(f, __ATOMIC_ACQUIRE);
+    if (!g->hi[CC_CUDA__NFLAGS + i]) {
+      g->hi[CC_CUDA__NFLAGS + i] = 1;
+      g->hi[i] = cur + CC_CUDA__RELEASE;
+      __atomic_store_n(f, g->hi[i], __ATOMIC_RELEASE);
+    } else if ((int)(cur - g->hi[i]) < 0) {
+      __atomic_store_n(f, g->hi[i], __ATOMIC_RELEASE);
+    } else {
+      g->hi[i] = cur;
+    }
+  }
+}
+
+static void *cc_cuda__watchdog(void *arg) {
+  cc_cuda_comm *g = (cc_cuda_comm *)arg;
+  pthread_mutex_lock(&g->lock);
+  while (!g->wd_stop) {
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    ts.tv_nsec += 50 * 1000 * 1000;
+    if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+    pthread_cond_timedwait(&g->cond, &g->lock, &ts);
+    if (g->wd_stop) break;
+    pthread_mutex_unlock(&g->lock);
+    cc_cuda__watch(g);
+    pthread_mutex_lock(&g->lock);
+  }
+  pthread_mutex_unlock(&g->lock);
+  return NULL;
+}
+
+/* ============================================================== @cuda-init */
+
+typedef struct cc_cuda__hello {        /* what each rank says at init */
+  int code;                            /* CC_OK, or why this rank cannot join */
+  int pid, ipc;                        /* ipc: wants and may use ipc mode */
+  char busid[32];                      /* PCI bus id of its GPU */
+  char msg[200];
+} cc_cuda__hello;
+
+static cc_cuda__memop_fn cc_cuda__entry(const char *name) {
+  void *fn = NULL;
+  cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+#if CUDART_VERSION >= 12050
+  if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q) != cudaSuccess) fn = NULL;
+#else
+  if (cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault, &q) != cudaSuccess) fn = NULL;
+#endif
+  (void)cudaGetLastError();
+  return q == cudaDriverEntryPointSuccess ? (cc_cuda__memop_fn)fn : NULL;
+}
+
+/* This rank's side of init: the device, its context, the driver entry points. */
+static void cc_cuda__init_local(cc_cuda_comm *g, cc_cuda__hello *h) {
+  int ndev = 0;
+  cudaError_t e = cudaGetDeviceCount(&ndev);
+  const char *mode = getenv("CC_CUDA_TRANSPORT");
+  h->pid = (int)getpid();
+  h->ipc = !(mode && !strcmp(mode, "staged")) && g->size <= CC_CUDA__MAXR &&
+           cc_comm_local_size(g->host) == g->size;
+#define CC_CUDA__HELLO_FAIL(c, ...) do { h->code = (c); snprintf(h->msg, sizeof h->msg, __VA_ARGS__); return; } while (0)
+  if (e != cudaSuccess)
+    CC_CUDA__HELLO_FAIL(cc_cuda__code(e) == CC_ERR_INVALID_ARG ? CC_ERR_UNSUPPORTED : cc_cuda__code(e),
+                        "cudaGetDeviceCount failed: %s (%s)", cudaGetErrorName(e), cudaGetErrorString(e));
+  if (g->dev < 0 || g->dev >= ndev)
+    CC_CUDA__HELLO_FAIL(CC_ERR_INVALID_ARG, "device %d is out of range (this process sees %d)", g->dev, ndev);
+  if ((e = cudaSetDevice(g->dev)) != cudaSuccess || (e = cudaFree(0)) != cudaSuccess ||
+      (e = cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, g->dev)) != cudaSuccess ||
+      (e = cudaDeviceGetPCIBusId(h->busid, (int)sizeof h->busid, g->dev)) != cudaSuccess)
+    CC_CUDA__HELLO_FAIL(CC_ERR_SYSTEM, "device %d: %s (%s)", g->dev, cudaGetErrorName(e), cudaGetErrorString(e));
+#undef CC_CUDA__HELLO_FAIL
+  g->wait32 = cc_cuda__entry("cuStreamWaitValue32");
+  g->write32 = cc_cuda__entry("cuStreamWriteValue32");
+  g->attrs = (cc_cuda__attrs_fn)(void *)cc_cuda__entry("cuPointerGetAttributes");
+  if (!g->attrs) h->ipc = 0;
+}
+
+/* Can this rank's GPU reach every peer's (the same GPU, or peer access)? */
+static int cc_cuda__reach(cc_cuda_comm *g, const cc_cuda__hello *all) {
+  int p, d, can;
+  for (p = 0; p < g->size; p++) {
+    if (!strcmp(all[p].busid, all[g->rank].busid)) continue;
+    if (cudaDeviceGetByPCIBusId(&d, all[p].busid) != cudaSuccess ||
+        cudaDeviceCanAccessPeer(&can, g->dev, d) != cudaSuccess || !can) {
+      (void)cudaGetLastError();
+      cc__log(g->host, 2, "cuda_comm_init: rank %d: GPU %s cannot reach rank %d's GPU %s: staged mode", g->rank,
+              all[g->rank].busid, p, all[p].busid);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* The flag page: rank 0 creates it under a random name, everyone maps it and
+   registers it with CUDA; 1 when every rank has it. */
+static int cc_cuda__page_setup(cc_cuda_comm *g) {
+  char name[64];
+  int ok = 1, all = 0;
+  size_t bytes = 0;
+  g->page_bytes = (sizeof(cc_cuda__page) + 4095) & ~(size_t)4095;
+  if (g->rank == 0) {
+    char hex[17];
+    cc__random_hex(hex, 16);
+    snprintf(name, sizeof name, "/cc-cuda-%d-%s", (int)getpid(), hex);
+    g->page = (cc_cuda__page *)cc__shm_create(name, g->page_bytes);
+    if (!g->page) { ok = 0; name[0] = 0; }
+  }
+  if (cc_broadcast(g->host, name, sizeof name, CC_UINT8, 0) != CC_OK) return -1;
+  if (g->rank != 0) {
+    g->page = name[0] ? (cc_cuda__page *)cc__shm_open(name, g->page_bytes, &bytes) : NULL;
+    if (!g->page) ok = 0;
+  }
+  if (ok && cudaHostRegister(g->page, g->page_bytes, cudaHostRegisterMapped | cudaHostRegisterPortable) != cudaSuccess) {
+    (void)cudaGetLastError();
+    ok = 0;
+  } else if (ok && cudaHostGetDevicePointer((void **)&g->dpage, g->page, 0) != cudaSuccess) {
+    (void)cudaGetLastError();
+    cudaHostUnregister(g->page);
+    ok = 0;
+  }
+  if (cc_all_reduce(g->host, &ok, &all, 1, CC_INT32, CC_MIN) != CC_OK) all = -1;
+  if (g->rank == 0 && name[0]) cc__shm_unlink(name);
+  if (all != 1 && g->page) {
+    if (ok) cudaHostUnregister(g->page);
+    cc__shm_unmap(g->page, g->page_bytes);
+    g->page = NULL;
+    g->dpage = NULL;
+  }
+  return all;
+}
+
+/* Do stream memory operations work here? One write, read back. */
+static int cc_cuda__memops_work(cc_cuda_comm *g) {
+  const char *sync = getenv("CC_CUDA_SYNC");
+  unsigned int *probe = &g->page->post[g->rank][1];
+  cudaStream_t s;
+  int ok;
+  if (!g->wait32 || !g->write32 || (sync && !strcmp(sync, "kernel"))) return 0;
+  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) { (void)cudaGetLastError(); return 0; }
+  ok = g->write32((CUstream)s, cc_cuda__dflag(g, probe), 0x5eed5eedu, 0) == CUDA_SUCCESS &&
+       cudaStreamSynchronize(s) == cudaSuccess && __atomic_load_n(probe, __ATOMIC_ACQUIRE) == 0x5eed5eedu;
+  (void)cudaGetLastError();
+  cudaStreamDestroy(s);
+  return ok;
+}
+
+static void cc_cuda__free_all(cc_cuda_comm *g) {
+  int p, i;
+  for (p = 0; p < CC_CUDA__MAXR; p++)
+    for (i = 0; i < CC_CUDA__NMAP; i++)
+      if (g->maps[p][i].base) cudaIpcCloseMemHandle(g->maps[p][i].base);
+  for (i = 0; i < g->nallocs; i++) cudaFree(g->allocs[i]);
+  if (g->work) cudaFree(g->work);
+  if (g->stage) cudaFreeHost(g->stage);
+  if (g->page) {
+    cudaHostUnregister(g->page);
+    cc__shm_unmap(g->page, g->page_bytes);
+  }
+  (void)cudaGetLastError();
+  pthread_mutex_destroy(&g->lock);
+  pthread_cond_destroy(&g->cond);
+  CC_FREE(g->allocs);
+  CC_FREE(g->recs);
+  CC_FREE(g->q);
+  CC_FREE(g->hi);
+  CC_FREE(g);
+}
+
+CC_API cc_result cc_cuda_comm_init(cc_comm *host, int device, cc_cuda_comm **out) {
+  const char *w = "cuda_comm_init";
+  cc_cuda__hello mine, *all;
+  cc_cuda_comm *g;
+  cc_result r;
+  int p, ipc = 1, reach = 0;
+  if (!out) return host ? cc__bad(host, "%s: out is NULL", w) : cc__fail(NULL, CC_ERR_INVALID_ARG, "%s: out is NULL", w);
+  *out = NULL;
+  if (!host) return cc__fail(NULL, CC_ERR_INVALID_ARG, "%s: host communicator is NULL", w);
+  CC__TRY(cc__ready(host, w));
+  g = (cc_cuda_comm *)CC_MALLOC(sizeof *g);
+  all = (cc_cuda__hello *)CC_MALLOC(sizeof *all * (size_t)host->size);
+  if (!g || !all) {
+    CC_FREE(g);
+    CC_FREE(all);
+    return cc__bad(host, "%s: rank %d: out of memory", w, host->rank);
+  }
+  memset(g, 0, sizeof *g);
+  memset(&mine, 0, sizeof mine);
+  pthread_mutex_init(&g->lock, NULL);
+  pthread_cond_init(&g->cond, NULL);
+  g->host = host;
+  g->rank = host->rank;
+  g->size = host->size;
+  g->dev = device;
+  g->sms = 1;
+  g->oneshot = cc__env_size("CC_CUDA_ONESHOT_BYTES", 256u << 10, 0, (size_t)1 << 40);
+  cc_cuda__init_local(g, &mine);
+  /* everyone learns who cannot join, and why */
+  r = cc_all_gather(host, &mine, all, sizeof mine, CC_UINT8);
+  for (p = 0; r == CC_OK && p < g->size; p++) {
+    if (all[p].code == CC_OK) { ipc &= all[p].ipc; continue; }
+    r = (cc_result)all[p].code;
+    if (r == CC_ERR_INVALID_ARG) cc__bad(host, "%s: rank %d: %s", w, p, all[p].msg);
+    else snprintf(host->err, sizeof host->err, "%s: rank %d: %s", w, p, all[p].msg);
+  }
+  if (r == CC_OK && ipc) {
+    reach = cc_cuda__reach(g, all);
+    r = cc_all_reduce(host, &reach, &ipc, 1, CC_INT32, CC_MIN);
+  }
+  if (r == CC_OK && ipc) {
+    int got = cc_cuda__page_setup(g);
+    if (got < 0) r = host->failed ? host->failed : CC_ERR_SYSTEM;
+    else if (!got) {
+      ipc = 0;
+      cc__log(host, 1, "%s: rank %d: the shared flag page could not be set up: staged mode", w, g->rank);
+    }
+  }
+  if (r == CC_OK) {
+    const char *mode = getenv("CC_CUDA_TRANSPORT");
+    if (!ipc && mode && !strcmp(mode, "ipc")) {
+      r = CC_ERR_UNSUPPORTED;
+      snprintf(host->err, sizeof host->err, "%s: rank %d: CC_CUDA_TRANSPORT=ipc, but ipc mode is not possible here "
+               "(ranks on several hosts, GPUs without peer access, more than %d ranks, or no CUDA IPC)", w, g->rank,
+               CC_CUDA__MAXR);
+    }
+  }
+  if (r == CC_OK) {
+    g->mode = ipc ? CC_CUDA__IPC : CC_CUDA__STAGED;
+    g->rec_bytes = sizeof(cc_cuda__rec) + (size_t)g->size * 16;
+    g->recs = (unsigned char *)CC_MALLOC(g->rec_bytes * (size_t)(g->size + 1));
+    g->hi = (unsigned int *)CC_MALLOC(sizeof *g->hi * 2 * CC_CUDA__NFLAGS);
+    if (!g->recs || !g->hi) r = cc__fail(host, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", w, g->rank);
+  }
+  if (r == CC_OK && g->mode == CC_CUDA__IPC) {
+    memset(g->hi, 0, sizeof *g->hi * 2 * CC_CUDA__NFLAGS);
+    for (p = 0; p < g->size; p++) g->pids[p] = all[p].pid;
+    g->memops = cc_cuda__memops_work(g);
+    if (pthread_create(&g->wd, NULL, cc_cuda__watchdog, g) != 0)
+      r = cc__fail(host, CC_ERR_SYSTEM, "%s: rank %d: cannot start the watchdog thread", w, g->rank);
+    else
+      g->wd_started = 1;
+  }
+  CC_FREE(all);
+  if (r != CC_OK) {
+    cc_cuda__free_all(g);
+    return r;
+  }
+  cc__log(host, 2, "%s: rank %d: device %d (%s), %s mode, %s waits", w, g->rank, g->dev, mine.busid,
+          g->mode == CC_CUDA__IPC ? "ipc" : "staged", g->memops ? "stream-memop" : "kernel");
+  *out = g;
+  return CC_OK;
+}
+
+CC_API cc_result cc_cuda_comm_destroy(cc_cuda_comm *g) {
+  cc_result r = CC_OK;
+  cudaError_t e;
+  if (!g) return CC_OK;
+  cc_cuda__device_guard guard(g->dev);
+  cudaSetDevice(g->dev);
+  e = cudaDeviceSynchronize();        /* the watchdog still runs: a dead peer cannot hang this */
+  if (e != cudaSuccess && !g->failed)
+    r = cc_cuda__fail(g, CC_ERR_SYSTEM, "cuda_comm_destroy: rank %d: cudaDeviceSynchronize failed: %s (%s)", g->rank,
+                      cudaGetErrorName(e), cudaGetErrorString(e));
+  if (r == CC_OK && cc_cuda__ready(g, "cuda_comm_destroy") == CC_OK && g->mode == CC_CUDA__IPC)
+    r = cc_barrier(g->host);           /* nobody still reads this rank's memory */
+  if (g->wd_started) {
+    pthread_mutex_lock(&g->lock);
+    g->closing = 1;
+    g->wd_stop = 1;
+    pthread_cond_signal(&g->cond);
+    pthread_mutex_unlock(&g->lock);
+    pthread_join(g->wd, NULL);
+  }
+  if (r != CC_OK) snprintf(g->host->err, sizeof g->host->err, "%.*s", (int)sizeof g->host->err - 1, g->err);
+  cc_cuda__free_all(g);
+  return r;
+}
+
+/* ============================================================== @cuda-ipc */
+
+/* Bytes of the send and receive side of call k on this rank (the extent of
+   the v layouts), as the staged path copies them and records describe them. */
+static size_t cc_cuda__extent(const size_t *counts, const size_t *displs, int n, size_t es) {
+  size_t e = 0;
+  int j;
+  for (j = 0; j < n; j++)
+    if (counts[j]) e = CC__MAX(e, displs[j] + counts[j]);
+  return e * es;
+}
+
+static void cc_cuda__extents(const cc_cuda_comm *g, const cc__call *k, size_t *sx, size_t *rx) {
+  size_t es = cc__dtype_bytes(k->t), one = k->count * es, all = one * (size_t)g->size;
+  int root = g->rank == k->root, n = g->size;
+  *sx = *rx = 0;
+  switch (k->coll) {
+    case CC__BROADCAST: case CC__ALL_REDUCE: *sx = *rx = one; break;
+    case CC__REDUCE: *sx = one; *rx = root ? one : 0; break;
+    case CC__GATHER: *sx = one; *rx = root ? all : 0; break;
+    case CC__ALL_GATHER: *sx = one; *rx = all; break;
+    case CC__SCATTER: *sx = root ? all : 0; *rx = one; break;
+    case CC__REDUCE_SCATTER: *sx = all; *rx = one; break;
+    case CC__ALL_TO_ALL: *sx = *rx = all; break;
+    case CC__GATHER_V: *sx = k->scount * es; *rx = root ? cc_cuda__extent(k->rc, k->rd, n, es) : 0; break;
+    case CC__ALL_GATHER_V: *sx = k->scount * es; *rx = cc_cuda__extent(k->rc, k->rd, n, es); break;
+    case CC__SCATTER_V: *sx = root ? cc_cuda__extent(k->sc, k->sd, n, es) : 0; *rx = k->rcount * es; break;
+    case CC__ALL_TO_ALL_V:
+      *sx = cc_cuda__extent(k->sc, k->sd, n, es);
+      *rx = cc_cuda__extent(k->rc, k->rd, n, es);
+      break;
+    case CC__SEND: *sx = one; break;
+    case CC__RECV: *rx = one; break;
+    default: break;
+  }
+}
+
+static int cc_cuda__is_v(int coll) {
+  return coll == CC__GATHER_V || coll == CC__ALL_GATHER_V || coll == CC__SCATTER_V || coll == CC__ALL_TO_ALL_V;
+}
+
+static int cc_cuda__call_reduces(const cc__call *k) {
+  return k->coll == CC__REDUCE || k->coll == CC__ALL_REDUCE || k->coll == CC__REDUCE_SCATTER;
+}
+
+/* The fold's op: a premul_sum op (created on the host communicator) folds as
+   CC__OP_PREMUL with every rank's scalar from its record. */
+static int cc_cuda__gpu_op(const cc_cuda_comm *g, cc_op op) {
+  if (op >= CC__OP_FIRST_USER && g->host->ops[op - CC__OP_FIRST_USER].kind == 2) return CC__OP_PREMUL;
+  return op;
+}
+
+/* Do the records of every rank describe the same call? */
+static cc_result cc_cuda__agree(cc_cuda_comm *g, const char *what, const cc__call *k) {
+  const cc_cuda__rec *me = cc_cuda__recp(g, g->size);
+  size_t es = cc__dtype_bytes(k->t);
+  int p, v = cc_cuda__is_v(k->coll);
+  for (p = 0; p < g->size; p++) {
+    const cc_cuda__rec *o = cc_cuda__recp(g, p);
+    unsigned long long want = 0, got = 0;
+    if (o->coll != me->coll || o->dtype != me->dtype || o->op != me->op || o->root != me->root ||
+        (!v && o->count != me->count))
+      return cc_cuda__abort(g, CC_ERR_MISMATCH,
+                            "%s: rank %d called %s (count %llu, %s, op %d, root %d) while rank %d called %s (count %llu, %s, op %d, root %d)",
+                            what, p, o->coll > 0 && o->coll < CC__COLL_COUNT ? cc__coll_names[o->coll] : "?", o->count,
+                            cc__dtype_name((cc_dtype)o->dtype), o->op, o->root, g->rank, cc__coll_names[me->coll],
+                            me->count, cc__dtype_name((cc_dtype)me->dtype), me->op, me->root);
+    switch (k->coll) {             /* the v counts: what p sends this rank, what this rank expects */
+      case CC__ALL_GATHER_V: got = o->count; want = k->rc[p]; break;
+      case CC__GATHER_V: if (g->rank == k->root) { got = o->count; want = k->rc[p]; } break;
+      case CC__SCATTER_V: if (p == k->root) { got = cc_cuda__tab(g, p, g->rank)[1]; want = k->rcount; } break;
+      case CC__ALL_TO_ALL_V: got = cc_cuda__tab(g, p, g->rank)[1]; want = k->rc[p]; break;
+      default: break;
+    }
+    if (got != want)
+      return cc_cuda__abort(g, CC_ERR_MISMATCH, "%s: rank %d sends %llu elements of %zu bytes to rank %d, which expects %llu",
+                            what, p, got, es, g->rank, want);
+  }
+  return CC_OK;
+}
+
+/* The collectives in ipc mode. Every one is: a barrier of the streams (every
+   rank's input is ready and its output may be written), the copies or folds,
+   each rank reading its peers' buffers in place, and a closing barrier (nobody
+   reads this rank's buffers any more, so its stream may go on). All-reduce
+   over CC_CUDA_ONESHOT_BYTES adds a middle barrier: each rank folds its slice
+   into its own output, then copies the others' slices from theirs. */
+static cc_result cc_cuda__staged(cc_cuda_comm *g, const cc__call *k, cudaStream_t s);
+
+static cc_result cc_cuda__ipc_coll(cc_cuda_comm *g, const cc__call *k, cudaStream_t s) {
+  const char *what = cc__coll_names[k->coll];
+  size_t es = cc__dtype_bytes(k->t), one = k->count * es, sx, rx;
+  const void *sbuf = k->sbuf, *src[CC_CUDA__MAXR];
+  unsigned char *rbuf = (unsigned char *)k->rbuf;
+  cc_cuda__rec *me = cc_cuda__recp(g, g->size);
+  cc_cuda__copies cp;
+  int n = g->size, p, root = k->root, twoshot = 0, j;
+  cc_result res;
+  cc_cuda__extents(g, k, &sx, &rx);
+  twoshot = k->coll == CC__ALL_REDUCE && one > g->oneshot && n > 1;
+  /* an input that the peers read while this rank overwrites it: read a copy */
+  if (sx && ((k->coll == CC__ALL_REDUCE && !twoshot) || k->coll == CC__ALL_TO_ALL) && sbuf == (const void *)rbuf) {
+    void *w;
+    CC__TRY(cc_cuda__work(g, what, sx, &w));
+    CC_CUDA__CALL(g, what, cudaMemcpyAsync(w, sbuf, sx, cudaMemcpyDeviceToDevice, s));
+    sbuf = w;
+  }
+  memset(me, 0, g->rec_bytes);
+  me->coll = k->coll;
+  me->dtype = (int)k->t;
+  me->op = cc_cuda__call_reduces(k) ? k->op : 0;
+  me->root = k->root;
+  me->count = cc_cuda__is_v(k->coll) ? (k->coll == CC__SCATTER_V ? k->rcount : k->scount) : k->count;
+  me->frees = g->frees;
+  memcpy(me->freed, g->freed, sizeof me->freed);
+  if (k->op >= CC__OP_FIRST_USER && cc_cuda__call_reduces(k)) {
+    const cc__opinfo *o = &g->host->ops[k->op - CC__OP_FIRST_USER];
+    if (o->kind == 2) memcpy(me->scal, o->scal, 16);
+    else me->flags |= CC_CUDA__STAGE;  /* a user function runs on the CPU */
+  }
+  CC__TRY(cc_cuda__describe(g, what, "sendbuf", sbuf, sx, &me->b[0], &me->flags));
+  if (k->coll != CC__BROADCAST) CC__TRY(cc_cuda__describe(g, what, "recvbuf", rbuf, rx, &me->b[1], &me->flags));
+  if ((k->coll == CC__SCATTER_V && g->rank == root) || k->coll == CC__ALL_TO_ALL_V)
+    for (j = 0; j < n; j++) {
+      cc_cuda__tab(g, g->size, j)[0] = k->sd[j];
+      cc_cuda__tab(g, g->size, j)[1] = k->sc[j];
+    }
+  res = cc_all_gather(g->host, me, g->recs, g->rec_bytes, CC_UINT8);
+  if (res != CC_OK) return cc_cuda__host_failed(g, res);
+  CC__TRY(cc_cuda__agree(g, what, k));
+  for (p = 0; p < n; p++) {
+    if (cc_cuda__recp(g, p)->flags & CC_CUDA__STAGE) return cc_cuda__staged(g, k, s);
+    if (p != g->rank) CC__TRY(cc_cuda__peer_frees(g, what, p, cc_cuda__recp(g, p)));
+  }
+  if (!cc_cuda__is_v(k->coll) && k->coll != CC__BARRIER && !k->count) return CC_OK;
+  memset(&cp, 0, sizeof cp);
+  CC__TRY(cc_cuda__bar(g, what, s));
+#define CC_CUDA__AT(p, side, off, len, out) CC__TRY(cc_cuda__peer(g, what, p, &cc_cuda__recp(g, p)->b[side], off, len, out))
+#define CC_CUDA__COPY(srcp, dst, len) CC__TRY(cc_cuda__copy_add(g, what, s, &cp, srcp, dst, len))
+  switch (k->coll) {
+    case CC__BARRIER: return CC_OK;
+    case CC__BROADCAST:
+      if (g->rank != root) { CC_CUDA__AT(root, 0, 0, one, &src[0]); CC_CUDA__COPY(src[0], rbuf, one); }
+      break;
+    case CC__REDUCE: case CC__ALL_REDUCE: case CC__REDUCE_SCATTER:
+      if (k->coll == CC__REDUCE && g->rank != root) break;
+      if (twoshot) {                   /* slices of whole 16-byte packs */
+        size_t q = es >= 16 ? 1 : 16 / es, per = (k->count + n - 1) / n;
+        size_t lo, hi;
+        per = (per + q - 1) / q * q;
+        lo = CC__MIN(k->count, per * (size_t)g->rank);
+        hi = CC__MIN(k->count, lo + per);
+        for (p = 0; p < n; p++) CC_CUDA__AT(p, 0, lo * es, (hi - lo) * es, &src[p]);
+        CC__TRY(cc_cuda__fold(g, what, s, k->t, cc_cuda__gpu_op(g, k->op), src, rbuf + lo * es, hi - lo));
+        CC__TRY(cc_cuda__bar(g, what, s));
+        for (p = 0; p < n; p++) {
+          if (p == g->rank) continue;
+          lo = CC__MIN(k->count, per * (size_t)p);
+          hi = CC__MIN(k->count, lo + per);
+          CC_CUDA__AT(p, 1, lo * es, (hi - lo) * es, &src[0]);
+          CC_CUDA__COPY(src[0], rbuf + lo * es, (hi - lo) * es);
+        }
+        break;
+      }
+      for (p = 0; p < n; p++)
+        CC_CUDA__AT(p, 0, k->coll == CC__REDUCE_SCATTER ? (size_t)g->rank * one : 0, one, &src[p]);
+      CC__TRY(cc_cuda__fold(g, what, s, k->t, cc_cuda__gpu_op(g, k->op), src, rbuf, k->count));
+      break;
+    case CC__GATHER: case CC__ALL_GATHER:
+      if (k->coll == CC__GATHER && g->rank != root) break;
+      for (p = 0; p < n; p++) { CC_CUDA__AT(p, 0, 0, one, &src[0]); CC_CUDA__COPY(src[0], rbuf + (size_t)p * one, one); }
+      break;
+    case CC__SCATTER:
+      CC_CUDA__AT(root, 0, (size_t)g->rank * one, one, &src[0]);
+      CC_CUDA__COPY(src[0], rbuf, one);
+      break;
+    case CC__ALL_TO_ALL:
+      for (p = 0; p < n; p++) {
+        CC_CUDA__AT(p, 0, (size_t)g->rank * one, one, &src[0]);
+        CC_CUDA__COPY(src[0], rbuf + (size_t)p * one, one);
+      }
+      break;
+    case CC__GATHER_V: case CC__ALL_GATHER_V:
+      if (k->coll == CC__GATHER_V && g->rank != root) break;
+      for (p = 0; p < n; p++) {
+        CC_CUDA__AT(p, 0, 0, k->rc[p] * es, &src[0]);
+        CC_CUDA__COPY(src[0], rbuf + k->rd[p] * es, k->rc[p] * es);
+      }
+      break;
+    case CC__SCATTER_V:
+      CC_CUDA__AT(root, 0, cc_cuda__tab(g, root, g->rank)[0] * es, k->rcount * es, &src[0]);
+      CC_CUDA__COPY(src[0], rbuf, k->rcount * es);
+      break;
+    case CC__ALL_TO_ALL_V:
+      for (p = 0; p < n; p++) {
+        CC_CUDA__AT(p, 0, cc_cuda__tab(g, p, g->rank)[0] * es, k->rc[p] * es, &src[0]);
+        CC_CUDA__COPY(src[0], rbuf + k->rd[p] * es, k->rc[p] * es);
+      }
+      break;
+    default:
+      return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "%s: rank %d: not a collective", what, g->rank);
+  }
+#undef CC_CUDA__AT
+#undef CC_CUDA__COPY
+  CC__TRY(cc_cuda__copy_flush(g, what, s, &cp));
+  return cc_cuda__bar(g, what, s);
+}
+
+/* ============================================================== @cuda-p2p */
+/* Sends and receives (a group, or one alone) in ipc mode. The records go
+   through the host communicator in one host group (sender to receiver, in
+   order, on a tag of their own); then on the stream: every send posts
+   ready[me][peer], every receive posts want and waits for ready, copies from
+   the sender's buffer, and posts done; every send waits for done last, so that
+   the sender's buffer may be reused once its stream has passed the call. */
+static cc_result cc_cuda__ipc_p2p(cc_cuda_comm *g, cc_cuda__p2p *ops, int nops, cudaStream_t s) {
+  const char *what = nops == 1 ? (ops[0].send ? "send" : "recv") : "group_end";
+  cc_cuda__rec *recs;
+  cc_cuda__copies cp;
+  cc_result r = CC_OK;
+  int i, me = g->rank;
+  recs = (cc_cuda__rec *)CC_MALLOC(sizeof *recs * (size_t)nops);
+  if (!recs) return cc_cuda__fail(g, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
+  memset(recs, 0, sizeof *recs * (size_t)nops);
+  for (i = 0; i < nops && r == CC_OK; i++) {   /* the outgoing records */
+    cc_cuda__p2p *o = &ops[i];
+    size_t bytes = o->count * cc__dtype_bytes(o->t);
+    unsigned int flags = 0;
+    if (!o->send) continue;
+    recs[i].coll = CC__SEND;
+    recs[i].dtype = (int)o->t;
+    recs[i].tag = o->tag;
+    recs[i].count = o->count;
+    recs[i].frees = g->frees;
+    memcpy(recs[i].freed, g->freed, sizeof recs[i].freed);
+    r = cc_cuda__describe(g, what, "buf", o->sbuf, bytes, &recs[i].b[0], &flags);
+    if (r == CC_OK && (flags & CC_CUDA__STAGE)) {   /* not shareable: send a shared copy */
+      void *w;
+      r = cc_cuda__work(g, what, bytes, &w);
+      if (r == CC_OK && cudaMemcpyAsync(w, o->sbuf, bytes, cudaMemcpyDeviceToDevice, s) != cudaSuccess)
+        r = cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: cudaMemcpyAsync of a send buffer failed: %s", what, me,
+                           cudaGetErrorString(cudaGetLastError()));
+      flags = 0;
+      if (r == CC_OK) r = cc_cuda__describe(g, what, "buf", w, bytes, &recs[i].b[0], &flags);
+      if (r == CC_OK && flags)
+        r = cc_cuda__abort(g, CC_ERR_UNSUPPORTED, "%s: rank %d: device memory cannot be shared here", what, me);
+    }
+  }
+  if (r == CC_OK) {
+    /* one host group: record numbers are given here, in issue order */
+    cc_group_begin(g->host);
+    for (i = 0; i < nops; i++) {
+      if (ops[i].send) {
+        recs[i].seq = ops[i].peer == me ? 0 : ++g->tx[ops[i].peer];
+        ops[i].rec.seq = recs[i].seq;
+        cc_send(g->host, &recs[i], sizeof recs[i], CC_UINT8, ops[i].peer, CC_CUDA__TAG);
+      } else {
+        cc_recv(g->host, &ops[i].rec, sizeof ops[i].rec, CC_UINT8, ops[i].peer, CC_CUDA__TAG);
+      }
+    }
+    r = cc_group_end(g->host, NULL);
+    if (r != CC_OK) r = cc_cuda__host_failed(g, r);
+  }
+  for (i = 0; i < nops && r == CC_OK; i++) {   /* do the incoming records match the receives? */
+    cc_cuda__p2p *o = &ops[i];
+    const cc_cuda__rec *in = &o->rec;
+    unsigned long long expect = o->peer == me ? 0 : ++g->rx[o->peer];
+    if (o->send) continue;
+    if (in->coll != CC__SEND || in->seq != expect || in->tag != o->tag || in->dtype != (int)o->t || in->count != o->count)
+      r = cc_cuda__abort(g, CC_ERR_MISMATCH,
+                         "%s: rank %d receives %zu %s with tag %d from rank %d, whose message %llu is %llu %s with tag %d",
+                         what, me, o->count, cc__dtype_name(o->t), o->tag, o->peer, in->seq, in->count,
+                         cc__dtype_name((cc_dtype)in->dtype), in->tag);
+    else if (o->peer != me)
+      r = cc_cuda__peer_frees(g, what, o->peer, in);
+  }
+  CC_FREE(recs);
+  memset(&cp, 0, sizeof cp);
+  for (i = 0; i < nops && r == CC_OK; i++)
+    if (ops[i].send && ops[i].peer != me)
+      r = cc_cuda__sync(g, what, s, &g->page->ready[me][ops[i].peer], (unsigned int)ops[i].rec.seq, NULL, NULL, 0);
+  for (i = 0; i < nops && r == CC_OK; i++) {
+    cc_cuda__p2p *o = &ops[i];
+    unsigned int *w, v = (unsigned int)o->rec.seq;
+    const void *from;
+    if (o->send) continue;
+    if (o->peer != me) {
+      w = &g->page->ready[o->peer][me];
+      r = cc_cuda__sync(g, what, s, &g->page->want[o->peer][me], v, &w, &v, 1);
+    }
+    if (r == CC_OK) r = cc_cuda__peer(g, what, o->peer, &o->rec.b[0], 0, o->count * cc__dtype_bytes(o->t), &from);
+    if (r == CC_OK) r = cc_cuda__copy_add(g, what, s, &cp, from, o->rbuf, o->count * cc__dtype_bytes(o->t));
+  }
+  if (r == CC_OK) r = cc_cuda__copy_flush(g, what, s, &cp);
+  for (i = 0; i < nops && r == CC_OK; i++)
+    if (!ops[i].send && ops[i].peer != me)
+      r = cc_cuda__sync(g, what, s, &g->page->done[ops[i].peer][me], (unsigned int)ops[i].rec.seq, NULL, NULL, 0);
+  for (i = 0; i < nops && r == CC_OK; i++) {
+    unsigned int *w, v;
+    if (!ops[i].send || ops[i].peer == me) continue;
+    w = &g->page->done[me][ops[i].peer];
+    v = (unsigned int)ops[i].rec.seq;
+    r = cc_cuda__sync(g, what, s, NULL, 0, &w, &v, 1);
+  }
+  return r;
+}
+
+/* ============================================================== @cuda-staged */
+/* Through host memory: wait for the stream, copy the inputs to pinned host
+   memory, run cc.h's host call (shared memory, TCP), copy the outputs back.
+   The layout keeps the call's in-place relation (sendbuf inside recvbuf, or
+   the reverse) by staging the union of both ranges. The v collectives copy
+   the receive range down first, so that the gaps between blocks keep their
+   bytes. */
+static cc_result cc_cuda__staged(cc_cuda_comm *g, const cc__call *k, cudaStream_t s) {
+  const char *what = cc__coll_names[k->coll];
+  const unsigned char *sb = (const unsigned char *)k->sbuf;
+  unsigned char *rb = (unsigned char *)k->rbuf, *hs, *hr;
+  size_t sx, rx;
+  int joint, down;
+  cc__call hk = *k;
+  cc_result r;
+  cc_cuda__extents(g, k, &sx, &rx);
+  if (!sx) sb = NULL;
+  if (!rx) rb = NULL;
+  joint = sb && rb && sb < rb + rx && rb < sb + sx;
+  down = rb && (joint || cc_cuda__is_v(k->coll));
+  if (joint) {
+    const unsigned char *lo = sb < rb ? sb : rb;
+    size_t span = (size_t)(CC__MAX((uintptr_t)(sb + sx), (uintptr_t)(rb + rx)) - (uintptr_t)lo);
+    CC__TRY(cc_cuda__stage(g, what, span));
+    hs = g->stage + (sb - lo);
+    hr = g->stage + (rb - lo);
+    CC_CUDA__CALL(g, what, cudaMemcpyAsync(g->stage, lo, span, cudaMemcpyDeviceToHost, s));
+  } else {
+    size_t at = (sx + 63) & ~(size_t)63;
+    CC__TRY(cc_cuda__stage(g, what, at + rx));
+    hs = g->stage;
+    hr = g->stage + at;
+    if (sb) CC_CUDA__CALL(g, what, cudaMemcpyAsync(hs, sb, sx, cudaMemcpyDeviceToHost, s));
+    if (down) CC_CUDA__CALL(g, what, cudaMemcpyAsync(hr, rb, rx, cudaMemcpyDeviceToHost, s));
+  }
+  CC_CUDA__CALL(g, what, cudaStreamSynchronize(s));
+  hk.sbuf = sb ? hs : NULL;
+  hk.rbuf = rb ? hr : NULL;
+  r = cc__submit(g->host, &hk);
+  if (r != CC_OK) return cc_cuda__host_failed(g, r);
+  if (rb) {
+    CC_CUDA__CALL(g, what, cudaMemcpyAsync(rb, hr, rx, cudaMemcpyHostToDevice, s));
+    CC_CUDA__CALL(g, what, cudaStreamSynchronize(s));
+  }
+  return CC_OK;
+}
+
+/* Sends and receives through the host: one host group of a record and the
+   data per message, on the tag of the ipc records. */
+static cc_result cc_cuda__staged_p2p(cc_cuda_comm *g, cc_cuda__p2p *ops, int nops, cudaStream_t s) {
+  const char *what = nops == 1 ? (ops[0].send ? "send" : "recv") : "group_end";
+  size_t total = 0, *offs;
+  cc_result r = CC_OK;
+  int i;
+  offs = (size_t *)CC_MALLOC(sizeof *offs * (size_t)nops);
+  if (!offs) return cc_cuda__fail(g, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, g->rank);
+  for (i = 0; i < nops; i++) {
+    offs[i] = total;
+    total += (ops[i].count * cc__dtype_bytes(ops[i].t) + 63) & ~(size_t)63;
+  }
+  r = cc_cuda__stage(g, what, total + 1);
+  for (i = 0; i < nops && r == CC_OK; i++) {
+    cc_cuda__p2p *o = &ops[i];
+    unsigned int flags = 0;
+    cc_cuda__buf b;
+    size_t bytes = o->count * cc__dtype_bytes(o->t);
+    r = cc_cuda__describe(g, what, "buf", o->send ? o->sbuf : o->rbuf, bytes, &b, &flags);
+    if (r == CC_OK && o->send && bytes &&
+        cudaMemcpyAsync(g->stage + offs[i], o->sbuf, bytes, cudaMemcpyDeviceToHost, s) != cudaSuccess)
+      r = cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: cudaMemcpyAsync to host failed: %s", what, g->rank,
+                         cudaGetErrorString(cudaGetLastError()));
+  }
+  if (r == CC_OK && cudaStreamSynchronize(s) != cudaSuccess)
+    r = cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: cudaStreamSynchronize failed: %s", what, g->rank,
+                       cudaGetErrorString(cudaGetLastError()));
+  if (r == CC_OK) {
+    cc_group_begin(g->host);
+    for (i = 0; i < nops; i++) {
+      cc_cuda__p2p *o = &ops[i];
+      size_t bytes = o->count * cc__dtype_bytes(o->t);
+      if (o->send) {
+        memset(&o->rec, 0, sizeof o->rec);
+        o->rec.coll = CC__SEND;
+        o->rec.dtype = (int)o->t;
+        o->rec.tag = o->tag;
+        o->rec.count = o->count;
+        cc_send(g->host, &o->rec, sizeof o->rec, CC_UINT8, o->peer, CC_CUDA__TAG);
+        cc_send(g->host, g->stage + offs[i], bytes, CC_UINT8, o->peer, CC_CUDA__TAG);
+      } else {
+        cc_recv(g->host, &o->rec, sizeof o->rec, CC_UINT8, o->peer, CC_CUDA__TAG);
+        cc_recv(g->host, g->stage + offs[i], bytes, CC_UINT8, o->peer, CC_CUDA__TAG);
+      }
+    }
+    r = cc_group_end(g->host, NULL);
+    if (r != CC_OK) r = cc_cuda__host_failed(g, r);
+  }
+  for (i = 0; i < nops && r == CC_OK; i++) {
+    cc_cuda__p2p *o = &ops[i];
+    size_t bytes = o->count * cc__dtype_bytes(o->t);
+    if (o->send) continue;
+    if (o->rec.coll != CC__SEND || o->rec.tag != o->tag || o->rec.dtype != (int)o->t || o->rec.count != o->count)
+      r = cc_cuda__fail(g, CC_ERR_MISMATCH, "%s: rank %d receives %zu %s with tag %d from rank %d, whose message is %llu %s with tag %d",
+                        what, g->rank, o->count, cc__dtype_name(o->t), o->tag, o->peer, o->rec.count,
+                        cc__dtype_name((cc_dtype)o->rec.dtype), o->rec.tag);
+    else if (bytes && cudaMemcpyAsync(o->rbuf, g->stage + offs[i], bytes, cudaMemcpyHostToDevice, s) != cudaSuccess)
+      r = cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: cudaMemcpyAsync to the device failed: %s", what, g->rank,
+                         cudaGetErrorString(cudaGetLastError()));
+  }
+  if (r == CC_OK && cudaStreamSynchronize(s) != cudaSuccess)
+    r = cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: cudaStreamSynchronize failed: %s", what, g->rank,
+                       cudaGetErrorString(cudaGetLastError()));
+  CC_FREE(offs);
+  return r;
+}
+
+/* ============================================================== @cuda-api */
+
+/* Every public call: a communicator, not failed, this rank's device current. */
+#define CC_CUDA__ENTER(g, what)                                                      \
+  if (!(g)) return cc__fail(NULL, CC_ERR_INVALID_ARG, "cuda %s: communicator is NULL", what); \
+  cc_cuda__device_guard cc_cuda__guard_((g)->dev);                                 \
+  do {                                                                             \
+    cc_result cc_cuda__r_;                                                         \
+    if ((cc_cuda__r_ = cc_cuda__ready(g, what)) != CC_OK) return cc_cuda__r_;      \
+    if (cc_cuda__guard_.prev != (g)->dev && cudaSetDevice((g)->dev) != cudaSuccess) \
+      return cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: cudaSetDevice(%d) failed: %s", what, (g)->rank, \
+                            (g)->dev, cudaGetErrorString(cudaGetLastError()));    \
+  } while (0)
+
+/* A collective, its arguments checked by cc.h's own cc__mk_<call>. */
+static cc_result cc_cuda__coll(cc_cuda_comm *g, cc_result made, const cc__call *k, cudaStream_t s) {
+  const char *what = cc__coll_names[k->coll];
+  if (made != CC_OK) return cc_cuda__host_failed(g, made);
+  if (g->group_depth)
+    return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "%s: rank %d: collectives cannot be queued in a cc_cuda group "
+                         "(only sends and receives)", what, g->rank);
+  if (g->mode == CC_CUDA__IPC) return cc_cuda__ipc_coll(g, k, s);
+  {                                    /* staged: check the pointers all the same */
+    cc_cuda__buf b;
+    unsigned int flags = 0;
+    size_t sx, rx;
+    cc_cuda__extents(g, k, &sx, &rx);
+    CC__TRY(cc_cuda__describe(g, what, "sendbuf", k->sbuf, sx, &b, &flags));
+    CC__TRY(cc_cuda__describe(g, what, "recvbuf", k->rbuf, rx, &b, &flags));
+  }
+  return cc_cuda__staged(g, k, s);
+}
+
+#define CC_CUDA__COLL(what, mk)                                                      \
+  cc__call k;                                                                      \
+  CC_CUDA__ENTER(g, what);                                                         \
+  return cc_cuda__coll(g, mk, &k, s)
+
+CC_API cc_result cc_cuda_barrier(cc_cuda_comm *g, cudaStream_t s) {
+  CC_CUDA__COLL("barrier", cc__mk_barrier(g->host, &k));
+}
+CC_API cc_result cc_cuda_broadcast(cc_cuda_comm *g, void *buf, size_t count, cc_dtype t, int root, cudaStream_t s) {
+  CC_CUDA__COLL("broadcast", cc__mk_broadcast(g->host, buf, count, t, root, &k));
+}
+CC_API cc_result cc_cuda_reduce(cc_cuda_comm *g, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t,
+                                cc_op op, int root, cudaStream_t s) {
+  CC_CUDA__COLL("reduce", cc__mk_reduce(g->host, sendbuf, recvbuf, count, t, op, root, &k));
+}
+CC_API cc_result cc_cuda_all_reduce(cc_cuda_comm *g, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t,
+                                    cc_op op, cudaStream_t s) {
+  CC_CUDA__COLL("all_reduce", cc__mk_all_reduce(g->host, sendbuf, recvbuf, count, t, op, &k));
+}
+CC_API cc_result cc_cuda_gather(cc_cuda_comm *g, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t,
+                                int root, cudaStream_t s) {
+  CC_CUDA__COLL("gather", cc__mk_gather(g->host, sendbuf, recvbuf, count, t, root, &k));
+}
+CC_API cc_result cc_cuda_all_gather(cc_cuda_comm *g, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t,
+                                    cudaStream_t s) {
+  CC_CUDA__COLL("all_gather", cc__mk_all_gather(g->host, sendbuf, recvbuf, count, t, &k));
+}
+CC_API cc_result cc_cuda_scatter(cc_cuda_comm *g, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t,
+                                 int root, cudaStream_t s) {
+  CC_CUDA__COLL("scatter", cc__mk_scatter(g->host, sendbuf, recvbuf, count, t, root, &k));
+}
+CC_API cc_result cc_cuda_reduce_scatter(cc_cuda_comm *g, const void *sendbuf, void *recvbuf, size_t count,
+                                        cc_dtype t, cc_op op, cudaStream_t s) {
+  CC_CUDA__COLL("reduce_scatter", cc__mk_reduce_scatter(g->host, sendbuf, recvbuf, count, t, op, &k));
+}
+CC_API cc_result cc_cuda_all_to_all(cc_cuda_comm *g, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t,
+                                    cudaStream_t s) {
+  CC_CUDA__COLL("all_to_all", cc__mk_all_to_all(g->host, sendbuf, recvbuf, count, t, &k));
+}
+CC_API cc_result cc_cuda_gather_v(cc_cuda_comm *g, const void *sendbuf, size_t send_count, void *recvbuf,
+                                  const size_t *recv_counts, const size_t *displs, cc_dtype t, int root,
+                                  cudaStream_t s) {
+  CC_CUDA__COLL("gather_v", cc__mk_gather_v(g->host, sendbuf, send_count, recvbuf, recv_counts, displs, t, root, &k));
+}
+CC_API cc_result cc_cuda_all_gather_v(cc_cuda_comm *g, const void *sendbuf, size_t send_count, void *recvbuf,
+                                      const size_t *recv_counts, const size_t *displs, cc_dtype t, cudaStream_t s) {
+  CC_CUDA__COLL("all_gather_v", cc__mk_all_gather_v(g->host, sendbuf, send_count, recvbuf, recv_counts, displs, t, &k));
+}
+CC_API cc_result cc_cuda_scatter_v(cc_cuda_comm *g, const void *sendbuf, const size_t *send_counts,
+                                   const size_t *displs, void *recvbuf, size_t recv_count, cc_dtype t, int root,
+                                   cudaStream_t s) {
+  CC_CUDA__COLL("scatter_v", cc__mk_scatter_v(g->host, sendbuf, send_counts, displs, recvbuf, recv_count, t, root, &k));
+}
+CC_API cc_result cc_cuda_all_to_all_v(cc_cuda_comm *g, const void *sendbuf, const size_t *send_counts,
+                                      const size_t *send_displs, void *recvbuf, const size_t *recv_counts,
+                                      const size_t *recv_displs, cc_dtype t, cudaStream_t s) {
+  CC_CUDA__COLL("all_to_all_v", cc__mk_all_to_all_v(g->host, sendbuf, send_counts, send_displs, recvbuf, recv_counts,
+                                                    recv_displs, t, &k));
+}
+
+/* ---------------------------------------------------------------- point to point and groups */
+
+static cc_result cc_cuda__p2p_run(cc_cuda_comm *g, cc_cuda__p2p *ops, int n, cudaStream_t s) {
+  return g->mode == CC_CUDA__IPC ? cc_cuda__ipc_p2p(g, ops, n, s) : cc_cuda__staged_p2p(g, ops, n, s);
+}
+
+static cc_result cc_cuda__p2p_add(cc_cuda_comm *g, const char *what, cc_result made, const cc__call *k,
+                                  cudaStream_t s) {
+  cc_cuda__p2p o;
+  if (made != CC_OK) return cc_cuda__host_failed(g, made);
+  memset(&o, 0, sizeof o);
+  o.send = k->coll == CC__SEND;
+  o.peer = k->peer;
+  o.tag = k->tag;
+  o.sbuf = k->sbuf;
+  o.rbuf = k->rbuf;
+  o.count = k->count;
+  o.t = k->t;
+  if (!g->group_depth) {
+    if (k->peer == g->rank)
+      return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "%s: rank %d: a send to oneself and its receive must be in one "
+                           "cc_cuda group", what, g->rank);
+    return cc_cuda__p2p_run(g, &o, 1, s);
+  }
+  if (g->nq && s != g->qstream) {
+    g->qerr = cc_cuda__fail(g, CC_ERR_INVALID_ARG, "%s: rank %d: every call of a cc_cuda group uses one stream",
+                            what, g->rank);
+    return g->qerr;
+  }
+  if (g->nq == g->capq) {
+    int cap = g->capq ? 2 * g->capq : 16;
+    cc_cuda__p2p *q = (cc_cuda__p2p *)CC_MALLOC(sizeof *q * (size_t)cap);
+    if (!q) return g->qerr = cc_cuda__fail(g, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, g->rank);
+    if (g->nq) memcpy(q, g->q, sizeof *q * (size_t)g->nq);
+    CC_FREE(g->q);
+    g->q = q;
+    g->capq = cap;
+  }
+  g->qstream = s;
+  g->q[g->nq++] = o;
+  return CC_OK;
+}
+
+CC_API cc_result cc_cuda_send(cc_cuda_comm *g, const void *buf, size_t count, cc_dtype t, int peer, int tag,
+                              cudaStream_t s) {
+  cc__call k;
+  CC_CUDA__ENTER(g, "send");
+  if (tag < 0) return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "send: rank %d: tag %d is negative", g->rank, tag);
+  return cc_cuda__p2p_add(g, "send", cc__mk_send(g->host, buf, count, t, peer, tag, &k), &k, s);
+}
+
+CC_API cc_result cc_cuda_recv(cc_cuda_comm *g, void *buf, size_t count, cc_dtype t, int peer, int tag,
+                              cudaStream_t s) {
+  cc__call k;
+  CC_CUDA__ENTER(g, "recv");
+  if (tag < 0) return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "recv: rank %d: tag %d is negative", g->rank, tag);
+  return cc_cuda__p2p_add(g, "recv", cc__mk_recv(g->host, buf, count, t, peer, tag, &k), &k, s);
+}
+
+CC_API cc_result cc_cuda_group_begin(cc_cuda_comm *g) {
+  if (!g) return cc__fail(NULL, CC_ERR_INVALID_ARG, "cuda group_begin: communicator is NULL");
+  if (!g->group_depth++) { g->nq = 0; g->qerr = CC_OK; }
+  return CC_OK;
+}
+
+CC_API cc_result cc_cuda_group_end(cc_cuda_comm *g) {
+  cc_result r;
+  if (!g) return cc__fail(NULL, CC_ERR_INVALID_ARG, "cuda group_end: communicator is NULL");
+  if (g->group_depth <= 0) return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "group_end: rank %d: no group is open", g->rank);
+  if (--g->group_depth > 0) return CC_OK;
+  CC_CUDA__ENTER(g, "group_end");
+  r = g->qerr;
+  if (r == CC_OK && g->nq) r = cc_cuda__p2p_run(g, g->q, g->nq, g->qstream);
+  g->nq = 0;
+  return r;
+}
+
+/* ---------------------------------------------------------------- memory, errors */
+
+CC_API cc_result cc_cuda_malloc(cc_cuda_comm *g, void **ptr, size_t bytes) {
+  cc_cuda__buf b;
+  unsigned int flags = 0;
+  void *p = NULL;
+  cudaError_t e;
+  CC_CUDA__ENTER(g, "cuda_malloc");
+  if (!ptr) return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "cuda_malloc: rank %d: ptr is NULL", g->rank);
+  *ptr = NULL;
+  if (!bytes) return CC_OK;
+  if (g->nallocs == g->capallocs) {
+    int cap = g->capallocs ? 2 * g->capallocs : 16;
+    void **a = (void **)CC_MALLOC(sizeof *a * (size_t)cap);
+    if (!a) return cc_cuda__fail(g, CC_ERR_NO_MEMORY, "cuda_malloc: rank %d: out of memory", g->rank);
+    if (g->nallocs) memcpy(a, g->allocs, sizeof *a * (size_t)g->nallocs);
+    CC_FREE(g->allocs);
+    g->allocs = a;
+    g->capallocs = cap;
+  }
+  if ((e = cudaMalloc(&p, bytes)) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return cc_cuda__fail(g, cc_cuda__code(e) == CC_ERR_NO_MEMORY ? CC_ERR_NO_MEMORY : CC_ERR_SYSTEM,
+                         "cuda_malloc: rank %d: cudaMalloc of %zu bytes failed: %s (%s)", g->rank, bytes,
+                         cudaGetErrorName(e), cudaGetErrorString(e));
+  }
+  g->allocs[g->nallocs++] = p;
+  if (g->mode == CC_CUDA__IPC) (void)cc_cuda__describe(g, "cuda_malloc", "ptr", p, bytes, &b, &flags);  /* its handle, now */
+  *ptr = p;
+  return CC_OK;
+}
+
+CC_API cc_result cc_cuda_free(cc_cuda_comm *g, void *ptr) {
+  int i;
+  if (!g) return cc__fail(NULL, CC_ERR_INVALID_ARG, "cuda_free: communicator is NULL");
+  if (!ptr) return CC_OK;
+  for (i = 0; i < g->nallocs && g->allocs[i] != ptr; i++) {}
+  if (i == g->nallocs)
+    return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "cuda_free: rank %d: %p is not from cc_cuda_malloc of this communicator",
+                         g->rank, ptr);
+  cc_cuda__device_guard guard(g->dev);
+  cudaSetDevice(g->dev);
+  cc_cuda__forget(g, cc_cuda__buffer_id(g, ptr));
+  g->allocs[i] = g->allocs[--g->nallocs];
+  CC_CUDA__CALL(g, "cuda_free", cudaFree(ptr));   /* waits for the device: no call in flight reads it */
+  return CC_OK;
+}
+
+CC_API const char *cc_cuda_comm_last_error(const cc_cuda_comm *g) {
+  return g ? g->err : cc_comm_last_error(NULL);
+}
+
+CC_API cc_result cc_cuda_comm_check(cc_cuda_comm *g) {
+  cc_result a;
+  if (!g) return cc__fail(NULL, CC_ERR_INVALID_ARG, "cuda comm_check: communicator is NULL");
+  if (g->page && __atomic_load_n(&g->page->abort, __ATOMIC_ACQUIRE)) cc_cuda__watch(g);
+  pthread_mutex_lock(&g->lock);
+  a = g->async;
+  if (a) snprintf(g->err, sizeof g->err, "%s", g->async_msg);
+  pthread_mutex_unlock(&g->lock);
+  if (!a && g->failed) a = (cc_result)g->failed;
+  if (a && !g->failed) g->failed = a;
+  return a;
+}
+
+CC_API const char *cc_cuda_comm_mode(const cc_cuda_comm *g) {
+  return !g ? "?" : g->mode == CC_CUDA__IPC ? "ipc" : "staged";
+}
+
+#endif /* CC_IMPLEMENTATION && !CC_CUDA__IMPLEMENTED */

@@ -1,0 +1,111 @@
+/* test_cuda_fold.cu - the GPU reduction kernels' arithmetic, checked on the CPU.
+ *
+ * cc_cuda.cuh's fold kernels compute every element with cc_cuda__fold_one, a
+ * __host__ __device__ function; its CPU twin (cc_cuda__pick<cc_cuda__as_host>)
+ * runs the very same element code here, on machines without a GPU too. For
+ * every dtype and every op (premul_sum included), 1 to 5 sources, it must give
+ * the bits of cc.h's own CPU fold cc__reduce_n (which tests/test_reduce.c checks
+ * against an independent reference): random bit patterns (NaNs, infinities,
+ * subnormals, signed zeros) and moderate values. The pairs that cc.h refuses
+ * must have no kernel. On the GPU the same functions run with __fmul_rn and
+ * friends instead of the plain operators: tests/test_cuda.cu compares the
+ * kernels' results with a host reference there. */
+#define _POSIX_C_SOURCE 200809L
+#define CC_IMPLEMENTATION
+#include "cc.h"
+#include "cc_cuda.cuh"
+#include "test_util.h"
+
+#define N_ELEMS 1031   /* odd, over two of cc.h's blocks */
+#define MAX_SRC 5
+
+/* element i of source k: random bits (mode 0) or a moderate value (mode 1) */
+static void fill(cc_dtype t, unsigned char *buf, size_t count, int k, int mode) {
+  size_t es = cc__dtype_bytes(t), i, j;
+  for (i = 0; i < count; i++) {
+    uint64_t h = tu_hash3((uint64_t)t, (uint64_t)k * 1000003u + (uint64_t)mode, i);
+    unsigned char *e = buf + i * es;
+    if (mode == 0) {
+      for (j = 0; j < es; j++) e[j] = (unsigned char)(tu_hash2(h, j) >> 24);
+      continue;
+    }
+    double v = (tu_unit(h) - 0.5) * 8.0;
+    switch (t) {
+      case CC_FLOAT16: { uint16_t x = tu_f32_to_f16((float)v); memcpy(e, &x, 2); break; }
+      case CC_BFLOAT16: { uint16_t x = tu_f32_to_bf16((float)v); memcpy(e, &x, 2); break; }
+      case CC_FLOAT32: { float x = (float)v; memcpy(e, &x, 4); break; }
+      case CC_FLOAT64: { memcpy(e, &v, 8); break; }
+      case CC_COMPLEX64: {
+        float x[2] = {(float)v, (float)((tu_unit(tu_mix64(h)) - 0.5) * 8.0)};
+        memcpy(e, x, 8);
+        break;
+      }
+      case CC_COMPLEX128: {
+        double x[2] = {v, (tu_unit(tu_mix64(h)) - 0.5) * 8.0};
+        memcpy(e, x, 16);
+        break;
+      }
+      default: for (j = 0; j < es; j++) e[j] = (unsigned char)(h >> (8 * j)); break;
+    }
+  }
+}
+
+int main(void) {
+  static unsigned char src[MAX_SRC][N_ELEMS * 16], want[N_ELEMS * 16], got[N_ELEMS * 16];
+  unsigned char scal[MAX_SRC][16];
+  const void *srcs[MAX_SRC], *scals[MAX_SRC];
+  const int nsrcs[] = {1, 2, 3, 5};
+  int t, op, mode, ni, k, pairs = 0, refused = 0;
+  for (t = 0; t < (int)CC_DTYPE_COUNT; t++) {
+    for (op = 0; op <= CC__OP_PREMUL; op++) {
+      char name[96];
+      size_t scale, esize, es = cc__dtype_bytes((cc_dtype)t);
+      cc_cuda__host_fold_fn fn = cc_cuda__pick<cc_cuda__as_host>((cc_dtype)t, op, &scale, &esize);
+      int bad = 0;
+      snprintf(name, sizeof name, "cuda fold %s %s", cc__dtype_name((cc_dtype)t), cc__op_name(op));
+      if (cc__op_check((cc_dtype)t, op)) {
+        if (fn) tu_fail(name, "cc.h refuses the pair, yet a kernel exists");
+        refused++;
+        continue;
+      }
+      if (!fn) { tu_fail(name, "no kernel for a pair cc.h allows"); continue; }
+      if (scale * esize != es) { tu_fail(name, "kernel elements of %zu x %zu bytes for a %zu-byte dtype", scale, esize, es); continue; }
+      for (mode = 0; mode < 2 && !bad; mode++) {
+        for (ni = 0; ni < (int)(sizeof nsrcs / sizeof nsrcs[0]) && !bad; ni++) {
+          int n = nsrcs[ni];
+          size_t i;
+          for (k = 0; k < n; k++) {
+            fill((cc_dtype)t, src[k], N_ELEMS, k, mode);
+            fill((cc_dtype)t, scal[k], 1, 100 + k, 1);   /* premul scalars: moderate values */
+            srcs[k] = src[k];
+            scals[k] = scal[k];
+          }
+          memset(want, 0xa5, sizeof want);
+          memset(got, 0x5a, sizeof got);
+          cc__reduce_n(want, srcs, n, N_ELEMS, (cc_dtype)t, op, scals);
+          fn(got, srcs, (const unsigned char (*)[16])scal, n, N_ELEMS * scale);
+          for (i = 0; i < N_ELEMS && !bad; i++) {
+            if (memcmp(want + i * es, got + i * es, es) == 0) continue;
+            {
+              char hw[40] = "", hg[40] = "";
+              size_t j;
+              for (j = 0; j < es && j < 16; j++) {
+                snprintf(hw + 2 * j, 3, "%02x", want[i * es + es - 1 - j]);
+                snprintf(hg + 2 * j, 3, "%02x", got[i * es + es - 1 - j]);
+              }
+              tu_fail(name, "%s values, %d sources, element %zu: cc.h gives %s, the kernel's fold %s",
+                      mode ? "moderate" : "random-bit", n, i, hw, hg);
+            }
+            bad = 1;
+          }
+        }
+      }
+      if (!bad) pairs++;
+    }
+  }
+  if (!tu_failures())
+    tu_pass("cuda fold: every dtype and op, the kernels' element code gives cc.h's bits",
+            "%d pairs x 1, 2, 3, 5 sources x %d elements x 2 value kinds; %d refused pairs have no kernel", pairs,
+            N_ELEMS, refused);
+  return tu_exit_code();
+}
