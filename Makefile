@@ -14,8 +14,36 @@ TESTS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter-out tests/%_probe.c,$
 PROBES   := $(patsubst tests/%.c,$(BUILD)/probes/%,$(wildcard tests/*_probe.c))
 TOOLS    := $(BUILD)/ccrun $(if $(wildcard bench/cc_bench.c),$(BUILD)/cc_bench)
 
-.PHONY: all test run bench sanitize tsan clean
+.PHONY: all test run bench sanitize tsan clean cuda
 all: $(TOOLS) $(EXAMPLES) $(TESTS) $(PROBES)
+
+# cc_cuda.cuh: its tests, example and benchmark, built with nvcc (`make cuda`;
+# tests/test_cuda.sh builds and runs them within `make test`). NVCC_ARCH picks
+# the GPUs (default: Hopper code plus PTX that newer GPUs compile at load).
+NVCC      ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc))
+NVCC_ARCH ?= -arch=sm_90
+NVFLAGS   ?= -O2 -g
+NVWARN     = -std=c++17 -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror
+CUDA_DEPS  = cc.h cc_cuda.cuh $(wildcard tests/*.h)
+CUDA_BINS := $(patsubst tests/%.cu,$(BUILD)/cuda/%,$(wildcard tests/*.cu)) \
+             $(patsubst examples/%.cu,$(BUILD)/cuda/%,$(wildcard examples/*.cu)) $(BUILD)/cuda/cc_bench_cuda
+
+cuda: $(CUDA_BINS) $(BUILD)/ccrun
+
+$(BUILD)/cuda/%: tests/%.cu $(CUDA_DEPS)
+	@mkdir -p $(@D)
+	$(if $(NVCC),,$(error no nvcc: install the CUDA toolkit or set NVCC))
+	$(NVCC) $(NVWARN) $(NVCC_ARCH) $(NVFLAGS) -I. -Itests -o $@ $< -lpthread -lm
+
+$(BUILD)/cuda/%: examples/%.cu $(CUDA_DEPS)
+	@mkdir -p $(@D)
+	$(if $(NVCC),,$(error no nvcc: install the CUDA toolkit or set NVCC))
+	$(NVCC) $(NVWARN) $(NVCC_ARCH) $(NVFLAGS) -I. -o $@ $< -lpthread -lm
+
+$(BUILD)/cuda/cc_bench_cuda: bench/cc_bench.c $(CUDA_DEPS)
+	@mkdir -p $(@D)
+	$(if $(NVCC),,$(error no nvcc: install the CUDA toolkit or set NVCC))
+	$(NVCC) -x cu $(NVWARN) $(NVCC_ARCH) $(NVFLAGS) -I. -o $@ $< -lpthread -lm
 
 $(BUILD)/ccrun: tools/ccrun.c
 	@mkdir -p $(@D)

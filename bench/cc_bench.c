@@ -27,20 +27,62 @@
    Flags (sizes take K, M, G suffixes, powers of 1024):
      -b MINBYTES  -e MAXBYTES  -f FACTOR | -i INCREMENT  -x SIZE,SIZE (extra sizes)
      -o COLL[,COLL] | all     all_reduce all_gather reduce_scatter broadcast reduce
-                              gather scatter all_to_all sendrecv barrier
+                              gather scatter all_to_all sendrecv barrier (and copy,
+                              which "all" leaves out)
      -R OP[,OP] | all         sum prod min max avg
      -d TYPE[,TYPE] | all     int8 uint8 int32 uint32 int64 uint64 half bfloat16
                               float double complex64 complex128
      -r ROOT  -n ITERS  -w WARMUP  -c CHECK(0/1)  -t SECONDS (target time per size)
+     -G 0|1  -M 1|0           GPU mode and its buffers (CUDA builds, below)
    -t calibrates the iterations on the out-of-place column (batches growing 4x up
    to 20 ms, as bench_mpi) and uses them for both columns, at least -n of them.
    sendrecv has no in-place form and broadcast one buffer (both columns time the
    same call); columns not measured or not checked read N/A, which summarize.py
    cannot read, so runs meant for it keep -c 1. Exit status: 0, 1 when any result
    was wrong or a call failed (cc_comm_last_error on stderr), 2 for bad flags.
+
+   -o copy (not part of -o all) times a plain copy of `size` bytes from the send
+   buffer to the receive buffer, as a yardstick: memcpy here, cudaMemcpyAsync
+   device to device in GPU mode. Its left column times rank 0 alone (the others
+   wait), its right column every rank at once. Its busbw counts the bytes read
+   plus the bytes written by every rank that copies: 2*size/time on the left,
+   2*n*size/time on the right (with every rank on one GPU, that GPU's memory
+   bandwidth as n copies in parallel get it).
+
+   CUDA mode. The file is also C++17 for nvcc, which builds it as CUDA:
+
+       nvcc -x cu -std=c++17 -O2 -I. -o build/cc_bench_cuda bench/cc_bench.c -lpthread
+       build/ccrun -n 2 build/cc_bench_cuda -G 1 -o all_reduce,copy -b 8 -e 64M -f 4
+
+   Built so, it includes cc_cuda.cuh and takes two more flags: -G 1 (GPU mode;
+   -G 0, the default, is the CPU mode above) and -M 1|0 (device buffers from
+   cc_cuda_malloc, the default, or plain cudaMalloc). In GPU mode, as in
+   nccl-tests: each rank makes a cc_cuda_comm on device local_rank %
+   cudaGetDeviceCount() (local_rank = rank on one host; several ranks may share
+   a GPU) and one stream (cudaStreamCreateWithFlags, non-blocking); the send and
+   receive buffers are device buffers; inputs are made on the host as above and
+   copied in; the calls are the cc_cuda_ twins on that stream; the time of a
+   batch runs from a host barrier (the stream idle) to cudaStreamSynchronize
+   after its last call, so it includes the GPU work, and is divided by the batch
+   (max over ranks as above); the check copies the results back to the host.
+   The header gains a "# cuda: device N name, mode ipc|staged" line. Without a
+   usable device, -G 1 exits 2 ("cc_bench: no CUDA device: ..."); a build
+   without CUDA refuses -G 1 as a bad flag.
+
+   Comparing an all_reduce with the copy: ranks sharing one GPU have no links
+   between them, so nccl-tests' busbw (what crosses links) says little there.
+   Count instead what any all_reduce must move through the GPU's memory: read n
+   inputs and write n outputs of `size` bytes, 2*n*size bytes in all, i.e. a
+   "memory bandwidth" of 2*n*algbw. Divided by the copy's right-hand busbw at
+   the same size and n (same run), 1.0 means the all_reduce moves its
+   unavoidable bytes at copy speed; the algorithm's extra traffic (reading
+   peers' blocks, writing partial sums) shows as a ratio below 1.
 */
 #define CC_IMPLEMENTATION
 #include "cc.h"
+#ifdef __CUDACC__
+#include "cc_cuda.cuh"
+#endif
 
 #include <math.h>
 #include <stdio.h>
@@ -52,7 +94,7 @@
 /* ------------------------------------------------------------------ tables */
 
 enum { K_ALL_REDUCE, K_ALL_GATHER, K_REDUCE_SCATTER, K_BROADCAST, K_REDUCE,
-       K_GATHER, K_SCATTER, K_ALL_TO_ALL, K_SENDRECV, K_BARRIER, K_COUNT };
+       K_GATHER, K_SCATTER, K_ALL_TO_ALL, K_SENDRECV, K_BARRIER, K_COPY, K_COUNT };
 
 typedef struct coll_info {
   const char *name;   /* cc's name, the -o argument                           */
@@ -60,7 +102,7 @@ typedef struct coll_info {
   const char *alias;  /* another accepted -o spelling                         */
   int reduces;        /* takes an op                                          */
   int rooted;         /* takes a root                                         */
-  double bus;         /* 0: 2(n-1)/n, 1: (n-1)/n, 2: 1                        */
+  double bus;         /* 0: 2(n-1)/n, 1: (n-1)/n, 2: 1, 3: copy (bus_factor)  */
 } coll_info;
 
 static const coll_info colls[K_COUNT] = {
@@ -74,6 +116,7 @@ static const coll_info colls[K_COUNT] = {
   { "all_to_all",     "alltoall",       "alltoall",      0, 0, 1 },
   { "sendrecv",       "sendrecv",       "send_recv",     0, 0, 2 },
   { "barrier",        "barrier",        "barrier",       0, 0, 2 },
+  { "copy",           "copy",           "memcpy",        0, 0, 3 },   /* not in "all" */
 };
 
 enum { DK_SINT, DK_UINT, DK_FLOAT, DK_CPLX };
@@ -112,6 +155,7 @@ static const op_info ops[] = {
 #define N_OPS ((int)(sizeof ops / sizeof ops[0]))
 
 #define SENTINEL 0xA5
+#define DEV_DESC 128   /* bytes of a rank's device description */
 #define MAX_SIZES 1024
 
 /* ------------------------------------------------------------------ state */
@@ -136,12 +180,14 @@ static void usage(const char *why)
     fprintf(stderr,
       "usage: ccrun -n N cc_bench [-o COLL[,COLL]|all] [-d TYPE[,TYPE]|all] [-R OP[,OP]|all]\n"
       "         [-b MINBYTES] [-e MAXBYTES] [-f FACTOR | -i INCREMENT] [-x SIZE,...]\n"
-      "         [-r ROOT] [-n ITERS] [-w WARMUP] [-c 0|1] [-t SECONDS]\n"
+      "         [-r ROOT] [-n ITERS] [-w WARMUP] [-c 0|1] [-t SECONDS] [-G 0|1] [-M 1|0]\n"
       "  COLL: all_reduce all_gather reduce_scatter broadcast reduce gather scatter\n"
-      "        all_to_all sendrecv barrier\n"
+      "        all_to_all sendrecv barrier (= all), and copy (a memcpy yardstick)\n"
       "  TYPE: int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double\n"
       "        complex64 complex128      OP: sum prod min max avg\n"
-      "  defaults: -o all_reduce -d float -R sum -b 8 -e 64M -f 2 -r 0 -n 20 -w 5 -c 1\n");
+      "  -G 1: GPU mode (cc_cuda_ calls on device buffers; CUDA builds only)\n"
+      "  -M 1: GPU buffers from cc_cuda_malloc, -M 0: from cudaMalloc\n"
+      "  defaults: -o all_reduce -d float -R sum -b 8 -e 64M -f 2 -r 0 -n 20 -w 5 -c 1 -G 0 -M 1\n");
   exit(2);
 }
 
@@ -435,7 +481,9 @@ typedef struct bench_case {
   size_t blk;             /* per-rank block (count/n, at least 1) */
   size_t scount, rcount;  /* elements sent / received by this rank */
   size_t sizeb;           /* the row's size in bytes */
-  unsigned char *sbuf, *rbuf, *inp, *ref;
+  unsigned char *sbuf, *rbuf;   /* the call's buffers (host or device memory) */
+  unsigned char *inp, *ref;     /* host: this rank's input, its expected result */
+  unsigned char *res;           /* host: the result copied back (GPU mode), or NULL */
 } bench_case;
 
 static void case_counts(bench_case *bc, size_t nominal)
@@ -446,7 +494,7 @@ static void case_counts(bench_case *bc, size_t nominal)
   bc->blk = bc->count / n;
   if (bc->blk < 1) bc->blk = 1;
   switch (bc->k) {
-  case K_ALL_REDUCE: case K_BROADCAST: case K_REDUCE: case K_SENDRECV:
+  case K_ALL_REDUCE: case K_BROADCAST: case K_REDUCE: case K_SENDRECV: case K_COPY:
     bc->scount = bc->rcount = bc->count;
     bc->sizeb = bc->count * bc->ts;
     break;
@@ -519,10 +567,37 @@ static void case_fill(const bench_case *bc, const gen *g, int want_ref)
     if (want_ref)
       for (i = 0; i < bc->count; i++) { gen_data(g, (me + g_n - 1) % g_n, i, 14, &re, &im); put(t, bc->ref, i, re, im); }
     break;
+  case K_COPY:
+    for (i = 0; i < bc->count; i++) { gen_data(g, me, i, 15, &re, &im); put(t, bc->inp, i, re, im); }
+    if (want_ref) memcpy(bc->ref, bc->inp, bc->count * bc->ts);
+    break;
   default:
     break;
   }
 }
+
+/* ------------------------------------------------------------------ backends */
+
+/* Where sbuf and rbuf live and how the calls are made: host memory and cc.h's
+   calls (cpu_backend, below case_run), or in CUDA builds device memory and
+   cc_cuda.cuh's calls on the rank's stream (gpu_backend, in the CUDA block).
+   inp, ref and res are host memory in both. */
+typedef struct backend {
+  const char *prefix;                                     /* of the calls: "cc_", "cc_cuda_" */
+  const char *copy_call;                                  /* what -o copy times */
+  void *(*alloc)(size_t bytes);                           /* zeroed; NULL: out of memory */
+  void (*release)(void *p);
+  void (*put)(void *dst, const void *src, size_t bytes);  /* host -> buffer, done on return */
+  void (*fill)(void *dst, int byte, size_t bytes);
+  void (*get)(void *dst, const void *src, size_t bytes);  /* buffer -> host; NULL: read in place */
+  void (*run)(const bench_case *bc, int inplace);         /* one call, done or queued */
+  void (*sync)(void);                                     /* wait for what run queued */
+  void (*describe)(char *buf, size_t size);               /* NULL: "cpu" in "Using devices" */
+  void (*header)(void);                                   /* rank 0's extra header lines, or NULL */
+  void (*finish)(void);                                   /* after the last release, or NULL */
+} backend;
+
+static const backend *g_be;   /* set first thing in main */
 
 /* Put the inputs in place for one column (0 out of place, 1 in place). */
 static void case_setup(const bench_case *bc, int inplace)
@@ -530,20 +605,20 @@ static void case_setup(const bench_case *bc, int inplace)
   size_t ts = bc->ts, off = (size_t)g_rank * bc->blk * ts;
   switch (bc->k) {
   case K_BROADCAST:   /* one buffer: rbuf for the first column, sbuf for the second */
-    memcpy(inplace ? bc->sbuf : bc->rbuf, bc->inp, bc->count * ts);
+    g_be->put(inplace ? bc->sbuf : bc->rbuf, bc->inp, bc->count * ts);
     break;
   case K_ALL_GATHER: case K_GATHER:
     if (!inplace) {
-      memcpy(bc->sbuf, bc->inp, bc->scount * ts);
-      memset(bc->rbuf, SENTINEL, bc->rcount * ts);
+      g_be->put(bc->sbuf, bc->inp, bc->scount * ts);
+      g_be->fill(bc->rbuf, SENTINEL, bc->rcount * ts);
     } else {
-      memset(bc->rbuf, SENTINEL, bc->rcount * ts);
-      memcpy(bc->rbuf + off, bc->inp, bc->scount * ts);
+      g_be->fill(bc->rbuf, SENTINEL, bc->rcount * ts);
+      g_be->put(bc->rbuf + off, bc->inp, bc->scount * ts);
     }
     break;
-  default:
-    memcpy(bc->sbuf, bc->inp, bc->scount * ts);
-    if (!inplace) memset(bc->rbuf, SENTINEL, bc->rcount * ts);
+  default:   /* copy: both columns copy sbuf to rbuf */
+    g_be->put(bc->sbuf, bc->inp, bc->scount * ts);
+    if (!inplace || bc->k == K_COPY) g_be->fill(bc->rbuf, SENTINEL, bc->rcount * ts);
     break;
   }
 }
@@ -554,7 +629,8 @@ static const unsigned char *case_result(const bench_case *bc, int inplace, size_
   size_t off = (size_t)g_rank * bc->blk * bc->ts;
   *nelem = bc->rcount;
   if ((bc->k == K_REDUCE || bc->k == K_GATHER) && g_rank != bc->root) { *nelem = 0; return NULL; }
-  if (!inplace) return bc->rbuf;
+  if (bc->k == K_COPY && !inplace && g_rank != 0) { *nelem = 0; return NULL; }   /* rank 0 alone */
+  if (!inplace || bc->k == K_COPY) return bc->rbuf;
   switch (bc->k) {
   case K_ALL_GATHER: case K_GATHER: return bc->rbuf;
   case K_REDUCE_SCATTER: case K_SCATTER: return bc->sbuf + off;
@@ -603,19 +679,265 @@ static void case_run(const bench_case *bc, int inplace)
   case K_BARRIER:
     CHECK(cc_barrier(c));
     break;
+  case K_COPY:        /* left column: rank 0 alone; right: every rank */
+    if (inplace || g_rank == 0) memcpy(r, s, bc->sizeb);
+    break;
   default:
     break;
   }
 }
+
+static void *cpu_alloc(size_t bytes)
+{
+  void *p = NULL;
+  if (posix_memalign(&p, 4096, bytes) != 0) return NULL;
+  memset(p, 0, bytes);
+  return p;
+}
+static void cpu_put(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
+static void cpu_fill(void *dst, int byte, size_t bytes) { memset(dst, byte, bytes); }
+static void cpu_sync(void) {}
+
+static const backend cpu_backend = {
+  "cc_", "memcpy", cpu_alloc, free, cpu_put, cpu_fill, NULL, case_run, cpu_sync, NULL, NULL, NULL
+};
+
+/* ------------------------------------------------------------------ CUDA */
+
+#ifdef __CUDACC__
+/* GPU mode (-G 1), compiled by nvcc only: the GPU backend. Each rank owns one
+   cc_cuda_comm over g_comm, on device local_rank % count, and one non-blocking
+   stream; the calls, copies and fills are all queued on that stream. */
+static cc_cuda_comm *g_gc;
+static cudaStream_t g_stream;
+static int g_dev, g_cc_malloc;
+static void *g_deferred[2];   /* cudaMalloc'ed buffers: freed after cc_cuda_comm_destroy, */
+static int g_ndeferred;       /* when no peer has them mapped any more                    */
+
+static void fail_cuda(cudaError_t e, const char *call, int line)
+{
+  fprintf(stderr, "cc_bench: rank %d: %s failed: %s: %s\n  during: %s\n  (cc_bench.c:%d)\n",
+          g_rank, call, cudaGetErrorName(e), cudaGetErrorString(e), g_ctx, line);
+  fflush(stderr);
+  exit(1);
+}
+#define CUCHECK(call) do { cudaError_t e_ = (call); if (e_ != cudaSuccess) fail_cuda(e_, #call, __LINE__); } while (0)
+
+static void fail_gpu(cc_result r, const char *call, int line)
+{
+  fprintf(stderr, "cc_bench: rank %d: %s returned %s\n  during: %s\n  detail: %s\n  (cc_bench.c:%d)\n",
+          g_rank, call, cc_strerror(r), g_ctx,
+          g_gc ? cc_cuda_comm_last_error(g_gc) : cc_comm_last_error(g_comm), line);
+  fflush(stderr);
+  exit(1);
+}
+#define GCHECK(call) do { cc_result r_ = (call); if (r_ != CC_OK) fail_gpu(r_, #call, __LINE__); } while (0)
+
+static void *gpu_alloc(size_t bytes)
+{
+  void *p = NULL;
+  if (g_cc_malloc) {
+    cc_result r = cc_cuda_malloc(g_gc, &p, bytes);
+    if (r != CC_OK) {
+      fprintf(stderr, "cc_bench: rank %d: cc_cuda_malloc: %s\n", g_rank, cc_cuda_comm_last_error(g_gc));
+      return NULL;
+    }
+  } else {
+    cudaError_t e = cudaMalloc(&p, bytes);
+    if (e != cudaSuccess) {
+      fprintf(stderr, "cc_bench: rank %d: cudaMalloc: %s\n", g_rank, cudaGetErrorString(e));
+      return NULL;
+    }
+  }
+  CUCHECK(cudaMemsetAsync(p, 0, bytes, g_stream));
+  CUCHECK(cudaStreamSynchronize(g_stream));
+  return p;
+}
+
+static void gpu_release(void *p)
+{
+  if (g_cc_malloc) GCHECK(cc_cuda_free(g_gc, p));
+  else if (p) g_deferred[g_ndeferred++] = p;
+}
+
+/* Copies and fills are synchronous for the caller: done on return. */
+static void gpu_put(void *dst, const void *src, size_t bytes)
+{
+  if (bytes == 0) return;
+  CUCHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, g_stream));
+  CUCHECK(cudaStreamSynchronize(g_stream));
+}
+
+static void gpu_fill(void *dst, int byte, size_t bytes)
+{
+  if (bytes == 0) return;
+  CUCHECK(cudaMemsetAsync(dst, byte, bytes, g_stream));
+  CUCHECK(cudaStreamSynchronize(g_stream));
+}
+
+static void gpu_get(void *dst, const void *src, size_t bytes)
+{
+  if (bytes == 0) return;
+  CUCHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, g_stream));
+  CUCHECK(cudaStreamSynchronize(g_stream));
+}
+
+/* The stream drained, then what the watchdog may have found meanwhile. */
+static void gpu_sync(void)
+{
+  CUCHECK(cudaStreamSynchronize(g_stream));
+  GCHECK(cc_cuda_comm_check(g_gc));
+}
+
+/* case_run's twin: the same buffers and forms, on device memory and g_stream. */
+static void gpu_run(const bench_case *bc, int inplace)
+{
+  cc_cuda_comm *c = g_gc;
+  cudaStream_t st = g_stream;
+  unsigned char *s = bc->sbuf, *r = bc->rbuf;
+  size_t off = (size_t)g_rank * bc->blk * bc->ts;
+  cc_dtype t = bc->d->t;
+  cc_op op = bc->o ? bc->o->op : CC_SUM;
+  switch (bc->k) {
+  case K_ALL_REDUCE:
+    GCHECK(cc_cuda_all_reduce(c, s, inplace ? s : r, bc->count, t, op, st));
+    break;
+  case K_ALL_GATHER:
+    GCHECK(cc_cuda_all_gather(c, inplace ? r + off : s, r, bc->blk, t, st));
+    break;
+  case K_REDUCE_SCATTER:
+    GCHECK(cc_cuda_reduce_scatter(c, s, inplace ? s + off : r, bc->blk, t, op, st));
+    break;
+  case K_BROADCAST:
+    GCHECK(cc_cuda_broadcast(c, inplace ? s : r, bc->count, t, bc->root, st));
+    break;
+  case K_REDUCE:
+    GCHECK(cc_cuda_reduce(c, s, inplace ? s : r, bc->count, t, op, bc->root, st));
+    break;
+  case K_GATHER:
+    GCHECK(cc_cuda_gather(c, inplace ? r + off : s, r, bc->blk, t, bc->root, st));
+    break;
+  case K_SCATTER:
+    GCHECK(cc_cuda_scatter(c, s, inplace ? s + off : r, bc->blk, t, bc->root, st));
+    break;
+  case K_ALL_TO_ALL:
+    GCHECK(cc_cuda_all_to_all(c, s, inplace ? s : r, bc->blk, t, st));
+    break;
+  case K_SENDRECV:
+    GCHECK(cc_cuda_group_begin(c));
+    GCHECK(cc_cuda_send(c, s, bc->count, t, (g_rank + 1) % g_n, 0, st));
+    GCHECK(cc_cuda_recv(c, r, bc->count, t, (g_rank + g_n - 1) % g_n, 0, st));
+    GCHECK(cc_cuda_group_end(c));
+    break;
+  case K_BARRIER:
+    GCHECK(cc_cuda_barrier(c, st));
+    break;
+  case K_COPY:
+    if (inplace || g_rank == 0) CUCHECK(cudaMemcpyAsync(r, s, bc->sizeb, cudaMemcpyDeviceToDevice, st));
+    break;
+  default:
+    break;
+  }
+}
+
+static void gpu_describe(char *buf, size_t size)
+{
+  cudaDeviceProp prop;
+  CUCHECK(cudaGetDeviceProperties(&prop, g_dev));
+  snprintf(buf, size, "device %2d [%04x:%02x:%02x] %s", g_dev, (unsigned)prop.pciDomainID,
+           (unsigned)prop.pciBusID, (unsigned)prop.pciDeviceID, prop.name);
+}
+
+static void gpu_header(void)
+{
+  cudaDeviceProp prop;
+  int rt = 0, drv = 0, count = 0;
+  const char *tr = getenv("CC_CUDA_TRANSPORT");
+  CUCHECK(cudaGetDeviceProperties(&prop, g_dev));
+  CUCHECK(cudaRuntimeGetVersion(&rt));
+  CUCHECK(cudaDriverGetVersion(&drv));
+  CUCHECK(cudaGetDeviceCount(&count));
+  printf("# cuda: device %d %s, mode %s, buffers %s (-M %d), sm_%d%d, %d SMs, %.1f GiB,"
+         " %d visible, runtime %d.%d driver %d.%d, CC_CUDA_TRANSPORT=%s\n",
+         g_dev, prop.name, cc_cuda_comm_mode(g_gc), g_cc_malloc ? "cc_cuda_malloc" : "cudaMalloc",
+         g_cc_malloc, prop.major, prop.minor, prop.multiProcessorCount,
+         (double)prop.totalGlobalMem / (double)(1u << 30), count, rt / 1000, rt % 1000 / 10,
+         drv / 1000, drv % 1000 / 10, tr ? tr : "(auto)");
+  printf("# cuda: calls on one non-blocking stream per rank; a batch is timed from a host barrier\n"
+         "#       (stream idle) to cudaStreamSynchronize after its last call\n");
+}
+
+static void gpu_finish(void)
+{
+  cc_result r;
+  int i;
+  snprintf(g_ctx, sizeof g_ctx, "cc_bench: cc_cuda_comm_destroy at the end");
+  CUCHECK(cudaStreamSynchronize(g_stream));
+  r = cc_cuda_comm_destroy(g_gc);
+  g_gc = NULL;
+  if (r != CC_OK) fail_gpu(r, "cc_cuda_comm_destroy(g_gc)", __LINE__);
+  for (i = 0; i < g_ndeferred; i++) CUCHECK(cudaFree(g_deferred[i]));
+  g_ndeferred = 0;
+  CUCHECK(cudaStreamDestroy(g_stream));
+}
+
+static const backend gpu_backend_ops = {
+  "cc_cuda_", "cudaMemcpyAsync device to device", gpu_alloc, gpu_release, gpu_put, gpu_fill, gpu_get,
+  gpu_run, gpu_sync, gpu_describe, gpu_header, gpu_finish
+};
+
+/* Every rank: a device, a stream, the cc_cuda_comm. Without a device on some
+   rank, the first such rank says why and every rank exits 2. */
+static const backend *gpu_backend(int cc_malloc)
+{
+  int count = 0, first;
+  char why[256] = "";
+  cudaError_t e = cudaGetDeviceCount(&count);
+  if (e != cudaSuccess)
+    snprintf(why, sizeof why, "cudaGetDeviceCount: %s (%s)", cudaGetErrorString(e), cudaGetErrorName(e));
+  else if (count < 1)
+    snprintf(why, sizeof why, "cudaGetDeviceCount found none");
+  first = why[0] ? g_rank : g_n;
+  snprintf(g_ctx, sizeof g_ctx, "cc_bench startup: looking for CUDA devices");
+  CHECK(cc_all_reduce(g_comm, &first, &first, 1, CC_INT32, CC_MIN));
+  if (first < g_n) {
+    if (g_rank == first) {
+      fprintf(stderr, "cc_bench: no CUDA device: %s (rank %d of %d)\n", why, g_rank, g_n);
+      fflush(stderr);
+    }
+    CHECK(cc_barrier(g_comm));   /* before anyone exits, so that ccrun cannot cut the message */
+    exit(2);
+  }
+  g_cc_malloc = cc_malloc;
+  g_dev = cc_comm_local_rank(g_comm) % count;
+  snprintf(g_ctx, sizeof g_ctx, "cc_bench startup: device %d, its stream, cc_cuda_comm_init", g_dev);
+  CUCHECK(cudaSetDevice(g_dev));
+  CUCHECK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
+  CHECK(cc_cuda_comm_init(g_comm, g_dev, &g_gc));
+  return &gpu_backend_ops;
+}
+
+#else  /* a build without CUDA */
+
+static const backend *gpu_backend(int cc_malloc)
+{
+  (void)cc_malloc;
+  usage("-G 1: this cc_bench is built without CUDA (build it with nvcc -x cu: see the top of bench/cc_bench.c)");
+  return &cpu_backend;
+}
+
+#endif /* __CUDACC__ */
 
 /* Run `iters` iterations back to back; the maximum over the ranks of the time. */
 static double case_time(const bench_case *bc, int inplace, long iters)
 {
   double t0, dt;
   long it;
+  g_be->sync();   /* GPU: the stream idle (warm-up, earlier batches) before the barrier */
   CHECK(cc_barrier(g_comm));
   t0 = now_s();
-  for (it = 0; it < iters; it++) case_run(bc, inplace);
+  for (it = 0; it < iters; it++) g_be->run(bc, inplace);
+  g_be->sync();   /* GPU: cudaStreamSynchronize after the last call of the batch */
   dt = now_s() - t0;
   CHECK(cc_all_reduce(g_comm, &dt, &dt, 1, CC_FLOAT64, CC_MAX));
   return dt;
@@ -634,11 +956,12 @@ typedef struct options {
   double target;  /* seconds per size; 0: use iters */
 } options;
 
-static double bus_factor(int k)
+static double bus_factor(int k, int right)
 {
   double n = (double)g_n;
   if (colls[k].bus == 0) return 2.0 * (n - 1.0) / n;
   if (colls[k].bus == 1) return (n - 1.0) / n;
+  if (colls[k].bus == 3) return right ? 2.0 * n : 2.0;   /* copy: read + written, by 1 or n ranks */
   return 1.0;
 }
 
@@ -655,7 +978,7 @@ static void case_column(bench_case *bc, const options *opt, int inplace, long *i
   double dt;
   set_ctx(bc, inplace ? "in place, timing" : "out of place, timing");
   case_setup(bc, inplace);
-  for (w = 0; w < opt->warmup; w++) case_run(bc, inplace);
+  for (w = 0; w < opt->warmup; w++) g_be->run(bc, inplace);
   if (*iters <= 0) {   /* calibrate: grow a batch 4x until it lasts 20 ms (or the target) */
     double until = opt->target < 0.02 ? opt->target : 0.02, per;
     long n = 1, want;
@@ -674,7 +997,7 @@ static void case_column(bench_case *bc, const options *opt, int inplace, long *i
   col->done = 1;
   col->t_us = dt / (double)*iters * 1e6;
   col->algbw = bc->k == K_BARRIER || dt <= 0 ? 0.0 : (double)bc->sizeb / 1e9 / (col->t_us * 1e-6);
-  col->busbw = col->algbw * bus_factor(bc->k);
+  col->busbw = col->algbw * bus_factor(bc->k, inplace);
   col->wrong = -1;
   if (opt->check && bc->k != K_BARRIER) {
     size_t nelem;
@@ -682,8 +1005,13 @@ static void case_column(bench_case *bc, const options *opt, int inplace, long *i
     int64_t wrong;
     set_ctx(bc, inplace ? "in place, checked run" : "out of place, checked run");
     case_setup(bc, inplace);
-    case_run(bc, inplace);
+    g_be->run(bc, inplace);
+    g_be->sync();
     res = case_result(bc, inplace, &nelem);
+    if (res && g_be->get) {   /* GPU: copy the result back */
+      g_be->get(bc->res, res, nelem * bc->ts);
+      res = bc->res;
+    }
     wrong = res ? (int64_t)count_wrong(res, bc->ref, nelem, bc->d) : 0;
     CHECK(cc_all_reduce(g_comm, &wrong, &wrong, 1, CC_INT64, CC_SUM));
     col->wrong = (long)wrong;
@@ -738,11 +1066,21 @@ static void print_header(int k)
     "in place: sendbuf == recvbuf",
     "send to rank+1, receive from rank-1, in one group; no in-place form",
     "size 0; both columns time cc_barrier",
+    "a yardstick: left rank 0 alone, right every rank; busbw = bytes read + written per s, all ranks",
   };
-  printf("#\n# Collective test: %s (cc_%s) - %s\n", colls[k].name,
-         k == K_SENDRECV ? "send + cc_recv" : colls[k].name, notes[k]);
-  printf("# %53s %-45s %15s %s\n", "", "|-------------- out-of-place ---------------|", "",
-         "|---------------- in-place -----------------|");
+  const char *p = g_be->prefix;
+  if (k == K_COPY)
+    printf("#\n# Copy test: copy (%s) - %s\n", g_be->copy_call, notes[k]);
+  else if (k == K_SENDRECV)
+    printf("#\n# Collective test: %s (%ssend + %srecv) - %s\n", colls[k].name, p, p, notes[k]);
+  else
+    printf("#\n# Collective test: %s (%s%s) - %s\n", colls[k].name, p, colls[k].name, notes[k]);
+  if (k == K_COPY)
+    printf("# %53s %-45s %15s %s\n", "", "|--------------- rank 0 alone --------------|", "",
+           "|------------ every rank at once -----------|");
+  else
+    printf("# %53s %-45s %15s %s\n", "", "|-------------- out-of-place ---------------|", "",
+           "|---------------- in-place -----------------|");
   printf("# %-14s %12s %12s %6s %5s %12s %11s %11s %8s %9s %5s %12s %11s %11s %8s\n",
          "coll", "size_bytes", "count", "type", "op", "time_us", "algbw_GBps", "busbw_GBps",
          "#wrong", "iters", "root", "time_us", "algbw_GBps", "busbw_GBps", "#wrong");
@@ -757,13 +1095,13 @@ int main(int argc, char **argv)
   size_t sizes[MAX_SIZES], biggest, bytes;
   int nsizes = 0, ai, i, j, k, ri;
   int sel_coll[K_COUNT], sel_dt[N_DTYPES], sel_op[N_OPS];
-  int dt_all = 0, op_all = 0, root = 0;
+  int dt_all = 0, op_all = 0, root = 0, use_gpu = 0, cc_malloc = 1;
   const char *extra = NULL;
   options opt;
   long total_wrong = 0, v;
   double bw_sum = 0.0;
   int bw_count = 0;
-  unsigned char *bufs[4];
+  unsigned char *bufs[5] = { NULL, NULL, NULL, NULL, NULL };   /* sbuf rbuf inp ref res */
 
   opt.warmup = 5;
   opt.iters = 20;
@@ -773,6 +1111,7 @@ int main(int argc, char **argv)
   for (i = 0; i < N_DTYPES; i++) sel_dt[i] = dtypes[i].t == CC_FLOAT32;
   for (i = 0; i < N_OPS; i++) sel_op[i] = ops[i].op == CC_SUM;
 
+  g_be = &cpu_backend;
   CHECK(cc_comm_init(&g_comm, NULL));
   g_rank = cc_comm_rank(g_comm);
   g_n = cc_comm_size(g_comm);
@@ -793,13 +1132,18 @@ int main(int argc, char **argv)
     case 'f': if (parse_int(val, 2, 1 << 20, &v)) usage("bad -f (an integer >= 2)"); factor = (size_t)v; incr = 0; break;
     case 'i': if (parse_size(val, &incr) || incr == 0) usage("bad -i"); break;
     case 'x': extra = val; break;
-    case 'o': if (parse_list(val, K_COUNT, coll_name_of, sel_coll) < 0) usage("bad -o"); break;
+    case 'o':
+      if ((v = parse_list(val, K_COUNT, coll_name_of, sel_coll)) < 0) usage("bad -o");
+      if (v == 1) sel_coll[K_COPY] = 0;   /* "all" is the collectives */
+      break;
     case 'd': if ((dt_all = parse_list(val, N_DTYPES, dtype_name_of, sel_dt)) < 0) usage("bad -d"); break;
     case 'R': if ((op_all = parse_list(val, N_OPS, op_name_of, sel_op)) < 0) usage("bad -R"); break;
     case 'r': if (parse_int(val, 0, g_n - 1, &v)) usage("bad -r (0 .. size-1)"); root = (int)v; break;
     case 'n': if (parse_int(val, 1, 1000000000L, &v)) usage("bad -n"); opt.iters = v; break;
     case 'w': if (parse_int(val, 0, 1000000000L, &v)) usage("bad -w"); opt.warmup = (int)v; break;
     case 'c': if (parse_int(val, 0, 1, &v)) usage("bad -c (0 or 1)"); opt.check = (int)v; break;
+    case 'G': if (parse_int(val, 0, 1, &v)) usage("bad -G (0 or 1)"); use_gpu = (int)v; break;
+    case 'M': if (parse_int(val, 0, 1, &v)) usage("bad -M (1 or 0)"); cc_malloc = (int)v; break;
     case 't': {
       char *end;
       opt.target = strtod(val, &end);
@@ -845,24 +1189,26 @@ int main(int argc, char **argv)
         }
   }
 
-  /* ---- buffers: the largest block rounded up to n elements, of the widest dtype */
+  /* ---- GPU mode: exits 2 without a CUDA build or a device */
+  if (use_gpu) g_be = gpu_backend(cc_malloc);
+
+  /* ---- buffers: the largest block rounded up to n elements, of the widest dtype;
+     sbuf and rbuf from the backend, the others on the host (res for GPU mode only) */
   biggest = sizes[nsizes - 1];
   bytes = biggest + (size_t)g_n * 16 + 64;
-  for (i = 0; i < 4; i++) {
-    void *p = NULL;
-    if (posix_memalign(&p, 4096, bytes) != 0) {
+  for (i = 0; i < (g_be->get ? 5 : 4); i++) {
+    bufs[i] = (unsigned char *)(i < 2 ? g_be->alloc(bytes) : cpu_alloc(bytes));
+    if (!bufs[i]) {
       fprintf(stderr, "cc_bench: rank %d: cannot allocate %zu bytes\n", g_rank, bytes);
       return 1;
     }
-    memset(p, 0, bytes);
-    bufs[i] = (unsigned char *)p;
   }
 
   /* ---- header: nccl-tests' and bench_mpi's */
   {
     char host[64];
     int64_t pid = (int64_t)getpid(), *pids;
-    char *hosts;
+    char *hosts, *devs = NULL;
     memset(host, 0, sizeof host);
     gethostname(host, sizeof host - 1);
     pids = (int64_t *)calloc((size_t)g_n, sizeof *pids);
@@ -871,10 +1217,20 @@ int main(int argc, char **argv)
     snprintf(g_ctx, sizeof g_ctx, "cc_bench startup: all_gather of pids and host names");
     CHECK(cc_all_gather(g_comm, &pid, pids, 1, CC_INT64));
     CHECK(cc_all_gather(g_comm, host, hosts, sizeof host, CC_UINT8));
+    if (g_be->describe) {   /* each rank's device, for "Using devices" */
+      char dev[DEV_DESC];
+      memset(dev, 0, sizeof dev);
+      g_be->describe(dev, sizeof dev);
+      devs = (char *)calloc((size_t)g_n, sizeof dev);
+      if (!devs) { fprintf(stderr, "cc_bench: out of memory\n"); return 1; }
+      snprintf(g_ctx, sizeof g_ctx, "cc_bench startup: all_gather of device names");
+      CHECK(cc_all_gather(g_comm, dev, devs, sizeof dev, CC_UINT8));
+    }
     if (g_rank == 0) {
       printf("# cc_bench nranks=%d host=%s nprocs_online=%ld\n", g_n, host, sysconf(_SC_NPROCESSORS_ONLN));
       printf("# library: cc %s (cc.h) local_size=%d CC_TRANSPORT=%s\n", CC_VERSION_STRING,
              cc_comm_local_size(g_comm), getenv("CC_TRANSPORT") ? getenv("CC_TRANSPORT") : "(auto)");
+      if (g_be->header) g_be->header();
       printf("# minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %ld%s validation: %d root: %d\n",
              minb, maxb, incr ? incr : factor, incr ? "bytes" : "factor", opt.warmup, opt.iters,
              opt.target > 0 ? " (minimum)" : "", opt.check, root);
@@ -882,11 +1238,13 @@ int main(int argc, char **argv)
         printf("# target_s=%.3f per size and column (iterations calibrated on the out-of-place column)\n", opt.target);
       printf("# GB=1e9 bytes; time_us = max over ranks of the average per iteration\n#\n# Using devices\n");
       for (ri = 0; ri < g_n; ri++)
-        printf("#  Rank %2d Pid %7lld on %10s cpu\n", ri, (long long)pids[ri], hosts + (size_t)ri * sizeof host);
+        printf("#  Rank %2d Pid %7lld on %10s %s\n", ri, (long long)pids[ri], hosts + (size_t)ri * sizeof host,
+               devs ? devs + (size_t)ri * DEV_DESC : "cpu");
       fflush(stdout);
     }
     free(pids);
     free(hosts);
+    free(devs);
   }
 
   /* ---- every collective, dtype, op, size */
@@ -920,6 +1278,7 @@ int main(int argc, char **argv)
           bc.rbuf = bufs[1];
           bc.inp = bufs[2];
           bc.ref = bufs[3];
+          bc.res = bufs[4];
           if (k != K_BARRIER) {
             if (bc.ts == 0) { fprintf(stderr, "cc_bench: cc_dtype_size(%s) is 0\n", dtypes[i].name); return 1; }
             case_counts(&bc, sizes[si]);
@@ -929,7 +1288,7 @@ int main(int argc, char **argv)
           if (k != K_SENDRECV) case_column(&bc, &opt, 1, &iters, &ip);
           if (oop.wrong > 0) total_wrong += oop.wrong;
           if (ip.wrong > 0) total_wrong += ip.wrong;
-          if (k != K_BARRIER) {
+          if (k != K_BARRIER && k != K_COPY) {
             bw_sum += oop.busbw;
             bw_count++;
             if (ip.done) { bw_sum += ip.busbw; bw_count++; }
@@ -946,7 +1305,10 @@ int main(int argc, char **argv)
     fflush(stdout);
   }
   snprintf(g_ctx, sizeof g_ctx, "cc_bench: cc_comm_destroy at the end");
-  for (i = 0; i < 4; i++) free(bufs[i]);
+  g_be->release(bufs[0]);
+  g_be->release(bufs[1]);
+  for (i = 2; i < 5; i++) free(bufs[i]);
+  if (g_be->finish) g_be->finish();   /* GPU: cc_cuda_comm_destroy, before the host comm's */
   CHECK(cc_comm_destroy(g_comm));
   g_comm = NULL;
   return total_wrong ? 1 : 0;

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# tests/test_cuda.sh [BUILD_DIR] - cc_cuda.cuh, with or without a GPU:
+#   - nvcc builds every CUDA test, the example and cc_bench's CUDA mode
+#     (`make cuda`: -Werror all-warnings, -Wall -Wextra -Werror for the host
+#     code), one PASS or FAIL line each;
+#   - the declarations compile from plain C99 (gcc, clang) and C++11 (g++):
+#     they need only <cuda_runtime_api.h>;
+#   - tests/test_cuda_fold.cu runs the kernels' element code on the CPU against
+#     cc.h's fold (no GPU needed);
+#   - tests/test_cuda.cu runs every collective on the GPU, or prints one SKIP
+#     line when this machine has no CUDA device; with a device, the example
+#     and a short cc_bench run follow, and both again under compute-sanitizer
+#     (memcheck, racecheck) where it is installed.
+# No nvcc: one SKIP line. CC_TEST_QUICK set (the sanitizer runs): skipped, the
+# CUDA code is not built with the sanitizers.
+set -u
+
+root=$(cd "$(dirname "$0")/.." && pwd)
+build=${1:-build}
+mkdir -p "$build" && build=$(cd "$build" && pwd)
+out=$build/cuda
+
+if [ -n "${CC_TEST_QUICK:-}" ]; then
+  echo "SKIP: cuda: CC_TEST_QUICK is set (the plain test run builds and runs the CUDA tests)"
+  exit 0
+fi
+nvcc=${NVCC:-$(command -v nvcc 2>/dev/null || true)}
+[ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc
+if [ -z "$nvcc" ]; then
+  echo "SKIP: cuda: no nvcc on this machine (PATH, NVCC, /usr/local/cuda/bin)"
+  exit 0
+fi
+cuda_inc=$(cd "$(dirname "$nvcc")/.." && pwd)/include
+mkdir -p "$out"
+
+# ---- builds
+built=1
+for t in $(cd "$root" && ls tests/*.cu examples/*.cu) bench/cc_bench.c; do
+  case $t in
+    bench/*) bin=cc_bench_cuda ;;
+    *) bin=$(basename "$t" .cu) ;;
+  esac
+  if make --no-print-directory -s -C "$root" BUILD="$build" NVCC="$nvcc" "$build/cuda/$bin" "$build/ccrun" \
+      >"$out/$bin.build.log" 2>&1; then
+    echo "PASS: cuda build: $t with nvcc ($("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
+  else
+    echo "FAIL: cuda build: $t: $(tail -n 5 "$out/$bin.build.log" | tr '\n' ' ')"
+    built=0
+  fi
+done
+
+# ---- the declarations alone, from C and C++ (CUDA's headers as system headers)
+cat >"$out/decl.c" <<'EOF'
+#include "cc.h"
+#include "cc_cuda.cuh"
+#include <stdio.h>
+typedef void (*fn)(void);
+int main(void) {   /* every public call exists, with the contract's types */
+  fn f[] = {(fn)cc_cuda_comm_init, (fn)cc_cuda_comm_destroy, (fn)cc_cuda_malloc, (fn)cc_cuda_free,
+            (fn)cc_cuda_comm_last_error, (fn)cc_cuda_comm_check, (fn)cc_cuda_comm_mode, (fn)cc_cuda_barrier,
+            (fn)cc_cuda_broadcast, (fn)cc_cuda_reduce, (fn)cc_cuda_all_reduce, (fn)cc_cuda_gather,
+            (fn)cc_cuda_all_gather, (fn)cc_cuda_scatter, (fn)cc_cuda_reduce_scatter, (fn)cc_cuda_all_to_all,
+            (fn)cc_cuda_gather_v, (fn)cc_cuda_all_gather_v, (fn)cc_cuda_scatter_v, (fn)cc_cuda_all_to_all_v,
+            (fn)cc_cuda_send, (fn)cc_cuda_recv, (fn)cc_cuda_group_begin, (fn)cc_cuda_group_end};
+  cc_result (*ar)(cc_cuda_comm *, const void *, void *, size_t, cc_dtype, cc_op, cudaStream_t) = cc_cuda_all_reduce;
+  printf("%d\n", (int)(sizeof f / sizeof f[0]) + (ar != NULL));
+  return 0;
+}
+EOF
+cp "$out/decl.c" "$out/decl.cpp"
+for cc in "gcc -std=c99 -Wstrict-prototypes:$out/decl.c" "clang -std=c99 -Wstrict-prototypes:$out/decl.c" \
+          "g++ -std=c++11:$out/decl.cpp"; do
+  comp=${cc%%:*} src=${cc#*:}
+  if ! command -v "${comp%% *}" >/dev/null 2>&1; then
+    echo "SKIP: cuda declarations: $comp: not installed"
+    continue
+  fi
+  # shellcheck disable=SC2086
+  if $comp -Wall -Wextra -Wpedantic -Werror -Wshadow -I"$root" -isystem "$cuda_inc" -c "$src" \
+      -o "$out/decl.o" >"$out/decl.log" 2>&1; then
+    echo "PASS: cuda declarations compile alone: $comp -Wall -Wextra -Wpedantic -Werror"
+  else
+    echo "FAIL: cuda declarations: $comp: $(head -n 5 "$out/decl.log" | tr '\n' ' ')"
+  fi
+done
+
+[ "$built" = 1 ] || exit 1
+
+# ---- the kernels' arithmetic on the CPU
+"$out/test_cuda_fold"
+
+# ---- on the GPU
+log=$out/test_cuda.log
+"$out/test_cuda" 2>&1 | tee "$log"
+if grep -q '^SKIP: cuda: no CUDA device' "$log"; then
+  echo "SKIP: cuda example and benchmark: no CUDA device"
+  exit 0
+fi
+for n in 2 3; do
+  if "$build/ccrun" -n "$n" "$out/cuda_all_reduce" 100003 >"$out/example.log" 2>&1 &&
+     [ "$(grep -c 'all right; average right' "$out/example.log")" = "$n" ]; then
+    echo "PASS: cuda example: ccrun -n $n cuda_all_reduce ($(head -n 1 "$out/example.log"))"
+  else
+    echo "FAIL: cuda example: ccrun -n $n cuda_all_reduce: $(tail -n 4 "$out/example.log" | tr '\n' ' ')"
+  fi
+done
+if "$build/ccrun" -n 2 "$out/cc_bench_cuda" -G 1 -o all -b 8 -e 256K -f 32 -n 2 -w 1 >"$out/bench.log" 2>&1; then
+  echo "PASS: cuda benchmark: ccrun -n 2 cc_bench_cuda -G 1 -o all, every result checked"
+else
+  echo "FAIL: cuda benchmark: $(grep -v '^#' "$out/bench.log" | tail -n 4 | tr '\n' ' ')"
+fi
+san=$(command -v compute-sanitizer 2>/dev/null || true)
+[ -z "$san" ] && [ -x "$(dirname "$nvcc")/compute-sanitizer" ] && san=$(dirname "$nvcc")/compute-sanitizer
+if [ -z "$san" ]; then
+  echo "SKIP: cuda compute-sanitizer: not installed"
+  exit 0
+fi
+for tool in memcheck racecheck; do
+  if "$san" --tool "$tool" --target-processes all --error-exitcode 9 \
+      "$build/ccrun" -n 2 "$out/cuda_all_reduce" 4099 >"$out/san-$tool.log" 2>&1 &&
+     grep -q 'ERROR SUMMARY: 0 errors' "$out/san-$tool.log"; then
+    echo "PASS: cuda compute-sanitizer --tool $tool: cuda_all_reduce, 2 ranks"
+  else
+    echo "FAIL: cuda compute-sanitizer --tool $tool: $(grep -m 3 -E 'ERROR|Invalid|Race' "$out/san-$tool.log" | tr '\n' ' ')"
+  fi
+done
