@@ -802,6 +802,7 @@ static cc_result cc_cuda__describe(cc_cuda_comm *g, const char *what, const char
   b->id = id;
   b->off = (uintptr_t)p - (uintptr_t)start;
   b->size = rsize;
+  if (g->mode != CC_CUDA__IPC) return CC_OK;   /* staged: checked, nothing to share */
   for (i = 0; i < CC_CUDA__NEXP; i++) {
     if (g->exps[i].id == id) break;
     if (g->exps[i].used < g->exps[slot].used) slot = i;
@@ -1995,13 +1996,15 @@ CC_API cc_result cc_cuda_group_begin(cc_cuda_comm *g) {
 
 CC_API cc_result cc_cuda_group_end(cc_cuda_comm *g) {
   cc_result r;
+  int n;
   if (!g) return cc__fail(NULL, CC_ERR_INVALID_ARG, "cuda group_end: communicator is NULL");
   if (g->group_depth <= 0) return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "group_end: rank %d: no group is open", g->rank);
   if (--g->group_depth > 0) return CC_OK;
+  n = g->nq;
+  g->nq = 0;
   CC_CUDA__ENTER(g, "group_end");
   r = g->qerr;
-  if (r == CC_OK && g->nq) r = cc_cuda__p2p_run(g, g->q, g->nq, g->qstream);
-  g->nq = 0;
+  if (r == CC_OK && n) r = cc_cuda__p2p_run(g, g->q, n, g->qstream);
   return r;
 }
 
@@ -2060,8 +2063,13 @@ CC_API const char *cc_cuda_comm_last_error(const cc_cuda_comm *g) {
 CC_API cc_result cc_cuda_comm_check(cc_cuda_comm *g) {
   cc_result a;
   if (!g) return cc__fail(NULL, CC_ERR_INVALID_ARG, "cuda comm_check: communicator is NULL");
-  if (g->page && __atomic_load_n(&g->page->abort, __ATOMIC_ACQUIRE)) cc_cuda__watch(g);
   pthread_mutex_lock(&g->lock);
+  if (!g->async && g->page && (a = (cc_result)__atomic_load_n(&g->page->abort, __ATOMIC_ACQUIRE)) != CC_OK) {
+    g->async = a;                      /* the watchdog releases the flags on its next round */
+    snprintf(g->async_msg, sizeof g->async_msg, "rank %d: the GPU communicator failed: rank %d: %.240s", g->rank,
+             g->page->abort_rank, g->page->abort_msg);
+    pthread_cond_signal(&g->cond);
+  }
   a = g->async;
   if (a) snprintf(g->err, sizeof g->err, "%s", g->async_msg);
   pthread_mutex_unlock(&g->lock);

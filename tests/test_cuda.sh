@@ -33,18 +33,24 @@ fi
 cuda_inc=$(cd "$(dirname "$nvcc")/.." && pwd)/include
 mkdir -p "$out"
 
-# ---- builds
-built=1
+# ---- builds, as many at once as there are CPUs (nvcc is slow)
+built=1 srcs=() bins=() pids=()
+make --no-print-directory -s -C "$root" BUILD="$build" "$build/ccrun" >/dev/null 2>&1
 for t in $(cd "$root" && ls tests/*.cu examples/*.cu) bench/cc_bench.c; do
   case $t in
     bench/*) bin=cc_bench_cuda ;;
     *) bin=$(basename "$t" .cu) ;;
   esac
-  if make --no-print-directory -s -C "$root" BUILD="$build" NVCC="$nvcc" "$build/cuda/$bin" "$build/ccrun" \
-      >"$out/$bin.build.log" 2>&1; then
-    echo "PASS: cuda build: $t with nvcc ($("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
+  while [ "$(jobs -rp | wc -l)" -ge "$(nproc 2>/dev/null || echo 2)" ]; do wait -n; done
+  make --no-print-directory -s -C "$root" BUILD="$build" NVCC="$nvcc" "$build/cuda/$bin" >"$out/$bin.build.log" 2>&1 &
+  srcs+=("$t") bins+=("$bin") pids+=($!)
+done
+release=$("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
+for i in "${!pids[@]}"; do
+  if wait "${pids[$i]}"; then
+    echo "PASS: cuda build: ${srcs[$i]} with nvcc $release"
   else
-    echo "FAIL: cuda build: $t: $(tail -n 5 "$out/$bin.build.log" | tr '\n' ' ')"
+    echo "FAIL: cuda build: ${srcs[$i]}: $(tail -n 5 "$out/${bins[$i]}.build.log" | tr '\n' ' ')"
     built=0
   fi
 done
