@@ -357,24 +357,26 @@ static CC__HD typename P::S cc_cuda__fold_one(const void *const *src, const unsi
 
 typedef struct cc_cuda__fold_args {
   const void *src[CC_CUDA__MAXR];
-  void *dst;
+  void *dst[CC_CUDA__MAXR];            /* the result goes to every one of them */
   unsigned long long count;            /* elements of the policy's type */
-  int n, vec;                          /* vec: every pointer 16-byte aligned */
+  int n, ndst, vec;                    /* vec: every pointer 16-byte aligned */
   const volatile unsigned int *abort;  /* nonzero: the communicator failed; do nothing */
   unsigned char scal[CC_CUDA__MAXR][16];
 } cc_cuda__fold_args;
 
 template <typename S> union cc_cuda__pack { uint4 u; S s[16 / sizeof(S)]; };
 
-/* dst[i] = fold over src[0..n-1] of element i: 16 bytes per thread and load
-   where every pointer is aligned, element by element for the rest. */
+/* dst[d][i] = fold over src[0..n-1] of element i, for every d < ndst: 16 bytes
+   per thread and load where every pointer is aligned, element by element for
+   the rest. Each element is read and written by one thread only, so a
+   destination may be a source (in place). */
 template <class P, int OP>
 __global__ void __launch_bounds__(CC_CUDA__THREADS) cc_cuda__fold_kernel(cc_cuda__fold_args a) {
   typedef typename P::S S;
   enum { L = 16 / sizeof(S) };
   size_t stride = (size_t)gridDim.x * blockDim.x, t = (size_t)blockIdx.x * blockDim.x + threadIdx.x, i;
   size_t npack = a.vec ? a.count / L : 0;
-  int k, l;
+  int k, l, d;
   if (*a.abort) return;
   for (i = t; i < npack; i += stride) {
     cc_cuda__pack<S> in, out;
@@ -389,10 +391,12 @@ __global__ void __launch_bounds__(CC_CUDA__THREADS) cc_cuda__fold_kernel(cc_cuda
     }
 #pragma unroll
     for (l = 0; l < L; l++) out.s[l] = P::template last<OP>(acc[l], a.n);
-    ((uint4 *)a.dst)[i] = out.u;
+    for (d = 0; d < a.ndst; d++) ((uint4 *)a.dst[d])[i] = out.u;
   }
-  for (i = npack * L + t; i < a.count; i += stride)
-    ((S *)a.dst)[i] = cc_cuda__fold_one<P, OP>(a.src, a.scal, a.n, i);
+  for (i = npack * L + t; i < a.count; i += stride) {
+    S v = cc_cuda__fold_one<P, OP>(a.src, a.scal, a.n, i);
+    for (d = 0; d < a.ndst; d++) ((S *)a.dst[d])[i] = v;
+  }
 }
 
 typedef void (*cc_cuda__fold_fn)(cc_cuda__fold_args);
@@ -989,13 +993,13 @@ static unsigned int cc_cuda__blocks(cc_cuda_comm *g, size_t items) {
   return (unsigned int)(b < 1 ? 1 : b > cap ? cap : b);
 }
 
-/* dst = the fold of src[0..n-1] (rank order), count dtype elements each. */
+/* dst[0..ndst-1] = the fold of src[0..n-1] (rank order), count dtype elements each. */
 static cc_result cc_cuda__fold(cc_cuda_comm *g, const char *what, cudaStream_t s, cc_dtype t, int op,
-                               const void *const *src, void *dst, size_t count) {
+                               const void *const *src, void *const *dst, int ndst, size_t count) {
   cc_cuda__fold_args a;
   size_t scale, es;
   cc_cuda__fold_fn fn = cc_cuda__fold_pick(t, op, &scale, &es);
-  uintptr_t bits = (uintptr_t)dst;
+  uintptr_t bits = 0;
   int k;
   if (!count) return CC_OK;
   if (!fn)
@@ -1003,8 +1007,12 @@ static cc_result cc_cuda__fold(cc_cuda_comm *g, const char *what, cudaStream_t s
                           cc__dtype_name(t));
   memset(&a, 0, sizeof a);
   a.n = g->size;
-  a.dst = dst;
+  a.ndst = ndst;
   a.count = count * scale;
+  for (k = 0; k < ndst; k++) {
+    a.dst[k] = dst[k];
+    bits |= (uintptr_t)dst[k];
+  }
   for (k = 0; k < g->size; k++) {
     a.src[k] = src[k];
     bits |= (uintptr_t)src[k];
@@ -1498,9 +1506,10 @@ static cc_result cc_cuda__agree(cc_cuda_comm *g, const char *what, const cc__cal
 /* The collectives in ipc mode. Every one is: a barrier of the streams (every
    rank's input is ready and its output may be written), the copies or folds,
    each rank reading its peers' buffers in place, and a closing barrier (nobody
-   reads this rank's buffers any more, so its stream may go on). All-reduce
-   over CC_CUDA_ONESHOT_BYTES adds a middle barrier: each rank folds its slice
-   into its own output, then copies the others' slices from theirs. */
+   reads or writes this rank's buffers any more, so its stream may go on).
+   All-reduce over CC_CUDA_ONESHOT_BYTES: each rank folds one slice of every
+   input and writes it into every rank's output, so that every byte is read
+   once and written once. */
 static cc_result cc_cuda__staged(cc_cuda_comm *g, const cc__call *k, cudaStream_t s);
 
 static cc_result cc_cuda__ipc_coll(cc_cuda_comm *g, const cc__call *k, cudaStream_t s) {
@@ -1560,27 +1569,25 @@ static cc_result cc_cuda__ipc_coll(cc_cuda_comm *g, const cc__call *k, cudaStrea
       break;
     case CC__REDUCE: case CC__ALL_REDUCE: case CC__REDUCE_SCATTER:
       if (k->coll == CC__REDUCE && g->rank != root) break;
-      if (twoshot) {                   /* slices of whole 16-byte packs */
-        size_t q = es >= 16 ? 1 : 16 / es, per = (k->count + n - 1) / n;
-        size_t lo, hi;
+      if (twoshot) {                   /* this rank's slice, of whole 16-byte packs */
+        size_t q = es >= 16 ? 1 : 16 / es, per = (k->count + n - 1) / n, lo, hi;
+        void *dst[CC_CUDA__MAXR];
         per = (per + q - 1) / q * q;
         lo = CC__MIN(k->count, per * (size_t)g->rank);
         hi = CC__MIN(k->count, lo + per);
-        for (p = 0; p < n; p++) CC_CUDA__AT(p, 0, lo * es, (hi - lo) * es, &src[p]);
-        CC__TRY(cc_cuda__fold(g, what, s, k->t, cc_cuda__gpu_op(g, k->op), src, rbuf + lo * es, hi - lo));
-        CC__TRY(cc_cuda__bar(g, what, s));
         for (p = 0; p < n; p++) {
-          if (p == g->rank) continue;
-          lo = CC__MIN(k->count, per * (size_t)p);
-          hi = CC__MIN(k->count, lo + per);
-          CC_CUDA__AT(p, 1, lo * es, (hi - lo) * es, &src[0]);
-          CC_CUDA__COPY(src[0], rbuf + lo * es, (hi - lo) * es);
+          CC_CUDA__AT(p, 0, lo * es, (hi - lo) * es, &src[p]);
+          CC_CUDA__AT(p, 1, lo * es, (hi - lo) * es, (const void **)&dst[p]);
         }
+        CC__TRY(cc_cuda__fold(g, what, s, k->t, cc_cuda__gpu_op(g, k->op), src, dst, n, hi - lo));
         break;
       }
       for (p = 0; p < n; p++)
         CC_CUDA__AT(p, 0, k->coll == CC__REDUCE_SCATTER ? (size_t)g->rank * one : 0, one, &src[p]);
-      CC__TRY(cc_cuda__fold(g, what, s, k->t, cc_cuda__gpu_op(g, k->op), src, rbuf, k->count));
+      {
+        void *dst = rbuf;
+        CC__TRY(cc_cuda__fold(g, what, s, k->t, cc_cuda__gpu_op(g, k->op), src, &dst, 1, k->count));
+      }
       break;
     case CC__GATHER: case CC__ALL_GATHER:
       if (k->coll == CC__GATHER && g->rank != root) break;
