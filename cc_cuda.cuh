@@ -369,27 +369,24 @@ template <typename S> union cc_cuda__pack { uint4 u; S s[16 / sizeof(S)]; };
 /* dst[d][i] = fold over src[0..n-1] of element i, for every d < ndst: 16 bytes
    per thread and load where every pointer is aligned, element by element for
    the rest. Each element is read and written by one thread only, so a
-   destination may be a source (in place). */
+   destination may be a source (in place). Thread t of `stride` threads; the
+   kernel runs it on the GPU, cc_cuda__host_fold on the CPU (the tests). */
 template <class P, int OP>
-__global__ void __launch_bounds__(CC_CUDA__THREADS) cc_cuda__fold_kernel(cc_cuda__fold_args a) {
+static CC__HD void cc_cuda__fold_body(const cc_cuda__fold_args &a, size_t t, size_t stride) {
   typedef typename P::S S;
   enum { L = 16 / sizeof(S) };
-  size_t stride = (size_t)gridDim.x * blockDim.x, t = (size_t)blockIdx.x * blockDim.x + threadIdx.x, i;
-  size_t npack = a.vec ? a.count / L : 0;
+  size_t i, npack = a.vec ? a.count / L : 0;
   int k, l, d;
   if (*a.abort) return;
   for (i = t; i < npack; i += stride) {
     cc_cuda__pack<S> in, out;
     typename P::A acc[L];
     in.u = ((const uint4 *)a.src[0])[i];
-#pragma unroll
     for (l = 0; l < L; l++) acc[l] = P::template first<OP>(in.s[l], a.scal[0]);
     for (k = 1; k < a.n; k++) {
       in.u = ((const uint4 *)a.src[k])[i];
-#pragma unroll
       for (l = 0; l < L; l++) acc[l] = P::template step<OP>(acc[l], in.s[l], a.scal[k]);
     }
-#pragma unroll
     for (l = 0; l < L; l++) out.s[l] = P::template last<OP>(acc[l], a.n);
     for (d = 0; d < a.ndst; d++) ((uint4 *)a.dst[d])[i] = out.u;
   }
@@ -399,16 +396,21 @@ __global__ void __launch_bounds__(CC_CUDA__THREADS) cc_cuda__fold_kernel(cc_cuda
   }
 }
 
-typedef void (*cc_cuda__fold_fn)(cc_cuda__fold_args);
-typedef void (*cc_cuda__host_fold_fn)(void *dst, const void *const *src, const unsigned char (*scal)[16], int n,
-                                      size_t count);
-
-/* The same fold on the CPU, element by element: what tests/test_cuda_fold.cu
-   compares with cc.h's cc__reduce_n, on machines without a GPU too. */
 template <class P, int OP>
-static void cc_cuda__host_fold(void *dst, const void *const *src, const unsigned char (*scal)[16], int n, size_t count) {
-  size_t i;
-  for (i = 0; i < count; i++) ((typename P::S *)dst)[i] = cc_cuda__fold_one<P, OP>(src, scal, n, i);
+__global__ void __launch_bounds__(CC_CUDA__THREADS) cc_cuda__fold_kernel(cc_cuda__fold_args a) {
+  cc_cuda__fold_body<P, OP>(a, (size_t)blockIdx.x * blockDim.x + threadIdx.x, (size_t)gridDim.x * blockDim.x);
+}
+
+typedef void (*cc_cuda__fold_fn)(cc_cuda__fold_args);
+typedef void (*cc_cuda__host_fold_fn)(const cc_cuda__fold_args *a, size_t threads);
+
+/* The kernel's body on the CPU, its `threads` threads one after the other:
+   what tests/test_cuda_fold.cu compares with cc.h's cc__reduce_n, on machines
+   without a GPU too. */
+template <class P, int OP>
+static void cc_cuda__host_fold(const cc_cuda__fold_args *a, size_t threads) {
+  size_t t;
+  for (t = 0; t < threads; t++) cc_cuda__fold_body<P, OP>(*a, t, threads);
 }
 
 struct cc_cuda__as_kernel {

@@ -1,8 +1,9 @@
-/* test_cuda_fold.cu - the GPU reduction kernels' arithmetic, checked on the CPU.
+/* test_cuda_fold.cu - the GPU reduction kernels, run on the CPU.
  *
- * cc_cuda.cuh's fold kernels compute every element with cc_cuda__fold_one, a
- * __host__ __device__ function; its CPU twin (cc_cuda__pick<cc_cuda__as_host>)
- * runs the very same element code here, on machines without a GPU too. For
+ * cc_cuda.cuh's fold kernel is a __host__ __device__ body run by every GPU
+ * thread; its CPU twin (cc_cuda__pick<cc_cuda__as_host>) runs the very same
+ * body here, thread after thread, on machines without a GPU too: the 16-byte
+ * pack path, the element path, several destinations and in place. For
  * every dtype and every op (premul_sum included), 1 to 5 sources, it must give
  * the bits of cc.h's own CPU fold cc__reduce_n (which tests/test_reduce.c checks
  * against an independent reference): random bit patterns (NaNs, infinities,
@@ -51,7 +52,12 @@ static void fill(cc_dtype t, unsigned char *buf, size_t count, int k, int mode) 
 }
 
 int main(void) {
-  static unsigned char src[MAX_SRC][N_ELEMS * 16], want[N_ELEMS * 16], got[N_ELEMS * 16];
+  static unsigned char src[MAX_SRC][N_ELEMS * 16] __attribute__((aligned(16)));
+  static unsigned char want[N_ELEMS * 16], got[3][N_ELEMS * 16] __attribute__((aligned(16)));
+  static unsigned char inplace[N_ELEMS * 16] __attribute__((aligned(16)));
+  static const char *const path_names[3] = {"16-byte packs", "elements", "three destinations, one in place"};
+  unsigned int no_abort = 0;
+  int path;
   unsigned char scal[MAX_SRC][16];
   const void *srcs[MAX_SRC], *scals[MAX_SRC];
   const int nsrcs[] = {1, 2, 3, 5};
@@ -81,22 +87,44 @@ int main(void) {
             scals[k] = scal[k];
           }
           memset(want, 0xa5, sizeof want);
-          memset(got, 0x5a, sizeof got);
           cc__reduce_n(want, srcs, n, N_ELEMS, (cc_dtype)t, op, scals);
-          fn(got, srcs, (const unsigned char (*)[16])scal, n, N_ELEMS * scale);
-          for (i = 0; i < N_ELEMS && !bad; i++) {
-            if (memcmp(want + i * es, got + i * es, es) == 0) continue;
-            {
-              char hw[40] = "", hg[40] = "";
-              size_t j;
-              for (j = 0; j < es && j < 16; j++) {
-                snprintf(hw + 2 * j, 3, "%02x", want[i * es + es - 1 - j]);
-                snprintf(hg + 2 * j, 3, "%02x", got[i * es + es - 1 - j]);
-              }
-              tu_fail(name, "%s values, %d sources, element %zu: cc.h gives %s, the kernel's fold %s",
-                      mode ? "moderate" : "random-bit", n, i, hw, hg);
+          /* the kernel's paths: 16-byte packs (7 threads) or elements only
+             (vec 0, 1 thread), one destination or three, the last of them
+             in place over source 0 (a copy of it) */
+          for (path = 0; path < 3 && !bad; path++) {
+            cc_cuda__fold_args a;
+            int d;
+            memset(&a, 0, sizeof a);
+            memcpy(inplace, src[0], N_ELEMS * es);
+            for (k = 0; k < n; k++) {
+              a.src[k] = k == 0 && path == 2 ? (const void *)inplace : srcs[k];
+              memcpy(a.scal[k], scal[k], 16);
             }
-            bad = 1;
+            a.n = n;
+            a.count = N_ELEMS * scale;
+            a.vec = path != 1;
+            a.ndst = path == 2 ? 3 : 1;
+            a.abort = &no_abort;
+            for (d = 0; d < a.ndst; d++) {
+              memset(got[d], 0x5a, sizeof got[d]);
+              a.dst[d] = d == 2 ? (void *)inplace : (void *)got[d];
+            }
+            fn(&a, path == 1 ? 1 : 7);
+            for (d = 0; d < a.ndst && !bad; d++) {
+              const unsigned char *res = (const unsigned char *)a.dst[d];
+              for (i = 0; i < N_ELEMS && !bad; i++) {
+                char hw[40] = "", hg[40] = "";
+                size_t j;
+                if (memcmp(want + i * es, res + i * es, es) == 0) continue;
+                for (j = 0; j < es && j < 16; j++) {
+                  snprintf(hw + 2 * j, 3, "%02x", want[i * es + es - 1 - j]);
+                  snprintf(hg + 2 * j, 3, "%02x", res[i * es + es - 1 - j]);
+                }
+                tu_fail(name, "%s values, %d sources, %s, destination %d, element %zu: cc.h gives %s, the kernel %s",
+                        mode ? "moderate" : "random-bit", n, path_names[path], d, i, hw, hg);
+                bad = 1;
+              }
+            }
           }
         }
       }
@@ -104,8 +132,8 @@ int main(void) {
     }
   }
   if (!tu_failures())
-    tu_pass("cuda fold: every dtype and op, the kernels' element code gives cc.h's bits",
-            "%d pairs x 1, 2, 3, 5 sources x %d elements x 2 value kinds; %d refused pairs have no kernel", pairs,
-            N_ELEMS, refused);
+    tu_pass("cuda fold: every dtype and op, the kernel's body gives cc.h's bits",
+            "%d pairs x 1, 2, 3, 5 sources x 3 paths x %d elements x 2 value kinds; %d refused pairs have no kernel",
+            pairs, N_ELEMS, refused);
   return tu_exit_code();
 }

@@ -1,0 +1,2309 @@
+/* test_cuda - cc_cuda.cuh on a GPU, every result checked bitwise against a
+ * plain host reference (test_ref.h) computed from every rank's inputs.
+ *
+ * Ranks are started with cc_spawn; rank r uses GPU r % (device count), so on a
+ * one-GPU machine every rank shares GPU 0. Each rank checks its own results and
+ * records them in memory shared with this process, which prints one PASS/FAIL
+ * line per (world, collective, buffer kind) or per (world, group), naming the
+ * first failed check. Device buffers are staged and read back on the stream of
+ * the call, with 256 sentinel bytes before and after every region: bytes
+ * written outside a buffer, into a send buffer or into a buffer a rank does
+ * not use are failures too.
+ *
+ *   cuda n=N COLL KIND       N = 2, 3, 4; COLL: broadcast, reduce, all_reduce,
+ *                            gather, all_gather, scatter, reduce_scatter,
+ *                            all_to_all and the four _v; KIND: "registered"
+ *                            (cc_cuda_malloc) or "cudaMalloc". Every dtype,
+ *                            every (dtype, op) pair cc.h allows (all of them
+ *                            on registered buffers, sum and one more per dtype
+ *                            on cudaMalloc ones), counts 0 (NULL buffers), 1,
+ *                            7, 4099 (sum), large odd counts (> 1 MiB per
+ *                            rank, above the 256 KiB one-shot limit) for a
+ *                            subset of pairs, and all_reduce at 64K-1, 64K,
+ *                            64K+1 float32 (the one-shot/two-shot switch);
+ *                            in and out of place (api.md's forms); roots 0 and
+ *                            N-1; NULL root-only buffers on other ranks in
+ *                            half of the cases; pointers one element past an
+ *                            aligned address in half of the count >= 7 cases;
+ *                            the legacy default stream in about 1 call of 4.
+ *                            The _v variants: uneven counts with a zero count
+ *                            for rank 1, gaps and reversed block order.
+ *   cuda n=N mode            cc_cuda_comm_mode is "ipc" (when every GPU used
+ *                            can reach the others), cc_cuda_comm_check CC_OK
+ *   cuda n=N barrier         a late rank (host sleep, then a GPU spin kernel
+ *                            on its stream): nobody's stream passes the
+ *                            barrier before the late rank's spin ended
+ *   cuda n=N stream_order    one rank's stream is held back by a spin kernel
+ *                            before each call, and every rank overwrites its
+ *                            send buffer on its stream right after the call:
+ *                            results stay right (a rank's stream must not pass
+ *                            a call before its peers have read its buffers);
+ *                            in ipc mode the held-back rank's call returns
+ *                            before its stream gets to it
+ *   cuda n=N premul_sum      cc_op_create_premul_sum (each rank its own
+ *                            scalar) through all_reduce (in and out of
+ *                            place), reduce and reduce_scatter
+ *   cuda n=N user_op         cc_op_create with host functions (largest
+ *                            magnitude, saturating uint8 sum, int64 sum)
+ *   cuda n=N p2p_*           ring exchanges (one and both directions) in one
+ *                            group; a send to oneself and its receive in one
+ *                            group; messages between a pair matched in order
+ *                            (grouped and not); every pair at once in a group
+ *   cuda n=N buffer_reuse    cudaMalloc / cc_cuda_malloc buffers freed and
+ *                            allocated again between calls (the same address
+ *                            comes back: a cached mapping must not be reused)
+ *   cuda n=N invalid_args    host memory as a device pointer, NULL with a
+ *                            count, a bad dtype/op pair, a root out of range,
+ *                            overlapping buffers: CC_ERR_INVALID_ARG on every
+ *                            rank, and the communicator still works
+ *   cuda n=N mismatch        rank 0 all_reduce count 8, the others 9:
+ *                            CC_ERR_MISMATCH everywhere; the stream drains
+ *   cuda n=N destroy         cc_cuda_comm_destroy returns (CC_OK when nothing
+ *                            failed before)
+ *   cuda staged n=3 ...      the same with CC_CUDA_TRANSPORT=staged (sum and
+ *                            one more op per dtype, counts 0, 7, 4099, large
+ *                            float32); mode must be "staged"
+ *   cuda twoshot n=3|4 ...   all_reduce and reduce_scatter with
+ *                            CC_CUDA_ONESHOT_BYTES=0 (two-shot from 1
+ *                            element: counts 1..2N+2, slices some ranks find
+ *                            empty), premul, user, stream_order
+ *   cuda n=3 peer_exit ...   rank 1 _exit(3)s just before an all_reduce, or
+ *                            right after queueing one behind a long spin
+ *                            kernel; with CC_TIMEOUT=5 the others' call or
+ *                            cc_cuda_comm_check reports CC_ERR_PEER_LOST,
+ *                            CC_ERR_TIMEOUT or CC_ERR_ABORTED within a few
+ *                            seconds, their cudaStreamSynchronize returns,
+ *                            later calls fail, cc_cuda_comm_destroy returns
+ *
+ * Without a usable GPU (cudaGetDeviceCount fails or finds none) it prints one
+ * line "SKIP: cuda: no CUDA device (...)" and exits 0. The device count is
+ * asked in a forked child: CUDA does not survive fork, and the ranks are
+ * forked from this process.
+ *
+ *   test_cuda                     everything
+ *   test_cuda 3 staged death      only world size 3, the staged pass, the peer_exit cases
+ *                                 (words: 2 3 4 staged twoshot death)
+ *   CC_TEST_QUICK=1               world size 3 only, fewer large cases
+ *   CC_TEST_VERBOSE=1             timings on stderr */
+#define CC_IMPLEMENTATION
+#include "cc.h"
+#include "cc_cuda.cuh"
+#include "test_util.h"
+#include "test_ref.h"
+
+#include <cuda_runtime_api.h>
+#include <errno.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#define MAXR TR_MAXR
+#define GUARD 256            /* sentinel bytes before and after every device region */
+#define SENT TR_SENTINEL
+
+/* ------------------------------------------------------------ what runs */
+
+enum { W_IPC, W_STAGED, W_TWOSHOT };                 /* world types */
+static const char *const w_prefix[] = {"", "staged ", "twoshot "};
+
+enum { BK_REG, BK_PLAIN, BK_COUNT };                 /* buffer kinds */
+static const char *const bk_names[BK_COUNT] = {"registered", "cudaMalloc"};
+
+enum { T_REG = BK_REG, T_PLAIN = BK_PLAIN, T_MISC, T_COUNT }; /* result tables */
+
+enum {
+  K_BROADCAST, K_REDUCE, K_ALL_REDUCE, K_GATHER, K_ALL_GATHER, K_SCATTER, K_REDUCE_SCATTER,
+  K_ALL_TO_ALL, K_GATHER_V, K_ALL_GATHER_V, K_SCATTER_V, K_ALL_TO_ALL_V, K_COUNT,
+  K_P2P = 100 /* labels of the p2p groups */
+};
+static const char *const k_names[K_COUNT] = {
+  "broadcast", "reduce", "all_reduce", "gather", "all_gather", "scatter", "reduce_scatter",
+  "all_to_all", "gather_v", "all_gather_v", "scatter_v", "all_to_all_v"};
+
+static int is_red(int k) { return k == K_REDUCE || k == K_ALL_REDUCE || k == K_REDUCE_SCATTER; }
+static int has_root(int k) {
+  return k == K_BROADCAST || k == K_REDUCE || k == K_GATHER || k == K_SCATTER ||
+         k == K_GATHER_V || k == K_SCATTER_V;
+}
+static int has_inplace(int k) { return k != K_BROADCAST && k < K_GATHER_V; }
+static int is_v(int k) { return k >= K_GATHER_V && k <= K_ALL_TO_ALL_V; }
+
+enum {
+  M_MODE, M_BARRIER, M_ORDER, M_PREMUL, M_USER, M_P2P_RING, M_P2P_SELF, M_P2P_ORDER, M_P2P_ALL,
+  M_REUSE, M_INVALID, M_MISMATCH, M_DESTROY, M_COUNT
+};
+static const char *const m_names[M_COUNT] = {
+  "mode", "barrier", "stream_order", "premul_sum", "user_op", "p2p_ring", "p2p_self",
+  "p2p_in_order", "p2p_all_pairs", "buffer_reuse", "invalid_args", "mismatch", "destroy"};
+
+/* Coverage of one collective group, gathered by rank 0 as it runs. */
+typedef struct gstat {
+  uint32_t dtypes;
+  uint8_t ops[CC_DTYPE_COUNT]; /* bit op: the pair ran */
+  int ncounts;
+  size_t counts[32];
+  int inplace;                 /* bit 0: out of place ran, bit 1: in place */
+  long misaligned, legacy, nullroot, cases;
+} gstat;
+
+typedef struct wshared {
+  tr_table tab[T_COUNT];
+  gstat st[BK_COUNT][K_COUNT];
+  char cover[M_COUNT][300];    /* misc groups: what ran, written by rank 0 */
+  int64_t barrier_count[64];
+  int64_t barrier_enq_ns[64];  /* when the late rank queued its spin */
+} wshared;
+
+typedef struct warg {
+  wshared *sh;
+  int wtype, n, quick, ndev, expect_ipc;
+} warg;
+
+static int plan_coll(int wtype, int k) {
+  if (wtype == W_TWOSHOT) return k == K_ALL_REDUCE || k == K_REDUCE_SCATTER;
+  return 1;
+}
+static int plan_misc(int wtype, int m) {
+  if (wtype == W_TWOSHOT)
+    return m == M_MODE || m == M_ORDER || m == M_PREMUL || m == M_USER || m == M_DESTROY;
+  return 1;
+}
+
+/* ------------------------------------------------------------ a rank */
+
+typedef struct tcase tcase;
+typedef void (*ref_fn)(void *out, size_t first, size_t n, const tcase *cs, int nranks);
+
+struct tcase {
+  int k;
+  cc_dtype t;
+  cc_op op;
+  size_t count;
+  int inplace, root, null_nonroot, off; /* off: data one element past aligned */
+  int bk;                               /* buffer kind */
+  int pattern, layout;                  /* _v */
+  int gkind;                            /* tr_gen kind of the inputs */
+  uint64_t seed;
+  ref_fn ref;                           /* NULL: the builtin op's tr_reference */
+  const void *env;                      /* for ref */
+  const char *opname;                   /* NULL: tr_op_name(op) */
+};
+
+typedef struct ctx {
+  tr_ctx t;
+  warg *w;
+  cc_cuda_comm *g;
+  cudaStream_t s;
+  int dev, dead, verbose;
+  size_t cap;                              /* bytes of each device arena */
+  unsigned char *A[BK_COUNT], *B[BK_COUNT]; /* device arenas */
+  unsigned char *hA, *hB;                   /* host images, cap bytes each */
+  long variant;                             /* case counter, the same on every rank */
+  long ncalls;                              /* calls made here (stream choice) */
+} ctx;
+
+static int group_begin(ctx *x, int tab, int g) {
+  x->t.tab = &x->w->sh->tab[tab];
+  return tr_group_begin(&x->t, g);
+}
+static void group_end(ctx *x) {
+  tr_group_end(&x->t);
+  x->t.cur = NULL;
+}
+
+static void misc_cover(ctx *x, int m, const char *fmt, ...) {
+  va_list ap;
+  if (x->t.rank != 0) return;
+  va_start(ap, fmt);
+  vsnprintf(x->w->sh->cover[m], sizeof x->w->sh->cover[m], fmt, ap);
+  va_end(ap);
+}
+
+/* 1 when rc is CC_OK, else records the failure with the GPU communicator's detail. */
+static int cc_ok(ctx *x, cc_result rc, const char *call) {
+  if (rc == CC_OK) return 1;
+  tr_fail(&x->t, "%s returned %s (%s)", call, cc_strerror(rc),
+          x->g ? cc_cuda_comm_last_error(x->g) : cc_comm_last_error(x->t.c));
+  return 0;
+}
+
+/* A CUDA runtime call of the test itself failed: the context may be gone, this
+ * rank stops. */
+static int cu_ok(ctx *x, cudaError_t e, const char *what) {
+  if (e == cudaSuccess) return 1;
+  tr_fail(&x->t, "%s: %s: %s", what, cudaGetErrorName(e), cudaGetErrorString(e));
+  x->dead = 1;
+  return 0;
+}
+
+static int64_t now_ns(void) { return (int64_t)(tu_now() * 1e9); }
+
+/* ------------------------------------------------------------ GPU delay */
+
+#ifdef __CUDACC__
+static __global__ void tc_spin_kernel(unsigned long long ns) {
+  unsigned long long t0, t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  } while (t - t0 < ns);
+}
+/* Hold stream s back for at least ns nanoseconds, counted from now. */
+static cudaError_t stream_spin(cudaStream_t s, unsigned long long ns) {
+  tc_spin_kernel<<<1, 1, 0, s>>>(ns);
+  return cudaGetLastError();
+}
+#else
+static void CUDART_CB tc_spin_host(void *p) { tu_sleep_us((long)((uintptr_t)p / 1000u)); }
+static cudaError_t stream_spin(cudaStream_t s, unsigned long long ns) {
+  return cudaLaunchHostFunc(s, tc_spin_host, (void *)(uintptr_t)ns);
+}
+#endif
+
+/* ------------------------------------------------------------ device regions */
+
+/* A device region: GUARD sentinel bytes, the data at base + doff, GUARD more. */
+typedef struct region {
+  unsigned char *base;
+  size_t doff, bytes;
+  unsigned char *img; /* host image of the whole span after fetch */
+  int used;
+} region;
+
+static size_t rspan(const region *r) { return r->doff + r->bytes + GUARD; }
+static unsigned char *rdata(const region *r) { return r->used ? r->base + r->doff : NULL; }
+
+static void rset(ctx *x, region *r, unsigned char *arena, const tcase *cs, size_t bytes, int used) {
+  (void)x;
+  r->base = arena;
+  r->doff = GUARD + (cs->off ? tr_size(cs->t) : 0);
+  r->bytes = bytes;
+  r->img = NULL;
+  r->used = used;
+}
+
+/* Fill the region's span with the sentinel and upload init (ibytes) at data
+ * offset `at`, on stream st. */
+static int stage(ctx *x, cudaStream_t st, const region *r, const void *init, size_t at,
+                 size_t ibytes) {
+  if (!r->used) return 1;
+  if (rspan(r) > x->cap) {
+    tr_fail(&x->t, "test bug: a region of %zu bytes does not fit the %zu-byte arena", rspan(r),
+            x->cap);
+    return 0;
+  }
+  if (!cu_ok(x, cudaMemsetAsync(r->base, SENT, rspan(r), st), "cudaMemsetAsync")) return 0;
+  if (init && ibytes &&
+      !cu_ok(x, cudaMemcpyAsync(r->base + r->doff + at, init, ibytes, cudaMemcpyHostToDevice, st),
+             "cudaMemcpyAsync(host to device)"))
+    return 0;
+  return 1;
+}
+
+static int fetch(ctx *x, cudaStream_t st, region *r, unsigned char *host) {
+  if (!r->used) return 1;
+  r->img = host;
+  return cu_ok(x, cudaMemcpyAsync(host, r->base, rspan(r), cudaMemcpyDeviceToHost, st),
+               "cudaMemcpyAsync(device to host)");
+}
+
+static int sync_stream(ctx *x, cudaStream_t st) {
+  return cu_ok(x, cudaStreamSynchronize(st), "cudaStreamSynchronize");
+}
+
+static void chk_guards(ctx *x, const char *what, const region *r) {
+  size_t i, span;
+  if (!r->used || !r->img) return;
+  span = rspan(r);
+  for (i = 0; i < r->doff; i++)
+    if (r->img[i] != SENT) {
+      tr_fail(&x->t, "%s: written %zu bytes before its start", what, r->doff - i);
+      return;
+    }
+  for (i = r->doff + r->bytes; i < span; i++)
+    if (r->img[i] != SENT) {
+      tr_fail(&x->t, "%s: written %zu bytes after its end", what, i - r->doff - r->bytes + 1);
+      return;
+    }
+}
+
+/* n elements at data offset at_bytes must equal want, bitwise. */
+static void chk_data(ctx *x, const char *what, const region *r, size_t at_bytes, const void *want,
+                     size_t n, cc_dtype t) {
+  char m[300];
+  if (!r->used || !r->img || !n) return;
+  if (tr_compare(r->img + r->doff + at_bytes, want, n, t, m, sizeof m))
+    tr_fail(&x->t, "%s: %s", what, m);
+}
+
+static void chk_untouched(ctx *x, const char *what, const region *r) {
+  size_t i, span;
+  if (!r->used || !r->img) return;
+  span = rspan(r);
+  i = tr_first_not_sentinel(r->img, span);
+  if (i < span)
+    tr_fail(&x->t, "%s: written at byte %lld of the data although this rank does not use it", what,
+            (long long)i - (long long)r->doff);
+}
+
+static unsigned char *hbuf(size_t bytes) { return (unsigned char *)malloc(bytes ? bytes : 1); }
+
+/* ------------------------------------------------------------ references */
+
+static int gen_kind(cc_op op) { return op == CC_PROD ? TR_GEN_NEAR_ONE : TR_GEN_ANY; }
+
+static void ref_builtin(void *out, size_t first, size_t n, const tcase *cs, int nranks) {
+  tr_reference(out, cs->t, cs->op, cs->gkind, cs->seed, nranks, first, n);
+}
+
+static void reference(void *out, size_t first, size_t n, const tcase *cs, int nranks) {
+  if (!n) return;
+  (cs->ref ? cs->ref : ref_builtin)(out, first, n, cs, nranks);
+}
+
+/* premul_sum: the scalar of rank r, exactly representable in t (as test_ops) */
+static void premul_scalar(cc_dtype t, int r, void *out) {
+  double re = t == CC_INT32 ? (double)(r + 1) : 0.75 * (double)(r + 1);
+  double im = 0.5 - 0.25 * (double)r;
+  switch (t) {
+  case CC_INT32: { int32_t v = (int32_t)re; memcpy(out, &v, 4); break; }
+  case CC_COMPLEX64: { float z[2]; z[0] = (float)re; z[1] = (float)im; memcpy(out, z, 8); break; }
+  default: tr_store_real(out, t, re); break;
+  }
+}
+
+/* sum over ranks in rank order of (scalar_r * x_r), half types in float32 rounded once */
+static void ref_premul(void *outp, size_t first, size_t n, const tcase *cs, int nranks) {
+  unsigned char *out = (unsigned char *)outp, xv[16], s[16];
+  size_t i, es = tr_size(cs->t);
+  tr_acc acc, term, sc;
+  int r;
+  for (i = 0; i < n; i++) {
+    memset(&acc, 0, sizeof acc);
+    for (r = 0; r < nranks; r++) {
+      tr_gen_at(xv, cs->t, cs->gkind, cs->seed, r, first + i);
+      premul_scalar(cs->t, r, s);
+      tr_acc_load(&term, cs->t, xv);
+      tr_acc_load(&sc, cs->t, s);
+      if (cs->t == CC_COMPLEX64)
+        tr_acc_op(&term, &sc, cs->t, CC_PROD);
+      else if (cs->t == CC_INT32)
+        term.u = (uint64_t)(int64_t)(int32_t)(uint32_t)(term.u * sc.u);
+      else if (cs->t == CC_FLOAT64)
+        term.d = sc.d * term.d;
+      else
+        term.f = sc.f * term.f;
+      if (r == 0)
+        acc = term;
+      else
+        tr_acc_op(&acc, &term, cs->t, CC_SUM);
+    }
+    tr_acc_store(&acc, cs->t, CC_SUM, nranks, out + i * es);
+  }
+}
+
+/* user ops (host functions): associative and commutative, so that the result
+ * does not depend on how the library groups the operands */
+#define USER_MAGIC 0x5ca1ab1eu
+typedef struct user_state {
+  unsigned magic;
+  cc_dtype expect;
+  long calls, bad_user, bad_dtype;
+} user_state;
+static user_state g_user[3];
+enum { U_MAXABS, U_SATADD, U_SUM64 };
+static const char *const u_names[3] = {"maxabs", "satadd", "wrapsum"};
+
+static void user_record(void *user, int which, cc_dtype t, int ok_dtype) {
+  user_state *u = (user_state *)user;
+  if (u != &g_user[which] || u->magic != USER_MAGIC) {
+    __atomic_add_fetch(&g_user[which].bad_user, 1, __ATOMIC_RELAXED);
+    return;
+  }
+  __atomic_add_fetch(&u->calls, 1, __ATOMIC_RELAXED);
+  (void)t;
+  if (!ok_dtype) __atomic_add_fetch(&u->bad_dtype, 1, __ATOMIC_RELAXED);
+}
+
+/* larger |x| wins; on equal magnitudes the larger bit pattern (a total order) */
+static int maxabs_b_wins_f(float a, float b) {
+  float fa = fabsf(a), fb = fabsf(b);
+  return fb > fa || (fb == fa && tu_f32_bits(b) > tu_f32_bits(a));
+}
+static int maxabs_b_wins_d(double a, double b) {
+  double fa = fabs(a), fb = fabs(b);
+  uint64_t ua, ub;
+  memcpy(&ua, &a, 8);
+  memcpy(&ub, &b, 8);
+  return fb > fa || (fb == fa && ub > ua);
+}
+
+static void op_maxabs(void *inout, const void *in, size_t count, cc_dtype t, void *user) {
+  size_t i;
+  user_record(user, U_MAXABS, t, t == CC_FLOAT32 || t == CC_FLOAT64);
+  if (t == CC_FLOAT32) {
+    float *a = (float *)inout;
+    const float *b = (const float *)in;
+    for (i = 0; i < count; i++)
+      if (maxabs_b_wins_f(a[i], b[i])) a[i] = b[i];
+  } else if (t == CC_FLOAT64) {
+    double *a = (double *)inout;
+    const double *b = (const double *)in;
+    for (i = 0; i < count; i++)
+      if (maxabs_b_wins_d(a[i], b[i])) a[i] = b[i];
+  }
+}
+static void op_satadd(void *inout, const void *in, size_t count, cc_dtype t, void *user) {
+  uint8_t *a = (uint8_t *)inout;
+  const uint8_t *b = (const uint8_t *)in;
+  size_t i;
+  user_record(user, U_SATADD, t, t == CC_UINT8);
+  for (i = 0; i < count; i++) a[i] = (uint8_t)(a[i] + b[i] > 255 ? 255 : a[i] + b[i]);
+}
+static void op_sum64(void *inout, const void *in, size_t count, cc_dtype t, void *user) {
+  uint64_t *a = (uint64_t *)inout;
+  const uint64_t *b = (const uint64_t *)in;
+  size_t i;
+  user_record(user, U_SUM64, t, t == CC_INT64);
+  for (i = 0; i < count; i++) a[i] += b[i];
+}
+
+typedef struct user_env { int which; } user_env;
+
+static void ref_user(void *outp, size_t first, size_t n, const tcase *cs, int nranks) {
+  const user_env *e = (const user_env *)cs->env;
+  unsigned char *out = (unsigned char *)outp, xv[16], acc[16];
+  size_t i, es = tr_size(cs->t);
+  int r;
+  for (i = 0; i < n; i++) {
+    for (r = 0; r < nranks; r++) {
+      tr_gen_at(xv, cs->t, cs->gkind, cs->seed, r, first + i);
+      if (r == 0) {
+        memcpy(acc, xv, es);
+        continue;
+      }
+      switch (e->which) {
+      case U_MAXABS:
+        if (cs->t == CC_FLOAT32) {
+          float a, b;
+          memcpy(&a, acc, 4);
+          memcpy(&b, xv, 4);
+          if (maxabs_b_wins_f(a, b)) memcpy(acc, xv, 4);
+        } else {
+          double a, b;
+          memcpy(&a, acc, 8);
+          memcpy(&b, xv, 8);
+          if (maxabs_b_wins_d(a, b)) memcpy(acc, xv, 8);
+        }
+        break;
+      case U_SATADD: acc[0] = (uint8_t)(acc[0] + xv[0] > 255 ? 255 : acc[0] + xv[0]); break;
+      default: {
+        uint64_t a, b;
+        memcpy(&a, acc, 8);
+        memcpy(&b, xv, 8);
+        a += b;
+        memcpy(acc, &a, 8);
+        break;
+      }
+      }
+    }
+    memcpy(out + i * es, acc, es);
+  }
+}
+
+/* ------------------------------------------------------------ _v layouts */
+
+enum { P_SMALL, P_IRREGULAR, P_LARGE, P_ONE, P_ZERO, P_COUNT };
+static const char *const p_names[P_COUNT] = {"small", "irregular", "large", "one-sender",
+                                             "all-zero"};
+enum { L_PACKED, L_GAPS, L_REVERSED, L_COUNT };
+static const char *const l_names[L_COUNT] = {"packed", "gaps", "reversed+gaps"};
+
+/* More than 1 MiB of elements of t, odd. */
+static size_t big_count(cc_dtype t) { return (1200000 / tr_size(t)) | 1; }
+
+/* elements rank r contributes (gather_v, all_gather_v, scatter_v); rank 1 none */
+static size_t count_of(const tcase *cs, int n, int r) {
+  uint64_t h = tu_hash3(cs->seed, 11, (uint64_t)r);
+  switch (cs->pattern) {
+  case P_SMALL: return r == 1 ? 0 : (size_t)(h % 8) + 1;
+  case P_IRREGULAR: return r == 1 ? 0 : (size_t)(h % 3000) + 1;
+  case P_LARGE:
+    if (r == n - 1) return big_count(cs->t);
+    return r == 1 ? 0 : (size_t)(h % 3000) + 1;
+  case P_ONE: return r == n - 1 ? 5 : 0;
+  default: return 0;
+  }
+}
+
+/* elements rank r sends to rank j (all_to_all_v, p2p all pairs) */
+static size_t pair_count(const tcase *cs, int n, int r, int j) {
+  uint64_t h = tu_hash4(cs->seed, 12, (uint64_t)r, (uint64_t)j);
+  switch (cs->pattern) {
+  case P_SMALL: return (r + 2 * j) % 3 == 0 ? 0 : (size_t)(h % 8) + 1;
+  case P_IRREGULAR: return (r + 2 * j) % 3 == 0 ? 0 : (size_t)(h % 2000) + 1;
+  case P_LARGE:
+    if (r == 0 && j == n - 1) return big_count(cs->t);
+    return (r + 2 * j) % 3 == 0 ? 0 : (size_t)(h % 2000) + 1;
+  case P_ONE: return r == n - 1 && j == 0 ? 7 : 0;
+  default: return 0;
+  }
+}
+
+/* Displacements of blocks counts[0..n) in the layout of cs, gaps drawn from
+ * (seed, salt). Returns the buffer length in elements. */
+static size_t layout_of(const tcase *cs, int n, const size_t *counts, size_t *displs,
+                        uint64_t salt) {
+  size_t pos = 0;
+  int i, r;
+  for (i = 0; i < n; i++) {
+    r = cs->layout == L_REVERSED ? n - 1 - i : i;
+    if (cs->layout != L_PACKED) pos += (size_t)(tu_hash3(cs->seed, salt, (uint64_t)r) % 40);
+    displs[r] = pos;
+    pos += counts[r];
+  }
+  if (cs->layout != L_PACKED) pos += 3;
+  return pos;
+}
+
+/* ------------------------------------------------------------ the collectives */
+
+/* rank 0 keeps what ran, for the PASS line */
+static void note_case(ctx *x, const tcase *cs, cudaStream_t st) {
+  gstat *g;
+  int i;
+  if (x->t.rank != 0 || cs->k < 0 || cs->k >= K_COUNT) return;
+  g = &x->w->sh->st[cs->bk][cs->k];
+  g->cases++;
+  g->dtypes |= 1u << cs->t;
+  if (cs->op >= 0 && cs->op < 8) g->ops[cs->t] |= (uint8_t)(1u << cs->op);
+  g->inplace |= cs->inplace ? 2 : 1;
+  if (cs->off) g->misaligned++;
+  if (!st) g->legacy++;
+  if (cs->null_nonroot) g->nullroot++;
+  for (i = 0; i < g->ncounts; i++)
+    if (g->counts[i] == cs->count) return;
+  if (g->ncounts < 32) g->counts[g->ncounts++] = cs->count;
+}
+
+/* The stream of the next call: the created one, or in about 1 call of 4 the
+ * legacy default stream. */
+static cudaStream_t pick_stream(ctx *x) {
+  x->ncalls++;
+  return ((x->ncalls + x->t.rank) & 3) == 3 ? (cudaStream_t)0 : x->s;
+}
+
+static void label_case(ctx *x, const tcase *cs, cudaStream_t st) {
+  int red = cs->k == K_REDUCE || cs->k == K_ALL_REDUCE || cs->k == K_REDUCE_SCATTER;
+  int v = cs->k >= K_GATHER_V && cs->k <= K_ALL_TO_ALL_V;
+  char extra[120], roots[24];
+  extra[0] = roots[0] = 0;
+  if (has_root(cs->k)) snprintf(roots, sizeof roots, " root=%d", cs->root);
+  if (v)
+    snprintf(extra, sizeof extra, " %s/%s", p_names[cs->pattern], l_names[cs->layout]);
+  else
+    snprintf(extra, sizeof extra, " count=%zu %s", cs->count,
+             cs->inplace ? "in-place" : "out-of-place");
+  tr_label(&x->t, "%s %s%s%s%s %s%s%s%s%s", k_names[cs->k], tr_dtype_name(cs->t),
+           red ? "/" : "", red ? (cs->opname ? cs->opname : tr_op_name(cs->op)) : "", extra,
+           bk_names[cs->bk], cs->off ? " misaligned(+1 element)" : "",
+           st ? "" : " stream=legacy-default",
+           cs->null_nonroot && has_root(cs->k) ? " NULL-root-only-args-elsewhere" : "", roots);
+  note_case(x, cs, st);
+}
+
+static void run_broadcast(ctx *x, const tcase *cs, cudaStream_t st) {
+  size_t es = tr_size(cs->t), cnt = cs->count, bytes = cnt * es;
+  unsigned char *in = hbuf(bytes);
+  region B;
+  cc_result rc;
+  rset(x, &B, x->B[cs->bk], cs, bytes, cnt > 0);
+  tr_fill(in, cs->t, TR_GEN_ANY, cs->seed, cs->root, 0, cnt);
+  if (!stage(x, st, &B, x->t.rank == cs->root ? in : NULL, 0, bytes)) goto out;
+  rc = cc_cuda_broadcast(x->g, rdata(&B), cnt, cs->t, cs->root, st);
+  if (!cc_ok(x, rc, "cc_cuda_broadcast")) {
+    sync_stream(x, st);
+    goto out;
+  }
+  if (!fetch(x, st, &B, x->hB) || !sync_stream(x, st)) goto out;
+  chk_data(x, "buf", &B, 0, in, cnt, cs->t);
+  chk_guards(x, "buf", &B);
+out:
+  free(in);
+}
+
+/* reduce (all == 0) and all_reduce (all == 1) */
+static void run_reduce(ctx *x, const tcase *cs, int all, cudaStream_t st) {
+  size_t es = tr_size(cs->t), cnt = cs->count, bytes = cnt * es;
+  int is_root = all || x->t.rank == cs->root;
+  unsigned char *in = hbuf(bytes), *want = hbuf(bytes);
+  region S, R;
+  cc_result rc;
+  tr_fill(in, cs->t, cs->gkind, cs->seed, x->t.rank, 0, cnt);
+  if (cs->inplace) {
+    rset(x, &R, x->B[cs->bk], cs, bytes, cnt > 0);
+    S = R;
+    S.used = 0; /* the same memory: staged, fetched and checked as R */
+    if (!stage(x, st, &R, in, 0, bytes)) goto out;
+  } else {
+    rset(x, &S, x->A[cs->bk], cs, bytes, cnt > 0);
+    rset(x, &R, x->B[cs->bk], cs, bytes, cnt > 0 && (is_root || !cs->null_nonroot));
+    if (!stage(x, st, &S, in, 0, bytes) || !stage(x, st, &R, NULL, 0, 0)) goto out;
+  }
+  if (is_root) reference(want, 0, cnt, cs, x->t.n);
+  if (all)
+    rc = cc_cuda_all_reduce(x->g, cs->inplace ? rdata(&R) : rdata(&S), rdata(&R), cnt, cs->t,
+                            cs->op, st);
+  else
+    rc = cc_cuda_reduce(x->g, cs->inplace ? rdata(&R) : rdata(&S), rdata(&R), cnt, cs->t, cs->op,
+                        cs->root, st);
+  if (!cc_ok(x, rc, all ? "cc_cuda_all_reduce" : "cc_cuda_reduce")) {
+    sync_stream(x, st);
+    goto out;
+  }
+  if (!fetch(x, st, &S, x->hA) || !fetch(x, st, &R, x->hB) || !sync_stream(x, st)) goto out;
+  if (is_root)
+    chk_data(x, "recvbuf", &R, 0, want, cnt, cs->t);
+  else if (cs->inplace)
+    chk_data(x, "buffer of a non-root rank (in place; only read)", &R, 0, in, cnt, cs->t);
+  else
+    chk_untouched(x, "recvbuf of a non-root rank", &R);
+  chk_data(x, "sendbuf (only read)", &S, 0, in, cnt, cs->t);
+  chk_guards(x, "sendbuf", &S);
+  chk_guards(x, cs->inplace ? "buffer" : "recvbuf", &R);
+out:
+  free(in);
+  free(want);
+}
+
+/* gather (all == 0) and all_gather (all == 1) */
+static void run_gather(ctx *x, const tcase *cs, int all, cudaStream_t st) {
+  size_t es = tr_size(cs->t), cnt = cs->count, bytes = cnt * es, tot = bytes * (size_t)x->t.n;
+  int is_root = all || x->t.rank == cs->root, r, inplace = cs->inplace && is_root;
+  unsigned char *in = hbuf(bytes), *want = hbuf(tot), *send;
+  region S, R;
+  cc_result rc;
+  tr_fill(in, cs->t, TR_GEN_ANY, cs->seed, x->t.rank, 0, cnt);
+  for (r = 0; r < x->t.n; r++)
+    tr_fill(want + (size_t)r * bytes, cs->t, TR_GEN_ANY, cs->seed, r, 0, cnt);
+  rset(x, &R, x->B[cs->bk], cs, tot, cnt > 0 && (is_root || !cs->null_nonroot));
+  if (inplace) {
+    rset(x, &S, x->A[cs->bk], cs, bytes, 0);
+    if (!stage(x, st, &R, in, (size_t)x->t.rank * bytes, bytes)) goto out;
+    send = rdata(&R) ? rdata(&R) + (size_t)x->t.rank * bytes : NULL;
+  } else {
+    rset(x, &S, x->A[cs->bk], cs, bytes, cnt > 0);
+    if (!stage(x, st, &S, in, 0, bytes) || !stage(x, st, &R, NULL, 0, 0)) goto out;
+    send = rdata(&S);
+  }
+  if (all)
+    rc = cc_cuda_all_gather(x->g, send, rdata(&R), cnt, cs->t, st);
+  else
+    rc = cc_cuda_gather(x->g, send, rdata(&R), cnt, cs->t, cs->root, st);
+  if (!cc_ok(x, rc, all ? "cc_cuda_all_gather" : "cc_cuda_gather")) {
+    sync_stream(x, st);
+    goto out;
+  }
+  if (!fetch(x, st, &S, x->hA) || !fetch(x, st, &R, x->hB) || !sync_stream(x, st)) goto out;
+  if (is_root)
+    chk_data(x, "recvbuf", &R, 0, want, cnt * (size_t)x->t.n, cs->t);
+  else
+    chk_untouched(x, "recvbuf of a non-root rank", &R);
+  chk_data(x, "sendbuf (only read)", &S, 0, in, cnt, cs->t);
+  chk_guards(x, "sendbuf", &S);
+  chk_guards(x, "recvbuf", &R);
+out:
+  free(in);
+  free(want);
+}
+
+static void run_scatter(ctx *x, const tcase *cs, cudaStream_t st) {
+  size_t es = tr_size(cs->t), cnt = cs->count, bytes = cnt * es, tot = bytes * (size_t)x->t.n;
+  int is_root = x->t.rank == cs->root, inplace = cs->inplace && is_root;
+  unsigned char *in = hbuf(tot), *want = hbuf(bytes), *recv;
+  region S, R;
+  cc_result rc;
+  tr_fill(in, cs->t, TR_GEN_ANY, cs->seed, cs->root, 0, cnt * (size_t)x->t.n);
+  tr_fill(want, cs->t, TR_GEN_ANY, cs->seed, cs->root, (size_t)x->t.rank * cnt, cnt);
+  rset(x, &S, x->B[cs->bk], cs, tot, cnt > 0 && (is_root || !cs->null_nonroot));
+  rset(x, &R, x->A[cs->bk], cs, bytes, cnt > 0 && !inplace);
+  if (!stage(x, st, &S, is_root ? in : NULL, 0, tot) || !stage(x, st, &R, NULL, 0, 0)) goto out;
+  recv = inplace ? (rdata(&S) ? rdata(&S) + (size_t)x->t.rank * bytes : NULL) : rdata(&R);
+  rc = cc_cuda_scatter(x->g, rdata(&S), recv, cnt, cs->t, cs->root, st);
+  if (!cc_ok(x, rc, "cc_cuda_scatter")) {
+    sync_stream(x, st);
+    goto out;
+  }
+  if (!fetch(x, st, &S, x->hB) || !fetch(x, st, &R, x->hA) || !sync_stream(x, st)) goto out;
+  if (inplace)
+    chk_data(x, "recvbuf (in place, in sendbuf)", &S, (size_t)x->t.rank * bytes, want, cnt, cs->t);
+  else
+    chk_data(x, "recvbuf", &R, 0, want, cnt, cs->t);
+  if (is_root)
+    chk_data(x, "sendbuf (only read)", &S, 0, in, cnt * (size_t)x->t.n, cs->t);
+  else
+    chk_untouched(x, "sendbuf of a non-root rank", &S);
+  chk_guards(x, "sendbuf", &S);
+  chk_guards(x, "recvbuf", &R);
+out:
+  free(in);
+  free(want);
+}
+
+static void run_reduce_scatter(ctx *x, const tcase *cs, cudaStream_t st) {
+  size_t es = tr_size(cs->t), cnt = cs->count, bytes = cnt * es, tot = bytes * (size_t)x->t.n;
+  unsigned char *in = hbuf(tot), *want = hbuf(bytes), *recv;
+  region S, R;
+  cc_result rc;
+  tr_fill(in, cs->t, cs->gkind, cs->seed, x->t.rank, 0, cnt * (size_t)x->t.n);
+  reference(want, (size_t)x->t.rank * cnt, cnt, cs, x->t.n);
+  if (cs->inplace) {
+    rset(x, &S, x->B[cs->bk], cs, tot, cnt > 0);
+    rset(x, &R, x->A[cs->bk], cs, bytes, 0);
+    if (!stage(x, st, &S, in, 0, tot)) goto out;
+    recv = rdata(&S) ? rdata(&S) + (size_t)x->t.rank * bytes : NULL;
+  } else {
+    rset(x, &S, x->A[cs->bk], cs, tot, cnt > 0);
+    rset(x, &R, x->B[cs->bk], cs, bytes, cnt > 0);
+    if (!stage(x, st, &S, in, 0, tot) || !stage(x, st, &R, NULL, 0, 0)) goto out;
+    recv = rdata(&R);
+  }
+  rc = cc_cuda_reduce_scatter(x->g, rdata(&S), recv, cnt, cs->t, cs->op, st);
+  if (!cc_ok(x, rc, "cc_cuda_reduce_scatter")) {
+    sync_stream(x, st);
+    goto out;
+  }
+  if (!fetch(x, st, &S, x->hA) || !fetch(x, st, &R, x->hB) || !sync_stream(x, st)) goto out;
+  if (cs->inplace) {
+    chk_data(x, "recvbuf (in place, in sendbuf)", &S, (size_t)x->t.rank * bytes, want, cnt, cs->t);
+  } else {
+    chk_data(x, "recvbuf", &R, 0, want, cnt, cs->t);
+    chk_data(x, "sendbuf (only read)", &S, 0, in, cnt * (size_t)x->t.n, cs->t);
+  }
+  chk_guards(x, "sendbuf", &S);
+  chk_guards(x, "recvbuf", &R);
+out:
+  free(in);
+  free(want);
+}
+
+static void run_all_to_all(ctx *x, const tcase *cs, cudaStream_t st) {
+  size_t es = tr_size(cs->t), cnt = cs->count, bytes = cnt * es, tot = bytes * (size_t)x->t.n;
+  unsigned char *in = hbuf(tot), *want = hbuf(tot);
+  region S, R;
+  cc_result rc;
+  int r;
+  tr_fill(in, cs->t, TR_GEN_ANY, cs->seed, x->t.rank, 0, cnt * (size_t)x->t.n);
+  for (r = 0; r < x->t.n; r++) /* block r: block `rank` of rank r's input */
+    tr_fill(want + (size_t)r * bytes, cs->t, TR_GEN_ANY, cs->seed, r, (size_t)x->t.rank * cnt, cnt);
+  rset(x, &R, x->B[cs->bk], cs, tot, cnt > 0);
+  if (cs->inplace) {
+    rset(x, &S, x->A[cs->bk], cs, tot, 0);
+    if (!stage(x, st, &R, in, 0, tot)) goto out;
+  } else {
+    rset(x, &S, x->A[cs->bk], cs, tot, cnt > 0);
+    if (!stage(x, st, &S, in, 0, tot) || !stage(x, st, &R, NULL, 0, 0)) goto out;
+  }
+  rc = cc_cuda_all_to_all(x->g, cs->inplace ? rdata(&R) : rdata(&S), rdata(&R), cnt, cs->t, st);
+  if (!cc_ok(x, rc, "cc_cuda_all_to_all")) {
+    sync_stream(x, st);
+    goto out;
+  }
+  if (!fetch(x, st, &S, x->hA) || !fetch(x, st, &R, x->hB) || !sync_stream(x, st)) goto out;
+  chk_data(x, "recvbuf", &R, 0, want, cnt * (size_t)x->t.n, cs->t);
+  chk_data(x, "sendbuf (only read)", &S, 0, in, cnt * (size_t)x->t.n, cs->t);
+  chk_guards(x, "sendbuf", &S);
+  chk_guards(x, "recvbuf", &R);
+out:
+  free(in);
+  free(want);
+}
+
+/* gather_v (all == 0) and all_gather_v (all == 1) */
+static void run_gather_v(ctx *x, const tcase *cs, int all, cudaStream_t st) {
+  int n = x->t.n, me = x->t.rank, r, is_root = all || me == cs->root;
+  int pass_args = is_root || !cs->null_nonroot;
+  size_t es = tr_size(cs->t), counts[MAXR] = {0}, displs[MAXR] = {0}, L, mine;
+  unsigned char *in, *want;
+  region S, R;
+  cc_result rc;
+  for (r = 0; r < n; r++) counts[r] = count_of(cs, n, r);
+  L = layout_of(cs, n, counts, displs, 1);
+  mine = counts[me];
+  in = hbuf(mine * es);
+  want = hbuf(L * es);
+  tr_fill(in, cs->t, TR_GEN_ANY, cs->seed, me, 0, mine);
+  memset(want, SENT, L * es);
+  for (r = 0; r < n; r++)
+    tr_fill(want + displs[r] * es, cs->t, TR_GEN_ANY, cs->seed, r, 0, counts[r]);
+  rset(x, &S, x->A[cs->bk], cs, mine * es, mine > 0);
+  rset(x, &R, x->B[cs->bk], cs, L * es, L > 0 && pass_args);
+  if (!stage(x, st, &S, in, 0, mine * es) || !stage(x, st, &R, NULL, 0, 0)) goto out;
+  if (all)
+    rc = cc_cuda_all_gather_v(x->g, rdata(&S), mine, rdata(&R), counts, displs, cs->t, st);
+  else
+    rc = cc_cuda_gather_v(x->g, rdata(&S), mine, rdata(&R), pass_args ? counts : NULL,
+                          pass_args ? displs : NULL, cs->t, cs->root, st);
+  if (!cc_ok(x, rc, all ? "cc_cuda_all_gather_v" : "cc_cuda_gather_v")) {
+    sync_stream(x, st);
+    goto out;
+  }
+  if (!fetch(x, st, &S, x->hA) || !fetch(x, st, &R, x->hB) || !sync_stream(x, st)) goto out;
+  if (is_root)
+    chk_data(x, "recvbuf (0xa5.. marks gaps that must stay untouched)", &R, 0, want, L, cs->t);
+  else
+    chk_untouched(x, "recvbuf of a non-root rank", &R);
+  chk_data(x, "sendbuf (only read)", &S, 0, in, mine, cs->t);
+  chk_guards(x, "sendbuf", &S);
+  chk_guards(x, "recvbuf", &R);
+out:
+  free(in);
+  free(want);
+}
+
+static void run_scatter_v(ctx *x, const tcase *cs, cudaStream_t st) {
+  int n = x->t.n, me = x->t.rank, r, is_root = me == cs->root;
+  int pass_args = is_root || !cs->null_nonroot;
+  size_t es = tr_size(cs->t), counts[MAXR] = {0}, displs[MAXR] = {0}, L, mine;
+  unsigned char *in, *want;
+  region S, R;
+  cc_result rc;
+  for (r = 0; r < n; r++) counts[r] = count_of(cs, n, r);
+  L = layout_of(cs, n, counts, displs, 3);
+  mine = counts[me];
+  in = hbuf(L * es);
+  want = hbuf(mine * es);
+  tr_fill(in, cs->t, TR_GEN_ANY, cs->seed, cs->root, 0, L);
+  tr_fill(want, cs->t, TR_GEN_ANY, cs->seed, cs->root, displs[me], mine);
+  rset(x, &S, x->B[cs->bk], cs, L * es, L > 0 && pass_args);
+  rset(x, &R, x->A[cs->bk], cs, mine * es, mine > 0);
+  if (!stage(x, st, &S, is_root ? in : NULL, 0, L * es) || !stage(x, st, &R, NULL, 0, 0)) goto out;
+  rc = cc_cuda_scatter_v(x->g, rdata(&S), pass_args ? counts : NULL, pass_args ? displs : NULL,
+                         rdata(&R), mine, cs->t, cs->root, st);
+  if (!cc_ok(x, rc, "cc_cuda_scatter_v")) {
+    sync_stream(x, st);
+    goto out;
+  }
+  if (!fetch(x, st, &S, x->hB) || !fetch(x, st, &R, x->hA) || !sync_stream(x, st)) goto out;
+  chk_data(x, "recvbuf", &R, 0, want, mine, cs->t);
+  if (is_root)
+    chk_data(x, "sendbuf (only read)", &S, 0, in, L, cs->t);
+  else
+    chk_untouched(x, "sendbuf of a non-root rank", &S);
+  chk_guards(x, "sendbuf", &S);
+  chk_guards(x, "recvbuf", &R);
+out:
+  free(in);
+  free(want);
+}
+
+/* rank j's send layout for all_to_all_v: counts to every peer and displacements */
+static size_t a2av_send_layout(const tcase *cs, int n, int j, size_t *counts, size_t *displs) {
+  int k;
+  for (k = 0; k < n; k++) counts[k] = pair_count(cs, n, j, k);
+  return layout_of(cs, n, counts, displs, 100 + (uint64_t)j);
+}
+static size_t a2av_recv_layout(const tcase *cs, int n, int me, size_t *counts, size_t *displs) {
+  int j;
+  for (j = 0; j < n; j++) counts[j] = pair_count(cs, n, j, me);
+  return layout_of(cs, n, counts, displs, 200 + (uint64_t)me);
+}
+
+/* The image rank me must receive in all_to_all_v: block j at rdispl[j] is the
+ * slice of rank j's send buffer it sends to me. */
+static void a2av_want(const tcase *cs, int n, int me, unsigned char *want, size_t Lr,
+                      const size_t *rdispl) {
+  size_t es = tr_size(cs->t), sc[MAXR] = {0}, sd[MAXR] = {0};
+  int j;
+  memset(want, SENT, Lr * es);
+  for (j = 0; j < n; j++) {
+    a2av_send_layout(cs, n, j, sc, sd);
+    tr_fill(want + rdispl[j] * es, cs->t, TR_GEN_ANY, cs->seed, j, sd[me], sc[me]);
+  }
+}
+
+static void run_all_to_all_v(ctx *x, const tcase *cs, cudaStream_t st) {
+  int n = x->t.n, me = x->t.rank;
+  size_t es = tr_size(cs->t), sc[MAXR] = {0}, sd[MAXR] = {0}, rc_[MAXR] = {0}, rd[MAXR] = {0}, Ls, Lr;
+  unsigned char *in, *want;
+  region S, R;
+  cc_result rc;
+  Ls = a2av_send_layout(cs, n, me, sc, sd);
+  Lr = a2av_recv_layout(cs, n, me, rc_, rd);
+  in = hbuf(Ls * es);
+  want = hbuf(Lr * es);
+  tr_fill(in, cs->t, TR_GEN_ANY, cs->seed, me, 0, Ls);
+  a2av_want(cs, n, me, want, Lr, rd);
+  rset(x, &S, x->A[cs->bk], cs, Ls * es, Ls > 0);
+  rset(x, &R, x->B[cs->bk], cs, Lr * es, Lr > 0);
+  if (!stage(x, st, &S, in, 0, Ls * es) || !stage(x, st, &R, NULL, 0, 0)) goto out;
+  rc = cc_cuda_all_to_all_v(x->g, rdata(&S), sc, sd, rdata(&R), rc_, rd, cs->t, st);
+  if (!cc_ok(x, rc, "cc_cuda_all_to_all_v")) {
+    sync_stream(x, st);
+    goto out;
+  }
+  if (!fetch(x, st, &S, x->hA) || !fetch(x, st, &R, x->hB) || !sync_stream(x, st)) goto out;
+  chk_data(x, "recvbuf (0xa5.. marks gaps that must stay untouched)", &R, 0, want, Lr, cs->t);
+  chk_data(x, "sendbuf (only read)", &S, 0, in, Ls, cs->t);
+  chk_guards(x, "sendbuf", &S);
+  chk_guards(x, "recvbuf", &R);
+out:
+  free(in);
+  free(want);
+}
+
+
+/* Run one case: picks the stream, the seed (unless set), labels it. */
+static void run_case(ctx *x, tcase *cs) {
+  cudaStream_t st;
+  if (x->dead) return;
+  if (!cs->seed)
+    cs->seed = tu_hash4((uint64_t)cs->k * 131 + (uint64_t)cs->t, (uint64_t)cs->op * 7 + 1,
+                        cs->count, (uint64_t)x->variant * 977 + (uint64_t)x->t.n * 13 +
+                                       (uint64_t)x->w->wtype);
+  if (!cs->gkind) cs->gkind = is_red(cs->k) && !cs->ref ? gen_kind(cs->op) : TR_GEN_ANY;
+  x->variant++;
+  st = pick_stream(x);
+  label_case(x, cs, st);
+  switch (cs->k) {
+  case K_BROADCAST: run_broadcast(x, cs, st); break;
+  case K_REDUCE: run_reduce(x, cs, 0, st); break;
+  case K_ALL_REDUCE: run_reduce(x, cs, 1, st); break;
+  case K_GATHER: run_gather(x, cs, 0, st); break;
+  case K_ALL_GATHER: run_gather(x, cs, 1, st); break;
+  case K_SCATTER: run_scatter(x, cs, st); break;
+  case K_REDUCE_SCATTER: run_reduce_scatter(x, cs, st); break;
+  case K_ALL_TO_ALL: run_all_to_all(x, cs, st); break;
+  case K_GATHER_V: run_gather_v(x, cs, 0, st); break;
+  case K_ALL_GATHER_V: run_gather_v(x, cs, 1, st); break;
+  case K_SCATTER_V: run_scatter_v(x, cs, st); break;
+  case K_ALL_TO_ALL_V: run_all_to_all_v(x, cs, st); break;
+  default: break;
+  }
+}
+
+/* ------------------------------------------------------------ the matrix */
+
+/* A large odd count: more than 1 MiB per rank for every element size. */
+static size_t large_count(cc_dtype t) {
+  switch (tr_size(t)) {
+  case 1: return 1200007;
+  case 2: return 600007;
+  case 4: return 300007;
+  case 8: return 150007;
+  default: return 75007;
+  }
+}
+
+typedef struct pair { cc_dtype t; cc_op op; } pair;
+static const pair large_pairs[] = {
+  {CC_FLOAT32, CC_SUM},  {CC_FLOAT16, CC_SUM},     {CC_BFLOAT16, CC_AVG},
+  {CC_INT64, CC_SUM},    {CC_FLOAT64, CC_MAX},     {CC_COMPLEX128, CC_PROD},
+  {CC_UINT8, CC_BXOR},   {CC_INT32, CC_MIN},       {CC_COMPLEX64, CC_AVG},
+  {CC_BFLOAT16, CC_PROD}};
+#define N_LARGE_PAIRS (sizeof large_pairs / sizeof large_pairs[0])
+static const cc_dtype move_types[] = {CC_FLOAT32, CC_INT8, CC_COMPLEX128, CC_FLOAT16};
+
+/* the full matrix: every pair and every large pair (registered buffers, ipc) */
+static int full_here(const ctx *x, int bk) {
+  return bk == BK_REG && !x->w->quick && x->w->wtype != W_STAGED;
+}
+
+/* an op other than SUM for dtype t (rotating with t and the buffer kind) */
+static cc_op alt_op(cc_dtype t, int bk) {
+  cc_op ops[8];
+  int n = 0, op;
+  for (op = 1; op < CC_OP_BUILTIN_COUNT; op++)
+    if (tr_valid_pair(t, op)) ops[n++] = op;
+  return ops[((int)t + bk * 3) % n];
+}
+
+static void base_case(tcase *cs, int k, int bk, cc_dtype t, cc_op op, size_t count) {
+  memset(cs, 0, sizeof *cs);
+  cs->k = k;
+  cs->bk = bk;
+  cs->t = t;
+  cs->op = op;
+  cs->count = count;
+}
+
+static void run_matrix(ctx *x, int bk, int k) {
+  static const size_t small_counts[] = {0, 1, 7, 4099};
+  int n = x->t.n, full = full_here(x, bk), ip, ci, ti, op, nops, li;
+  int twoshot = x->w->wtype == W_TWOSHOT;
+  tcase cs;
+  if (is_v(k)) {
+    for (ti = 0; ti < CC_DTYPE_COUNT && !x->dead; ti++) {
+      int pats[4], np = 0, pi;
+      if (full || ti % 2 == 0) pats[np++] = P_SMALL;
+      pats[np++] = P_IRREGULAR;
+      if (ti == CC_FLOAT32) pats[np++] = P_ONE;
+      if (ti == CC_INT8) pats[np++] = P_ZERO;
+      if ((full && (ti == CC_FLOAT32 || ti == CC_INT8)) || (!x->w->quick && ti == CC_FLOAT32))
+        pats[np++] = P_LARGE;
+      for (pi = 0; pi < np; pi++) {
+        base_case(&cs, k, bk, (cc_dtype)ti, CC_SUM, 0);
+        cs.pattern = pats[pi];
+        cs.layout = (int)(x->variant % L_COUNT);
+        cs.root = has_root(k) && (x->variant & 1) ? n - 1 : 0;
+        cs.null_nonroot = (int)((tu_mix64((uint64_t)x->variant) >> 7) & 1);
+        cs.off = (int)((x->variant >> 1) & 1);
+        run_case(x, &cs);
+      }
+    }
+    return;
+  }
+  for (ti = 0; ti < CC_DTYPE_COUNT && !x->dead; ti++) {
+    nops = is_red(k) ? CC_OP_BUILTIN_COUNT : 1;
+    for (op = 0; op < nops; op++) {
+      if (is_red(k)) {
+        if (!tr_valid_pair((cc_dtype)ti, op)) continue;
+        if (!full && !twoshot && op != CC_SUM && op != alt_op((cc_dtype)ti, bk)) continue;
+        if (twoshot && bk != BK_REG && op != CC_SUM) continue;
+      }
+      for (ci = 0; ci < 4; ci++) {
+        size_t cnt = small_counts[ci];
+        if (cnt == 4099 && ((is_red(k) && op != CC_SUM) || (!full && !twoshot && ti % 3))) continue;
+        if (cnt == 1 && x->w->wtype == W_STAGED) continue; /* the staged pass is a subset */
+        for (ip = 0; ip < (has_inplace(k) ? 2 : 1); ip++) {
+          base_case(&cs, k, bk, (cc_dtype)ti, op, cnt);
+          cs.inplace = ip;
+          cs.root = has_root(k) && (x->variant & 1) ? n - 1 : 0;
+          cs.null_nonroot = (int)((tu_mix64((uint64_t)x->variant) >> 7) & 1);
+          cs.off = cnt >= 7 && ((x->variant >> 1) & 1);
+          run_case(x, &cs);
+        }
+      }
+    }
+  }
+  if (x->dead) return;
+  if (twoshot) {
+    /* every count up to 2n+2 (splits of a few elements, some ranks with none),
+     * and one above 256 KiB */
+    static const pair tp[] = {{CC_FLOAT32, CC_SUM}, {CC_FLOAT16, CC_SUM}, {CC_INT8, CC_BXOR},
+                              {CC_COMPLEX128, CC_PROD}, {CC_BFLOAT16, CC_AVG}};
+    size_t c;
+    for (li = 0; li < 5; li++) {
+      if (bk != BK_REG && li) break;
+      for (c = 1; c <= (size_t)(2 * n + 2); c++) {
+        base_case(&cs, k, bk, tp[li].t, tp[li].op, c);
+        cs.inplace = (int)(c & 1);
+        cs.off = (int)((c >> 1) & 1);
+        run_case(x, &cs);
+      }
+      base_case(&cs, k, bk, tp[li].t, tp[li].op,
+                k == K_REDUCE_SCATTER ? (large_count(tp[li].t) / (size_t)n) | 1
+                                      : large_count(tp[li].t));
+      cs.inplace = (int)(li & 1);
+      run_case(x, &cs);
+    }
+    return;
+  }
+  /* large counts */
+  if (is_red(k)) {
+    for (li = 0; li < (int)N_LARGE_PAIRS && !x->dead; li++) {
+      if (li && !full) {
+        /* outside the full matrix: float32/sum, and one more pair by world size */
+        if (x->w->quick || li != 1 + (n + bk) % ((int)N_LARGE_PAIRS - 1)) continue;
+      }
+      for (ip = 0; ip < 2; ip++) {
+        if (k != K_ALL_REDUCE && ip != ((li + n) & 1)) continue;
+        base_case(&cs, k, bk, large_pairs[li].t, large_pairs[li].op,
+                  k == K_REDUCE_SCATTER ? (large_count(large_pairs[li].t) / (size_t)n) | 1
+                                        : large_count(large_pairs[li].t));
+        cs.inplace = ip;
+        cs.root = (li / 2) % 2 ? n - 1 : 0;
+        cs.null_nonroot = li & 1;
+        cs.off = (int)((li >> 1) & 1);
+        run_case(x, &cs);
+      }
+    }
+    /* around the one-shot limit (256 KiB by default) */
+    if (k == K_ALL_REDUCE && (full || !x->w->quick)) {
+      static const pair bp[] = {{CC_FLOAT32, CC_SUM}, {CC_FLOAT16, CC_SUM}};
+      static const size_t bc[2][3] = {{65535, 65536, 65537}, {131071, 131072, 131073}};
+      int bi, j;
+      for (bi = 0; bi < 2; bi++)
+        for (j = 0; j < 3; j++) {
+          if (!full && (bi || j != 2)) continue;
+          base_case(&cs, k, bk, bp[bi].t, bp[bi].op, bc[bi][j]);
+          cs.inplace = j == 1;
+          run_case(x, &cs);
+        }
+    }
+  } else {
+    int mi, nm = full ? 2 : 1;
+    for (mi = 0; mi < nm && !x->dead; mi++) {
+      cc_dtype t = mi == 0 ? CC_FLOAT32 : move_types[1 + (size_t)n % 3];
+      if (x->w->quick && mi) break;
+      for (ip = 0; ip < (has_inplace(k) ? 2 : 1); ip++) {
+        /* all_to_all moves count elements to every peer: keep it near 1 MiB per rank */
+        base_case(&cs, k, bk, t, CC_SUM,
+                  k == K_ALL_TO_ALL ? (large_count(t) / (size_t)n) | 1 : large_count(t));
+        cs.inplace = ip;
+        cs.root = ip % 2 ? n - 1 : 0;
+        cs.null_nonroot = ip;
+        cs.off = mi;
+        run_case(x, &cs);
+      }
+    }
+  }
+}
+
+/* ------------------------------------------------------------ misc groups */
+
+static void run_mode(ctx *x) {
+  const char *m = cc_cuda_comm_mode(x->g);
+  const char *want = x->w->wtype == W_STAGED ? "staged" : x->w->expect_ipc ? "ipc" : "staged";
+  cc_result rc;
+  tr_label(&x->t, "cc_cuda_comm_mode");
+  if (!m || strcmp(m, want) != 0)
+    tr_fail(&x->t, "cc_cuda_comm_mode returned \"%s\", want \"%s\"%s", m ? m : "(null)", want,
+            x->w->wtype == W_STAGED ? " (CC_CUDA_TRANSPORT=staged was set before cc_cuda_comm_init)"
+            : x->w->expect_ipc ? " (every rank on this host, every GPU used reaches the others)"
+                               : " (some GPUs used have no peer access to each other)");
+  tr_label(&x->t, "cc_cuda_comm_check after init");
+  rc = cc_cuda_comm_check(x->g);
+  if (rc != CC_OK) tr_fail(&x->t, "returned %s, want CC_OK", cc_strerror(rc));
+  tr_label(&x->t, "cc_cuda_comm_last_error after init");
+  if (!cc_cuda_comm_last_error(x->g)) tr_fail(&x->t, "returned NULL (want a string, \"\" when nothing failed)");
+  misc_cover(x, M_MODE, "mode \"%s\" on GPU %d of %d; cc_cuda_comm_check CC_OK", want, x->dev,
+             x->w->ndev);
+}
+
+#define BARRIER_ROUNDS 6
+#define BARRIER_SPIN_NS 30000000ull
+
+static void run_barrier(ctx *x) {
+  wshared *sh = x->w->sh;
+  int k, late;
+  int64_t t_end, enq, v;
+  for (k = 0; k < BARRIER_ROUNDS && !x->dead; k++) {
+    late = k % x->t.n;
+    tr_label(&x->t, "barrier round %d (late rank %d: host sleep 20 ms, then a 30 ms spin kernel)",
+             k, late);
+    if (x->t.rank == late) {
+      tu_sleep_us(20000);
+      __atomic_add_fetch(&sh->barrier_count[k], 1, __ATOMIC_SEQ_CST);
+      __atomic_store_n(&sh->barrier_enq_ns[k], now_ns(), __ATOMIC_SEQ_CST);
+      if (!cu_ok(x, stream_spin(x->s, BARRIER_SPIN_NS), "spin kernel launch")) return;
+    } else {
+      __atomic_add_fetch(&sh->barrier_count[k], 1, __ATOMIC_SEQ_CST);
+    }
+    if (!cc_ok(x, cc_cuda_barrier(x->g, x->s), "cc_cuda_barrier")) {
+      sync_stream(x, x->s);
+      return;
+    }
+    if (!sync_stream(x, x->s)) return;
+    t_end = now_ns();
+    v = __atomic_load_n(&sh->barrier_count[k], __ATOMIC_SEQ_CST);
+    enq = __atomic_load_n(&sh->barrier_enq_ns[k], __ATOMIC_SEQ_CST);
+    if (v != x->t.n)
+      tr_fail(&x->t, "the stream passed the barrier when %d of %d ranks had called it", (int)v,
+              x->t.n);
+    else if (!enq || t_end < enq + (int64_t)BARRIER_SPIN_NS)
+      tr_fail(&x->t, "the stream passed the barrier %.1f ms after rank %d queued a 30 ms spin "
+              "kernel before it", enq ? (double)(t_end - enq) / 1e6 : -1.0, late);
+  }
+  misc_cover(x, M_BARRIER, "%d rounds, a late rank each (host and stream)", BARRIER_ROUNDS);
+}
+
+/* One rank's stream is held back before the call; every rank overwrites its
+ * send buffer on its stream right after the call, then reads the result. */
+static void run_stream_order(ctx *x) {
+  int it, late, which, n = x->t.n, me = x->t.rank;
+  size_t cnt, es = 4, bytes, tot, first;
+  unsigned char *in, *want;
+  region S, R;
+  tcase cs;
+  cc_result rc;
+  double t0, dt;
+  const unsigned long long spin = 100000000ull; /* 100 ms */
+  for (it = 0; it < 6 && !x->dead; it++) {
+    late = it % n;
+    which = it % 3; /* all_reduce, reduce_scatter, all_gather */
+    cnt = it < 3 ? 4099 : 300007;
+    base_case(&cs, which == 0 ? K_ALL_REDUCE : which == 1 ? K_REDUCE_SCATTER : K_ALL_GATHER, BK_REG,
+              CC_FLOAT32, CC_SUM, cnt);
+    if (which != 0) cnt = cs.count = cnt / (size_t)n | 1;
+    cs.seed = tu_hash3(555, (uint64_t)it, (uint64_t)n);
+    cs.gkind = TR_GEN_ANY;
+    bytes = cnt * es;
+    tot = which == 0 ? bytes : bytes * (size_t)n;
+    tr_label(&x->t, "%s float32/sum count=%zu, rank %d's stream held back 100 ms before it; send "
+             "buffers overwritten on the stream right after the call", k_names[cs.k], cnt, late);
+    in = hbuf(tot);
+    want = hbuf(tot);
+    if (which == 2) {
+      int r;
+      tr_fill(in, CC_FLOAT32, TR_GEN_ANY, cs.seed, me, 0, cnt);
+      for (r = 0; r < n; r++) tr_fill(want + (size_t)r * bytes, CC_FLOAT32, TR_GEN_ANY, cs.seed, r, 0, cnt);
+    } else {
+      first = which == 1 ? (size_t)me * cnt : 0;
+      tr_fill(in, CC_FLOAT32, TR_GEN_ANY, cs.seed, me, 0, which == 1 ? cnt * (size_t)n : cnt);
+      reference(want, first, cnt, &cs, n);
+    }
+    rset(x, &S, x->A[BK_REG], &cs, which == 1 ? tot : bytes, 1);
+    rset(x, &R, x->B[BK_REG], &cs, which == 1 ? bytes : tot, 1);
+    if (!stage(x, x->s, &S, in, 0, S.bytes) || !stage(x, x->s, &R, NULL, 0, 0)) goto next;
+    if (me == late && !cu_ok(x, stream_spin(x->s, spin), "spin kernel launch")) goto next;
+    t0 = tu_now();
+    if (which == 0)
+      rc = cc_cuda_all_reduce(x->g, rdata(&S), rdata(&R), cnt, CC_FLOAT32, CC_SUM, x->s);
+    else if (which == 1)
+      rc = cc_cuda_reduce_scatter(x->g, rdata(&S), rdata(&R), cnt, CC_FLOAT32, CC_SUM, x->s);
+    else
+      rc = cc_cuda_all_gather(x->g, rdata(&S), rdata(&R), cnt, CC_FLOAT32, x->s);
+    dt = tu_now() - t0;
+    if (!cc_ok(x, rc, k_names[cs.k])) {
+      sync_stream(x, x->s);
+      goto next;
+    }
+    if (me == late && x->w->wtype != W_STAGED && !strcmp(cc_cuda_comm_mode(x->g), "ipc") &&
+        dt > 0.08)
+      tr_fail(&x->t, "in ipc mode the call took %.1f ms on the held-back rank: it waited for the "
+              "GPU (its stream was busy for 100 ms)", dt * 1e3);
+    if (!cu_ok(x, cudaMemsetAsync(rdata(&S), 0x5A, S.bytes, x->s), "cudaMemsetAsync")) goto next;
+    if (!fetch(x, x->s, &R, x->hB) || !sync_stream(x, x->s)) goto next;
+    chk_data(x, "recvbuf", &R, 0, want, which == 2 ? cnt * (size_t)n : cnt, CC_FLOAT32);
+    chk_guards(x, "recvbuf", &R);
+  next:
+    free(in);
+    free(want);
+  }
+  misc_cover(x, M_ORDER, "6 rounds of all_reduce, reduce_scatter, all_gather (4099 and 300007 "
+             "elements) with a rotating held-back rank");
+}
+
+static void run_premul(ctx *x) {
+  static const cc_dtype types[] = {CC_FLOAT32, CC_FLOAT64, CC_FLOAT16, CC_BFLOAT16, CC_INT32,
+                                   CC_COMPLEX64};
+  static const size_t counts[] = {0, 1, 7, 4099, 300007};
+  size_t ti, ci;
+  int which, n = x->t.n, k = 0, ip;
+  unsigned char s[16];
+  cc_op op;
+  tcase cs;
+  for (ti = 0; ti < sizeof types / sizeof types[0] && !x->dead; ti++) {
+    premul_scalar(types[ti], x->t.rank, s);
+    tr_label(&x->t, "cc_op_create_premul_sum(%s, scalar of rank %d)", tr_dtype_name(types[ti]),
+             x->t.rank);
+    if (!cc_ok(x, cc_op_create_premul_sum(x->t.c, types[ti], s, &op), "cc_op_create_premul_sum"))
+      continue;
+    for (ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
+      if (counts[ci] > 4099 && (types[ti] != CC_FLOAT32 || (x->w->quick && n != 3))) continue;
+      for (which = 0; which < 3; which++) {
+        for (ip = 0; ip < 2; ip++) {
+          int kk = which == 0 ? K_ALL_REDUCE : which == 1 ? K_REDUCE : K_REDUCE_SCATTER;
+          size_t cnt = counts[ci];
+          if (x->w->wtype == W_TWOSHOT && kk == K_REDUCE) continue;
+          if (kk != K_ALL_REDUCE && ip != (k & 1)) continue;
+          if (kk == K_REDUCE_SCATTER && cnt > 4099) cnt = (cnt / (size_t)n) | 1;
+          base_case(&cs, kk, (cnt == 7 && ip) ? BK_PLAIN : BK_REG, types[ti], op, cnt);
+          cs.inplace = ip;
+          cs.root = (k++ & 2) ? n - 1 : 0;
+          cs.ref = ref_premul;
+          cs.opname = "premul_sum";
+          cs.gkind = TR_GEN_ANY;
+          cs.seed = tu_hash4(77, (uint64_t)types[ti], (uint64_t)which * 2 + (uint64_t)ip, cnt);
+          cs.off = cnt >= 7 && (k & 4);
+          x->variant++;
+          {
+            cudaStream_t st = pick_stream(x);
+            tr_label(&x->t, "%s premul_sum %s (rank r's scalar (r+1)*0.75%s) count=%zu %s %s%s root=%d",
+                     k_names[kk], tr_dtype_name(cs.t), cs.t == CC_COMPLEX64 ? " + (0.5-0.25r)i" : "",
+                     cnt, ip ? "in-place" : "out-of-place", bk_names[cs.bk],
+                     cs.off ? " misaligned" : "", cs.root);
+            switch (kk) {
+            case K_ALL_REDUCE: run_reduce(x, &cs, 1, st); break;
+            case K_REDUCE: run_reduce(x, &cs, 0, st); break;
+            default: run_reduce_scatter(x, &cs, st); break;
+            }
+          }
+        }
+      }
+    }
+    tr_label(&x->t, "cc_op_destroy(premul_sum %s)", tr_dtype_name(types[ti]));
+    cc_ok(x, cc_op_destroy(x->t.c, op), "cc_op_destroy");
+  }
+  misc_cover(x, M_PREMUL, "float32, float64, float16, bfloat16, int32, complex64, a scalar per "
+             "rank; counts 0,1,7,4099 (300007 float32); all_reduce in/out of place%s, "
+             "reduce_scatter", x->w->wtype == W_TWOSHOT ? "" : ", reduce");
+}
+
+static void run_user(ctx *x) {
+  static const struct { int which; cc_dtype t; } uops[] = {
+    {U_MAXABS, CC_FLOAT32}, {U_MAXABS, CC_FLOAT64}, {U_SATADD, CC_UINT8}, {U_SUM64, CC_INT64}};
+  static const cc_reduce_fn fns[3] = {op_maxabs, op_satadd, op_sum64};
+  static const size_t counts[] = {0, 1, 7, 4099, 300007};
+  cc_op ops[3];
+  user_env envs[3];
+  size_t ui, ci;
+  int i, which, ip, n = x->t.n, k = 0;
+  tcase cs;
+  for (i = 0; i < 3; i++) {
+    memset(&g_user[i], 0, sizeof g_user[i]);
+    g_user[i].magic = USER_MAGIC;
+    envs[i].which = i;
+    tr_label(&x->t, "cc_op_create(%s)", u_names[i]);
+    if (!cc_ok(x, cc_op_create(x->t.c, fns[i], &g_user[i], &ops[i]), "cc_op_create")) return;
+  }
+  for (ui = 0; ui < sizeof uops / sizeof uops[0] && !x->dead; ui++) {
+    for (ci = 0; ci < sizeof counts / sizeof counts[0]; ci++) {
+      if (counts[ci] > 4099 && (ui != 0 || x->w->quick)) continue;
+      for (which = 0; which < 3; which++) {
+        for (ip = 0; ip < 2; ip++) {
+          int kk = which == 0 ? K_ALL_REDUCE : which == 1 ? K_REDUCE : K_REDUCE_SCATTER;
+          size_t cnt = counts[ci];
+          if (x->w->wtype == W_TWOSHOT && kk == K_REDUCE) continue;
+          if (kk != K_ALL_REDUCE && ip != (k & 1)) continue;
+          if (kk == K_REDUCE_SCATTER && cnt > 4099) cnt = (cnt / (size_t)n) | 1;
+          base_case(&cs, kk, (cnt == 7 && ip) ? BK_PLAIN : BK_REG, uops[ui].t,
+                    ops[uops[ui].which], cnt);
+          cs.inplace = ip;
+          cs.root = (k++ & 2) ? n - 1 : 0;
+          cs.ref = ref_user;
+          cs.env = &envs[uops[ui].which];
+          cs.opname = u_names[uops[ui].which];
+          cs.gkind = TR_GEN_ANY;
+          cs.seed = tu_hash4(88, ui, (uint64_t)which * 2 + (uint64_t)ip, cnt);
+          x->variant++;
+          {
+            cudaStream_t st = pick_stream(x);
+            tr_label(&x->t, "%s user op %s %s count=%zu %s %s root=%d", k_names[kk],
+                     u_names[uops[ui].which], tr_dtype_name(cs.t), cnt,
+                     ip ? "in-place" : "out-of-place", bk_names[cs.bk], cs.root);
+            switch (kk) {
+            case K_ALL_REDUCE: run_reduce(x, &cs, 1, st); break;
+            case K_REDUCE: run_reduce(x, &cs, 0, st); break;
+            default: run_reduce_scatter(x, &cs, st); break;
+            }
+          }
+        }
+      }
+    }
+  }
+  for (i = 0; i < 3; i++) {
+    tr_label(&x->t, "user op %s: its calls", u_names[i]);
+    if (__atomic_load_n(&g_user[i].bad_user, __ATOMIC_RELAXED))
+      tr_fail(&x->t, "called %ld times with a user pointer other than the one given",
+              g_user[i].bad_user);
+    if (__atomic_load_n(&g_user[i].bad_dtype, __ATOMIC_RELAXED))
+      tr_fail(&x->t, "called %ld times with a dtype other than the call's", g_user[i].bad_dtype);
+    tr_label(&x->t, "cc_op_destroy(%s)", u_names[i]);
+    cc_ok(x, cc_op_destroy(x->t.c, ops[i]), "cc_op_destroy");
+  }
+  misc_cover(x, M_USER, "maxabs float32/float64, saturating uint8 sum, int64 sum; counts "
+             "0,1,7,4099 (300007 maxabs float32); all_reduce in/out of place%s, reduce_scatter",
+             x->w->wtype == W_TWOSHOT ? "" : ", reduce");
+}
+
+/* ------------------------------------------------------------ point to point */
+
+/* payload of message `msg` from rank r: tr_fill(seed, r, msg * count) */
+static void p2p_payload(void *out, cc_dtype t, uint64_t seed, int r, int msg, size_t count) {
+  tr_fill(out, t, TR_GEN_ANY, seed, r, (size_t)msg * count, count);
+}
+
+static void run_p2p_ring(ctx *x) {
+  static const struct { cc_dtype t; size_t count; } cases[] = {
+    {CC_FLOAT32, 0}, {CC_FLOAT32, 1}, {CC_INT8, 7}, {CC_COMPLEX128, 7}, {CC_FLOAT16, 4099},
+    {CC_FLOAT32, 300007}};
+  int n = x->t.n, me = x->t.rank, right = (me + 1) % n, left = (me + n - 1) % n, bk, bi, ci;
+  size_t es, cnt, bytes;
+  unsigned char *in, *want;
+  uint64_t seed;
+  region S, R;
+  tcase cs;
+  cc_result rc, rc2;
+  for (bk = 0; bk < BK_COUNT; bk++)
+    for (bi = 0; bi < 2; bi++) /* one direction, both directions */
+      for (ci = 0; ci < (int)(sizeof cases / sizeof cases[0]) && !x->dead; ci++) {
+        cudaStream_t st;
+        cnt = cases[ci].count;
+        es = tr_size(cases[ci].t);
+        bytes = cnt * es;
+        seed = tu_hash4(99, (uint64_t)bk, (uint64_t)bi, (uint64_t)ci);
+        base_case(&cs, K_P2P, bk, cases[ci].t, CC_SUM, cnt);
+        cs.off = (ci + bi) & 1;
+        st = pick_stream(x);
+        tr_label(&x->t, "ring %s in one group: %s count=%zu %s%s%s", bi ? "both ways" : "to the right",
+                 tr_dtype_name(cs.t), cnt, bk_names[bk], cs.off ? " misaligned" : "",
+                 st ? "" : " stream=legacy-default");
+        in = hbuf(2 * bytes);
+        want = hbuf(2 * bytes);
+        p2p_payload(in, cs.t, seed, me, 0, cnt);          /* to the right */
+        p2p_payload(in + bytes, cs.t, seed, me, 1, cnt);  /* to the left */
+        p2p_payload(want, cs.t, seed, left, 0, cnt);      /* from the left */
+        p2p_payload(want + bytes, cs.t, seed, right, 1, cnt);
+        rset(x, &S, x->A[bk], &cs, 2 * bytes, cnt > 0);
+        rset(x, &R, x->B[bk], &cs, 2 * bytes, cnt > 0);
+        if (!stage(x, st, &S, in, 0, 2 * bytes) || !stage(x, st, &R, NULL, 0, 0)) goto next;
+        rc = cc_cuda_group_begin(x->g);
+        if (!cc_ok(x, rc, "cc_cuda_group_begin")) goto next;
+        rc = cc_cuda_send(x->g, rdata(&S), cnt, cs.t, right, 3, st);
+        if (rc == CC_OK && bi) rc = cc_cuda_send(x->g, cnt ? rdata(&S) + bytes : NULL, cnt, cs.t, left, 4, st);
+        if (rc == CC_OK) rc = cc_cuda_recv(x->g, rdata(&R), cnt, cs.t, left, 3, st);
+        if (rc == CC_OK && bi) rc = cc_cuda_recv(x->g, cnt ? rdata(&R) + bytes : NULL, cnt, cs.t, right, 4, st);
+        rc2 = cc_cuda_group_end(x->g);
+        if (!cc_ok(x, rc, "cc_cuda_send/recv in the group") || !cc_ok(x, rc2, "cc_cuda_group_end")) {
+          sync_stream(x, st);
+          goto next;
+        }
+        if (!fetch(x, st, &S, x->hA) || !fetch(x, st, &R, x->hB) || !sync_stream(x, st)) goto next;
+        chk_data(x, "message from the left", &R, 0, want, cnt, cs.t);
+        if (bi)
+          chk_data(x, "message from the right", &R, bytes, want + bytes, cnt, cs.t);
+        else if (cnt) {
+          size_t i;
+          for (i = bytes; i < 2 * bytes; i++)
+            if (R.img[R.doff + i] != SENT) {
+              tr_fail(&x->t, "recv buffer written past the message");
+              break;
+            }
+        }
+        chk_data(x, "send buffer (only read)", &S, 0, in, 2 * cnt, cs.t);
+        chk_guards(x, "send buffer", &S);
+        chk_guards(x, "recv buffer", &R);
+      next:
+        free(in);
+        free(want);
+      }
+  misc_cover(x, M_P2P_RING, "one and both directions in one group; counts 0,1,7,4099,300007; "
+             "float32, int8, complex128, float16; both buffer kinds");
+}
+
+static void run_p2p_self(ctx *x) {
+  static const size_t counts[] = {7, 300007};
+  int me = x->t.rank, ci, order, bk;
+  size_t cnt, bytes, es = 4;
+  unsigned char *in;
+  region S, R;
+  tcase cs;
+  cc_result rc, rc2;
+  for (bk = 0; bk < BK_COUNT; bk++)
+    for (ci = 0; ci < 2; ci++)
+      for (order = 0; order < 3 && !x->dead; order++) {
+        /* 0: send then recv; 1: recv then send; 2: two sends then two recvs */
+        int nmsg = order == 2 ? 2 : 1, m;
+        cnt = counts[ci];
+        bytes = cnt * es;
+        base_case(&cs, K_P2P, bk, CC_INT32, CC_SUM, cnt);
+        tr_label(&x->t, "send to self and its recv in one group: %s, int32 count=%zu %s",
+                 order == 0 ? "send first" : order == 1 ? "recv first" : "two messages in order",
+                 cnt, bk_names[bk]);
+        in = hbuf(2 * bytes);
+        for (m = 0; m < 2; m++) p2p_payload(in + (size_t)m * bytes, CC_INT32, 7 + (uint64_t)order, me, m, cnt);
+        rset(x, &S, x->A[bk], &cs, 2 * bytes, 1);
+        rset(x, &R, x->B[bk], &cs, 2 * bytes, 1);
+        if (!stage(x, x->s, &S, in, 0, 2 * bytes) || !stage(x, x->s, &R, NULL, 0, 0)) goto next;
+        if (!cc_ok(x, cc_cuda_group_begin(x->g), "cc_cuda_group_begin")) goto next;
+        rc = CC_OK;
+        if (order == 1) rc = cc_cuda_recv(x->g, rdata(&R), cnt, CC_INT32, me, 1, x->s);
+        for (m = 0; m < nmsg && rc == CC_OK; m++)
+          rc = cc_cuda_send(x->g, rdata(&S) + (size_t)m * bytes, cnt, CC_INT32, me, 1, x->s);
+        if (order != 1)
+          for (m = 0; m < nmsg && rc == CC_OK; m++)
+            rc = cc_cuda_recv(x->g, rdata(&R) + (size_t)m * bytes, cnt, CC_INT32, me, 1, x->s);
+        rc2 = cc_cuda_group_end(x->g);
+        if (!cc_ok(x, rc, "cc_cuda_send/recv to self") || !cc_ok(x, rc2, "cc_cuda_group_end")) {
+          sync_stream(x, x->s);
+          goto next;
+        }
+        if (!fetch(x, x->s, &R, x->hB) || !sync_stream(x, x->s)) goto next;
+        chk_data(x, "first message", &R, 0, in, cnt, CC_INT32);
+        if (nmsg == 2) chk_data(x, "second message (matched in order)", &R, bytes, in + bytes, cnt, CC_INT32);
+        chk_guards(x, "recv buffer", &R);
+      next:
+        free(in);
+      }
+  misc_cover(x, M_P2P_SELF, "send first, recv first, two messages in order; int32 counts 7, "
+             "300007; both buffer kinds");
+}
+
+/* Pairs (2i, 2i+1): the even rank sends three messages of different sizes and
+ * dtypes, the odd one receives them in order; then one message back. */
+static void run_p2p_order(ctx *x) {
+  static const struct { cc_dtype t; size_t count; int tag; } msgs[3] = {
+    {CC_INT32, 5, 1}, {CC_FLOAT64, 0, 2}, {CC_FLOAT32, 100003, 3}};
+  int me = x->t.rank, n = x->t.n, peer = me ^ 1, sender = !(me & 1), grouped, m;
+  size_t offs[4], tot = 0, es;
+  unsigned char *in = NULL;
+  region S, R;
+  tcase cs;
+  cc_result rc, rc2;
+  if (peer >= n) {
+    tr_label(&x->t, "no partner (odd world size, last rank)");
+    misc_cover(x, M_P2P_ORDER, "pairs (0,1), (2,3): 3 messages (int32 x5, float64 x0, float32 "
+               "x100003, tags 1,2,3) matched in order, in a group and one call each; one back");
+    return;
+  }
+  for (m = 0; m < 3; m++) {
+    offs[m] = tot;
+    tot += msgs[m].count * tr_size(msgs[m].t);
+    tot = (tot + 7) & ~(size_t)7;
+  }
+  offs[3] = tot;
+  in = hbuf(tot);
+  for (grouped = 0; grouped < 2 && !x->dead; grouped++) {
+    int bk = grouped ? BK_PLAIN : BK_REG;
+    uint64_t seed = tu_hash3(31, (uint64_t)grouped, (uint64_t)(me / 2));
+    base_case(&cs, K_P2P, bk, CC_UINT8, CC_SUM, tot);
+    tr_label(&x->t, "rank %d -> rank %d: 3 messages %s, %s", me & ~1, me | 1,
+             grouped ? "in one group each side" : "one call each", bk_names[bk]);
+    memset(in, 0, tot);
+    for (m = 0; m < 3; m++)
+      tr_fill(in + offs[m], msgs[m].t, TR_GEN_ANY, seed, 0, (size_t)m * 1000000, msgs[m].count);
+    rset(x, &S, x->A[bk], &cs, tot, 1);
+    rset(x, &R, x->B[bk], &cs, tot, 1);
+    if (!stage(x, x->s, &S, sender ? in : NULL, 0, tot) || !stage(x, x->s, &R, NULL, 0, 0)) break;
+    rc = CC_OK;
+    if (grouped) rc = cc_cuda_group_begin(x->g);
+    for (m = 0; m < 3 && rc == CC_OK; m++) {
+      void *p = msgs[m].count ? (void *)((sender ? rdata(&S) : rdata(&R)) + offs[m]) : NULL;
+      if (sender)
+        rc = cc_cuda_send(x->g, p, msgs[m].count, msgs[m].t, peer, msgs[m].tag, x->s);
+      else
+        rc = cc_cuda_recv(x->g, p, msgs[m].count, msgs[m].t, peer, msgs[m].tag, x->s);
+    }
+    rc2 = grouped ? cc_cuda_group_end(x->g) : CC_OK;
+    if (!cc_ok(x, rc, sender ? "cc_cuda_send" : "cc_cuda_recv") ||
+        !cc_ok(x, rc2, "cc_cuda_group_end")) {
+      sync_stream(x, x->s);
+      break;
+    }
+    if (!fetch(x, x->s, &R, x->hB) || !sync_stream(x, x->s)) break;
+    if (!sender) {
+      for (m = 0; m < 3; m++) {
+        char what[80];
+        snprintf(what, sizeof what, "message %d (%s x%zu, tag %d)", m + 1, tr_dtype_name(msgs[m].t),
+                 msgs[m].count, msgs[m].tag);
+        chk_data(x, what, &R, offs[m], in + offs[m], msgs[m].count, msgs[m].t);
+      }
+    } else {
+      chk_untouched(x, "recv buffer of the sender", &R);
+    }
+    chk_guards(x, "recv buffer", &R);
+    /* one message back, int8 x 7, not grouped */
+    es = 1;
+    tr_label(&x->t, "rank %d -> rank %d: one message back (int8 x7), %s", me | 1, me & ~1,
+             bk_names[bk]);
+    tr_fill(in, CC_INT8, TR_GEN_ANY, seed, 1, 0, 7);
+    rset(x, &S, x->A[bk], &cs, 7 * es, 1);
+    rset(x, &R, x->B[bk], &cs, 7 * es, 1);
+    if (!stage(x, x->s, &S, in, 0, 7) || !stage(x, x->s, &R, NULL, 0, 0)) break;
+    rc = sender ? cc_cuda_recv(x->g, rdata(&R), 7, CC_INT8, peer, 9, x->s)
+                : cc_cuda_send(x->g, rdata(&S), 7, CC_INT8, peer, 9, x->s);
+    if (!cc_ok(x, rc, sender ? "cc_cuda_recv" : "cc_cuda_send")) {
+      sync_stream(x, x->s);
+      break;
+    }
+    if (!fetch(x, x->s, &R, x->hB) || !sync_stream(x, x->s)) break;
+    if (sender) chk_data(x, "message back", &R, 0, in, 7, CC_INT8);
+    chk_guards(x, "recv buffer", &R);
+  }
+  free(in);
+  misc_cover(x, M_P2P_ORDER, "pairs (0,1), (2,3): 3 messages (int32 x5, float64 x0, float32 "
+             "x100003, tags 1,2,3) matched in order, in a group and one call each; one back");
+}
+
+/* Every pair at once in one group (with oneself), counts of all_to_all_v. */
+static void run_p2p_all(ctx *x) {
+  static const struct { cc_dtype t; int pattern; } cases[] = {
+    {CC_INT32, P_SMALL}, {CC_FLOAT16, P_IRREGULAR}, {CC_FLOAT32, P_LARGE}, {CC_UINT64, P_ONE}};
+  int n = x->t.n, me = x->t.rank, ci, order, j;
+  size_t es, sc[MAXR] = {0}, sd[MAXR] = {0}, rcn[MAXR] = {0}, rd[MAXR] = {0}, Ls, Lr;
+  unsigned char *in, *want;
+  region S, R;
+  tcase cs;
+  cc_result rc, rc2;
+  for (ci = 0; ci < 4; ci++)
+    for (order = 0; order < 2 && !x->dead; order++) {
+      if (x->w->quick && cases[ci].pattern == P_LARGE) continue;
+      base_case(&cs, K_P2P, order ? BK_PLAIN : BK_REG, cases[ci].t, CC_SUM, 0);
+      cs.pattern = cases[ci].pattern;
+      cs.layout = (ci + order) % L_COUNT;
+      cs.seed = tu_hash3(41, (uint64_t)ci, (uint64_t)order);
+      es = tr_size(cs.t);
+      tr_label(&x->t, "every pair in one group (%s): %s %s/%s %s",
+               order ? "receives first, peers in reverse order" : "sends first", tr_dtype_name(cs.t),
+               p_names[cs.pattern], l_names[cs.layout], bk_names[cs.bk]);
+      Ls = a2av_send_layout(&cs, n, me, sc, sd);
+      Lr = a2av_recv_layout(&cs, n, me, rcn, rd);
+      in = hbuf(Ls * es);
+      want = hbuf(Lr * es);
+      tr_fill(in, cs.t, TR_GEN_ANY, cs.seed, me, 0, Ls);
+      a2av_want(&cs, n, me, want, Lr, rd);
+      rset(x, &S, x->A[cs.bk], &cs, Ls * es, Ls > 0);
+      rset(x, &R, x->B[cs.bk], &cs, Lr * es, Lr > 0);
+      if (!stage(x, x->s, &S, in, 0, Ls * es) || !stage(x, x->s, &R, NULL, 0, 0)) goto next;
+      if (!cc_ok(x, cc_cuda_group_begin(x->g), "cc_cuda_group_begin")) goto next;
+      rc = CC_OK;
+      if (!order) {
+        for (j = 0; j < n && rc == CC_OK; j++)
+          rc = cc_cuda_send(x->g, sc[j] ? rdata(&S) + sd[j] * es : NULL, sc[j], cs.t, j, 0, x->s);
+        for (j = 0; j < n && rc == CC_OK; j++)
+          rc = cc_cuda_recv(x->g, rcn[j] ? rdata(&R) + rd[j] * es : NULL, rcn[j], cs.t, j, 0, x->s);
+      } else {
+        for (j = n - 1; j >= 0 && rc == CC_OK; j--)
+          rc = cc_cuda_recv(x->g, rcn[j] ? rdata(&R) + rd[j] * es : NULL, rcn[j], cs.t, j, 0, x->s);
+        for (j = n - 1; j >= 0 && rc == CC_OK; j--)
+          rc = cc_cuda_send(x->g, sc[j] ? rdata(&S) + sd[j] * es : NULL, sc[j], cs.t, j, 0, x->s);
+      }
+      rc2 = cc_cuda_group_end(x->g);
+      if (!cc_ok(x, rc, "cc_cuda_send/recv in the group") || !cc_ok(x, rc2, "cc_cuda_group_end")) {
+        sync_stream(x, x->s);
+        goto next;
+      }
+      if (!fetch(x, x->s, &S, x->hA) || !fetch(x, x->s, &R, x->hB) || !sync_stream(x, x->s)) goto next;
+      chk_data(x, "recv buffer (0xa5.. marks gaps that must stay untouched)", &R, 0, want, Lr, cs.t);
+      chk_data(x, "send buffer (only read)", &S, 0, in, Ls, cs.t);
+      chk_guards(x, "send buffer", &S);
+      chk_guards(x, "recv buffer", &R);
+    next:
+      free(in);
+      free(want);
+    }
+  misc_cover(x, M_P2P_ALL, "every pair incl. oneself in one group, uneven counts with zeros, "
+             "sends first or receives first");
+}
+
+/* ------------------------------------------------------------ buffers freed and allocated again */
+
+static void run_reuse(ctx *x) {
+  int round, n = x->t.n, me = x->t.rank, kind;
+  size_t cnt, bytes;
+  unsigned char *sd = NULL, *rd = NULL, *in, *want;
+  tcase cs;
+  cudaStream_t st = x->s;
+  cc_result rc;
+  for (round = 0; round < 8 && !x->dead; round++) {
+    /* rounds 0-2 same size (the allocator hands the same address back), then
+     * other sizes; kind 0 cudaMalloc, 1 cc_cuda_malloc; round 7: a registered
+     * sendbuf and a fresh cudaMalloc recvbuf */
+    kind = round >= 3 && round < 6 ? 1 : 0;
+    cnt = round < 3 ? 5003 : 5003 + 7919 * (size_t)round;
+    bytes = cnt * 4;
+    base_case(&cs, K_ALL_REDUCE, BK_PLAIN, CC_FLOAT32, CC_SUM, cnt);
+    cs.gkind = TR_GEN_ANY;
+    cs.seed = tu_hash3(61, (uint64_t)round, (uint64_t)n);
+    tr_label(&x->t, "round %d: %s buffers of %zu bytes allocated, all_reduce float32/sum, freed",
+             round, round == 7 ? "registered send, cudaMalloc recv" : kind ? "cc_cuda_malloc" : "cudaMalloc",
+             bytes);
+    in = hbuf(bytes);
+    want = hbuf(bytes);
+    tr_fill(in, CC_FLOAT32, TR_GEN_ANY, cs.seed, me, 0, cnt);
+    reference(want, 0, cnt, &cs, n);
+    sd = rd = NULL;
+    if (kind) {
+      if (!cc_ok(x, cc_cuda_malloc(x->g, (void **)&sd, bytes), "cc_cuda_malloc") ||
+          !cc_ok(x, cc_cuda_malloc(x->g, (void **)&rd, bytes), "cc_cuda_malloc"))
+        goto next;
+    } else {
+      if (round == 7)
+        sd = x->A[BK_REG] + GUARD;
+      else if (!cu_ok(x, cudaMalloc((void **)&sd, bytes), "cudaMalloc"))
+        goto next;
+      if (!cu_ok(x, cudaMalloc((void **)&rd, bytes), "cudaMalloc")) goto next;
+    }
+    if (!cu_ok(x, cudaMemcpyAsync(sd, in, bytes, cudaMemcpyHostToDevice, st), "cudaMemcpyAsync") ||
+        !cu_ok(x, cudaMemsetAsync(rd, 0, bytes, st), "cudaMemsetAsync"))
+      goto next;
+    rc = cc_cuda_all_reduce(x->g, sd, rd, cnt, CC_FLOAT32, CC_SUM, st);
+    if (!cc_ok(x, rc, "cc_cuda_all_reduce")) {
+      sync_stream(x, st);
+      goto next;
+    }
+    if (!cu_ok(x, cudaMemcpyAsync(x->hB, rd, bytes, cudaMemcpyDeviceToHost, st), "cudaMemcpyAsync") ||
+        !sync_stream(x, st))
+      goto next;
+    {
+      char m[300];
+      if (tr_compare(x->hB, want, cnt, CC_FLOAT32, m, sizeof m)) tr_fail(&x->t, "recvbuf: %s", m);
+    }
+  next:
+    if (kind) {
+      if (sd) cc_ok(x, cc_cuda_free(x->g, sd), "cc_cuda_free");
+      if (rd) cc_ok(x, cc_cuda_free(x->g, rd), "cc_cuda_free");
+    } else {
+      if (sd && round != 7) cu_ok(x, cudaFree(sd), "cudaFree");
+      if (rd) cu_ok(x, cudaFree(rd), "cudaFree");
+    }
+    free(in);
+    free(want);
+  }
+  misc_cover(x, M_REUSE, "8 rounds: cudaMalloc and cc_cuda_malloc buffers freed and allocated "
+             "again (same size, then others), a registered/cudaMalloc mix");
+}
+
+/* ------------------------------------------------------------ refused arguments */
+
+static void expect_invalid(ctx *x, cc_result rc, const char *what) {
+  tr_label(&x->t, "%s", what);
+  if (rc != CC_ERR_INVALID_ARG)
+    tr_fail(&x->t, "returned %s, want CC_ERR_INVALID_ARG (%s)", cc_strerror(rc),
+            cc_cuda_comm_last_error(x->g));
+}
+
+static void run_invalid(ctx *x) {
+  float *host = (float *)calloc(64, sizeof(float));
+  unsigned char *dv = x->A[BK_REG] + GUARD, *dv2 = x->B[BK_REG] + GUARD;
+  int n = x->t.n, me = x->t.rank;
+  cc_result rc;
+  float v[4], got[4];
+  int i;
+  expect_invalid(x, cc_cuda_all_reduce(x->g, host, dv2, 8, CC_FLOAT32, CC_SUM, x->s),
+                 "all_reduce with a host (malloc) sendbuf");
+  expect_invalid(x, cc_cuda_all_reduce(x->g, dv, host, 8, CC_FLOAT32, CC_SUM, x->s),
+                 "all_reduce with a host (malloc) recvbuf");
+  expect_invalid(x, cc_cuda_all_reduce(x->g, host, host, 8, CC_FLOAT32, CC_SUM, x->s),
+                 "all_reduce in place on host (malloc) memory");
+  expect_invalid(x, cc_cuda_broadcast(x->g, host, 8, CC_FLOAT32, 0, x->s),
+                 "broadcast of a host (malloc) buffer");
+  expect_invalid(x, cc_cuda_all_gather(x->g, dv, host, 4, CC_INT32, x->s),
+                 "all_gather into a host (malloc) recvbuf");
+  expect_invalid(x, cc_cuda_all_reduce(x->g, NULL, dv2, 8, CC_FLOAT32, CC_SUM, x->s),
+                 "all_reduce with sendbuf NULL and count 8");
+  expect_invalid(x, cc_cuda_all_reduce(x->g, dv, dv2, 8, CC_COMPLEX64, CC_MIN, x->s),
+                 "all_reduce complex64/min (a refused pair)");
+  expect_invalid(x, cc_cuda_all_reduce(x->g, dv, dv2, 8, CC_FLOAT32, CC_BXOR, x->s),
+                 "all_reduce float32/bxor (a refused pair)");
+  expect_invalid(x, cc_cuda_all_reduce(x->g, dv, dv2, 8, CC_INT32, CC_AVG, x->s),
+                 "all_reduce int32/avg (a refused pair)");
+  expect_invalid(x, cc_cuda_broadcast(x->g, dv, 8, CC_FLOAT32, n, x->s),
+                 "broadcast with root == size");
+  expect_invalid(x, cc_cuda_all_reduce(x->g, dv, dv2, 8, (cc_dtype)15, CC_SUM, x->s),
+                 "all_reduce with dtype 15 (unknown)");
+  /* sendbuf one element into recvbuf: overlapping but not the in-place form on any rank */
+  expect_invalid(x, cc_cuda_all_gather(x->g, dv2 + 4, dv2, 4, CC_FLOAT32, x->s),
+                 "all_gather with sendbuf == recvbuf + 1 element (an overlap that is not in place)");
+  tr_label(&x->t, "stream drains after the refused calls");
+  sync_stream(x, x->s);
+  tr_label(&x->t, "cc_cuda_comm_check after the refused calls");
+  rc = cc_cuda_comm_check(x->g);
+  if (rc != CC_OK) tr_fail(&x->t, "returned %s, want CC_OK", cc_strerror(rc));
+  tr_label(&x->t, "all_reduce float32/sum count 4 after the refused calls (still usable)");
+  for (i = 0; i < 4; i++) v[i] = (float)(me + 1) * (float)(i + 1);
+  if (!x->dead &&
+      cu_ok(x, cudaMemcpyAsync(dv, v, sizeof v, cudaMemcpyHostToDevice, x->s), "cudaMemcpyAsync") &&
+      cc_ok(x, cc_cuda_all_reduce(x->g, dv, dv2, 4, CC_FLOAT32, CC_SUM, x->s), "cc_cuda_all_reduce") &&
+      cu_ok(x, cudaMemcpyAsync(got, dv2, sizeof got, cudaMemcpyDeviceToHost, x->s), "cudaMemcpyAsync") &&
+      sync_stream(x, x->s)) {
+    for (i = 0; i < 4; i++)
+      if (got[i] != (float)(n * (n + 1) / 2) * (float)(i + 1)) {
+        tr_fail(&x->t, "[%d] = %g, want %g", i, (double)got[i],
+                (double)((float)(n * (n + 1) / 2) * (float)(i + 1)));
+        break;
+      }
+  }
+  free(host);
+  misc_cover(x, M_INVALID, "host pointers (send, recv, in place, broadcast, all_gather), NULL "
+             "with a count, refused dtype/op pairs, root out of range, unknown dtype, an overlap: "
+             "CC_ERR_INVALID_ARG on every rank; then an all_reduce works");
+}
+
+/* rank 0 all_reduce count 8, the others 9: CC_ERR_MISMATCH everywhere. The
+ * communicator is failed afterwards: this runs last. */
+static void run_mismatch(ctx *x) {
+  unsigned char *dv = x->A[BK_REG] + GUARD, *dv2 = x->B[BK_REG] + GUARD;
+  cc_result rc;
+  cudaError_t e;
+  double t0;
+  tr_label(&x->t, "rank 0 all_reduce float32/sum count 8, others count 9");
+  t0 = tu_now();
+  rc = cc_cuda_all_reduce(x->g, dv, dv2, x->t.rank == 0 ? 8 : 9, CC_FLOAT32, CC_SUM, x->s);
+  if (rc != CC_ERR_MISMATCH)
+    tr_fail(&x->t, "returned %s after %.2f s, want CC_ERR_MISMATCH (%s)", cc_strerror(rc),
+            tu_now() - t0, cc_cuda_comm_last_error(x->g));
+  tr_label(&x->t, "cudaStreamSynchronize after the mismatch");
+  t0 = tu_now();
+  e = cudaStreamSynchronize(x->s);
+  if (e != cudaSuccess) tr_fail(&x->t, "cudaStreamSynchronize: %s", cudaGetErrorString(e));
+  if (tu_now() - t0 > 5) tr_fail(&x->t, "cudaStreamSynchronize took %.1f s", tu_now() - t0);
+  tr_label(&x->t, "all_reduce after the mismatch");
+  rc = cc_cuda_all_reduce(x->g, dv, dv2, 4, CC_FLOAT32, CC_SUM, x->s);
+  if (rc == CC_OK) tr_fail(&x->t, "returned CC_OK on a communicator that failed (want CC_ERR_ABORTED)");
+  cudaStreamSynchronize(x->s);
+  misc_cover(x, M_MISMATCH, "count 8 vs 9: CC_ERR_MISMATCH on every rank, the stream drains, the "
+             "next call fails");
+}
+
+/* ------------------------------------------------------------ a rank's main */
+
+static size_t arena_bytes(int n) { return (size_t)n * 1300000 + 65536; }
+
+static int rank_main(cc_comm *c, void *argp) {
+  static ctx x; /* large; one per process */
+  warg *w = (warg *)argp;
+  wshared *sh = w->sh;
+  int bk, k, m, failed_comm = 0;
+  double t0;
+  cc_result rc;
+  memset(&x, 0, sizeof x);
+  tr_ctx_init(&x.t, c, &sh->tab[T_MISC]);
+  x.w = w;
+  x.verbose = getenv("CC_TEST_VERBOSE") != NULL;
+  x.dev = x.t.rank % (w->ndev > 0 ? w->ndev : 1);
+  x.cap = arena_bytes(x.t.n);
+  if (w->wtype == W_STAGED) setenv("CC_CUDA_TRANSPORT", "staged", 1);
+  if (w->wtype == W_TWOSHOT) setenv("CC_CUDA_ONESHOT_BYTES", "0", 1);
+
+  /* setup, reported in the mode group */
+  if (!group_begin(&x, T_MISC, M_MODE)) return 99;
+  tr_label(&x.t, "setup: cudaSetDevice(%d), stream, cc_cuda_comm_init, 2 x %zu-byte arenas per "
+           "buffer kind", x.dev, x.cap);
+  if (!cu_ok(&x, cudaSetDevice(x.dev), "cudaSetDevice") ||
+      !cu_ok(&x, cudaStreamCreateWithFlags(&x.s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags"))
+    return 1;
+  rc = cc_cuda_comm_init(c, x.dev, &x.g);
+  if (rc != CC_OK) {
+    tr_fail(&x.t, "cc_cuda_comm_init(device %d) returned %s (%s)", x.dev, cc_strerror(rc),
+            cc_comm_last_error(c));
+    return 1;
+  }
+  if (!cc_ok(&x, cc_cuda_malloc(x.g, (void **)&x.A[BK_REG], x.cap), "cc_cuda_malloc") ||
+      !cc_ok(&x, cc_cuda_malloc(x.g, (void **)&x.B[BK_REG], x.cap), "cc_cuda_malloc") ||
+      !cu_ok(&x, cudaMalloc((void **)&x.A[BK_PLAIN], x.cap), "cudaMalloc") ||
+      !cu_ok(&x, cudaMalloc((void **)&x.B[BK_PLAIN], x.cap), "cudaMalloc"))
+    return 1;
+  x.hA = hbuf(x.cap);
+  x.hB = hbuf(x.cap);
+  if (!x.hA || !x.hB) {
+    tr_fail(&x.t, "out of host memory");
+    return 1;
+  }
+  run_mode(&x);
+  group_end(&x);
+
+  /* the collectives, per buffer kind */
+  for (bk = 0; bk < BK_COUNT && !x.dead; bk++)
+    for (k = 0; k < K_COUNT && !x.dead; k++) {
+      if (!plan_coll(w->wtype, k)) continue;
+      t0 = tu_now();
+      if (!group_begin(&x, bk, k)) return 99;
+      run_matrix(&x, bk, k);
+      group_end(&x);
+      if (x.verbose && x.t.rank == 0)
+        fprintf(stderr, "  %sn=%d %s %s: %.2f s\n", w_prefix[w->wtype], x.t.n, k_names[k],
+                bk_names[bk], tu_now() - t0);
+    }
+
+  /* the other groups */
+  for (m = M_BARRIER; m < M_COUNT && !x.dead; m++) {
+    if (!plan_misc(w->wtype, m)) continue;
+    t0 = tu_now();
+    if (!group_begin(&x, T_MISC, m)) return 99;
+    switch (m) {
+    case M_BARRIER: run_barrier(&x); break;
+    case M_ORDER: run_stream_order(&x); break;
+    case M_PREMUL: run_premul(&x); break;
+    case M_USER: run_user(&x); break;
+    case M_P2P_RING: run_p2p_ring(&x); break;
+    case M_P2P_SELF: run_p2p_self(&x); break;
+    case M_P2P_ORDER: run_p2p_order(&x); break;
+    case M_P2P_ALL: run_p2p_all(&x); break;
+    case M_REUSE: run_reuse(&x); break;
+    case M_INVALID: run_invalid(&x); break;
+    case M_MISMATCH: run_mismatch(&x); failed_comm = 1; break;
+    case M_DESTROY: {
+      tr_label(&x.t, "cc_cuda_free of the arenas, cc_cuda_comm_destroy%s",
+               failed_comm ? " (after the mismatch: it must return)" : "");
+      rc = cc_cuda_free(x.g, x.A[BK_REG]);
+      if (!failed_comm) cc_ok(&x, rc, "cc_cuda_free");
+      rc = cc_cuda_free(x.g, x.B[BK_REG]);
+      if (!failed_comm) cc_ok(&x, rc, "cc_cuda_free");
+      cu_ok(&x, cudaFree(x.A[BK_PLAIN]), "cudaFree");
+      cu_ok(&x, cudaFree(x.B[BK_PLAIN]), "cudaFree");
+      t0 = tu_now();
+      rc = cc_cuda_comm_destroy(x.g);
+      x.g = NULL;
+      if (!failed_comm) {
+        if (rc != CC_OK)
+          tr_fail(&x.t, "cc_cuda_comm_destroy returned %s (%s)", cc_strerror(rc),
+                  cc_comm_last_error(c));
+      }
+      if (tu_now() - t0 > 10) tr_fail(&x.t, "cc_cuda_comm_destroy took %.1f s", tu_now() - t0);
+      misc_cover(&x, M_DESTROY, "%s", failed_comm ? "after the mismatch: returns" : "CC_OK");
+      break;
+    }
+    default: break;
+    }
+    group_end(&x);
+    if (x.verbose && x.t.rank == 0)
+      fprintf(stderr, "  %sn=%d %s: %.2f s\n", w_prefix[w->wtype], x.t.n, m_names[m], tu_now() - t0);
+  }
+  if (x.dead) return 1;
+  cudaStreamDestroy(x.s);
+  free(x.hA);
+  free(x.hB);
+  return 0;
+}
+
+/* ------------------------------------------------------------ the parent */
+
+static int cmp_size(const void *a, const void *b) {
+  size_t x = *(const size_t *)a, y = *(const size_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static void coll_cover(char *out, size_t cap, const gstat *g, int k) {
+  size_t m = 0, counts[32];
+  int t, npairs = 0, ndt = 0, i;
+  for (t = 0; t < CC_DTYPE_COUNT; t++) {
+    if (g->dtypes & (1u << t)) ndt++;
+    for (i = 0; i < 8; i++) npairs += (g->ops[t] >> i) & 1;
+  }
+  if (is_red(k))
+    m += (size_t)snprintf(out + m, cap - m, "%d dtypes, %d dtype/op pairs", ndt, npairs);
+  else
+    m += (size_t)snprintf(out + m, cap - m, "%d dtypes", ndt);
+  if (!is_v(k) && g->ncounts) {
+    memcpy(counts, g->counts, sizeof(size_t) * (size_t)g->ncounts);
+    qsort(counts, (size_t)g->ncounts, sizeof(size_t), cmp_size);
+    m += (size_t)snprintf(out + m, cap - m, ", counts");
+    for (i = 0; i < g->ncounts && m < cap; i++)
+      m += (size_t)snprintf(out + m, cap - m, "%s%zu", i ? "," : " ", counts[i]);
+  }
+  if (m < cap && is_v(k))
+    m += (size_t)snprintf(out + m, cap - m, ", uneven counts (rank 1: 0), gaps, reversed blocks");
+  if (m < cap && has_inplace(k))
+    m += (size_t)snprintf(out + m, cap - m, ", %s", g->inplace == 3 ? "in+out of place"
+                          : g->inplace == 2 ? "in place" : "out of place");
+  if (m < cap)
+    snprintf(out + m, cap - m, ", %ld misaligned, %ld on the legacy stream (rank 0)", g->misaligned,
+             g->legacy);
+}
+
+static void report_world(const warg *w, int spawn_rc) {
+  char name[160], cov[600];
+  int bk, k, m;
+  for (bk = 0; bk < BK_COUNT; bk++)
+    for (k = 0; k < K_COUNT; k++) {
+      if (!plan_coll(w->wtype, k)) continue;
+      snprintf(name, sizeof name, "cuda %sn=%d %s %s", w_prefix[w->wtype], w->n, k_names[k],
+               bk_names[bk]);
+      coll_cover(cov, sizeof cov, &w->sh->st[bk][k], k);
+      tr_report_group(&w->sh->tab[bk], w->n, k, name, cov, spawn_rc);
+    }
+  for (m = 0; m < M_COUNT; m++) {
+    if (!plan_misc(w->wtype, m)) continue;
+    snprintf(name, sizeof name, "cuda %sn=%d %s", w_prefix[w->wtype], w->n, m_names[m]);
+    tr_report_group(&w->sh->tab[T_MISC], w->n, m, name, w->sh->cover[m], spawn_rc);
+  }
+  if (spawn_rc != 0) {
+    snprintf(name, sizeof name, "cuda %sn=%d spawn", w_prefix[w->wtype], w->n);
+    tu_fail(name, "cc_spawn returned %d (%s)", spawn_rc, cc_comm_last_error(NULL));
+  }
+}
+
+static int g_ndev, g_peer[MAXR][MAXR];
+
+static int expect_ipc(int n) {
+  int i, j, di, dj;
+  for (i = 0; i < n; i++)
+    for (j = 0; j < n; j++) {
+      di = i % g_ndev;
+      dj = j % g_ndev;
+      if (di != dj && !g_peer[di][dj]) return 0;
+    }
+  return 1;
+}
+
+static void run_world(int wtype, int n, int quick) {
+  static warg w;
+  double t0 = tu_now();
+  int rc;
+  memset(&w, 0, sizeof w);
+  w.sh = (wshared *)tu_shared_alloc(sizeof(wshared));
+  if (!w.sh) {
+    tu_fail("cuda setup", "cannot map %zu bytes of shared memory", sizeof(wshared));
+    return;
+  }
+  w.wtype = wtype;
+  w.n = n;
+  w.quick = quick;
+  w.ndev = g_ndev;
+  w.expect_ipc = expect_ipc(n);
+  rc = tu_spawn(n, rank_main, &w);
+  report_world(&w, rc);
+  fprintf(stderr, "test_cuda: %sworld size %d took %.2f s\n", w_prefix[wtype], n, tu_now() - t0);
+  tu_shared_free(w.sh, sizeof(wshared));
+}
+
+/* ------------------------------------------------------------ a rank exits */
+
+typedef struct drep {
+  int reached, init_ok;
+  int call_rc, check_rc, after_rc, destroy_rc, sync_err;
+  int64_t t_call0, t_call1, t_sync1, t_check, t_after, t_destroy;
+  char err[256], sync_msg[128];
+} drep;
+
+typedef struct dshared {
+  int64_t t_exit;
+  int64_t victim_call_ns; /* how long rank 1's queued all_reduce call took (with_call_queued) */
+  drep r[MAXR];
+} dshared;
+
+typedef struct darg {
+  dshared *sh;
+  int variant; /* 0: exits before the call; 1: exits with the call queued behind a spin */
+  int ndev;
+} darg;
+
+#define DEATH_COUNT 300007
+
+static int death_main(cc_comm *c, void *argp) {
+  darg *a = (darg *)argp;
+  dshared *sh = a->sh;
+  int me = cc_comm_rank(c), dev = me % (a->ndev > 0 ? a->ndev : 1);
+  drep *r = &sh->r[me];
+  cc_cuda_comm *g = NULL;
+  cudaStream_t s;
+  float *buf = NULL;
+  cc_result rc;
+  int64_t deadline;
+  cudaError_t e;
+  if (cudaSetDevice(dev) != cudaSuccess || cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess)
+    return 1;
+  if (cc_cuda_comm_init(c, dev, &g) != CC_OK) {
+    snprintf(r->err, sizeof r->err, "cc_cuda_comm_init: %.200s", cc_comm_last_error(c));
+    return 1;
+  }
+  if (cc_cuda_malloc(g, (void **)&buf, DEATH_COUNT * sizeof(float)) != CC_OK ||
+      cudaMemsetAsync(buf, 0, DEATH_COUNT * sizeof(float), s) != cudaSuccess) {
+    snprintf(r->err, sizeof r->err, "setup: %.200s", cc_cuda_comm_last_error(g));
+    return 1;
+  }
+  /* one call that works, so that every peer has mapped the buffers */
+  rc = cc_cuda_all_reduce(g, buf, buf, DEATH_COUNT, CC_FLOAT32, CC_SUM, s);
+  if (rc != CC_OK || cudaStreamSynchronize(s) != cudaSuccess) {
+    snprintf(r->err, sizeof r->err, "warm-up all_reduce: %.60s (%.150s)", cc_strerror(rc),
+             cc_cuda_comm_last_error(g));
+    return 1;
+  }
+  r->init_ok = 1;
+  if (me == 1) {
+    if (a->variant == 1) {
+      int64_t t0;
+      stream_spin(s, 2000000000ull); /* 2 s: the call below is still queued when we exit */
+      t0 = now_ns();
+      cc_cuda_all_reduce(g, buf, buf, DEATH_COUNT, CC_FLOAT32, CC_SUM, s);
+      __atomic_store_n(&sh->victim_call_ns, now_ns() - t0, __ATOMIC_SEQ_CST);
+    }
+    __atomic_store_n(&sh->t_exit, now_ns(), __ATOMIC_SEQ_CST);
+    _exit(3);
+  }
+  r->t_call0 = now_ns();
+  r->call_rc = cc_cuda_all_reduce(g, buf, buf, DEATH_COUNT, CC_FLOAT32, CC_SUM, s);
+  r->t_call1 = now_ns();
+  snprintf(r->err, sizeof r->err, "%.200s", cc_cuda_comm_last_error(g));
+  e = cudaStreamSynchronize(s);
+  r->t_sync1 = now_ns();
+  r->sync_err = (int)e;
+  snprintf(r->sync_msg, sizeof r->sync_msg, "%.120s", cudaGetErrorString(e));
+  /* the watchdog's verdict: poll for up to 15 s */
+  deadline = now_ns() + 15 * 1000000000LL;
+  do {
+    r->check_rc = cc_cuda_comm_check(g);
+    if (r->check_rc != CC_OK) break;
+    tu_sleep_us(10000);
+  } while (now_ns() < deadline);
+  r->t_check = now_ns();
+  if (r->call_rc == CC_OK) snprintf(r->err, sizeof r->err, "%.200s", cc_cuda_comm_last_error(g));
+  r->after_rc = cc_cuda_all_reduce(g, buf, buf, 1, CC_FLOAT32, CC_SUM, s);
+  cudaStreamSynchronize(s);
+  r->t_after = now_ns();
+  cc_cuda_free(g, buf);
+  r->destroy_rc = cc_cuda_comm_destroy(g);
+  r->t_destroy = now_ns();
+  __atomic_store_n(&r->reached, 1, __ATOMIC_SEQ_CST);
+  return 0;
+}
+
+/* append to a message, never past cap */
+static void app(char *buf, size_t cap, size_t *m, const char *fmt, ...) {
+  va_list ap;
+  int k;
+  if (*m >= cap - 1) return;
+  va_start(ap, fmt);
+  k = vsnprintf(buf + *m, cap - *m, fmt, ap);
+  va_end(ap);
+  if (k > 0) *m = *m + (size_t)k < cap - 1 ? *m + (size_t)k : cap - 1;
+}
+
+/* "CC_ERR_PEER_LOST" (cc_strerror without its explanation) */
+static const char *res_name(int rc) {
+  static const char *const names[] = {"CC_OK", "CC_ERR_INVALID_ARG", "CC_ERR_MISMATCH",
+                                      "CC_ERR_TIMEOUT", "CC_ERR_PEER_LOST", "CC_ERR_ABORTED",
+                                      "CC_ERR_SYSTEM", "CC_ERR_AUTH", "CC_ERR_NO_MEMORY",
+                                      "CC_ERR_UNSUPPORTED"};
+  return rc >= 0 && rc < (int)(sizeof names / sizeof names[0]) ? names[rc] : "?";
+}
+
+static int lost_code(int rc) {
+  return rc == CC_ERR_PEER_LOST || rc == CC_ERR_TIMEOUT || rc == CC_ERR_ABORTED;
+}
+
+static void run_death(int variant) {
+  static darg a;
+  const int n = 3;
+  char name[120], why[600];
+  int rc, i, ok = 1;
+  size_t m = 0;
+  const char *old_to = getenv("CC_TIMEOUT"), *old_grace = getenv("CC_SPAWN_GRACE_MS");
+  char save_to[64], save_grace[64];
+  snprintf(save_to, sizeof save_to, "%s", old_to ? old_to : "");
+  snprintf(save_grace, sizeof save_grace, "%s", old_grace ? old_grace : "");
+  const char *what = variant ? "rank 1 queued an all_reduce behind a 2 s spin kernel, then _exit(3)"
+                             : "rank 1 _exit(3)ed instead of calling all_reduce";
+  snprintf(name, sizeof name, "cuda n=3 peer_exit %s", variant ? "with_call_queued" : "before_call");
+  memset(&a, 0, sizeof a);
+  a.sh = (dshared *)tu_shared_alloc(sizeof(dshared));
+  if (!a.sh) {
+    tu_fail(name, "cannot map shared memory");
+    return;
+  }
+  a.variant = variant;
+  a.ndev = g_ndev;
+  setenv("CC_TIMEOUT", "5", 1);
+  setenv("CC_SPAWN_GRACE_MS", "25000", 1); /* the survivors report before cc_spawn stops them */
+  rc = tu_spawn(n, death_main, &a);
+  if (old_to) setenv("CC_TIMEOUT", save_to, 1); else unsetenv("CC_TIMEOUT");
+  if (old_grace) setenv("CC_SPAWN_GRACE_MS", save_grace, 1); else unsetenv("CC_SPAWN_GRACE_MS");
+  why[0] = 0;
+#define WHY(...) (app(why, sizeof why, &m, __VA_ARGS__), ok = 0)
+  if (!a.sh->t_exit) WHY("rank 1 never got to exit (%s); ", a.sh->r[1].err[0] ? a.sh->r[1].err : "setup failed");
+  for (i = 0; i < n && ok; i++) {
+    const drep *r = &a.sh->r[i];
+    double t_detect, t_sync;
+    int seen;
+    if (i == 1) continue;
+    if (!r->init_ok) { WHY("rank %d: setup failed: %s; ", i, r->err); break; }
+    if (!r->reached) { WHY("rank %d never finished (it hung in the call, cudaStreamSynchronize, "
+                           "cc_cuda_comm_check or cc_cuda_comm_destroy and was killed); ", i); break; }
+    seen = r->call_rc != CC_OK ? r->call_rc : r->check_rc;
+    t_detect = (double)((r->call_rc != CC_OK ? r->t_call1 : r->t_check) - a.sh->t_exit) / 1e9;
+    t_sync = (double)(r->t_sync1 - a.sh->t_exit) / 1e9;
+    if (seen == CC_OK && variant == 1 && a.sh->victim_call_ns > 1000000000LL)
+      WHY("rank 1's all_reduce took %.2f s: it waited for its stream (held by a 2 s spin kernel) "
+          "instead of returning once queued, so nothing was in flight when it exited; ",
+          (double)a.sh->victim_call_ns / 1e9);
+    else if (seen == CC_OK)
+      WHY("rank %d: the all_reduce returned CC_OK and cc_cuda_comm_check still said CC_OK 15 s "
+          "later; ", i);
+    else if (!lost_code(seen))
+      WHY("rank %d: reported %s, want CC_ERR_PEER_LOST, CC_ERR_TIMEOUT or CC_ERR_ABORTED; ", i,
+          res_name(seen));
+    else if (t_detect > 8.0)
+      WHY("rank %d: noticed it %.1f s after rank 1 exited (CC_TIMEOUT=5); ", i, t_detect);
+    if (t_sync > 10.0)
+      WHY("rank %d: cudaStreamSynchronize returned %.1f s after rank 1 exited; ", i, t_sync);
+    if (r->after_rc == CC_OK) WHY("rank %d: an all_reduce after the failure returned CC_OK; ", i);
+    if (ok && i == 0)
+      app(why, sizeof why, &m,
+                            "rank 0: call %s, check %s, noticed after %.2f s, stream drained after "
+                            "%.2f s (%s), later call %s, destroy %s; ",
+                            res_name(r->call_rc), res_name(r->check_rc), t_detect, t_sync,
+                            r->sync_msg, res_name(r->after_rc), res_name(r->destroy_rc));
+  }
+  if (ok && rc == 0) WHY("cc_spawn returned 0 although rank 1 exited with status 3; ");
+#undef WHY
+  if (m > 2 && m < sizeof why) why[m - 2] = 0; /* drop the last "; " */
+  if (ok)
+    tu_pass(name, "%s, CC_TIMEOUT=5: %s; cc_spawn returned %d", what, why, rc);
+  else
+    tu_fail(name, "%s, CC_TIMEOUT=5: %s (cc_spawn returned %d; rank 0 saw: %s)", what, why, rc,
+            a.sh->r[0].err);
+  tu_shared_free(a.sh, sizeof(dshared));
+}
+
+/* ------------------------------------------------------------ main */
+
+typedef struct probe {
+  int done, count, err, peer[MAXR][MAXR];
+  char msg[256], names[MAXR][64];
+} probe;
+
+/* cudaGetDeviceCount in a child: CUDA set up in this process would not work in
+ * the ranks cc_spawn forks from it. */
+static void probe_devices(probe *p) {
+  pid_t pid;
+  int st = 0;
+  fflush(stdout);
+  fflush(stderr);
+  pid = fork();
+  if (pid == 0) {
+    int n = 0, i, j;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    p->err = (int)e;
+    p->count = e == cudaSuccess ? n : 0;
+    snprintf(p->msg, sizeof p->msg, "%.200s", cudaGetErrorString(e));
+    for (i = 0; i < p->count && i < MAXR; i++) {
+      struct cudaDeviceProp prop;
+      if (cudaGetDeviceProperties(&prop, i) == cudaSuccess)
+        snprintf(p->names[i], sizeof p->names[i], "%.63s", prop.name);
+      for (j = 0; j < p->count && j < MAXR; j++) {
+        int can = 0;
+        if (i != j && cudaDeviceCanAccessPeer(&can, i, j) == cudaSuccess) p->peer[i][j] = can;
+      }
+    }
+    p->done = 1;
+    _exit(0);
+  }
+  if (pid < 0) {
+    snprintf(p->msg, sizeof p->msg, "fork failed: %s", strerror(errno));
+    return;
+  }
+  while (waitpid(pid, &st, 0) < 0 && errno == EINTR) {
+  }
+  if (!p->done)
+    snprintf(p->msg, sizeof p->msg, "the process that asked cudaGetDeviceCount died (status %d)", st);
+}
+
+int main(int argc, char **argv) {
+  int quick = tu_quick(), i, n, want_n[MAXR + 1], want_staged = 1, want_twoshot = 1, want_death = 1;
+  double t0 = tu_now();
+  probe *p = (probe *)tu_shared_alloc(sizeof(probe));
+  if (!p) {
+    tu_fail("cuda setup", "cannot map shared memory");
+    return 1;
+  }
+  probe_devices(p);
+  if (!p->done || p->err != 0 || p->count <= 0) {
+    tu_skip("cuda", "no CUDA device (%s)", p->msg);
+    return 0;
+  }
+  g_ndev = p->count > MAXR ? MAXR : p->count;
+  memcpy(g_peer, p->peer, sizeof g_peer);
+  fprintf(stderr, "test_cuda: %d device(s); device 0: %s\n", p->count, p->names[0]);
+  tu_default_timeout("60");
+
+  memset(want_n, 0, sizeof want_n);
+  if (argc > 1) {
+    want_staged = want_twoshot = want_death = 0;
+    for (i = 1; i < argc; i++) {
+      if (!strcmp(argv[i], "staged")) want_staged = 1;
+      else if (!strcmp(argv[i], "twoshot")) want_twoshot = 1;
+      else if (!strcmp(argv[i], "death")) want_death = 1;
+      else if ((n = atoi(argv[i])) >= 2 && n <= 4) want_n[n] = 1;
+    }
+  } else if (quick) {
+    want_n[3] = 1;
+  } else {
+    want_n[2] = want_n[3] = want_n[4] = 1;
+  }
+  for (n = 2; n <= 4; n++)
+    if (want_n[n]) run_world(W_IPC, n, quick);
+  if (want_staged) run_world(W_STAGED, 3, quick);
+  if (want_twoshot) {
+    run_world(W_TWOSHOT, 3, quick);
+    if (!quick) run_world(W_TWOSHOT, 4, quick);
+  }
+  if (want_death) {
+    run_death(0);
+    run_death(1);
+  }
+  fprintf(stderr, "test_cuda: %.2f s\n", tu_now() - t0);
+  tu_shared_free(p, sizeof(probe));
+  return tu_exit_code();
+}
