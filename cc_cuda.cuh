@@ -41,6 +41,8 @@
      queues on the stream the waits for the peers (stream memory operations on
      flags in shared pinned memory), the kernels and the copies, and returns.
      In staged mode the call synchronizes the stream and returns when done.
+   - A user op (cc_op_create) runs on the CPU: calls with one take the staged
+     path, in ipc mode too. premul_sum ops run on the GPU.
    - A rank that dies, or a peer that does not arrive within the timeout, is
      noticed by a watchdog thread per communicator (it sleeps between checks);
      it releases every wait queued on the GPU, and every later call, and
@@ -83,9 +85,10 @@ typedef struct cc_cuda_comm cc_cuda_comm;
  *   Returns   CC_OK, or an error with detail in cc_comm_last_error(host) */
 CC_API cc_result cc_cuda_comm_init(cc_comm *host, int device, cc_cuda_comm **out);
 
-/* cc_cuda_comm_destroy - wait for this rank's queued work, then free the GPU
- *   communicator. Collective: every rank calls it (after its last call). A
- *   failure's detail is then in cc_comm_last_error(host). */
+/* cc_cuda_comm_destroy - wait for this rank's queued work (the whole device:
+ *   cudaDeviceSynchronize), then free the GPU communicator. Collective: every
+ *   rank calls it (after its last call). A failure's detail is then in
+ *   cc_comm_last_error(host). */
 CC_API cc_result cc_cuda_comm_destroy(cc_cuda_comm *g);
 
 /* cc_cuda_malloc / cc_cuda_free - device memory that every peer maps once and
@@ -93,6 +96,11 @@ CC_API cc_result cc_cuda_comm_destroy(cc_cuda_comm *g);
  *   is mapped by the peers on its first use and the mapping is cached. */
 CC_API cc_result cc_cuda_malloc(cc_cuda_comm *g, void **ptr, size_t bytes);
 CC_API cc_result cc_cuda_free(cc_cuda_comm *g, void *ptr);
+
+/* cc_cuda_comm_abort - fail the GPU communicator and its host communicator
+ *   for every rank: queued GPU waits are released, pending and later calls
+ *   return an error. Any thread may call it (as cc_comm_abort). */
+CC_API void cc_cuda_comm_abort(cc_cuda_comm *g);
 
 /* Detail of the last failure on g ("all_reduce: rank 1 lost (pid 4711 exited)"). */
 CC_API const char *cc_cuda_comm_last_error(const cc_cuda_comm *g);
@@ -2063,6 +2071,17 @@ CC_API cc_result cc_cuda_free(cc_cuda_comm *g, void *ptr) {
   g->allocs[i] = g->allocs[--g->nallocs];
   CC_CUDA__CALL(g, "cuda_free", cudaFree(ptr));   /* waits for the device: no call in flight reads it */
   return CC_OK;
+}
+
+CC_API void cc_cuda_comm_abort(cc_cuda_comm *g) {
+  if (!g) return;
+  if (g->page) {
+    cc_cuda__declare(g, CC_ERR_ABORTED, "rank %d called cc_cuda_comm_abort", g->rank);
+    pthread_mutex_lock(&g->lock);
+    pthread_cond_signal(&g->cond);     /* the watchdog releases the waits now */
+    pthread_mutex_unlock(&g->lock);
+  }
+  cc_comm_abort(g->host);
 }
 
 CC_API const char *cc_cuda_comm_last_error(const cc_cuda_comm *g) {

@@ -63,7 +63,7 @@ cat >"$out/decl.c" <<'EOF'
 typedef void (*fn)(void);
 int main(void) {   /* every public call exists, with the contract's types */
   fn f[] = {(fn)cc_cuda_comm_init, (fn)cc_cuda_comm_destroy, (fn)cc_cuda_malloc, (fn)cc_cuda_free,
-            (fn)cc_cuda_comm_last_error, (fn)cc_cuda_comm_check, (fn)cc_cuda_comm_mode, (fn)cc_cuda_barrier,
+            (fn)cc_cuda_comm_abort, (fn)cc_cuda_comm_last_error, (fn)cc_cuda_comm_check, (fn)cc_cuda_comm_mode, (fn)cc_cuda_barrier,
             (fn)cc_cuda_broadcast, (fn)cc_cuda_reduce, (fn)cc_cuda_all_reduce, (fn)cc_cuda_gather,
             (fn)cc_cuda_all_gather, (fn)cc_cuda_scatter, (fn)cc_cuda_reduce_scatter, (fn)cc_cuda_all_to_all,
             (fn)cc_cuda_gather_v, (fn)cc_cuda_all_gather_v, (fn)cc_cuda_scatter_v, (fn)cc_cuda_all_to_all_v,
