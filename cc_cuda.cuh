@@ -661,8 +661,8 @@ struct cc_cuda_comm {
   cc_result async;                     /* what the watchdog found */
   char async_msg[320];
   unsigned int *hi;                    /* CC_CUDA__NFLAGS: released flag values, 0 not yet */
-  uint64_t since[2 * CC_CUDA__MAXR + 1];
-  unsigned int since_val[2 * CC_CUDA__MAXR + 1];
+  uint64_t since[3 * CC_CUDA__MAXR];          /* per watched wait: since when (0: not waiting) */
+  unsigned int since_val[3 * CC_CUDA__MAXR];     /* ... on which value */
 };
 
 static unsigned char *cc_cuda__rec_at(cc_cuda_comm *g, int r) { return g->recs + (size_t)r * g->rec_bytes; }
@@ -1125,21 +1125,21 @@ static void cc_cuda__watch(cc_cuda_comm *g) {
       if (p == me) continue;
       x = __atomic_load_n(&pg->post[p][0], __ATOMIC_ACQUIRE);
       if (cc_cuda__overdue(g, p, (int)(x - mine) < 0, mine, now)) {
-        cc_cuda__declare(g, CC_ERR_TIMEOUT, "rank %d waited %.0f s on its GPU for rank %d to reach collective phase %u (it is at %u)",
+        cc_cuda__declare(g, CC_ERR_TIMEOUT, "rank %d waited %.3g s on its GPU for rank %d to reach collective phase %u (it is at %u)",
                          me, g->host->timeout_ns / 1e9, p, mine, x);
         a = 1;
       }
       x = __atomic_load_n(&pg->want[p][me], __ATOMIC_ACQUIRE);
       y = __atomic_load_n(&pg->ready[p][me], __ATOMIC_ACQUIRE);
       if (!a && cc_cuda__overdue(g, CC_CUDA__MAXR + p, (int)(x - y) > 0, x, now)) {
-        cc_cuda__declare(g, CC_ERR_TIMEOUT, "rank %d waited %.0f s on its GPU for message %u from rank %d",
+        cc_cuda__declare(g, CC_ERR_TIMEOUT, "rank %d waited %.3g s on its GPU for message %u from rank %d",
                          me, g->host->timeout_ns / 1e9, x, p);
         a = 1;
       }
       x = __atomic_load_n(&pg->ready[me][p], __ATOMIC_ACQUIRE);
       y = __atomic_load_n(&pg->done[me][p], __ATOMIC_ACQUIRE);
       if (!a && cc_cuda__overdue(g, 2 * CC_CUDA__MAXR + p, (int)(x - y) > 0, x, now)) {
-        cc_cuda__declare(g, CC_ERR_TIMEOUT, "rank %d waited %.0f s on its GPU for rank %d to receive message %u",
+        cc_cuda__declare(g, CC_ERR_TIMEOUT, "rank %d waited %.3g s on its GPU for rank %d to receive message %u",
                          me, g->host->timeout_ns / 1e9, p, x);
         a = 1;
       }
@@ -1218,7 +1218,9 @@ static void cc_cuda__init_local(cc_cuda_comm *g, cc_cuda__hello *h) {
 #define CC_CUDA__HELLO_FAIL(c, ...) do { h->code = (c); snprintf(h->msg, sizeof h->msg, __VA_ARGS__); return; } while (0)
   if (e != cudaSuccess)
     CC_CUDA__HELLO_FAIL(cc_cuda__code(e) == CC_ERR_INVALID_ARG ? CC_ERR_UNSUPPORTED : cc_cuda__code(e),
-                        "cudaGetDeviceCount failed: %s (%s)", cudaGetErrorName(e), cudaGetErrorString(e));
+                        "cudaGetDeviceCount failed: %s (%s)%s", cudaGetErrorName(e), cudaGetErrorString(e),
+                        access("/dev/nvidiactl", F_OK) != 0 ? "; this machine has no NVIDIA driver (no /dev/nvidiactl)"
+                                                           : "");
   if (g->dev < 0 || g->dev >= ndev)
     CC_CUDA__HELLO_FAIL(CC_ERR_INVALID_ARG, "device %d is out of range (this process sees %d)", g->dev, ndev);
   if ((e = cudaSetDevice(g->dev)) != cudaSuccess || (e = cudaFree(0)) != cudaSuccess ||

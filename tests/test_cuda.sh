@@ -5,8 +5,9 @@
 #     code), one PASS or FAIL line each;
 #   - the declarations compile from plain C99 (gcc, clang) and C++11 (g++):
 #     they need only <cuda_runtime_api.h>;
-#   - tests/test_cuda_fold.cu runs the kernels' element code on the CPU against
-#     cc.h's fold (no GPU needed);
+#   - tests/test_cuda_fold.cu runs the fold kernel's body on the CPU against
+#     cc.h's fold, and tests/test_cuda_watchdog.cu the watchdog's logic on a
+#     flag page in plain memory (no GPU needed for either);
 #   - tests/test_cuda.cu runs every collective on the GPU, or prints one SKIP
 #     line when this machine has no CUDA device; with a device, the example
 #     and a short cc_bench run follow, and both again under compute-sanitizer
@@ -92,8 +93,9 @@ done
 
 [ "$built" = 1 ] || exit 1
 
-# ---- the kernels' arithmetic on the CPU
+# ---- on the CPU: the kernel's body, and the watchdog's logic
 "$out/test_cuda_fold"
+"$out/test_cuda_watchdog"
 
 # ---- on the GPU
 log=$out/test_cuda.log
