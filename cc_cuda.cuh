@@ -1438,17 +1438,15 @@ CC_API cc_result cc_cuda_comm_destroy(cc_cuda_comm *g) {
 
 /* Bytes of the send and receive side of call k on this rank (the extent of
    the v layouts), as the staged path copies them and records describe them. */
-static size_t cc_cuda__extent(const size_t *counts, const size_t *displs, int n, size_t es) {
-  size_t e = 0;
-  int j;
-  for (j = 0; j < n; j++)
-    if (counts[j]) e = CC__MAX(e, displs[j] + counts[j]);
-  return e * es;
+static size_t cc_cuda__extent(cc_cuda_comm *g, const size_t *counts, const size_t *displs, cc_dtype t) {
+  size_t e = 0;   /* the arrays passed cc__mk_<call>'s checks already: this cannot fail */
+  (void)cc__v_extent(g->host, "", "", counts, "", displs, t, &e);
+  return e * cc__dtype_bytes(t);
 }
 
-static void cc_cuda__extents(const cc_cuda_comm *g, const cc__call *k, size_t *sx, size_t *rx) {
+static void cc_cuda__extents(cc_cuda_comm *g, const cc__call *k, size_t *sx, size_t *rx) {
   size_t es = cc__dtype_bytes(k->t), one = k->count * es, all = one * (size_t)g->size;
-  int root = g->rank == k->root, n = g->size;
+  int root = g->rank == k->root;
   *sx = *rx = 0;
   switch (k->coll) {
     case CC__BROADCAST: case CC__ALL_REDUCE: *sx = *rx = one; break;
@@ -1458,21 +1456,17 @@ static void cc_cuda__extents(const cc_cuda_comm *g, const cc__call *k, size_t *s
     case CC__SCATTER: *sx = root ? all : 0; *rx = one; break;
     case CC__REDUCE_SCATTER: *sx = all; *rx = one; break;
     case CC__ALL_TO_ALL: *sx = *rx = all; break;
-    case CC__GATHER_V: *sx = k->scount * es; *rx = root ? cc_cuda__extent(k->rc, k->rd, n, es) : 0; break;
-    case CC__ALL_GATHER_V: *sx = k->scount * es; *rx = cc_cuda__extent(k->rc, k->rd, n, es); break;
-    case CC__SCATTER_V: *sx = root ? cc_cuda__extent(k->sc, k->sd, n, es) : 0; *rx = k->rcount * es; break;
+    case CC__GATHER_V: *sx = k->scount * es; *rx = root ? cc_cuda__extent(g, k->rc, k->rd, k->t) : 0; break;
+    case CC__ALL_GATHER_V: *sx = k->scount * es; *rx = cc_cuda__extent(g, k->rc, k->rd, k->t); break;
+    case CC__SCATTER_V: *sx = root ? cc_cuda__extent(g, k->sc, k->sd, k->t) : 0; *rx = k->rcount * es; break;
     case CC__ALL_TO_ALL_V:
-      *sx = cc_cuda__extent(k->sc, k->sd, n, es);
-      *rx = cc_cuda__extent(k->rc, k->rd, n, es);
+      *sx = cc_cuda__extent(g, k->sc, k->sd, k->t);
+      *rx = cc_cuda__extent(g, k->rc, k->rd, k->t);
       break;
     case CC__SEND: *sx = one; break;
     case CC__RECV: *rx = one; break;
     default: break;
   }
-}
-
-static int cc_cuda__is_v(int coll) {
-  return coll == CC__GATHER_V || coll == CC__ALL_GATHER_V || coll == CC__SCATTER_V || coll == CC__ALL_TO_ALL_V;
 }
 
 static int cc_cuda__call_reduces(const cc__call *k) {
@@ -1490,7 +1484,7 @@ static int cc_cuda__gpu_op(const cc_cuda_comm *g, cc_op op) {
 static cc_result cc_cuda__agree(cc_cuda_comm *g, const char *what, const cc__call *k) {
   const cc_cuda__rec *me = cc_cuda__recp(g, g->size);
   size_t es = cc__dtype_bytes(k->t);
-  int p, v = cc_cuda__is_v(k->coll);
+  int p, v = cc__is_v(k->coll);
   for (p = 0; p < g->size; p++) {
     const cc_cuda__rec *o = cc_cuda__recp(g, p);
     unsigned long long want = 0, got = 0;
@@ -1547,7 +1541,7 @@ static cc_result cc_cuda__ipc_coll(cc_cuda_comm *g, const cc__call *k, cudaStrea
   me->dtype = (int)k->t;
   me->op = cc_cuda__call_reduces(k) ? k->op : 0;
   me->root = k->root;
-  me->count = cc_cuda__is_v(k->coll) ? (k->coll == CC__SCATTER_V ? k->rcount : k->scount) : k->count;
+  me->count = cc__is_v(k->coll) ? (k->coll == CC__SCATTER_V ? k->rcount : k->scount) : k->count;
   me->frees = g->frees;
   memcpy(me->freed, g->freed, sizeof me->freed);
   if (k->op >= CC__OP_FIRST_USER && cc_cuda__call_reduces(k)) {
@@ -1569,7 +1563,7 @@ static cc_result cc_cuda__ipc_coll(cc_cuda_comm *g, const cc__call *k, cudaStrea
     if (cc_cuda__recp(g, p)->flags & CC_CUDA__STAGE) return cc_cuda__staged(g, k, s);
     if (p != g->rank) CC__TRY(cc_cuda__peer_frees(g, what, p, cc_cuda__recp(g, p)));
   }
-  if (!cc_cuda__is_v(k->coll) && k->coll != CC__BARRIER && !k->count) return CC_OK;
+  if (!cc__is_v(k->coll) && k->coll != CC__BARRIER && !k->count) return CC_OK;
   memset(&cp, 0, sizeof cp);
   CC__TRY(cc_cuda__bar(g, what, s));
 #define CC_CUDA__AT(p, side, off, len, out) CC__TRY(cc_cuda__peer(g, what, p, &cc_cuda__recp(g, p)->b[side], off, len, out))
@@ -1759,7 +1753,7 @@ static cc_result cc_cuda__staged(cc_cuda_comm *g, const cc__call *k, cudaStream_
   if (!sx) sb = NULL;
   if (!rx) rb = NULL;
   joint = sb && rb && sb < rb + rx && rb < sb + sx;
-  down = rb && (joint || cc_cuda__is_v(k->coll));
+  down = rb && (joint || cc__is_v(k->coll));
   if (joint) {
     const unsigned char *lo = sb < rb ? sb : rb;
     size_t span = (size_t)(CC__MAX((uintptr_t)(sb + sx), (uintptr_t)(rb + rx)) - (uintptr_t)lo);
