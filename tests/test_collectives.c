@@ -377,17 +377,6 @@ static void run_case(ctx *x, tcase *cs) {
 static const size_t small_counts[] = {0, 1, 7, 4099};
 #define N_SMALL 4
 
-/* A large odd count: more than 1 MiB per rank for every element size. */
-static size_t large_count(cc_dtype t) {
-  switch (tr_size(t)) {
-  case 1: return 1200007;
-  case 2: return 600007;
-  case 4: return 300007;
-  case 8: return 150007;
-  default: return 75007;
-  }
-}
-
 typedef struct pair { cc_dtype t; cc_op op; } pair;
 static const pair large_pairs[] = {
   {CC_FLOAT32, CC_SUM}, {CC_FLOAT16, CC_SUM}, {CC_INT64, CC_SUM},
@@ -461,8 +450,8 @@ static void run_matrix(ctx *x, int k) {
         cs.t = large_pairs[li].t;
         cs.op = large_pairs[li].op;
         /* reduce_scatter: size * count elements per rank in all */
-        cs.count = k == K_REDUCE_SCATTER ? ((large_count(cs.t) / (size_t)n) | 1)
-                                         : large_count(cs.t);
+        cs.count = k == K_REDUCE_SCATTER ? ((tr_large_count(cs.t) / (size_t)n) | 1)
+                                         : tr_large_count(cs.t);
         cs.inplace = ip;
         cs.root = roots[(li / 2) % (size_t)nroots];
         cs.null_nonroot = (int)(li & 1);
@@ -476,7 +465,7 @@ static void run_matrix(ctx *x, int k) {
       cs.t = large_move_types[li];
       cs.op = CC_SUM;
       /* all_to_all moves count elements to every peer: keep it near 1 MiB per rank */
-      cs.count = k == K_ALL_TO_ALL ? ((large_count(cs.t) / (size_t)n) | 1) : large_count(cs.t);
+      cs.count = k == K_ALL_TO_ALL ? ((tr_large_count(cs.t) / (size_t)n) | 1) : tr_large_count(cs.t);
       cs.inplace = ip;
       cs.root = roots[(size_t)ip % (size_t)nroots];
       cs.null_nonroot = ip;

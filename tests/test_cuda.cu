@@ -373,32 +373,12 @@ static void premul_scalar(cc_dtype t, int r, void *out) {
 
 /* sum over ranks in rank order of (scalar_r * x_r), half types in float32 rounded once */
 static void ref_premul(void *outp, size_t first, size_t n, const tcase *cs, int nranks) {
-  unsigned char *out = (unsigned char *)outp, xv[16], s[16];
+  unsigned char *out = (unsigned char *)outp, scal[MAXR][16];
   size_t i, es = tr_size(cs->t);
-  tr_acc acc, term, sc;
   int r;
-  for (i = 0; i < n; i++) {
-    memset(&acc, 0, sizeof acc);
-    for (r = 0; r < nranks; r++) {
-      tr_gen_at(xv, cs->t, cs->gkind, cs->seed, r, first + i);
-      premul_scalar(cs->t, r, s);
-      tr_acc_load(&term, cs->t, xv);
-      tr_acc_load(&sc, cs->t, s);
-      if (cs->t == CC_COMPLEX64)
-        tr_acc_op(&term, &sc, cs->t, CC_PROD);
-      else if (cs->t == CC_INT32)
-        term.u = (uint64_t)(int64_t)(int32_t)(uint32_t)(term.u * sc.u);
-      else if (cs->t == CC_FLOAT64)
-        term.d = sc.d * term.d;
-      else
-        term.f = sc.f * term.f;
-      if (r == 0)
-        acc = term;
-      else
-        tr_acc_op(&acc, &term, cs->t, CC_SUM);
-    }
-    tr_acc_store(&acc, cs->t, CC_SUM, nranks, out + i * es);
-  }
+  for (r = 0; r < nranks; r++) premul_scalar(cs->t, r, scal[r]);
+  for (i = 0; i < n; i++)
+    tr_premul_reference(out + i * es, cs->t, cs->gkind, cs->seed, nranks, first + i, (const unsigned char (*)[16])scal);
 }
 
 /* user ops (host functions): associative and commutative, so that the result
@@ -519,7 +499,6 @@ enum { L_PACKED, L_GAPS, L_REVERSED, L_COUNT };
 static const char *const l_names[L_COUNT] = {"packed", "gaps", "reversed+gaps"};
 
 /* More than 1 MiB of elements of t, odd. */
-static size_t big_count(cc_dtype t) { return (1200000 / tr_size(t)) | 1; }
 
 /* elements rank r contributes (gather_v, all_gather_v, scatter_v); rank 1 none */
 static size_t count_of(const tcase *cs, int n, int r) {
@@ -528,7 +507,7 @@ static size_t count_of(const tcase *cs, int n, int r) {
   case P_SMALL: return r == 1 ? 0 : (size_t)(h % 8) + 1;
   case P_IRREGULAR: return r == 1 ? 0 : (size_t)(h % 3000) + 1;
   case P_LARGE:
-    if (r == n - 1) return big_count(cs->t);
+    if (r == n - 1) return tr_big_block(cs->t);
     return r == 1 ? 0 : (size_t)(h % 3000) + 1;
   case P_ONE: return r == n - 1 ? 5 : 0;
   default: return 0;
@@ -542,7 +521,7 @@ static size_t pair_count(const tcase *cs, int n, int r, int j) {
   case P_SMALL: return (r + 2 * j) % 3 == 0 ? 0 : (size_t)(h % 8) + 1;
   case P_IRREGULAR: return (r + 2 * j) % 3 == 0 ? 0 : (size_t)(h % 2000) + 1;
   case P_LARGE:
-    if (r == 0 && j == n - 1) return big_count(cs->t);
+    if (r == 0 && j == n - 1) return tr_big_block(cs->t);
     return (r + 2 * j) % 3 == 0 ? 0 : (size_t)(h % 2000) + 1;
   case P_ONE: return r == n - 1 && j == 0 ? 7 : 0;
   default: return 0;
@@ -983,17 +962,6 @@ static void run_case(ctx *x, tcase *cs) {
 
 /* ------------------------------------------------------------ the matrix */
 
-/* A large odd count: more than 1 MiB per rank for every element size. */
-static size_t large_count(cc_dtype t) {
-  switch (tr_size(t)) {
-  case 1: return 1200007;
-  case 2: return 600007;
-  case 4: return 300007;
-  case 8: return 150007;
-  default: return 75007;
-  }
-}
-
 typedef struct pair { cc_dtype t; cc_op op; } pair;
 static const pair large_pairs[] = {
   {CC_FLOAT32, CC_SUM},  {CC_FLOAT16, CC_SUM},     {CC_BFLOAT16, CC_AVG},
@@ -1091,8 +1059,8 @@ static void run_matrix(ctx *x, int bk, int k) {
         run_case(x, &cs);
       }
       base_case(&cs, k, bk, tp[li].t, tp[li].op,
-                k == K_REDUCE_SCATTER ? (large_count(tp[li].t) / (size_t)n) | 1
-                                      : large_count(tp[li].t));
+                k == K_REDUCE_SCATTER ? (tr_large_count(tp[li].t) / (size_t)n) | 1
+                                      : tr_large_count(tp[li].t));
       cs.inplace = (int)(li & 1);
       run_case(x, &cs);
     }
@@ -1108,8 +1076,8 @@ static void run_matrix(ctx *x, int bk, int k) {
       for (ip = 0; ip < 2; ip++) {
         if (k != K_ALL_REDUCE && ip != ((li + n) & 1)) continue;
         base_case(&cs, k, bk, large_pairs[li].t, large_pairs[li].op,
-                  k == K_REDUCE_SCATTER ? (large_count(large_pairs[li].t) / (size_t)n) | 1
-                                        : large_count(large_pairs[li].t));
+                  k == K_REDUCE_SCATTER ? (tr_large_count(large_pairs[li].t) / (size_t)n) | 1
+                                        : tr_large_count(large_pairs[li].t));
         cs.inplace = ip;
         cs.root = (li / 2) % 2 ? n - 1 : 0;
         cs.null_nonroot = li & 1;
@@ -1138,7 +1106,7 @@ static void run_matrix(ctx *x, int bk, int k) {
       for (ip = 0; ip < (has_inplace(k) ? 2 : 1); ip++) {
         /* all_to_all moves count elements to every peer: keep it near 1 MiB per rank */
         base_case(&cs, k, bk, t, CC_SUM,
-                  k == K_ALL_TO_ALL ? (large_count(t) / (size_t)n) | 1 : large_count(t));
+                  k == K_ALL_TO_ALL ? (tr_large_count(t) / (size_t)n) | 1 : tr_large_count(t));
         cs.inplace = ip;
         cs.root = ip % 2 ? n - 1 : 0;
         cs.null_nonroot = ip;

@@ -112,30 +112,10 @@ static void premul_scalar_bytes(const premul_env *e, int r, void *out) {
 
 static void premul_ref(void *out, size_t index, const void *envp) {
   const premul_env *e = (const premul_env *)envp;
-  unsigned char x[16], s[16];
-  tr_acc acc, term, sc;
+  unsigned char scal[64][16];
   int r;
-  memset(&acc, 0, sizeof acc);
-  for (r = 0; r < e->n; r++) {
-    tr_gen_at(x, e->t, e->kind, e->seed, r, index);
-    premul_scalar_bytes(e, r, s);
-    tr_acc_load(&term, e->t, x);
-    tr_acc_load(&sc, e->t, s);
-    /* term = scalar * x, in the accumulation precision */
-    if (e->t == CC_COMPLEX64)
-      tr_acc_op(&term, &sc, e->t, CC_PROD);
-    else if (e->t == CC_INT32)
-      term.u = (uint64_t)(int64_t)(int32_t)(uint32_t)(term.u * sc.u);
-    else if (e->t == CC_FLOAT64)
-      term.d = sc.d * term.d;
-    else
-      term.f = sc.f * term.f;
-    if (r == 0)
-      acc = term;
-    else
-      tr_acc_op(&acc, &term, e->t, CC_SUM);
-  }
-  tr_acc_store(&acc, e->t, CC_SUM, e->n, out);
+  for (r = 0; r < e->n && r < 64; r++) premul_scalar_bytes(e, r, scal[r]);
+  tr_premul_reference(out, e->t, e->kind, e->seed, e->n, index, (const unsigned char (*)[16])scal);
 }
 
 static void run_premul(ctx *x) {

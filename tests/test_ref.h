@@ -286,6 +286,50 @@ static inline void tr_reference(void *out, cc_dtype t, cc_op op, int kind, uint6
   }
 }
 
+/* Reference of premul_sum: out = sum over r in rank order of scal[r] * x_r,
+ * x_r = gen(seed, r, index), scal[r] a value of dtype t (int32, float32,
+ * float64 or complex64 here; float16 and bfloat16 in float32, rounded once). */
+static inline void tr_premul_reference(void *out, cc_dtype t, int kind, uint64_t seed, int nranks,
+                                       size_t index, const unsigned char (*scal)[16]) {
+  unsigned char x[16];
+  tr_acc acc, term, sc;
+  int r;
+  memset(&acc, 0, sizeof acc);
+  for (r = 0; r < nranks; r++) {
+    tr_gen_at(x, t, kind, seed, r, index);
+    tr_acc_load(&term, t, x);
+    tr_acc_load(&sc, t, scal[r]);
+    /* term = scalar * x, in the accumulation precision */
+    if (t == CC_COMPLEX64)
+      tr_acc_op(&term, &sc, t, CC_PROD);
+    else if (t == CC_INT32)
+      term.u = (uint64_t)(int64_t)(int32_t)(uint32_t)(term.u * sc.u);
+    else if (t == CC_FLOAT64)
+      term.d = sc.d * term.d;
+    else
+      term.f = sc.f * term.f;
+    if (r == 0)
+      acc = term;
+    else
+      tr_acc_op(&acc, &term, t, CC_SUM);
+  }
+  tr_acc_store(&acc, t, CC_SUM, nranks, out);
+}
+
+/* A large odd count: more than 1 MiB per rank for every element size. */
+static inline size_t tr_large_count(cc_dtype t) {
+  switch (tr_size(t)) {
+  case 1: return 1200007;
+  case 2: return 600007;
+  case 4: return 300007;
+  case 8: return 150007;
+  default: return 75007;
+  }
+}
+
+/* One big block of the v collectives' tests: about 1.2 MB, an odd count. */
+static inline size_t tr_big_block(cc_dtype t) { return (1200000 / tr_size(t)) | 1; }
+
 /* ------------------------------------------------------------ buffers */
 
 #define TR_GUARD 64

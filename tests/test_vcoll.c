@@ -44,7 +44,6 @@ typedef struct vcase {
 } vcase;
 
 /* More than 1 MiB of elements of t, odd. */
-static size_t big_count(cc_dtype t) { return (1200000 / tr_size(t)) | 1; }
 
 /* Elements rank r contributes (gather_v, all_gather_v, scatter_v). */
 static size_t count_of(const vcase *cs, int n, int r) {
@@ -52,7 +51,7 @@ static size_t count_of(const vcase *cs, int n, int r) {
   switch (cs->pattern) {
   case P_IRREGULAR: return r % 3 == 1 ? 0 : (size_t)(h % 3000) + 1;
   case P_LARGE:
-    if (r == n / 2) return big_count(cs->t);
+    if (r == n / 2) return tr_big_block(cs->t);
     return r % 3 == 1 ? 0 : (size_t)(h % 3000) + 1;
   case P_ONE: return r == n - 1 ? 5 : 0;
   default: return 0;
@@ -65,7 +64,7 @@ static size_t pair_count(const vcase *cs, int n, int r, int j) {
   switch (cs->pattern) {
   case P_IRREGULAR: return (r + 2 * j) % 3 == 0 ? 0 : (size_t)(h % 2000) + 1;
   case P_LARGE:
-    if (r == 0 && j == n - 1) return big_count(cs->t);
+    if (r == 0 && j == n - 1) return tr_big_block(cs->t);
     return (r + 2 * j) % 3 == 0 ? 0 : (size_t)(h % 2000) + 1;
   case P_ONE: return r == n - 1 && j == 0 ? 7 : 0;
   default: return 0;
