@@ -7,7 +7,8 @@
 #     they need only <cuda_runtime_api.h>;
 #   - tests/test_cuda_fold.cu runs the fold kernel's body on the CPU against
 #     cc.h's fold, and tests/test_cuda_watchdog.cu the watchdog's logic on a
-#     flag page in plain memory (no GPU needed for either);
+#     flag page in plain memory, and tests/test_cuda_init.cu init's failures
+#     where there is no GPU (no GPU needed for any of the three);
 #   - tests/test_cuda.cu runs every collective on the GPU, or prints one SKIP
 #     line when this machine has no CUDA device; with a device, the example
 #     and a short cc_bench run follow, and both again under compute-sanitizer
@@ -96,6 +97,7 @@ done
 # ---- on the CPU: the kernel's body, and the watchdog's logic
 "$out/test_cuda_fold"
 "$out/test_cuda_watchdog"
+"$out/test_cuda_init"
 
 # ---- on the GPU
 log=$out/test_cuda.log
