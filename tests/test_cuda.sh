@@ -32,7 +32,14 @@ if [ -z "$nvcc" ]; then
   echo "SKIP: cuda: no nvcc on this machine (PATH, NVCC, /usr/local/cuda/bin)"
   exit 0
 fi
-cuda_inc=$(cd "$(dirname "$nvcc")/.." && pwd)/include
+# CUDA's own headers, for the declaration checks: where nvcc says it looks (it
+# may be a link from elsewhere, as /usr/bin/nvcc), then beside it.
+cuda_inc=
+for d in $("$nvcc" --dryrun -x cu -c /dev/null -o /dev/null 2>&1 |
+             sed -n 's/^#\$ \(SYSTEM_\)\{0,1\}INCLUDES=//p' | tr -d '"' | tr ' ' '\n' | sed -n 's/^-I//; /^\//p') \
+         "$(dirname "$nvcc")/../include" "$(dirname "$nvcc")"/../targets/*/include; do
+  if [ -f "$d/cuda_runtime_api.h" ]; then cuda_inc=$(cd "$d" && pwd); break; fi
+done
 mkdir -p "$out"
 
 # ---- builds, as many at once as there are CPUs (nvcc is slow)
@@ -76,9 +83,11 @@ int main(void) {   /* every public call exists, with the contract's types */
 }
 EOF
 cp "$out/decl.c" "$out/decl.cpp"
+[ -n "$cuda_inc" ] || echo "SKIP: cuda declarations: cuda_runtime_api.h is not where $nvcc looks (nvcc --dryrun) nor beside it"
 for cc in "gcc -std=c99 -Wstrict-prototypes:$out/decl.c" "clang -std=c99 -Wstrict-prototypes:$out/decl.c" \
           "g++ -std=c++11:$out/decl.cpp"; do
   comp=${cc%%:*} src=${cc#*:}
+  [ -n "$cuda_inc" ] || break
   if ! command -v "${comp%% *}" >/dev/null 2>&1; then
     echo "SKIP: cuda declarations: $comp: not installed"
     continue
