@@ -310,6 +310,17 @@ static int sync_stream(ctx *x, cudaStream_t st) {
   return cu_ok(x, cudaStreamSynchronize(st), "cudaStreamSynchronize");
 }
 
+/* After a collective was queued: it must have returned CC_OK (call names it),
+ * then regions A (may be NULL) and B come back to host images ha and hb. */
+static int settle(ctx *x, cudaStream_t st, cc_result rc, const char *call, region *A,
+                  unsigned char *ha, region *B, unsigned char *hb) {
+  if (!cc_ok(x, rc, call)) {
+    sync_stream(x, st);
+    return 0;
+  }
+  return (!A || fetch(x, st, A, ha)) && fetch(x, st, B, hb) && sync_stream(x, st);
+}
+
 static void chk_guards(ctx *x, const char *what, const region *r) {
   size_t i, span;
   if (!r->used || !r->img) return;
@@ -495,10 +506,6 @@ static void ref_user(void *outp, size_t first, size_t n, const tcase *cs, int nr
 enum { P_SMALL, P_IRREGULAR, P_LARGE, P_ONE, P_ZERO, P_COUNT };
 static const char *const p_names[P_COUNT] = {"small", "irregular", "large", "one-sender",
                                              "all-zero"};
-enum { L_PACKED, L_GAPS, L_REVERSED, L_COUNT };
-static const char *const l_names[L_COUNT] = {"packed", "gaps", "reversed+gaps"};
-
-/* More than 1 MiB of elements of t, odd. */
 
 /* elements rank r contributes (gather_v, all_gather_v, scatter_v); rank 1 none */
 static size_t count_of(const tcase *cs, int n, int r) {
@@ -526,22 +533,6 @@ static size_t pair_count(const tcase *cs, int n, int r, int j) {
   case P_ONE: return r == n - 1 && j == 0 ? 7 : 0;
   default: return 0;
   }
-}
-
-/* Displacements of blocks counts[0..n) in the layout of cs, gaps drawn from
- * (seed, salt). Returns the buffer length in elements. */
-static size_t layout_of(const tcase *cs, int n, const size_t *counts, size_t *displs,
-                        uint64_t salt) {
-  size_t pos = 0;
-  int i, r;
-  for (i = 0; i < n; i++) {
-    r = cs->layout == L_REVERSED ? n - 1 - i : i;
-    if (cs->layout != L_PACKED) pos += (size_t)(tu_hash3(cs->seed, salt, (uint64_t)r) % 40);
-    displs[r] = pos;
-    pos += counts[r];
-  }
-  if (cs->layout != L_PACKED) pos += 3;
-  return pos;
 }
 
 /* ------------------------------------------------------------ the collectives */
@@ -578,7 +569,7 @@ static void label_case(ctx *x, const tcase *cs, cudaStream_t st) {
   extra[0] = roots[0] = 0;
   if (has_root(cs->k)) snprintf(roots, sizeof roots, " root=%d", cs->root);
   if (v)
-    snprintf(extra, sizeof extra, " %s/%s", p_names[cs->pattern], l_names[cs->layout]);
+    snprintf(extra, sizeof extra, " %s/%s", p_names[cs->pattern], tr_layout_name(cs->layout));
   else
     snprintf(extra, sizeof extra, " count=%zu %s", cs->count,
              cs->inplace ? "in-place" : "out-of-place");
@@ -599,11 +590,7 @@ static void run_broadcast(ctx *x, const tcase *cs, cudaStream_t st) {
   tr_fill(in, cs->t, TR_GEN_ANY, cs->seed, cs->root, 0, cnt);
   if (!stage(x, st, &B, x->t.rank == cs->root ? in : NULL, 0, bytes)) goto out;
   rc = cc_cuda_broadcast(x->g, rdata(&B), cnt, cs->t, cs->root, st);
-  if (!cc_ok(x, rc, "cc_cuda_broadcast")) {
-    sync_stream(x, st);
-    goto out;
-  }
-  if (!fetch(x, st, &B, x->hB) || !sync_stream(x, st)) goto out;
+  if (!settle(x, st, rc, "cc_cuda_broadcast", NULL, NULL, &B, x->hB)) goto out;
   chk_data(x, "buf", &B, 0, in, cnt, cs->t);
   chk_guards(x, "buf", &B);
 out:
@@ -635,11 +622,8 @@ static void run_reduce(ctx *x, const tcase *cs, int all, cudaStream_t st) {
   else
     rc = cc_cuda_reduce(x->g, cs->inplace ? rdata(&R) : rdata(&S), rdata(&R), cnt, cs->t, cs->op,
                         cs->root, st);
-  if (!cc_ok(x, rc, all ? "cc_cuda_all_reduce" : "cc_cuda_reduce")) {
-    sync_stream(x, st);
+  if (!settle(x, st, rc, all ? "cc_cuda_all_reduce" : "cc_cuda_reduce", &S, x->hA, &R, x->hB))
     goto out;
-  }
-  if (!fetch(x, st, &S, x->hA) || !fetch(x, st, &R, x->hB) || !sync_stream(x, st)) goto out;
   if (is_root)
     chk_data(x, "recvbuf", &R, 0, want, cnt, cs->t);
   else if (cs->inplace)
@@ -678,11 +662,8 @@ static void run_gather(ctx *x, const tcase *cs, int all, cudaStream_t st) {
     rc = cc_cuda_all_gather(x->g, send, rdata(&R), cnt, cs->t, st);
   else
     rc = cc_cuda_gather(x->g, send, rdata(&R), cnt, cs->t, cs->root, st);
-  if (!cc_ok(x, rc, all ? "cc_cuda_all_gather" : "cc_cuda_gather")) {
-    sync_stream(x, st);
+  if (!settle(x, st, rc, all ? "cc_cuda_all_gather" : "cc_cuda_gather", &S, x->hA, &R, x->hB))
     goto out;
-  }
-  if (!fetch(x, st, &S, x->hA) || !fetch(x, st, &R, x->hB) || !sync_stream(x, st)) goto out;
   if (is_root)
     chk_data(x, "recvbuf", &R, 0, want, cnt * (size_t)x->t.n, cs->t);
   else
@@ -708,11 +689,7 @@ static void run_scatter(ctx *x, const tcase *cs, cudaStream_t st) {
   if (!stage(x, st, &S, is_root ? in : NULL, 0, tot) || !stage(x, st, &R, NULL, 0, 0)) goto out;
   recv = inplace ? (rdata(&S) ? rdata(&S) + (size_t)x->t.rank * bytes : NULL) : rdata(&R);
   rc = cc_cuda_scatter(x->g, rdata(&S), recv, cnt, cs->t, cs->root, st);
-  if (!cc_ok(x, rc, "cc_cuda_scatter")) {
-    sync_stream(x, st);
-    goto out;
-  }
-  if (!fetch(x, st, &S, x->hB) || !fetch(x, st, &R, x->hA) || !sync_stream(x, st)) goto out;
+  if (!settle(x, st, rc, "cc_cuda_scatter", &S, x->hB, &R, x->hA)) goto out;
   if (inplace)
     chk_data(x, "recvbuf (in place, in sendbuf)", &S, (size_t)x->t.rank * bytes, want, cnt, cs->t);
   else
@@ -747,11 +724,7 @@ static void run_reduce_scatter(ctx *x, const tcase *cs, cudaStream_t st) {
     recv = rdata(&R);
   }
   rc = cc_cuda_reduce_scatter(x->g, rdata(&S), recv, cnt, cs->t, cs->op, st);
-  if (!cc_ok(x, rc, "cc_cuda_reduce_scatter")) {
-    sync_stream(x, st);
-    goto out;
-  }
-  if (!fetch(x, st, &S, x->hA) || !fetch(x, st, &R, x->hB) || !sync_stream(x, st)) goto out;
+  if (!settle(x, st, rc, "cc_cuda_reduce_scatter", &S, x->hA, &R, x->hB)) goto out;
   if (cs->inplace) {
     chk_data(x, "recvbuf (in place, in sendbuf)", &S, (size_t)x->t.rank * bytes, want, cnt, cs->t);
   } else {
@@ -783,11 +756,7 @@ static void run_all_to_all(ctx *x, const tcase *cs, cudaStream_t st) {
     if (!stage(x, st, &S, in, 0, tot) || !stage(x, st, &R, NULL, 0, 0)) goto out;
   }
   rc = cc_cuda_all_to_all(x->g, cs->inplace ? rdata(&R) : rdata(&S), rdata(&R), cnt, cs->t, st);
-  if (!cc_ok(x, rc, "cc_cuda_all_to_all")) {
-    sync_stream(x, st);
-    goto out;
-  }
-  if (!fetch(x, st, &S, x->hA) || !fetch(x, st, &R, x->hB) || !sync_stream(x, st)) goto out;
+  if (!settle(x, st, rc, "cc_cuda_all_to_all", &S, x->hA, &R, x->hB)) goto out;
   chk_data(x, "recvbuf", &R, 0, want, cnt * (size_t)x->t.n, cs->t);
   chk_data(x, "sendbuf (only read)", &S, 0, in, cnt * (size_t)x->t.n, cs->t);
   chk_guards(x, "sendbuf", &S);
@@ -806,7 +775,7 @@ static void run_gather_v(ctx *x, const tcase *cs, int all, cudaStream_t st) {
   region S, R;
   cc_result rc;
   for (r = 0; r < n; r++) counts[r] = count_of(cs, n, r);
-  L = layout_of(cs, n, counts, displs, 1);
+  L = tr_layout(cs->layout, cs->seed, n, counts, displs, 1);
   mine = counts[me];
   in = hbuf(mine * es);
   want = hbuf(L * es);
@@ -822,11 +791,8 @@ static void run_gather_v(ctx *x, const tcase *cs, int all, cudaStream_t st) {
   else
     rc = cc_cuda_gather_v(x->g, rdata(&S), mine, rdata(&R), pass_args ? counts : NULL,
                           pass_args ? displs : NULL, cs->t, cs->root, st);
-  if (!cc_ok(x, rc, all ? "cc_cuda_all_gather_v" : "cc_cuda_gather_v")) {
-    sync_stream(x, st);
+  if (!settle(x, st, rc, all ? "cc_cuda_all_gather_v" : "cc_cuda_gather_v", &S, x->hA, &R, x->hB))
     goto out;
-  }
-  if (!fetch(x, st, &S, x->hA) || !fetch(x, st, &R, x->hB) || !sync_stream(x, st)) goto out;
   if (is_root)
     chk_data(x, "recvbuf (0xa5.. marks gaps that must stay untouched)", &R, 0, want, L, cs->t);
   else
@@ -847,7 +813,7 @@ static void run_scatter_v(ctx *x, const tcase *cs, cudaStream_t st) {
   region S, R;
   cc_result rc;
   for (r = 0; r < n; r++) counts[r] = count_of(cs, n, r);
-  L = layout_of(cs, n, counts, displs, 3);
+  L = tr_layout(cs->layout, cs->seed, n, counts, displs, 3);
   mine = counts[me];
   in = hbuf(L * es);
   want = hbuf(mine * es);
@@ -858,11 +824,7 @@ static void run_scatter_v(ctx *x, const tcase *cs, cudaStream_t st) {
   if (!stage(x, st, &S, is_root ? in : NULL, 0, L * es) || !stage(x, st, &R, NULL, 0, 0)) goto out;
   rc = cc_cuda_scatter_v(x->g, rdata(&S), pass_args ? counts : NULL, pass_args ? displs : NULL,
                          rdata(&R), mine, cs->t, cs->root, st);
-  if (!cc_ok(x, rc, "cc_cuda_scatter_v")) {
-    sync_stream(x, st);
-    goto out;
-  }
-  if (!fetch(x, st, &S, x->hB) || !fetch(x, st, &R, x->hA) || !sync_stream(x, st)) goto out;
+  if (!settle(x, st, rc, "cc_cuda_scatter_v", &S, x->hB, &R, x->hA)) goto out;
   chk_data(x, "recvbuf", &R, 0, want, mine, cs->t);
   if (is_root)
     chk_data(x, "sendbuf (only read)", &S, 0, in, L, cs->t);
@@ -879,12 +841,12 @@ out:
 static size_t a2av_send_layout(const tcase *cs, int n, int j, size_t *counts, size_t *displs) {
   int k;
   for (k = 0; k < n; k++) counts[k] = pair_count(cs, n, j, k);
-  return layout_of(cs, n, counts, displs, 100 + (uint64_t)j);
+  return tr_layout(cs->layout, cs->seed, n, counts, displs, 100 + (uint64_t)j);
 }
 static size_t a2av_recv_layout(const tcase *cs, int n, int me, size_t *counts, size_t *displs) {
   int j;
   for (j = 0; j < n; j++) counts[j] = pair_count(cs, n, j, me);
-  return layout_of(cs, n, counts, displs, 200 + (uint64_t)me);
+  return tr_layout(cs->layout, cs->seed, n, counts, displs, 200 + (uint64_t)me);
 }
 
 /* The image rank me must receive in all_to_all_v: block j at rdispl[j] is the
@@ -916,11 +878,7 @@ static void run_all_to_all_v(ctx *x, const tcase *cs, cudaStream_t st) {
   rset(x, &R, x->B[cs->bk], cs, Lr * es, Lr > 0);
   if (!stage(x, st, &S, in, 0, Ls * es) || !stage(x, st, &R, NULL, 0, 0)) goto out;
   rc = cc_cuda_all_to_all_v(x->g, rdata(&S), sc, sd, rdata(&R), rc_, rd, cs->t, st);
-  if (!cc_ok(x, rc, "cc_cuda_all_to_all_v")) {
-    sync_stream(x, st);
-    goto out;
-  }
-  if (!fetch(x, st, &S, x->hA) || !fetch(x, st, &R, x->hB) || !sync_stream(x, st)) goto out;
+  if (!settle(x, st, rc, "cc_cuda_all_to_all_v", &S, x->hA, &R, x->hB)) goto out;
   chk_data(x, "recvbuf (0xa5.. marks gaps that must stay untouched)", &R, 0, want, Lr, cs->t);
   chk_data(x, "sendbuf (only read)", &S, 0, in, Ls, cs->t);
   chk_guards(x, "sendbuf", &S);
@@ -929,7 +887,6 @@ out:
   free(in);
   free(want);
 }
-
 
 /* Run one case: picks the stream, the seed (unless set), labels it. */
 static void run_case(ctx *x, tcase *cs) {
@@ -1011,7 +968,7 @@ static void run_matrix(ctx *x, int bk, int k) {
       for (pi = 0; pi < np; pi++) {
         base_case(&cs, k, bk, (cc_dtype)ti, CC_SUM, 0);
         cs.pattern = pats[pi];
-        cs.layout = (int)(x->variant % L_COUNT);
+        cs.layout = (int)(x->variant % TR_L_COUNT);
         cs.root = has_root(k) && (x->variant & 1) ? n - 1 : 0;
         cs.null_nonroot = (int)((tu_mix64((uint64_t)x->variant) >> 7) & 1);
         cs.off = (int)((x->variant >> 1) & 1);
@@ -1589,12 +1546,12 @@ static void run_p2p_all(ctx *x) {
       if (x->w->quick && cases[ci].pattern == P_LARGE) continue;
       base_case(&cs, K_P2P, order ? BK_PLAIN : BK_REG, cases[ci].t, CC_SUM, 0);
       cs.pattern = cases[ci].pattern;
-      cs.layout = (ci + order) % L_COUNT;
+      cs.layout = (ci + order) % TR_L_COUNT;
       cs.seed = tu_hash3(41, (uint64_t)ci, (uint64_t)order);
       es = tr_size(cs.t);
       tr_label(&x->t, "every pair in one group (%s): %s %s/%s %s",
                order ? "receives first, peers in reverse order" : "sends first", tr_dtype_name(cs.t),
-               p_names[cs.pattern], l_names[cs.layout], bk_names[cs.bk]);
+               p_names[cs.pattern], tr_layout_name(cs.layout), bk_names[cs.bk]);
       Ls = a2av_send_layout(&cs, n, me, sc, sd);
       Lr = a2av_recv_layout(&cs, n, me, rcn, rd);
       in = hbuf(Ls * es);

@@ -12,7 +12,8 @@
  *                   divided by the number of ranks once, MIN/MAX as fmin/fmax,
  *                   integer SUM/PROD wrapping
  *   tr_buf_*        heap buffers with guard bands around them
- *   tr_compare      bitwise comparison that describes the first difference */
+ *   tr_compare      bitwise comparison that describes the first difference
+ *   tr_layout       the v collectives' displacements: packed, gaps, reversed */
 #ifndef TEST_REF_H_INCLUDED
 #define TEST_REF_H_INCLUDED
 
@@ -329,6 +330,30 @@ static inline size_t tr_large_count(cc_dtype t) {
 
 /* One big block of the v collectives' tests: about 1.2 MB, an odd count. */
 static inline size_t tr_big_block(cc_dtype t) { return (1200000 / tr_size(t)) | 1; }
+
+/* The v collectives' buffer layouts: blocks packed in rank order, with gaps
+ * between them, or in reverse rank order with gaps. */
+enum { TR_L_PACKED, TR_L_GAPS, TR_L_REVERSED, TR_L_COUNT };
+static inline const char *tr_layout_name(int l) {
+  return l == TR_L_PACKED ? "packed" : l == TR_L_GAPS ? "gaps" : "reversed+gaps";
+}
+
+/* Displacements for blocks of counts[0..n) in layout l, the gaps drawn from
+ * (seed, salt). Returns the buffer length in elements, which ends with a short
+ * gap too (unless packed). */
+static inline size_t tr_layout(int l, uint64_t seed, int n, const size_t *counts, size_t *displs,
+                               uint64_t salt) {
+  size_t pos = 0;
+  int i, r;
+  for (i = 0; i < n; i++) {
+    r = l == TR_L_REVERSED ? n - 1 - i : i;
+    if (l != TR_L_PACKED) pos += (size_t)(tu_hash3(seed, salt, (uint64_t)r) % 40);
+    displs[r] = pos;
+    pos += counts[r];
+  }
+  if (l != TR_L_PACKED) pos += 3;
+  return pos;
+}
 
 /* ------------------------------------------------------------ buffers */
 

@@ -26,8 +26,6 @@ static const char *const v_names[V_COUNT] = {"gather_v", "all_gather_v", "scatte
 
 enum { P_IRREGULAR, P_LARGE, P_ZERO, P_ONE, P_COUNT };
 static const char *const p_names[P_COUNT] = {"irregular", "large", "all-zero", "one-sender"};
-enum { L_PACKED, L_GAPS, L_REVERSED, L_COUNT };
-static const char *const l_names[L_COUNT] = {"packed", "gaps", "reversed+gaps"};
 
 static const cc_dtype v_types[] = {CC_FLOAT32, CC_INT8, CC_COMPLEX128, CC_FLOAT16, CC_UINT64};
 #define N_TYPES (sizeof v_types / sizeof v_types[0])
@@ -42,8 +40,6 @@ typedef struct vcase {
   cc_dtype t;
   uint64_t seed;
 } vcase;
-
-/* More than 1 MiB of elements of t, odd. */
 
 /* Elements rank r contributes (gather_v, all_gather_v, scatter_v). */
 static size_t count_of(const vcase *cs, int n, int r) {
@@ -69,23 +65,6 @@ static size_t pair_count(const vcase *cs, int n, int r, int j) {
   case P_ONE: return r == n - 1 && j == 0 ? 7 : 0;
   default: return 0;
   }
-}
-
-/* Displacements for blocks of counts[0..n): the layout of cs, with gaps
- * drawn from (cs->seed, salt). Returns the buffer length in elements, which
- * ends with a short gap too. */
-static size_t layout_of(const vcase *cs, int n, const size_t *counts, size_t *displs,
-                        uint64_t salt) {
-  size_t pos = 0;
-  int i, r;
-  for (i = 0; i < n; i++) {
-    r = cs->layout == L_REVERSED ? n - 1 - i : i;
-    if (cs->layout != L_PACKED) pos += (size_t)(tu_hash3(cs->seed, salt, (uint64_t)r) % 40);
-    displs[r] = pos;
-    pos += counts[r];
-  }
-  if (cs->layout != L_PACKED) pos += 3;
-  return pos;
 }
 
 typedef struct ctx {
@@ -121,7 +100,7 @@ static void run_gather_v(ctx *x, const vcase *cs, int all) {
   size_t *rc_arg = counts, *dp_arg = displs;
   cc_result rc;
   for (r = 0; r < n; r++) counts[r] = count_of(cs, n, r);
-  total = layout_of(cs, n, counts, displs, 21);
+  total = tr_layout(cs->layout, cs->seed, n, counts, displs, 21);
   mine = counts[me];
   send = (unsigned char *)xalloc(mine * es);
   tr_fill(send, cs->t, TR_GEN_ANY, cs->seed, me, 0, mine);
@@ -158,7 +137,7 @@ static void run_scatter_v(ctx *x, const vcase *cs) {
   size_t *sc_arg = counts, *dp_arg = displs;
   cc_result rc;
   for (r = 0; r < n; r++) counts[r] = count_of(cs, n, r);
-  total = layout_of(cs, n, counts, displs, 22);
+  total = tr_layout(cs->layout, cs->seed, n, counts, displs, 22);
   mine = counts[me];
   if (is_root) {
     /* the whole buffer holds data, the gaps too: only the blocks may travel */
@@ -200,8 +179,8 @@ static void run_all_to_all_v(ctx *x, const vcase *cs) {
     scounts[j] = pair_count(cs, n, me, j);
     rcounts[j] = pair_count(cs, n, j, me);
   }
-  stotal = layout_of(cs, n, scounts, sdispls, 100 + (uint64_t)me);
-  rtotal = layout_of(cs, n, rcounts, rdispls, 200 + (uint64_t)me);
+  stotal = tr_layout(cs->layout, cs->seed, n, scounts, sdispls, 100 + (uint64_t)me);
+  rtotal = tr_layout(cs->layout, cs->seed, n, rcounts, rdispls, 200 + (uint64_t)me);
   send = (unsigned char *)xalloc(stotal * es);
   tr_fill(send, cs->t, TR_GEN_ANY, cs->seed, me, 0, stotal);
   orig = (unsigned char *)xalloc(stotal * es);
@@ -211,7 +190,7 @@ static void run_all_to_all_v(ctx *x, const vcase *cs) {
   /* block from rank j: what j placed for me in its send buffer */
   for (j = 0; j < n; j++) {
     for (r = 0; r < n; r++) their_counts[r] = pair_count(cs, n, j, r);
-    layout_of(cs, n, their_counts, their_displs, 100 + (uint64_t)j);
+    tr_layout(cs->layout, cs->seed, n, their_counts, their_displs, 100 + (uint64_t)j);
     tr_fill(want + rdispls[j] * es, cs->t, TR_GEN_ANY, cs->seed, j, their_displs[me], rcounts[j]);
   }
   rc = cc_all_to_all_v(x->t.c, send, scounts, sdispls, recv, rcounts, rdispls, cs->t);
@@ -227,7 +206,7 @@ out:
 
 static void run_case(ctx *x, vcase *cs) {
   tr_label(&x->t, "%s %s counts=%s layout=%s root=%d%s n=%d", v_names[cs->k],
-           tr_dtype_name(cs->t), p_names[cs->pattern], l_names[cs->layout], cs->root,
+           tr_dtype_name(cs->t), p_names[cs->pattern], tr_layout_name(cs->layout), cs->root,
            cs->null_nonroot ? " (NULL root-only args elsewhere)" : "", x->t.n);
   cs->seed = tu_hash4((uint64_t)cs->k + 1, (uint64_t)cs->t * 16 + (uint64_t)cs->pattern,
                       (uint64_t)cs->layout * 64 + (uint64_t)cs->root, (uint64_t)x->t.n);
@@ -251,10 +230,10 @@ static void run_group(ctx *x, int k) {
   cs.k = k;
   for (ti = 0; ti < N_TYPES; ti++) {
     for (p = 0; p < P_COUNT; p++) {
-      for (l = 0; l < L_COUNT; l++) {
+      for (l = 0; l < TR_L_COUNT; l++) {
         /* the large blocks for two dtype/layout pairs only */
-        if (p == P_LARGE && !((ti == 0 && l == L_GAPS) || (ti == 1 && l == L_REVERSED) ||
-                              (ti == 2 && l == L_PACKED)))
+        if (p == P_LARGE && !((ti == 0 && l == TR_L_GAPS) || (ti == 1 && l == TR_L_REVERSED) ||
+                              (ti == 2 && l == TR_L_PACKED)))
           continue;
         if (p == P_LARGE && !large_here(n, x->arg->quick)) continue;
         for (ri = 0; ri < nroots; ri++) {
