@@ -750,8 +750,8 @@ static cc_result cc_cuda__ready(cc_cuda_comm *g, const char *what) {
 
 /* After a host call that failed: its message, as g's. */
 static cc_result cc_cuda__host_failed(cc_cuda_comm *g, cc_result r) {
-  snprintf(g->err, sizeof g->err, "%s", g->host->err);
   if (r != CC_ERR_INVALID_ARG) return cc_cuda__abort(g, r, "%s", g->host->err);
+  snprintf(g->err, sizeof g->err, "%s", g->host->err);   /* a refused argument: g stays usable */
   return r;
 }
 
