@@ -1865,8 +1865,9 @@ static cc_result cc_cuda__staged_p2p(cc_cuda_comm *g, cc_cuda__p2p *ops, int nop
 
 /* A collective, its arguments checked by cc.h's own cc__mk_<call>. */
 static cc_result cc_cuda__coll(cc_cuda_comm *g, cc_result made, const cc__call *k, cudaStream_t s) {
-  const char *what = cc__coll_names[k->coll];
-  if (made != CC_OK) return cc_cuda__host_failed(g, made);
+  const char *what;
+  if (made != CC_OK) return cc_cuda__host_failed(g, made);   /* k is not made: only cc.h's message */
+  what = cc__coll_names[k->coll];
   if (g->group_depth)
     return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "%s: rank %d: collectives cannot be queued in a cc_cuda group "
                          "(only sends and receives)", what, g->rank);
