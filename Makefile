@@ -25,10 +25,29 @@ NVCC_ARCH ?= -arch=sm_90
 NVFLAGS   ?= -O2 -g
 NVWARN     = -std=c++17 -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror
 CUDA_DEPS  = cc.h cc_cuda.cuh $(wildcard tests/*.h)
-CUDA_BINS := $(patsubst tests/%.cu,$(BUILD)/cuda/%,$(wildcard tests/*.cu)) \
+CUDA_BINS := $(patsubst tests/%.cu,$(BUILD)/cuda/%,$(wildcard tests/*.cu)) $(BUILD)/cuda/test_cuda_emu \
              $(patsubst examples/%.cu,$(BUILD)/cuda/%,$(wildcard examples/*.cu)) $(BUILD)/cuda/cc_bench_cuda
 
 cuda: $(CUDA_BINS) $(BUILD)/ccrun
+
+# test_cuda's object, linked twice: with CUDA's runtime (test_cuda), and with
+# tests/cuda_emu.cpp, the CUDA runtime on the CPU that runs the staged path
+# where there is no GPU (test_cuda_emu).
+$(BUILD)/cuda/test_cuda.o: tests/test_cuda.cu $(CUDA_DEPS)
+	@mkdir -p $(@D)
+	$(if $(NVCC),,$(error no nvcc: install the CUDA toolkit or set NVCC))
+	$(NVCC) $(NVWARN) $(NVCC_ARCH) $(NVFLAGS) -I. -Itests -c -o $@ $<
+
+$(BUILD)/cuda/test_cuda: $(BUILD)/cuda/test_cuda.o
+	$(NVCC) $(NVCC_ARCH) -o $@ $< -lpthread -lm
+
+$(BUILD)/cuda/cuda_emu.o: tests/cuda_emu.cpp
+	@mkdir -p $(@D)
+	$(if $(NVCC),,$(error no nvcc: install the CUDA toolkit or set NVCC))
+	$(NVCC) -x c++ $(NVWARN) $(NVFLAGS) -c -o $@ $<
+
+$(BUILD)/cuda/test_cuda_emu: $(BUILD)/cuda/test_cuda.o $(BUILD)/cuda/cuda_emu.o
+	$(NVCC) $(NVCC_ARCH) -cudart=none -o $@ $^ -lpthread -lm
 
 $(BUILD)/cuda/%: tests/%.cu $(CUDA_DEPS)
 	@mkdir -p $(@D)

@@ -75,6 +75,14 @@
  *                            seconds, their cudaStreamSynchronize returns,
  *                            later calls fail, cc_cuda_comm_destroy returns
  *
+ *   cuda emulated n=N ...    test_cuda_emu: this file linked with
+ *                            tests/cuda_emu.cpp, a CUDA runtime on the CPU
+ *                            (one emulated device, no kernels, no IPC), so
+ *                            that CI without a GPU runs cc_cuda.cuh's staged
+ *                            path: init falls back to it by itself (mode
+ *                            "staged"), then every group above but peer_exit,
+ *                            with the matrix of "cuda n=N"
+ *
  * Without a usable GPU (cudaGetDeviceCount fails or finds none) it prints one
  * line "SKIP: cuda: no CUDA device (...)" and exits 0. The device count is
  * asked in a forked child: CUDA does not survive fork, and the ranks are
@@ -102,8 +110,13 @@
 
 /* ------------------------------------------------------------ what runs */
 
-enum { W_IPC, W_STAGED, W_TWOSHOT };                 /* world types */
-static const char *const w_prefix[] = {"", "staged ", "twoshot "};
+enum { W_IPC, W_STAGED, W_TWOSHOT, W_EMU };          /* world types */
+static const char *const w_prefix[] = {"", "staged ", "twoshot ", "emulated "};
+
+/* Defined by tests/cuda_emu.cpp, the CPU emulation of the CUDA runtime that
+ * test_cuda_emu is linked with; absent (NULL) in test_cuda. */
+extern "C" int cc_cuda_emulated(void) __attribute__((weak));
+static int emulated(void) { return cc_cuda_emulated && cc_cuda_emulated(); }
 
 enum { BK_REG, BK_PLAIN, BK_COUNT };                 /* buffer kinds */
 static const char *const bk_names[BK_COUNT] = {"registered", "cudaMalloc"};
@@ -247,8 +260,13 @@ static __global__ void tc_spin_kernel(unsigned long long ns) {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   } while (t - t0 < ns);
 }
-/* Hold stream s back for at least ns nanoseconds, counted from now. */
+/* Hold stream s back for at least ns nanoseconds, counted from now. (The
+ * emulation runs work as it is queued: its stream waits while the host does.) */
 static cudaError_t stream_spin(cudaStream_t s, unsigned long long ns) {
+  if (emulated()) {
+    tu_sleep_us((long)(ns / 1000u));
+    return cudaSuccess;
+  }
   tc_spin_kernel<<<1, 1, 0, s>>>(ns);
   return cudaGetLastError();
 }
@@ -1078,12 +1096,14 @@ static void run_matrix(ctx *x, int bk, int k) {
 
 static void run_mode(ctx *x) {
   const char *m = cc_cuda_comm_mode(x->g);
-  const char *want = x->w->wtype == W_STAGED ? "staged" : x->w->expect_ipc ? "ipc" : "staged";
+  int staged = x->w->wtype == W_STAGED || x->w->wtype == W_EMU;
+  const char *want = staged ? "staged" : x->w->expect_ipc ? "ipc" : "staged";
   cc_result rc;
   tr_label(&x->t, "cc_cuda_comm_mode");
   if (!m || strcmp(m, want) != 0)
     tr_fail(&x->t, "cc_cuda_comm_mode returned \"%s\", want \"%s\"%s", m ? m : "(null)", want,
             x->w->wtype == W_STAGED ? " (CC_CUDA_TRANSPORT=staged was set before cc_cuda_comm_init)"
+            : x->w->wtype == W_EMU ? " (the CPU emulation has no CUDA IPC: init must fall back)"
             : x->w->expect_ipc ? " (every rank on this host, every GPU used reaches the others)"
                                : " (some GPUs used have no peer access to each other)");
   tr_label(&x->t, "cc_cuda_comm_check after init");
@@ -2217,7 +2237,14 @@ int main(int argc, char **argv) {
   } else {
     want_n[2] = want_n[3] = want_n[4] = 1;
   }
-  for (n = 2; n <= 4; n++)
+  if (emulated()) {
+    fprintf(stderr, "test_cuda: the CPU emulation of the CUDA runtime: the staged path only (ipc mode, "
+                    "two-shot and a peer's exit need a GPU: test_cuda runs them there)\n");
+    for (n = 2; n <= 4; n++)
+      if (want_n[n]) run_world(W_EMU, n, quick);
+    want_staged = want_twoshot = want_death = 0;
+  }
+  for (n = 2; n <= 4 && !emulated(); n++)
     if (want_n[n]) run_world(W_IPC, n, quick);
   if (want_staged) run_world(W_STAGED, 3, quick);
   if (want_twoshot) {

@@ -9,6 +9,9 @@
 #     cc.h's fold, and tests/test_cuda_watchdog.cu the watchdog's logic on a
 #     flag page in plain memory, and tests/test_cuda_init.cu init's failures
 #     where there is no GPU (no GPU needed for any of the three);
+#   - test_cuda_emu, tests/test_cuda.cu linked with tests/cuda_emu.cpp (the
+#     CUDA runtime on the CPU, one emulated device), runs the staged path's
+#     share of the GPU suite, with or without a GPU;
 #   - tests/test_cuda.cu runs every collective on the GPU, or prints one SKIP
 #     line when this machine has no CUDA device; with a device, the example
 #     and a short cc_bench run follow, and both again under compute-sanitizer
@@ -46,12 +49,16 @@ mkdir -p "$out"
 built=1 srcs=() bins=() pids=()
 make --no-print-directory -s -C "$root" BUILD="$build" "$build/ccrun" >/dev/null 2>&1
 for t in $(cd "$root" && ls tests/*.cu examples/*.cu) bench/cc_bench.c; do
+  extra=
   case $t in
     bench/*) bin=cc_bench_cuda ;;
+    tests/test_cuda.cu) bin=test_cuda extra=$build/cuda/test_cuda_emu t="$t (and with tests/cuda_emu.cpp)" ;;
     *) bin=$(basename "$t" .cu) ;;
   esac
   while [ "$(jobs -rp | wc -l)" -ge "$(nproc 2>/dev/null || echo 2)" ]; do wait -n; done
-  make --no-print-directory -s -C "$root" BUILD="$build" NVCC="$nvcc" "$build/cuda/$bin" >"$out/$bin.build.log" 2>&1 &
+  # shellcheck disable=SC2086
+  make --no-print-directory -s -C "$root" BUILD="$build" NVCC="$nvcc" "$build/cuda/$bin" $extra \
+    >"$out/$bin.build.log" 2>&1 &
   srcs+=("$t") bins+=("$bin") pids+=($!)
 done
 release=$("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
@@ -103,10 +110,12 @@ done
 
 [ "$built" = 1 ] || exit 1
 
-# ---- on the CPU: the kernel's body, and the watchdog's logic
+# ---- on the CPU: the kernel's body, the watchdog's logic, init without a
+# GPU, and the staged path on the CPU emulation of the CUDA runtime
 "$out/test_cuda_fold"
 "$out/test_cuda_watchdog"
 "$out/test_cuda_init"
+"$out/test_cuda_emu"
 
 # ---- on the GPU
 log=$out/test_cuda.log
