@@ -30,24 +30,14 @@ CUDA_BINS := $(patsubst tests/%.cu,$(BUILD)/cuda/%,$(wildcard tests/*.cu)) $(BUI
 
 cuda: $(CUDA_BINS) $(BUILD)/ccrun
 
-# test_cuda's object, linked twice: with CUDA's runtime (test_cuda), and with
-# tests/cuda_emu.cpp, the CUDA runtime on the CPU that runs the staged path
-# where there is no GPU (test_cuda_emu).
-$(BUILD)/cuda/test_cuda.o: tests/test_cuda.cu $(CUDA_DEPS)
+# test_cuda linked with tests/cuda_emu.cpp instead of CUDA's runtime: the CUDA
+# runtime on the CPU, which runs the staged path where there is no GPU. Built
+# with ASan and UBSan: the host code of cc_cuda.cuh runs under them there.
+EMU_SAN = $(foreach f,-fsanitize=address -fsanitize=undefined -fno-sanitize-recover=all -fno-omit-frame-pointer,-Xcompiler $(f))
+$(BUILD)/cuda/test_cuda_emu: tests/test_cuda.cu tests/cuda_emu.cpp $(CUDA_DEPS)
 	@mkdir -p $(@D)
 	$(if $(NVCC),,$(error no nvcc: install the CUDA toolkit or set NVCC))
-	$(NVCC) $(NVWARN) $(NVCC_ARCH) $(NVFLAGS) -I. -Itests -c -o $@ $<
-
-$(BUILD)/cuda/test_cuda: $(BUILD)/cuda/test_cuda.o
-	$(NVCC) $(NVCC_ARCH) -o $@ $< -lpthread -lm
-
-$(BUILD)/cuda/cuda_emu.o: tests/cuda_emu.cpp
-	@mkdir -p $(@D)
-	$(if $(NVCC),,$(error no nvcc: install the CUDA toolkit or set NVCC))
-	$(NVCC) -x c++ $(NVWARN) $(NVFLAGS) -c -o $@ $<
-
-$(BUILD)/cuda/test_cuda_emu: $(BUILD)/cuda/test_cuda.o $(BUILD)/cuda/cuda_emu.o
-	$(NVCC) $(NVCC_ARCH) -cudart=none -o $@ $^ -lpthread -lm
+	$(NVCC) $(NVWARN) $(NVCC_ARCH) -O1 -g $(EMU_SAN) -I. -Itests -cudart=none -o $@ tests/test_cuda.cu tests/cuda_emu.cpp -lpthread -lm
 
 $(BUILD)/cuda/%: tests/%.cu $(CUDA_DEPS)
 	@mkdir -p $(@D)

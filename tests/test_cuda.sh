@@ -10,8 +10,8 @@
 #     flag page in plain memory, and tests/test_cuda_init.cu init's failures
 #     where there is no GPU (no GPU needed for any of the three);
 #   - test_cuda_emu, tests/test_cuda.cu linked with tests/cuda_emu.cpp (the
-#     CUDA runtime on the CPU, one emulated device), runs the staged path's
-#     share of the GPU suite, with or without a GPU;
+#     CUDA runtime on the CPU, one emulated device) and built with ASan and
+#     UBSan, runs the staged path's share of the GPU suite, GPU or not;
 #   - tests/test_cuda.cu runs every collective on the GPU, or prints one SKIP
 #     line when this machine has no CUDA device; with a device, the example
 #     and a short cc_bench run follow, and both again under compute-sanitizer
@@ -48,17 +48,14 @@ mkdir -p "$out"
 # ---- builds, as many at once as there are CPUs (nvcc is slow)
 built=1 srcs=() bins=() pids=()
 make --no-print-directory -s -C "$root" BUILD="$build" "$build/ccrun" >/dev/null 2>&1
-for t in $(cd "$root" && ls tests/*.cu examples/*.cu) bench/cc_bench.c; do
-  extra=
+for t in tests/cuda_emu.cpp $(cd "$root" && ls tests/*.cu examples/*.cu) bench/cc_bench.c; do
   case $t in
     bench/*) bin=cc_bench_cuda ;;
-    tests/test_cuda.cu) bin=test_cuda extra=$build/cuda/test_cuda_emu t="$t (and with tests/cuda_emu.cpp)" ;;
+    tests/cuda_emu.cpp) bin=test_cuda_emu t="tests/test_cuda.cu with tests/cuda_emu.cpp, ASan and UBSan" ;;
     *) bin=$(basename "$t" .cu) ;;
   esac
   while [ "$(jobs -rp | wc -l)" -ge "$(nproc 2>/dev/null || echo 2)" ]; do wait -n; done
-  # shellcheck disable=SC2086
-  make --no-print-directory -s -C "$root" BUILD="$build" NVCC="$nvcc" "$build/cuda/$bin" $extra \
-    >"$out/$bin.build.log" 2>&1 &
+  make --no-print-directory -s -C "$root" BUILD="$build" NVCC="$nvcc" "$build/cuda/$bin" >"$out/$bin.build.log" 2>&1 &
   srcs+=("$t") bins+=("$bin") pids+=($!)
 done
 release=$("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
@@ -115,7 +112,7 @@ done
 "$out/test_cuda_fold"
 "$out/test_cuda_watchdog"
 "$out/test_cuda_init"
-"$out/test_cuda_emu"
+"$out/test_cuda_emu" 2 3     # world sizes 2 and 3 (4 adds nothing to the staged path, and 9 s)
 
 # ---- on the GPU
 log=$out/test_cuda.log
