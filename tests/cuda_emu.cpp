@@ -61,12 +61,13 @@ static cudaError_t emu_err(cudaError_t e) {
   return e;
 }
 
-/* The allocation holding [p, p + n), or -1. Caller holds emu_lock. */
+/* The allocation holding byte p and the n - 1 after it, or -1. Caller holds
+ * emu_lock. */
 static int emu_find(const void *p, size_t n) {
   const char *q = (const char *)p;
   int i;
   for (i = 0; i < EMU_MAXA; i++)
-    if (emu_alloc[i].p && q >= emu_alloc[i].p && q <= emu_alloc[i].p + emu_alloc[i].n &&
+    if (emu_alloc[i].p && q >= emu_alloc[i].p && q < emu_alloc[i].p + emu_alloc[i].n &&
         n <= (size_t)(emu_alloc[i].p + emu_alloc[i].n - q))
       return i;
   return -1;
