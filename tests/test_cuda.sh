@@ -112,7 +112,7 @@ done
 "$out/test_cuda_fold"
 "$out/test_cuda_watchdog"
 "$out/test_cuda_init"
-"$out/test_cuda_emu" 2 3     # world sizes 2 and 3 (4 adds nothing to the staged path, and 9 s)
+"$out/test_cuda_emu" 2 3 death   # world sizes 2 and 3 (4 adds nothing to the staged path, and 9 s)
 
 # ---- on the GPU
 log=$out/test_cuda.log
