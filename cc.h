@@ -3832,9 +3832,10 @@ static cc_result cc__net_flat(cc_comm *c, const cc__call *k) {
   case CC__ALL_TO_ALL: case CC__ALL_TO_ALL_V: {
     const unsigned char *src = sb;
     unsigned char *copy = NULL;
-    if (sb == rb) {                    /* in place: send from a copy */
+    if (sb && sb == rb) {              /* in place: send from a copy */
       size_t total = 0;
-      for (j = 0; j < n; j++) total = CC__MAX(total, a[j] + a[n + j]);
+      for (j = 0; j < n; j++)
+        if (a[n + j]) total = CC__MAX(total, a[j] + a[n + j]);
       if (!(copy = (unsigned char *)CC_MALLOC(total + 1))) { r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me); goto out; }
       if (total) memcpy(copy, sb, total);
       src = copy;
