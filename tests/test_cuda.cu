@@ -111,7 +111,11 @@
 /* ------------------------------------------------------------ what runs */
 
 enum { W_IPC, W_STAGED, W_TWOSHOT, W_EMU };          /* world types */
-static const char *const w_prefix[] = {"", "staged ", "twoshot ", "emulated "};
+static const char *const w_prefixes[] = {"", "staged ", "twoshot ", "emulated "};
+static const char *w_prefix(int wtype) { /* the emulation also runs over TCP (CC_TRANSPORT=tcp) */
+  const char *tr = getenv("CC_TRANSPORT");
+  return wtype == W_EMU && tr && !strcmp(tr, "tcp") ? "emulated tcp " : w_prefixes[wtype];
+}
 
 /* Defined by tests/cuda_emu.cpp, the CPU emulation of the CUDA runtime that
  * test_cuda_emu is linked with; absent (NULL) in test_cuda. */
@@ -1828,7 +1832,7 @@ static int rank_main(cc_comm *c, void *argp) {
       run_matrix(&x, bk, k);
       group_end(&x);
       if (x.verbose && x.t.rank == 0)
-        fprintf(stderr, "  %sn=%d %s %s: %.2f s\n", w_prefix[w->wtype], x.t.n, k_names[k],
+        fprintf(stderr, "  %sn=%d %s %s: %.2f s\n", w_prefix(w->wtype), x.t.n, k_names[k],
                 bk_names[bk], tu_now() - t0);
     }
 
@@ -1874,7 +1878,7 @@ static int rank_main(cc_comm *c, void *argp) {
     }
     group_end(&x);
     if (x.verbose && x.t.rank == 0)
-      fprintf(stderr, "  %sn=%d %s: %.2f s\n", w_prefix[w->wtype], x.t.n, m_names[m], tu_now() - t0);
+      fprintf(stderr, "  %sn=%d %s: %.2f s\n", w_prefix(w->wtype), x.t.n, m_names[m], tu_now() - t0);
   }
   if (x.dead) return 1;
   cudaStreamDestroy(x.s);
@@ -1924,18 +1928,18 @@ static void report_world(const warg *w, int spawn_rc) {
   for (bk = 0; bk < BK_COUNT; bk++)
     for (k = 0; k < K_COUNT; k++) {
       if (!plan_coll(w->wtype, k)) continue;
-      snprintf(name, sizeof name, "cuda %sn=%d %s %s", w_prefix[w->wtype], w->n, k_names[k],
+      snprintf(name, sizeof name, "cuda %sn=%d %s %s", w_prefix(w->wtype), w->n, k_names[k],
                bk_names[bk]);
       coll_cover(cov, sizeof cov, &w->sh->st[bk][k], k);
       tr_report_group(&w->sh->tab[bk], w->n, k, name, cov, spawn_rc);
     }
   for (m = 0; m < M_COUNT; m++) {
     if (!plan_misc(w->wtype, m)) continue;
-    snprintf(name, sizeof name, "cuda %sn=%d %s", w_prefix[w->wtype], w->n, m_names[m]);
+    snprintf(name, sizeof name, "cuda %sn=%d %s", w_prefix(w->wtype), w->n, m_names[m]);
     tr_report_group(&w->sh->tab[T_MISC], w->n, m, name, w->sh->cover[m], spawn_rc);
   }
   if (spawn_rc != 0) {
-    snprintf(name, sizeof name, "cuda %sn=%d spawn", w_prefix[w->wtype], w->n);
+    snprintf(name, sizeof name, "cuda %sn=%d spawn", w_prefix(w->wtype), w->n);
     tu_fail(name, "cc_spawn returned %d (%s)", spawn_rc, cc_comm_last_error(NULL));
   }
 }
@@ -1970,7 +1974,7 @@ static void run_world(int wtype, int n, int quick) {
   w.expect_ipc = expect_ipc(n);
   rc = tu_spawn(n, rank_main, &w);
   report_world(&w, rc);
-  fprintf(stderr, "test_cuda: %sworld size %d took %.2f s\n", w_prefix[wtype], n, tu_now() - t0);
+  fprintf(stderr, "test_cuda: %sworld size %d took %.2f s\n", w_prefix(wtype), n, tu_now() - t0);
   tu_shared_free(w.sh, sizeof(wshared));
 }
 
@@ -2101,7 +2105,7 @@ static void run_death(int variant) {
   snprintf(save_grace, sizeof save_grace, "%s", old_grace ? old_grace : "");
   const char *what = variant ? "rank 1 queued an all_reduce behind a 2 s spin kernel, then _exit(3)"
                              : "rank 1 _exit(3)ed instead of calling all_reduce";
-  snprintf(name, sizeof name, "cuda %sn=3 peer_exit %s", emulated() ? "emulated " : "",
+  snprintf(name, sizeof name, "cuda %sn=3 peer_exit %s", emulated() ? w_prefix(W_EMU) : "",
            variant ? "with_call_queued" : "before_call");
   memset(&a, 0, sizeof a);
   a.sh = (dshared *)tu_shared_alloc(sizeof(dshared));

@@ -113,6 +113,7 @@ done
 "$out/test_cuda_watchdog"
 "$out/test_cuda_init"
 "$out/test_cuda_emu" 2 3 death   # world sizes 2 and 3 (4 adds nothing to the staged path, and 9 s)
+CC_TRANSPORT=tcp "$out/test_cuda_emu" 3 death   # the staged path of ranks on several hosts
 
 # ---- on the GPU
 log=$out/test_cuda.log
