@@ -35,8 +35,8 @@ if [ -z "$nvcc" ]; then
   echo "SKIP: cuda: no nvcc on this machine (PATH, NVCC, /usr/local/cuda/bin)"
   exit 0
 fi
-# CUDA's own headers, for the declaration checks: where nvcc says it looks (it
-# may be a link from elsewhere, as /usr/bin/nvcc), then beside it.
+# CUDA's own headers, for the declaration checks: where nvcc says it looks
+# (it may be named without its directory, NVCC=nvcc), then beside it.
 cuda_inc=
 for d in $("$nvcc" --dryrun -x cu -c /dev/null -o /dev/null 2>&1 |
              sed -n 's/^#\$ \(SYSTEM_\)\{0,1\}INCLUDES=//p' | tr -d '"' | tr ' ' '\n' | sed -n 's/^-I//; /^\//p') \
