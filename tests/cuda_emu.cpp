@@ -40,8 +40,8 @@
 #define EMU_MAXS 256  /* live streams */
 #define EMU_BUSID "0000:00:00.0"
 
-struct CUstream_st {
-  unsigned magic;
+struct CUstream_st { /* a stream is its address, in emu_stream while it lives */
+  char unused;
 };
 
 static pthread_mutex_t emu_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -164,8 +164,6 @@ cudaError_t cudaGetLastError(void) {
   emu_last = cudaSuccess;
   return e;
 }
-
-cudaError_t cudaPeekAtLastError(void) { return emu_last; }
 
 const char *cudaGetErrorName(cudaError_t e) {
   switch (e) {
@@ -387,7 +385,6 @@ cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags)
   }
   if (i < EMU_MAXS) {
     emu_stream[i] = (cudaStream_t)malloc(sizeof(struct CUstream_st));
-    if (emu_stream[i]) emu_stream[i]->magic = 0x5743u;
     *pStream = emu_stream[i];
   }
   pthread_mutex_unlock(&emu_lock);
@@ -430,11 +427,6 @@ void __cudaRegisterFunction(void **handle, const char *hostFun, char *deviceFun,
   (void)handle, (void)hostFun, (void)deviceFun, (void)deviceName, (void)thread_limit;
   (void)tid, (void)bid, (void)bDim, (void)gDim, (void)wSize;
 }
-void __cudaRegisterVar(void **handle, char *hostVar, char *deviceAddress, const char *deviceName, int ext,
-                       size_t size, int constant, int global) {
-  (void)handle, (void)hostVar, (void)deviceAddress, (void)deviceName, (void)ext, (void)size, (void)constant,
-      (void)global;
-}
 
 /* Launches: the configuration is taken and given back; the launch fails. */
 unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem, struct CUstream_st *stream) {
@@ -461,6 +453,7 @@ cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim,
 #endif
 }
 
+/* CUDA 12 and older launch through this one. */
 cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,
                              cudaStream_t stream) {
   (void)func, (void)gridDim, (void)blockDim, (void)args, (void)sharedMem, (void)stream;

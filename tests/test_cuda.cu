@@ -1101,7 +1101,7 @@ static void run_matrix(ctx *x, int bk, int k) {
 static void run_mode(ctx *x) {
   const char *m = cc_cuda_comm_mode(x->g);
   int staged = x->w->wtype == W_STAGED || x->w->wtype == W_EMU;
-  const char *want = staged ? "staged" : x->w->expect_ipc ? "ipc" : "staged";
+  const char *want = !staged && x->w->expect_ipc ? "ipc" : "staged";
   cc_result rc;
   tr_label(&x->t, "cc_cuda_comm_mode");
   if (!m || strcmp(m, want) != 0)
@@ -2245,13 +2245,10 @@ int main(int argc, char **argv) {
   if (emulated()) {
     fprintf(stderr, "test_cuda: the CPU emulation of the CUDA runtime: the staged path only (ipc mode, "
                     "two-shot and a peer's exit with work queued need a GPU: test_cuda runs them there)\n");
-    for (n = 2; n <= 4; n++)
-      if (want_n[n]) run_world(W_EMU, n, quick);
-    if (want_death) run_death(0); /* the other case needs work in flight on a stream */
-    want_staged = want_twoshot = want_death = 0;
+    want_staged = want_twoshot = 0; /* both need kernels */
   }
-  for (n = 2; n <= 4 && !emulated(); n++)
-    if (want_n[n]) run_world(W_IPC, n, quick);
+  for (n = 2; n <= 4; n++)
+    if (want_n[n]) run_world(emulated() ? W_EMU : W_IPC, n, quick);
   if (want_staged) run_world(W_STAGED, 3, quick);
   if (want_twoshot) {
     run_world(W_TWOSHOT, 3, quick);
@@ -2259,7 +2256,7 @@ int main(int argc, char **argv) {
   }
   if (want_death) {
     run_death(0);
-    run_death(1);
+    if (!emulated()) run_death(1); /* work in flight on a stream: a GPU only */
   }
   fprintf(stderr, "test_cuda: %.2f s\n", tu_now() - t0);
   tu_shared_free(p, sizeof(probe));
