@@ -168,6 +168,7 @@ typedef struct wshared {
   char cover[M_COUNT][300];    /* misc groups: what ran, written by rank 0 */
   int64_t barrier_count[64];
   int64_t barrier_enq_ns[64];  /* when the late rank queued its spin */
+  int64_t met;                 /* ranks that reached the mismatch group */
 } wshared;
 
 typedef struct warg {
@@ -1757,6 +1758,21 @@ static void run_mismatch(ctx *x) {
   cc_result rc;
   cudaError_t e;
   double t0;
+  int64_t deadline = now_ns() + 60 * 1000000000LL;
+  /* The failure below ends the communicator: no rank may still be finishing an
+   * earlier call (over TCP a rank can leave a call before its peers have read
+   * all of it), or that call fails too, and that rank sees CC_ERR_ABORTED. So
+   * the ranks meet first in the test's shared memory, out of every call (a
+   * barrier of the communicator would have the same race). */
+  tr_label(&x->t, "every rank out of its earlier calls");
+  __atomic_add_fetch(&x->w->sh->met, 1, __ATOMIC_SEQ_CST);
+  while (__atomic_load_n(&x->w->sh->met, __ATOMIC_SEQ_CST) < x->t.n) {
+    if (now_ns() > deadline) {
+      tr_fail(&x->t, "only %lld of %d ranks got here in 60 s", (long long)x->w->sh->met, x->t.n);
+      return;
+    }
+    tu_sleep_us(200);
+  }
   tr_label(&x->t, "rank 0 all_reduce float32/sum count 8, others count 9");
   t0 = tu_now();
   rc = cc_cuda_all_reduce(x->g, dv, dv2, x->t.rank == 0 ? 8 : 9, CC_FLOAT32, CC_SUM, x->s);
