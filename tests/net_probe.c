@@ -7,6 +7,7 @@
  *     net_probe die RANK        RANK kills itself; the others report the error
  *     net_probe hang            all_reduce in a loop until an error
  *     net_probe token           init and one barrier; report the outcome
+ *     net_probe diein COLL RANK RANK kills itself while rank 0 waits on it in COLL
  *
  * all     Every collective (barrier, broadcast, reduce, all_reduce, gather,
  *         all_gather, scatter, reduce_scatter, all_to_all and the four _v
@@ -44,6 +45,14 @@
  * hang    As die without a victim: after `ready: rank R`, all_reduce in a loop
  *         until a call fails (a test cuts the network meanwhile); the same
  *         `result:` line, MS counted from `ready`; exit 3 (4 after 60 s).
+ * diein   COLL is gather, recv or all_to_all. After an all_reduce and a barrier,
+ *         every rank prints `ready: rank R`; 500 ms later rank RANK prints
+ *         `die: rank RANK` and raises SIGKILL, while rank 0 waits on it in COLL
+ *         (gather rooted at 0 of 64 KiB per rank; a recv from RANK; an all_to_all
+ *         of 64 KiB per pair) and the other ranks make the same call (recv: they
+ *         make none, so that only rank 0 waits on RANK). Each survivor prints the `result:` line of that call
+ *         (MS since the planned death), then ignores SIGTERM long enough to be
+ *         read, and exits 3 (4 when the call succeeded).
  * token   cc_comm_init and one barrier; `result: CC_OK in MS ms: ...` and exit 0,
  *         or the error (of init: cc_comm_last_error(NULL)) and exit 3.
  * In every mode a failed cc_comm_init prints the `result:` line of that error
@@ -935,6 +944,50 @@ static int mode_loop(int victim, double limit_ms) {
   return 3;
 }
 
+/* diein COLL VICTIM: see the top of the file. */
+static int mode_diein(const char *coll, int victim) {
+  const size_t per = 16384;            /* float32: 64 KiB per rank or pair */
+  float *x, *y, one = 1;
+  double t0;
+  cc_result r;
+  if (strcmp(coll, "gather") && strcmp(coll, "recv") && strcmp(coll, "all_to_all")) return 2;
+  if (!init_or_report(0)) return 3;
+  g_section = "diein";
+  x = (float *)xmalloc(per * (size_t)g_size * sizeof(float));
+  y = (float *)xmalloc(per * (size_t)g_size * sizeof(float));
+  memset(x, 0, per * (size_t)g_size * sizeof(float));
+  r = cc_all_reduce(g_c, &one, &one, 1, CC_FLOAT32, CC_SUM);
+  if (r == CC_OK) r = cc_barrier(g_c);
+  t0 = now_ms() + 500;                 /* the planned death */
+  if (r != CC_OK) {
+    result_line(r, 0, cc_comm_last_error(g_c));
+    return 3;
+  }
+  printf("ready: rank %d\n", g_rank);
+  fflush(stdout);
+  if (g_rank == victim) {
+    sleep_ms(t0 - now_ms());
+    printf("die: rank %d\n", g_rank);
+    fflush(stdout);
+    raise(SIGKILL);
+  }
+  signal(SIGTERM, SIG_IGN);
+  if (!strcmp(coll, "gather")) r = cc_gather(g_c, x, y, per, CC_FLOAT32, 0);
+  else if (!strcmp(coll, "recv") && g_rank != 0) {  /* only rank 0 waits on the victim */
+    sleep_ms(1500);
+    printf("result: idle: rank %d made no call\n", g_rank);
+    return 3;
+  } else if (!strcmp(coll, "recv")) r = cc_recv(g_c, y, per, CC_FLOAT32, victim, 7);
+  else r = cc_all_to_all(g_c, x, y, per, CC_FLOAT32);
+  /* a non-root of gather may finish its send before the death: learn of it */
+  while (r == CC_OK && now_ms() - t0 < 30000) r = cc_barrier(g_c);
+  result_line(r, now_ms() - t0, r == CC_OK ? "the call succeeded" : cc_comm_last_error(g_c));
+  sleep_ms(300);
+  free(x);
+  free(y);
+  return r == CC_OK ? 4 : 3;
+}
+
 static int mode_token(void) {
   double t0 = now_ms();
   cc_result r;
@@ -947,7 +1000,9 @@ static int mode_token(void) {
 
 /* mismatch KIND: rank 1 makes a call that does not match rank 0's: 1 another
    op (all_reduce max against sum), 2 another collective (broadcast against
-   all_reduce), 3 another count (large). Exit 0 when this rank got
+   all_reduce), 3 another count (large), 4, 5, 6 another op (sum against max)
+   at counts 39218, 75534, 119728 (a call identified by a short hash of its
+   arguments would take these for the same call). Exit 0 when this rank got
    CC_ERR_MISMATCH. */
 static int mode_mismatch(int kind) {
   static float x[300000], y[300000];
@@ -958,14 +1013,22 @@ static int mode_mismatch(int kind) {
   odd = g_rank == 1;
   if (kind == 1) r = cc_all_reduce(g_c, x, y, 1000, CC_FLOAT32, odd ? CC_MAX : CC_SUM);
   else if (kind == 2) r = odd ? cc_broadcast(g_c, x, 1000, CC_FLOAT32, 0) : cc_all_reduce(g_c, x, y, 1000, CC_FLOAT32, CC_SUM);
-  else r = cc_all_reduce(g_c, x, y, odd ? 300000 : 299999, CC_FLOAT32, CC_SUM);
+  else if (kind == 3) r = cc_all_reduce(g_c, x, y, odd ? 300000 : 299999, CC_FLOAT32, CC_SUM);
+  else {
+    static const size_t colliding[3] = {39218, 75534, 119728};
+    size_t i, n = colliding[(kind - 4) % 3];
+    for (i = 0; i < n; i++) x[i] = (float)(g_rank + 1 + (i % 2));
+    r = cc_all_reduce(g_c, x, y, n, CC_FLOAT32, odd ? CC_MAX : CC_SUM);
+    if (r == CC_OK) printf("data: y[0] = %g, y[n-1] = %g\n", y[0], y[n - 1]);
+  }
   result_line(r, now_ms() - t0, r == CC_OK ? "the mismatched call succeeded" : cc_comm_last_error(g_c));
   cc_comm_destroy(g_c);
   return r == CC_ERR_MISMATCH ? 0 : 3;
 }
 
 static int usage(const char *prog) {
-  fprintf(stderr, "usage: %s all [hold MS] | die RANK | hang | token | mismatch 1|2|3\n", prog);
+  fprintf(stderr, "usage: %s all [hold MS] | die RANK | diein gather|recv|all_to_all RANK | hang | token | "
+          "mismatch 1..6\n", prog);
   return 2;
 }
 
@@ -977,6 +1040,10 @@ int main(int argc, char **argv) {
     return usage(argv[0]);
   }
   if (strcmp(argv[1], "die") == 0 && argc == 3) return mode_loop(atoi(argv[2]), 30000);
+  if (strcmp(argv[1], "diein") == 0 && argc == 4) {
+    int r = mode_diein(argv[2], atoi(argv[3]));
+    return r == 2 ? usage(argv[0]) : r;
+  }
   if (strcmp(argv[1], "hang") == 0 && argc == 2) return mode_loop(-1, 60000);
   if (strcmp(argv[1], "token") == 0 && argc == 2) return mode_token();
   if (strcmp(argv[1], "mismatch") == 0 && argc == 3) return mode_mismatch(atoi(argv[2]));

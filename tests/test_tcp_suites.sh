@@ -26,8 +26,10 @@ for t in $suites; do
   [ "$st" -eq 0 ] || status=1
 done
 # calls that do not match, over TCP: CC_ERR_MISMATCH on every rank, not garbage or a hang
-for kind in 1 2 3; do
-  case $kind in 1) what="all_reduce sum against max";; 2) what="all_reduce against broadcast";; 3) what="all_reduce of 299999 against 300000 floats";; esac
+for kind in 1 2 3 4 5 6; do
+  case $kind in 1) what="all_reduce sum against max";; 2) what="all_reduce against broadcast";; 3) what="all_reduce of 299999 against 300000 floats";;
+    4) what="all_reduce sum against max, 39218 floats";; 5) what="all_reduce sum against max, 75534 floats";;
+    6) what="all_reduce sum against max, 119728 floats";; esac
   out=$(CC_TRANSPORT=tcp CC_TIMEOUT=10 timeout 60 "$build/ccrun" -n 2 --kill-grace 5000 "$build/probes/net_probe" mismatch $kind 2>&1)
   st=$?
   # both ranks fail, at least one with CC_ERR_MISMATCH (a rank whose peer failed in the middle

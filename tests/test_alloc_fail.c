@@ -1,0 +1,156 @@
+/* test_alloc_fail.c - a failed allocation inside a collective is an error,
+ * never CC_OK with wrong data.
+ *
+ * The library is built here with CC_MALLOC/CC_FREE pointing at an allocator
+ * that can be told to fail the k-th allocation from now. For every transport
+ * (shared memory, and TCP: CC_TRANSPORT=tcp under cc_spawn) and every kind of
+ * reduction (a user op, float32 sum, a premul_sum, float16 sum), and for k = 1,
+ * 2, 3, ... until the call makes fewer than k allocations, a 2-rank job runs
+ * one all_reduce (small and large count) with rank 0's k-th allocation
+ * failing. Each rank's result must be either CC_OK with the right data (the
+ * allocation had a fallback) or an error; rank 0, whose allocation failed,
+ * must say CC_ERR_NO_MEMORY when it failed. The reference is computed here from
+ * the known inputs (small integers, exact in float). */
+#define _GNU_SOURCE
+#include <stddef.h>
+static void *t_malloc(size_t n);
+static void t_free(void *p);
+#define CC_MALLOC(n) t_malloc(n)
+#define CC_FREE(p) t_free(p)
+#define CC_IMPLEMENTATION
+#include "cc.h"
+
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+static long t_arm;      /* > 0: the t_arm-th allocation from now fails */
+static long t_seen;     /* allocations since arming */
+static void *t_malloc(size_t n) {
+  if (t_arm > 0) {
+    t_seen++;
+    if (--t_arm == 0) return NULL;
+  }
+  return malloc(n);
+}
+static void t_free(void *p) { free(p); }
+
+enum { K_USER, K_SUM, K_PREMUL, K_HALF, K_KINDS };
+static const char *const kind_names[K_KINDS] = {"user op (sum)", "float32 sum", "premul_sum (x2)", "float16 sum"};
+
+struct rep {
+  int code;               /* result of the armed call */
+  int wrong;              /* elements that differ from the reference */
+  long reached;           /* 1: the k-th allocation was reached */
+  char err[400];
+};
+static struct rep *sh;    /* [2], shared with the ranks */
+
+static void user_sum(void *inout, const void *in, size_t count, cc_dtype t, void *user) {
+  float *a = (float *)inout;
+  const float *b = (const float *)in;
+  size_t i;
+  (void)t;
+  (void)user;
+  for (i = 0; i < count; i++) a[i] += b[i];
+}
+
+struct job { int kind; long k; size_t count; };
+
+static int rank_fn(cc_comm *c, void *arg) {
+  const struct job *j = (const struct job *)arg;
+  int me = cc_comm_rank(c);
+  size_t i, n = j->count;
+  float *x = (float *)malloc(n * sizeof(float) + 1), *y = (float *)malloc(n * sizeof(float) + 1);
+  uint16_t *hx = (uint16_t *)malloc(n * 2 + 1), *hy = (uint16_t *)malloc(n * 2 + 1);
+  cc_op op = CC_SUM;
+  cc_result r;
+  float two = 2.0f;
+  struct rep *out = &sh[me];
+  for (i = 0; i < n; i++) {
+    x[i] = (float)((me + 1) * (int)(i % 7));
+    hx[i] = cc__float_to_half(x[i]);
+  }
+  if (j->kind == K_USER && cc_op_create(c, user_sum, NULL, &op) != CC_OK) return 1;
+  if (j->kind == K_PREMUL && cc_op_create_premul_sum(c, CC_FLOAT32, &two, &op) != CC_OK) return 1;
+  /* one call first, so that scratch kept between calls is made unarmed */
+  r = j->kind == K_HALF ? cc_all_reduce(c, hx, hy, n, CC_FLOAT16, CC_SUM) : cc_all_reduce(c, x, y, n, CC_FLOAT32, op);
+  if (r != CC_OK) {
+    out->code = -1;
+    snprintf(out->err, sizeof out->err, "unarmed call: %.300s", cc_comm_last_error(c));
+    return 0;
+  }
+  if (me == 0) { t_seen = 0; t_arm = j->k; }
+  r = j->kind == K_HALF ? cc_all_reduce(c, hx, hy, n, CC_FLOAT16, CC_SUM) : cc_all_reduce(c, x, y, n, CC_FLOAT32, op);
+  out->reached = me == 0 ? (t_arm == 0 && t_seen == j->k) : 0;
+  t_arm = 0;
+  out->code = (int)r;
+  snprintf(out->err, sizeof out->err, "%.300s", r == CC_OK ? "" : cc_comm_last_error(c));
+  if (r == CC_OK) {
+    for (i = 0; i < n; i++) {
+      float want = (float)(3 * (int)(i % 7)) * (j->kind == K_PREMUL ? 2.0f : 1.0f);
+      float got = j->kind == K_HALF ? cc__half_to_float(hy[i]) : y[i];
+      if (got != want) out->wrong++;
+    }
+  }
+  free(x); free(y); free(hx); free(hy);
+  return 0;
+}
+
+static int failed;
+
+int main(void) {
+  static const char *const transports[2] = {"shm", "tcp"};
+  static const size_t counts[2] = {1000, 300000};
+  int ti, kind, ci;
+  sh = (struct rep *)mmap(NULL, 2 * sizeof *sh, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (sh == MAP_FAILED) { printf("FAIL: alloc_fail: mmap\n"); return 1; }
+  setenv("CC_TIMEOUT", "20", 1);
+  setenv("CC_SPAWN_GRACE_MS", "3000", 1);
+  for (ti = 0; ti < 2; ti++) {
+    setenv("CC_TRANSPORT", transports[ti], 1);
+    for (kind = 0; kind < K_KINDS; kind++)
+      for (ci = 0; ci < 2; ci++) {
+        long k, nomem = 0, ok = 0, bad = 0;
+        char why[1000] = "";
+        for (k = 1; k <= 200; k++) {
+          struct job j;
+          int rc;
+          j.kind = kind; j.k = k; j.count = counts[ci];
+          memset(sh, 0, 2 * sizeof *sh);
+          rc = cc_spawn(2, rank_fn, &j);
+          if (rc != 0 || sh[0].code < 0 || sh[1].code < 0) {
+            bad++;
+            snprintf(why, sizeof why, "k=%ld: cc_spawn %d: %s %s", k, rc, sh[0].err, sh[1].err);
+            break;
+          }
+          if (!sh[0].reached) break;            /* the call made fewer than k allocations */
+          if ((sh[0].code == CC_OK && sh[0].wrong) || (sh[1].code == CC_OK && sh[1].wrong)) {
+            bad++;
+            snprintf(why, sizeof why, "k=%ld: CC_OK with %d / %d wrong elements on ranks 0 / 1", k, sh[0].wrong,
+                     sh[1].wrong);
+            break;
+          }
+          if (sh[0].code != CC_OK && sh[0].code != CC_ERR_NO_MEMORY) {
+            bad++;
+            snprintf(why, sizeof why, "k=%ld: rank 0's allocation failed and it said %s: %s", k,
+                     cc_strerror((cc_result)sh[0].code), sh[0].err);
+            break;
+          }
+          if (sh[0].code == CC_ERR_NO_MEMORY) nomem++; else ok++;
+        }
+        if (bad) {
+          printf("FAIL: alloc_fail: %s, %s, count %zu: %s\n", transports[ti], kind_names[kind], counts[ci], why);
+          failed = 1;
+        } else {
+          printf("PASS: alloc_fail: %s, %s, count %zu: each of %ld allocations failed in turn: %ld times "
+                 "CC_ERR_NO_MEMORY, %ld times CC_OK with the right data, never wrong data\n",
+                 transports[ti], kind_names[kind], counts[ci], nomem + ok, nomem, ok);
+        }
+        fflush(stdout);
+      }
+  }
+  return failed;
+}
