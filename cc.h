@@ -172,6 +172,33 @@ CC_API void cc_config_init(cc_config *cfg);
  *                     says why) */
 CC_API cc_result cc_comm_init(cc_comm **out, const cc_config *cfg);
 
+/* cc_unique_id - what every rank of a new job needs to find the others (as
+ *   ncclUniqueId): where rank 0 listens, the job's nonce and a fresh random
+ *   secret that every connection of the job must prove it knows. Opaque; copy
+ *   it as bytes. Keep it as private as the job's data: who has it can join. */
+#define CC_UNIQUE_ID_BYTES 128
+typedef struct cc_unique_id { char internal[CC_UNIQUE_ID_BYTES]; } cc_unique_id;
+
+/* cc_get_unique_id - make a new job's identity (as ncclGetUniqueId) and start
+ *   listening for its rendezvous. Call it in the process that will be rank 0,
+ *   then give the id to every rank by your own means (a file, a pipe, a
+ *   key-value store) for cc_comm_init_rank.
+ *   Address           CC_SOCKET_IFNAME's address, else the one of the route to
+ *                     MASTER_ADDR, else the first non-loopback IPv4 address of
+ *                     an interface that is up, else 127.0.0.1
+ *   Returns           CC_OK, or an error with detail in cc_comm_last_error(NULL) */
+CC_API cc_result cc_get_unique_id(cc_unique_id *id);
+
+/* cc_comm_init_rank - join the job of `id` as rank `rank` of `nranks` (as
+ *   ncclCommInitRank). Rank, size and rendezvous come from the arguments, never
+ *   from the environment; the rest of cfg (timeout, transport, a token that
+ *   replaces the id's secret) applies as in cc_comm_init. cfg may be NULL.
+ *   Collective        every rank of the job calls it, rank 0 in the process that
+ *                     called cc_get_unique_id
+ *   Returns           as cc_comm_init */
+CC_API cc_result cc_comm_init_rank(cc_comm **out, int nranks, const cc_unique_id *id, int rank,
+                                   const cc_config *cfg);
+
 /* cc_comm_destroy - finish pending requests and free the communicator. Local: it
  *   does not wait for the other ranks. Peers still waiting for this rank fail. */
 CC_API cc_result cc_comm_destroy(cc_comm *c);
@@ -340,6 +367,7 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg);
 #  include <sys/socket.h>
 #  include <sys/uio.h>
 #  include <ifaddrs.h>
+#  include <net/if.h>
 #endif
 
 #ifndef CC_ASSERT
@@ -2582,7 +2610,8 @@ static cc_result cc__env_ranks(const cc_config *cfg, int *rank, int *size, int *
   else if ((hr = cc__env_first(rk, &r, &rn)) < 0) return CC_ERR_INVALID_ARG;
   if (cfg && cfg->world_size > 0) { s = cfg->world_size; sn = "cfg.world_size"; hs = 1; }
   else if ((hs = cc__env_first(sz, &s, &sn)) < 0) return CC_ERR_INVALID_ARG;
-  if ((hl = cc__env_first(ls, &l, &ln)) < 0) return CC_ERR_INVALID_ARG;
+  if (cfg && cfg->rank >= 0 && cfg->world_size > 0) hl = 0;   /* both given: the environment's job is not this one */
+  else if ((hl = cc__env_first(ls, &l, &ln)) < 0) return CC_ERR_INVALID_ARG;
   if (!hr && !hs) { r = 0; s = 1; }              /* a plain process: a world of one */
   else if (!hr) {
     snprintf(cc__tls_err, sizeof cc__tls_err, "comm_init: %s=%ld is set but RANK is not", sn, s);
@@ -4623,9 +4652,10 @@ static int cc__file_parse(const char *s, char *ip, size_t iplen, int *port, char
 /* The rendezvous, by method. recs[c->rank] is this rank's record on entry;
    on success recs holds every rank's and jobid the job identity. */
 static cc_result cc__rendezvous(cc_comm *c, const char *host, int port, const char *path, const char *token,
-                                cc__rec *recs, char *jobid) {
+                                const char *uid_nonce, int uid_lfd, cc__rec *recs, char *jobid) {
   uint64_t deadline = cc__now_ns() + c->timeout_ns, pause = 10 * CC__MS;
   char where[300], why[128], nonce[40] = "";
+  if (uid_nonce) snprintf(nonce, sizeof nonce, "%s", uid_nonce);
   struct sockaddr_storage sa;
   socklen_t salen;
   int gr;
@@ -4654,6 +4684,8 @@ static cc_result cc__rendezvous(cc_comm *c, const char *host, int port, const ch
         return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank 0: cannot write the rendezvous file %s: %s", path, why);
       }
       cc__file_unlock(ffd);
+    } else if (uid_lfd >= 0) {         /* cc_get_unique_id listens already */
+      lfd = uid_lfd;
     } else {
       if ((gr = cc__sock_resolve(host, port, &sa, &salen)) != 0)
         return cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank 0: cannot resolve MASTER_ADDR '%s': %s", host, gai_strerror(gr));
@@ -4788,7 +4820,168 @@ static cc_result cc__net_from_shm(cc_comm **pc, const char *token, int idx) {
 }
 #endif
 
+/* ---------------------------------------------------------------- unique ids
+   Layout (little endian): "ccU1", u16 port, u8 family (4 or 6), u8 0, 16 bytes
+   of address, 16 bytes of nonce, 32 bytes of secret, zeros. The process that
+   made an id keeps its listening socket until its rank 0 joins. */
+typedef struct cc__uid {
+  char ip[64];
+  int port, lfd;
+  char nonce[40];                      /* 32 hex digits: the rendezvous' job field */
+  char secret[72];                     /* 64 hex digits: the job's token */
+} cc__uid;
+
+#define CC__UID_SLOTS 16
+static struct { char nonce[40]; int fd; } cc__uid_slots[CC__UID_SLOTS];
+static pthread_mutex_t cc__uid_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void cc__hex(const unsigned char *in, size_t n, char *out) {
+  static const char digits[] = "0123456789abcdef";
+  size_t i;
+  for (i = 0; i < n; i++) { out[2 * i] = digits[in[i] >> 4]; out[2 * i + 1] = digits[in[i] & 15]; }
+  out[2 * n] = 0;
+}
+
+#ifndef CC_NO_TCP
+/* The first non-loopback IPv4 address of an interface that is up, or "". */
+static void cc__first_ifaddr(char *ip, size_t iplen) {
+  struct ifaddrs *ifa = NULL, *i;
+  ip[0] = 0;
+  if (getifaddrs(&ifa) != 0) return;
+  for (i = ifa; i; i = i->ifa_next) {
+    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK))
+      continue;
+    inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, ip, (socklen_t)iplen);
+    break;
+  }
+  freeifaddrs(ifa);
+}
+#endif
+
+CC_API cc_result cc_get_unique_id(cc_unique_id *id) {
+#ifdef CC_NO_TCP
+  if (id) memset(id, 0, sizeof *id);
+  return cc__fail(NULL, CC_ERR_UNSUPPORTED, "get_unique_id: this build has no TCP transport (CC_NO_TCP)");
+#else
+  cc__rec rec;
+  unsigned char *p, a[16], nonce[16], secret[32];
+  char why[160];
+  const char *ma = getenv("MASTER_ADDR"), *ifn = getenv("CC_SOCKET_IFNAME");
+  int lfd, i, fam;
+  cc_result r;
+  cc__tls_err[0] = 0;
+  if (!id) return cc__fail(NULL, CC_ERR_INVALID_ARG, "get_unique_id: id is NULL");
+  memset(id, 0, sizeof *id);
+  memset(&rec, 0, sizeof rec);
+  if ((ifn && *ifn) || (ma && *ma)) {
+    if ((r = cc__net_pick_addr(ma, rec.ip, sizeof rec.ip, why, sizeof why)) != CC_OK)
+      return cc__fail(NULL, r, "get_unique_id: %s", why);
+  } else {
+    cc__first_ifaddr(rec.ip, sizeof rec.ip);
+    if (!rec.ip[0]) snprintf(rec.ip, sizeof rec.ip, "127.0.0.1");
+  }
+  if ((lfd = cc__net_listen(&rec)) < 0) {
+    cc__strerr(errno, why, sizeof why);
+    return cc__fail(NULL, CC_ERR_SYSTEM, "get_unique_id: cannot listen on %s: %s", rec.ip, why);
+  }
+  fam = inet_pton(AF_INET, rec.ip, a) == 1 ? 4 : 6;
+  if (fam == 6 && inet_pton(AF_INET6, rec.ip, a) != 1) {
+    close(lfd);
+    return cc__fail(NULL, CC_ERR_SYSTEM, "get_unique_id: address %s is neither IPv4 nor IPv6", rec.ip);
+  }
+  cc__random(nonce, sizeof nonce);
+  cc__random(secret, sizeof secret);
+  pthread_mutex_lock(&cc__uid_lock);
+  for (i = 0; i < CC__UID_SLOTS && cc__uid_slots[i].nonce[0]; i++) {}
+  if (i == CC__UID_SLOTS) {
+    pthread_mutex_unlock(&cc__uid_lock);
+    close(lfd);
+    return cc__fail(NULL, CC_ERR_UNSUPPORTED, "get_unique_id: %d ids wait for their rank 0 in this process; "
+                    "no more", CC__UID_SLOTS);
+  }
+  cc__hex(nonce, sizeof nonce, cc__uid_slots[i].nonce);
+  cc__uid_slots[i].fd = lfd;
+  pthread_mutex_unlock(&cc__uid_lock);
+  p = (unsigned char *)id->internal;
+  memcpy(p, "ccU1", 4);
+  p[4] = (unsigned char)(rec.port & 0xff);
+  p[5] = (unsigned char)(rec.port >> 8);
+  p[6] = (unsigned char)fam;
+  memcpy(p + 8, a, fam == 4 ? 4 : 16);
+  memcpy(p + 24, nonce, 16);
+  memcpy(p + 40, secret, 32);
+  memset(secret, 0, sizeof secret);
+  return CC_OK;
+#endif
+}
+
+/* Decode an id: 0, or -1 when it is not one. */
+static int cc__uid_decode(const cc_unique_id *id, cc__uid *u) {
+  const unsigned char *p = (const unsigned char *)id->internal;
+  int i;
+  memset(u, 0, sizeof *u);
+  u->lfd = -1;
+  if (memcmp(p, "ccU1", 4) != 0 || (p[6] != 4 && p[6] != 6) || p[7] != 0) return -1;
+  for (i = 72; i < CC_UNIQUE_ID_BYTES; i++) if (p[i]) return -1;
+  u->port = p[4] | p[5] << 8;
+  if (u->port == 0) return -1;
+#ifndef CC_NO_TCP
+  if (!inet_ntop(p[6] == 4 ? AF_INET : AF_INET6, p + 8, u->ip, sizeof u->ip)) return -1;
+#endif
+  cc__hex(p + 24, 16, u->nonce);
+  cc__hex(p + 40, 32, u->secret);
+  return 0;
+}
+
+/* The listening socket of an id made in this process, taken once (or -1). */
+static int cc__uid_take_fd(const char *nonce) {
+  int i, fd = -1;
+  pthread_mutex_lock(&cc__uid_lock);
+  for (i = 0; i < CC__UID_SLOTS; i++)
+    if (cc__uid_slots[i].nonce[0] && !strcmp(cc__uid_slots[i].nonce, nonce)) {
+      fd = cc__uid_slots[i].fd;
+      cc__uid_slots[i].nonce[0] = 0;
+      break;
+    }
+  pthread_mutex_unlock(&cc__uid_lock);
+  return fd;
+}
+
+static cc_result cc__init(cc_comm **out, const cc_config *cfg, cc__uid *uid);
+
 CC_API cc_result cc_comm_init(cc_comm **out, const cc_config *cfg) {
+  return cc__init(out, cfg, NULL);
+}
+
+CC_API cc_result cc_comm_init_rank(cc_comm **out, int nranks, const cc_unique_id *id, int rank,
+                                   const cc_config *cfg) {
+  cc_config c2;
+  cc__uid u;
+  char method[96];
+  cc_result r;
+  cc__tls_err[0] = 0;
+  if (!out) return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init_rank: out is NULL");
+  *out = NULL;
+  if (!id) return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init_rank: id is NULL");
+  if (nranks < 1) return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init_rank: nranks %d must be at least 1", nranks);
+  if (rank < 0 || rank >= nranks)
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init_rank: rank %d is out of range for nranks %d", rank, nranks);
+  if (cc__uid_decode(id, &u) != 0)
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init_rank: rank %d: the id is not one that cc_get_unique_id made", rank);
+  if (cfg) c2 = *cfg; else cc_config_init(&c2);
+  c2.rank = rank;
+  c2.world_size = nranks;
+  snprintf(method, sizeof method, strchr(u.ip, ':') ? "tcp://[%s]:%d" : "tcp://%s:%d", u.ip, u.port);
+  c2.init_method = method;
+  if (!c2.token || !*c2.token) c2.token = u.secret;
+  if (rank == 0) u.lfd = cc__uid_take_fd(u.nonce);
+  if (nranks == 1 && u.lfd >= 0) { close(u.lfd); u.lfd = -1; }
+  r = cc__init(out, &c2, &u);
+  memset(u.secret, 0, sizeof u.secret);
+  return r;
+}
+
+static cc_result cc__init(cc_comm **out, const cc_config *cfg, cc__uid *uid) {
   const char *method = cfg && cfg->init_method ? cfg->init_method : "env://";
   const char *transport = cfg && cfg->transport ? cfg->transport : getenv("CC_TRANSPORT");
   const char *jobid_env = getenv("CC_JOB_ID");
@@ -4922,7 +5115,7 @@ CC_API cc_result cc_comm_init(cc_comm **out, const cc_config *cfg) {
       cc__strerr(errno, why, sizeof why);
       r = cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank %d: cannot listen on %s: %s", rank, recs[rank].ip, why);
     }
-    if (r == CC_OK) r = cc__rendezvous(c, host, port, path, token, recs, jobid);
+    if (r == CC_OK) r = cc__rendezvous(c, host, port, path, token, uid ? uid->nonce : NULL, uid ? uid->lfd : -1, recs, jobid);
     for (i = 1; r == CC_OK && i < size; i++) if (strcmp(recs[i].host, recs[0].host) != 0) one_host = 0;
     idx = 0;
     if (r == CC_OK) memcpy(c->jobid, jobid, 33);
