@@ -12,7 +12,11 @@ EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c)
 # environment), so they are built outside build/tests, which run.sh runs bare.
 TESTS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter-out tests/%_probe.c,$(wildcard tests/*.c)))
 PROBES   := $(patsubst tests/%.c,$(BUILD)/probes/%,$(wildcard tests/*_probe.c))
-TOOLS    := $(BUILD)/ccrun $(if $(wildcard bench/cc_bench.c),$(BUILD)/cc_bench)
+# bench/cc_bench.c is nccl-tests for cc: build/cc_bench, linked under
+# nccl-tests' names (the name picks the collective: build/all_reduce_perf ...).
+PERF_NAMES = all_reduce all_gather broadcast reduce reduce_scatter alltoall gather scatter sendrecv
+PERF    := $(if $(wildcard bench/cc_bench.c),$(BUILD)/cc_bench $(patsubst %,$(BUILD)/%_perf,$(PERF_NAMES)))
+TOOLS    := $(BUILD)/ccrun $(PERF)
 
 .PHONY: all test run bench sanitize tsan clean cuda
 all: $(TOOLS) $(EXAMPLES) $(TESTS) $(PROBES)
@@ -62,6 +66,9 @@ $(BUILD)/cc_bench: bench/cc_bench.c cc.h
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(WARN) $(CFLAGS) -I. -o $@ $< $(LDLIBS)
 
+$(BUILD)/%_perf: $(BUILD)/cc_bench
+	ln -f $< $@ 2>/dev/null || cp -f $< $@
+
 $(BUILD)/examples/%: examples/%.c cc.h $(wildcard examples/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(WARN) $(CFLAGS) -I. -o $@ $< $(LDLIBS)
@@ -83,8 +90,9 @@ test: all
 run: all
 	$(BUILD)/ccrun -n 4 $(BUILD)/examples/tour
 
-bench: all
-	$(BUILD)/ccrun -n 2 $(BUILD)/cc_bench -o all_reduce -b 8 -e 64M -f 4
+# nccl-tests' all_reduce sweep over 2 ranks: 8 B to 64 MiB, x4, float sum.
+bench: $(BUILD)/ccrun $(BUILD)/all_reduce_perf
+	$(BUILD)/ccrun -n 2 $(BUILD)/all_reduce_perf -b 8 -e 64M -f 4 -d float -o sum
 
 sanitize:
 	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" test

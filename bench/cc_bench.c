@@ -1,47 +1,99 @@
-/* cc_bench.c - an nccl-tests twin for cc: time every collective over a range of
-   sizes, out of place and in place, and check every result.
+/* cc_bench.c - nccl-tests for cc: time a collective over a range of sizes, out
+   of place and in place, and check every result.
 
-       build/ccrun -n 2 build/cc_bench -o all_reduce -b 8 -e 64M -f 4
-       build/ccrun -n 4 build/cc_bench -o all -d float -R sum -b 8 -e 64M -f 4
+       build/ccrun -n 2 build/all_reduce_perf -b 8 -e 64M -f 4
+       build/ccrun -n 4 build/cc_bench -k all -d float -o sum -b 8 -e 64M -f 4
 
-   Rows follow bench_mpi.c of the peer baselines (shared/bench/peers), so that its
-   summarize.py reads ours the same way: the first ten columns are bench_mpi's
+   One source, several programs. `make` builds build/cc_bench and links it as
+   nccl-tests' binaries: all_reduce_perf, all_gather_perf, broadcast_perf,
+   reduce_perf, reduce_scatter_perf, alltoall_perf, gather_perf, scatter_perf
+   and sendrecv_perf. A program whose name ends in "_perf" runs the collective
+   its name says (argv[0]); cc_bench runs the ones -k picks (default
+   all_reduce), each in its own section.
 
-       coll size_bytes count type op time_us algbw_GBps busbw_GBps #wrong iters
+   Flags: nccl-tests' (its src/common.cu), with what cc does with them. A
+   value may follow the flag (-o sum, -osum) or its long name (--op sum,
+   --op=sum). Sizes take K, M, G suffixes (powers of 1024).
 
-   (time/algbw/busbw/#wrong out of place), followed by nccl-tests' root and the
-   in-place group `time_us algbw_GBps busbw_GBps #wrong`. "size" and "count" mean
-   what they mean in nccl-tests and bench_mpi: the largest buffer involved, in
-   bytes and in elements (all_gather, gather: the whole output; reduce_scatter,
-   scatter, all_to_all: the whole input of a rank). Per-rank blocks are count/n
-   elements, at least 1, so tiny sizes round up to n elements. The time is the
-   maximum over the ranks of the average time per iteration, in microseconds;
-   algbw = size / time with GB = 1e9 bytes; busbw = algbw * the nccl-tests factor.
+     -b --minbytes N       smallest size (default 8)
+     -e --maxbytes N       largest size, always measured (default 64M). nccl-tests
+                           stops at the last step <= N; here N itself is the last
+                           row, so -b 8 -e 64M -f 4 ends at 32M and then 64M
+     -f --stepfactor F     multiply the size by F (integer >= 2; default 2)
+     -i --stepbytes N      or add N to it (the last of -f and -i wins)
+     -o --op OP[,OP]|all   sum prod min max avg (default sum); dtype/op pairs
+                           that cc refuses are skipped with "all", refused when named
+     -d --datatype T[,T]|all  int8 uint8 int32 uint32 int64 uint64 half bfloat16
+                           float double complex64 complex128 (default float)
+     -r --root R           root of broadcast, reduce, gather, scatter (default 0)
+     -n --iters N          timed iterations per size and column (default 20);
+                           with -l, the least number of them
+     -w --warmup_iters N   untimed iterations first (default 5)
+     -c --check N          checked iterations per size and column after the
+                           timed ones (default 1; 0: no check, #wrong reads N/A)
+     -a --average 0-3      the time reported: 0 rank 0's, 1 the mean over the
+                           ranks, 2 the least, 3 the greatest (default 3; nccl-tests
+                           defaults to 1)
+     -N --run_cycles N     run the sweep N times (0: until killed; default 1)
+     -z --blocking 0|1     1: wait for each call (stream synchronized in GPU mode)
+                           and a barrier after it, within the timed loop
+     -C --report_cputime 0|1  1: time until the last call returned, before the
+                           final synchronize (the same thing in CPU mode)
+     -T --timeout S        seconds any wait may last (cc_config.timeout_ms;
+                           default CC_TIMEOUT or 600)
+     -t --nthreads 1       one thread per rank: start more ranks with ccrun -n
+     -g --ngpus 0|1        0: host buffers and cc.h's calls (default); 1: a GPU
+                           per rank and cc_cuda.cuh's calls (CUDA builds, below)
+     -m --agg_iters 1      one call per iteration (cc does not group collectives)
+     -p --parallel_init 0|1   accepted; one thread per rank inits alone anyway
+     -y --stream_null 0|1  GPU mode: 1 issues on the legacy default stream
+     -R --local_register 1|0  GPU mode: 1 buffers from cc_cuda_malloc, which every
+                           peer maps once (default); 0 plain cudaMalloc, mapped on
+                           first use. nccl-tests' default is 0 (unregistered)
+     -G --cudagraph 0      CUDA graph capture is not done; only 0 is accepted
+   and cc_bench's own, letters nccl-tests does not use:
+     -k --coll C[,C]|all   cc_bench: the collectives: all_reduce all_gather
+                           reduce_scatter broadcast reduce gather scatter
+                           all_to_all (alltoall) sendrecv barrier (= all), and copy
+     -s --extra_sizes N,N  sizes measured beside the -b/-e/-f sweep
+     -l --time_per_size S  calibrate the iterations to about S seconds per size
+                           and column (batches growing 4x up to 20 ms, then
+                           S / time per iteration, at least -n); 0: -n as given
+     -h --help
+   nccl-tests' -J (output_file), -S (report_timestamps), -x (cta_policy), -D
+   (device_implementation), -V (device_cta_count) and -M (memory_report) are
+   refused as not implemented; any other flag as unknown. Exit status: 0, 1 when
+   a result was wrong or a call failed (cc_comm_last_error on stderr), 2 for bad
+   flags (the message names the flag).
+
+   Output, as nccl-tests prints it: a header (flags, "# Using devices"), then per
+   collective a line "# Collective test: NAME (CALL) - what in place means" and
+   the column headings, one row per size:
+
+       size count type redop root | time algbw busbw #wrong | time algbw busbw #wrong | iters
+                                   (out of place)            (in place)
+
+   size: the largest buffer involved, in bytes; count: the count argument of
+   the call (all_gather, gather, scatter, reduce_scatter, all_to_all: one
+   rank's block, size/n elements, at least 1, so tiny sizes round up to n
+   elements); redop "none" and root -1 where the collective has none; time in
+   microseconds (-a says over which ranks), algbw = size / time with GB = 1e9
+   bytes, busbw = algbw * nccl-tests' factor: all_reduce 2(n-1)/n; all_gather,
+   reduce_scatter, all_to_all, gather, scatter (n-1)/n; broadcast, reduce,
+   sendrecv 1. `iters` (not in nccl-tests) is the timed iterations per column.
+   The footer's "Out of bounds values" sums #wrong; "Avg bus bandwidth" is the
+   mean busbw of the rows. barrier rows have size 0.
 
    Inputs are small integers chosen per dtype and op so that the reduction is
    exact in every dtype (sums stay below the dtype's exact-integer range, products
    are of 1, 2 and units, averages come out whole), so each result is compared
    bitwise with a reference computed locally from the same formulas (a zero may
    have either sign). The check runs after the timed loop and is not timed.
+   sendrecv (send to rank+1, receive from rank-1, in one group) has no in-place
+   form and broadcast one buffer (both columns time the same call); columns not
+   measured or not checked read N/A.
 
-   Flags (sizes take K, M, G suffixes, powers of 1024):
-     -b MINBYTES  -e MAXBYTES  -f FACTOR | -i INCREMENT  -x SIZE,SIZE (extra sizes)
-     -o COLL[,COLL] | all     all_reduce all_gather reduce_scatter broadcast reduce
-                              gather scatter all_to_all sendrecv barrier (and copy,
-                              which "all" leaves out)
-     -R OP[,OP] | all         sum prod min max avg
-     -d TYPE[,TYPE] | all     int8 uint8 int32 uint32 int64 uint64 half bfloat16
-                              float double complex64 complex128
-     -r ROOT  -n ITERS  -w WARMUP  -c CHECK(0/1)  -t SECONDS (target time per size)
-     -G 0|1  -M 1|0           GPU mode and its buffers (CUDA builds, below)
-   -t calibrates the iterations on the out-of-place column (batches growing 4x up
-   to 20 ms, as bench_mpi) and uses them for both columns, at least -n of them.
-   sendrecv has no in-place form and broadcast one buffer (both columns time the
-   same call); columns not measured or not checked read N/A, which summarize.py
-   cannot read, so runs meant for it keep -c 1. Exit status: 0, 1 when any result
-   was wrong or a call failed (cc_comm_last_error on stderr), 2 for bad flags.
-
-   -o copy (not part of -o all) times a plain copy of `size` bytes from the send
+   -k copy (not part of -k all) times a plain copy of `size` bytes from the send
    buffer to the receive buffer, as a yardstick: memcpy here, cudaMemcpyAsync
    device to device in GPU mode. Its left column times rank 0 alone (the others
    wait), its right column every rank at once. Its busbw counts the bytes read
@@ -49,25 +101,24 @@
    2*n*size/time on the right (with every rank on one GPU, that GPU's memory
    bandwidth as n copies in parallel get it).
 
-   CUDA mode. The file is also C++17 for nvcc, which builds it as CUDA:
+   CUDA mode. The file is also C++17 for nvcc, which builds it as CUDA (`make
+   cuda` builds build/cuda/cc_bench_cuda):
 
-       nvcc -x cu -std=c++17 -O2 -I. -o build/cc_bench_cuda bench/cc_bench.c -lpthread
-       build/ccrun -n 2 build/cc_bench_cuda -G 1 -o all_reduce,copy -b 8 -e 64M -f 4
+       nvcc -x cu -std=c++17 -O2 -I. -o build/cuda/cc_bench_cuda bench/cc_bench.c -lpthread
+       build/ccrun -n 2 build/cuda/cc_bench_cuda -g 1 -k all_reduce,copy -b 8 -e 64M -f 4
 
-   Built so, it includes cc_cuda.cuh and takes two more flags: -G 1 (GPU mode;
-   -G 0, the default, is the CPU mode above) and -M 1|0 (device buffers from
-   cc_cuda_malloc, the default, or plain cudaMalloc). In GPU mode, as in
-   nccl-tests: each rank makes a cc_cuda_comm on device local_rank %
+   Built so, it includes cc_cuda.cuh and -g 1 selects GPU mode. In GPU mode, as
+   in nccl-tests: each rank makes a cc_cuda_comm on device local_rank %
    cudaGetDeviceCount() (local_rank = rank on one host; several ranks may share
-   a GPU) and one stream (cudaStreamCreateWithFlags, non-blocking); the send and
-   receive buffers are device buffers; inputs are made on the host as above and
-   copied in; the calls are the cc_cuda_ twins on that stream; the time of a
-   batch runs from a host barrier (the stream idle) to cudaStreamSynchronize
-   after its last call, so it includes the GPU work, and is divided by the batch
-   (max over ranks as above); the check copies the results back to the host.
-   The header gains a "# cuda: device N name, mode ipc|staged" line. Without a
-   usable device, -G 1 exits 2 ("cc_bench: no CUDA device: ..."); a build
-   without CUDA refuses -G 1 as a bad flag.
+   a GPU) and one stream (cudaStreamCreateWithFlags, non-blocking; -y 1: the
+   default stream); the send and receive buffers are device buffers (-R); inputs
+   are made on the host as above and copied in; the calls are the cc_cuda_
+   twins on that stream; the time of a batch runs from a host barrier (the
+   stream idle) to cudaStreamSynchronize after its last call, so it includes the
+   GPU work, and is divided by the batch; the check copies the results back to
+   the host. The header gains a "# cuda: device N name, mode ipc|staged" line.
+   Without a usable device, -g 1 exits 2 ("cc_bench: no CUDA device: ..."); a
+   build without CUDA refuses -g 1 as a bad flag.
 
    Comparing an all_reduce with the copy: ranks sharing one GPU have no links
    between them, so nccl-tests' busbw (what crosses links) says little there.
@@ -97,26 +148,27 @@ enum { K_ALL_REDUCE, K_ALL_GATHER, K_REDUCE_SCATTER, K_BROADCAST, K_REDUCE,
        K_GATHER, K_SCATTER, K_ALL_TO_ALL, K_SENDRECV, K_BARRIER, K_COPY, K_COUNT };
 
 typedef struct coll_info {
-  const char *name;   /* cc's name, the -o argument                           */
-  const char *row;    /* the row's first column: bench_mpi's name where it has one */
-  const char *alias;  /* another accepted -o spelling                         */
+  const char *name;   /* cc's name, the -k argument                           */
+  const char *alias;  /* another accepted -k spelling                         */
+  const char *perf;   /* nccl-tests' program is <perf>_perf; NULL: none       */
   int reduces;        /* takes an op                                          */
   int rooted;         /* takes a root                                         */
+  int block;          /* the call's count is one rank's block                 */
   double bus;         /* 0: 2(n-1)/n, 1: (n-1)/n, 2: 1, 3: copy (bus_factor)  */
 } coll_info;
 
 static const coll_info colls[K_COUNT] = {
-  { "all_reduce",     "allreduce",      "allreduce",     1, 0, 0 },
-  { "all_gather",     "allgather",      "allgather",     0, 0, 1 },
-  { "reduce_scatter", "reduce_scatter", "reducescatter", 1, 0, 1 },
-  { "broadcast",      "broadcast",      "bcast",         0, 1, 2 },
-  { "reduce",         "reduce",         "reduce",        1, 1, 2 },
-  { "gather",         "gather",         "gather",        0, 1, 1 },
-  { "scatter",        "scatter",        "scatter",       0, 1, 1 },
-  { "all_to_all",     "alltoall",       "alltoall",      0, 0, 1 },
-  { "sendrecv",       "sendrecv",       "send_recv",     0, 0, 2 },
-  { "barrier",        "barrier",        "barrier",       0, 0, 2 },
-  { "copy",           "copy",           "memcpy",        0, 0, 3 },   /* not in "all" */
+  { "all_reduce",     "allreduce",     "all_reduce",     1, 0, 0, 0 },
+  { "all_gather",     "allgather",     "all_gather",     0, 0, 1, 1 },
+  { "reduce_scatter", "reducescatter", "reduce_scatter", 1, 0, 1, 1 },
+  { "broadcast",      "bcast",         "broadcast",      0, 1, 0, 2 },
+  { "reduce",         "reduce",        "reduce",         1, 1, 0, 2 },
+  { "gather",         "gather",        "gather",         0, 1, 1, 1 },
+  { "scatter",        "scatter",       "scatter",        0, 1, 1, 1 },
+  { "all_to_all",     "alltoall",      "alltoall",       0, 0, 1, 1 },
+  { "sendrecv",       "send_recv",     "sendrecv",       0, 0, 0, 2 },
+  { "barrier",        "barrier",       NULL,             0, 0, 0, 2 },
+  { "copy",           "memcpy",        NULL,             0, 0, 0, 3 },   /* not in "all" */
 };
 
 enum { DK_SINT, DK_UINT, DK_FLOAT, DK_CPLX };
@@ -163,32 +215,33 @@ static const op_info ops[] = {
 static cc_comm *g_comm;
 static int g_rank, g_n;
 static char g_ctx[256] = "startup";   /* what is running, for error messages */
+static const char *g_prog = "cc_bench";   /* argv[0]'s last component */
 
 static void fail_cc(cc_result r, const char *call, int line)
 {
-  fprintf(stderr, "cc_bench: rank %d: %s returned %s\n  during: %s\n  detail: %s\n  (cc_bench.c:%d)\n",
-          g_rank, call, cc_strerror(r), g_ctx, cc_comm_last_error(g_comm), line);
+  fprintf(stderr, "%s: rank %d: %s returned %s\n  during: %s\n  detail: %s\n  (cc_bench.c:%d)\n",
+          g_prog, g_rank, call, cc_strerror(r), g_ctx, cc_comm_last_error(g_comm), line);
   fflush(stderr);
   exit(1);
 }
 #define CHECK(call) do { cc_result r_ = (call); if (r_ != CC_OK) fail_cc(r_, #call, __LINE__); } while (0)
 
-static void usage(const char *why)
+static void print_usage(FILE *f)
 {
-  if (why && g_rank == 0) fprintf(stderr, "cc_bench: %s\n", why);
-  if (g_rank == 0)
-    fprintf(stderr,
-      "usage: ccrun -n N cc_bench [-o COLL[,COLL]|all] [-d TYPE[,TYPE]|all] [-R OP[,OP]|all]\n"
-      "         [-b MINBYTES] [-e MAXBYTES] [-f FACTOR | -i INCREMENT] [-x SIZE,...]\n"
-      "         [-r ROOT] [-n ITERS] [-w WARMUP] [-c 0|1] [-t SECONDS] [-G 0|1] [-M 1|0]\n"
-      "  COLL: all_reduce all_gather reduce_scatter broadcast reduce gather scatter\n"
-      "        all_to_all sendrecv barrier (= all), and copy (a memcpy yardstick)\n"
-      "  TYPE: int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double\n"
-      "        complex64 complex128      OP: sum prod min max avg\n"
-      "  -G 1: GPU mode (cc_cuda_ calls on device buffers; CUDA builds only)\n"
-      "  -M 1: GPU buffers from cc_cuda_malloc, -M 0: from cudaMalloc\n"
-      "  defaults: -o all_reduce -d float -R sum -b 8 -e 64M -f 2 -r 0 -n 20 -w 5 -c 1 -G 0 -M 1\n");
-  exit(2);
+  fprintf(f,
+    "usage: ccrun -n N %s [flags]        (nccl-tests' flags; see the top of bench/cc_bench.c)\n"
+    "  -b,--minbytes N  -e,--maxbytes N (always measured)  -f,--stepfactor F | -i,--stepbytes N\n"
+    "  -o,--op sum|prod|min|max|avg|all[,..]   -d,--datatype TYPE|all[,..]   -r,--root R\n"
+    "  -n,--iters N  -w,--warmup_iters N  -c,--check N  -a,--average 0|1|2|3 (rank0 mean min max)\n"
+    "  -N,--run_cycles N  -z,--blocking 0|1  -C,--report_cputime 0|1  -T,--timeout SECONDS\n"
+    "  -t,--nthreads 1  -g,--ngpus 0|1  -m,--agg_iters 1  -p,--parallel_init 0|1\n"
+    "  -y,--stream_null 0|1  -R,--local_register 1|0  -G,--cudagraph 0\n"
+    "  cc_bench's own: -k,--coll COLL[,COLL]|all  -s,--extra_sizes N,N  -l,--time_per_size SECONDS\n"
+    "  COLL: all_reduce all_gather reduce_scatter broadcast reduce gather scatter all_to_all\n"
+    "        sendrecv barrier (= all), copy (a memcpy yardstick)\n"
+    "  TYPE: int8 uint8 int32 uint32 int64 uint64 half bfloat16 float double complex64 complex128\n"
+    "  defaults: -k all_reduce -d float -o sum -b 8 -e 64M -f 2 -r 0 -n 20 -w 5 -c 1 -a 3 -g 0 -R 1\n",
+    g_prog);
 }
 
 static double now_s(void)
@@ -200,12 +253,43 @@ static double now_s(void)
 
 /* ------------------------------------------------------------------ parsing */
 
+typedef struct options {
+  size_t minb, maxb, factor, incr;
+  const char *extra;         /* -s */
+  long iters;                /* -n */
+  int warmup;                /* -w */
+  int check;                 /* -c: checked iterations */
+  int average;               /* -a */
+  int cycles;                /* -N */
+  int blocking;              /* -z */
+  int cputime;               /* -C */
+  long timeout_s;            /* -T; 0: cc's default */
+  int ngpus;                 /* -g */
+  int stream_null;           /* -y */
+  int local_register;        /* -R */
+  long root;                 /* -r, checked against the world size after init */
+  double target;             /* -l: seconds per size; 0: use iters */
+  int sel_coll[K_COUNT], sel_dt[N_DTYPES], sel_op[N_OPS];
+  int dt_all, op_all;        /* -d all, -o all: skip the pairs cc refuses */
+  int perf;                  /* -1: cc_bench; else the collective of *_perf */
+  int help;
+} options;
+
+static char g_bad[512];      /* the first bad flag's message; "" when all were good */
+
+static void bad(const char *fmt, const char *a, const char *b)
+{
+  if (g_bad[0]) return;
+  if (snprintf(g_bad, sizeof g_bad, fmt, a, b ? b : "") >= (int)sizeof g_bad)
+    strcpy(g_bad + sizeof g_bad - 5, "...");   /* cut short */
+}
+
 static int parse_size(const char *s, size_t *out)
 {
   char *end;
-  unsigned long long v = strtoull(s, &end, 10);
-  unsigned long long mul = 1;
-  if (end == s) return -1;
+  unsigned long long v, mul = 1;
+  if (*s < '0' || *s > '9') return -1;
+  v = strtoull(s, &end, 10);
   switch (*end) {
   case 'k': case 'K': mul = 1ull << 10; end++; break;
   case 'm': case 'M': mul = 1ull << 20; end++; break;
@@ -221,33 +305,41 @@ static int parse_size(const char *s, size_t *out)
 static int parse_int(const char *s, long lo, long hi, long *out)
 {
   char *end;
-  long v = strtol(s, &end, 10);
-  if (end == s || *end != '\0' || v < lo || v > hi) return -1;
+  long v;
+  if (*s == '\0') return -1;
+  v = strtol(s, &end, 10);
+  if (*end != '\0' || v < lo || v > hi) return -1;
   *out = v;
   return 0;
 }
 
 /* A comma list of names; sets sel[i] for each name matching table entry i
-   (name or alias), or all of them for "all". Returns 1 for "all", 0, or -1. */
-static int parse_list(const char *arg, int n, const char *(*name_of)(int, int), int *sel)
+   (name or alias), or all of them for "all". Returns 1 for "all", 0, or -1
+   with the first unknown name in *badname. */
+static int parse_list(const char *arg, int n, const char *(*name_of)(int, int), int *sel,
+                      char *badname, size_t badsize)
 {
   char buf[512];
   char *tok, *p;
   int i;
-  if (strlen(arg) >= sizeof buf) return -1;
+  snprintf(badname, badsize, "%s", arg);
+  if (strlen(arg) >= sizeof buf || arg[0] == '\0') return -1;
   strcpy(buf, arg);
   for (i = 0; i < n; i++) sel[i] = 0;
   if (strcmp(arg, "all") == 0) {
     for (i = 0; i < n; i++) sel[i] = 1;
     return 1;
   }
-  for (tok = buf; tok && *tok; tok = p) {
+  for (tok = buf; tok; tok = p) {
     int found = 0;
     p = strchr(tok, ',');
     if (p) *p++ = '\0';
     for (i = 0; i < n; i++)
       if (strcmp(tok, name_of(i, 0)) == 0 || strcmp(tok, name_of(i, 1)) == 0) { sel[i] = 1; found = 1; }
-    if (!found) return -1;
+    if (!found) {
+      snprintf(badname, badsize, "%s", tok);
+      return -1;
+    }
   }
   return 0;
 }
@@ -255,6 +347,195 @@ static int parse_list(const char *arg, int n, const char *(*name_of)(int, int), 
 static const char *coll_name_of(int i, int alias) { return alias ? colls[i].alias : colls[i].name; }
 static const char *dtype_name_of(int i, int alias) { return alias ? dtypes[i].alias : dtypes[i].name; }
 static const char *op_name_of(int i, int alias) { (void)alias; return ops[i].name; }
+
+/* nccl-tests' flags (src/common.cu), cc_bench's own, and the nccl-tests flags
+   that cc_bench does not implement (what = NULL: accepted; else refused). */
+typedef struct flag_info { char s; const char *l; const char *refused; } flag_info;
+static const flag_info flags[] = {
+  { 't', "nthreads", NULL }, { 'g', "ngpus", NULL }, { 'b', "minbytes", NULL },
+  { 'e', "maxbytes", NULL }, { 'i', "stepbytes", NULL }, { 'f', "stepfactor", NULL },
+  { 'n', "iters", NULL }, { 'm', "agg_iters", NULL }, { 'w', "warmup_iters", NULL },
+  { 'N', "run_cycles", NULL }, { 'p', "parallel_init", NULL }, { 'c', "check", NULL },
+  { 'o', "op", NULL }, { 'd', "datatype", NULL }, { 'r', "root", NULL },
+  { 'z', "blocking", NULL }, { 'y', "stream_null", NULL }, { 'T', "timeout", NULL },
+  { 'G', "cudagraph", NULL }, { 'C', "report_cputime", NULL }, { 'a', "average", NULL },
+  { 'R', "local_register", NULL },
+  { 'k', "coll", NULL }, { 's', "extra_sizes", NULL }, { 'l', "time_per_size", NULL },
+  { 'J', "output_file", "writes no JSON file" },
+  { 'S', "report_timestamps", "prints no timestamps" },
+  { 'x', "cta_policy", "has no CTA policy" },
+  { 'D', "device_implementation", "has no device implementation choice" },
+  { 'V', "device_cta_count", "has no CTA count" },
+  { 'M', "memory_report", "makes no memory report" },
+};
+#define N_FLAGS ((int)(sizeof flags / sizeof flags[0]))
+
+/* The collective a program called <perf>_perf runs, or -1 (cc_bench). */
+static int perf_of(const char *prog)
+{
+  size_t len = strlen(prog);
+  int k;
+  if (len <= 5 || strcmp(prog + len - 5, "_perf") != 0) return -1;
+  for (k = 0; k < K_COUNT; k++)
+    if (colls[k].perf && strlen(colls[k].perf) == len - 5 && strncmp(prog, colls[k].perf, len - 5) == 0) return k;
+  return -1;
+}
+
+static void set_defaults(options *o, int perf)
+{
+  int i;
+  memset(o, 0, sizeof *o);
+  o->minb = 8;
+  o->maxb = (size_t)64 << 20;
+  o->factor = 2;
+  o->iters = 20;
+  o->warmup = 5;
+  o->check = 1;
+  o->average = 3;
+  o->cycles = 1;
+  o->local_register = 1;
+  o->perf = perf;
+  for (i = 0; i < K_COUNT; i++) o->sel_coll[i] = i == (perf >= 0 ? perf : K_ALL_REDUCE);
+  for (i = 0; i < N_DTYPES; i++) o->sel_dt[i] = dtypes[i].t == CC_FLOAT32;
+  for (i = 0; i < N_OPS; i++) o->sel_op[i] = ops[i].op == CC_SUM;
+}
+
+/* One flag's value; the first bad one is kept in g_bad. */
+static void parse_value(options *o, char f, const char *name, const char *val)
+{
+  const char *nm = name;
+  char what[160];
+  long v;
+  int r;
+#define BAD_INT(lo, hi, why) \
+  do { if (parse_int(val, lo, hi, &v)) { bad("%s: '%s' is not " why, nm, val); return; } } while (0)
+  switch (f) {
+  case 'b': if (parse_size(val, &o->minb)) bad("%s: '%s' is not a size (bytes, with K, M or G)", nm, val); break;
+  case 'e': if (parse_size(val, &o->maxb)) bad("%s: '%s' is not a size (bytes, with K, M or G)", nm, val); break;
+  case 'f': BAD_INT(2, 1 << 20, "a step factor (an integer >= 2)"); o->factor = (size_t)v; o->incr = 0; break;
+  case 'i':
+    if (parse_size(val, &o->incr) || o->incr == 0) bad("%s: '%s' is not a step (bytes > 0, with K, M or G)", nm, val);
+    break;
+  case 's': {
+    char buf[512], *tok, *p;
+    size_t s;
+    o->extra = val;
+    snprintf(buf, sizeof buf, "%s", val);
+    for (tok = buf; tok; tok = p) {
+      p = strchr(tok, ',');
+      if (p) *p++ = '\0';
+      if (parse_size(tok, &s)) { bad("%s: '%s' is not a size (bytes, with K, M or G)", nm, tok); return; }
+    }
+    break;
+  }
+  case 'o':
+    r = parse_list(val, N_OPS, op_name_of, o->sel_op, what, sizeof what);
+    if (r < 0) bad("%s: '%s' is not a reduction op (sum, prod, min, max, avg, or all)", nm, what);
+    o->op_all = r == 1;
+    break;
+  case 'd':
+    r = parse_list(val, N_DTYPES, dtype_name_of, o->sel_dt, what, sizeof what);
+    if (r < 0) bad("%s: '%s' is not a datatype (int8 uint8 int32 uint32 int64 uint64 half bfloat16 float"
+                   " double complex64 complex128, or all)", nm, what);
+    o->dt_all = r == 1;
+    break;
+  case 'k': {
+    int sel[K_COUNT], k;
+    r = parse_list(val, K_COUNT, coll_name_of, sel, what, sizeof what);
+    if (r < 0) {
+      bad("%s: '%s' is not a collective (all_reduce all_gather reduce_scatter broadcast reduce gather"
+          " scatter all_to_all sendrecv barrier copy, or all)", nm, what);
+      return;
+    }
+    if (r == 1) sel[K_COPY] = 0;   /* "all" is the collectives */
+    if (o->perf >= 0) {
+      for (k = 0; k < K_COUNT; k++)
+        if (sel[k] != (k == o->perf)) {
+          snprintf(what, sizeof what, "%s_perf runs %s only (its name picks it); cc_bench -k picks others",
+                   colls[o->perf].perf, colls[o->perf].name);
+          bad("%s: %s", nm, what);
+          return;
+        }
+    }
+    memcpy(o->sel_coll, sel, sizeof sel);
+    break;
+  }
+  case 'r': BAD_INT(0, 1 << 30, "a root rank (an integer >= 0)"); o->root = v; break;
+  case 'n': BAD_INT(1, 1000000000L, "an iteration count (>= 1)"); o->iters = v; break;
+  case 'w': BAD_INT(0, 1000000000L, "a warmup iteration count (>= 0)"); o->warmup = (int)v; break;
+  case 'c': BAD_INT(0, 1000000, "a check iteration count (>= 0)"); o->check = (int)v; break;
+  case 'a': BAD_INT(0, 3, "0, 1, 2 or 3 (rank 0, mean, min, max)"); o->average = (int)v; break;
+  case 'N': BAD_INT(0, 1000000000L, "a cycle count (>= 0; 0: until killed)"); o->cycles = (int)v; break;
+  case 'z': BAD_INT(0, 1, "0 or 1"); o->blocking = (int)v; break;
+  case 'C': BAD_INT(0, 1, "0 or 1"); o->cputime = (int)v; break;
+  case 'p': BAD_INT(0, 1, "0 or 1"); break;
+  case 'y': BAD_INT(0, 1, "0 or 1"); o->stream_null = (int)v; break;
+  case 'R': BAD_INT(0, 1, "0 or 1"); o->local_register = (int)v; break;
+  case 'T': BAD_INT(0, 2000000L, "a timeout in seconds (>= 0)"); o->timeout_s = v; break;
+  case 't':
+    if (parse_int(val, 1, 1, &v)) bad("%s: '%s': one thread per rank (-t 1); start more ranks with ccrun -n", nm, val);
+    break;
+  case 'm':
+    if (parse_int(val, 1, 1, &v)) bad("%s: '%s': one call per iteration (-m 1); cc does not group collectives", nm, val);
+    break;
+  case 'G':
+    if (parse_int(val, 0, 0, &v)) bad("%s: '%s': cc_bench does not capture CUDA graphs (-G 0); GPU mode is -g 1", nm, val);
+    break;
+  case 'g':
+    if (parse_int(val, 0, 1, &v)) bad("%s: '%s': 0 (host buffers) or 1 (one GPU per rank; start more ranks for more GPUs)", nm, val);
+    else o->ngpus = (int)v;
+    break;
+  case 'l': {
+    char *end;
+    o->target = strtod(val, &end);
+    if (end == val || *end != '\0' || !(o->target >= 0.0) || o->target > 1e6)
+      bad("%s: '%s' is not a time in seconds (>= 0)", nm, val);
+    break;
+  }
+  default: bad("%s: not handled%s", nm, NULL); break;
+  }
+#undef BAD_INT
+}
+
+static void parse_args(options *o, int argc, char **argv)
+{
+  int ai, i;
+  for (ai = 1; ai < argc && !g_bad[0]; ai++) {
+    const char *a = argv[ai], *val = NULL;
+    const flag_info *fi = NULL;
+    char name[96];
+    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) { o->help = 1; continue; }
+    if (a[0] != '-' || a[1] == '\0' || (a[1] == '-' && a[2] == '\0')) {
+      bad("unexpected argument '%s' (flags start with -)", a, NULL);
+      break;
+    }
+    if (a[1] == '-') {   /* --name VALUE or --name=VALUE */
+      const char *eq = strchr(a + 2, '=');
+      size_t len = eq ? (size_t)(eq - (a + 2)) : strlen(a + 2);
+      for (i = 0; i < N_FLAGS; i++)
+        if (strlen(flags[i].l) == len && strncmp(flags[i].l, a + 2, len) == 0) fi = &flags[i];
+      snprintf(name, sizeof name, "--%.*s", (int)(len < 80 ? len : 80), a + 2);
+      if (eq) val = eq + 1;
+    } else {
+      for (i = 0; i < N_FLAGS; i++)
+        if (flags[i].s == a[1]) fi = &flags[i];
+      snprintf(name, sizeof name, "-%c", a[1]);
+      if (a[2] != '\0') val = a + 2;
+    }
+    if (!fi) { bad("unknown flag %s%s", name, " (-h lists the flags)"); break; }
+    if (fi->refused) {
+      char msg[160];
+      snprintf(msg, sizeof msg, "nccl-tests' --%s, which cc_bench does not implement (it %s)", fi->l, fi->refused);
+      bad("%s: %s", name, msg);
+      break;
+    }
+    if (!val) {
+      if (ai + 1 >= argc) { bad("%s: needs a value%s", name, NULL); break; }
+      val = argv[++ai];
+    }
+    parse_value(o, fi->s, name, val);
+  }
+}
 
 static int op_valid(const dtype_info *d, cc_op op)
 {
@@ -705,19 +986,19 @@ static const backend cpu_backend = {
 /* ------------------------------------------------------------------ CUDA */
 
 #ifdef __CUDACC__
-/* GPU mode (-G 1), compiled by nvcc only: the GPU backend. Each rank owns one
+/* GPU mode (-g 1), compiled by nvcc only: the GPU backend. Each rank owns one
    cc_cuda_comm over g_comm, on device local_rank % count, and one non-blocking
    stream; the calls, copies and fills are all queued on that stream. */
 static cc_cuda_comm *g_gc;
 static cudaStream_t g_stream;
-static int g_dev, g_cc_malloc;
+static int g_dev, g_cc_malloc, g_stream_null;
 static void *g_deferred[2];   /* cudaMalloc'ed buffers: freed after cc_cuda_comm_destroy, */
 static int g_ndeferred;       /* when no peer has them mapped any more                    */
 
 static void fail_cuda(cudaError_t e, const char *call, int line)
 {
-  fprintf(stderr, "cc_bench: rank %d: %s failed: %s: %s\n  during: %s\n  (cc_bench.c:%d)\n",
-          g_rank, call, cudaGetErrorName(e), cudaGetErrorString(e), g_ctx, line);
+  fprintf(stderr, "%s: rank %d: %s failed: %s: %s\n  during: %s\n  (cc_bench.c:%d)\n",
+          g_prog, g_rank, call, cudaGetErrorName(e), cudaGetErrorString(e), g_ctx, line);
   fflush(stderr);
   exit(1);
 }
@@ -725,8 +1006,8 @@ static void fail_cuda(cudaError_t e, const char *call, int line)
 
 static void fail_gpu(cc_result r, const char *call, int line)
 {
-  fprintf(stderr, "cc_bench: rank %d: %s returned %s\n  during: %s\n  detail: %s\n  (cc_bench.c:%d)\n",
-          g_rank, call, cc_strerror(r), g_ctx,
+  fprintf(stderr, "%s: rank %d: %s returned %s\n  during: %s\n  detail: %s\n  (cc_bench.c:%d)\n",
+          g_prog, g_rank, call, cc_strerror(r), g_ctx,
           g_gc ? cc_cuda_comm_last_error(g_gc) : cc_comm_last_error(g_comm), line);
   fflush(stderr);
   exit(1);
@@ -739,13 +1020,13 @@ static void *gpu_alloc(size_t bytes)
   if (g_cc_malloc) {
     cc_result r = cc_cuda_malloc(g_gc, &p, bytes);
     if (r != CC_OK) {
-      fprintf(stderr, "cc_bench: rank %d: cc_cuda_malloc: %s\n", g_rank, cc_cuda_comm_last_error(g_gc));
+      fprintf(stderr, "%s: rank %d: cc_cuda_malloc: %s\n", g_prog, g_rank, cc_cuda_comm_last_error(g_gc));
       return NULL;
     }
   } else {
     cudaError_t e = cudaMalloc(&p, bytes);
     if (e != cudaSuccess) {
-      fprintf(stderr, "cc_bench: rank %d: cudaMalloc: %s\n", g_rank, cudaGetErrorString(e));
+      fprintf(stderr, "%s: rank %d: cudaMalloc: %s\n", g_prog, g_rank, cudaGetErrorString(e));
       return NULL;
     }
   }
@@ -857,13 +1138,13 @@ static void gpu_header(void)
   CUCHECK(cudaRuntimeGetVersion(&rt));
   CUCHECK(cudaDriverGetVersion(&drv));
   CUCHECK(cudaGetDeviceCount(&count));
-  printf("# cuda: device %d %s, mode %s, buffers %s (-M %d), sm_%d%d, %d SMs, %.1f GiB,"
+  printf("# cuda: device %d %s, mode %s, buffers %s (-R %d)%s, sm_%d%d, %d SMs, %.1f GiB,"
          " %d visible, runtime %d.%d driver %d.%d, CC_CUDA_TRANSPORT=%s\n",
          g_dev, prop.name, cc_cuda_comm_mode(g_gc), g_cc_malloc ? "cc_cuda_malloc" : "cudaMalloc",
-         g_cc_malloc, prop.major, prop.minor, prop.multiProcessorCount,
+         g_cc_malloc, g_stream_null ? ", default stream (-y 1)" : "", prop.major, prop.minor, prop.multiProcessorCount,
          (double)prop.totalGlobalMem / (double)(1u << 30), count, rt / 1000, rt % 1000 / 10,
          drv / 1000, drv % 1000 / 10, tr ? tr : "(auto)");
-  printf("# cuda: calls on one non-blocking stream per rank; a batch is timed from a host barrier\n"
+  printf("# cuda: calls on one stream per rank (non-blocking; -y 1: the default stream); a batch is timed from a host barrier\n"
          "#       (stream idle) to cudaStreamSynchronize after its last call\n");
 }
 
@@ -878,7 +1159,7 @@ static void gpu_finish(void)
   if (r != CC_OK) fail_gpu(r, "cc_cuda_comm_destroy(g_gc)", __LINE__);
   for (i = 0; i < g_ndeferred; i++) CUCHECK(cudaFree(g_deferred[i]));
   g_ndeferred = 0;
-  CUCHECK(cudaStreamDestroy(g_stream));
+  if (!g_stream_null) CUCHECK(cudaStreamDestroy(g_stream));
 }
 
 static const backend gpu_backend_ops = {
@@ -888,7 +1169,7 @@ static const backend gpu_backend_ops = {
 
 /* Every rank: a device, a stream, the cc_cuda_comm. Without a device on some
    rank, the first such rank says why and every rank exits 2. */
-static const backend *gpu_backend(int cc_malloc)
+static const backend *gpu_backend(const options *o)
 {
   int count = 0, first;
   char why[256] = "";
@@ -902,59 +1183,78 @@ static const backend *gpu_backend(int cc_malloc)
   CHECK(cc_all_reduce(g_comm, &first, &first, 1, CC_INT32, CC_MIN));
   if (first < g_n) {
     if (g_rank == first) {
-      fprintf(stderr, "cc_bench: no CUDA device: %s (rank %d of %d)\n", why, g_rank, g_n);
+      fprintf(stderr, "%s: no CUDA device: %s (rank %d of %d)\n", g_prog, why, g_rank, g_n);
       fflush(stderr);
     }
     CHECK(cc_barrier(g_comm));   /* before anyone exits, so that ccrun cannot cut the message */
     exit(2);
   }
-  g_cc_malloc = cc_malloc;
+  g_cc_malloc = o->local_register;
+  g_stream_null = o->stream_null;
   g_dev = cc_comm_local_rank(g_comm) % count;
   snprintf(g_ctx, sizeof g_ctx, "cc_bench startup: device %d, its stream, cc_cuda_comm_init", g_dev);
   CUCHECK(cudaSetDevice(g_dev));
-  CUCHECK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
+  if (g_stream_null) g_stream = 0;   /* -y 1: the legacy default stream */
+  else CUCHECK(cudaStreamCreateWithFlags(&g_stream, cudaStreamNonBlocking));
   CHECK(cc_cuda_comm_init(g_comm, g_dev, &g_gc));
   return &gpu_backend_ops;
 }
 
 #else  /* a build without CUDA */
 
-static const backend *gpu_backend(int cc_malloc)
+static const backend *gpu_backend(const options *o)
 {
-  (void)cc_malloc;
-  usage("-G 1: this cc_bench is built without CUDA (build it with nvcc -x cu: see the top of bench/cc_bench.c)");
-  return &cpu_backend;
+  (void)o;
+  return NULL;   /* main refuses -g 1 before it gets here */
 }
 
 #endif /* __CUDACC__ */
 
-/* Run `iters` iterations back to back; the maximum over the ranks of the time. */
-static double case_time(const bench_case *bc, int inplace, long iters)
+
+/* A time measured on each rank, combined over the ranks as -a says: 0 rank 0's,
+   1 the mean, 2 the least, 3 the greatest. Collective. */
+static double combine(double dt, int average)
 {
-  double t0, dt;
+  switch (average) {
+  case 0: CHECK(cc_broadcast(g_comm, &dt, 1, CC_FLOAT64, 0)); break;
+  case 1: CHECK(cc_all_reduce(g_comm, &dt, &dt, 1, CC_FLOAT64, CC_SUM)); dt /= (double)g_n; break;
+  case 2: CHECK(cc_all_reduce(g_comm, &dt, &dt, 1, CC_FLOAT64, CC_MIN)); break;
+  default: CHECK(cc_all_reduce(g_comm, &dt, &dt, 1, CC_FLOAT64, CC_MAX)); break;
+  }
+  return dt;
+}
+
+/* Run `iters` iterations back to back: the batch's time, combined as `average`
+   says; *issued (when not NULL) the time until the last call returned, before
+   the final synchronize (-C). */
+static double case_time(const bench_case *bc, const options *o, int inplace, long iters, int average,
+                        double *issued)
+{
+  double t0, t_issue, dt;
   long it;
   g_be->sync();   /* GPU: the stream idle (warm-up, earlier batches) before the barrier */
   CHECK(cc_barrier(g_comm));
   t0 = now_s();
-  for (it = 0; it < iters; it++) g_be->run(bc, inplace);
+  for (it = 0; it < iters; it++) {
+    g_be->run(bc, inplace);
+    if (o->blocking) {   /* -z 1: each call done everywhere before the next */
+      g_be->sync();
+      CHECK(cc_barrier(g_comm));
+    }
+  }
+  t_issue = now_s() - t0;
   g_be->sync();   /* GPU: cudaStreamSynchronize after the last call of the batch */
   dt = now_s() - t0;
-  CHECK(cc_all_reduce(g_comm, &dt, &dt, 1, CC_FLOAT64, CC_MAX));
-  return dt;
+  if (issued) *issued = combine(t_issue, average);
+  return combine(dt, average);
 }
 
 typedef struct column {
   int done;       /* measured */
-  double t_us, algbw, busbw;
+  double t_us;    /* the time printed (-C: until the calls returned) */
+  double algbw, busbw;
   long wrong;     /* -1: not checked */
 } column;
-
-typedef struct options {
-  int warmup;
-  long iters;
-  int check;
-  double target;  /* seconds per size; 0: use iters */
-} options;
 
 static double bus_factor(int k, int right)
 {
@@ -967,23 +1267,23 @@ static double bus_factor(int k, int right)
 
 static void set_ctx(const bench_case *bc, const char *what)
 {
-  snprintf(g_ctx, sizeof g_ctx, "cc_bench %s: %s count=%zu (block %zu) dtype=%s op=%s root=%d, %s",
-           colls[bc->k].name, colls[bc->k].name, bc->count, bc->blk,
+  snprintf(g_ctx, sizeof g_ctx, "%s %s: count=%zu (block %zu) dtype=%s op=%s root=%d, %s",
+           g_prog, colls[bc->k].name, bc->count, bc->blk,
            bc->d ? bc->d->name : "-", bc->o ? bc->o->name : "-", bc->root, what);
 }
 
 static void case_column(bench_case *bc, const options *opt, int inplace, long *iters, column *col)
 {
-  int w;
-  double dt;
+  int w, c;
+  double dt, issued;
   set_ctx(bc, inplace ? "in place, timing" : "out of place, timing");
   case_setup(bc, inplace);
   for (w = 0; w < opt->warmup; w++) g_be->run(bc, inplace);
-  if (*iters <= 0) {   /* calibrate: grow a batch 4x until it lasts 20 ms (or the target) */
+  if (*iters <= 0) {   /* -l: grow a batch 4x until it lasts 20 ms (or the target) */
     double until = opt->target < 0.02 ? opt->target : 0.02, per;
     long n = 1, want;
     for (;;) {
-      dt = case_time(bc, inplace, n);
+      dt = case_time(bc, opt, inplace, n, 3, NULL);
       if (dt >= until || n >= 1000000) break;
       n *= 4;
     }
@@ -993,13 +1293,13 @@ static void case_column(bench_case *bc, const options *opt, int inplace, long *i
     if (want > 1000000) want = 1000000;
     *iters = want;
   }
-  dt = case_time(bc, inplace, *iters);
+  dt = case_time(bc, opt, inplace, *iters, opt->average, &issued);
   col->done = 1;
-  col->t_us = dt / (double)*iters * 1e6;
-  col->algbw = bc->k == K_BARRIER || dt <= 0 ? 0.0 : (double)bc->sizeb / 1e9 / (col->t_us * 1e-6);
+  col->t_us = (opt->cputime ? issued : dt) / (double)*iters * 1e6;
+  col->algbw = bc->k == K_BARRIER || dt <= 0 ? 0.0 : (double)bc->sizeb / 1e9 / (dt / (double)*iters);
   col->busbw = col->algbw * bus_factor(bc->k, inplace);
-  col->wrong = -1;
-  if (opt->check && bc->k != K_BARRIER) {
+  col->wrong = opt->check ? 0 : -1;
+  for (c = 0; c < opt->check && bc->k != K_BARRIER && col->wrong == 0; c++) {
     size_t nelem;
     const unsigned char *res;
     int64_t wrong;
@@ -1015,182 +1315,183 @@ static void case_column(bench_case *bc, const options *opt, int inplace, long *i
     wrong = res ? (int64_t)count_wrong(res, bc->ref, nelem, bc->d) : 0;
     CHECK(cc_all_reduce(g_comm, &wrong, &wrong, 1, CC_INT64, CC_SUM));
     col->wrong = (long)wrong;
-  } else if (opt->check) {
-    col->wrong = 0;
   }
 }
 
 /* ------------------------------------------------------------------ output */
 
-static void print_num(double v, int width, int prec, int ok)
+/* nccl-tests' columns: size count type redop root, then per column
+   time algbw busbw #wrong, then (cc_bench only) iters. */
+static void print_group(const column *c)
 {
-  if (ok) printf(" %*.*f", width, prec, v);
-  else printf(" %*s", width, "N/A");
-}
-
-static void print_wrong(long w, int ok)
-{
-  if (ok && w >= 0) printf(" %8ld", w);
-  else printf(" %8s", "N/A");
+  char t[32], w[32];
+  if (!c->done) {
+    printf("  %7s  %6s  %6s  %5s", "N/A", "N/A", "N/A", "N/A");
+    return;
+  }
+  if (c->t_us >= 10000.0) snprintf(t, sizeof t, "%7.0f", c->t_us);
+  else if (c->t_us >= 100.0) snprintf(t, sizeof t, "%7.1f", c->t_us);
+  else snprintf(t, sizeof t, "%7.2f", c->t_us);
+  if (c->wrong >= 0) snprintf(w, sizeof w, "%5ld", c->wrong);
+  else snprintf(w, sizeof w, "%5s", "N/A");
+  printf("  %7s  %6.2f  %6.2f  %5s", t, c->algbw, c->busbw, w);
 }
 
 static void print_row(const bench_case *bc, long iters, const column *oop, const column *ip)
 {
-  const char *type = bc->k == K_BARRIER ? "-" : bc->d->name;
-  const char *op = bc->o ? bc->o->name : "-";
-  printf("  %-14s %12zu %12zu %6s %5s", colls[bc->k].row, bc->sizeb,
-         bc->ts ? bc->sizeb / bc->ts : 0, type, op);
-  print_num(oop->t_us, 12, 2, oop->done);
-  print_num(oop->algbw, 11, 3, oop->done);
-  print_num(oop->busbw, 11, 3, oop->done);
-  print_wrong(oop->wrong, oop->done);
-  printf(" %9ld %5d", iters, colls[bc->k].rooted ? bc->root : -1);
-  print_num(ip->t_us, 12, 2, ip->done);
-  print_num(ip->algbw, 11, 3, ip->done);
-  print_num(ip->busbw, 11, 3, ip->done);
-  print_wrong(ip->wrong, ip->done);
-  printf("\n");
+  int k = bc->k;
+  size_t count = colls[k].block ? bc->blk : bc->count;
+  printf("%12zu  %12zu  %8s  %6s  %6d", bc->sizeb, k == K_BARRIER ? (size_t)0 : count,
+         k == K_BARRIER ? "none" : bc->d->name, bc->o ? bc->o->name : "none",
+         colls[k].rooted ? bc->root : -1);
+  print_group(oop);
+  print_group(ip);
+  printf("  %9ld\n", iters);
   fflush(stdout);
 }
 
-static void print_header(int k)
+static void print_header(int k, int cputime)
 {
   static const char *notes[K_COUNT] = {
     "in place: sendbuf == recvbuf",
     "in place: sendbuf == recvbuf + rank*count",
     "in place: recvbuf == sendbuf + rank*count",
-    "cc_broadcast has one buffer: both columns time the same call (on two buffers)",
+    "one buffer: both columns time the same call (on two buffers)",
     "in place: sendbuf == recvbuf",
     "in place: sendbuf == recvbuf + rank*count",
     "in place: recvbuf == sendbuf + rank*count",
     "in place: sendbuf == recvbuf",
     "send to rank+1, receive from rank-1, in one group; no in-place form",
-    "size 0; both columns time cc_barrier",
+    "size 0; both columns time the barrier",
     "a yardstick: left rank 0 alone, right every rank; busbw = bytes read + written per s, all ranks",
   };
-  const char *p = g_be->prefix;
+  const char *p = g_be->prefix, *tm = cputime ? "cputime" : "time";
   if (k == K_COPY)
-    printf("#\n# Copy test: copy (%s) - %s\n", g_be->copy_call, notes[k]);
+    printf("#\n# Collective test: copy (%s) - %s\n", g_be->copy_call, notes[k]);
   else if (k == K_SENDRECV)
     printf("#\n# Collective test: %s (%ssend + %srecv) - %s\n", colls[k].name, p, p, notes[k]);
   else
     printf("#\n# Collective test: %s (%s%s) - %s\n", colls[k].name, p, colls[k].name, notes[k]);
-  if (k == K_COPY)
-    printf("# %53s %-45s %15s %s\n", "", "|--------------- rank 0 alone --------------|", "",
-           "|------------ every rank at once -----------|");
-  else
-    printf("# %53s %-45s %15s %s\n", "", "|-------------- out-of-place ---------------|", "",
-           "|---------------- in-place -----------------|");
-  printf("# %-14s %12s %12s %6s %5s %12s %11s %11s %8s %9s %5s %12s %11s %11s %8s\n",
-         "coll", "size_bytes", "count", "type", "op", "time_us", "algbw_GBps", "busbw_GBps",
-         "#wrong", "iters", "root", "time_us", "algbw_GBps", "busbw_GBps", "#wrong");
+  printf("# %10s  %12s  %8s  %6s  %6s  %-32s  %-32s\n", "", "", "", "", "",
+         k == K_COPY ? "        rank 0 alone" : "         out-of-place",
+         k == K_COPY ? "         every rank" : "           in-place");
+  printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s  %9s\n", "size", "count", "type",
+         "redop", "root", tm, "algbw", "busbw", "#wrong", tm, "algbw", "busbw", "#wrong", "iters");
+  printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n", "(B)", "(elements)", "", "", "",
+         "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
   fflush(stdout);
 }
 
 /* ------------------------------------------------------------------ main */
 
+/* Refuse bad flags on every rank alike: rank 0 says why, then every rank
+   leaves (after a barrier, so that ccrun cannot cut the message short). */
+static void leave_usage(int status)
+{
+  if (g_rank == 0) {
+    if (g_bad[0]) fprintf(stderr, "%s: %s\n", g_prog, g_bad);
+    else print_usage(stdout);
+    fflush(stdout);
+    fflush(stderr);
+  }
+  CHECK(cc_barrier(g_comm));
+  cc_comm_destroy(g_comm);
+  exit(status);
+}
+
+static int make_sizes(const options *o, size_t *sizes)
+{
+  size_t nominal, next;
+  int n = 0, i, j;
+  if (o->minb > o->maxb) {
+    char a[32], b[32];
+    snprintf(a, sizeof a, "%zu", o->minb);
+    snprintf(b, sizeof b, "%zu", o->maxb);
+    bad("-b %s is above -e %s", a, b);
+    return 0;
+  }
+  for (nominal = o->minb; nominal <= o->maxb; nominal = next) {
+    if (n >= MAX_SIZES - 1) { bad("-b, -e, -f/-i: more than 1023 sizes%s%s", "", ""); return 0; }
+    sizes[n++] = nominal;
+    next = o->incr ? nominal + o->incr : nominal * o->factor;
+    if (next <= nominal) break;   /* overflow, or a minimum of 0 */
+  }
+  if (sizes[n - 1] != o->maxb) sizes[n++] = o->maxb;   /* the end is always measured */
+  if (o->extra) {
+    char buf[512], *tok, *p;
+    snprintf(buf, sizeof buf, "%s", o->extra);
+    for (tok = buf; tok; tok = p) {
+      p = strchr(tok, ',');
+      if (p) *p++ = '\0';
+      if (parse_size(tok, &nominal)) continue;   /* refused while parsing */
+      for (i = 0; i < n && sizes[i] != nominal; i++) {}
+      if (i == n) {
+        if (n >= MAX_SIZES) { bad("-s: more than 1024 sizes in all%s%s", "", ""); return 0; }
+        sizes[n++] = nominal;
+      }
+    }
+  }
+  for (i = 1; i < n; i++)
+    for (j = i; j > 0 && sizes[j - 1] > sizes[j]; j--) { nominal = sizes[j]; sizes[j] = sizes[j - 1]; sizes[j - 1] = nominal; }
+  return n;
+}
+
 int main(int argc, char **argv)
 {
-  size_t minb = 8, maxb = (size_t)64 << 20, factor = 2, incr = 0, nominal;
-  size_t sizes[MAX_SIZES], biggest, bytes;
-  int nsizes = 0, ai, i, j, k, ri;
-  int sel_coll[K_COUNT], sel_dt[N_DTYPES], sel_op[N_OPS];
-  int dt_all = 0, op_all = 0, root = 0, use_gpu = 0, cc_malloc = 1;
-  const char *extra = NULL;
+  static size_t sizes[MAX_SIZES];
+  size_t biggest, bytes;
+  int nsizes, i, j, k, ri, cycle;
   options opt;
-  long total_wrong = 0, v;
+  cc_config cfg;
+  cc_result r;
+  long total_wrong = 0;
   double bw_sum = 0.0;
   int bw_count = 0;
   unsigned char *bufs[5] = { NULL, NULL, NULL, NULL, NULL };   /* sbuf rbuf inp ref res */
 
-  opt.warmup = 5;
-  opt.iters = 20;
-  opt.check = 1;
-  opt.target = 0.0;
-  for (i = 0; i < K_COUNT; i++) sel_coll[i] = i == K_ALL_REDUCE;
-  for (i = 0; i < N_DTYPES; i++) sel_dt[i] = dtypes[i].t == CC_FLOAT32;
-  for (i = 0; i < N_OPS; i++) sel_op[i] = ops[i].op == CC_SUM;
+  if (argc > 0 && argv[0] && argv[0][0]) {
+    const char *slash = strrchr(argv[0], '/');
+    g_prog = slash ? slash + 1 : argv[0];
+  }
+  set_defaults(&opt, perf_of(g_prog));
+  parse_args(&opt, argc, argv);
 
   g_be = &cpu_backend;
-  CHECK(cc_comm_init(&g_comm, NULL));
+  cc_config_init(&cfg);
+  if (opt.timeout_s > 0) cfg.timeout_ms = (int)(opt.timeout_s * 1000);
+  r = cc_comm_init(&g_comm, &cfg);
+  if (r != CC_OK) {
+    if (g_bad[0]) fprintf(stderr, "%s: %s\n", g_prog, g_bad);
+    fprintf(stderr, "%s: cc_comm_init returned %s\n  detail: %s\n", g_prog, cc_strerror(r), cc_comm_last_error(NULL));
+    return g_bad[0] ? 2 : 1;
+  }
   g_rank = cc_comm_rank(g_comm);
   g_n = cc_comm_size(g_comm);
 
-  /* ---- flags: -X VALUE or -XVALUE */
-  for (ai = 1; ai < argc; ai++) {
-    const char *a = argv[ai], *val;
-    char flag;
-    if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) usage(NULL);
-    if (a[0] != '-' || a[1] == '\0') usage("unexpected argument");
-    flag = a[1];
-    if (a[2] != '\0') val = a + 2;
-    else if (ai + 1 < argc) val = argv[++ai];
-    else usage("missing value");
-    switch (flag) {
-    case 'b': if (parse_size(val, &minb)) usage("bad -b"); break;
-    case 'e': if (parse_size(val, &maxb)) usage("bad -e"); break;
-    case 'f': if (parse_int(val, 2, 1 << 20, &v)) usage("bad -f (an integer >= 2)"); factor = (size_t)v; incr = 0; break;
-    case 'i': if (parse_size(val, &incr) || incr == 0) usage("bad -i"); break;
-    case 'x': extra = val; break;
-    case 'o':
-      if ((v = parse_list(val, K_COUNT, coll_name_of, sel_coll)) < 0) usage("bad -o");
-      if (v == 1) sel_coll[K_COPY] = 0;   /* "all" is the collectives */
-      break;
-    case 'd': if ((dt_all = parse_list(val, N_DTYPES, dtype_name_of, sel_dt)) < 0) usage("bad -d"); break;
-    case 'R': if ((op_all = parse_list(val, N_OPS, op_name_of, sel_op)) < 0) usage("bad -R"); break;
-    case 'r': if (parse_int(val, 0, g_n - 1, &v)) usage("bad -r (0 .. size-1)"); root = (int)v; break;
-    case 'n': if (parse_int(val, 1, 1000000000L, &v)) usage("bad -n"); opt.iters = v; break;
-    case 'w': if (parse_int(val, 0, 1000000000L, &v)) usage("bad -w"); opt.warmup = (int)v; break;
-    case 'c': if (parse_int(val, 0, 1, &v)) usage("bad -c (0 or 1)"); opt.check = (int)v; break;
-    case 'G': if (parse_int(val, 0, 1, &v)) usage("bad -G (0 or 1)"); use_gpu = (int)v; break;
-    case 'M': if (parse_int(val, 0, 1, &v)) usage("bad -M (1 or 0)"); cc_malloc = (int)v; break;
-    case 't': {
-      char *end;
-      opt.target = strtod(val, &end);
-      if (end == val || *end != '\0' || !(opt.target >= 0.0)) usage("bad -t");
-      break;
-    }
-    default: usage("unknown flag");
-    }
+  /* ---- what can only be checked now: the root, GPU mode, dtype/op pairs */
+  if (!g_bad[0] && opt.root >= g_n) {
+    char a[32], b[64];
+    snprintf(a, sizeof a, "%ld", opt.root);
+    snprintf(b, sizeof b, "0 .. %d", g_n - 1);
+    bad("-r: '%s' is not a rank of this job (%s)", a, b);
   }
-
-  /* ---- sizes: minb, then *factor or +incr up to maxb, plus -x, sorted, unique */
-  for (nominal = minb; nominal <= maxb && nsizes < MAX_SIZES;) {
-    size_t next = incr ? nominal + incr : nominal * factor;
-    sizes[nsizes++] = nominal;
-    if (next <= nominal) break;   /* overflow, or a minimum of 0 */
-    nominal = next;
-  }
-  if (extra) {
-    char buf[512], *tok, *p;
-    if (strlen(extra) >= sizeof buf) usage("bad -x");
-    strcpy(buf, extra);
-    for (tok = buf; tok && *tok; tok = p) {
-      p = strchr(tok, ',');
-      if (p) *p++ = '\0';
-      if (parse_size(tok, &nominal)) usage("bad -x");
-      for (i = 0; i < nsizes && sizes[i] != nominal; i++) {}
-      if (i == nsizes && nsizes < MAX_SIZES) sizes[nsizes++] = nominal;
-    }
-  }
-  for (i = 1; i < nsizes; i++)
-    for (j = i; j > 0 && sizes[j - 1] > sizes[j]; j--) { nominal = sizes[j]; sizes[j] = sizes[j - 1]; sizes[j - 1] = nominal; }
-  if (nsizes == 0) usage("no sizes: -b is above -e");
-
-  /* ---- a named dtype/op pair that cc refuses is a usage error; with "all" it is skipped */
-  for (k = 0; k < K_COUNT; k++) {
-    if (!sel_coll[k] || !colls[k].reduces) continue;
+#ifndef __CUDACC__
+  if (!g_bad[0] && opt.ngpus)
+    bad("-g: '1': this %s is built without CUDA (make cuda builds build/cuda/cc_bench_cuda)%s", g_prog, "");
+#endif
+  for (k = 0; k < K_COUNT && !g_bad[0]; k++) {   /* a named pair that cc refuses; with "all" it is skipped */
+    if (!opt.sel_coll[k] || !colls[k].reduces || opt.dt_all || opt.op_all) continue;
     for (i = 0; i < N_DTYPES; i++)
       for (j = 0; j < N_OPS; j++)
-        if (sel_dt[i] && sel_op[j] && !op_valid(&dtypes[i], ops[j].op) && !dt_all && !op_all) {
-          char msg[160];
-          snprintf(msg, sizeof msg, "op %s is not defined for %s", ops[j].name, dtypes[i].name);
-          usage(msg);
-        }
+        if (opt.sel_dt[i] && opt.sel_op[j] && !op_valid(&dtypes[i], ops[j].op))
+          bad("-o, -d: op %s is not defined for %s", ops[j].name, dtypes[i].name);
   }
+  nsizes = g_bad[0] ? 0 : make_sizes(&opt, sizes);
+  if (g_bad[0]) leave_usage(2);
+  if (opt.help) leave_usage(0);
 
-  /* ---- GPU mode: exits 2 without a CUDA build or a device */
-  if (use_gpu) g_be = gpu_backend(cc_malloc);
+  /* ---- GPU mode: exits 2 without a device */
+  if (opt.ngpus) g_be = gpu_backend(&opt);
 
   /* ---- buffers: the largest block rounded up to n elements, of the widest dtype;
      sbuf and rbuf from the backend, the others on the host (res for GPU mode only) */
@@ -1199,12 +1500,12 @@ int main(int argc, char **argv)
   for (i = 0; i < (g_be->get ? 5 : 4); i++) {
     bufs[i] = (unsigned char *)(i < 2 ? g_be->alloc(bytes) : cpu_alloc(bytes));
     if (!bufs[i]) {
-      fprintf(stderr, "cc_bench: rank %d: cannot allocate %zu bytes\n", g_rank, bytes);
+      fprintf(stderr, "%s: rank %d: cannot allocate %zu bytes\n", g_prog, g_rank, bytes);
       return 1;
     }
   }
 
-  /* ---- header: nccl-tests' and bench_mpi's */
+  /* ---- header: nccl-tests' */
   {
     char host[64];
     int64_t pid = (int64_t)getpid(), *pids;
@@ -1213,8 +1514,8 @@ int main(int argc, char **argv)
     gethostname(host, sizeof host - 1);
     pids = (int64_t *)calloc((size_t)g_n, sizeof *pids);
     hosts = (char *)calloc((size_t)g_n, sizeof host);
-    if (!pids || !hosts) { fprintf(stderr, "cc_bench: out of memory\n"); return 1; }
-    snprintf(g_ctx, sizeof g_ctx, "cc_bench startup: all_gather of pids and host names");
+    if (!pids || !hosts) { fprintf(stderr, "%s: out of memory\n", g_prog); return 1; }
+    snprintf(g_ctx, sizeof g_ctx, "%s startup: all_gather of pids and host names", g_prog);
     CHECK(cc_all_gather(g_comm, &pid, pids, 1, CC_INT64));
     CHECK(cc_all_gather(g_comm, host, hosts, sizeof host, CC_UINT8));
     if (g_be->describe) {   /* each rank's device, for "Using devices" */
@@ -1222,23 +1523,29 @@ int main(int argc, char **argv)
       memset(dev, 0, sizeof dev);
       g_be->describe(dev, sizeof dev);
       devs = (char *)calloc((size_t)g_n, sizeof dev);
-      if (!devs) { fprintf(stderr, "cc_bench: out of memory\n"); return 1; }
-      snprintf(g_ctx, sizeof g_ctx, "cc_bench startup: all_gather of device names");
+      if (!devs) { fprintf(stderr, "%s: out of memory\n", g_prog); return 1; }
+      snprintf(g_ctx, sizeof g_ctx, "%s startup: all_gather of device names", g_prog);
       CHECK(cc_all_gather(g_comm, dev, devs, sizeof dev, CC_UINT8));
     }
     if (g_rank == 0) {
-      printf("# cc_bench nranks=%d host=%s nprocs_online=%ld\n", g_n, host, sysconf(_SC_NPROCESSORS_ONLN));
-      printf("# library: cc %s (cc.h) local_size=%d CC_TRANSPORT=%s\n", CC_VERSION_STRING,
-             cc_comm_local_size(g_comm), getenv("CC_TRANSPORT") ? getenv("CC_TRANSPORT") : "(auto)");
+      static const char *avg[4] = { "rank 0's", "the mean over the ranks", "the least over the ranks",
+                                    "the greatest over the ranks" };
+      printf("# %s: cc %s (cc.h), %d ranks, host %s (%ld CPUs online), CC_TRANSPORT=%s, %d ranks on this host\n",
+             g_prog, CC_VERSION_STRING, g_n, host, sysconf(_SC_NPROCESSORS_ONLN),
+             getenv("CC_TRANSPORT") ? getenv("CC_TRANSPORT") : "(auto)", cc_comm_local_size(g_comm));
       if (g_be->header) g_be->header();
-      printf("# minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %ld%s validation: %d root: %d\n",
-             minb, maxb, incr ? incr : factor, incr ? "bytes" : "factor", opt.warmup, opt.iters,
-             opt.target > 0 ? " (minimum)" : "", opt.check, root);
+      printf("# nThread 1 nGpus %d minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %ld"
+             " agg iters: 1 validation: %d graph: 0\n", opt.ngpus, opt.minb, opt.maxb,
+             opt.incr ? opt.incr : opt.factor, opt.incr ? "bytes" : "factor", opt.warmup, opt.iters, opt.check);
+      if (opt.extra) printf("# extra sizes (-s): %s\n", opt.extra);
       if (opt.target > 0)
-        printf("# target_s=%.3f per size and column (iterations calibrated on the out-of-place column)\n", opt.target);
-      printf("# GB=1e9 bytes; time_us = max over ranks of the average per iteration\n#\n# Using devices\n");
+        printf("# time per size (-l): %.3f s per column, iterations calibrated on the out-of-place column,"
+               " at least -n %ld\n", opt.target, opt.iters);
+      if (opt.blocking) printf("# Blocking Enabled: wait for completion and barrier after each collective\n");
+      printf("# time: %s (-a %d)%s; GB = 1e9 bytes\n#\n# Using devices\n", avg[opt.average], opt.average,
+             opt.cputime ? ", until the calls returned (-C 1)" : "");
       for (ri = 0; ri < g_n; ri++)
-        printf("#  Rank %2d Pid %7lld on %10s %s\n", ri, (long long)pids[ri], hosts + (size_t)ri * sizeof host,
+        printf("#  Rank %2d Group  0 Pid %6lld on %10s %s\n", ri, (long long)pids[ri], hosts + (size_t)ri * sizeof host,
                devs ? devs + (size_t)ri * DEV_DESC : "cpu");
       fflush(stdout);
     }
@@ -1247,64 +1554,66 @@ int main(int argc, char **argv)
     free(devs);
   }
 
-  /* ---- every collective, dtype, op, size */
-  for (k = 0; k < K_COUNT; k++) {
-    if (!sel_coll[k]) continue;
-    if (g_rank == 0) print_header(k);
-    for (i = 0; i < N_DTYPES; i++) {
-      if (k == K_BARRIER ? dtypes[i].t != CC_FLOAT32 : !sel_dt[i]) continue;
-      for (j = 0; j < N_OPS; j++) {
-        int si;
-        gen g;
-        if (colls[k].reduces ? !sel_op[j] : j != 0) continue;
-        if (colls[k].reduces && !op_valid(&dtypes[i], ops[j].op)) {
-          if (g_rank == 0) printf("# %s: op %s is not defined for %s (skipped)\n", colls[k].name, ops[j].name, dtypes[i].name);
-          continue;
-        }
-        gen_init(&g, &dtypes[i], colls[k].reduces ? ops[j].op : -1);
-        for (si = 0; si < (k == K_BARRIER ? 1 : nsizes); si++) {
-          bench_case bc;
-          column oop, ip;
-          long iters = opt.target > 0 ? 0 : opt.iters;
-          memset(&bc, 0, sizeof bc);
-          memset(&oop, 0, sizeof oop);
-          memset(&ip, 0, sizeof ip);
-          bc.k = k;
-          bc.d = &dtypes[i];
-          bc.o = colls[k].reduces ? &ops[j] : NULL;
-          bc.root = root;
-          bc.ts = k == K_BARRIER ? 0 : cc_dtype_size(dtypes[i].t);
-          bc.sbuf = bufs[0];
-          bc.rbuf = bufs[1];
-          bc.inp = bufs[2];
-          bc.ref = bufs[3];
-          bc.res = bufs[4];
-          if (k != K_BARRIER) {
-            if (bc.ts == 0) { fprintf(stderr, "cc_bench: cc_dtype_size(%s) is 0\n", dtypes[i].name); return 1; }
-            case_counts(&bc, sizes[si]);
-            case_fill(&bc, &g, opt.check);
+  /* ---- every collective, dtype, op, size; -N times */
+  for (cycle = 0; opt.cycles == 0 || cycle < opt.cycles; cycle++) {
+    for (k = 0; k < K_COUNT; k++) {
+      if (!opt.sel_coll[k]) continue;
+      if (g_rank == 0) print_header(k, opt.cputime);
+      for (i = 0; i < N_DTYPES; i++) {
+        if (k == K_BARRIER ? dtypes[i].t != CC_FLOAT32 : !opt.sel_dt[i]) continue;
+        for (j = 0; j < N_OPS; j++) {
+          int si;
+          gen g;
+          if (colls[k].reduces ? !opt.sel_op[j] : j != 0) continue;
+          if (colls[k].reduces && !op_valid(&dtypes[i], ops[j].op)) {
+            if (g_rank == 0) printf("# %s: op %s is not defined for %s (skipped)\n", colls[k].name, ops[j].name, dtypes[i].name);
+            continue;
           }
-          case_column(&bc, &opt, 0, &iters, &oop);
-          if (k != K_SENDRECV) case_column(&bc, &opt, 1, &iters, &ip);
-          if (oop.wrong > 0) total_wrong += oop.wrong;
-          if (ip.wrong > 0) total_wrong += ip.wrong;
-          if (k != K_BARRIER && k != K_COPY) {
-            bw_sum += oop.busbw;
-            bw_count++;
-            if (ip.done) { bw_sum += ip.busbw; bw_count++; }
+          gen_init(&g, &dtypes[i], colls[k].reduces ? ops[j].op : -1);
+          for (si = 0; si < (k == K_BARRIER ? 1 : nsizes); si++) {
+            bench_case bc;
+            column oop, ip;
+            long iters = opt.target > 0 ? 0 : opt.iters;
+            memset(&bc, 0, sizeof bc);
+            memset(&oop, 0, sizeof oop);
+            memset(&ip, 0, sizeof ip);
+            bc.k = k;
+            bc.d = &dtypes[i];
+            bc.o = colls[k].reduces ? &ops[j] : NULL;
+            bc.root = (int)opt.root;
+            bc.ts = k == K_BARRIER ? 0 : cc_dtype_size(dtypes[i].t);
+            bc.sbuf = bufs[0];
+            bc.rbuf = bufs[1];
+            bc.inp = bufs[2];
+            bc.ref = bufs[3];
+            bc.res = bufs[4];
+            if (k != K_BARRIER) {
+              if (bc.ts == 0) { fprintf(stderr, "%s: cc_dtype_size(%s) is 0\n", g_prog, dtypes[i].name); return 1; }
+              case_counts(&bc, sizes[si]);
+              case_fill(&bc, &g, opt.check > 0);
+            }
+            case_column(&bc, &opt, 0, &iters, &oop);
+            if (k != K_SENDRECV) case_column(&bc, &opt, 1, &iters, &ip);
+            if (oop.wrong > 0) total_wrong += oop.wrong;
+            if (ip.wrong > 0) total_wrong += ip.wrong;
+            if (k != K_BARRIER && k != K_COPY) {
+              bw_sum += oop.busbw;
+              bw_count++;
+              if (ip.done) { bw_sum += ip.busbw; bw_count++; }
+            }
+            if (g_rank == 0) print_row(&bc, iters, &oop, &ip);
           }
-          if (g_rank == 0) print_row(&bc, iters, &oop, &ip);
         }
       }
     }
   }
 
   if (g_rank == 0) {
-    printf("# %-20s : %ld %s\n", "Out of bounds values", total_wrong, total_wrong ? "FAILED" : "OK");
-    printf("# %-20s : %g \n#\n", "Avg bus bandwidth", bw_count ? bw_sum / bw_count : 0.0);
+    printf("# Out of bounds values : %ld %s\n", total_wrong, total_wrong ? "FAILED" : "OK");
+    printf("# Avg bus bandwidth    : %g \n#\n", bw_count ? bw_sum / bw_count : 0.0);
     fflush(stdout);
   }
-  snprintf(g_ctx, sizeof g_ctx, "cc_bench: cc_comm_destroy at the end");
+  snprintf(g_ctx, sizeof g_ctx, "%s: cc_comm_destroy at the end", g_prog);
   g_be->release(bufs[0]);
   g_be->release(bufs[1]);
   for (i = 2; i < 5; i++) free(bufs[i]);
