@@ -18,7 +18,7 @@ PERF_NAMES = all_reduce all_gather broadcast reduce reduce_scatter alltoall gath
 PERF    := $(if $(wildcard bench/cc_bench.c),$(BUILD)/cc_bench $(patsubst %,$(BUILD)/%_perf,$(PERF_NAMES)))
 TOOLS    := $(BUILD)/ccrun $(PERF)
 
-.PHONY: all test run bench sanitize tsan clean cuda
+.PHONY: all test run bench sanitize tsan clean cuda peers
 all: $(TOOLS) $(EXAMPLES) $(TESTS) $(PROBES)
 
 # cc_cuda.cuh: its tests, example and benchmark, built with nvcc (`make cuda`;
@@ -68,6 +68,21 @@ $(BUILD)/cc_bench: bench/cc_bench.c cc.h
 
 $(BUILD)/%_perf: $(BUILD)/cc_bench
 	ln -f $< $@ 2>/dev/null || cp -f $< $@
+
+# The other libraries' benchmarks (bench/peers, run by bench/compare.sh):
+# `make peers`. bench_mpi with Debian's mpicc.openmpi and mpicc.mpich (without
+# -Werror: the MPI headers are not ours); bash bench/peers/install.sh installs them.
+PEERS_BINS = $(BUILD)/peers/bench_mpi.openmpi $(BUILD)/peers/bench_mpi.mpich \
+             $(BUILD)/peers/c2c_latency $(BUILD)/peers/memcpy_bw
+peers: $(PEERS_BINS)
+
+$(BUILD)/peers/bench_mpi.%: bench/peers/bench_mpi.c
+	@mkdir -p $(@D)
+	mpicc.$* -std=c99 -Wall -Wextra -Wpedantic -O2 -o $@ $< -lm
+
+$(BUILD)/peers/c2c_latency $(BUILD)/peers/memcpy_bw: $(BUILD)/peers/%: bench/peers/%.c
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) -O2 -o $@ $< -pthread
 
 $(BUILD)/examples/%: examples/%.c cc.h $(wildcard examples/*.h)
 	@mkdir -p $(@D)
