@@ -241,6 +241,43 @@ template <> struct cc_cuda__rn<double> {
   static CC__HD double qnan(void) { return cc__f64_from_bits(0x7ff8000000000000ull); }
 };
 
+/* What the kernels need beyond plain loads and stores, for the GPU and for
+   their CPU twins (the same bodies, run thread after thread by the tests'
+   CUDA emulation): a load of a word that another agent writes (an acquire load
+   on the CPU, which ThreadSanitizer understands), a store that publishes the
+   stream's earlier writes, a system-wide fence, a short nap while polling.
+   The kernels use no __syncthreads, shared memory, atomics or warp
+   intrinsics, so that their threads may run one after another
+   (tests/test_cuda.sh checks it). */
+static CC__HD inline unsigned int cc_cuda__load(const volatile unsigned int *p) {
+#ifdef __CUDA_ARCH__
+  return *p;
+#else
+  return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+#endif
+}
+static CC__HD inline void cc_cuda__store(volatile unsigned int *p, unsigned int v) {
+#ifdef __CUDA_ARCH__
+  *p = v;
+#else
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+#endif
+}
+static CC__HD inline void cc_cuda__fence_system(void) {
+#ifdef __CUDA_ARCH__
+  __threadfence_system();
+#else
+  __atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+static CC__HD inline void cc_cuda__nap(void) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 700
+  __nanosleep(256);
+#elif !defined(__CUDA_ARCH__)
+  sched_yield();
+#endif
+}
+
 template <typename T> static CC__HD T cc_cuda__scal(const unsigned char *m) {
   T v;
   memcpy(&v, m, sizeof v);
@@ -385,7 +422,7 @@ static CC__HD void cc_cuda__fold_body(const cc_cuda__fold_args &a, size_t t, siz
   enum { L = 16 / sizeof(S) };
   size_t i, npack = a.vec ? a.count / L : 0;
   int k, l, d;
-  if (*a.abort) return;
+  if (cc_cuda__load(a.abort)) return;
   for (i = t; i < npack; i += stride) {
     cc_cuda__pack<S> in, out;
     typename P::A acc[L];
@@ -421,6 +458,13 @@ static void cc_cuda__host_fold(const cc_cuda__fold_args *a, size_t threads) {
   for (t = 0; t < threads; t++) cc_cuda__fold_body<P, OP>(*a, t, threads);
 }
 
+/* The kernel's CPU twin for an emulated launch (see cc_cuda__twin). */
+typedef void (*cc_cuda__twin_fn)(void **args, dim3 grid, dim3 block);
+template <class P, int OP>
+static void cc_cuda__fold_twin(void **args, dim3 grid, dim3 block) {
+  cc_cuda__host_fold<P, OP>((const cc_cuda__fold_args *)args[0], (size_t)grid.x * block.x);
+}
+
 struct cc_cuda__as_kernel {
   typedef cc_cuda__fold_fn fn;
   template <class P, int OP> static fn get(void) { return &cc_cuda__fold_kernel<P, OP>; }
@@ -428,6 +472,10 @@ struct cc_cuda__as_kernel {
 struct cc_cuda__as_host {
   typedef cc_cuda__host_fold_fn fn;
   template <class P, int OP> static fn get(void) { return &cc_cuda__host_fold<P, OP>; }
+};
+struct cc_cuda__as_twin {
+  typedef cc_cuda__twin_fn fn;
+  template <class P, int OP> static fn get(void) { return &cc_cuda__fold_twin<P, OP>; }
 };
 
 /* The fold for (dtype, op), as cc.h's cc__reduce_n picks its loop: X is
@@ -503,12 +551,12 @@ typedef struct cc_cuda__copy_args {
   const volatile unsigned int *abort;
 } cc_cuda__copy_args;
 
-__global__ void __launch_bounds__(CC_CUDA__THREADS) cc_cuda__copy_kernel(cc_cuda__copy_args a) {
-  const unsigned char *s = (const unsigned char *)a.src[blockIdx.y];
-  unsigned char *d = (unsigned char *)a.dst[blockIdx.y];
-  size_t n = a.bytes[blockIdx.y], i, stride = (size_t)gridDim.x * blockDim.x;
-  size_t t = (size_t)blockIdx.x * blockDim.x + threadIdx.x, done = 0;
-  if (*a.abort || n == 0 || s == d) return;
+/* Copy y of the launch, as thread t of `stride` threads. */
+static CC__HD void cc_cuda__copy_body(const cc_cuda__copy_args &a, unsigned int y, size_t t, size_t stride) {
+  const unsigned char *s = (const unsigned char *)a.src[y];
+  unsigned char *d = (unsigned char *)a.dst[y];
+  size_t n = a.bytes[y], i, done = 0;
+  if (cc_cuda__load(a.abort) || n == 0 || s == d) return;
   if ((((uintptr_t)s | (uintptr_t)d) & 15) == 0) {
     for (i = t; i < n / 16; i += stride) ((uint4 *)d)[i] = ((const uint4 *)s)[i];
     done = n / 16 * 16;
@@ -519,32 +567,65 @@ __global__ void __launch_bounds__(CC_CUDA__THREADS) cc_cuda__copy_kernel(cc_cuda
   for (i = done + t; i < n; i += stride) d[i] = s[i];
 }
 
+__global__ void __launch_bounds__(CC_CUDA__THREADS) cc_cuda__copy_kernel(cc_cuda__copy_args a) {
+  cc_cuda__copy_body(a, blockIdx.y, (size_t)blockIdx.x * blockDim.x + threadIdx.x, (size_t)gridDim.x * blockDim.x);
+}
+
+static void cc_cuda__copy_twin(void **args, dim3 grid, dim3 block) {
+  const cc_cuda__copy_args *a = (const cc_cuda__copy_args *)args[0];
+  size_t t, stride = (size_t)grid.x * block.x;
+  unsigned int y;
+  for (y = 0; y < grid.y; y++)
+    for (t = 0; t < stride; t++) cc_cuda__copy_body(*a, y, t, stride);
+}
+
 /* The wait without stream memory operations: thread 0 posts (after a system
    fence, so that the stream's earlier writes are seen first), thread i waits
    for flag i. Gives up when the communicator fails. */
 typedef struct cc_cuda__sync_args {
-  unsigned int *post;
+  volatile unsigned int *post;
   unsigned int post_val;
   int nwait;
-  unsigned int *wait[CC_CUDA__MAXR];
+  const volatile unsigned int *wait[CC_CUDA__MAXR];
   unsigned int wait_val[CC_CUDA__MAXR];
   const volatile unsigned int *abort;
 } cc_cuda__sync_args;
 
-__global__ void cc_cuda__sync_kernel(cc_cuda__sync_args a) {
-  int i = (int)threadIdx.x;
+static CC__HD void cc_cuda__sync_body(const cc_cuda__sync_args &a, int i) {
   if (i == 0 && a.post) {
-    __threadfence_system();
-    *(volatile unsigned int *)a.post = a.post_val;
+    cc_cuda__fence_system();
+    cc_cuda__store(a.post, a.post_val);
   }
-  if (i < a.nwait) {
-    while ((int)(*(volatile unsigned int *)a.wait[i] - a.wait_val[i]) < 0 && !*a.abort) {
-#if __CUDA_ARCH__ >= 700
-      __nanosleep(256);
-#endif
+  if (i < a.nwait)
+    while ((int)(cc_cuda__load(a.wait[i]) - a.wait_val[i]) < 0 && !cc_cuda__load(a.abort)) cc_cuda__nap();
+  cc_cuda__fence_system();
+}
+
+__global__ void cc_cuda__sync_kernel(cc_cuda__sync_args a) { cc_cuda__sync_body(a, (int)threadIdx.x); }
+
+static void cc_cuda__sync_twin(void **args, dim3 grid, dim3 block) {
+  const cc_cuda__sync_args *a = (const cc_cuda__sync_args *)args[0];
+  int i;
+  (void)grid;
+  for (i = 0; i < (int)block.x; i++) cc_cuda__sync_body(*a, i);
+}
+
+/* For a CUDA runtime emulated on the CPU (tests/cuda_emu.cpp): the CPU twin
+   of kernel `stub` (its host stub, as a launch names it), which runs the
+   kernel's own body over the whole grid, thread after thread, and the size of
+   its one parameter; NULL when stub is not a kernel of this file. */
+static __attribute__((unused)) cc_cuda__twin_fn cc_cuda__twin(const void *stub, size_t *argbytes) {
+  int t, op;
+  if (stub == (const void *)&cc_cuda__copy_kernel) { *argbytes = sizeof(cc_cuda__copy_args); return cc_cuda__copy_twin; }
+  if (stub == (const void *)&cc_cuda__sync_kernel) { *argbytes = sizeof(cc_cuda__sync_args); return cc_cuda__sync_twin; }
+  *argbytes = sizeof(cc_cuda__fold_args);
+  for (t = 0; t < CC_DTYPE_COUNT; t++)
+    for (op = 0; op <= CC__OP_PREMUL; op++) {
+      size_t scale, es;
+      cc_cuda__fold_fn k = cc_cuda__pick<cc_cuda__as_kernel>((cc_dtype)t, op, &scale, &es);
+      if (k && (const void *)k == stub) return cc_cuda__pick<cc_cuda__as_twin>((cc_dtype)t, op, &scale, &es);
     }
-  }
-  __threadfence_system();
+  return NULL;
 }
 
 /* ============================================================== @cuda-types */
@@ -1529,9 +1610,12 @@ static cc_result cc_cuda__ipc_coll(cc_cuda_comm *g, const cc__call *k, cudaStrea
   cc_result res;
   cc_cuda__extents(g, k, &sx, &rx);
   twoshot = k->coll == CC__ALL_REDUCE && one > g->oneshot && n > 1;
-  /* an input that the peers read while this rank overwrites it: read a copy */
+  /* an input that the peers read while this rank overwrites it: read a copy
+     (once the caller's buffer is known to be device memory) */
   if (sx && ((k->coll == CC__ALL_REDUCE && !twoshot) || k->coll == CC__ALL_TO_ALL) && sbuf == (const void *)rbuf) {
     void *w;
+    unsigned int fl = 0;
+    CC__TRY(cc_cuda__describe(g, what, "sendbuf", sbuf, sx, &me->b[0], &fl));
     CC__TRY(cc_cuda__work(g, what, sx, &w));
     CC_CUDA__CALL(g, what, cudaMemcpyAsync(w, sbuf, sx, cudaMemcpyDeviceToDevice, s));
     sbuf = w;
@@ -1693,8 +1777,9 @@ static cc_result cc_cuda__ipc_p2p(cc_cuda_comm *g, cc_cuda__p2p *ops, int nops, 
   for (i = 0; i < nops && r == CC_OK; i++) {   /* do the incoming records match the receives? */
     cc_cuda__p2p *o = &ops[i];
     const cc_cuda__rec *in = &o->rec;
-    unsigned long long expect = o->peer == me ? 0 : ++g->rx[o->peer];
+    unsigned long long expect;
     if (o->send) continue;
+    expect = o->peer == me ? 0 : ++g->rx[o->peer];
     if (in->coll != CC__SEND || in->seq != expect || in->tag != o->tag || in->dtype != (int)o->t || in->count != o->count)
       r = cc_cuda__abort(g, CC_ERR_MISMATCH,
                          "%s: rank %d receives %zu %s with tag %d from rank %d, whose message %llu is %llu %s with tag %d",

@@ -1,82 +1,298 @@
 /* tests/cuda_emu.cpp - the CUDA runtime calls that cc_cuda.cuh and
- * tests/test_cuda.cu make, done on the CPU for one emulated device, so that
- * cc_cuda.cuh's staged path (device to host, cc.h's host collective, host to
- * device) runs in CI, where there is nvcc but no GPU.
+ * tests/test_cuda.cu make, done on the CPU, so that cc_cuda.cuh's ipc mode
+ * (its kernels, CUDA IPC between processes, stream memory operations on a
+ * registered flag page) and its staged path run in CI, where there is nvcc
+ * but no GPU.
  *
- * Linked instead of libcudart (nvcc -cudart=none) with an object nvcc built
- * as usual. What it emulates, and how strictly:
+ * Linked instead of libcudart (nvcc -cudart=none) with objects nvcc built as
+ * usual. What it emulates, and how strictly:
  *
- *   device memory   cudaMalloc'd blocks of host memory in a registry. Every
- *                   call that takes a device pointer checks that the whole
- *                   range lies in one live block, and that host pointers are
- *                   not passed as device ones (cudaMemcpyAsync checks its
- *                   direction against both sides, as a GPU's copy would fail).
- *   pointer queries cuPointerGetAttributes (through the driver entry point
- *                   call) and cudaPointerGetAttributes: memory type, buffer id
- *                   (new for every allocation), range, device ordinal, as the
- *                   driver reports them; other memory gets the driver's
- *                   defaults (type 0).
- *   streams         handles in a registry; work runs when it is queued, so
- *                   stream order holds trivially. A destroyed or unknown
- *                   stream is cudaErrorInvalidResourceHandle.
- *   errors          each failing call sets the thread's last error, as the
- *                   runtime does; cudaGetLastError returns and clears it.
+ *   kernels         a launch (fn<<<>>> or cudaLaunchKernel) is queued on its
+ *                   stream with a copy of its arguments; the stream's thread
+ *                   runs the kernel's CPU twin, which the program hands over
+ *                   (tests/cuda_emu.h): the kernel's own __host__ __device__
+ *                   body over the whole grid, thread after thread. A fault
+ *                   inside it (SIGSEGV, SIGBUS) kills the context: the sticky
+ *                   error cudaErrorIllegalAddress, returned by every later
+ *                   call, as a GPU's fault does.
+ *   streams         one thread per stream, running its work in order (a
+ *                   FIFO), each item after a random delay (seeded:
+ *                   CC_EMU_SEED; CC_EMU_DELAY_US the longest, default 300,
+ *                   0 for none), so that work on different streams interleaves
+ *                   as it may on a GPU. cudaStreamSynchronize, events,
+ *                   cudaStreamWaitEvent and the legacy default stream's
+ *                   implicit order with blocking streams are real.
+ *                   cudaMemcpyAsync from pageable memory takes its source at
+ *                   the call; to pageable memory it returns when done (as the
+ *                   runtime documents); with pinned memory it is async.
+ *                   cudaFree and cudaDeviceSynchronize wait for every stream.
+ *                   Graph capture: work queued while capturing is not run;
+ *                   cudaDeviceSynchronize during a capture fails.
+ *   device memory   every cudaMalloc is a memfd of its own, mapped here;
+ *                   every call that takes a device pointer checks that the
+ *                   whole range lies in one live allocation, and that host
+ *                   pointers are not passed as device ones (cudaMemcpyAsync
+ *                   checks its direction against both sides).
+ *   CUDA IPC        cudaIpcGetMemHandle names the memfd (pid, fd, buffer id);
+ *                   cudaIpcOpenMemHandle in another process maps it at another
+ *                   address (through /proc/PID/fd), refuses the exporting
+ *                   process, and counts a second open of the same handle;
+ *                   cudaIpcCloseMemHandle unmaps at the last close. A cudaFree
+ *                   while a live process still has the memory open (undefined
+ *                   in CUDA) is reported on stderr and counted.
+ *   host memory     cudaMallocHost is pinned; cudaHostRegister pins a range
+ *                   and cudaHostGetDevicePointer returns a second mapping of
+ *                   the same pages (shared memory), so that code which mixes
+ *                   up the host and the device address of a page reads
+ *                   another address than it writes, as it would on a GPU.
+ *   driver          through the entry-point query: cuPointerGetAttributes,
+ *                   cuStreamWriteValue32 and cuStreamWaitValue32 (GEQ, EQ,
+ *                   AND, NOR, with CU_STREAM_WAIT_VALUE_FLUSH, which the
+ *                   device reports it can do) on device memory or a
+ *                   registered page's device address.
+ *   devices         CC_EMU_DEVICES (default 1) devices with their own UUID and
+ *                   PCI bus id, each reaching the others; CUDA_VISIBLE_DEVICES
+ *                   picks and orders them. CC_EMU_MIG=1: they are MIG
+ *                   instances of one GPU (one bus id, no peer access, no IPC
+ *                   between them).
+ *   errors          each failing call sets the thread's last error;
+ *                   cudaGetLastError returns and clears it (not a sticky one).
  *
- * What it does not do: run kernels (a launch fails with cudaErrorNotSupported,
- * so ipc mode, which needs them, is not emulated: no CUDA IPC, no host
- * registration, no stream memory operations), and catch host code that reads
- * device memory directly (a GPU would fault; here the read works).
- *
- * cc_cuda_emulated() tells a test it runs on this. */
+ * What it does not do: model a GPU's memory (its writes are the CPU's,
+ * coherent at once across processes, so missing fences and flushes go
+ * unseen), run threads of a kernel at the same time, catch host code that
+ * reads device memory directly, or time anything like a GPU. */
+#include "cuda_emu.h"
+
 #include <cuda.h>
 #include <cuda_runtime_api.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
+#include <sched.h>
+#include <setjmp.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
 
-#define EMU_MAXA 4096 /* live allocations */
-#define EMU_MAXS 256  /* live streams */
-#define EMU_BUSID "0000:00:00.0"
+extern "C" int cc_emu_kernel_twin(const void *stub, cc_emu_twin *out) __attribute__((weak));
 
-struct CUstream_st { /* a stream is its address, in emu_stream while it lives */
-  char unused;
-};
+#define EMU_MAXA 1024                 /* live allocations and registrations */
+#define EMU_MAXDEV 8
+#define EMU_HDR 4096                  /* the header page before a device allocation's data */
+#define EMU_MAGIC 0x43434d45u         /* "CCME" */
+#define EMU_OPENS 64                  /* processes that may have one allocation open */
+#define EMU_MEM_LIMIT ((size_t)2 << 30) /* device memory per process (CC_EMU_MEM_LIMIT overrides) */
+#define EMU_WAIT_LIMIT_S 300          /* a stream wait that lasts longer kills the context */
+
+/* ------------------------------------------------------------ state */
 
 static pthread_mutex_t emu_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-  char *p;
-  size_t n;
-  unsigned long long id;
-} emu_alloc[EMU_MAXA];
-static unsigned long long emu_next_id = 1;
-static cudaStream_t emu_stream[EMU_MAXS];
 static __thread cudaError_t emu_last = cudaSuccess;
+static __thread int emu_cur = 0;                  /* current device (ordinal) */
+static cudaError_t emu_sticky = cudaSuccess;      /* atomic */
+static long emu_counts[4];                        /* freed_while_mapped, flush_waits, kernels, faults */
+enum { EC_FREED_MAPPED, EC_FLUSH, EC_KERNELS, EC_FAULTS };
+static unsigned long long emu_next_id = 1;
+static size_t emu_mem_used;
 
 extern "C" int cc_cuda_emulated(void) { return 1; }
+extern "C" long cc_emu_count(const char *what) {
+  static const char *const names[4] = {"freed_while_mapped", "flush_waits", "kernels", "faults"};
+  int i;
+  for (i = 0; i < 4; i++)
+    if (!strcmp(what, names[i])) return __atomic_load_n(&emu_counts[i], __ATOMIC_ACQUIRE);
+  return -1;
+}
+static void emu_count(int i) { __atomic_add_fetch(&emu_counts[i], 1, __ATOMIC_ACQ_REL); }
+
+static cudaError_t emu_sticky_err(void) { return __atomic_load_n(&emu_sticky, __ATOMIC_ACQUIRE); }
 
 static cudaError_t emu_err(cudaError_t e) {
   if (e != cudaSuccess) emu_last = e;
   return e;
 }
 
-/* The allocation holding byte p and the n - 1 after it, or -1. Caller holds
- * emu_lock. */
-static int emu_find(const void *p, size_t n) {
+/* Every call that a dead context refuses starts with this. */
+#define EMU_LIVE()                                                                                   \
+  do {                                                                                               \
+    cudaError_t emu_s_ = emu_sticky_err();                                                           \
+    if (emu_s_ != cudaSuccess) return emu_err(emu_s_);                                              \
+  } while (0)
+
+static void emu_kill(cudaError_t e, const char *why) {
+  cudaError_t none = cudaSuccess;
+  if (__atomic_compare_exchange_n(&emu_sticky, &none, e, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+    fprintf(stderr, "cuda_emu: pid %d: the context is dead (%d): %s\n", (int)getpid(), (int)e, why);
+}
+
+static void emu_sleep_us(long us) {
+  struct timespec ts;
+  if (us <= 0) return;
+  ts.tv_sec = us / 1000000;
+  ts.tv_nsec = (us % 1000000) * 1000;
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
+  }
+}
+
+static double emu_now(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static long emu_env_long(const char *name, long dflt) {
+  const char *v = getenv(name);
+  return v && *v ? strtol(v, NULL, 0) : dflt;
+}
+
+/* ------------------------------------------------------------ devices */
+
+static int emu_ndev = -1, emu_phys[EMU_MAXDEV], emu_mig;
+
+/* The visible devices: CC_EMU_DEVICES of them, filtered and ordered by
+ * CUDA_VISIBLE_DEVICES. Caller holds emu_lock. */
+static void emu_devices_locked(void) {
+  long nphys = emu_env_long("CC_EMU_DEVICES", 1);
+  const char *vis = getenv("CUDA_VISIBLE_DEVICES");
+  if (emu_ndev >= 0) return;
+  if (nphys < 1) nphys = 1;
+  if (nphys > EMU_MAXDEV) nphys = EMU_MAXDEV;
+  emu_mig = (int)emu_env_long("CC_EMU_MIG", 0);
+  emu_ndev = 0;
+  if (vis) {
+    const char *p = vis;
+    while (*p && emu_ndev < EMU_MAXDEV) {
+      char *end;
+      long d = strtol(p, &end, 10);
+      if (end == p || d < 0 || d >= nphys) break; /* as CUDA: the list ends at the first bad entry */
+      emu_phys[emu_ndev++] = (int)d;
+      p = *end == ',' ? end + 1 : end;
+      if (end == p && *p) break;
+    }
+  } else {
+    for (; emu_ndev < nphys; emu_ndev++) emu_phys[emu_ndev] = emu_ndev;
+  }
+}
+
+static int emu_devices(void) {
+  pthread_mutex_lock(&emu_lock);
+  emu_devices_locked();
+  pthread_mutex_unlock(&emu_lock);
+  return emu_ndev;
+}
+
+/* The ordinal of physical device p here, or -1 where it is not visible. */
+static int emu_ordinal(int p) {
+  int i, n = emu_devices();
+  for (i = 0; i < n; i++)
+    if (emu_phys[i] == p) return i;
+  return -1;
+}
+
+static void emu_busid(int phys, char *out, size_t cap) {
+  snprintf(out, cap, "0000:%02x:00.0", emu_mig ? 0x17 : 0x17 + phys);
+}
+
+static void emu_uuid(int phys, char *bytes) {
+  int i;
+  for (i = 0; i < 16; i++) bytes[i] = (char)(0xc0 + i);
+  bytes[14] = (char)(emu_mig ? 0x4d : 0x47); /* 'M'IG instance or 'G'PU */
+  bytes[15] = (char)phys;
+}
+
+/* Can memory of physical device a be used from device b? */
+static int emu_reach(int a, int b) { return a == b || !emu_mig; }
+
+/* ------------------------------------------------------------ memory registry */
+
+enum { M_DEV = 1, M_IPC, M_MANAGED, M_PINNED, M_HOSTREG };
+
+typedef struct emu_hdr {               /* the first page of a device allocation's memfd */
+  uint32_t magic;
+  int32_t owner;
+  uint64_t id, size;
+  int32_t dev, unused;
+  struct { int32_t pid, count; } opens[EMU_OPENS];
+} emu_hdr;
+
+typedef struct emu_mem {
+  int kind;
+  char *p;                             /* where the memory is (host pointer for M_HOSTREG) */
+  size_t n;
+  unsigned long long id;
+  int dev;                             /* physical device */
+  int fd;                              /* M_DEV: the memfd, open while it lives */
+  char *map;                           /* the whole mapping (header page first) */
+  size_t maplen;
+  int refs;                            /* M_IPC: opens of the handle here */
+  char *alias;                         /* M_HOSTREG: the second mapping (device address) */
+} emu_mem;
+
+static emu_mem emu_mems[EMU_MAXA];
+
+static int emu_in(const char *q, size_t n, const char *p, size_t len) {
+  return q >= p && q < p + len && n <= (size_t)(p + len - q);
+}
+
+/* The allocation that device memory [p, p + n) lies in (device, imported,
+ * managed), or -1. Caller holds emu_lock. */
+static int emu_find_dev(const void *p, size_t n) {
   const char *q = (const char *)p;
   int i;
-  for (i = 0; i < EMU_MAXA; i++)
-    if (emu_alloc[i].p && q >= emu_alloc[i].p && q < emu_alloc[i].p + emu_alloc[i].n &&
-        n <= (size_t)(emu_alloc[i].p + emu_alloc[i].n - q))
-      return i;
+  for (i = 0; i < EMU_MAXA; i++) {
+    emu_mem *m = &emu_mems[i];
+    if ((m->kind == M_DEV || m->kind == M_IPC || m->kind == M_MANAGED) && emu_in(q, n, m->p, m->n)) return i;
+  }
   return -1;
+}
+
+/* Pinned host memory (cudaMallocHost, registered), by its host address. */
+static int emu_find_pinned(const void *p, size_t n) {
+  const char *q = (const char *)p;
+  int i;
+  for (i = 0; i < EMU_MAXA; i++) {
+    emu_mem *m = &emu_mems[i];
+    if ((m->kind == M_PINNED || m->kind == M_HOSTREG) && emu_in(q, n, m->p, m->n)) return i;
+  }
+  return -1;
+}
+
+/* Memory the device may access by this address: device memory, pinned host
+ * memory, a registered range's device address. */
+static int emu_gpu_reaches(const void *p, size_t n) {
+  const char *q = (const char *)p;
+  int i, ok = 0;
+  pthread_mutex_lock(&emu_lock);
+  for (i = 0; i < EMU_MAXA && !ok; i++) {
+    emu_mem *m = &emu_mems[i];
+    if (!m->kind) continue;
+    if (m->kind == M_HOSTREG) ok = emu_in(q, n, m->alias, m->n);
+    else ok = emu_in(q, n, m->p, m->n);
+  }
+  pthread_mutex_unlock(&emu_lock);
+  return ok;
 }
 
 static int emu_is_dev(const void *p, size_t n) {
   int i;
   pthread_mutex_lock(&emu_lock);
-  i = emu_find(p, n);
+  i = emu_find_dev(p, n);
+  pthread_mutex_unlock(&emu_lock);
+  return i >= 0;
+}
+
+static int emu_is_pinned(const void *p, size_t n) {
+  int i;
+  pthread_mutex_lock(&emu_lock);
+  i = emu_find_pinned(p, n);
   pthread_mutex_unlock(&emu_lock);
   return i >= 0;
 }
@@ -86,83 +302,465 @@ static int emu_touches_dev(const void *p, size_t n) {
   const char *q = (const char *)p;
   int i, hit = 0;
   pthread_mutex_lock(&emu_lock);
-  for (i = 0; i < EMU_MAXA && !hit; i++)
-    if (emu_alloc[i].p && q < emu_alloc[i].p + emu_alloc[i].n && emu_alloc[i].p < q + n) hit = 1;
+  for (i = 0; i < EMU_MAXA && !hit; i++) {
+    emu_mem *m = &emu_mems[i];
+    if ((m->kind == M_DEV || m->kind == M_IPC) && q < m->p + m->n && m->p < q + n) hit = 1;
+  }
   pthread_mutex_unlock(&emu_lock);
   return hit;
 }
 
-static int emu_stream_ok(cudaStream_t s) {
-  int i, ok = 0;
-  if (s == 0 || s == cudaStreamLegacy || s == cudaStreamPerThread) return 1;
+static int emu_slot_locked(void) {
+  int i;
+  for (i = 0; i < EMU_MAXA; i++)
+    if (!emu_mems[i].kind) return i;
+  return -1;
+}
+
+static int emu_pid_alive(int pid) {
+  char path[64], st = 0, buf[512];
+  FILE *f;
+  size_t n;
+  char *p;
+  if (pid <= 0 || (kill(pid, 0) != 0 && errno == ESRCH)) return 0;
+  snprintf(path, sizeof path, "/proc/%d/stat", pid);
+  if (!(f = fopen(path, "r"))) return 0;
+  n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  p = strrchr(buf, ')');
+  if (p && p[1] == ' ') st = p[2];
+  return st != 'Z' && st != 'X';
+}
+
+/* ------------------------------------------------------------ streams */
+
+enum { OP_KERNEL = 1, OP_COPY, OP_MEMSET, OP_WRITE32, OP_WAIT32, OP_WAITSEQ, OP_HOSTFN };
+
+struct CUstream_st;
+typedef struct emu_op {
+  int kind;
+  struct emu_op *next;
+  /* kernel */
+  cc_emu_twin tw;
+  dim3 grid, block;
+  void *argv[8];
+  unsigned char *argbuf;
+  /* copy, memset */
+  void *dst;
+  const void *src;
+  size_t n;
+  int value;
+  void *owned;                         /* freed after the op (a pageable source's copy) */
+  /* memops */
+  unsigned int *addr;
+  unsigned int v, flags;
+  /* wait for another stream */
+  struct CUstream_st *other;
+  unsigned long long seq;
+  /* host function */
+  cudaHostFn_t fn;
+  void *user;
+} emu_op;
+
+struct CUstream_st {
+  unsigned int magic;
+  int id, blocking, legacy, capturing, dead;
+  pthread_mutex_t mu;
+  pthread_cond_t cv;
+  emu_op *head, *tail;
+  unsigned long long submitted, completed;
+  int stop;
+  pthread_t th;
+  uint64_t rng;
+  struct CUstream_st *next_all;        /* every stream ever made (events may name a dead one) */
+};
+#define EMU_STREAM_MAGIC 0x5743c0deu
+
+struct CUevent_st {
+  unsigned int magic;
+  struct CUstream_st *s;               /* NULL: never recorded */
+  unsigned long long seq;
+};
+#define EMU_EVENT_MAGIC 0x3e7e3e7eu
+
+struct CUgraph_st {
+  int unused;
+};
+
+static struct CUstream_st *emu_streams;    /* every stream made, newest first */
+static struct CUstream_st *emu_legacy_s;
+static int emu_next_stream;
+static long emu_delay_max = -1;
+static uint64_t emu_seed;
+
+static uint64_t emu_rand(uint64_t *x) {    /* splitmix64 */
+  uint64_t z = (*x += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+static __thread sigjmp_buf *emu_kjmp;      /* set while this thread runs a kernel */
+static struct sigaction emu_old_segv, emu_old_bus;
+
+static void emu_on_fault(int sig, siginfo_t *info, void *uc) {
+  struct sigaction *old = sig == SIGBUS ? &emu_old_bus : &emu_old_segv;
+  if (emu_kjmp) siglongjmp(*emu_kjmp, sig);
+  /* not a kernel's: whoever handled it before */
+  if (old->sa_flags & SA_SIGINFO) {
+    if (old->sa_sigaction) {
+      old->sa_sigaction(sig, info, uc);
+      return;
+    }
+  } else if (old->sa_handler != SIG_DFL && old->sa_handler != SIG_IGN) {
+    old->sa_handler(sig);
+    return;
+  }
+  signal(sig, SIG_DFL);                    /* and fault again, for real */
+}
+
+static void emu_fault_handlers(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_sigaction = emu_on_fault;
+  sa.sa_flags = SA_SIGINFO | SA_NODEFER;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGSEGV, &sa, &emu_old_segv);
+  sigaction(SIGBUS, &sa, &emu_old_bus);
+}
+
+static void emu_run_kernel(emu_op *o) {
+  sigjmp_buf jb;
+  static pthread_once_t once = PTHREAD_ONCE_INIT;
+  pthread_once(&once, emu_fault_handlers);
+  if (sigsetjmp(jb, 1) == 0) {
+    emu_kjmp = &jb;
+    o->tw.run(o->argv, o->grid, o->block);
+    emu_kjmp = NULL;
+    emu_count(EC_KERNELS);
+  } else {
+    emu_kjmp = NULL;
+    emu_count(EC_FAULTS);
+    emu_kill(cudaErrorIllegalAddress, "a kernel touched memory it may not (SIGSEGV or SIGBUS in its CPU twin)");
+  }
+}
+
+static int emu_wait_ok(unsigned int cur, unsigned int v, unsigned int flags) {
+  switch (flags & 0xf) {
+  case CU_STREAM_WAIT_VALUE_GEQ: return (int)(cur - v) >= 0;
+  case CU_STREAM_WAIT_VALUE_EQ: return cur == v;
+  case CU_STREAM_WAIT_VALUE_AND: return (cur & v) != 0;
+  case CU_STREAM_WAIT_VALUE_NOR: return ~(cur | v) != 0;
+  default: return 1;
+  }
+}
+
+static void emu_exec(struct CUstream_st *s, emu_op *o) {
+  (void)s;
+  switch (o->kind) {
+  case OP_KERNEL: emu_run_kernel(o); break;
+  case OP_COPY: memmove(o->dst, o->src, o->n); break;
+  case OP_MEMSET: memset(o->dst, o->value, o->n); break;
+  case OP_WRITE32: __atomic_store_n(o->addr, o->v, __ATOMIC_RELEASE); break;
+  case OP_WAIT32: {
+    long nap = 1;
+    double t0 = emu_now();
+    while (!emu_wait_ok(__atomic_load_n(o->addr, __ATOMIC_ACQUIRE), o->v, o->flags)) {
+      if (emu_sticky_err() != cudaSuccess) return;
+      if (emu_now() - t0 > EMU_WAIT_LIMIT_S) {
+        emu_kill(cudaErrorLaunchTimeout, "a stream memory wait lasted longer than 300 s");
+        return;
+      }
+      emu_sleep_us(nap);
+      if (nap < 200) nap *= 2;
+    }
+    if (o->flags & CU_STREAM_WAIT_VALUE_FLUSH) emu_count(EC_FLUSH);
+    break;
+  }
+  case OP_WAITSEQ: {
+    struct CUstream_st *t = o->other;
+    pthread_mutex_lock(&t->mu);
+    while (t->completed < o->seq && emu_sticky_err() == cudaSuccess) {
+      struct timespec ts;
+      clock_gettime(CLOCK_REALTIME, &ts);
+      ts.tv_nsec += 20 * 1000 * 1000;
+      if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
+      pthread_cond_timedwait(&t->cv, &t->mu, &ts);
+    }
+    pthread_mutex_unlock(&t->mu);
+    break;
+  }
+  case OP_HOSTFN: o->fn(o->user); break;
+  default: break;
+  }
+}
+
+static void emu_op_free(emu_op *o) {
+  free(o->argbuf);
+  free(o->owned);
+  free(o);
+}
+
+static void *emu_worker(void *arg) {
+  struct CUstream_st *s = (struct CUstream_st *)arg;
+  pthread_mutex_lock(&s->mu);
+  for (;;) {
+    emu_op *o;
+    while (!s->head && !s->stop) pthread_cond_wait(&s->cv, &s->mu);
+    if (!s->head) break;
+    o = s->head;
+    s->head = o->next;
+    if (!s->head) s->tail = NULL;
+    pthread_mutex_unlock(&s->mu);
+    if (emu_delay_max > 0 && emu_rand(&s->rng) % 4 == 0) emu_sleep_us((long)(emu_rand(&s->rng) % (uint64_t)emu_delay_max));
+    if (emu_sticky_err() == cudaSuccess) emu_exec(s, o);
+    emu_op_free(o);
+    pthread_mutex_lock(&s->mu);
+    s->completed++;
+    pthread_cond_broadcast(&s->cv);
+  }
+  pthread_mutex_unlock(&s->mu);
+  return NULL;
+}
+
+/* A new stream and its thread. Caller holds emu_lock. */
+static struct CUstream_st *emu_stream_new_locked(int blocking, int legacy) {
+  struct CUstream_st *s = (struct CUstream_st *)calloc(1, sizeof *s);
+  if (!s) return NULL;
+  if (emu_delay_max < 0) {
+    emu_delay_max = emu_env_long("CC_EMU_DELAY_US", 300);
+    emu_seed = (uint64_t)emu_env_long("CC_EMU_SEED", (long)getpid());
+  }
+  s->magic = EMU_STREAM_MAGIC;
+  s->id = ++emu_next_stream;
+  s->blocking = blocking;
+  s->legacy = legacy;
+  s->rng = emu_seed * 1000003u + (uint64_t)s->id;
+  pthread_mutex_init(&s->mu, NULL);
+  pthread_cond_init(&s->cv, NULL);
+  if (pthread_create(&s->th, NULL, emu_worker, s) != 0) {
+    pthread_mutex_destroy(&s->mu);
+    pthread_cond_destroy(&s->cv);
+    free(s);
+    return NULL;
+  }
+  s->next_all = emu_streams;
+  emu_streams = s;
+  return s;
+}
+
+/* The stream a handle names (0 and the special handles: the legacy default
+ * stream), or NULL. */
+static struct CUstream_st *emu_stream(cudaStream_t h) {
+  struct CUstream_st *s, *found = NULL;
   pthread_mutex_lock(&emu_lock);
-  for (i = 0; i < EMU_MAXS; i++)
-    if (emu_stream[i] == s) ok = 1;
+  if (h == 0 || h == cudaStreamLegacy || h == cudaStreamPerThread) {
+    if (!emu_legacy_s) emu_legacy_s = emu_stream_new_locked(1, 1);
+    found = emu_legacy_s;
+  } else {
+    for (s = emu_streams; s; s = s->next_all)
+      if (s == (struct CUstream_st *)h && !s->dead) found = s;
+  }
   pthread_mutex_unlock(&emu_lock);
-  return ok;
+  return found;
+}
+
+static unsigned long long emu_push(struct CUstream_st *s, emu_op *o) {
+  unsigned long long seq;
+  pthread_mutex_lock(&s->mu);
+  o->next = NULL;
+  if (s->tail) s->tail->next = o;
+  else s->head = o;
+  s->tail = o;
+  seq = ++s->submitted;
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+  return seq;
+}
+
+static unsigned long long emu_submitted(struct CUstream_st *s) {
+  unsigned long long v;
+  pthread_mutex_lock(&s->mu);
+  v = s->submitted > s->completed ? s->submitted : 0;
+  pthread_mutex_unlock(&s->mu);
+  return v;
+}
+
+static void emu_push_wait(struct CUstream_st *s, struct CUstream_st *t, unsigned long long seq) {
+  emu_op *w = (emu_op *)calloc(1, sizeof *w);
+  if (!w) return;
+  w->kind = OP_WAITSEQ;
+  w->other = t;
+  w->seq = seq;
+  emu_push(s, w);
+}
+
+/* Queue o on s, after what the legacy default stream's implicit order asks;
+ * returns its number on s, or 0 when the stream is capturing (then o is
+ * dropped: graphs are not run). */
+static unsigned long long emu_enqueue(struct CUstream_st *s, emu_op *o) {
+  struct CUstream_st *t;
+  unsigned long long seq;
+  if (s->capturing) {
+    emu_op_free(o);
+    return 0;
+  }
+  if (s->legacy) {                     /* after all work queued so far on blocking streams */
+    pthread_mutex_lock(&emu_lock);
+    for (t = emu_streams; t; t = t->next_all) {
+      if (t == s || !t->blocking || t->dead) continue;
+      if ((seq = emu_submitted(t))) emu_push_wait(s, t, seq);
+    }
+    pthread_mutex_unlock(&emu_lock);
+  } else if (s->blocking && emu_legacy_s && (seq = emu_submitted(emu_legacy_s))) {
+    emu_push_wait(s, emu_legacy_s, seq);
+  }
+  return emu_push(s, o);
+}
+
+static int emu_reached(struct CUstream_st *s, unsigned long long seq) {
+  int done;
+  pthread_mutex_lock(&s->mu);
+  done = s->completed >= seq;
+  pthread_mutex_unlock(&s->mu);
+  return done;
+}
+
+static void emu_wait_seq(struct CUstream_st *s, unsigned long long seq) {
+  pthread_mutex_lock(&s->mu);
+  while (s->completed < seq) pthread_cond_wait(&s->cv, &s->mu);
+  pthread_mutex_unlock(&s->mu);
+}
+
+static void emu_drain(struct CUstream_st *s) {
+  unsigned long long seq;
+  pthread_mutex_lock(&s->mu);
+  seq = s->submitted;
+  while (s->completed < seq) pthread_cond_wait(&s->cv, &s->mu);
+  pthread_mutex_unlock(&s->mu);
+}
+
+/* Wait for every stream of this process. */
+static void emu_drain_all(void) {
+  struct CUstream_st *s, *list[256];
+  int n = 0, i;
+  pthread_mutex_lock(&emu_lock);
+  for (s = emu_streams; s && n < 256; s = s->next_all)
+    if (!s->dead) list[n++] = s;
+  pthread_mutex_unlock(&emu_lock);
+  for (i = 0; i < n; i++) emu_drain(list[i]);
+}
+
+static int emu_any_capturing(void) {
+  struct CUstream_st *s;
+  int c = 0;
+  pthread_mutex_lock(&emu_lock);
+  for (s = emu_streams; s; s = s->next_all)
+    if (!s->dead && s->capturing) c = 1;
+  pthread_mutex_unlock(&emu_lock);
+  return c;
+}
+
+static emu_op *emu_op_new(int kind) {
+  emu_op *o = (emu_op *)calloc(1, sizeof *o);
+  if (o) o->kind = kind;
+  return o;
 }
 
 /* ------------------------------------------------------------ device and errors */
 
 cudaError_t cudaGetDeviceCount(int *count) {
   if (!count) return emu_err(cudaErrorInvalidValue);
-  *count = 1;
-  return cudaSuccess;
+  *count = emu_devices();
+  return *count ? cudaSuccess : emu_err(cudaErrorNoDevice);
 }
 
 cudaError_t cudaSetDevice(int device) {
-  return device == 0 ? cudaSuccess : emu_err(cudaErrorInvalidDevice);
+  EMU_LIVE();
+  if (device < 0 || device >= emu_devices()) return emu_err(cudaErrorInvalidDevice);
+  emu_cur = device;
+  return cudaSuccess;
 }
 
 cudaError_t cudaGetDevice(int *device) {
   if (!device) return emu_err(cudaErrorInvalidValue);
-  *device = 0;
+  *device = emu_cur;
   return cudaSuccess;
 }
 
 cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device) {
   if (!prop) return emu_err(cudaErrorInvalidValue);
-  if (device != 0) return emu_err(cudaErrorInvalidDevice);
+  if (device < 0 || device >= emu_devices()) return emu_err(cudaErrorInvalidDevice);
   memset(prop, 0, sizeof *prop);
-  snprintf(prop->name, sizeof prop->name, "CPU emulation of one device (tests/cuda_emu.cpp)");
+  snprintf(prop->name, sizeof prop->name, "CPU emulation of device %d%s (tests/cuda_emu.cpp)", emu_phys[device],
+           emu_mig ? ", a MIG instance" : "");
+  emu_uuid(emu_phys[device], prop->uuid.bytes);
   prop->multiProcessorCount = 1;
+  prop->unifiedAddressing = 1;
+  prop->major = 9;
   return cudaSuccess;
 }
 
 cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int device) {
   if (!value) return emu_err(cudaErrorInvalidValue);
-  if (device != 0) return emu_err(cudaErrorInvalidDevice);
-  *value = attr == cudaDevAttrMultiProcessorCount ? 1 : 0;
+  if (device < 0 || device >= emu_devices()) return emu_err(cudaErrorInvalidDevice);
+  switch (attr) {
+  case cudaDevAttrMultiProcessorCount: *value = 1; break;
+  case cudaDevAttrUnifiedAddressing: *value = 1; break;
+  case cudaDevAttrCanFlushRemoteWrites: *value = 1; break;
+  default: *value = 0; break;
+  }
   return cudaSuccess;
 }
 
 cudaError_t cudaDeviceGetPCIBusId(char *pciBusId, int len, int device) {
   if (!pciBusId || len <= 0) return emu_err(cudaErrorInvalidValue);
-  if (device != 0) return emu_err(cudaErrorInvalidDevice);
-  snprintf(pciBusId, (size_t)len, "%s", EMU_BUSID);
+  if (device < 0 || device >= emu_devices()) return emu_err(cudaErrorInvalidDevice);
+  emu_busid(emu_phys[device], pciBusId, (size_t)len);
   return cudaSuccess;
 }
 
 cudaError_t cudaDeviceGetByPCIBusId(int *device, const char *pciBusId) {
+  char b[32];
+  int i, n = emu_devices();
   if (!device || !pciBusId) return emu_err(cudaErrorInvalidValue);
-  if (strcmp(pciBusId, EMU_BUSID) != 0) return emu_err(cudaErrorInvalidDevice);
-  *device = 0;
-  return cudaSuccess;
+  for (i = 0; i < n; i++) {
+    emu_busid(emu_phys[i], b, sizeof b);
+    if (!strcasecmp(b, pciBusId)) {
+      *device = i;
+      return cudaSuccess;
+    }
+  }
+  return emu_err(cudaErrorInvalidDevice);
 }
 
 cudaError_t cudaDeviceCanAccessPeer(int *canAccessPeer, int device, int peerDevice) {
+  int n = emu_devices();
   if (!canAccessPeer) return emu_err(cudaErrorInvalidValue);
-  if (device != 0 || peerDevice != 0) return emu_err(cudaErrorInvalidDevice);
-  *canAccessPeer = 0; /* a device is not its own peer */
+  if (device < 0 || device >= n || peerDevice < 0 || peerDevice >= n) return emu_err(cudaErrorInvalidDevice);
+  *canAccessPeer = device != peerDevice && emu_reach(emu_phys[device], emu_phys[peerDevice]);
   return cudaSuccess;
 }
 
-cudaError_t cudaDeviceSynchronize(void) { return cudaSuccess; }
+cudaError_t cudaDeviceSynchronize(void) {
+  EMU_LIVE();
+  if (emu_any_capturing()) return emu_err(cudaErrorStreamCaptureUnsupported);
+  emu_drain_all();
+  EMU_LIVE();
+  return cudaSuccess;
+}
 
 cudaError_t cudaGetLastError(void) {
-  cudaError_t e = emu_last;
+  cudaError_t e = emu_last, s = emu_sticky_err();
+  if (s != cudaSuccess) return emu_last = s;
   emu_last = cudaSuccess;
   return e;
+}
+
+cudaError_t cudaPeekAtLastError(void) {
+  cudaError_t s = emu_sticky_err();
+  return s != cudaSuccess ? s : emu_last;
 }
 
 const char *cudaGetErrorName(cudaError_t e) {
@@ -175,6 +773,18 @@ const char *cudaGetErrorName(cudaError_t e) {
   case cudaErrorInvalidMemcpyDirection: return "cudaErrorInvalidMemcpyDirection";
   case cudaErrorInvalidResourceHandle: return "cudaErrorInvalidResourceHandle";
   case cudaErrorNotSupported: return "cudaErrorNotSupported";
+  case cudaErrorNoDevice: return "cudaErrorNoDevice";
+  case cudaErrorNotReady: return "cudaErrorNotReady";
+  case cudaErrorIllegalAddress: return "cudaErrorIllegalAddress";
+  case cudaErrorLaunchTimeout: return "cudaErrorLaunchTimeout";
+  case cudaErrorInvalidDeviceFunction: return "cudaErrorInvalidDeviceFunction";
+  case cudaErrorDeviceUninitialized: return "cudaErrorDeviceUninitialized";
+  case cudaErrorMapBufferObjectFailed: return "cudaErrorMapBufferObjectFailed";
+  case cudaErrorPeerAccessUnsupported: return "cudaErrorPeerAccessUnsupported";
+  case cudaErrorHostMemoryAlreadyRegistered: return "cudaErrorHostMemoryAlreadyRegistered";
+  case cudaErrorHostMemoryNotRegistered: return "cudaErrorHostMemoryNotRegistered";
+  case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+  case cudaErrorIllegalState: return "cudaErrorIllegalState";
   default: return "cudaErrorUnknown";
   }
 }
@@ -188,30 +798,111 @@ const char *cudaGetErrorString(cudaError_t e) {
   case cudaErrorInvalidDevicePointer: return "invalid device pointer";
   case cudaErrorInvalidMemcpyDirection: return "invalid copy direction for memcpy";
   case cudaErrorInvalidResourceHandle: return "invalid resource handle";
-  case cudaErrorNotSupported: return "operation not supported (the CPU emulation runs no kernels and has no IPC)";
+  case cudaErrorNotSupported: return "operation not supported (by the CPU emulation)";
+  case cudaErrorNoDevice: return "no CUDA-capable device is detected";
+  case cudaErrorNotReady: return "device not ready";
+  case cudaErrorIllegalAddress: return "an illegal memory access was encountered";
+  case cudaErrorLaunchTimeout: return "the launch timed out and was terminated";
+  case cudaErrorInvalidDeviceFunction: return "invalid device function (the CPU emulation has no twin for it)";
+  case cudaErrorDeviceUninitialized: return "invalid device context";
+  case cudaErrorMapBufferObjectFailed: return "mapping of buffer object failed";
+  case cudaErrorPeerAccessUnsupported: return "peer access is not supported between these two devices";
+  case cudaErrorHostMemoryAlreadyRegistered: return "part or all of the requested memory range is already mapped";
+  case cudaErrorHostMemoryNotRegistered: return "pointer does not correspond to a registered memory region";
+  case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+  case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
   default: return "unknown error";
   }
 }
 
 /* ------------------------------------------------------------ memory */
 
+static size_t emu_mem_limit(void) {
+  long v = emu_env_long("CC_EMU_MEM_LIMIT", -1);
+  return v >= 0 ? (size_t)v : EMU_MEM_LIMIT;
+}
+
 cudaError_t cudaMalloc(void **devPtr, size_t size) {
-  void *p = NULL;
-  int i;
+  size_t data, len;
+  int fd = -1, i;
+  char *map;
+  emu_hdr *h;
+  EMU_LIVE();
   if (!devPtr) return emu_err(cudaErrorInvalidValue);
   *devPtr = NULL;
-  if (posix_memalign(&p, 512, size ? size : 1) != 0) return emu_err(cudaErrorMemoryAllocation);
-  memset(p, 0xd7, size); /* not zero: nothing may count on fresh memory */
+  data = ((size ? size : 1) + 4095) & ~(size_t)4095;
+  if (size > emu_mem_limit() || data < size) return emu_err(cudaErrorMemoryAllocation);
   pthread_mutex_lock(&emu_lock);
-  for (i = 0; i < EMU_MAXA && emu_alloc[i].p; i++) {
+  if (emu_mem_used + data > emu_mem_limit()) {
+    pthread_mutex_unlock(&emu_lock);
+    return emu_err(cudaErrorMemoryAllocation);
   }
-  if (i < EMU_MAXA) {
-    emu_alloc[i].p = (char *)p;
-    emu_alloc[i].n = size;
-    emu_alloc[i].id = emu_next_id++;
+  emu_mem_used += data;
+  pthread_mutex_unlock(&emu_lock);
+  len = EMU_HDR + data;
+  fd = (int)syscall(SYS_memfd_create, "cc-emu-device-memory", 0);
+  if (fd < 0 || ftruncate(fd, (off_t)len) != 0 ||
+      (map = (char *)mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+    if (fd >= 0) close(fd);
+    pthread_mutex_lock(&emu_lock);
+    emu_mem_used -= data;
+    pthread_mutex_unlock(&emu_lock);
+    return emu_err(cudaErrorMemoryAllocation);
+  }
+  memset(map + EMU_HDR, 0xd7, size); /* not zero: nothing may count on fresh memory */
+  h = (emu_hdr *)(void *)map;
+  pthread_mutex_lock(&emu_lock);
+  emu_devices_locked();
+  i = emu_slot_locked();
+  if (i >= 0) {
+    emu_mem *m = &emu_mems[i];
+    m->kind = M_DEV;
+    m->p = map + EMU_HDR;
+    m->n = size;
+    m->id = emu_next_id++;
+    m->dev = emu_phys[emu_cur];
+    m->fd = fd;
+    m->map = map;
+    m->maplen = len;
+    h->magic = EMU_MAGIC;
+    h->owner = (int32_t)getpid();
+    h->id = m->id;
+    h->size = size;
+    h->dev = m->dev;
+  } else {
+    emu_mem_used -= data;
   }
   pthread_mutex_unlock(&emu_lock);
-  if (i == EMU_MAXA) {
+  if (i < 0) {
+    munmap(map, len);
+    close(fd);
+    return emu_err(cudaErrorMemoryAllocation);
+  }
+  *devPtr = map + EMU_HDR;
+  return cudaSuccess;
+}
+
+cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags) {
+  void *p = NULL;
+  int i;
+  (void)flags;
+  EMU_LIVE();
+  if (!devPtr) return emu_err(cudaErrorInvalidValue);
+  *devPtr = NULL;
+  if (size > emu_mem_limit() || posix_memalign(&p, 4096, size ? size : 1) != 0)
+    return emu_err(cudaErrorMemoryAllocation);
+  pthread_mutex_lock(&emu_lock);
+  emu_devices_locked();
+  i = emu_slot_locked();
+  if (i >= 0) {
+    emu_mems[i].kind = M_MANAGED;
+    emu_mems[i].p = (char *)p;
+    emu_mems[i].n = size;
+    emu_mems[i].id = emu_next_id++;
+    emu_mems[i].dev = emu_phys[emu_cur];
+  }
+  pthread_mutex_unlock(&emu_lock);
+  if (i < 0) {
     free(p);
     return emu_err(cudaErrorMemoryAllocation);
   }
@@ -219,22 +910,68 @@ cudaError_t cudaMalloc(void **devPtr, size_t size) {
   return cudaSuccess;
 }
 
+/* Report the processes (not this one) that still have allocation h open. */
+static void emu_check_open(const emu_hdr *h, unsigned long long id, size_t n) {
+  int k;
+  for (k = 0; k < EMU_OPENS; k++) {
+    int pid = __atomic_load_n(&h->opens[k].pid, __ATOMIC_ACQUIRE);
+    int c = __atomic_load_n(&h->opens[k].count, __ATOMIC_ACQUIRE);
+    if (pid && c > 0 && pid != (int)getpid() && emu_pid_alive(pid)) {
+      emu_count(EC_FREED_MAPPED);
+      fprintf(stderr, "cuda_emu: pid %d: cudaFree of buffer %llu (%zu bytes) while pid %d still has it open "
+              "through cudaIpcOpenMemHandle (undefined behaviour in CUDA: close first, then free)\n",
+              (int)getpid(), id, n, pid);
+    }
+  }
+}
+
 cudaError_t cudaFree(void *devPtr) {
   int i;
-  if (!devPtr) return cudaSuccess; /* also the usual "make the context now" */
-  pthread_mutex_lock(&emu_lock);
-  for (i = 0; i < EMU_MAXA && emu_alloc[i].p != devPtr; i++) {
+  emu_mem m;
+  if (!devPtr) {                       /* also the usual "make the context now" */
+    EMU_LIVE();
+    return cudaSuccess;
   }
-  if (i < EMU_MAXA) emu_alloc[i].p = NULL;
+  emu_drain_all();                     /* cudaFree waits for the device */
+  pthread_mutex_lock(&emu_lock);
+  for (i = 0; i < EMU_MAXA; i++)
+    if ((emu_mems[i].kind == M_DEV || emu_mems[i].kind == M_MANAGED) && emu_mems[i].p == devPtr) break;
+  if (i < EMU_MAXA) {
+    m = emu_mems[i];
+    memset(&emu_mems[i], 0, sizeof emu_mems[i]);
+    if (m.kind == M_DEV) emu_mem_used -= m.maplen - EMU_HDR;
+  }
   pthread_mutex_unlock(&emu_lock);
   if (i == EMU_MAXA) return emu_err(cudaErrorInvalidValue);
-  free(devPtr);
+  if (m.kind == M_MANAGED) {
+    free(devPtr);
+  } else {
+    emu_check_open((const emu_hdr *)(void *)m.map, m.id, m.n);
+    munmap(m.map, m.maplen);
+    close(m.fd);
+  }
+  EMU_LIVE();
   return cudaSuccess;
 }
 
 cudaError_t cudaMallocHost(void **ptr, size_t size) {
+  int i;
+  EMU_LIVE();
   if (!ptr) return emu_err(cudaErrorInvalidValue);
   if (posix_memalign(ptr, 4096, size ? size : 1) != 0) {
+    *ptr = NULL;
+    return emu_err(cudaErrorMemoryAllocation);
+  }
+  pthread_mutex_lock(&emu_lock);
+  i = emu_slot_locked();
+  if (i >= 0) {
+    emu_mems[i].kind = M_PINNED;
+    emu_mems[i].p = (char *)*ptr;
+    emu_mems[i].n = size ? size : 1;
+  }
+  pthread_mutex_unlock(&emu_lock);
+  if (i < 0) {
+    free(*ptr);
     *ptr = NULL;
     return emu_err(cudaErrorMemoryAllocation);
   }
@@ -242,14 +979,88 @@ cudaError_t cudaMallocHost(void **ptr, size_t size) {
 }
 
 cudaError_t cudaFreeHost(void *ptr) {
+  int i;
+  if (!ptr) return cudaSuccess;
+  emu_drain_all();
+  pthread_mutex_lock(&emu_lock);
+  for (i = 0; i < EMU_MAXA; i++)
+    if (emu_mems[i].kind == M_PINNED && emu_mems[i].p == ptr) break;
+  if (i < EMU_MAXA) memset(&emu_mems[i], 0, sizeof emu_mems[i]);
+  pthread_mutex_unlock(&emu_lock);
+  if (i == EMU_MAXA) return emu_err(cudaErrorInvalidValue);
   free(ptr);
   return cudaSuccess;
 }
 
-cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
-                            cudaStream_t stream) {
-  int dd, sd;
-  if (!emu_stream_ok(stream)) return emu_err(cudaErrorInvalidResourceHandle);
+/* Pin [ptr, ptr + size) and give it a device address: a second mapping of the
+ * same pages where they are shared memory, else the same address. */
+cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
+  char *alias;
+  int i;
+  (void)flags;
+  EMU_LIVE();
+  if (!ptr || !size) return emu_err(cudaErrorInvalidValue);
+  if (emu_is_pinned(ptr, 1) || emu_is_dev(ptr, 1)) return emu_err(cudaErrorHostMemoryAlreadyRegistered);
+  alias = ((uintptr_t)ptr & 4095) == 0 ? (char *)mremap(ptr, 0, size, MREMAP_MAYMOVE) : (char *)MAP_FAILED;
+  if (alias == (char *)MAP_FAILED) alias = (char *)ptr;
+  pthread_mutex_lock(&emu_lock);
+  i = emu_slot_locked();
+  if (i >= 0) {
+    emu_mems[i].kind = M_HOSTREG;
+    emu_mems[i].p = (char *)ptr;
+    emu_mems[i].n = size;
+    emu_mems[i].alias = alias;
+  }
+  pthread_mutex_unlock(&emu_lock);
+  if (i < 0) {
+    if (alias != ptr) munmap(alias, size);
+    return emu_err(cudaErrorMemoryAllocation);
+  }
+  return cudaSuccess;
+}
+
+cudaError_t cudaHostUnregister(void *ptr) {
+  int i;
+  emu_mem m;
+  emu_drain_all();
+  pthread_mutex_lock(&emu_lock);
+  for (i = 0; i < EMU_MAXA; i++)
+    if (emu_mems[i].kind == M_HOSTREG && emu_mems[i].p == ptr) break;
+  if (i < EMU_MAXA) {
+    m = emu_mems[i];
+    memset(&emu_mems[i], 0, sizeof emu_mems[i]);
+  }
+  pthread_mutex_unlock(&emu_lock);
+  if (i == EMU_MAXA) return emu_err(cudaErrorHostMemoryNotRegistered);
+  if (m.alias != m.p) munmap(m.alias, m.n);
+  return cudaSuccess;
+}
+
+cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigned int flags) {
+  int i;
+  char *d = NULL;
+  EMU_LIVE();
+  if (!pDevice || flags) return emu_err(cudaErrorInvalidValue);
+  pthread_mutex_lock(&emu_lock);
+  i = emu_find_pinned(pHost, 1);
+  if (i >= 0)
+    d = emu_mems[i].kind == M_HOSTREG ? emu_mems[i].alias + ((char *)pHost - emu_mems[i].p) : (char *)pHost;
+  pthread_mutex_unlock(&emu_lock);
+  if (!d) return emu_err(cudaErrorInvalidValue);
+  *pDevice = d;
+  return cudaSuccess;
+}
+
+/* ------------------------------------------------------------ copies */
+
+static cudaError_t emu_copy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind, cudaStream_t stream,
+                            int sync) {
+  struct CUstream_st *s = emu_stream(stream);
+  int dd, sd, pinned_src, pinned_dst;
+  unsigned long long seq;
+  emu_op *o;
+  EMU_LIVE();
+  if (!s) return emu_err(cudaErrorInvalidResourceHandle);
   if (!count) return cudaSuccess;
   if (!dst || !src) return emu_err(cudaErrorInvalidValue);
   dd = emu_is_dev(dst, count);
@@ -271,29 +1082,74 @@ cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaM
     break;
   default: return emu_err(cudaErrorInvalidMemcpyDirection);
   }
-  memmove(dst, src, count);
+  pinned_src = sd || emu_is_pinned(src, count);
+  pinned_dst = dd || emu_is_pinned(dst, count);
+  if (!(o = emu_op_new(OP_COPY))) return emu_err(cudaErrorMemoryAllocation);
+  o->dst = dst;
+  o->src = src;
+  o->n = count;
+  if (!pinned_src) {                   /* pageable: taken now */
+    if (!(o->owned = malloc(count))) {
+      emu_op_free(o);
+      return emu_err(cudaErrorMemoryAllocation);
+    }
+    memcpy(o->owned, src, count);
+    o->src = o->owned;
+  }
+  seq = emu_enqueue(s, o);
+  if (seq && (sync || !pinned_dst)) emu_wait_seq(s, seq); /* into pageable memory: done on return */
   return cudaSuccess;
+}
+
+cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind,
+                            cudaStream_t stream) {
+  return emu_copy(dst, src, count, kind, stream, 0);
+}
+
+cudaError_t cudaMemcpy(void *dst, const void *src, size_t count, enum cudaMemcpyKind kind) {
+  cudaError_t e = emu_copy(dst, src, count, kind, 0, 1);
+  return e == cudaSuccess ? cudaDeviceSynchronize() : e;
 }
 
 cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t stream) {
-  if (!emu_stream_ok(stream)) return emu_err(cudaErrorInvalidResourceHandle);
+  struct CUstream_st *s = emu_stream(stream);
+  emu_op *o;
+  EMU_LIVE();
+  if (!s) return emu_err(cudaErrorInvalidResourceHandle);
   if (!count) return cudaSuccess;
   if (!emu_is_dev(devPtr, count)) return emu_err(cudaErrorInvalidValue);
-  memset(devPtr, value, count);
+  if (!(o = emu_op_new(OP_MEMSET))) return emu_err(cudaErrorMemoryAllocation);
+  o->dst = devPtr;
+  o->value = value;
+  o->n = count;
+  emu_enqueue(s, o);
   return cudaSuccess;
 }
 
+/* ------------------------------------------------------------ pointer queries */
+
 cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes, const void *ptr) {
-  int i;
+  int i, pin;
+  emu_mem m;
+  EMU_LIVE();
   if (!attributes) return emu_err(cudaErrorInvalidValue);
   memset(attributes, 0, sizeof *attributes);
   pthread_mutex_lock(&emu_lock);
-  i = emu_find(ptr, 0);
+  i = emu_find_dev(ptr, 0);
+  pin = emu_find_pinned(ptr, 0);
+  if (i >= 0) m = emu_mems[i];
   pthread_mutex_unlock(&emu_lock);
-  attributes->type = i >= 0 ? cudaMemoryTypeDevice : cudaMemoryTypeUnregistered;
-  attributes->device = i >= 0 ? 0 : -1;
-  attributes->devicePointer = i >= 0 ? (void *)ptr : NULL;
-  attributes->hostPointer = i >= 0 ? NULL : (void *)ptr;
+  if (i >= 0) {
+    int ord = emu_ordinal(m.dev);
+    attributes->type = m.kind == M_MANAGED ? cudaMemoryTypeManaged : cudaMemoryTypeDevice;
+    attributes->device = ord >= 0 ? ord : emu_cur;
+    attributes->devicePointer = (void *)ptr;
+    attributes->hostPointer = m.kind == M_MANAGED ? (void *)ptr : NULL;
+  } else {
+    attributes->type = pin >= 0 ? cudaMemoryTypeHost : cudaMemoryTypeUnregistered;
+    attributes->device = pin >= 0 ? emu_cur : -1;
+    attributes->hostPointer = (void *)ptr;
+  }
   return cudaSuccess;
 }
 
@@ -301,115 +1157,420 @@ cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes, c
  * default values and CUDA_SUCCESS, as the driver documents. */
 static CUresult emu_cuPointerGetAttributes(unsigned int n, CUpointer_attribute *attrs, void **data, CUdeviceptr ptr) {
   unsigned int a;
-  int i;
-  char *base = NULL;
-  size_t size = 0;
-  unsigned long long id = 0;
+  int i, pin, ord = -2;
+  emu_mem m;
+  memset(&m, 0, sizeof m);
+  if (emu_sticky_err() != cudaSuccess) return CUDA_ERROR_ILLEGAL_ADDRESS;
   pthread_mutex_lock(&emu_lock);
-  i = emu_find((const void *)(uintptr_t)ptr, 0);
-  if (i >= 0) {
-    base = emu_alloc[i].p;
-    size = emu_alloc[i].n;
-    id = emu_alloc[i].id;
-  }
+  i = emu_find_dev((const void *)(uintptr_t)ptr, 0);
+  pin = emu_find_pinned((const void *)(uintptr_t)ptr, 0);
+  if (i >= 0) m = emu_mems[i];
   pthread_mutex_unlock(&emu_lock);
+  if (i >= 0) {
+    ord = emu_ordinal(m.dev);
+    if (ord < 0) ord = emu_cur;
+  }
   for (a = 0; a < n; a++) {
     switch (attrs[a]) {
-    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *(unsigned int *)data[a] = i >= 0 ? CU_MEMORYTYPE_DEVICE : 0; break;
-    case CU_POINTER_ATTRIBUTE_IS_MANAGED: *(unsigned int *)data[a] = 0; break;
-    case CU_POINTER_ATTRIBUTE_BUFFER_ID: *(unsigned long long *)data[a] = id; break;
-    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *(int *)data[a] = i >= 0 ? 0 : -2; break;
-    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(CUdeviceptr *)data[a] = (CUdeviceptr)(uintptr_t)base; break;
-    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data[a] = size; break;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
+      *(unsigned int *)data[a] = i >= 0 ? (m.kind == M_MANAGED ? CU_MEMORYTYPE_UNIFIED : CU_MEMORYTYPE_DEVICE)
+                                        : pin >= 0 ? CU_MEMORYTYPE_HOST : 0;
+      break;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED: *(unsigned int *)data[a] = i >= 0 && m.kind == M_MANAGED; break;
+    case CU_POINTER_ATTRIBUTE_BUFFER_ID: *(unsigned long long *)data[a] = i >= 0 ? m.id : 0; break;
+    case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: *(int *)data[a] = ord; break;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *(CUdeviceptr *)data[a] = (CUdeviceptr)(uintptr_t)(i >= 0 ? m.p : NULL); break;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *(size_t *)data[a] = i >= 0 ? m.n : 0; break;
     default: return CUDA_ERROR_INVALID_VALUE;
     }
   }
   return CUDA_SUCCESS;
 }
 
-/* Of the driver, only the pointer query: no stream memory operations. */
+/* ------------------------------------------------------------ stream memory operations */
+
+static CUresult emu_memop(CUstream hs, CUdeviceptr addr, cuuint32_t value, unsigned int flags, int wait) {
+  struct CUstream_st *s = emu_stream((cudaStream_t)hs);
+  emu_op *o;
+  if (emu_sticky_err() != cudaSuccess) return CUDA_ERROR_ILLEGAL_ADDRESS;
+  if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  if ((addr & 3) || !emu_gpu_reaches((const void *)(uintptr_t)addr, 4)) return CUDA_ERROR_INVALID_VALUE;
+  if (wait ? (flags & ~(unsigned int)(CU_STREAM_WAIT_VALUE_FLUSH | 3)) != 0
+           : (flags & ~(unsigned int)CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER) != 0)
+    return CUDA_ERROR_INVALID_VALUE;
+  if (!(o = emu_op_new(wait ? OP_WAIT32 : OP_WRITE32))) return CUDA_ERROR_OUT_OF_MEMORY;
+  o->addr = (unsigned int *)(uintptr_t)addr;
+  o->v = value;
+  o->flags = flags;
+  emu_enqueue(s, o);
+  return CUDA_SUCCESS;
+}
+static CUresult emu_cuStreamWaitValue32(CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned int flags) {
+  return emu_memop(s, addr, value, flags, 1);
+}
+static CUresult emu_cuStreamWriteValue32(CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned int flags) {
+  return emu_memop(s, addr, value, flags, 0);
+}
+
+/* Of the driver: the pointer query and the two stream memory operations. */
 cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr, unsigned int cudaVersion,
                                              unsigned long long flags,
                                              enum cudaDriverEntryPointQueryResult *driverStatus) {
   (void)cudaVersion;
   (void)flags;
   if (!symbol || !funcPtr) return emu_err(cudaErrorInvalidValue);
-  *funcPtr = !strcmp(symbol, "cuPointerGetAttributes") ? (void *)emu_cuPointerGetAttributes : NULL;
+  *funcPtr = !strcmp(symbol, "cuPointerGetAttributes") ? (void *)emu_cuPointerGetAttributes
+             : !strcmp(symbol, "cuStreamWaitValue32") ? (void *)emu_cuStreamWaitValue32
+             : !strcmp(symbol, "cuStreamWriteValue32") ? (void *)emu_cuStreamWriteValue32
+                                                        : NULL;
   if (driverStatus)
     *driverStatus = *funcPtr ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
   return cudaSuccess;
 }
 
-/* No CUDA IPC and no host registration: ipc mode is not emulated. */
+/* ------------------------------------------------------------ CUDA IPC */
+
+typedef struct emu_handle {            /* inside cudaIpcMemHandle_t (64 bytes) */
+  uint32_t magic;
+  int32_t pid, fd, dev;
+  uint64_t id, size;
+} emu_handle;
+
 cudaError_t cudaIpcGetMemHandle(cudaIpcMemHandle_t *handle, void *devPtr) {
-  (void)handle;
-  (void)devPtr;
-  return emu_err(cudaErrorNotSupported);
-}
-cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle, unsigned int flags) {
-  (void)devPtr;
-  (void)handle;
-  (void)flags;
-  return emu_err(cudaErrorNotSupported);
-}
-cudaError_t cudaIpcCloseMemHandle(void *devPtr) {
-  (void)devPtr;
-  return emu_err(cudaErrorNotSupported);
-}
-cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
-  (void)ptr;
-  (void)size;
-  (void)flags;
-  return emu_err(cudaErrorNotSupported);
-}
-cudaError_t cudaHostUnregister(void *ptr) {
-  (void)ptr;
-  return emu_err(cudaErrorNotSupported);
-}
-cudaError_t cudaHostGetDevicePointer(void **pDevice, void *pHost, unsigned int flags) {
-  (void)pDevice;
-  (void)pHost;
-  (void)flags;
-  return emu_err(cudaErrorNotSupported);
+  emu_handle h;
+  int i;
+  EMU_LIVE();
+  if (!handle) return emu_err(cudaErrorInvalidValue);
+  pthread_mutex_lock(&emu_lock);
+  for (i = 0; i < EMU_MAXA; i++)
+    if (emu_mems[i].p == devPtr && emu_mems[i].kind) break;
+  if (i < EMU_MAXA && emu_mems[i].kind == M_DEV) {
+    memset(&h, 0, sizeof h);
+    h.magic = EMU_MAGIC;
+    h.pid = (int32_t)getpid();
+    h.fd = emu_mems[i].fd;
+    h.dev = emu_mems[i].dev;
+    h.id = emu_mems[i].id;
+    h.size = emu_mems[i].n;
+  }
+  pthread_mutex_unlock(&emu_lock);
+  if (i == EMU_MAXA || emu_mems[i].kind != M_DEV) return emu_err(cudaErrorInvalidValue); /* managed, imported, not a base */
+  memset(handle, 0, sizeof *handle);
+  memcpy(handle, &h, sizeof h);
+  return cudaSuccess;
 }
 
-/* ------------------------------------------------------------ streams */
+cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle, unsigned int flags) {
+  emu_handle h;
+  emu_hdr *hdr;
+  char path[64], *map;
+  struct stat st;
+  size_t len;
+  int fd, i, k;
+  EMU_LIVE();
+  if (!devPtr || flags != cudaIpcMemLazyEnablePeerAccess) return emu_err(cudaErrorInvalidValue);
+  *devPtr = NULL;
+  memcpy(&h, &handle, sizeof h);
+  if (h.magic != EMU_MAGIC) return emu_err(cudaErrorInvalidValue);
+  if (h.pid == (int32_t)getpid()) return emu_err(cudaErrorDeviceUninitialized); /* not in the exporting process */
+  if (!emu_reach(h.dev, emu_phys[emu_cur])) return emu_err(cudaErrorPeerAccessUnsupported);
+  pthread_mutex_lock(&emu_lock);
+  for (i = 0; i < EMU_MAXA; i++)
+    if (emu_mems[i].kind == M_IPC && emu_mems[i].id == h.id && ((emu_hdr *)(void *)emu_mems[i].map)->owner == h.pid) {
+      emu_mems[i].refs++;              /* opened before: the same address, counted */
+      *devPtr = emu_mems[i].p;
+      pthread_mutex_unlock(&emu_lock);
+      return cudaSuccess;
+    }
+  pthread_mutex_unlock(&emu_lock);
+  snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)h.pid, (int)h.fd);
+  if ((fd = open(path, O_RDWR | O_CLOEXEC)) < 0) return emu_err(cudaErrorInvalidValue); /* its process or memory is gone */
+  len = EMU_HDR + ((h.size ? h.size : 1) + 4095) / 4096 * 4096;
+  if (fstat(fd, &st) != 0 || (size_t)st.st_size != len ||
+      (map = (char *)mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
+    close(fd);
+    return emu_err(cudaErrorMapBufferObjectFailed);
+  }
+  close(fd);
+  hdr = (emu_hdr *)(void *)map;
+  if (hdr->magic != EMU_MAGIC || hdr->id != h.id || hdr->owner != h.pid) { /* fd number reused */
+    munmap(map, len);
+    return emu_err(cudaErrorInvalidValue);
+  }
+  for (k = 0; k < EMU_OPENS; k++) {   /* count this process's open in the allocation itself */
+    int32_t zero = 0, me = (int32_t)getpid();
+    if (__atomic_load_n(&hdr->opens[k].pid, __ATOMIC_ACQUIRE) == me ||
+        __atomic_compare_exchange_n(&hdr->opens[k].pid, &zero, me, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+      __atomic_add_fetch(&hdr->opens[k].count, 1, __ATOMIC_ACQ_REL);
+      break;
+    }
+  }
+  pthread_mutex_lock(&emu_lock);
+  i = emu_slot_locked();
+  if (i >= 0) {
+    emu_mem *m = &emu_mems[i];
+    m->kind = M_IPC;
+    m->p = map + EMU_HDR;
+    m->n = (size_t)h.size;
+    m->id = h.id;
+    m->dev = h.dev;
+    m->fd = -1;
+    m->map = map;
+    m->maplen = len;
+    m->refs = 1;
+  }
+  pthread_mutex_unlock(&emu_lock);
+  if (i < 0) {
+    munmap(map, len);
+    return emu_err(cudaErrorMemoryAllocation);
+  }
+  *devPtr = map + EMU_HDR;
+  return cudaSuccess;
+}
+
+cudaError_t cudaIpcCloseMemHandle(void *devPtr) {
+  int i, k, last = 0;
+  emu_mem m;
+  EMU_LIVE();
+  pthread_mutex_lock(&emu_lock);
+  for (i = 0; i < EMU_MAXA; i++)
+    if (emu_mems[i].kind == M_IPC && emu_mems[i].p == devPtr) break;
+  if (i < EMU_MAXA && --emu_mems[i].refs == 0) {
+    last = 1;
+    m = emu_mems[i];
+    memset(&emu_mems[i], 0, sizeof emu_mems[i]);
+  }
+  pthread_mutex_unlock(&emu_lock);
+  if (i == EMU_MAXA) return emu_err(cudaErrorInvalidValue);
+  if (last) {
+    emu_hdr *hdr = (emu_hdr *)(void *)m.map;
+    for (k = 0; k < EMU_OPENS; k++)
+      if (__atomic_load_n(&hdr->opens[k].pid, __ATOMIC_ACQUIRE) == (int32_t)getpid()) {
+        __atomic_sub_fetch(&hdr->opens[k].count, 1, __ATOMIC_ACQ_REL);
+        break;
+      }
+    munmap(m.map, m.maplen);
+  }
+  return cudaSuccess;
+}
+
+/* ------------------------------------------------------------ streams and events */
+
+static cudaError_t emu_stream_create(cudaStream_t *pStream, int blocking) {
+  struct CUstream_st *s;
+  EMU_LIVE();
+  if (!pStream) return emu_err(cudaErrorInvalidValue);
+  pthread_mutex_lock(&emu_lock);
+  s = emu_stream_new_locked(blocking, 0);
+  pthread_mutex_unlock(&emu_lock);
+  *pStream = s;
+  return s ? cudaSuccess : emu_err(cudaErrorMemoryAllocation);
+}
+
+cudaError_t cudaStreamCreate(cudaStream_t *pStream) { return emu_stream_create(pStream, 1); }
 
 cudaError_t cudaStreamCreateWithFlags(cudaStream_t *pStream, unsigned int flags) {
-  int i;
-  (void)flags;
-  if (!pStream) return emu_err(cudaErrorInvalidValue);
-  *pStream = NULL;
-  pthread_mutex_lock(&emu_lock);
-  for (i = 0; i < EMU_MAXS && emu_stream[i]; i++) {
-  }
-  if (i < EMU_MAXS) {
-    emu_stream[i] = (cudaStream_t)malloc(sizeof(struct CUstream_st));
-    *pStream = emu_stream[i];
-  }
-  pthread_mutex_unlock(&emu_lock);
-  return *pStream ? cudaSuccess : emu_err(cudaErrorMemoryAllocation);
+  return emu_stream_create(pStream, !(flags & cudaStreamNonBlocking));
 }
 
+/* The stream's work still runs; its thread then ends. The stream's memory
+ * stays (an event may still name it). */
 cudaError_t cudaStreamDestroy(cudaStream_t stream) {
-  int i;
+  struct CUstream_st *s = stream ? emu_stream(stream) : NULL;
+  if (!s || s->legacy) return emu_err(cudaErrorInvalidResourceHandle);
   pthread_mutex_lock(&emu_lock);
-  for (i = 0; i < EMU_MAXS && (!stream || emu_stream[i] != stream); i++) {
-  }
-  if (i < EMU_MAXS) emu_stream[i] = NULL;
+  s->dead = 1;
   pthread_mutex_unlock(&emu_lock);
-  if (i == EMU_MAXS) return emu_err(cudaErrorInvalidResourceHandle);
-  free(stream);
+  pthread_mutex_lock(&s->mu);
+  s->stop = 1;
+  pthread_cond_broadcast(&s->cv);
+  pthread_mutex_unlock(&s->mu);
+  pthread_detach(s->th);
   return cudaSuccess;
 }
 
 cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
-  return emu_stream_ok(stream) ? cudaSuccess : emu_err(cudaErrorInvalidResourceHandle);
+  struct CUstream_st *s = emu_stream(stream);
+  EMU_LIVE();
+  if (!s) return emu_err(cudaErrorInvalidResourceHandle);
+  if (s->capturing) return emu_err(cudaErrorStreamCaptureUnsupported);
+  emu_drain(s);
+  EMU_LIVE();
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamQuery(cudaStream_t stream) {
+  struct CUstream_st *s = emu_stream(stream);
+  int idle;
+  EMU_LIVE();
+  if (!s) return emu_err(cudaErrorInvalidResourceHandle);
+  pthread_mutex_lock(&s->mu);
+  idle = s->completed == s->submitted;
+  pthread_mutex_unlock(&s->mu);
+  return idle ? cudaSuccess : cudaErrorNotReady;   /* not an error: the last error stays */
+}
+
+cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
+  struct CUstream_st *s = emu_stream(stream);
+  (void)mode;
+  EMU_LIVE();
+  if (!s || s->legacy) return emu_err(s ? cudaErrorStreamCaptureUnsupported : cudaErrorInvalidResourceHandle);
+  if (s->capturing) return emu_err(cudaErrorIllegalState);
+  s->capturing = 1;
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph) {
+  struct CUstream_st *s = emu_stream(stream);
+  EMU_LIVE();
+  if (!s || !pGraph) return emu_err(s ? cudaErrorInvalidValue : cudaErrorInvalidResourceHandle);
+  if (!s->capturing) return emu_err(cudaErrorIllegalState);
+  s->capturing = 0;
+  *pGraph = (cudaGraph_t)calloc(1, sizeof(struct CUgraph_st));
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus) {
+  struct CUstream_st *s = emu_stream(stream);
+  EMU_LIVE();
+  if (!s || !pCaptureStatus) return emu_err(s ? cudaErrorInvalidValue : cudaErrorInvalidResourceHandle);
+  *pCaptureStatus = s->capturing ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
+  return cudaSuccess;
+}
+
+cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
+  free(graph);
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventCreateWithFlags(cudaEvent_t *event, unsigned int flags) {
+  struct CUevent_st *e;
+  (void)flags;
+  EMU_LIVE();
+  if (!event) return emu_err(cudaErrorInvalidValue);
+  e = (struct CUevent_st *)calloc(1, sizeof *e);
+  if (!e) return emu_err(cudaErrorMemoryAllocation);
+  e->magic = EMU_EVENT_MAGIC;
+  *event = e;
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventCreate(cudaEvent_t *event) { return cudaEventCreateWithFlags(event, 0); }
+
+cudaError_t cudaEventDestroy(cudaEvent_t event) {
+  if (!event || event->magic != EMU_EVENT_MAGIC) return emu_err(cudaErrorInvalidResourceHandle);
+  event->magic = 0;
+  free(event);
+  return cudaSuccess;
+}
+
+/* The event stands for everything queued on the stream so far. */
+cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
+  struct CUstream_st *s = emu_stream(stream);
+  EMU_LIVE();
+  if (!event || event->magic != EMU_EVENT_MAGIC || !s) return emu_err(cudaErrorInvalidResourceHandle);
+  if (s->capturing) return cudaSuccess;
+  pthread_mutex_lock(&s->mu);
+  event->s = s;
+  event->seq = s->submitted;
+  pthread_mutex_unlock(&s->mu);
+  return cudaSuccess;
+}
+
+cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned int flags) {
+  struct CUstream_st *s = emu_stream(stream);
+  (void)flags;
+  EMU_LIVE();
+  if (!event || event->magic != EMU_EVENT_MAGIC || !s) return emu_err(cudaErrorInvalidResourceHandle);
+  if (event->s && event->s != s && !s->capturing && !emu_reached(event->s, event->seq))
+    emu_push_wait(s, event->s, event->seq);
+  return cudaSuccess;
+}
+
+cudaError_t cudaEventQuery(cudaEvent_t event) {
+  EMU_LIVE();
+  if (!event || event->magic != EMU_EVENT_MAGIC) return emu_err(cudaErrorInvalidResourceHandle);
+  return !event->s || emu_reached(event->s, event->seq) ? cudaSuccess : cudaErrorNotReady;
+}
+
+cudaError_t cudaEventSynchronize(cudaEvent_t event) {
+  EMU_LIVE();
+  if (!event || event->magic != EMU_EVENT_MAGIC) return emu_err(cudaErrorInvalidResourceHandle);
+  if (event->s) emu_wait_seq(event->s, event->seq);
+  EMU_LIVE();
+  return cudaSuccess;
+}
+
+cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userData) {
+  struct CUstream_st *s = emu_stream(stream);
+  emu_op *o;
+  EMU_LIVE();
+  if (!s || !fn) return emu_err(s ? cudaErrorInvalidValue : cudaErrorInvalidResourceHandle);
+  if (!(o = emu_op_new(OP_HOSTFN))) return emu_err(cudaErrorMemoryAllocation);
+  o->fn = fn;
+  o->user = userData;
+  emu_enqueue(s, o);
+  return cudaSuccess;
+}
+
+/* ------------------------------------------------------------ kernels */
+
+static pthread_mutex_t emu_names_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct { const void *stub; const char *name; } emu_names[512];
+static int emu_nnames;
+
+static const char *emu_kernel_name(const void *stub) {
+  int i;
+  const char *n = "?";
+  pthread_mutex_lock(&emu_names_lock);
+  for (i = 0; i < emu_nnames; i++)
+    if (emu_names[i].stub == stub) n = emu_names[i].name;
+  pthread_mutex_unlock(&emu_names_lock);
+  return n;
+}
+
+static cudaError_t emu_launch(const void *func, dim3 grid, dim3 block, void **args, cudaStream_t stream) {
+  struct CUstream_st *s = emu_stream(stream);
+  cc_emu_twin tw;
+  emu_op *o;
+  size_t total = 0, at = 0;
+  int i;
+  EMU_LIVE();
+  if (!s) return emu_err(cudaErrorInvalidResourceHandle);
+  memset(&tw, 0, sizeof tw);
+  if (!cc_emu_kernel_twin || !cc_emu_kernel_twin(func, &tw) || !tw.run || tw.nargs < 0 || tw.nargs > 8) {
+    fprintf(stderr, "cuda_emu: pid %d: no CPU twin for kernel %s (%p)\n", (int)getpid(), emu_kernel_name(func), func);
+    return emu_err(cudaErrorInvalidDeviceFunction);
+  }
+  if (!grid.x || !grid.y || !grid.z || !block.x || !block.y || !block.z || (size_t)block.x * block.y * block.z > 1024)
+    return emu_err(cudaErrorInvalidConfiguration);
+  if (tw.nargs && !args) return emu_err(cudaErrorInvalidValue);
+  for (i = 0; i < tw.nargs; i++) total += (tw.size[i] + 15) & ~(size_t)15;
+  if (!(o = emu_op_new(OP_KERNEL)) || (total && !(o->argbuf = (unsigned char *)malloc(total)))) {
+    if (o) emu_op_free(o);
+    return emu_err(cudaErrorMemoryAllocation);
+  }
+  for (i = 0; i < tw.nargs; i++) {     /* the arguments as they are now */
+    memcpy(o->argbuf + at, args[i], tw.size[i]);
+    o->argv[i] = o->argbuf + at;
+    at += (tw.size[i] + 15) & ~(size_t)15;
+  }
+  o->tw = tw;
+  o->grid = grid;
+  o->block = block;
+  emu_enqueue(s, o);
+  return cudaSuccess;
+}
+
+/* CUDA 12 and older launch fn<<<>>> through this one; cc_cuda.cuh calls it. */
+cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,
+                             cudaStream_t stream) {
+  if (sharedMem) return emu_err(cudaErrorInvalidValue); /* no kernel here uses dynamic shared memory */
+  return emu_launch(func, gridDim, blockDim, args, stream);
 }
 
 /* ------------------------------------------------------------ what nvcc's code calls */
 
-/* Module registration at start-up and exit: nothing to load. */
 extern "C" {
 static void *emu_module;
 void **__cudaRegisterFatBinary(void *fatCubin) {
@@ -424,20 +1585,33 @@ char __cudaInitModule(void **handle) {
 }
 void __cudaRegisterFunction(void **handle, const char *hostFun, char *deviceFun, const char *deviceName,
                             int thread_limit, uint3 *tid, uint3 *bid, dim3 *bDim, dim3 *gDim, int *wSize) {
-  (void)handle, (void)hostFun, (void)deviceFun, (void)deviceName, (void)thread_limit;
+  (void)handle, (void)deviceFun, (void)thread_limit;
   (void)tid, (void)bid, (void)bDim, (void)gDim, (void)wSize;
+  pthread_mutex_lock(&emu_names_lock);
+  if (emu_nnames < 512) {              /* for messages: the kernel's (mangled) name */
+    emu_names[emu_nnames].stub = (const void *)hostFun;
+    emu_names[emu_nnames++].name = deviceName;
+  }
+  pthread_mutex_unlock(&emu_names_lock);
 }
 
-/* Launches: the configuration is taken and given back; the launch fails. */
+/* fn<<<grid, block, shmem, stream>>>(args): the configuration is pushed, the
+ * host stub pops it and launches. */
+static __thread dim3 emu_cfg_grid, emu_cfg_block;
+static __thread size_t emu_cfg_shmem;
+static __thread cudaStream_t emu_cfg_stream;
 unsigned __cudaPushCallConfiguration(dim3 gridDim, dim3 blockDim, size_t sharedMem, struct CUstream_st *stream) {
-  (void)gridDim, (void)blockDim, (void)sharedMem, (void)stream;
+  emu_cfg_grid = gridDim;
+  emu_cfg_block = blockDim;
+  emu_cfg_shmem = sharedMem;
+  emu_cfg_stream = stream;
   return 0;
 }
 cudaError_t __cudaPopCallConfiguration(dim3 *gridDim, dim3 *blockDim, size_t *sharedMem, void *stream) {
-  *gridDim = dim3(1, 1, 1);
-  *blockDim = dim3(1, 1, 1);
-  *sharedMem = 0;
-  *(cudaStream_t *)stream = 0;
+  *gridDim = emu_cfg_grid;
+  *blockDim = emu_cfg_block;
+  *sharedMem = emu_cfg_shmem;
+  *(cudaStream_t *)stream = emu_cfg_stream;
   return cudaSuccess;
 }
 #if CUDART_VERSION >= 13000
@@ -447,15 +1621,7 @@ cudaError_t __cudaGetKernel(cudaKernel_t *kernel, const void *fun) {
 }
 cudaError_t __cudaLaunchKernel(cudaKernel_t kernel, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,
                                cudaStream_t stream) {
-  (void)kernel, (void)gridDim, (void)blockDim, (void)args, (void)sharedMem, (void)stream;
-  return emu_err(cudaErrorNotSupported);
+  return cudaLaunchKernel((const void *)kernel, gridDim, blockDim, args, sharedMem, stream);
 }
 #endif
-}
-
-/* CUDA 12 and older launch through this one. */
-cudaError_t cudaLaunchKernel(const void *func, dim3 gridDim, dim3 blockDim, void **args, size_t sharedMem,
-                             cudaStream_t stream) {
-  (void)func, (void)gridDim, (void)blockDim, (void)args, (void)sharedMem, (void)stream;
-  return emu_err(cudaErrorNotSupported);
 }

@@ -98,6 +98,7 @@
 #include "cc_cuda.cuh"
 #include "test_util.h"
 #include "test_ref.h"
+#include "cuda_emu.h"
 
 #include <cuda_runtime_api.h>
 #include <errno.h>
@@ -110,17 +111,21 @@
 
 /* ------------------------------------------------------------ what runs */
 
-enum { W_IPC, W_STAGED, W_TWOSHOT, W_EMU };          /* world types */
-static const char *const w_prefixes[] = {"", "staged ", "twoshot ", "emulated "};
-static const char *w_prefix(int wtype) { /* the emulation also runs over TCP (CC_TRANSPORT=tcp) */
-  const char *tr = getenv("CC_TRANSPORT");
-  return wtype == W_EMU && tr && !strcmp(tr, "tcp") ? "emulated tcp " : w_prefixes[wtype];
-}
+enum { W_IPC, W_STAGED, W_TWOSHOT };                /* world types */
+static const char *const w_prefixes[] = {"", "staged ", "twoshot "};
 
-/* Defined by tests/cuda_emu.cpp, the CPU emulation of the CUDA runtime that
- * test_cuda_emu is linked with; absent (NULL) in test_cuda. */
-extern "C" int cc_cuda_emulated(void) __attribute__((weak));
+/* cc_cuda_emulated is defined by tests/cuda_emu.cpp, the CPU emulation of the
+ * CUDA runtime that test_cuda_emu is linked with; absent (NULL) in test_cuda. */
 static int emulated(void) { return cc_cuda_emulated && cc_cuda_emulated(); }
+
+/* "emulated tcp twoshot ": the emulation also runs over TCP (CC_TRANSPORT=tcp) */
+static const char *w_prefix(int wtype) {
+  static char buf[64];
+  const char *tr = getenv("CC_TRANSPORT");
+  snprintf(buf, sizeof buf, "%s%s%s", emulated() ? "emulated " : "", tr && !strcmp(tr, "tcp") ? "tcp " : "",
+           w_prefixes[wtype]);
+  return buf;
+}
 
 enum { BK_REG, BK_PLAIN, BK_COUNT };                 /* buffer kinds */
 static const char *const bk_names[BK_COUNT] = {"registered", "cudaMalloc"};
@@ -257,30 +262,44 @@ static int64_t now_ns(void) { return (int64_t)(tu_now() * 1e9); }
 
 /* ------------------------------------------------------------ GPU delay */
 
-#ifdef __CUDACC__
 static __global__ void tc_spin_kernel(unsigned long long ns) {
+#ifdef __CUDA_ARCH__
   unsigned long long t0, t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t0));
   do {
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   } while (t - t0 < ns);
-}
-/* Hold stream s back for at least ns nanoseconds, counted from now. (The
- * emulation runs work as it is queued: its stream waits while the host does.) */
-static cudaError_t stream_spin(cudaStream_t s, unsigned long long ns) {
-  if (emulated()) {
-    tu_sleep_us((long)(ns / 1000u));
-    return cudaSuccess;
-  }
-  tc_spin_kernel<<<1, 1, 0, s>>>(ns);
-  return cudaGetLastError();
-}
 #else
-static void CUDART_CB tc_spin_host(void *p) { tu_sleep_us((long)((uintptr_t)p / 1000u)); }
-static cudaError_t stream_spin(cudaStream_t s, unsigned long long ns) {
-  return cudaLaunchHostFunc(s, tc_spin_host, (void *)(uintptr_t)ns);
-}
+  (void)ns;
 #endif
+}
+/* its CPU twin, for the emulation (tests/cuda_emu.h) */
+static void tc_spin_twin(void **args, dim3 grid, dim3 block) {
+  (void)grid, (void)block;
+  tu_sleep_us((long)(*(const unsigned long long *)args[0] / 1000u));
+}
+
+/* Hold stream s back for at least ns nanoseconds, counted from now. */
+static cudaError_t stream_spin(cudaStream_t s, unsigned long long ns) {
+  void *args[1] = {&ns};
+  return cudaLaunchKernel((const void *)tc_spin_kernel, dim3(1), dim3(1), args, 0, s);
+}
+
+/* The emulation's hook (tests/cuda_emu.h): the CPU twins of cc_cuda.cuh's
+ * kernels and of this file's. */
+extern "C" int cc_emu_kernel_twin(const void *stub, cc_emu_twin *out) {
+  size_t bytes = 0;
+  cc_cuda__twin_fn f = cc_cuda__twin(stub, &bytes);
+  if (!f && stub == (const void *)tc_spin_kernel) {
+    f = tc_spin_twin;
+    bytes = sizeof(unsigned long long);
+  }
+  if (!f) return 0;
+  out->run = f;
+  out->nargs = 1;
+  out->size[0] = bytes;
+  return 1;
+}
 
 /* ------------------------------------------------------------ device regions */
 
@@ -1101,14 +1120,13 @@ static void run_matrix(ctx *x, int bk, int k) {
 
 static void run_mode(ctx *x) {
   const char *m = cc_cuda_comm_mode(x->g);
-  int staged = x->w->wtype == W_STAGED || x->w->wtype == W_EMU;
+  int staged = x->w->wtype == W_STAGED;
   const char *want = !staged && x->w->expect_ipc ? "ipc" : "staged";
   cc_result rc;
   tr_label(&x->t, "cc_cuda_comm_mode");
   if (!m || strcmp(m, want) != 0)
     tr_fail(&x->t, "cc_cuda_comm_mode returned \"%s\", want \"%s\"%s", m ? m : "(null)", want,
             x->w->wtype == W_STAGED ? " (CC_CUDA_TRANSPORT=staged was set before cc_cuda_comm_init)"
-            : x->w->wtype == W_EMU ? " (the CPU emulation has no CUDA IPC: init must fall back)"
             : x->w->expect_ipc ? " (every rank on this host, every GPU used reaches the others)"
                                : " (some GPUs used have no peer access to each other)");
   tr_label(&x->t, "cc_cuda_comm_check after init");
@@ -2121,7 +2139,7 @@ static void run_death(int variant) {
   snprintf(save_grace, sizeof save_grace, "%s", old_grace ? old_grace : "");
   const char *what = variant ? "rank 1 queued an all_reduce behind a 2 s spin kernel, then _exit(3)"
                              : "rank 1 _exit(3)ed instead of calling all_reduce";
-  snprintf(name, sizeof name, "cuda %sn=3 peer_exit %s", emulated() ? w_prefix(W_EMU) : "",
+  snprintf(name, sizeof name, "cuda %sn=3 peer_exit %s", w_prefix(W_IPC),
            variant ? "with_call_queued" : "before_call");
   memset(&a, 0, sizeof a);
   a.sh = (dshared *)tu_shared_alloc(sizeof(dshared));
@@ -2258,13 +2276,11 @@ int main(int argc, char **argv) {
   } else {
     want_n[2] = want_n[3] = want_n[4] = 1;
   }
-  if (emulated()) {
-    fprintf(stderr, "test_cuda: the CPU emulation of the CUDA runtime: the staged path only (ipc mode, "
-                    "two-shot and a peer's exit with work queued need a GPU: test_cuda runs them there)\n");
-    want_staged = want_twoshot = 0; /* both need kernels */
-  }
+  if (emulated())
+    fprintf(stderr, "test_cuda: on the CPU emulation of the CUDA runtime (tests/cuda_emu.cpp): ipc mode's "
+                    "kernels run as their CPU twins\n");
   for (n = 2; n <= 4; n++)
-    if (want_n[n]) run_world(emulated() ? W_EMU : W_IPC, n, quick);
+    if (want_n[n]) run_world(W_IPC, n, quick);
   if (want_staged) run_world(W_STAGED, 3, quick);
   if (want_twoshot) {
     run_world(W_TWOSHOT, 3, quick);
@@ -2272,7 +2288,7 @@ int main(int argc, char **argv) {
   }
   if (want_death) {
     run_death(0);
-    if (!emulated()) run_death(1); /* work in flight on a stream: a GPU only */
+    run_death(1);
   }
   fprintf(stderr, "test_cuda: %.2f s\n", tu_now() - t0);
   tu_shared_free(p, sizeof(probe));

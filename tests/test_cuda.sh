@@ -10,8 +10,10 @@
 #     flag page in plain memory, and tests/test_cuda_init.cu init's failures
 #     where there is no GPU (no GPU needed for any of the three);
 #   - test_cuda_emu, tests/test_cuda.cu linked with tests/cuda_emu.cpp (the
-#     CUDA runtime on the CPU, one emulated device) and built with ASan and
-#     UBSan, runs the staged path's share of the GPU suite, GPU or not;
+#     CUDA runtime on the CPU: kernels run as their CPU twins on stream
+#     threads, CUDA IPC between processes, stream memory operations) and built
+#     with ASan and UBSan, runs the GPU suite in ipc mode and staged, GPU or
+#     not;
 #   - tests/test_cuda.cu runs every collective on the GPU, or prints one SKIP
 #     line when this machine has no CUDA device; with a device, the example
 #     and a short cc_bench run follow, and both again under compute-sanitizer
@@ -112,8 +114,11 @@ done
 "$out/test_cuda_fold"
 "$out/test_cuda_watchdog"
 "$out/test_cuda_init"
-"$out/test_cuda_emu" 2 3 death   # world sizes 2 and 3 (4 adds nothing to the staged path, and 9 s)
-CC_TRANSPORT=tcp "$out/test_cuda_emu" 3 death   # the staged path of ranks on several hosts
+# ipc mode at 2 and 3 ranks (4 adds 15 s and no new path), the staged path
+# (CC_CUDA_TRANSPORT=staged), two-shot all_reduce, a rank's exit
+"$out/test_cuda_emu" 2 3 staged twoshot death
+# the staged path over TCP: how ranks on several hosts run
+CC_TRANSPORT=tcp "$out/test_cuda_emu" staged
 
 # ---- on the GPU
 log=$out/test_cuda.log

@@ -1,0 +1,52 @@
+/* tests/cuda_emu.h - between a program and tests/cuda_emu.cpp, the CUDA
+ * runtime emulated on the CPU that test_cuda_emu is linked with instead of
+ * libcudart.
+ *
+ * The one hook: a kernel launch (fn<<<...>>>, cudaLaunchKernel) names the
+ * kernel by its host stub. The emulator asks the program for the kernel's CPU
+ * twin, cc_emu_kernel_twin(stub, &twin): a function that runs the kernel's
+ * own __host__ __device__ body over the whole grid, thread after thread, on
+ * copies of the launch's arguments. The program defines it (test_cuda.cu
+ * hands it cc_cuda.cuh's cc_cuda__twin and the twins of its own test
+ * kernels); a kernel without a twin fails to launch with
+ * cudaErrorInvalidDeviceFunction. Kernels run this way must not depend on
+ * threads running at the same time: no __syncthreads, shared memory, atomics
+ * or warp intrinsics (tests/test_cuda.sh checks cc_cuda.cuh's kernels).
+ *
+ * What the emulator offers a test besides the runtime (weak: absent, that is
+ * NULL, in a build with the real runtime):
+ *   cc_cuda_emulated()       1
+ *   cc_emu_count(what)       events counted in this process so far:
+ *                            "freed_while_mapped" (a cudaFree of memory that a
+ *                            live process still had open through CUDA IPC),
+ *                            "flush_waits" (stream waits with
+ *                            CU_STREAM_WAIT_VALUE_FLUSH), "kernels" (run),
+ *                            "faults" (kernels that faulted) */
+#ifndef CC_CUDA_EMU_H
+#define CC_CUDA_EMU_H
+
+#include <cuda_runtime_api.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef void (*cc_emu_twin_fn)(void **args, dim3 grid, dim3 block);
+typedef struct cc_emu_twin {
+  cc_emu_twin_fn run;
+  int nargs;                           /* the kernel's parameters, at most 8 */
+  size_t size[8];                      /* their sizes in bytes */
+} cc_emu_twin;
+
+/* Defined by the program: 1 and *out filled when stub is a kernel it knows. */
+int cc_emu_kernel_twin(const void *stub, cc_emu_twin *out);
+
+int cc_cuda_emulated(void) __attribute__((weak));
+long cc_emu_count(const char *what) __attribute__((weak));
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
