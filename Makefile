@@ -37,11 +37,21 @@ cuda: $(CUDA_BINS) $(BUILD)/ccrun
 # test_cuda linked with tests/cuda_emu.cpp instead of CUDA's runtime: the CUDA
 # runtime on the CPU, which runs the staged path where there is no GPU. Built
 # with ASan and UBSan: the host code of cc_cuda.cuh runs under them there.
+# test_cuda_emu_tsan: the same with ThreadSanitizer (the stream threads, the
+# watchdog and the host thread of each rank). The kernels run on the CPU, so
+# one GPU architecture is enough for both.
 EMU_SAN = $(foreach f,-fsanitize=address -fsanitize=undefined -fno-sanitize-recover=all -fno-omit-frame-pointer,-Xcompiler $(f))
+EMU_TSAN = -Xcompiler -fsanitize=thread
+EMU_ARCH = -arch=sm_90
 $(BUILD)/cuda/test_cuda_emu: tests/test_cuda.cu tests/cuda_emu.cpp $(CUDA_DEPS)
 	@mkdir -p $(@D)
 	$(if $(NVCC),,$(error no nvcc: install the CUDA toolkit or set NVCC))
-	$(NVCC) $(NVWARN) $(NVCC_ARCH) -O1 -g $(EMU_SAN) -I. -Itests -cudart=none -o $@ tests/test_cuda.cu tests/cuda_emu.cpp -lpthread -lm
+	$(NVCC) $(NVWARN) $(EMU_ARCH) -O1 -g $(EMU_SAN) -I. -Itests -cudart=none -o $@ tests/test_cuda.cu tests/cuda_emu.cpp -lpthread -lm
+
+$(BUILD)/cuda/test_cuda_emu_tsan: tests/test_cuda.cu tests/cuda_emu.cpp $(CUDA_DEPS)
+	@mkdir -p $(@D)
+	$(if $(NVCC),,$(error no nvcc: install the CUDA toolkit or set NVCC))
+	$(NVCC) $(NVWARN) $(EMU_ARCH) -O1 -g $(EMU_TSAN) -I. -Itests -cudart=none -o $@ tests/test_cuda.cu tests/cuda_emu.cpp -lpthread -lm
 
 $(BUILD)/cuda/%: tests/%.cu $(CUDA_DEPS)
 	@mkdir -p $(@D)

@@ -928,6 +928,7 @@ static void emu_check_open(const emu_hdr *h, unsigned long long id, size_t n) {
 cudaError_t cudaFree(void *devPtr) {
   int i;
   emu_mem m;
+  memset(&m, 0, sizeof m);
   if (!devPtr) {                       /* also the usual "make the context now" */
     EMU_LIVE();
     return cudaSuccess;
@@ -1022,6 +1023,7 @@ cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
 cudaError_t cudaHostUnregister(void *ptr) {
   int i;
   emu_mem m;
+  memset(&m, 0, sizeof m);
   emu_drain_all();
   pthread_mutex_lock(&emu_lock);
   for (i = 0; i < EMU_MAXA; i++)
@@ -1131,6 +1133,7 @@ cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t 
 cudaError_t cudaPointerGetAttributes(struct cudaPointerAttributes *attributes, const void *ptr) {
   int i, pin;
   emu_mem m;
+  memset(&m, 0, sizeof m);
   EMU_LIVE();
   if (!attributes) return emu_err(cudaErrorInvalidValue);
   memset(attributes, 0, sizeof *attributes);
@@ -1159,6 +1162,7 @@ static CUresult emu_cuPointerGetAttributes(unsigned int n, CUpointer_attribute *
   unsigned int a;
   int i, pin, ord = -2;
   emu_mem m;
+  memset(&m, 0, sizeof m);
   memset(&m, 0, sizeof m);
   if (emu_sticky_err() != cudaSuccess) return CUDA_ERROR_ILLEGAL_ADDRESS;
   pthread_mutex_lock(&emu_lock);
@@ -1331,6 +1335,7 @@ cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle, unsig
 cudaError_t cudaIpcCloseMemHandle(void *devPtr) {
   int i, k, last = 0;
   emu_mem m;
+  memset(&m, 0, sizeof m);
   EMU_LIVE();
   pthread_mutex_lock(&emu_lock);
   for (i = 0; i < EMU_MAXA; i++)
