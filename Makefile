@@ -109,7 +109,23 @@ $(BUILD)/probes/%: tests/%.c cc.h $(wildcard tests/*.h)
 # The test suite: every program in build/tests and every tests/*.sh; ends with
 # "N passed, N failed".
 test: all
+	@$(if $(findstring -fsanitize,$(CFLAGS)),,if $(TORCH_PYTHON) -c 'import torch' 2>/dev/null; then \
+	  $(MAKE) --no-print-directory torch || echo "make torch failed: tests/test_torch.sh says so"; fi)
 	@bash tests/run.sh $(BUILD)
+
+# torch_cc (docs/torch.md): cc as a torch.distributed backend, a C++ extension
+# built by torch.utils.cpp_extension against the torch that TORCH_PYTHON
+# imports, into $(BUILD)/python: `PYTHONPATH=$(BUILD)/python python3 prog.py`
+# with init_process_group("cc"). `make test` builds it first where torch
+# imports (not in the sanitizer builds).
+TORCH_PYTHON ?= /usr/bin/python3
+.PHONY: torch
+torch: $(BUILD)/python/torch_cc/.built
+$(BUILD)/python/torch_cc/.built: cc.h torch_cc/setup.py $(wildcard torch_cc/csrc/*.cpp torch_cc/torch_cc/*.py)
+	@mkdir -p $(BUILD)/python
+	cd torch_cc && $(TORCH_PYTHON) setup.py -q build --build-base $(abspath $(BUILD))/torch_cc \
+	  --build-lib $(abspath $(BUILD))/python
+	@touch $@
 
 # A real four-rank job, readable output.
 run: all
