@@ -18,7 +18,7 @@ PERF_NAMES = all_reduce all_gather broadcast reduce reduce_scatter alltoall gath
 PERF    := $(if $(wildcard bench/cc_bench.c),$(BUILD)/cc_bench $(patsubst %,$(BUILD)/%_perf,$(PERF_NAMES)))
 TOOLS    := $(BUILD)/ccrun $(PERF)
 
-.PHONY: all test run bench sanitize tsan clean cuda peers
+.PHONY: all test run bench sanitize tsan clean cuda peers plot
 all: $(TOOLS) $(EXAMPLES) $(TESTS) $(PROBES)
 
 # cc_cuda.cuh: its tests, example and benchmark, built with nvcc (`make cuda`;
@@ -134,6 +134,13 @@ run: all
 # nccl-tests' all_reduce sweep over 2 ranks: 8 B to 64 MiB, x4, float sum.
 bench: $(BUILD)/ccrun $(BUILD)/all_reduce_perf
 	$(BUILD)/ccrun -n 2 $(BUILD)/all_reduce_perf -b 8 -e 64M -f 4 -d float -o sum
+
+# busbw against message size for cc, Open MPI, MPICH and Gloo, one panel per
+# collective, from a bench/compare.sh run (RESULTS: its folder; default the
+# latest) into docs/perf.png. Needs Debian's python3-matplotlib.
+RESULTS ?= $(BUILD)/compare/latest
+plot:
+	/usr/bin/python3 bench/plot.py $(RESULTS) docs/perf.png
 
 sanitize:
 	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" test
