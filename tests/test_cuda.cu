@@ -90,7 +90,7 @@
  *
  *   test_cuda                     everything
  *   test_cuda 3 staged death      only world size 3, the staged pass, the peer_exit cases
- *                                 (words: 2 3 4 staged twoshot death)
+ *                                 (words: 2 3 4 staged twoshot death regress)
  *   CC_TEST_QUICK=1               world size 3 only, fewer large cases
  *   CC_TEST_VERBOSE=1             timings on stderr */
 #define CC_IMPLEMENTATION
@@ -285,6 +285,9 @@ static cudaError_t stream_spin(cudaStream_t s, unsigned long long ns) {
   return cudaLaunchKernel((const void *)tc_spin_kernel, dim3(1), dim3(1), args, 0, s);
 }
 
+static __global__ void tc_fault_kernel(int *p);
+static void tc_fault_twin(void **args, dim3 grid, dim3 block);
+
 /* The emulation's hook (tests/cuda_emu.h): the CPU twins of cc_cuda.cuh's
  * kernels and of this file's. */
 extern "C" int cc_emu_kernel_twin(const void *stub, cc_emu_twin *out) {
@@ -293,6 +296,10 @@ extern "C" int cc_emu_kernel_twin(const void *stub, cc_emu_twin *out) {
   if (!f && stub == (const void *)tc_spin_kernel) {
     f = tc_spin_twin;
     bytes = sizeof(unsigned long long);
+  }
+  if (!f && stub == (const void *)tc_fault_kernel) {
+    f = tc_fault_twin;
+    bytes = sizeof(int *);
   }
   if (!f) return 0;
   out->run = f;
@@ -2201,6 +2208,696 @@ static void run_death(int variant) {
   tu_shared_free(a.sh, sizeof(dshared));
 }
 
+/* ------------------------------------------------------------ regressions
+ *
+ * Each in a world of its own (fresh processes), for the defects of issue 10;
+ * each failed before its fix (the commit that fixed it says how):
+ *
+ *   two_streams        calls alternate between two streams with no
+ *                      synchronization between them; the first stream is
+ *                      held back 50 ms, so that the second runs ahead
+ *   p2p_staged_sends   a group of four sends from managed memory (which CUDA
+ *                      IPC refuses, so each goes through the sender's
+ *                      scratch), growing sizes
+ *   one_rank_oom       rank 0's cc_cuda_malloc of 2^60 bytes fails; then a
+ *                      collective whose scratch rank 0 cannot allocate
+ *                      (emulation: CC_EMU_MEM_LIMIT); every rank returns
+ *                      within 2 s, the communicator goes on working
+ *   context_killed     rank 1's kernel faults (a sticky CUDA error); every
+ *                      rank learns it within 2 s, destroy returns
+ *   free_mapped        cc_cuda_malloc'd buffers freed after use (12 at once),
+ *                      scratch growth, destroy: no memory is freed while a
+ *                      peer still has it open (the emulation counts it)
+ *   misaligned         element pointers not aligned to their element:
+ *                      CC_ERR_INVALID_ARG on every rank, still usable
+ *   graph_capture      a call on a capturing stream: CC_ERR_UNSUPPORTED on
+ *                      every rank, still usable
+ *   visible_devices    each rank sees only its own GPU (CUDA_VISIBLE_DEVICES):
+ *                      ipc mode; MIG instances of one GPU: staged mode
+ *                      (emulation: CC_EMU_DEVICES, CC_EMU_MIG)
+ *   no_device_sync     another stream of the rank is busy for 1 s; calls
+ *                      that grow the scratch and evict mapped buffers return
+ *                      at once
+ *   user_error         the user's own pending CUDA error is neither taken for
+ *                      the library's nor cleared
+ *   flush              two-shot all_reduce writes into the peers' memory: the
+ *                      waits that publish it flush remote writes (emulation) */
+
+typedef struct rshared {
+  int nfail[MAXR], done[MAXR];
+  char fail[MAXR][400];
+  char note[400];
+  int64_t t_mark;                      /* when a rank failed on purpose */
+} rshared;
+
+typedef struct rctx {
+  cc_comm *c;
+  rshared *sh;
+  int me, n;
+  cc_cuda_comm *g;
+  cudaStream_t s;
+} rctx;
+
+typedef void (*reg_fn)(rctx *r);
+typedef struct rarg {
+  rshared *sh;
+  reg_fn fn;
+} rarg;
+
+static void rfail(rctx *r, const char *fmt, ...) {
+  va_list ap;
+  if (r->sh->nfail[r->me]++) return;   /* the first one says it */
+  va_start(ap, fmt);
+  vsnprintf(r->sh->fail[r->me], sizeof r->sh->fail[r->me], fmt, ap);
+  va_end(ap);
+}
+
+static void rnote(rctx *r, const char *fmt, ...) {
+  va_list ap;
+  if (r->me != 0) return;
+  va_start(ap, fmt);
+  vsnprintf(r->sh->note, sizeof r->sh->note, fmt, ap);
+  va_end(ap);
+}
+
+/* cudaSetDevice, a stream, cc_cuda_comm_init: 1 when all worked */
+static int rinit(rctx *r) {
+  int ndev = 1;
+  cc_result rc;
+  if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) ndev = 1;
+  if (cudaSetDevice(r->me % ndev) != cudaSuccess ||
+      cudaStreamCreateWithFlags(&r->s, cudaStreamNonBlocking) != cudaSuccess) {
+    rfail(r, "cudaSetDevice or cudaStreamCreateWithFlags failed");
+    return 0;
+  }
+  if ((rc = cc_cuda_comm_init(r->c, r->me % ndev, &r->g)) != CC_OK) {
+    rfail(r, "cc_cuda_comm_init: %s (%s)", cc_strerror(rc), cc_comm_last_error(r->c));
+    return 0;
+  }
+  return 1;
+}
+
+static int rok(rctx *r, cc_result rc, const char *what) {
+  if (rc == CC_OK) return 1;
+  rfail(r, "%s returned %s (%s)", what, res_name(rc), r->g ? cc_cuda_comm_last_error(r->g) : "");
+  return 0;
+}
+static int rcu(rctx *r, cudaError_t e, const char *what) {
+  if (e == cudaSuccess) return 1;
+  rfail(r, "%s: %s", what, cudaGetErrorName(e));
+  return 0;
+}
+
+static void rdestroy(rctx *r) {
+  if (r->g) {
+    cc_result rc = cc_cuda_comm_destroy(r->g);
+    if (rc != CC_OK) rfail(r, "cc_cuda_comm_destroy returned %s (%s)", res_name(rc), cc_comm_last_error(r->c));
+    r->g = NULL;
+  }
+  if (r->s) cudaStreamDestroy(r->s);
+}
+
+static int reg_main(cc_comm *c, void *argp) {
+  rarg *a = (rarg *)argp;
+  rctx r;
+  memset(&r, 0, sizeof r);
+  r.c = c;
+  r.sh = a->sh;
+  r.me = cc_comm_rank(c);
+  r.n = cc_comm_size(c);
+  a->fn(&r);
+  __atomic_store_n(&a->sh->done[r.me], 1, __ATOMIC_SEQ_CST);
+  return 0;
+}
+
+/* Run fn on n ranks with environment `env` ("K=V K=V", restored after) and
+ * report it as one line. */
+static void run_reg(const char *name, int n, reg_fn fn, const char *env, const char *what) {
+  static rarg a;
+  char full[160], saved[8][160], keys[8][64], buf[400], *tok, *save = NULL;
+  int had[8], nk = 0, i, rc, bad = 0;
+  size_t m = 0;
+  snprintf(full, sizeof full, "cuda %sn=%d regress %s", w_prefix(W_IPC), n, name);
+  a.sh = (rshared *)tu_shared_alloc(sizeof(rshared));
+  if (!a.sh) {
+    tu_fail(full, "cannot map shared memory");
+    return;
+  }
+  a.fn = fn;
+  snprintf(buf, sizeof buf, "%s", env ? env : "");
+  for (tok = strtok_r(buf, " ", &save); tok && nk < 8; tok = strtok_r(NULL, " ", &save)) {
+    char *eq = strchr(tok, '=');
+    const char *old;
+    if (!eq) continue;
+    *eq = 0;
+    snprintf(keys[nk], sizeof keys[nk], "%s", tok);
+    old = getenv(tok);
+    had[nk] = old != NULL;
+    snprintf(saved[nk], sizeof saved[nk], "%s", old ? old : "");
+    setenv(tok, eq + 1, 1);
+    nk++;
+  }
+  rc = tu_spawn(n, reg_main, &a);
+  for (i = 0; i < nk; i++) {
+    if (had[i]) setenv(keys[i], saved[i], 1);
+    else unsetenv(keys[i]);
+  }
+  buf[0] = 0;
+  for (i = 0; i < n; i++) {
+    if (!a.sh->done[i]) {
+      app(buf, sizeof buf, &m, "rank %d did not finish (%s); ", i, a.sh->nfail[i] ? a.sh->fail[i] : "hung or crashed");
+      bad = 1;
+    } else if (a.sh->nfail[i]) {
+      app(buf, sizeof buf, &m, "rank %d: %s%s; ", i, a.sh->fail[i],
+          a.sh->nfail[i] > 1 ? " (and more)" : "");
+      bad = 1;
+    }
+  }
+  if (!bad && rc != 0) {
+    app(buf, sizeof buf, &m, "cc_spawn returned %d; ", rc);
+    bad = 1;
+  }
+  if (bad)
+    tu_fail(full, "%s: %s", what, buf);
+  else
+    tu_pass(full, "%s%s%s", what, a.sh->note[0] ? "; " : "", a.sh->note);
+  tu_shared_free(a.sh, sizeof(rshared));
+}
+
+/* float32 inputs of rank r for case `seed`, count elements, into device p on s */
+static int rput(rctx *r, cudaStream_t s, void *p, uint64_t seed, int rank, size_t count, float *host) {
+  tr_fill(host, CC_FLOAT32, TR_GEN_ANY, seed, rank, 0, count);
+  return rcu(r, cudaMemcpyAsync(p, host, count * 4, cudaMemcpyHostToDevice, s), "cudaMemcpyAsync");
+}
+
+/* device p (count float32) must be the sum over ranks of case seed's inputs */
+static void rcheck_sum(rctx *r, const char *what, const void *p, uint64_t seed, size_t count) {
+  float *got = (float *)malloc(count * 4 + 4), *want = (float *)malloc(count * 4 + 4);
+  char m[300];
+  tr_reference(want, CC_FLOAT32, CC_SUM, TR_GEN_ANY, seed, r->n, 0, count);
+  if (rcu(r, cudaMemcpy(got, p, count * 4, cudaMemcpyDeviceToHost), "cudaMemcpy") &&
+      tr_compare(got, want, count, CC_FLOAT32, m, sizeof m))
+    rfail(r, "%s: %s", what, m);
+  free(got);
+  free(want);
+}
+
+/* ---- two_streams */
+#define TS_CALLS 12
+static void reg_two_streams(rctx *r) {
+  cudaStream_t st[2] = {0, 0};
+  unsigned char *arena = NULL;
+  size_t counts[TS_CALLS], offs[TS_CALLS], tot = 0, i;
+  float *host;
+  int k, kind[TS_CALLS];
+  if (!rinit(r)) return;
+  for (i = 0; i < TS_CALLS; i++) {
+    kind[i] = (int)(i % 3);                /* 0: all_reduce in place, 1: out of place, 2: all_gather */
+    counts[i] = i % 4 == 3 ? 70001 : 1000 + 777 * i;  /* 70001 floats: above the one-shot limit */
+    offs[i] = tot;
+    tot += (counts[i] * (kind[i] == 2 ? (size_t)r->n + 1 : 2) * 4 + 255) & ~(size_t)255;
+  }
+  host = (float *)malloc(70001 * 4);
+  if (!rcu(r, cudaStreamCreateWithFlags(&st[0], cudaStreamNonBlocking), "cudaStreamCreateWithFlags") ||
+      !rcu(r, cudaStreamCreateWithFlags(&st[1], cudaStreamNonBlocking), "cudaStreamCreateWithFlags") ||
+      !rok(r, cc_cuda_malloc(r->g, (void **)&arena, tot), "cc_cuda_malloc"))
+    goto out;
+  /* stream 0 of rank 0 starts late: stream 1's calls run ahead of it */
+  if (r->me == 0 && !rcu(r, stream_spin(st[0], 50000000ull), "spin kernel")) goto out;
+  for (i = 0; i < TS_CALLS; i++) {
+    cudaStream_t s = st[i & 1];
+    unsigned char *in = arena + offs[i], *out = in + counts[i] * 4;
+    cc_result rc;
+    if (!rput(r, s, in, 500 + i, r->me, counts[i], host)) goto out;
+    if (kind[i] == 0) rc = cc_cuda_all_reduce(r->g, in, in, counts[i], CC_FLOAT32, CC_SUM, s);
+    else if (kind[i] == 1) rc = cc_cuda_all_reduce(r->g, in, out, counts[i], CC_FLOAT32, CC_SUM, s);
+    else rc = cc_cuda_all_gather(r->g, in, out, counts[i], CC_FLOAT32, s);
+    if (!rok(r, rc, kind[i] == 2 ? "cc_cuda_all_gather" : "cc_cuda_all_reduce")) goto out;
+  }
+  if (!rcu(r, cudaStreamSynchronize(st[0]), "cudaStreamSynchronize") ||
+      !rcu(r, cudaStreamSynchronize(st[1]), "cudaStreamSynchronize"))
+    goto out;
+  for (i = 0; i < TS_CALLS && !r->sh->nfail[r->me]; i++) {
+    char what[80];
+    unsigned char *in = arena + offs[i], *out = in + counts[i] * 4;
+    snprintf(what, sizeof what, "call %zu (stream %zu, %s, %zu floats)", i, i & 1,
+             kind[i] == 0 ? "all_reduce in place" : kind[i] == 1 ? "all_reduce" : "all_gather", counts[i]);
+    if (kind[i] < 2) {
+      rcheck_sum(r, what, kind[i] == 0 ? in : out, 500 + i, counts[i]);
+    } else {
+      float *got = (float *)malloc(counts[i] * 4 * (size_t)r->n), *want = (float *)malloc(counts[i] * 4);
+      char m[300];
+      if (rcu(r, cudaMemcpy(got, out, counts[i] * 4 * (size_t)r->n, cudaMemcpyDeviceToHost), "cudaMemcpy"))
+        for (k = 0; k < r->n; k++) {
+          tr_fill(want, CC_FLOAT32, TR_GEN_ANY, 500 + i, k, 0, counts[i]);
+          if (tr_compare(got + (size_t)k * counts[i], want, counts[i], CC_FLOAT32, m, sizeof m)) {
+            rfail(r, "%s: block %d: %s", what, k, m);
+            break;
+          }
+        }
+      free(got);
+      free(want);
+    }
+  }
+  rnote(r, "%d calls alternating between two streams, no synchronization between them", TS_CALLS);
+out:
+  if (arena) cc_cuda_free(r->g, arena);
+  free(host);
+  rdestroy(r);
+  if (st[0]) cudaStreamDestroy(st[0]);
+  if (st[1]) cudaStreamDestroy(st[1]);
+}
+
+/* ---- p2p_staged_sends */
+static void reg_p2p_staged(rctx *r) {
+  static const size_t sizes[4] = {1000, 300001, 17, 700001};
+  int right = (r->me + 1) % r->n, left = (r->me + r->n - 1) % r->n, i;
+  float *sbuf[4] = {NULL, NULL, NULL, NULL}, *rbuf = NULL, *host = NULL;
+  size_t roff[4], tot = 0;
+  cc_result rc = CC_OK, rc2;
+  if (!rinit(r)) return;
+  for (i = 0; i < 4; i++) {
+    roff[i] = tot;
+    tot += (sizes[i] + 63) & ~(size_t)63;
+  }
+  host = (float *)malloc(700001 * 4);
+  if (!rok(r, cc_cuda_malloc(r->g, (void **)&rbuf, tot * 4), "cc_cuda_malloc")) goto out;
+  for (i = 0; i < 4; i++)
+    if (!rcu(r, cudaMallocManaged((void **)&sbuf[i], sizes[i] * 4, cudaMemAttachGlobal), "cudaMallocManaged") ||
+        !rput(r, r->s, sbuf[i], 900 + (uint64_t)i, r->me, sizes[i], host))
+      goto out;
+  if (!rok(r, cc_cuda_group_begin(r->g), "cc_cuda_group_begin")) goto out;
+  for (i = 0; i < 4 && rc == CC_OK; i++) rc = cc_cuda_send(r->g, sbuf[i], sizes[i], CC_FLOAT32, right, i, r->s);
+  for (i = 0; i < 4 && rc == CC_OK; i++) rc = cc_cuda_recv(r->g, rbuf + roff[i], sizes[i], CC_FLOAT32, left, i, r->s);
+  rc2 = cc_cuda_group_end(r->g);
+  if (!rok(r, rc, "cc_cuda_send/recv") || !rok(r, rc2, "cc_cuda_group_end") ||
+      !rcu(r, cudaStreamSynchronize(r->s), "cudaStreamSynchronize"))
+    goto out;
+  for (i = 0; i < 4; i++) {
+    float *got = (float *)malloc(sizes[i] * 4);
+    char m[300];
+    tr_fill(host, CC_FLOAT32, TR_GEN_ANY, 900 + (uint64_t)i, left, 0, sizes[i]);
+    if (rcu(r, cudaMemcpy(got, rbuf + roff[i], sizes[i] * 4, cudaMemcpyDeviceToHost), "cudaMemcpy") &&
+        tr_compare(got, host, sizes[i], CC_FLOAT32, m, sizeof m))
+      rfail(r, "message %d (%zu floats) from rank %d: %s", i, sizes[i], left, m);
+    free(got);
+  }
+  rnote(r, "a ring, 4 messages each way in one group from cudaMallocManaged memory (1000, 300001, 17, 700001 floats)");
+out:
+  for (i = 0; i < 4; i++)
+    if (sbuf[i]) cudaFree(sbuf[i]);
+  if (rbuf) cc_cuda_free(r->g, rbuf);
+  free(host);
+  rdestroy(r);
+}
+
+/* ---- one_rank_oom */
+static void reg_oom(rctx *r) {
+  float *buf = NULL, *host = NULL;
+  void *huge = NULL;
+  size_t count = 40000;
+  double t0, dt;
+  cc_result rc;
+  if (!rinit(r)) return;
+  host = (float *)malloc(count * 4);
+  if (!rok(r, cc_cuda_malloc(r->g, (void **)&buf, 2 * count * 4), "cc_cuda_malloc")) goto out;
+  if (r->me == 0) {
+    rc = cc_cuda_malloc(r->g, &huge, (size_t)1 << 60);
+    if (rc != CC_ERR_NO_MEMORY) rfail(r, "cc_cuda_malloc of 2^60 bytes returned %s, want CC_ERR_NO_MEMORY", res_name(rc));
+  }
+  /* a failed cc_cuda_malloc is not a failed communicator */
+  if (!rput(r, r->s, buf, 41, r->me, count, host)) goto out;
+  t0 = tu_now();
+  rc = cc_cuda_all_reduce(r->g, buf, buf + count, count, CC_FLOAT32, CC_SUM, r->s);
+  dt = tu_now() - t0;
+  if (!rok(r, rc, "all_reduce after rank 0's failed cc_cuda_malloc")) goto out;
+  if (dt > 2.0) rfail(r, "all_reduce after rank 0's failed cc_cuda_malloc took %.1f s", dt);
+  if (!rcu(r, cudaStreamSynchronize(r->s), "cudaStreamSynchronize")) goto out;
+  rcheck_sum(r, "all_reduce after rank 0's failed cc_cuda_malloc", buf + count, 41, count);
+  if (!emulated()) {
+    rnote(r, "rank 0's cc_cuda_malloc(2^60): CC_ERR_NO_MEMORY, the next all_reduce right on every rank (a collective's "
+          "own allocation failing on one rank needs the emulation's memory limit)");
+    goto out;
+  }
+  /* the scratch of an in-place all_reduce cannot be had on rank 0 */
+  if (!rput(r, r->s, buf, 42, r->me, count, host)) goto out;
+  if (r->me == 0) setenv("CC_EMU_MEM_LIMIT", "1", 1);
+  t0 = tu_now();
+  rc = cc_cuda_all_reduce(r->g, buf, buf, count, CC_FLOAT32, CC_SUM, r->s);
+  dt = tu_now() - t0;
+  if (r->me == 0) unsetenv("CC_EMU_MEM_LIMIT");
+  if (rc != CC_ERR_NO_MEMORY)
+    rfail(r, "in-place all_reduce whose scratch rank 0 cannot allocate returned %s after %.2f s, want "
+          "CC_ERR_NO_MEMORY on every rank (%s)", res_name(rc), dt, cc_cuda_comm_last_error(r->g));
+  else if (dt > 2.0)
+    rfail(r, "in-place all_reduce whose scratch rank 0 cannot allocate returned after %.1f s", dt);
+  cudaStreamSynchronize(r->s);
+  /* and the communicator still works */
+  if (!rput(r, r->s, buf, 43, r->me, count, host)) goto out;
+  t0 = tu_now();
+  rc = cc_cuda_all_reduce(r->g, buf, buf, count, CC_FLOAT32, CC_SUM, r->s);
+  if (!rok(r, rc, "in-place all_reduce after the failed one") || !rcu(r, cudaStreamSynchronize(r->s), "sync")) goto out;
+  rcheck_sum(r, "in-place all_reduce after the failed one", buf, 43, count);
+  rnote(r, "rank 0's cc_cuda_malloc(2^60): CC_ERR_NO_MEMORY, the next all_reduce right on every rank; rank 0 without "
+        "memory for a collective's scratch: CC_ERR_NO_MEMORY on every rank within 2 s, the next call right");
+out:
+  if (buf) cc_cuda_free(r->g, buf);
+  free(host);
+  t0 = tu_now();
+  rdestroy(r);
+  if (tu_now() - t0 > 2.0) rfail(r, "cc_cuda_comm_destroy took %.1f s", tu_now() - t0);
+}
+
+/* ---- context_killed */
+static __global__ void tc_fault_kernel(int *p) { *p = 1; }
+static void tc_fault_twin(void **args, dim3 grid, dim3 block) {
+  int *p = *(int *const *)args[0];
+  (void)grid, (void)block;
+  *(volatile int *)p = 1;
+}
+
+static void reg_context(rctx *r) {
+  float *buf = NULL, *host = NULL;
+  size_t count = 5000;
+  double t0, t_seen = -1, t_dead;
+  cc_result rc;
+  int i;
+  if (!rinit(r)) return;
+  host = (float *)malloc(count * 4);
+  if (!rok(r, cc_cuda_malloc(r->g, (void **)&buf, count * 4), "cc_cuda_malloc") || !rput(r, r->s, buf, 7, r->me, count, host) ||
+      !rok(r, cc_cuda_all_reduce(r->g, buf, buf, count, CC_FLOAT32, CC_SUM, r->s), "warm-up all_reduce") ||
+      !rcu(r, cudaStreamSynchronize(r->s), "cudaStreamSynchronize"))
+    goto out;
+  if (r->me == 1) {                    /* 300 ms from now, a kernel faults; behind it an all_reduce */
+    int *bad = (int *)(uintptr_t)64;
+    void *args[1] = {&bad};
+    if (!rcu(r, stream_spin(r->s, 300000000ull), "spin kernel") ||
+        !rcu(r, cudaLaunchKernel((const void *)tc_fault_kernel, dim3(1), dim3(1), args, 0, r->s), "fault kernel"))
+      goto out;
+  }
+  rc = cc_cuda_all_reduce(r->g, buf, buf, count, CC_FLOAT32, CC_SUM, r->s);
+  if (!rok(r, rc, "all_reduce queued before the fault")) goto out;
+  t0 = tu_now();
+  if (r->me == 1) {                    /* the context dies; this rank then does nothing for a while */
+    if (cudaStreamSynchronize(r->s) == cudaSuccess) {
+      rfail(r, "a kernel that writes to address 64 did not kill the context");
+      goto out;
+    }
+    __atomic_store_n(&r->sh->t_mark, (int64_t)(tu_now() * 1e9), __ATOMIC_SEQ_CST);
+    for (i = 0; i < r->n; i++)
+      while (i != 1 && !__atomic_load_n(&r->sh->done[i], __ATOMIC_SEQ_CST) && tu_now() - t0 < 15) tu_sleep_us(10000);
+  } else {                             /* the others' streams wait for rank 1's */
+    cudaStreamSynchronize(r->s);
+    while (t_seen < 0 && tu_now() - t0 < 15) {
+      if (cc_cuda_comm_check(r->g) != CC_OK) t_seen = tu_now();
+      else tu_sleep_us(10000);
+    }
+    while (!__atomic_load_n(&r->sh->t_mark, __ATOMIC_SEQ_CST) && tu_now() - t0 < 15) tu_sleep_us(1000);
+    t_dead = (double)__atomic_load_n(&r->sh->t_mark, __ATOMIC_SEQ_CST) / 1e9;
+    if (t_seen < 0)
+      rfail(r, "nothing reported rank 1's dead context within 15 s (cudaStreamSynchronize and cc_cuda_comm_check)");
+    else if (t_seen - t_dead > 2.0)
+      rfail(r, "learned of rank 1's dead context %.1f s after it died", t_seen - t_dead);
+    else if (cc_cuda_all_reduce(r->g, buf, buf, count, CC_FLOAT32, CC_SUM, r->s) == CC_OK)
+      rfail(r, "a call after the failure returned CC_OK");
+  }
+  rnote(r, "rank 1's kernel faulted while every rank's all_reduce was queued; the others' streams were released "
+        "and cc_cuda_comm_check failed within 2 s; destroy returned within 2 s");
+out:
+  free(host);
+  if (r->me != 1) __atomic_store_n(&r->sh->done[r->me], 1, __ATOMIC_SEQ_CST);
+  if (buf) cc_cuda_free(r->g, buf);
+  t0 = tu_now();
+  if (r->g) {
+    cc_cuda_comm_destroy(r->g);        /* fails (the communicator failed): it must return */
+    r->g = NULL;
+  }
+  if (tu_now() - t0 > 2.0) rfail(r, "cc_cuda_comm_destroy took %.1f s", tu_now() - t0);
+}
+
+/* ---- free_mapped */
+static void reg_free_mapped(rctx *r) {
+  float *bufs[12], *host = NULL;
+  long before = cc_emu_count ? cc_emu_count("freed_while_mapped") : 0, after;
+  int i, round;
+  size_t count;
+  memset(bufs, 0, sizeof bufs);
+  if (!rinit(r)) return;
+  host = (float *)malloc(((size_t)1 << 20) * 4);
+  for (round = 0; round < 3 && !r->sh->nfail[r->me]; round++) {
+    /* twelve buffers, each used once, all freed before the next call */
+    for (i = 0; i < 12; i++) {
+      count = 1000 + 100 * (size_t)i + 10 * (size_t)round;
+      if (!rok(r, cc_cuda_malloc(r->g, (void **)&bufs[i], count * 4), "cc_cuda_malloc") ||
+          !rput(r, r->s, bufs[i], 60 + (uint64_t)i, r->me, count, host) ||
+          !rok(r, cc_cuda_all_reduce(r->g, bufs[i], bufs[i], count, CC_FLOAT32, CC_SUM, r->s), "all_reduce"))
+        break;
+    }
+    if (!rcu(r, cudaStreamSynchronize(r->s), "cudaStreamSynchronize")) break;
+    for (i = 0; i < 12; i++)
+      if (bufs[i]) {
+        if (round == 2) rcheck_sum(r, "all_reduce in place", bufs[i], 60 + (uint64_t)i, 1000 + 100 * (size_t)i + 20);
+        rok(r, cc_cuda_free(r->g, bufs[i]), "cc_cuda_free");
+        bufs[i] = NULL;
+      }
+    /* the scratch grows: in-place all_to_all of 1, 2, 3 MiB per rank */
+    count = ((size_t)(round + 1) << 18) / (size_t)r->n * (size_t)r->n;
+    {
+      float *big = NULL;
+      if (!rok(r, cc_cuda_malloc(r->g, (void **)&big, count * 4), "cc_cuda_malloc") ||
+          !rok(r, cc_cuda_all_to_all(r->g, big, big, count / (size_t)r->n, CC_FLOAT32, r->s), "all_to_all in place") ||
+          !rcu(r, cudaStreamSynchronize(r->s), "cudaStreamSynchronize"))
+        break;
+      rok(r, cc_cuda_free(r->g, big), "cc_cuda_free");
+    }
+  }
+  free(host);
+  rdestroy(r);
+  if (!cc_emu_count) {
+    rnote(r, "3 rounds of 12 buffers used and freed, scratch growth, destroy (no count of frees while mapped "
+          "without the emulation)");
+    return;
+  }
+  after = cc_emu_count("freed_while_mapped");
+  if (after != before)
+    rfail(r, "%ld buffers of this rank were freed while a peer still had them open (cudaIpcOpenMemHandle without "
+          "cudaIpcCloseMemHandle first)", after - before);
+  rnote(r, "3 rounds of 12 cc_cuda_malloc buffers used once and freed together, scratch growth, destroy: no buffer "
+        "freed while a peer had it open");
+}
+
+/* ---- misaligned */
+static void reg_misaligned(rctx *r) {
+  static const struct { cc_dtype t; size_t off; int ok; } cases[] = {
+    {CC_FLOAT32, 1, 0}, {CC_FLOAT32, 2, 0}, {CC_FLOAT64, 4, 0}, {CC_FLOAT16, 1, 0},
+    {CC_INT64, 4, 0}, {CC_COMPLEX128, 4, 0}, {CC_COMPLEX128, 8, 1}, {CC_COMPLEX64, 4, 1}};
+  unsigned char *a = NULL, *b = NULL;
+  float *host = NULL;
+  size_t i;
+  cc_result rc;
+  if (!rinit(r)) return;
+  host = (float *)malloc(4096);
+  if (!rok(r, cc_cuda_malloc(r->g, (void **)&a, 65536), "cc_cuda_malloc") ||
+      !rok(r, cc_cuda_malloc(r->g, (void **)&b, 65536), "cc_cuda_malloc") ||
+      !rcu(r, cudaMemsetAsync(a, 0, 65536, r->s), "cudaMemsetAsync"))
+    goto out;
+  for (i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+    rc = cc_cuda_all_reduce(r->g, a + cases[i].off, b, 100, cases[i].t, CC_SUM, r->s);
+    if (cases[i].ok ? rc != CC_OK : rc != CC_ERR_INVALID_ARG)
+      rfail(r, "all_reduce %s with sendbuf %zu bytes past an aligned address returned %s, want %s (%s)",
+            tr_dtype_name(cases[i].t), cases[i].off, res_name(rc), cases[i].ok ? "CC_OK" : "CC_ERR_INVALID_ARG",
+            cc_cuda_comm_last_error(r->g));
+    rc = cc_cuda_reduce_scatter(r->g, a, b + cases[i].off, 10, cases[i].t, CC_SUM, r->s);
+    if (cases[i].ok ? rc != CC_OK : rc != CC_ERR_INVALID_ARG)
+      rfail(r, "reduce_scatter %s with recvbuf %zu bytes past an aligned address returned %s, want %s",
+            tr_dtype_name(cases[i].t), cases[i].off, res_name(rc), cases[i].ok ? "CC_OK" : "CC_ERR_INVALID_ARG");
+  }
+  /* moving data needs no alignment */
+  if (!rok(r, cc_cuda_all_gather(r->g, a + 1, b + 3, 33, CC_FLOAT32, r->s), "all_gather at odd addresses")) goto out;
+  if (!rput(r, r->s, a, 77, r->me, 1000, host) ||
+      !rok(r, cc_cuda_all_reduce(r->g, a, b, 1000, CC_FLOAT32, CC_SUM, r->s), "all_reduce after the refused ones") ||
+      !rcu(r, cudaStreamSynchronize(r->s), "cudaStreamSynchronize"))
+    goto out;
+  rcheck_sum(r, "all_reduce after the refused ones", b, 77, 1000);
+  rnote(r, "reductions on element pointers off their element's alignment (float32 +1, +2; float64, int64 +4; "
+        "float16 +1; complex128 +4): CC_ERR_INVALID_ARG on every rank; complex128 +8, complex64 +4 and an all_gather "
+        "at odd addresses work; the communicator goes on");
+out:
+  free(host);
+  if (a) cc_cuda_free(r->g, a);
+  if (b) cc_cuda_free(r->g, b);
+  rdestroy(r);
+}
+
+/* ---- graph_capture */
+static void reg_capture(rctx *r) {
+  float *buf = NULL, *host = NULL;
+  cudaGraph_t graph = NULL;
+  cc_result rc;
+  cudaError_t e;
+  if (!rinit(r)) return;
+  host = (float *)malloc(4000);
+  if (!rok(r, cc_cuda_malloc(r->g, (void **)&buf, 8000), "cc_cuda_malloc")) goto out;
+  if (!rcu(r, cudaStreamBeginCapture(r->s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture")) goto out;
+  rc = cc_cuda_all_reduce(r->g, buf, buf + 1000, 1000, CC_FLOAT32, CC_SUM, r->s);
+  e = cudaStreamEndCapture(r->s, &graph);
+  if (rc != CC_ERR_UNSUPPORTED)
+    rfail(r, "all_reduce on a capturing stream returned %s, want CC_ERR_UNSUPPORTED (%s)", res_name(rc),
+          cc_cuda_comm_last_error(r->g));
+  if (e != cudaSuccess) rfail(r, "cudaStreamEndCapture: %s (the call broke the capture)", cudaGetErrorName(e));
+  if (graph) cudaGraphDestroy(graph);
+  if (!rput(r, r->s, buf, 88, r->me, 1000, host) ||
+      !rok(r, cc_cuda_all_reduce(r->g, buf, buf + 1000, 1000, CC_FLOAT32, CC_SUM, r->s), "all_reduce after") ||
+      !rcu(r, cudaStreamSynchronize(r->s), "cudaStreamSynchronize"))
+    goto out;
+  rcheck_sum(r, "all_reduce after the capture", buf + 1000, 88, 1000);
+  rnote(r, "all_reduce on a capturing stream: CC_ERR_UNSUPPORTED on every rank, the capture intact, the next call right");
+out:
+  free(host);
+  if (buf) cc_cuda_free(r->g, buf);
+  rdestroy(r);
+}
+
+/* ---- visible_devices (the emulation's devices) */
+static void reg_devices(rctx *r, int mig) {
+  float *buf = NULL, *host = NULL;
+  const char *want = mig ? "staged" : "ipc";
+  char v[16];
+  if (!mig) {                          /* each rank sees one GPU, its own, as device 0 */
+    snprintf(v, sizeof v, "%d", r->me % 2);
+    setenv("CUDA_VISIBLE_DEVICES", v, 1);
+  }
+  if (!rinit(r)) return;
+  host = (float *)malloc(4000);
+  if (strcmp(cc_cuda_comm_mode(r->g), want) != 0)
+    rfail(r, "mode \"%s\", want \"%s\"", cc_cuda_comm_mode(r->g), want);
+  if (!rok(r, cc_cuda_malloc(r->g, (void **)&buf, 8000), "cc_cuda_malloc") || !rput(r, r->s, buf, 99, r->me, 1000, host) ||
+      !rok(r, cc_cuda_all_reduce(r->g, buf, buf + 1000, 1000, CC_FLOAT32, CC_SUM, r->s), "all_reduce") ||
+      !rcu(r, cudaStreamSynchronize(r->s), "cudaStreamSynchronize"))
+    goto out;
+  rcheck_sum(r, "all_reduce", buf + 1000, 99, 1000);
+  rnote(r, mig ? "2 MIG instances of one GPU (one PCI bus id, no peer access): staged mode, all_reduce right"
+               : "2 GPUs, each rank seeing only its own (CUDA_VISIBLE_DEVICES): ipc mode, all_reduce right");
+out:
+  free(host);
+  if (buf) cc_cuda_free(r->g, buf);
+  rdestroy(r);
+}
+static void reg_visible(rctx *r) { reg_devices(r, 0); }
+static void reg_mig(rctx *r) { reg_devices(r, 1); }
+
+/* ---- no_device_sync */
+static void reg_nosync(rctx *r) {
+  cudaStream_t other = 0;
+  float *bufs[40], *big = NULL, *host = NULL;
+  double t0, worst = 0;
+  int i;
+  memset(bufs, 0, sizeof bufs);
+  if (!rinit(r)) return;
+  host = (float *)malloc(4000);
+  if (!rcu(r, cudaStreamCreateWithFlags(&other, cudaStreamNonBlocking), "cudaStreamCreateWithFlags")) goto out;
+  for (i = 0; i < 40; i++)
+    if (!rok(r, cc_cuda_malloc(r->g, (void **)&bufs[i], 4000), "cc_cuda_malloc")) goto out;
+  if (!rok(r, cc_cuda_malloc(r->g, (void **)&big, (size_t)3 << 20), "cc_cuda_malloc")) goto out;
+  /* the user's other stream is busy for a second */
+  if (!rcu(r, stream_spin(other, 1000000000ull), "spin kernel")) goto out;
+  for (i = 0; i < 40; i++) {           /* 40 buffers: the peers' caches of 32 evict */
+    t0 = tu_now();
+    if (!rok(r, cc_cuda_all_reduce(r->g, bufs[i], bufs[i], 1000, CC_FLOAT32, CC_SUM, r->s), "all_reduce")) goto out;
+    worst = CC__MAX(worst, tu_now() - t0);
+  }
+  t0 = tu_now();                       /* the scratch grows to 3 MiB */
+  if (!rok(r, cc_cuda_all_to_all(r->g, big, big, ((size_t)3 << 18) / (size_t)r->n, CC_FLOAT32, r->s), "all_to_all")) goto out;
+  worst = CC__MAX(worst, tu_now() - t0);
+  if (worst > 0.5)
+    rfail(r, "a call took %.2f s while another stream of this rank was busy (it waited for the whole device)", worst);
+  if (!rcu(r, cudaStreamSynchronize(r->s), "cudaStreamSynchronize")) goto out;
+  rnote(r, "another stream busy for 1 s; 40 buffers through the peers' caches of 32 and scratch growth: no call "
+        "waited for the device (slowest %.0f ms)", worst * 1e3);
+out:
+  if (other) {
+    cudaStreamSynchronize(other);
+    cudaStreamDestroy(other);
+  }
+  for (i = 0; i < 40; i++)
+    if (bufs[i]) cc_cuda_free(r->g, bufs[i]);
+  if (big) cc_cuda_free(r->g, big);
+  free(host);
+  rdestroy(r);
+}
+
+/* ---- user_error */
+static void reg_user_error(rctx *r) {
+  float *buf = NULL, *host = NULL;
+  int not_device = 0;
+  cudaError_t mine, e;
+  if (!rinit(r)) return;
+  host = (float *)malloc(4000);
+  if (!rok(r, cc_cuda_malloc(r->g, (void **)&buf, 8000), "cc_cuda_malloc") || !rput(r, r->s, buf, 111, r->me, 1000, host))
+    goto out;
+  /* the user's own error, not yet read: a memset of host memory */
+  mine = cudaMemsetAsync(&not_device, 0, sizeof not_device, r->s);
+  if (mine == cudaSuccess) {
+    rfail(r, "cudaMemsetAsync of host memory did not fail");
+    goto out;
+  }
+  if (!rok(r, cc_cuda_all_reduce(r->g, buf, buf + 1000, 1000, CC_FLOAT32, CC_SUM, r->s), "all_reduce with the user's error pending"))
+    goto out;
+  e = cudaGetLastError();
+  if (e != mine)
+    rfail(r, "cudaGetLastError after the call returned %s, want the user's %s (the library cleared it)",
+          cudaGetErrorName(e), cudaGetErrorName(mine));
+  if (!rcu(r, cudaStreamSynchronize(r->s), "cudaStreamSynchronize")) goto out;
+  rcheck_sum(r, "all_reduce", buf + 1000, 111, 1000);
+  rnote(r, "a pending cudaErrorInvalidValue of the user's: the all_reduce works and leaves it pending");
+out:
+  free(host);
+  if (buf) cc_cuda_free(r->g, buf);
+  rdestroy(r);
+}
+
+/* ---- flush */
+static void reg_flush(rctx *r) {
+  float *buf = NULL, *host = NULL;
+  long before = cc_emu_count ? cc_emu_count("flush_waits") : 0;
+  size_t count = 10001;
+  if (!rinit(r)) return;
+  host = (float *)malloc(count * 4);
+  if (!rok(r, cc_cuda_malloc(r->g, (void **)&buf, 2 * count * 4), "cc_cuda_malloc") ||
+      !rput(r, r->s, buf, 123, r->me, count, host) ||
+      !rok(r, cc_cuda_all_reduce(r->g, buf, buf + count, count, CC_FLOAT32, CC_SUM, r->s), "two-shot all_reduce") ||
+      !rcu(r, cudaStreamSynchronize(r->s), "cudaStreamSynchronize"))
+    goto out;
+  rcheck_sum(r, "two-shot all_reduce", buf + count, 123, count);
+  if (cc_emu_count && cc_emu_count("flush_waits") == before)
+    rfail(r, "no stream wait flushed remote writes after peers wrote into this rank's output (the device reports "
+          "CAN_FLUSH_REMOTE_WRITES)");
+  rnote(r, "two-shot all_reduce (CC_CUDA_ONESHOT_BYTES=0): the waits after the peers' writes flush them");
+out:
+  free(host);
+  if (buf) cc_cuda_free(r->g, buf);
+  rdestroy(r);
+}
+
+static void run_regressions(void) {
+  run_reg("two_streams", 3, reg_two_streams, "CC_TIMEOUT=10", "calls alternating between two streams");
+  run_reg("p2p_staged_sends", 3, reg_p2p_staged, "CC_TIMEOUT=10", "a p2p group of sends that go through scratch");
+  run_reg("one_rank_oom", 3, reg_oom, "CC_TIMEOUT=10", "out of memory on rank 0");
+  run_reg("context_killed", 3, reg_context, "CC_TIMEOUT=10", "a dead context on rank 1");
+  run_reg("free_mapped", 3, reg_free_mapped, "CC_TIMEOUT=10", "buffers freed after use");
+  run_reg("misaligned", 2, reg_misaligned, "CC_TIMEOUT=10", "misaligned element pointers");
+  run_reg("graph_capture", 2, reg_capture, "CC_TIMEOUT=10", "a call during graph capture");
+  if (emulated()) {
+    run_reg("visible_devices", 2, reg_visible, "CC_TIMEOUT=10 CC_EMU_DEVICES=2", "one GPU visible to each rank");
+    run_reg("mig", 2, reg_mig, "CC_TIMEOUT=10 CC_EMU_DEVICES=2 CC_EMU_MIG=1", "ranks on two MIG instances");
+  } else {
+    tu_skip("cuda regress visible_devices", "needs the emulation's devices (CC_EMU_DEVICES)");
+  }
+  run_reg("no_device_sync", 2, reg_nosync, "CC_TIMEOUT=10", "another stream busy");
+  run_reg("user_error", 2, reg_user_error, "CC_TIMEOUT=10", "the user's pending CUDA error");
+  run_reg("flush", 2, reg_flush, "CC_TIMEOUT=10 CC_CUDA_ONESHOT_BYTES=0", "remote writes flushed");
+}
+
 /* ------------------------------------------------------------ main */
 
 typedef struct probe {
@@ -2245,7 +2942,7 @@ static void probe_devices(probe *p) {
 }
 
 int main(int argc, char **argv) {
-  int quick = tu_quick(), i, n, want_n[MAXR + 1], want_staged = 1, want_twoshot = 1, want_death = 1;
+  int quick = tu_quick(), i, n, want_n[MAXR + 1], want_staged = 1, want_twoshot = 1, want_death = 1, want_regress = 1;
   double t0 = tu_now();
   probe *p = (probe *)tu_shared_alloc(sizeof(probe));
   if (!p) {
@@ -2264,9 +2961,10 @@ int main(int argc, char **argv) {
 
   memset(want_n, 0, sizeof want_n);
   if (argc > 1) {
-    want_staged = want_twoshot = want_death = 0;
+    want_staged = want_twoshot = want_death = want_regress = 0;
     for (i = 1; i < argc; i++) {
       if (!strcmp(argv[i], "staged")) want_staged = 1;
+      else if (!strcmp(argv[i], "regress")) want_regress = 1;
       else if (!strcmp(argv[i], "twoshot")) want_twoshot = 1;
       else if (!strcmp(argv[i], "death")) want_death = 1;
       else if ((n = atoi(argv[i])) >= 2 && n <= 4) want_n[n] = 1;
@@ -2290,6 +2988,7 @@ int main(int argc, char **argv) {
     run_death(0);
     run_death(1);
   }
+  if (want_regress) run_regressions();
   fprintf(stderr, "test_cuda: %.2f s\n", tu_now() - t0);
   tu_shared_free(p, sizeof(probe));
   return tu_exit_code();
