@@ -7,6 +7,15 @@ CSTD     = -std=c99 -Wstrict-prototypes
 BUILD   ?= build
 LDLIBS   = -pthread -lm
 
+# Parallel by default, one job per CPU, unless a -j was given (make -j1: one at
+# a time); sub-makes share the top make's jobs. `make clean ...` runs alone.
+ifeq ($(MAKELEVEL)$(filter -j%,$(MAKEFLAGS)),0)
+MAKEFLAGS += -j$(shell nproc 2>/dev/null || echo 1)
+endif
+ifneq ($(filter clean,$(MAKECMDGOALS)),)
+.NOTPARALLEL:
+endif
+
 EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
 # tests/*_probe.c are helpers that the shell tests start (with arguments and an
 # environment), so they are built outside build/tests, which run.sh runs bare.
@@ -127,8 +136,8 @@ $(BUILD)/python/torch_cc/.built: cc.h torch_cc/setup.py $(wildcard torch_cc/csrc
 	  --build-lib $(abspath $(BUILD))/python
 	@touch $@
 
-# A real four-rank job, readable output.
-run: all
+# A real four-rank job, readable output; builds only what it runs.
+run: $(BUILD)/ccrun $(BUILD)/examples/tour
 	$(BUILD)/ccrun -n 4 $(BUILD)/examples/tour
 
 # nccl-tests' all_reduce sweep over 2 ranks: 8 B to 64 MiB, x4, float sum.
