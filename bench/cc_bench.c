@@ -473,7 +473,7 @@ static void parse_value(options *o, char f, const char *name, const char *val)
   case 'R': BAD_INT(0, 1, "0 or 1"); o->local_register = (int)v; break;
   case 'T': BAD_INT(0, 2000000L, "a timeout in seconds (>= 0)"); o->timeout_s = v; break;
   case 't':
-    if (parse_int(val, 1, 1, &v)) bad("%s: '%s': one thread per rank (-t 1); start more ranks with ccrun -n", nm, val);
+    if (parse_int(val, 1, 1, &v)) bad("%s: '%s': one thread per rank (-t 1); start more ranks with ccrun -n (seconds per size: -l)", nm, val);
     break;
   case 'm':
     if (parse_int(val, 1, 1, &v)) bad("%s: '%s': one call per iteration (-m 1); cc does not group collectives", nm, val);
