@@ -29,7 +29,9 @@ warmup, -c checked iterations, -l seconds per size (calibrated: batches
 growing 4x up to 20 ms, then the rest), -a 0|1|2|3 whose time (rank 0, mean,
 min, max; default 3), -r root, -o sum and -d float (the only ones), -k, -h;
 and --nranks N (default 2). Anything else is refused, naming the flag (exit
-status 2). Times include torch's per-call overhead, as a torch user pays it.
+status 2). The defaults are compare.sh's: -b 8 -e 64M -f 4 -s 1M,16M -l 0.2 -n 3
+-w 5 -c 1 -a 3 -r 0 (8 B to 64 MiB by 4, and 1 MiB and 16 MiB, about 0.2 s per
+size). Times include torch's per-call overhead, as a torch user pays it.
 
 Inputs are whole numbers below 1024, so every sum is exact in float32; each
 result is compared with a reference computed here by integer arithmetic
@@ -86,7 +88,8 @@ def parse_int(flag, s, lo, hi, what):
 
 
 def parse(argv):
-    o = dict(minb=8, maxb=64 << 20, factor=2, incr=0, extra=[], iters=20, warmup=5, check=1, target=0.0,
+    # the defaults are compare.sh's: -b 8 -e 64M -f 4 -s 1M,16M -l 0.2 -n 3 -w 5 -c 1
+    o = dict(minb=8, maxb=64 << 20, factor=4, incr=0, extra=[1 << 20, 16 << 20], iters=3, warmup=5, check=1, target=0.2,
              average=3, root=0, nranks=2, sel=[c[0] for c in COLLS], help=False)
     i = 0
     while i < len(argv):

@@ -16,7 +16,9 @@
    warmup, -c checked iterations, -l seconds per size (calibrated: batches
    growing 4x up to 20 ms, then the rest), -a 0|1|2|3 whose time (rank 0, mean,
    min, max; default 3), -r root, -o sum and -d float (the only ones), -h.
-   Anything else is refused, naming the flag; exit status 2.
+   Anything else is refused, naming the flag; exit status 2. The defaults are
+   compare.sh's: -b 8 -e 64M -f 4 -s 1M,16M -l 0.2 -n 3 -w 5 -c 1 -a 3 -r 0 (8 B
+   to 64 MiB by 4, and 1 MiB and 16 MiB, about 0.2 s per size).
 
    Rows: size count type redop root | time algbw busbw #wrong | (in place) | iters,
    as nccl-tests prints them; size is the largest buffer in bytes, count the
@@ -339,10 +341,12 @@ int main(int argc, char **argv)
   MPI_Comm_size(MPI_COMM_WORLD, &nranks);
 
   memset(&o, 0, sizeof o);
-  o.minb = 8;
-  o.maxb = (size_t)64 << 20;
-  o.factor = 2;
-  o.iters = 20;
+  o.minb = 8;                 /* the defaults are compare.sh's: */
+  o.maxb = (size_t)64 << 20;  /* -b 8 -e 64M -f 4 -s 1M,16M -l 0.2 -n 3 -w 5 -c 1 */
+  o.factor = 4;
+  o.extra = "1M,16M";
+  o.target = 0.2;
+  o.iters = 3;
   o.warmup = 5;
   o.check = 1;
   o.average = 3;
