@@ -91,11 +91,22 @@ static bool map_dtype(at::ScalarType s, cc_dtype *out) {
 }
 
 static std::string dtype_name(at::ScalarType s) {
-  std::ostringstream o;
-  o << "torch." << c10::toString(s);
-  std::string n = o.str();
-  for (auto &ch : n) ch = (char)std::tolower((unsigned char)ch);
-  return n;
+  switch (s) {
+  case at::kChar: return "torch.int8";
+  case at::kByte: return "torch.uint8";
+  case at::kShort: return "torch.int16";
+  case at::kInt: return "torch.int32";
+  case at::kLong: return "torch.int64";
+  case at::kHalf: return "torch.float16";
+  case at::kBFloat16: return "torch.bfloat16";
+  case at::kFloat: return "torch.float32";
+  case at::kDouble: return "torch.float64";
+  case at::kComplexHalf: return "torch.complex32";
+  case at::kComplexFloat: return "torch.complex64";
+  case at::kComplexDouble: return "torch.complex128";
+  case at::kBool: return "torch.bool";
+  default: return std::string("torch.") + c10::toString(s);
+  }
 }
 
 // How a tensor's bytes travel in an op that only moves data: as its own cc
