@@ -194,7 +194,7 @@ CC_API cc_result cc_cuda_group_end(cc_cuda_comm *g);
 #define CC_CUDA__MAXR 32         /* ranks of an ipc-mode communicator, at most */
 #define CC_CUDA__NMAP 32         /* peer buffers mapped per peer (least recently used goes) */
 #define CC_CUDA__NEXP 64         /* own buffers whose IPC handle is cached */
-#define CC_CUDA__NFREED 8        /* own buffers freed lately, told to the peers */
+#define CC_CUDA__NFREED 16       /* own buffers retired lately, named on the flag page */
 #define CC_CUDA__TAG 0x7ccda000  /* host tag of the point-to-point records */
 #define CC_CUDA__THREADS 512
 #define CC_CUDA__RELEASE (1u << 24)  /* what the watchdog adds to a flag to release its waits */
@@ -635,7 +635,9 @@ static __attribute__((unused)) cc_cuda__twin_fn cc_cuda__twin(const void *stub, 
    with stream memory operations, and the watchdogs read and release it
    without a CUDA call. Every counter only grows (modulo 2^32); a wait is
    "counter - target >= 0" as a signed 32-bit number, as
-   CU_STREAM_WAIT_VALUE_GEQ compares. */
+   CU_STREAM_WAIT_VALUE_GEQ compares. The last three fields are the host
+   threads' only (no GPU waits on them): which buffers each rank has retired
+   and how far each peer has closed its mappings of them. */
 typedef struct cc_cuda__page {
   unsigned int abort;                  /* 0, or the cc_result that failed the communicator */
   unsigned int claim;                  /* the first rank to fail takes it, then fills the two below */
@@ -645,6 +647,9 @@ typedef struct cc_cuda__page {
   unsigned int ready[CC_CUDA__MAXR][CC_CUDA__MAXR]; /* [src][dst]: messages src -> dst ready to be read */
   unsigned int done[CC_CUDA__MAXR][CC_CUDA__MAXR];  /* [src][dst]: messages src -> dst copied by dst */
   unsigned int want[CC_CUDA__MAXR][CC_CUDA__MAXR];  /* [src][dst]: message dst's stream waits for */
+  unsigned int frees[CC_CUDA__MAXR];                /* [r]: buffers rank r has retired so far */
+  unsigned int closed[CC_CUDA__MAXR][CC_CUDA__MAXR]; /* [r][p]: of those, how many rank p no longer maps */
+  unsigned long long freed[CC_CUDA__MAXR][CC_CUDA__NFREED]; /* [r][(k - 1) % NFREED]: buffer id of r's k-th */
 } cc_cuda__page;
 
 #define CC_CUDA__NFLAGS (CC_CUDA__MAXR + 3 * CC_CUDA__MAXR * CC_CUDA__MAXR)
@@ -662,16 +667,16 @@ typedef struct cc_cuda__buf {
    scatter_v root or an all_to_all_v rank sends to each rank. */
 typedef struct cc_cuda__rec {
   int coll, dtype, op, root, tag;
-  unsigned int flags;                  /* CC_CUDA__STAGE: this call must go through the host */
+  unsigned int flags;                  /* CC_CUDA__STAGE, CC_CUDA__NOMEM */
   unsigned long long count, aux;       /* count (or send count), receive count */
   unsigned long long seq;              /* point to point: message number */
-  unsigned long long frees;            /* buffers this rank freed so far; the last few: */
-  unsigned long long freed[CC_CUDA__NFREED];
+  unsigned long long need;             /* CC_CUDA__NOMEM: the scratch bytes this rank could not allocate */
   unsigned char scal[16];              /* premul_sum: this rank's scalar */
   cc_cuda__buf b[2];                   /* send, receive */
 } cc_cuda__rec;
 
-#define CC_CUDA__STAGE 1u
+#define CC_CUDA__STAGE 1u              /* this call must go through the host */
+#define CC_CUDA__NOMEM 2u              /* this rank has no memory for the call's scratch: nobody runs it */
 
 typedef struct cc_cuda__map {          /* a peer's buffer mapped here */
   unsigned long long id, size, used;
@@ -682,7 +687,24 @@ typedef struct cc_cuda__exp {          /* an own buffer's handle, cached */
   unsigned long long id, base, size, used;
   cudaIpcMemHandle_t h;
   int ok;                              /* 0: it cannot be shared (cudaIpcGetMemHandle refused) */
+  int named;                           /* its handle went to the peers in a record */
 } cc_cuda__exp;
+
+typedef struct cc_cuda__alloc {        /* cc_cuda_malloc'd, not yet freed */
+  void *p;
+  int named;                           /* a record named it: peers may have it open */
+} cc_cuda__alloc;
+
+typedef struct cc_cuda__closing {      /* a peer's mapping to close once this rank's work up to ev is done */
+  void *base;
+  int owner;
+  cudaEvent_t ev;                      /* NULL: nothing was queued before it */
+} cc_cuda__closing;
+
+typedef struct cc_cuda__retired {      /* own memory to free once every peer has closed it */
+  void *p;
+  unsigned int seq;                    /* its number among this rank's retired buffers */
+} cc_cuda__retired;
 
 typedef struct cc_cuda__p2p {          /* a send or receive queued in a group */
   int send, peer, tag;
@@ -708,6 +730,12 @@ struct cc_cuda_comm {
   cc_cuda__memop_fn wait32, write32;
   cc_cuda__attrs_fn attrs;
   int memops;                          /* waits are stream memory operations, else cc_cuda__sync_kernel */
+  unsigned int flush;                  /* CU_STREAM_WAIT_VALUE_FLUSH where the device can flush remote writes */
+  /* the order of calls across streams */
+  cudaEvent_t ev;                      /* the end of the latest call's work, on stream `last` */
+  cudaStream_t last;
+  int have_last;
+  cudaEvent_t probe;                   /* never recorded: querying it tells whether the context lives */
   /* ipc mode */
   cc_cuda__page *page;                 /* host address */
   unsigned char *dpage;                /* the same page, device address */
@@ -716,13 +744,19 @@ struct cc_cuda_comm {
   unsigned int phase;                  /* collective phases queued so far */
   unsigned int tx[CC_CUDA__MAXR], rx[CC_CUDA__MAXR];  /* messages queued to / from each rank */
   cc_cuda__map maps[CC_CUDA__MAXR][CC_CUDA__NMAP];
-  unsigned long long peer_frees[CC_CUDA__MAXR], clock;
+  unsigned long long clock;
   cc_cuda__exp exps[CC_CUDA__NEXP];
-  unsigned long long frees, freed[CC_CUDA__NFREED];
-  void **allocs;                       /* cc_cuda_malloc'd, not yet freed */
+  cc_cuda__alloc *allocs;
   int nallocs, capallocs;
-  void *work;                          /* own scratch: an in-place input's copy */
+  void *work;                          /* own scratch: an in-place input's copy, unshareable sends */
   size_t work_bytes;
+  unsigned int frees;                  /* own buffers retired so far */
+  cc_cuda__retired *retired;
+  int nretired, capretired;
+  unsigned int seen[CC_CUDA__MAXR];    /* each peer's retired buffers processed here */
+  unsigned int acked[CC_CUDA__MAXR];   /* ... and to be acknowledged once their mappings are closed */
+  cc_cuda__closing *closes;
+  int ncloses, capcloses;
   unsigned char *recs;                 /* size + 1 records: everyone's, then the outgoing one */
   size_t rec_bytes;
   /* staged mode, and calls that must go through the host */
@@ -736,7 +770,8 @@ struct cc_cuda_comm {
   cc_result qerr;
   /* watchdog */
   pthread_t wd;
-  int wd_started, wd_stop, closing;
+  int wd_started, wd_stop, closing;    /* closing: destroy has begun; the watchdog judges no more */
+  int host_aborted;                    /* the watchdog aborted the host communicator */
   pthread_mutex_t lock;
   pthread_cond_t cond;
   cc_result async;                     /* what the watchdog found */
@@ -754,15 +789,20 @@ static unsigned long long *cc_cuda__tab(cc_cuda_comm *g, int r, int j) {
 }
 
 /* ============================================================== @cuda-errors */
+/* Two ways to end a call with an error:
+   - cc_cuda__fail refuses it: a bad argument, memory that could not be had,
+     a stream being captured. Nothing was sent; g stays usable.
+   - cc_cuda__abort fails the communicator for every rank: later calls return
+     CC_ERR_ABORTED. In ipc mode the flag page says so, and every rank's
+     watchdog then releases its GPU's waits and aborts its host
+     communicator, so that no rank waits for one that will not come; in staged
+     mode the host communicator is aborted at once. */
 
-/* Set g's message (printf style) and return code. Anything but a bad argument
-   leaves g failed: later calls return CC_ERR_ABORTED. */
 static cc_result cc_cuda__fail(cc_cuda_comm *g, cc_result code, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   vsnprintf(g->err, sizeof g->err, fmt, ap);
   va_end(ap);
-  if (code != CC_OK && code != CC_ERR_INVALID_ARG && !g->failed) g->failed = code;
   cc__log(g->host, 1, "%s (%s)", g->err, cc_strerror(code));
   return code;
 }
@@ -787,15 +827,16 @@ static cc_result cc_cuda__code(cudaError_t e) {
                             cudaGetErrorName(cc_cuda__e_), cudaGetErrorString(cc_cuda__e_));        \
   } while (0)
 
-/* Fail g and the whole communicator: the first rank to fail names itself on
-   the flag page, and every rank's watchdog releases its GPU's waits. */
-static cc_result cc_cuda__abort(cc_cuda_comm *g, cc_result code, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(g->err, sizeof g->err, fmt, ap);
-  va_end(ap);
-  if (!g->failed) g->failed = code;
-  cc__log(g->host, 1, "%s (%s)", g->err, cc_strerror(code));
+/* A CUDA call of ours failed and we go on without it: take back the error it
+   left as the thread's last error, unless the caller's own error was pending
+   before (`before`, from cudaPeekAtLastError): that one is the caller's to
+   read, and is never cleared here. */
+static void cc_cuda__forgive(cudaError_t before) {
+  if (before == cudaSuccess) (void)cudaGetLastError();
+}
+
+/* Tell every rank that the communicator failed (g->err says why). */
+static void cc_cuda__spread(cc_cuda_comm *g, cc_result code) {
   if (g->page) {
     unsigned int zero = 0;
     if (__atomic_compare_exchange_n(&g->page->claim, &zero, 1u, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
@@ -804,9 +845,21 @@ static cc_result cc_cuda__abort(cc_cuda_comm *g, cc_result code, const char *fmt
       __atomic_store_n(&g->page->abort, (unsigned int)code, __ATOMIC_RELEASE);
     }
     pthread_mutex_lock(&g->lock);
-    pthread_cond_signal(&g->cond);     /* the watchdog releases the waits now */
+    pthread_cond_signal(&g->cond);     /* the watchdog acts now */
     pthread_mutex_unlock(&g->lock);
+  } else {
+    cc_comm_abort(g->host);
   }
+}
+
+static cc_result cc_cuda__abort(cc_cuda_comm *g, cc_result code, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(g->err, sizeof g->err, fmt, ap);
+  va_end(ap);
+  if (!g->failed) g->failed = code;
+  cc__log(g->host, 1, "%s (%s)", g->err, cc_strerror(code));
+  cc_cuda__spread(g, code);
   return code;
 }
 
@@ -821,6 +874,7 @@ static cc_result cc_cuda__ready(cc_cuda_comm *g, const char *what) {
   if (!g->failed && g->host->failed) {
     g->failed = g->host->failed;
     snprintf(g->err, sizeof g->err, "%s: rank %d: the host communicator failed: %.200s", what, g->rank, g->host->err);
+    cc_cuda__spread(g, (cc_result)g->failed);
   }
   if (g->failed) {
     if (!strstr(g->err, "(earlier failure)") && strlen(g->err) + 20 < sizeof g->err) strcat(g->err, " (earlier failure)");
@@ -829,11 +883,31 @@ static cc_result cc_cuda__ready(cc_cuda_comm *g, const char *what) {
   return CC_OK;
 }
 
-/* After a host call that failed: its message, as g's. */
+/* After a host call that failed: its message, as g's. When a peer failed the
+   communicator first (its failure aborted the host communicator under this
+   call), the peer's verdict is the call's. */
 static cc_result cc_cuda__host_failed(cc_cuda_comm *g, cc_result r) {
-  if (r != CC_ERR_INVALID_ARG) return cc_cuda__abort(g, r, "%s", g->host->err);
-  snprintf(g->err, sizeof g->err, "%s", g->host->err);   /* a refused argument: g stays usable */
-  return r;
+  unsigned int a = g->page ? __atomic_load_n(&g->page->abort, __ATOMIC_ACQUIRE) : 0;
+  if (r == CC_ERR_INVALID_ARG) {
+    snprintf(g->err, sizeof g->err, "%s", g->host->err);   /* a refused argument: g stays usable */
+    return r;
+  }
+  if (a && g->page->abort_rank != g->rank) {
+    if (!g->failed) g->failed = (cc_result)a;
+    snprintf(g->err, sizeof g->err, "rank %d: the communicator failed: rank %d: %s", g->rank, g->page->abort_rank,
+             g->page->abort_msg);
+    return (cc_result)a;
+  }
+  return cc_cuda__abort(g, r, "%s", g->host->err);
+}
+
+/* Does this process's CUDA context still live? A fault in a kernel kills it:
+   every call then returns the same (sticky) error. */
+static cudaError_t cc_cuda__context(cc_cuda_comm *g) {
+  cudaError_t e;
+  if (!g->probe) return cudaSuccess;
+  e = cudaEventQuery(g->probe);        /* never recorded: cudaSuccess while the context lives */
+  return e == cudaErrorNotReady ? cudaSuccess : e;
 }
 
 /* The caller's current device, made this communicator's for the call and
@@ -841,17 +915,29 @@ static cc_result cc_cuda__host_failed(cc_cuda_comm *g, cc_result r) {
 struct cc_cuda__device_guard {
   int prev, dev;
   explicit cc_cuda__device_guard(int d) : prev(-1), dev(d) {
-    if (cudaGetDevice(&prev) != cudaSuccess) { (void)cudaGetLastError(); prev = -1; }
+    cudaError_t before = cudaPeekAtLastError();
+    if (cudaGetDevice(&prev) != cudaSuccess) {
+      cc_cuda__forgive(before);
+      prev = -1;
+    }
   }
   ~cc_cuda__device_guard() { if (prev >= 0 && prev != dev) cudaSetDevice(prev); }
 };
 
 /* ============================================================== @cuda-buffers */
 
+static cc_cuda__alloc *cc_cuda__find_alloc(cc_cuda_comm *g, const void *p) {
+  int i;
+  for (i = 0; i < g->nallocs; i++)
+    if (g->allocs[i].p == p) return &g->allocs[i];
+  return NULL;
+}
+
 /* Describe own buffer p (bytes long) for the peers: which allocation, where in
    it, its IPC handle (cached per allocation). Refuses host memory and memory
    of another device; sets CC_CUDA__STAGE in *flags where the memory cannot be
-   shared (managed memory, memory pools, a driver without the queries). */
+   shared (managed memory, memory pools, a driver without the queries). A
+   buffer described for a record counts as named: the peers may open it. */
 static cc_result cc_cuda__describe(cc_cuda_comm *g, const char *what, const char *name, const void *p,
                                    size_t bytes, cc_cuda__buf *b, unsigned int *flags) {
   unsigned int mtype = 0, managed = 0;
@@ -865,8 +951,9 @@ static cc_result cc_cuda__describe(cc_cuda_comm *g, const char *what, const char
   b->ptr = (unsigned long long)(uintptr_t)p;
   if (!g->attrs) {                     /* no driver queries: check with the runtime, share nothing */
     cudaPointerAttributes a;
+    cudaError_t before = cudaPeekAtLastError();
     if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-      (void)cudaGetLastError();
+      cc_cuda__forgive(before);
       return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "%s: rank %d: %s %p is not memory CUDA knows", what, g->rank, name, p);
     }
     if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeManaged)
@@ -880,9 +967,14 @@ static cc_result cc_cuda__describe(cc_cuda_comm *g, const char *what, const char
                                  CU_POINTER_ATTRIBUTE_BUFFER_ID, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
                                  CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, CU_POINTER_ATTRIBUTE_RANGE_SIZE};
     void *v[6] = {&mtype, &managed, &id, &ord, &start, &rsize};
-    if (g->attrs(6, at, v, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS)
+    if (g->attrs(6, at, v, (CUdeviceptr)(uintptr_t)p) != CUDA_SUCCESS) {
+      cudaError_t ctx = cc_cuda__context(g);
+      if (ctx != cudaSuccess)          /* a dead context refuses every query */
+        return cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: the CUDA context failed: %s (%s)", what, g->rank,
+                              cudaGetErrorName(ctx), cudaGetErrorString(ctx));
       return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "%s: rank %d: %s %p: cuPointerGetAttributes refused it", what,
                            g->rank, name, p);
+    }
   }
   if (managed) { *flags |= CC_CUDA__STAGE; return CC_OK; }
   if (mtype != CU_MEMORYTYPE_DEVICE)
@@ -903,6 +995,7 @@ static cc_result cc_cuda__describe(cc_cuda_comm *g, const char *what, const char
     if (g->exps[i].used < g->exps[slot].used) slot = i;
   }
   if (i == CC_CUDA__NEXP) {            /* first use of this allocation: get its handle */
+    cudaError_t before = cudaPeekAtLastError();
     e = &g->exps[slot];
     memset(e, 0, sizeof *e);
     e->id = id;
@@ -910,7 +1003,7 @@ static cc_result cc_cuda__describe(cc_cuda_comm *g, const char *what, const char
     e->size = rsize;
     e->ok = cudaIpcGetMemHandle(&e->h, (void *)(uintptr_t)start) == cudaSuccess;
     if (!e->ok) {
-      (void)cudaGetLastError();
+      cc_cuda__forgive(before);
       cc__log(g->host, 2, "%s: rank %d: %s %p cannot be shared through CUDA IPC; this call goes through the host",
               what, g->rank, name, p);
     }
@@ -918,19 +1011,17 @@ static cc_result cc_cuda__describe(cc_cuda_comm *g, const char *what, const char
     e = &g->exps[i];
   }
   e->used = ++g->clock;
-  if (!e->ok) *flags |= CC_CUDA__STAGE;
-  else b->h = e->h;
+  if (!e->ok) {
+    *flags |= CC_CUDA__STAGE;
+  } else {
+    b->h = e->h;
+    if (!e->named) {                   /* cc_cuda_free must now wait for the peers to close it */
+      cc_cuda__alloc *a = cc_cuda__find_alloc(g, (const void *)(uintptr_t)start);
+      e->named = 1;
+      if (a) a->named = 1;
+    }
+  }
   return CC_OK;
-}
-
-/* Forget own allocation id (freed): its handle, and tell the peers. */
-static void cc_cuda__forget(cc_cuda_comm *g, unsigned long long id) {
-  int i;
-  if (!id) return;
-  for (i = 0; i < CC_CUDA__NEXP; i++)
-    if (g->exps[i].id == id) memset(&g->exps[i], 0, sizeof g->exps[i]);
-  g->freed[g->frees % CC_CUDA__NFREED] = id;
-  g->frees++;
 }
 
 static unsigned long long cc_cuda__buffer_id(cc_cuda_comm *g, const void *p) {
@@ -941,9 +1032,99 @@ static unsigned long long cc_cuda__buffer_id(cc_cuda_comm *g, const void *p) {
   return id;
 }
 
+/* Close a peer's mapping once nothing queued so far can still read it: after
+   the end of this communicator's latest call (every earlier call is ordered
+   before it), never by waiting for the device. */
+static cc_result cc_cuda__close_later(cc_cuda_comm *g, const char *what, int owner, void *base) {
+  cc_cuda__closing *c;
+  if (g->ncloses == g->capcloses) {
+    int cap = g->capcloses ? 2 * g->capcloses : 16;
+    cc_cuda__closing *q = (cc_cuda__closing *)CC_MALLOC(sizeof *q * (size_t)cap);
+    if (!q) return cc_cuda__abort(g, CC_ERR_NO_MEMORY, "%s: rank %d: out of host memory", what, g->rank);
+    if (g->ncloses) memcpy(q, g->closes, sizeof *q * (size_t)g->ncloses);
+    CC_FREE(g->closes);
+    g->closes = q;
+    g->capcloses = cap;
+  }
+  c = &g->closes[g->ncloses];
+  c->base = base;
+  c->owner = owner;
+  c->ev = NULL;
+  if (g->have_last) {
+    CC_CUDA__CALL(g, what, cudaEventCreateWithFlags(&c->ev, cudaEventDisableTiming));
+    if (cudaEventRecord(c->ev, g->last) != cudaSuccess) {
+      cudaEventDestroy(c->ev);
+      return cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: cudaEventRecord failed", what, g->rank);
+    }
+  }
+  g->ncloses++;
+  return CC_OK;
+}
+
+/* Close the mappings whose work is done (all of them with `all`, once this
+   rank's work is known done), and tell each peer how far it may free. */
+static void cc_cuda__reap_closes(cc_cuda_comm *g, int all) {
+  int i, n = 0, p;
+  for (i = 0; i < g->ncloses; i++) {
+    cc_cuda__closing *c = &g->closes[i];
+    if (!all && c->ev) {
+      cudaError_t before = cudaPeekAtLastError(), e = cudaEventQuery(c->ev);
+      if (e == cudaErrorNotReady) {
+        cc_cuda__forgive(before);
+        g->closes[n++] = *c;
+        continue;
+      }
+    }
+    if (c->ev) cudaEventDestroy(c->ev);
+    if (cudaIpcCloseMemHandle(c->base) != cudaSuccess)
+      cc__log(g->host, 1, "rank %d: cudaIpcCloseMemHandle of rank %d's buffer failed", g->rank, c->owner);
+  }
+  g->ncloses = n;
+  if (!g->page) return;
+  for (p = 0; p < g->size; p++) {
+    int pending = 0;
+    if (p == g->rank || __atomic_load_n(&g->page->closed[p][g->rank], __ATOMIC_ACQUIRE) == g->acked[p]) continue;
+    for (i = 0; i < g->ncloses && !pending; i++) pending = g->closes[i].owner == p;
+    if (!pending) __atomic_store_n(&g->page->closed[p][g->rank], g->acked[p], __ATOMIC_RELEASE);
+  }
+}
+
+/* The buffers the peers retired since this rank last looked (the flag page
+   names the last CC_CUDA__NFREED of each): close their mappings here, once
+   this rank's work queued so far is done. A peer that retired more than that
+   meanwhile has every mapping of its buffers closed. */
+static cc_result cc_cuda__peer_frees(cc_cuda_comm *g, const char *what) {
+  int p, i;
+  for (p = 0; p < g->size; p++) {
+    unsigned int f, f2, k, seen = g->seen[p];
+    if (p == g->rank || (f = __atomic_load_n(&g->page->frees[p], __ATOMIC_ACQUIRE)) == seen) continue;
+    for (i = 0; i < CC_CUDA__NMAP; i++) {
+      cc_cuda__map *m = &g->maps[p][i];
+      int hit = f - seen > CC_CUDA__NFREED;
+      for (k = seen + 1; !hit && m->base && k != f + 1; k++)
+        hit = __atomic_load_n(&g->page->freed[p][(k - 1) % CC_CUDA__NFREED], __ATOMIC_ACQUIRE) == m->id;
+      if (!hit || !m->base) continue;
+      CC__TRY(cc_cuda__close_later(g, what, p, m->base));
+      memset(m, 0, sizeof *m);
+    }
+    f2 = __atomic_load_n(&g->page->frees[p], __ATOMIC_ACQUIRE);
+    if (f2 - seen > CC_CUDA__NFREED)   /* the ring moved on while it was read: close them all */
+      for (i = 0; i < CC_CUDA__NMAP; i++)
+        if (g->maps[p][i].base) {
+          CC__TRY(cc_cuda__close_later(g, what, p, g->maps[p][i].base));
+          memset(&g->maps[p][i], 0, sizeof g->maps[p][i]);
+        }
+    g->seen[p] = f;
+    g->acked[p] = f;
+  }
+  cc_cuda__reap_closes(g, 0);
+  return CC_OK;
+}
+
 /* Where this rank reads bytes [off, off + len) of rank p's buffer b: its own
    pointer for itself, else through the mapping of p's allocation (opened on
-   first use, cached). Every offset is checked against the allocation's size. */
+   first use, cached; the least recently used one is closed later). Every
+   offset is checked against the allocation's size. */
 static cc_result cc_cuda__peer(cc_cuda_comm *g, const char *what, int p, const cc_cuda__buf *b, size_t off,
                                size_t len, const void **out) {
   cc_cuda__map *m = NULL, *lru;
@@ -962,9 +1143,8 @@ static cc_result cc_cuda__peer(cc_cuda_comm *g, const char *what, int p, const c
   if (!m) {
     void *base = NULL;
     m = lru;
-    if (m->base) {                     /* the least recently used one goes; nothing may still read it */
-      CC_CUDA__CALL(g, what, cudaDeviceSynchronize());
-      CC_CUDA__CALL(g, what, cudaIpcCloseMemHandle(m->base));
+    if (m->base) {                     /* earlier calls may still read it: closed once they are done */
+      CC__TRY(cc_cuda__close_later(g, what, p, m->base));
       m->base = NULL;
     }
     CC_CUDA__CALL(g, what, cudaIpcOpenMemHandle(&base, b->h, cudaIpcMemLazyEnablePeerAccess));
@@ -977,34 +1157,66 @@ static cc_result cc_cuda__peer(cc_cuda_comm *g, const char *what, int p, const c
   return CC_OK;
 }
 
-/* Close the mappings of the buffers rank p freed since the last call. */
-static cc_result cc_cuda__peer_frees(cc_cuda_comm *g, const char *what, int p, const cc_cuda__rec *r) {
-  int i, j;
-  if (r->frees == g->peer_frees[p]) return CC_OK;
-  g->peer_frees[p] = r->frees;
-  for (i = 0; i < CC_CUDA__NMAP; i++) {
-    cc_cuda__map *m = &g->maps[p][i];
-    for (j = 0; j < CC_CUDA__NFREED && m->base; j++) {
-      if (r->freed[j] != m->id) continue;
-      CC_CUDA__CALL(g, what, cudaIpcCloseMemHandle(m->base));
-      memset(m, 0, sizeof *m);
-    }
+/* Own memory the peers may have open (named in a record): tell them (the
+   flag page), free it once every live peer has closed it. */
+static cc_result cc_cuda__retire(cc_cuda_comm *g, const char *what, void *p) {
+  unsigned long long id = cc_cuda__buffer_id(g, p);
+  int i;
+  for (i = 0; i < CC_CUDA__NEXP; i++)
+    if (id && g->exps[i].id == id) memset(&g->exps[i], 0, sizeof g->exps[i]);
+  if (g->nretired == g->capretired) {
+    int cap = g->capretired ? 2 * g->capretired : 16;
+    cc_cuda__retired *q = (cc_cuda__retired *)CC_MALLOC(sizeof *q * (size_t)cap);
+    if (!q) return cc_cuda__abort(g, CC_ERR_NO_MEMORY, "%s: rank %d: out of host memory", what, g->rank);
+    if (g->nretired) memcpy(q, g->retired, sizeof *q * (size_t)g->nretired);
+    CC_FREE(g->retired);
+    g->retired = q;
+    g->capretired = cap;
   }
+  g->frees++;
+  g->retired[g->nretired].p = p;
+  g->retired[g->nretired++].seq = g->frees;
+  __atomic_store_n(&g->page->freed[g->rank][(g->frees - 1) % CC_CUDA__NFREED], id, __ATOMIC_RELEASE);
+  __atomic_store_n(&g->page->frees[g->rank], g->frees, __ATOMIC_RELEASE);
   return CC_OK;
 }
 
-/* Own device scratch of at least `bytes`, shared like any buffer. */
+/* Free the retired memory that no live peer maps any more (all of it with
+   `all`: after destroy's barrier). cudaFree waits for the device: only the
+   calls that free (cc_cuda_free, destroy) come here. */
+static void cc_cuda__reap_own(cc_cuda_comm *g, int all) {
+  int i, n = 0, p;
+  for (i = 0; i < g->nretired; i++) {
+    cc_cuda__retired *r = &g->retired[i];
+    int open = 0;
+    for (p = 0; p < g->size && !all && !open; p++)
+      open = p != g->rank && (int)(__atomic_load_n(&g->page->closed[g->rank][p], __ATOMIC_ACQUIRE) - r->seq) < 0 &&
+             cc__pid_alive(g->pids[p]);
+    if (open) g->retired[n++] = *r;
+    else cudaFree(r->p);
+  }
+  g->nretired = n;
+}
+
+/* Own device scratch of at least `bytes`, shared like any buffer. A larger one
+   replaces it; the old one is retired (peers may still have it open).
+   CC_ERR_NO_MEMORY (g untouched) when the device has no room: the caller
+   tells its peers, and nobody runs the call. */
 static cc_result cc_cuda__work(cc_cuda_comm *g, const char *what, size_t bytes, void **out) {
+  *out = NULL;
   if (bytes > g->work_bytes) {
     size_t want = CC__MAX(bytes, CC__MAX(2 * g->work_bytes, (size_t)1 << 20));
-    if (g->work) {
-      CC_CUDA__CALL(g, what, cudaDeviceSynchronize());
-      cc_cuda__forget(g, cc_cuda__buffer_id(g, g->work));
-      CC_CUDA__CALL(g, what, cudaFree(g->work));
-      g->work = NULL;
-      g->work_bytes = 0;
+    void *w = NULL;
+    cudaError_t before = cudaPeekAtLastError(), e = cudaMalloc(&w, want);
+    if (e == cudaErrorMemoryAllocation) {
+      cc_cuda__forgive(before);
+      return CC_ERR_NO_MEMORY;
     }
-    CC_CUDA__CALL(g, what, cudaMalloc(&g->work, want));
+    if (e != cudaSuccess)
+      return cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: cudaMalloc of %zu bytes of scratch failed: %s (%s)", what,
+                            g->rank, want, cudaGetErrorName(e), cudaGetErrorString(e));
+    if (g->work) CC__TRY(cc_cuda__retire(g, what, g->work));
+    g->work = w;
     g->work_bytes = want;
   }
   *out = g->work;
@@ -1031,18 +1243,67 @@ static CUdeviceptr cc_cuda__dflag(cc_cuda_comm *g, unsigned int *flag) {
   return (CUdeviceptr)(uintptr_t)(g->dpage + ((unsigned char *)flag - (unsigned char *)g->page));
 }
 
+/* Calls run in the order they were made, whatever their streams (as NCCL
+   orders a communicator's work): a call on another stream than the previous
+   one first waits for the previous one's end (g->ev), and every call records
+   its own end. Calls on one stream cost nothing more than the record. */
+static cc_result cc_cuda__order(cc_cuda_comm *g, const char *what, cudaStream_t s) {
+  if (g->have_last && s != g->last) CC_CUDA__CALL(g, what, cudaStreamWaitEvent(s, g->ev, 0));
+  return CC_OK;
+}
+static cc_result cc_cuda__ordered(cc_cuda_comm *g, const char *what, cudaStream_t s) {
+  CC_CUDA__CALL(g, what, cudaEventRecord(g->ev, s));
+  g->last = s;
+  g->have_last = 1;
+  return CC_OK;
+}
+
+/* The calls cannot be captured into a CUDA graph: each call's phase numbers,
+   peers' buffers and waits are fixed when it is made, and a graph would
+   replay them. Refused (g stays usable). */
+static cc_result cc_cuda__not_capturing(cc_cuda_comm *g, const char *what, cudaStream_t s) {
+  enum cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  cudaError_t before = cudaPeekAtLastError(), e = cudaStreamIsCapturing(s, &st);
+  if (e != cudaSuccess) {
+    cc_cuda__forgive(before);
+    return cc_cuda__fail(g, CC_ERR_UNSUPPORTED, "%s: rank %d: cudaStreamIsCapturing failed on its stream: %s (is "
+                         "another stream being captured?); cc_cuda calls cannot be captured into CUDA graphs", what,
+                         g->rank, cudaGetErrorName(e));
+  }
+  if (st != cudaStreamCaptureStatusNone)
+    return cc_cuda__fail(g, CC_ERR_UNSUPPORTED, "%s: rank %d: its stream is being captured into a CUDA graph; "
+                         "cc_cuda calls cannot be captured (each call's peers and phases are fixed when it is made)",
+                         what, g->rank);
+  return CC_OK;
+}
+
+static cc_result cc_cuda__launch(cc_cuda_comm *g, const char *what, const void *fn, dim3 grid, dim3 block, void *arg,
+                                 cudaStream_t s) {
+  void *args[1];
+  cudaError_t e;
+  args[0] = arg;
+  e = cudaLaunchKernel(fn, grid, block, args, 0, s);   /* its own result: never the caller's pending error */
+  if (e != cudaSuccess)
+    return cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: a kernel launch failed: %s (%s)", what, g->rank,
+                          cudaGetErrorName(e), cudaGetErrorString(e));
+  return CC_OK;
+}
+
 /* On stream s: post pval to *post (if post), then wait until every waits[i]
-   has reached vals[i]. Stream memory operations where the device has them
-   (the GPU's front end waits; no SM is held, so ranks that share a GPU do not
-   take turns spinning), else a one-block kernel per 32 waits. */
+   has reached vals[i]; `flags` are CU_STREAM_WAIT_VALUE_FLUSH for a wait that
+   must make the peers' writes into this GPU's memory visible to the work
+   after it. Stream memory operations where the device has them (the GPU's
+   front end waits; no SM is held, so ranks that share a GPU do not take turns
+   spinning), else a one-block kernel per 32 waits (after a system fence). */
 static cc_result cc_cuda__sync(cc_cuda_comm *g, const char *what, cudaStream_t s, unsigned int *post,
-                               unsigned int pval, unsigned int *const *waits, const unsigned int *vals, int nwait) {
+                               unsigned int pval, unsigned int *const *waits, const unsigned int *vals, int nwait,
+                               unsigned int flags) {
   int i, j;
   if (g->memops) {
     CUresult r = CUDA_SUCCESS;
     if (post) r = g->write32((CUstream)s, cc_cuda__dflag(g, post), pval, 0);
     for (i = 0; i < nwait && r == CUDA_SUCCESS; i++)
-      r = g->wait32((CUstream)s, cc_cuda__dflag(g, waits[i]), vals[i], CU_STREAM_WAIT_VALUE_GEQ);
+      r = g->wait32((CUstream)s, cc_cuda__dflag(g, waits[i]), vals[i], CU_STREAM_WAIT_VALUE_GEQ | flags);
     if (r != CUDA_SUCCESS)
       return cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: a stream memory operation failed (CUresult %d)", what,
                             g->rank, (int)r);
@@ -1061,14 +1322,15 @@ static cc_result cc_cuda__sync(cc_cuda_comm *g, const char *what, cudaStream_t s
     }
     a.nwait = j;
     a.abort = (const volatile unsigned int *)(uintptr_t)cc_cuda__dflag(g, &g->page->abort);
-    cc_cuda__sync_kernel<<<1, CC_CUDA__MAXR, 0, s>>>(a);
-    CC_CUDA__CALL(g, what, cudaGetLastError());
+    CC__TRY(cc_cuda__launch(g, what, (const void *)cc_cuda__sync_kernel, dim3(1), dim3(CC_CUDA__MAXR), &a, s));
   }
   return CC_OK;
 }
 
-/* A barrier of every rank's stream: post the next phase, wait for everyone. */
-static cc_result cc_cuda__bar(cc_cuda_comm *g, const char *what, cudaStream_t s) {
+/* A barrier of every rank's stream: post the next phase, wait for everyone.
+   The closing barrier of a call flushes: peers may have written into this
+   rank's memory before they posted (two-shot all_reduce). */
+static cc_result cc_cuda__bar(cc_cuda_comm *g, const char *what, cudaStream_t s, int closing) {
   unsigned int *waits[CC_CUDA__MAXR], vals[CC_CUDA__MAXR], v = ++g->phase;
   int p, n = 0;
   for (p = 0; p < g->size; p++) {
@@ -1076,7 +1338,7 @@ static cc_result cc_cuda__bar(cc_cuda_comm *g, const char *what, cudaStream_t s)
     waits[n] = &g->page->post[p][0];
     vals[n++] = v;
   }
-  return cc_cuda__sync(g, what, s, &g->page->post[g->rank][0], v, waits, vals, n);
+  return cc_cuda__sync(g, what, s, &g->page->post[g->rank][0], v, waits, vals, n, closing ? g->flush : 0u);
 }
 
 static unsigned int cc_cuda__blocks(cc_cuda_comm *g, size_t items) {
@@ -1111,9 +1373,9 @@ static cc_result cc_cuda__fold(cc_cuda_comm *g, const char *what, cudaStream_t s
   }
   a.vec = (bits & 15) == 0;
   a.abort = (const volatile unsigned int *)(uintptr_t)cc_cuda__dflag(g, &g->page->abort);
-  fn<<<cc_cuda__blocks(g, a.vec ? count * scale * es / 16 : count * scale), CC_CUDA__THREADS, 0, s>>>(a);
-  CC_CUDA__CALL(g, what, cudaGetLastError());
-  return CC_OK;
+  return cc_cuda__launch(g, what, (const void *)fn,
+                         dim3(cc_cuda__blocks(g, a.vec ? count * scale * es / 16 : count * scale)),
+                         dim3(CC_CUDA__THREADS), &a, s);
 }
 
 /* A list of copies, launched CC_CUDA__MAXR at a time. */
@@ -1130,11 +1392,9 @@ static cc_result cc_cuda__copy_flush(cc_cuda_comm *g, const char *what, cudaStre
   grid.y = (unsigned int)c->n;
   grid.z = 1;
   c->a.abort = (const volatile unsigned int *)(uintptr_t)cc_cuda__dflag(g, &g->page->abort);
-  cc_cuda__copy_kernel<<<grid, CC_CUDA__THREADS, 0, s>>>(c->a);
   c->n = 0;
   c->most = 0;
-  CC_CUDA__CALL(g, what, cudaGetLastError());
-  return CC_OK;
+  return cc_cuda__launch(g, what, (const void *)cc_cuda__copy_kernel, grid, dim3(CC_CUDA__THREADS), &c->a, s);
 }
 
 static cc_result cc_cuda__copy_add(cc_cuda_comm *g, const char *what, cudaStream_t s, cc_cuda__copies *c,
@@ -1151,12 +1411,15 @@ static cc_result cc_cuda__copy_add(cc_cuda_comm *g, const char *what, cudaStream
 
 /* ============================================================== @cuda-watchdog */
 /* One thread per ipc-mode communicator. Every 50 ms (or when woken) it checks
-   that the peers' processes live and that no wait of this rank's stream has
-   lasted beyond the timeout; on a failure it fails the communicator on the
-   flag page. Once the page says failed (whoever said it), it releases every
-   flag: each is set CC_CUDA__RELEASE ahead of what it was, once, and put back
-   there should a stream in flight write an older value over it; waits on the
-   GPU then pass and kernels see `abort` and do nothing. */
+   that the peers' processes live, that this process's CUDA context lives (a
+   kernel's fault kills it), and that no wait of this rank's stream has lasted
+   beyond the timeout; on a failure it fails the communicator on the flag
+   page. Once the page says failed (whoever said it), it releases every flag:
+   each is set CC_CUDA__RELEASE ahead of what it was, once, and put back there
+   should a stream in flight write an older value over it; waits on the GPU
+   then pass and kernels see `abort` and do nothing. And it aborts the host
+   communicator, so that a rank waiting in a host call for a rank that failed
+   returns at once. */
 
 static unsigned int *cc_cuda__flag(cc_cuda_comm *g, int i) {
   if (i < CC_CUDA__MAXR) return &g->page->post[i][0];
@@ -1190,12 +1453,20 @@ static int cc_cuda__overdue(cc_cuda_comm *g, int k, int waiting, unsigned int va
   return now - g->since[k] > g->host->timeout_ns;
 }
 
-static void cc_cuda__watch(cc_cuda_comm *g) {
+/* One round; `closing` (read under the lock by the caller): destroy has
+   begun, so peers that exit and waits that end are no failure any more. */
+static void cc_cuda__watch(cc_cuda_comm *g, int closing) {
   cc_cuda__page *pg = g->page;
   unsigned int a = __atomic_load_n(&pg->abort, __ATOMIC_ACQUIRE), mine, x, y;
   uint64_t now = cc__now_ns();
   int p, i, me = g->rank;
-  if (!a && !g->closing) {
+  if (!a && !closing) {
+    cudaError_t e = cc_cuda__context(g);
+    if (e != cudaSuccess) {
+      cc_cuda__declare(g, CC_ERR_SYSTEM, "rank %d's CUDA context failed: %s (%s)", me, cudaGetErrorName(e),
+                       cudaGetErrorString(e));
+      a = 1;
+    }
     for (p = 0; p < g->size && !a; p++) {
       if (p == me || cc__pid_alive(g->pids[p])) continue;
       cc_cuda__declare(g, CC_ERR_PEER_LOST, "rank %d lost (pid %d exited)", p, g->pids[p]);
@@ -1247,10 +1518,16 @@ static void cc_cuda__watch(cc_cuda_comm *g) {
       g->hi[i] = cur;
     }
   }
+  if (!g->host_aborted) {              /* no rank waits in a host call for one that failed */
+    g->host_aborted = 1;
+    cc_comm_abort(g->host);
+  }
 }
 
 static void *cc_cuda__watchdog(void *arg) {
   cc_cuda_comm *g = (cc_cuda_comm *)arg;
+  int closing;
+  if (g->probe) cudaSetDevice(g->dev);   /* its context, for the probe */
   pthread_mutex_lock(&g->lock);
   while (!g->wd_stop) {
     struct timespec ts;
@@ -1259,8 +1536,9 @@ static void *cc_cuda__watchdog(void *arg) {
     if (ts.tv_nsec >= 1000000000L) { ts.tv_sec++; ts.tv_nsec -= 1000000000L; }
     pthread_cond_timedwait(&g->cond, &g->lock, &ts);
     if (g->wd_stop) break;
+    closing = g->closing;
     pthread_mutex_unlock(&g->lock);
-    cc_cuda__watch(g);
+    cc_cuda__watch(g, closing);
     pthread_mutex_lock(&g->lock);
   }
   pthread_mutex_unlock(&g->lock);
@@ -1272,27 +1550,34 @@ static void *cc_cuda__watchdog(void *arg) {
 typedef struct cc_cuda__hello {        /* what each rank says at init */
   int code;                            /* CC_OK, or why this rank cannot join */
   int pid, ipc;                        /* ipc: wants and may use ipc mode */
-  char busid[32];                      /* PCI bus id of its GPU */
+  char busid[32];                      /* PCI bus id of its GPU (for messages) */
+  unsigned char uuid[16];              /* its GPU (or MIG instance): what "the same GPU" means */
+  cudaIpcMemHandle_t probe;            /* a small buffer of its GPU, for peers that cannot see that GPU */
   char msg[200];
 } cc_cuda__hello;
 
 static cc_cuda__memop_fn cc_cuda__entry(const char *name) {
   void *fn = NULL;
   cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+  cudaError_t before = cudaPeekAtLastError();
 #if CUDART_VERSION >= 12050
-  if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q) != cudaSuccess) fn = NULL;
+  if (cudaGetDriverEntryPointByVersion(name, &fn, 12000, cudaEnableDefault, &q) != cudaSuccess) {
 #else
-  if (cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault, &q) != cudaSuccess) fn = NULL;
+  if (cudaGetDriverEntryPoint(name, &fn, cudaEnableDefault, &q) != cudaSuccess) {
 #endif
-  (void)cudaGetLastError();
+    cc_cuda__forgive(before);
+    fn = NULL;
+  }
   return q == cudaDriverEntryPointSuccess ? (cc_cuda__memop_fn)fn : NULL;
 }
 
-/* This rank's side of init: the device, its context, the driver entry points. */
-static void cc_cuda__init_local(cc_cuda_comm *g, cc_cuda__hello *h) {
-  int ndev = 0;
+/* This rank's side of init: the device, its context, the driver entry points,
+   the probe buffer (freed after init). */
+static void cc_cuda__init_local(cc_cuda_comm *g, cc_cuda__hello *h, void **probe) {
+  int ndev = 0, flush = 0;
   cudaError_t e = cudaGetDeviceCount(&ndev);
   const char *mode = getenv("CC_CUDA_TRANSPORT");
+  struct cudaDeviceProp prop;
   h->pid = (int)getpid();
   h->ipc = !(mode && !strcmp(mode, "staged")) && g->size <= CC_CUDA__MAXR &&
            cc_comm_local_size(g->host) == g->size;
@@ -1306,25 +1591,58 @@ static void cc_cuda__init_local(cc_cuda_comm *g, cc_cuda__hello *h) {
     CC_CUDA__HELLO_FAIL(CC_ERR_INVALID_ARG, "device %d is out of range (this process sees %d)", g->dev, ndev);
   if ((e = cudaSetDevice(g->dev)) != cudaSuccess || (e = cudaFree(0)) != cudaSuccess ||
       (e = cudaDeviceGetAttribute(&g->sms, cudaDevAttrMultiProcessorCount, g->dev)) != cudaSuccess ||
-      (e = cudaDeviceGetPCIBusId(h->busid, (int)sizeof h->busid, g->dev)) != cudaSuccess)
+      (e = cudaDeviceGetPCIBusId(h->busid, (int)sizeof h->busid, g->dev)) != cudaSuccess ||
+      (e = cudaGetDeviceProperties(&prop, g->dev)) != cudaSuccess ||
+      (e = cudaEventCreateWithFlags(&g->ev, cudaEventDisableTiming)) != cudaSuccess ||
+      (e = cudaEventCreateWithFlags(&g->probe, cudaEventDisableTiming)) != cudaSuccess)
     CC_CUDA__HELLO_FAIL(CC_ERR_SYSTEM, "device %d: %s (%s)", g->dev, cudaGetErrorName(e), cudaGetErrorString(e));
 #undef CC_CUDA__HELLO_FAIL
+  memcpy(h->uuid, prop.uuid.bytes, sizeof h->uuid);
+  if (cudaDeviceGetAttribute(&flush, cudaDevAttrCanFlushRemoteWrites, g->dev) == cudaSuccess && flush)
+    g->flush = CU_STREAM_WAIT_VALUE_FLUSH;
   g->wait32 = cc_cuda__entry("cuStreamWaitValue32");
   g->write32 = cc_cuda__entry("cuStreamWriteValue32");
   g->attrs = (cc_cuda__attrs_fn)(void *)cc_cuda__entry("cuPointerGetAttributes");
   if (!g->attrs) h->ipc = 0;
+  if (h->ipc) {                        /* a buffer peers that cannot see this GPU try to open */
+    cudaError_t before = cudaPeekAtLastError();
+    if (cudaMalloc(probe, 256) != cudaSuccess || cudaIpcGetMemHandle(&h->probe, *probe) != cudaSuccess) {
+      cc_cuda__forgive(before);
+      if (*probe) cudaFree(*probe);
+      *probe = NULL;
+      h->ipc = 0;
+    }
+  }
 }
 
-/* Can this rank's GPU reach every peer's (the same GPU, or peer access)? */
+/* Can this rank's GPU reach every peer's? The same GPU (or MIG instance) is
+   the same UUID; another GPU that this process sees must have peer access;
+   one it does not see (each rank with its own CUDA_VISIBLE_DEVICES) must let
+   this rank open the peer's probe buffer. */
 static int cc_cuda__reach(cc_cuda_comm *g, const cc_cuda__hello *all) {
-  int p, d, can;
+  int p, d, can, ndev = 0;
   for (p = 0; p < g->size; p++) {
-    if (!strcmp(all[p].busid, all[g->rank].busid)) continue;
-    if (cudaDeviceGetByPCIBusId(&d, all[p].busid) != cudaSuccess ||
-        cudaDeviceCanAccessPeer(&can, g->dev, d) != cudaSuccess || !can) {
-      (void)cudaGetLastError();
-      cc__log(g->host, 2, "cuda_comm_init: rank %d: GPU %s cannot reach rank %d's GPU %s: staged mode", g->rank,
-              all[g->rank].busid, p, all[p].busid);
+    const char *why = NULL;
+    cudaError_t before = cudaPeekAtLastError();
+    if (!memcmp(all[p].uuid, all[g->rank].uuid, 16)) continue;
+    if (cudaGetDeviceCount(&ndev) != cudaSuccess) ndev = 0;
+    for (d = 0; d < ndev; d++) {
+      struct cudaDeviceProp prop;
+      if (cudaGetDeviceProperties(&prop, d) == cudaSuccess && !memcmp(prop.uuid.bytes, all[p].uuid, 16)) break;
+    }
+    if (d < ndev) {
+      if (cudaDeviceCanAccessPeer(&can, g->dev, d) != cudaSuccess || !can) why = "no peer access between them";
+    } else {
+      void *m = NULL;
+      if (cudaIpcOpenMemHandle(&m, all[p].probe, cudaIpcMemLazyEnablePeerAccess) != cudaSuccess)
+        why = "it is not visible here and CUDA IPC cannot open its memory";
+      else
+        cudaIpcCloseMemHandle(m);
+    }
+    if (why) {
+      cc_cuda__forgive(before);
+      cc__log(g->host, 2, "cuda_comm_init: rank %d: GPU %s cannot reach rank %d's GPU %s (%s): staged mode", g->rank,
+              all[g->rank].busid, p, all[p].busid, why);
       return 0;
     }
   }
@@ -1337,6 +1655,7 @@ static int cc_cuda__page_setup(cc_cuda_comm *g) {
   char name[64];
   int ok = 1, all = 0;
   size_t bytes = 0;
+  cudaError_t before = cudaPeekAtLastError();
   g->page_bytes = (sizeof(cc_cuda__page) + 4095) & ~(size_t)4095;
   if (g->rank == 0) {
     char hex[17];
@@ -1351,10 +1670,10 @@ static int cc_cuda__page_setup(cc_cuda_comm *g) {
     if (!g->page) ok = 0;
   }
   if (ok && cudaHostRegister(g->page, g->page_bytes, cudaHostRegisterMapped | cudaHostRegisterPortable) != cudaSuccess) {
-    (void)cudaGetLastError();
+    cc_cuda__forgive(before);
     ok = 0;
   } else if (ok && cudaHostGetDevicePointer((void **)&g->dpage, g->page, 0) != cudaSuccess) {
-    (void)cudaGetLastError();
+    cc_cuda__forgive(before);
     cudaHostUnregister(g->page);
     ok = 0;
   }
@@ -1369,37 +1688,59 @@ static int cc_cuda__page_setup(cc_cuda_comm *g) {
   return all;
 }
 
-/* Do stream memory operations work here? One write, read back. */
+/* Do stream memory operations work here, on the registered page? One write,
+   then a wait on what it wrote (with the flush flag where the device has it),
+   read back. */
 static int cc_cuda__memops_work(cc_cuda_comm *g) {
   const char *sync = getenv("CC_CUDA_SYNC");
   unsigned int *probe = &g->page->post[g->rank][1];
+  cudaError_t before = cudaPeekAtLastError();
   cudaStream_t s;
   int ok;
   if (!g->wait32 || !g->write32 || (sync && !strcmp(sync, "kernel"))) return 0;
-  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) { (void)cudaGetLastError(); return 0; }
+  if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) { cc_cuda__forgive(before); return 0; }
   ok = g->write32((CUstream)s, cc_cuda__dflag(g, probe), 0x5eed5eedu, 0) == CUDA_SUCCESS &&
-       cudaStreamSynchronize(s) == cudaSuccess && __atomic_load_n(probe, __ATOMIC_ACQUIRE) == 0x5eed5eedu;
-  (void)cudaGetLastError();
+       g->wait32((CUstream)s, cc_cuda__dflag(g, probe), 0x5eed5eedu, CU_STREAM_WAIT_VALUE_GEQ | g->flush) == CUDA_SUCCESS &&
+       g->write32((CUstream)s, cc_cuda__dflag(g, probe + 1), 0x5eed5eeeu, 0) == CUDA_SUCCESS &&
+       cudaStreamSynchronize(s) == cudaSuccess && __atomic_load_n(probe, __ATOMIC_ACQUIRE) == 0x5eed5eedu &&
+       __atomic_load_n(probe + 1, __ATOMIC_ACQUIRE) == 0x5eed5eeeu;
+  if (!ok) cc_cuda__forgive(before);
   cudaStreamDestroy(s);
   return ok;
 }
 
-static void cc_cuda__free_all(cc_cuda_comm *g) {
+/* Close every mapping of the peers' memory: this rank's work must be done. */
+static void cc_cuda__close_all(cc_cuda_comm *g) {
   int p, i;
   for (p = 0; p < CC_CUDA__MAXR; p++)
     for (i = 0; i < CC_CUDA__NMAP; i++)
-      if (g->maps[p][i].base) cudaIpcCloseMemHandle(g->maps[p][i].base);
-  for (i = 0; i < g->nallocs; i++) cudaFree(g->allocs[i]);
+      if (g->maps[p][i].base) {
+        cudaIpcCloseMemHandle(g->maps[p][i].base);
+        memset(&g->maps[p][i], 0, sizeof g->maps[p][i]);
+      }
+  cc_cuda__reap_closes(g, 1);
+}
+
+static void cc_cuda__free_all(cc_cuda_comm *g) {
+  int i;
+  cudaError_t before = cudaPeekAtLastError();
+  cc_cuda__close_all(g);
+  for (i = 0; i < g->nallocs; i++) cudaFree(g->allocs[i].p);
+  if (g->page) cc_cuda__reap_own(g, 1);
   if (g->work) cudaFree(g->work);
   if (g->stage) cudaFreeHost(g->stage);
   if (g->page) {
     cudaHostUnregister(g->page);
     cc__shm_unmap(g->page, g->page_bytes);
   }
-  (void)cudaGetLastError();
+  if (g->ev) cudaEventDestroy(g->ev);
+  if (g->probe) cudaEventDestroy(g->probe);
+  cc_cuda__forgive(before);
   pthread_mutex_destroy(&g->lock);
   pthread_cond_destroy(&g->cond);
   CC_FREE(g->allocs);
+  CC_FREE(g->retired);
+  CC_FREE(g->closes);
   CC_FREE(g->recs);
   CC_FREE(g->q);
   CC_FREE(g->hi);
@@ -1411,8 +1752,9 @@ CC_API cc_result cc_cuda_comm_init(cc_comm *host, int device, cc_cuda_comm **out
   cc_cuda__hello mine, *all;
   cc_cuda_comm *g;
   cc_result r;
+  void *probe = NULL;
   int p, ipc = 1, reach = 0;
-  if (!out) return host ? cc__bad(host, "%s: out is NULL", w) : cc__fail(NULL, CC_ERR_INVALID_ARG, "%s: out is NULL", w);
+  if (!out) return cc__fail(host, CC_ERR_INVALID_ARG, "%s: out is NULL", w);
   *out = NULL;
   if (!host) return cc__fail(NULL, CC_ERR_INVALID_ARG, "%s: host communicator is NULL", w);
   CC__TRY(cc__ready(host, w));
@@ -1421,7 +1763,7 @@ CC_API cc_result cc_cuda_comm_init(cc_comm *host, int device, cc_cuda_comm **out
   if (!g || !all) {
     CC_FREE(g);
     CC_FREE(all);
-    return cc__bad(host, "%s: rank %d: out of memory", w, host->rank);
+    return cc__fail(host, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", w, host->rank);
   }
   memset(g, 0, sizeof *g);
   memset(&mine, 0, sizeof mine);
@@ -1433,18 +1775,22 @@ CC_API cc_result cc_cuda_comm_init(cc_comm *host, int device, cc_cuda_comm **out
   g->dev = device;
   g->sms = 1;
   g->oneshot = cc__env_size("CC_CUDA_ONESHOT_BYTES", 256u << 10, 0, (size_t)1 << 40);
-  cc_cuda__init_local(g, &mine);
+  cc_cuda__init_local(g, &mine, &probe);
   /* everyone learns who cannot join, and why */
   r = cc_all_gather(host, &mine, all, sizeof mine, CC_UINT8);
   for (p = 0; r == CC_OK && p < g->size; p++) {
     if (all[p].code == CC_OK) { ipc &= all[p].ipc; continue; }
     r = (cc_result)all[p].code;
-    if (r == CC_ERR_INVALID_ARG) cc__bad(host, "%s: rank %d: %s", w, p, all[p].msg);
+    if (r == CC_ERR_INVALID_ARG) cc__fail(host, CC_ERR_INVALID_ARG, "%s: rank %d: %s", w, p, all[p].msg);
     else snprintf(host->err, sizeof host->err, "%s: rank %d: %s", w, p, all[p].msg);
   }
   if (r == CC_OK && ipc) {
     reach = cc_cuda__reach(g, all);
-    r = cc_all_reduce(host, &reach, &ipc, 1, CC_INT32, CC_MIN);
+    r = cc_all_reduce(host, &reach, &ipc, 1, CC_INT32, CC_MIN);   /* also: every rank is done with the probes */
+  }
+  if (probe) {
+    cudaError_t before = cudaPeekAtLastError();
+    if (cudaFree(probe) != cudaSuccess) cc_cuda__forgive(before);
   }
   if (r == CC_OK && ipc) {
     int got = cc_cuda__page_setup(g);
@@ -1484,27 +1830,37 @@ CC_API cc_result cc_cuda_comm_init(cc_comm *host, int device, cc_cuda_comm **out
     cc_cuda__free_all(g);
     return r;
   }
-  cc__log(host, 2, "%s: rank %d: device %d (%s), %s mode, %s waits", w, g->rank, g->dev, mine.busid,
-          g->mode == CC_CUDA__IPC ? "ipc" : "staged", g->memops ? "stream-memop" : "kernel");
+  cc__log(host, 2, "%s: rank %d: device %d (%s), %s mode, %s waits%s", w, g->rank, g->dev, mine.busid,
+          g->mode == CC_CUDA__IPC ? "ipc" : "staged", g->memops ? "stream-memop" : "kernel",
+          g->flush ? " (flushing remote writes)" : "");
   *out = g;
   return CC_OK;
 }
 
+/* Wait for this communicator's work (every stream it used), close every
+   mapping of the peers' memory, meet the peers (host barrier: then nobody
+   maps this rank's memory any more), and only then free it. */
 CC_API cc_result cc_cuda_comm_destroy(cc_cuda_comm *g) {
-  cc_result r = CC_OK;
-  cudaError_t e;
+  cc_result r = CC_OK, rb;
+  cudaError_t e = cudaSuccess;
   if (!g) return CC_OK;
   cc_cuda__device_guard guard(g->dev);
   cudaSetDevice(g->dev);
-  e = cudaDeviceSynchronize();        /* the watchdog still runs: a dead peer cannot hang this */
+  if (g->have_last) e = cudaEventSynchronize(g->ev);   /* the watchdog still runs: a dead peer cannot hang this */
   if (e != cudaSuccess && !g->failed)
-    r = cc_cuda__fail(g, CC_ERR_SYSTEM, "cuda_comm_destroy: rank %d: cudaDeviceSynchronize failed: %s (%s)", g->rank,
-                      cudaGetErrorName(e), cudaGetErrorString(e));
-  if (r == CC_OK && cc_cuda__ready(g, "cuda_comm_destroy") == CC_OK && g->mode == CC_CUDA__IPC)
-    r = cc_barrier(g->host);           /* nobody still reads this rank's memory */
+    r = cc_cuda__abort(g, CC_ERR_SYSTEM, "cuda_comm_destroy: rank %d: its work failed: %s (%s)", g->rank,
+                       cudaGetErrorName(e), cudaGetErrorString(e));
+  if (g->mode == CC_CUDA__IPC) {
+    pthread_mutex_lock(&g->lock);
+    g->closing = 1;                    /* peers that leave now are no failure */
+    pthread_mutex_unlock(&g->lock);
+    cc_cuda__close_all(g);
+    rb = cc_barrier(g->host);          /* a failed rank's peers are let go by their watchdogs */
+    if (r == CC_OK && !g->failed && rb != CC_OK)
+      r = cc_cuda__fail(g, rb, "cuda_comm_destroy: rank %d: %s", g->rank, g->host->err);
+  }
   if (g->wd_started) {
     pthread_mutex_lock(&g->lock);
-    g->closing = 1;
     g->wd_stop = 1;
     pthread_cond_signal(&g->cond);
     pthread_mutex_unlock(&g->lock);
@@ -1596,7 +1952,7 @@ static cc_result cc_cuda__agree(cc_cuda_comm *g, const char *what, const cc__cal
    reads or writes this rank's buffers any more, so its stream may go on).
    All-reduce over CC_CUDA_ONESHOT_BYTES: each rank folds one slice of every
    input and writes it into every rank's output, so that every byte is read
-   once and written once. */
+   once and written once (the closing barrier then flushes those writes). */
 static cc_result cc_cuda__staged(cc_cuda_comm *g, const cc__call *k, cudaStream_t s);
 
 static cc_result cc_cuda__ipc_coll(cc_cuda_comm *g, const cc__call *k, cudaStream_t s) {
@@ -1608,26 +1964,35 @@ static cc_result cc_cuda__ipc_coll(cc_cuda_comm *g, const cc__call *k, cudaStrea
   cc_cuda__copies cp;
   int n = g->size, p, root = k->root, twoshot = 0, j;
   cc_result res;
+  unsigned int nomem = 0;
   cc_cuda__extents(g, k, &sx, &rx);
   twoshot = k->coll == CC__ALL_REDUCE && one > g->oneshot && n > 1;
+  CC__TRY(cc_cuda__order(g, what, s));
+  CC__TRY(cc_cuda__peer_frees(g, what));
   /* an input that the peers read while this rank overwrites it: read a copy
-     (once the caller's buffer is known to be device memory) */
+     (once the caller's buffer is known to be device memory). Without memory
+     for it, the peers learn it from the record and nobody runs the call. */
   if (sx && ((k->coll == CC__ALL_REDUCE && !twoshot) || k->coll == CC__ALL_TO_ALL) && sbuf == (const void *)rbuf) {
     void *w;
     unsigned int fl = 0;
     CC__TRY(cc_cuda__describe(g, what, "sendbuf", sbuf, sx, &me->b[0], &fl));
-    CC__TRY(cc_cuda__work(g, what, sx, &w));
-    CC_CUDA__CALL(g, what, cudaMemcpyAsync(w, sbuf, sx, cudaMemcpyDeviceToDevice, s));
-    sbuf = w;
+    res = cc_cuda__work(g, what, sx, &w);
+    if (res == CC_ERR_NO_MEMORY) {
+      nomem = CC_CUDA__NOMEM;
+    } else {
+      if (res != CC_OK) return res;
+      CC_CUDA__CALL(g, what, cudaMemcpyAsync(w, sbuf, sx, cudaMemcpyDeviceToDevice, s));
+      sbuf = w;
+    }
   }
   memset(me, 0, g->rec_bytes);
+  me->flags = nomem;
+  me->need = nomem ? sx : 0;
   me->coll = k->coll;
   me->dtype = (int)k->t;
   me->op = cc_cuda__call_reduces(k) ? k->op : 0;
   me->root = k->root;
   me->count = cc__is_v(k->coll) ? (k->coll == CC__SCATTER_V ? k->rcount : k->scount) : k->count;
-  me->frees = g->frees;
-  memcpy(me->freed, g->freed, sizeof me->freed);
   if (k->op >= CC__OP_FIRST_USER && cc_cuda__call_reduces(k)) {
     const cc__opinfo *o = &g->host->ops[k->op - CC__OP_FIRST_USER];
     if (o->kind == 2) memcpy(me->scal, o->scal, 16);
@@ -1643,17 +2008,19 @@ static cc_result cc_cuda__ipc_coll(cc_cuda_comm *g, const cc__call *k, cudaStrea
   res = cc_all_gather(g->host, me, g->recs, g->rec_bytes, CC_UINT8);
   if (res != CC_OK) return cc_cuda__host_failed(g, res);
   CC__TRY(cc_cuda__agree(g, what, k));
-  for (p = 0; p < n; p++) {
+  for (p = 0; p < n; p++)
+    if (cc_cuda__recp(g, p)->flags & CC_CUDA__NOMEM)
+      return cc_cuda__fail(g, CC_ERR_NO_MEMORY, "%s: rank %d could not allocate %llu bytes of device memory for the "
+                           "call's scratch; no rank ran the call", what, p, cc_cuda__recp(g, p)->need);
+  for (p = 0; p < n; p++)
     if (cc_cuda__recp(g, p)->flags & CC_CUDA__STAGE) return cc_cuda__staged(g, k, s);
-    if (p != g->rank) CC__TRY(cc_cuda__peer_frees(g, what, p, cc_cuda__recp(g, p)));
-  }
   if (!cc__is_v(k->coll) && k->coll != CC__BARRIER && !k->count) return CC_OK;
   memset(&cp, 0, sizeof cp);
-  CC__TRY(cc_cuda__bar(g, what, s));
+  CC__TRY(cc_cuda__bar(g, what, s, 0));
 #define CC_CUDA__AT(p, side, off, len, out) CC__TRY(cc_cuda__peer(g, what, p, &cc_cuda__recp(g, p)->b[side], off, len, out))
 #define CC_CUDA__COPY(srcp, dst, len) CC__TRY(cc_cuda__copy_add(g, what, s, &cp, srcp, dst, len))
   switch (k->coll) {
-    case CC__BARRIER: return CC_OK;
+    case CC__BARRIER: return cc_cuda__ordered(g, what, s);
     case CC__BROADCAST:
       if (g->rank != root) { CC_CUDA__AT(root, 0, 0, one, &src[0]); CC_CUDA__COPY(src[0], rbuf, one); }
       break;
@@ -1716,7 +2083,8 @@ static cc_result cc_cuda__ipc_coll(cc_cuda_comm *g, const cc__call *k, cudaStrea
 #undef CC_CUDA__AT
 #undef CC_CUDA__COPY
   CC__TRY(cc_cuda__copy_flush(g, what, s, &cp));
-  return cc_cuda__bar(g, what, s);
+  CC__TRY(cc_cuda__bar(g, what, s, 1));
+  return cc_cuda__ordered(g, what, s);
 }
 
 /* ============================================================== @cuda-p2p */
@@ -1725,47 +2093,71 @@ static cc_result cc_cuda__ipc_coll(cc_cuda_comm *g, const cc__call *k, cudaStrea
    order, on a tag of their own); then on the stream: every send posts
    ready[me][peer], every receive posts want and waits for ready, copies from
    the sender's buffer, and posts done; every send waits for done last, so that
-   the sender's buffer may be reused once its stream has passed the call. */
+   the sender's buffer may be reused once its stream has passed the call. A
+   send buffer that cannot be shared is first copied to the sender's scratch,
+   each one to its own part of it. */
 static cc_result cc_cuda__ipc_p2p(cc_cuda_comm *g, cc_cuda__p2p *ops, int nops, cudaStream_t s) {
   const char *what = nops == 1 ? (ops[0].send ? "send" : "recv") : "group_end";
   cc_cuda__rec *recs;
   cc_cuda__copies cp;
   cc_result r = CC_OK;
-  int i, me = g->rank;
+  size_t *at = NULL, total = 0;
+  unsigned char *w = NULL;
+  int i, me = g->rank, nomem = -1;
+  CC__TRY(cc_cuda__order(g, what, s));
+  CC__TRY(cc_cuda__peer_frees(g, what));
   recs = (cc_cuda__rec *)CC_MALLOC(sizeof *recs * (size_t)nops);
-  if (!recs) return cc_cuda__fail(g, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
+  at = (size_t *)CC_MALLOC(sizeof *at * (size_t)nops);
+  if (!recs || !at) {
+    CC_FREE(recs);
+    CC_FREE(at);
+    return cc_cuda__abort(g, CC_ERR_NO_MEMORY, "%s: rank %d: out of host memory", what, me);
+  }
   memset(recs, 0, sizeof *recs * (size_t)nops);
   for (i = 0; i < nops && r == CC_OK; i++) {   /* the outgoing records */
     cc_cuda__p2p *o = &ops[i];
     size_t bytes = o->count * cc__dtype_bytes(o->t);
-    unsigned int flags = 0;
+    at[i] = (size_t)-1;
     if (!o->send) continue;
     recs[i].coll = CC__SEND;
     recs[i].dtype = (int)o->t;
     recs[i].tag = o->tag;
     recs[i].count = o->count;
-    recs[i].frees = g->frees;
-    memcpy(recs[i].freed, g->freed, sizeof recs[i].freed);
-    r = cc_cuda__describe(g, what, "buf", o->sbuf, bytes, &recs[i].b[0], &flags);
-    if (r == CC_OK && (flags & CC_CUDA__STAGE)) {   /* not shareable: send a shared copy */
-      void *w;
-      r = cc_cuda__work(g, what, bytes, &w);
-      if (r == CC_OK && cudaMemcpyAsync(w, o->sbuf, bytes, cudaMemcpyDeviceToDevice, s) != cudaSuccess)
-        r = cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: cudaMemcpyAsync of a send buffer failed: %s", what, me,
-                           cudaGetErrorString(cudaGetLastError()));
-      flags = 0;
-      if (r == CC_OK) r = cc_cuda__describe(g, what, "buf", w, bytes, &recs[i].b[0], &flags);
-      if (r == CC_OK && flags)
-        r = cc_cuda__abort(g, CC_ERR_UNSUPPORTED, "%s: rank %d: device memory cannot be shared here", what, me);
+    r = cc_cuda__describe(g, what, "buf", o->sbuf, bytes, &recs[i].b[0], &recs[i].flags);
+    if (r == CC_OK && (recs[i].flags & CC_CUDA__STAGE)) {   /* not shareable: a part of the scratch */
+      at[i] = total;
+      total += (bytes + 255) & ~(size_t)255;
     }
   }
+  if (r == CC_OK && total) {           /* one scratch for every such send, grown before any is named */
+    r = cc_cuda__work(g, what, total, (void **)&w);
+    if (r == CC_ERR_NO_MEMORY) nomem = me;
+    for (i = 0; i < nops && (r == CC_OK || nomem >= 0); i++) {
+      size_t bytes = ops[i].count * cc__dtype_bytes(ops[i].t);
+      if (at[i] == (size_t)-1) continue;
+      if (nomem >= 0) {
+        recs[i].flags = CC_CUDA__NOMEM;
+        recs[i].need = total;
+        continue;
+      }
+      if (cudaMemcpyAsync(w + at[i], ops[i].sbuf, bytes, cudaMemcpyDeviceToDevice, s) != cudaSuccess)
+        r = cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: cudaMemcpyAsync of a send buffer to the scratch failed: %s",
+                           what, me, cudaGetErrorString(cudaGetLastError()));
+      recs[i].flags = 0;
+      if (r == CC_OK) r = cc_cuda__describe(g, what, "buf", w + at[i], bytes, &recs[i].b[0], &recs[i].flags);
+      if (r == CC_OK && recs[i].flags)
+        r = cc_cuda__abort(g, CC_ERR_UNSUPPORTED, "%s: rank %d: device memory cannot be shared here", what, me);
+    }
+    if (nomem >= 0) r = CC_OK;
+  }
+  CC_FREE(at);
   if (r == CC_OK) {
     /* one host group: record numbers are given here, in issue order */
     cc_group_begin(g->host);
     for (i = 0; i < nops; i++) {
       if (ops[i].send) {
         recs[i].seq = ops[i].peer == me ? 0 : ++g->tx[ops[i].peer];
-        ops[i].rec.seq = recs[i].seq;
+        ops[i].rec = recs[i];
         cc_send(g->host, &recs[i], sizeof recs[i], CC_UINT8, ops[i].peer, CC_CUDA__TAG);
       } else {
         cc_recv(g->host, &ops[i].rec, sizeof ops[i].rec, CC_UINT8, ops[i].peer, CC_CUDA__TAG);
@@ -1785,37 +2177,42 @@ static cc_result cc_cuda__ipc_p2p(cc_cuda_comm *g, cc_cuda__p2p *ops, int nops, 
                          "%s: rank %d receives %zu %s with tag %d from rank %d, whose message %llu is %llu %s with tag %d",
                          what, me, o->count, cc__dtype_name(o->t), o->tag, o->peer, in->seq, in->count,
                          cc__dtype_name((cc_dtype)in->dtype), in->tag);
-    else if (o->peer != me)
-      r = cc_cuda__peer_frees(g, what, o->peer, in);
+    else if (in->flags & CC_CUDA__NOMEM && nomem < 0)
+      nomem = o->peer;
   }
   CC_FREE(recs);
+  /* on the stream; a message whose sender had no scratch for it is skipped by both sides */
   memset(&cp, 0, sizeof cp);
   for (i = 0; i < nops && r == CC_OK; i++)
-    if (ops[i].send && ops[i].peer != me)
-      r = cc_cuda__sync(g, what, s, &g->page->ready[me][ops[i].peer], (unsigned int)ops[i].rec.seq, NULL, NULL, 0);
+    if (ops[i].send && ops[i].peer != me && !(ops[i].rec.flags & CC_CUDA__NOMEM))
+      r = cc_cuda__sync(g, what, s, &g->page->ready[me][ops[i].peer], (unsigned int)ops[i].rec.seq, NULL, NULL, 0, 0);
   for (i = 0; i < nops && r == CC_OK; i++) {
     cc_cuda__p2p *o = &ops[i];
-    unsigned int *w, v = (unsigned int)o->rec.seq;
+    unsigned int *wt, v = (unsigned int)o->rec.seq;
     const void *from;
-    if (o->send) continue;
+    if (o->send || (o->rec.flags & CC_CUDA__NOMEM)) continue;
     if (o->peer != me) {
-      w = &g->page->ready[o->peer][me];
-      r = cc_cuda__sync(g, what, s, &g->page->want[o->peer][me], v, &w, &v, 1);
+      wt = &g->page->ready[o->peer][me];
+      r = cc_cuda__sync(g, what, s, &g->page->want[o->peer][me], v, &wt, &v, 1, 0);
     }
     if (r == CC_OK) r = cc_cuda__peer(g, what, o->peer, &o->rec.b[0], 0, o->count * cc__dtype_bytes(o->t), &from);
     if (r == CC_OK) r = cc_cuda__copy_add(g, what, s, &cp, from, o->rbuf, o->count * cc__dtype_bytes(o->t));
   }
   if (r == CC_OK) r = cc_cuda__copy_flush(g, what, s, &cp);
   for (i = 0; i < nops && r == CC_OK; i++)
-    if (!ops[i].send && ops[i].peer != me)
-      r = cc_cuda__sync(g, what, s, &g->page->done[ops[i].peer][me], (unsigned int)ops[i].rec.seq, NULL, NULL, 0);
+    if (!ops[i].send && ops[i].peer != me && !(ops[i].rec.flags & CC_CUDA__NOMEM))
+      r = cc_cuda__sync(g, what, s, &g->page->done[ops[i].peer][me], (unsigned int)ops[i].rec.seq, NULL, NULL, 0, 0);
   for (i = 0; i < nops && r == CC_OK; i++) {
-    unsigned int *w, v;
-    if (!ops[i].send || ops[i].peer == me) continue;
-    w = &g->page->done[me][ops[i].peer];
+    unsigned int *wt, v;
+    if (!ops[i].send || ops[i].peer == me || (ops[i].rec.flags & CC_CUDA__NOMEM)) continue;
+    wt = &g->page->done[me][ops[i].peer];
     v = (unsigned int)ops[i].rec.seq;
-    r = cc_cuda__sync(g, what, s, NULL, 0, &w, &v, 1);
+    r = cc_cuda__sync(g, what, s, NULL, 0, &wt, &v, 1, 0);
   }
+  if (r == CC_OK) r = cc_cuda__ordered(g, what, s);
+  if (r == CC_OK && nomem >= 0)
+    r = cc_cuda__fail(g, CC_ERR_NO_MEMORY, "%s: rank %d could not allocate device memory to send from buffers CUDA "
+                      "IPC cannot share; those messages were not sent (the others were)", what, nomem);
   return r;
 }
 
@@ -1834,6 +2231,7 @@ static cc_result cc_cuda__staged(cc_cuda_comm *g, const cc__call *k, cudaStream_
   int joint, down;
   cc__call hk = *k;
   cc_result r;
+  CC__TRY(cc_cuda__order(g, what, s));
   cc_cuda__extents(g, k, &sx, &rx);
   if (!sx) sb = NULL;
   if (!rx) rb = NULL;
@@ -1863,7 +2261,7 @@ static cc_result cc_cuda__staged(cc_cuda_comm *g, const cc__call *k, cudaStream_
     CC_CUDA__CALL(g, what, cudaMemcpyAsync(rb, hr, rx, cudaMemcpyHostToDevice, s));
     CC_CUDA__CALL(g, what, cudaStreamSynchronize(s));
   }
-  return CC_OK;
+  return cc_cuda__ordered(g, what, s);
 }
 
 /* Sends and receives through the host: one host group of a record and the
@@ -1873,8 +2271,9 @@ static cc_result cc_cuda__staged_p2p(cc_cuda_comm *g, cc_cuda__p2p *ops, int nop
   size_t total = 0, *offs;
   cc_result r = CC_OK;
   int i;
+  CC__TRY(cc_cuda__order(g, what, s));
   offs = (size_t *)CC_MALLOC(sizeof *offs * (size_t)nops);
-  if (!offs) return cc_cuda__fail(g, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, g->rank);
+  if (!offs) return cc_cuda__abort(g, CC_ERR_NO_MEMORY, "%s: rank %d: out of host memory", what, g->rank);
   for (i = 0; i < nops; i++) {
     offs[i] = total;
     total += (ops[i].count * cc__dtype_bytes(ops[i].t) + 63) & ~(size_t)63;
@@ -1920,7 +2319,7 @@ static cc_result cc_cuda__staged_p2p(cc_cuda_comm *g, cc_cuda__p2p *ops, int nop
     size_t bytes = o->count * cc__dtype_bytes(o->t);
     if (o->send) continue;
     if (o->rec.coll != CC__SEND || o->rec.tag != o->tag || o->rec.dtype != (int)o->t || o->rec.count != o->count)
-      r = cc_cuda__fail(g, CC_ERR_MISMATCH, "%s: rank %d receives %zu %s with tag %d from rank %d, whose message is %llu %s with tag %d",
+      r = cc_cuda__abort(g, CC_ERR_MISMATCH, "%s: rank %d receives %zu %s with tag %d from rank %d, whose message is %llu %s with tag %d",
                         what, g->rank, o->count, cc__dtype_name(o->t), o->tag, o->peer, o->rec.count,
                         cc__dtype_name((cc_dtype)o->rec.dtype), o->rec.tag);
     else if (bytes && cudaMemcpyAsync(o->rbuf, g->stage + offs[i], bytes, cudaMemcpyHostToDevice, s) != cudaSuccess)
@@ -1931,6 +2330,7 @@ static cc_result cc_cuda__staged_p2p(cc_cuda_comm *g, cc_cuda__p2p *ops, int nop
     r = cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: cudaStreamSynchronize failed: %s", what, g->rank,
                        cudaGetErrorString(cudaGetLastError()));
   CC_FREE(offs);
+  if (r == CC_OK) r = cc_cuda__ordered(g, what, s);
   return r;
 }
 
@@ -1948,6 +2348,22 @@ static cc_result cc_cuda__staged_p2p(cc_cuda_comm *g, cc_cuda__p2p *ops, int nop
                             (g)->dev, cudaGetErrorString(cudaGetLastError()));    \
   } while (0)
 
+/* The fold reads and writes whole elements: pointers of a reduction must be
+   aligned to their element (to its real part's size for complex types), as a
+   GPU faults on a misaligned load. Moving data needs no alignment. */
+static cc_result cc_cuda__aligned(cc_cuda_comm *g, const char *what, const cc__call *k) {
+  size_t a = cc__dtype_bytes(k->t);
+  if (!cc_cuda__call_reduces(k)) return CC_OK;
+  if (k->t == CC_COMPLEX64 || k->t == CC_COMPLEX128) a /= 2;
+  if ((uintptr_t)k->sbuf % a)
+    return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "%s: rank %d: sendbuf %p is not aligned to %zu bytes, as %s elements "
+                         "must be", what, g->rank, k->sbuf, a, cc__dtype_name(k->t));
+  if ((uintptr_t)k->rbuf % a)
+    return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "%s: rank %d: recvbuf %p is not aligned to %zu bytes, as %s elements "
+                         "must be", what, g->rank, k->rbuf, a, cc__dtype_name(k->t));
+  return CC_OK;
+}
+
 /* A collective, its arguments checked by cc.h's own cc__mk_<call>. */
 static cc_result cc_cuda__coll(cc_cuda_comm *g, cc_result made, const cc__call *k, cudaStream_t s) {
   const char *what;
@@ -1956,6 +2372,8 @@ static cc_result cc_cuda__coll(cc_cuda_comm *g, cc_result made, const cc__call *
   if (g->group_depth)
     return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "%s: rank %d: collectives cannot be queued in a cc_cuda group "
                          "(only sends and receives)", what, g->rank);
+  CC__TRY(cc_cuda__aligned(g, what, k));
+  CC__TRY(cc_cuda__not_capturing(g, what, s));
   if (g->mode == CC_CUDA__IPC) return cc_cuda__ipc_coll(g, k, s);
   {                                    /* staged: check the pointers all the same */
     cc_cuda__buf b;
@@ -2031,6 +2449,7 @@ CC_API cc_result cc_cuda_all_to_all_v(cc_cuda_comm *g, const void *sendbuf, cons
 /* ---------------------------------------------------------------- point to point and groups */
 
 static cc_result cc_cuda__p2p_run(cc_cuda_comm *g, cc_cuda__p2p *ops, int n, cudaStream_t s) {
+  CC__TRY(cc_cuda__not_capturing(g, n == 1 ? (ops[0].send ? "send" : "recv") : "group_end", s));
   return g->mode == CC_CUDA__IPC ? cc_cuda__ipc_p2p(g, ops, n, s) : cc_cuda__staged_p2p(g, ops, n, s);
 }
 
@@ -2060,7 +2479,7 @@ static cc_result cc_cuda__p2p_add(cc_cuda_comm *g, const char *what, cc_result m
   if (g->nq == g->capq) {
     int cap = g->capq ? 2 * g->capq : 16;
     cc_cuda__p2p *q = (cc_cuda__p2p *)CC_MALLOC(sizeof *q * (size_t)cap);
-    if (!q) return g->qerr = cc_cuda__fail(g, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, g->rank);
+    if (!q) return g->qerr = cc_cuda__abort(g, CC_ERR_NO_MEMORY, "%s: rank %d: out of host memory", what, g->rank);
     if (g->nq) memcpy(q, g->q, sizeof *q * (size_t)g->nq);
     CC_FREE(g->q);
     g->q = q;
@@ -2109,48 +2528,73 @@ CC_API cc_result cc_cuda_group_end(cc_cuda_comm *g) {
 
 /* ---------------------------------------------------------------- memory, errors */
 
+/* Not collective: a failure here is this call's, never the communicator's. */
 CC_API cc_result cc_cuda_malloc(cc_cuda_comm *g, void **ptr, size_t bytes) {
   cc_cuda__buf b;
   unsigned int flags = 0;
   void *p = NULL;
-  cudaError_t e;
+  cudaError_t e, before;
   CC_CUDA__ENTER(g, "cuda_malloc");
   if (!ptr) return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "cuda_malloc: rank %d: ptr is NULL", g->rank);
   *ptr = NULL;
   if (!bytes) return CC_OK;
   if (g->nallocs == g->capallocs) {
     int cap = g->capallocs ? 2 * g->capallocs : 16;
-    void **a = (void **)CC_MALLOC(sizeof *a * (size_t)cap);
-    if (!a) return cc_cuda__fail(g, CC_ERR_NO_MEMORY, "cuda_malloc: rank %d: out of memory", g->rank);
+    cc_cuda__alloc *a = (cc_cuda__alloc *)CC_MALLOC(sizeof *a * (size_t)cap);
+    if (!a) return cc_cuda__fail(g, CC_ERR_NO_MEMORY, "cuda_malloc: rank %d: out of host memory", g->rank);
     if (g->nallocs) memcpy(a, g->allocs, sizeof *a * (size_t)g->nallocs);
     CC_FREE(g->allocs);
     g->allocs = a;
     g->capallocs = cap;
   }
+  before = cudaPeekAtLastError();
   if ((e = cudaMalloc(&p, bytes)) != cudaSuccess) {
-    (void)cudaGetLastError();
+    cc_cuda__forgive(before);
     return cc_cuda__fail(g, cc_cuda__code(e) == CC_ERR_NO_MEMORY ? CC_ERR_NO_MEMORY : CC_ERR_SYSTEM,
                          "cuda_malloc: rank %d: cudaMalloc of %zu bytes failed: %s (%s)", g->rank, bytes,
                          cudaGetErrorName(e), cudaGetErrorString(e));
   }
-  g->allocs[g->nallocs++] = p;
-  if (g->mode == CC_CUDA__IPC) (void)cc_cuda__describe(g, "cuda_malloc", "ptr", p, bytes, &b, &flags);  /* its handle, now */
+  g->allocs[g->nallocs].p = p;
+  g->allocs[g->nallocs++].named = 0;
+  if (g->mode == CC_CUDA__IPC) {       /* its handle, now; not named until a record names it */
+    int i;
+    (void)cc_cuda__describe(g, "cuda_malloc", "ptr", p, bytes, &b, &flags);
+    for (i = 0; i < CC_CUDA__NEXP; i++)
+      if (b.id && g->exps[i].id == b.id) g->exps[i].named = 0;
+    g->allocs[g->nallocs - 1].named = 0;
+  }
   *ptr = p;
   return CC_OK;
 }
 
+/* In ipc mode, memory that a record named (peers may have it open) is
+   retired: the peers close their mappings at their next call, and it is
+   freed by a later cc_cuda_free or by destroy, once every live peer has. */
 CC_API cc_result cc_cuda_free(cc_cuda_comm *g, void *ptr) {
-  int i;
+  cc_cuda__alloc *a;
+  int named;
   if (!g) return cc__fail(NULL, CC_ERR_INVALID_ARG, "cuda_free: communicator is NULL");
   if (!ptr) return CC_OK;
-  for (i = 0; i < g->nallocs && g->allocs[i] != ptr; i++) {}
-  if (i == g->nallocs)
+  if (!(a = cc_cuda__find_alloc(g, ptr)))
     return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "cuda_free: rank %d: %p is not from cc_cuda_malloc of this communicator",
                          g->rank, ptr);
+  named = a->named;
+  *a = g->allocs[--g->nallocs];
   cc_cuda__device_guard guard(g->dev);
   cudaSetDevice(g->dev);
-  cc_cuda__forget(g, cc_cuda__buffer_id(g, ptr));
-  g->allocs[i] = g->allocs[--g->nallocs];
+  if (g->mode == CC_CUDA__IPC && named) {
+    CC__TRY(cc_cuda__retire(g, "cuda_free", ptr));
+    cc_cuda__reap_closes(g, 0);
+    cc_cuda__reap_own(g, 0);
+    return CC_OK;
+  }
+  if (g->mode == CC_CUDA__IPC) {
+    unsigned long long id = cc_cuda__buffer_id(g, ptr);
+    int i;
+    for (i = 0; i < CC_CUDA__NEXP; i++)
+      if (id && g->exps[i].id == id) memset(&g->exps[i], 0, sizeof g->exps[i]);
+    cc_cuda__reap_own(g, 0);
+  }
   CC_CUDA__CALL(g, "cuda_free", cudaFree(ptr));   /* waits for the device: no call in flight reads it */
   return CC_OK;
 }
