@@ -70,10 +70,11 @@ def _child(fn, rank, ws, port, path, args, env):
 
 
 class Result:
-    def __init__(self, codes, outputs, seconds):
+    def __init__(self, codes, outputs, seconds, killed_at=None):
         self.codes = codes        # exit status per rank (-N: killed by signal N; None: still ran at the limit)
         self.outputs = outputs    # what each rank printed
         self.seconds = seconds
+        self.killed_at = killed_at  # time.time() of the SIGKILL (kill=...)
 
     @property
     def ok(self):
@@ -100,11 +101,11 @@ def run_job(fn, ws, args=(), timeout=60.0, env=None, kill=None):
     for p in procs:
         p.start()
     deadline = t0 + timeout
-    killed = False
+    killed = None
     while any(p.is_alive() for p in procs) and time.monotonic() < deadline:
-        if kill and not killed and time.monotonic() - t0 >= kill[1]:
+        if kill and killed is None and time.monotonic() - t0 >= kill[1]:
             os.kill(procs[kill[0]].pid, signal.SIGKILL)
-            killed = True
+            killed = time.time()
         time.sleep(0.005)
     codes = []
     for p in procs:
@@ -122,4 +123,4 @@ def run_job(fn, ws, args=(), timeout=60.0, env=None, kill=None):
             outs.append(f.read())
         os.unlink(path)
     os.rmdir(tmp)
-    return Result(codes, outs, secs)
+    return Result(codes, outs, secs, killed)

@@ -627,11 +627,15 @@ bool CCWork::wait(std::chrono::milliseconds timeout) {
   if (state_.load(std::memory_order_acquire) == DEFERRED) {
     std::unique_lock<std::mutex> l(comm_->mu);
     if (state_.load() == DEFERRED) {
-      if (comm_->deferred.get() == this) {
-        comm_->deferred.reset();
-        comm_->has_deferred.store(false);
+      if (timeout != kNoTimeout) {
+        comm_->flush_locked();  // a wait with a time limit polls a request
+      } else {
+        if (comm_->deferred.get() == this) {
+          comm_->deferred.reset();
+          comm_->has_deferred.store(false);
+        }
+        run_blocking_locked(l);
       }
-      run_blocking_locked(l);
     }
   }
   int s = state_.load(std::memory_order_acquire);
@@ -1163,11 +1167,13 @@ class ProcessGroupCC : public CCBase {
     int r = getRank(), P = getSize();
     if (r != 0) {
       store_->set(pre + std::to_string(r), std::vector<uint8_t>{1});
+      // rank 0 may take the whole timeout to find someone missing: wait for its verdict longer
+      auto verdict = 2 * timeout + std::chrono::milliseconds(5000);
       try {
-        store_->wait({pre + "done"}, timeout);
+        store_->wait({pre + "done"}, verdict);
       } catch (const std::exception &) {
-        TORCH_CHECK(false, "backend cc: monitored_barrier: rank ", r, " waited ", timeout.count(),
-                    " ms for rank 0 to see every rank arrive");
+        TORCH_CHECK(false, "backend cc: monitored_barrier: rank ", r, " waited ", verdict.count(),
+                    " ms for rank 0 to see every rank arrive (rank 0 itself did not come?)");
       }
       std::vector<uint8_t> v = store_->get(pre + "done");
       TORCH_CHECK(v.size() == 1 && v[0] == 1, "backend cc: monitored_barrier: rank 0 found ranks missing: ",
