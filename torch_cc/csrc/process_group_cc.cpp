@@ -1258,6 +1258,22 @@ class ProcessGroupCC : public CCBase {
   void endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>> &) override { end_batch(); }
 #endif
 
+  // For bench/torch_compare.py: seconds per bare cc_all_reduce of `count`
+  // float32 on this group's communicator, `iters` calls after a barrier (the
+  // same call torch's all_reduce makes, without torch around it).
+  double bare_all_reduce_seconds(int64_t count, int64_t iters) {
+    std::lock_guard<std::mutex> l(comm_->mu);
+    comm_->flush_locked();
+    std::vector<float> buf((size_t)count, 1.0f);
+    cc_result r = cc_barrier(comm_->c);
+    auto t0 = Clock::now();
+    for (int64_t i = 0; i < iters && r == CC_OK; i++)
+      r = cc_all_reduce(comm_->c, buf.data(), buf.data(), (size_t)count, CC_FLOAT32, CC_SUM);
+    auto t1 = Clock::now();
+    TORCH_CHECK(r == CC_OK, failure_text("all_reduce", getRank(), r, cc_comm_last_error(comm_->c)));
+    return std::chrono::duration<double>(t1 - t0).count() / (double)(iters > 0 ? iters : 1);
+  }
+
  private:
   std::shared_ptr<CCComm> comm_;
   c10::intrusive_ptr<c10d::Store> store_;
@@ -1480,7 +1496,10 @@ PYBIND11_MODULE(_C, m) {
   py::module_::import("torch.distributed");
   m.doc() = "cc (collective communication in one header) as a torch.distributed backend";
   py::class_<torch_cc::ProcessGroupCC, torch_cc::CCBase, c10::intrusive_ptr<torch_cc::ProcessGroupCC>>(
-      m, "ProcessGroupCC");
+      m, "ProcessGroupCC")
+      .def("_bare_all_reduce_seconds", &torch_cc::ProcessGroupCC::bare_all_reduce_seconds, py::arg("count"),
+           py::arg("iters"), py::call_guard<py::gil_scoped_release>(),
+           "seconds per bare cc_all_reduce of `count` float32 (bench/torch_compare.py)");
   m.def("create", &torch_cc::create, py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
         py::call_guard<py::gil_scoped_release>(),
         "a cc process group of `size` ranks meeting through `store` (what Backend.register_backend calls)");
