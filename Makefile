@@ -32,9 +32,15 @@ all: $(TOOLS) $(EXAMPLES) $(TESTS) $(PROBES)
 
 # cc_cuda.cuh: its tests, example and benchmark, built with nvcc (`make cuda`;
 # tests/test_cuda.sh builds and runs them within `make test`). NVCC_ARCH picks
-# the GPUs (default: Hopper code plus PTX that newer GPUs compile at load).
+# the GPUs. Default: a fat binary with code for every architecture from Volta
+# (sm_70) to Hopper (sm_90) that this nvcc still builds (CUDA 13 starts at
+# sm_75), plus Hopper's PTX, which newer GPUs compile when they load it.
 NVCC      ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc))
-NVCC_ARCH ?= -arch=sm_90
+NVCC_SMS   = $(filter $(shell $(NVCC) --list-gpu-code 2>/dev/null),sm_70 sm_75 sm_80 sm_86 sm_89 sm_90)
+NVCC_PTX   = $(lastword $(NVCC_SMS:sm_%=%))
+comma     := ,
+NVCC_ARCH ?= $(foreach s,$(NVCC_SMS),-gencode arch=compute_$(s:sm_%=%)$(comma)code=$(s)) \
+             $(if $(NVCC_PTX),-gencode arch=compute_$(NVCC_PTX)$(comma)code=compute_$(NVCC_PTX))
 NVFLAGS   ?= -O2 -g
 NVWARN     = -std=c++17 -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror
 CUDA_DEPS  = cc.h cc_cuda.cuh $(wildcard tests/*.h)
@@ -51,7 +57,7 @@ cuda: $(CUDA_BINS) $(BUILD)/ccrun
 # one GPU architecture is enough for both.
 EMU_SAN = $(foreach f,-fsanitize=address -fsanitize=undefined -fno-sanitize-recover=all -fno-omit-frame-pointer,-Xcompiler $(f))
 EMU_TSAN = -Xcompiler -fsanitize=thread
-EMU_ARCH = -arch=sm_90
+EMU_ARCH = $(if $(NVCC_PTX),-arch=sm_$(NVCC_PTX))
 $(BUILD)/cuda/test_cuda_emu: tests/test_cuda.cu tests/cuda_emu.cpp $(CUDA_DEPS)
 	@mkdir -p $(@D)
 	$(if $(NVCC),,$(error no nvcc: install the CUDA toolkit or set NVCC))
@@ -61,6 +67,10 @@ $(BUILD)/cuda/test_cuda_emu_tsan: tests/test_cuda.cu tests/cuda_emu.cpp $(CUDA_D
 	@mkdir -p $(@D)
 	$(if $(NVCC),,$(error no nvcc: install the CUDA toolkit or set NVCC))
 	$(NVCC) $(NVWARN) $(EMU_ARCH) -O1 -g $(EMU_TSAN) -I. -Itests -cudart=none -o $@ tests/test_cuda.cu tests/cuda_emu.cpp -lpthread -lm
+
+# The tests that run on the CPU only (the fold's body, the watchdog's logic,
+# init without a GPU) need no fat binary either.
+$(BUILD)/cuda/test_cuda_fold $(BUILD)/cuda/test_cuda_watchdog $(BUILD)/cuda/test_cuda_init: NVCC_ARCH = $(EMU_ARCH)
 
 $(BUILD)/cuda/%: tests/%.cu $(CUDA_DEPS)
 	@mkdir -p $(@D)

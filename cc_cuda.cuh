@@ -2140,9 +2140,10 @@ static cc_result cc_cuda__ipc_p2p(cc_cuda_comm *g, cc_cuda__p2p *ops, int nops, 
         recs[i].need = total;
         continue;
       }
-      if (cudaMemcpyAsync(w + at[i], ops[i].sbuf, bytes, cudaMemcpyDeviceToDevice, s) != cudaSuccess)
+      cudaError_t e = cudaMemcpyAsync(w + at[i], ops[i].sbuf, bytes, cudaMemcpyDeviceToDevice, s);
+      if (e != cudaSuccess)
         r = cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: cudaMemcpyAsync of a send buffer to the scratch failed: %s",
-                           what, me, cudaGetErrorString(cudaGetLastError()));
+                           what, me, cudaGetErrorString(e));
       recs[i].flags = 0;
       if (r == CC_OK) r = cc_cuda__describe(g, what, "buf", w + at[i], bytes, &recs[i].b[0], &recs[i].flags);
       if (r == CC_OK && recs[i].flags)
@@ -2270,6 +2271,7 @@ static cc_result cc_cuda__staged_p2p(cc_cuda_comm *g, cc_cuda__p2p *ops, int nop
   const char *what = nops == 1 ? (ops[0].send ? "send" : "recv") : "group_end";
   size_t total = 0, *offs;
   cc_result r = CC_OK;
+  cudaError_t e = cudaSuccess;
   int i;
   CC__TRY(cc_cuda__order(g, what, s));
   offs = (size_t *)CC_MALLOC(sizeof *offs * (size_t)nops);
@@ -2286,13 +2288,13 @@ static cc_result cc_cuda__staged_p2p(cc_cuda_comm *g, cc_cuda__p2p *ops, int nop
     size_t bytes = o->count * cc__dtype_bytes(o->t);
     r = cc_cuda__describe(g, what, "buf", o->send ? o->sbuf : o->rbuf, bytes, &b, &flags);
     if (r == CC_OK && o->send && bytes &&
-        cudaMemcpyAsync(g->stage + offs[i], o->sbuf, bytes, cudaMemcpyDeviceToHost, s) != cudaSuccess)
+        (e = cudaMemcpyAsync(g->stage + offs[i], o->sbuf, bytes, cudaMemcpyDeviceToHost, s)) != cudaSuccess)
       r = cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: cudaMemcpyAsync to host failed: %s", what, g->rank,
-                         cudaGetErrorString(cudaGetLastError()));
+                         cudaGetErrorString(e));
   }
-  if (r == CC_OK && cudaStreamSynchronize(s) != cudaSuccess)
+  if (r == CC_OK && (e = cudaStreamSynchronize(s)) != cudaSuccess)
     r = cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: cudaStreamSynchronize failed: %s", what, g->rank,
-                       cudaGetErrorString(cudaGetLastError()));
+                       cudaGetErrorString(e));
   if (r == CC_OK) {
     cc_group_begin(g->host);
     for (i = 0; i < nops; i++) {
@@ -2322,13 +2324,13 @@ static cc_result cc_cuda__staged_p2p(cc_cuda_comm *g, cc_cuda__p2p *ops, int nop
       r = cc_cuda__abort(g, CC_ERR_MISMATCH, "%s: rank %d receives %zu %s with tag %d from rank %d, whose message is %llu %s with tag %d",
                         what, g->rank, o->count, cc__dtype_name(o->t), o->tag, o->peer, o->rec.count,
                         cc__dtype_name((cc_dtype)o->rec.dtype), o->rec.tag);
-    else if (bytes && cudaMemcpyAsync(o->rbuf, g->stage + offs[i], bytes, cudaMemcpyHostToDevice, s) != cudaSuccess)
+    else if (bytes && (e = cudaMemcpyAsync(o->rbuf, g->stage + offs[i], bytes, cudaMemcpyHostToDevice, s)) != cudaSuccess)
       r = cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: cudaMemcpyAsync to the device failed: %s", what, g->rank,
-                         cudaGetErrorString(cudaGetLastError()));
+                         cudaGetErrorString(e));
   }
-  if (r == CC_OK && cudaStreamSynchronize(s) != cudaSuccess)
+  if (r == CC_OK && (e = cudaStreamSynchronize(s)) != cudaSuccess)
     r = cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: cudaStreamSynchronize failed: %s", what, g->rank,
-                       cudaGetErrorString(cudaGetLastError()));
+                       cudaGetErrorString(e));
   CC_FREE(offs);
   if (r == CC_OK) r = cc_cuda__ordered(g, what, s);
   return r;
@@ -2343,9 +2345,10 @@ static cc_result cc_cuda__staged_p2p(cc_cuda_comm *g, cc_cuda__p2p *ops, int nop
   do {                                                                             \
     cc_result cc_cuda__r_;                                                         \
     if ((cc_cuda__r_ = cc_cuda__ready(g, what)) != CC_OK) return cc_cuda__r_;      \
-    if (cc_cuda__guard_.prev != (g)->dev && cudaSetDevice((g)->dev) != cudaSuccess) \
+    cudaError_t cc_cuda__e_ = cudaSuccess;                                         \
+    if (cc_cuda__guard_.prev != (g)->dev && (cc_cuda__e_ = cudaSetDevice((g)->dev)) != cudaSuccess) \
       return cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: cudaSetDevice(%d) failed: %s", what, (g)->rank, \
-                            (g)->dev, cudaGetErrorString(cudaGetLastError()));    \
+                            (g)->dev, cudaGetErrorString(cc_cuda__e_));            \
   } while (0)
 
 /* The fold reads and writes whole elements: pointers of a reduction must be

@@ -917,10 +917,11 @@ static void emu_check_open(const emu_hdr *h, unsigned long long id, size_t n) {
     int pid = __atomic_load_n(&h->opens[k].pid, __ATOMIC_ACQUIRE);
     int c = __atomic_load_n(&h->opens[k].count, __ATOMIC_ACQUIRE);
     if (pid && c > 0 && pid != (int)getpid() && emu_pid_alive(pid)) {
-      emu_count(EC_FREED_MAPPED);
-      fprintf(stderr, "cuda_emu: pid %d: cudaFree of buffer %llu (%zu bytes) while pid %d still has it open "
-              "through cudaIpcOpenMemHandle (undefined behaviour in CUDA: close first, then free)\n",
-              (int)getpid(), id, n, pid);
+      long seen = __atomic_add_fetch(&emu_counts[EC_FREED_MAPPED], 1, __ATOMIC_ACQ_REL);
+      if (seen <= 2)                   /* the first two per process; the rest are counted */
+        fprintf(stderr, "cuda_emu: pid %d: cudaFree of buffer %llu (%zu bytes) while pid %d still has it open "
+                "through cudaIpcOpenMemHandle (undefined behaviour in CUDA: close first, then free)%s\n",
+                (int)getpid(), id, n, pid, seen == 2 ? "; further ones are counted, not printed" : "");
     }
   }
 }

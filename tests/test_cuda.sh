@@ -12,14 +12,21 @@
 #   - test_cuda_emu, tests/test_cuda.cu linked with tests/cuda_emu.cpp (the
 #     CUDA runtime on the CPU: kernels run as their CPU twins on stream
 #     threads, CUDA IPC between processes, stream memory operations) and built
-#     with ASan and UBSan, runs the GPU suite in ipc mode and staged, GPU or
-#     not;
+#     with ASan and UBSan, runs the GPU suite in ipc mode at 2 and 3 ranks,
+#     staged, two-shot, a rank's exit and the regression worlds of issue 10,
+#     GPU or not; and the staged path over TCP;
+#   - cc_cuda.cuh's kernels use nothing that needs a block's threads to run
+#     at once (the emulation runs them one after another);
 #   - tests/test_cuda.cu runs every collective on the GPU, or prints one SKIP
 #     line when this machine has no CUDA device; with a device, the example
 #     and a short cc_bench run follow, and both again under compute-sanitizer
 #     (memcheck, racecheck) where it is installed.
-# No nvcc: one SKIP line. CC_TEST_QUICK set (the sanitizer runs): skipped, the
-# CUDA code is not built with the sanitizers.
+# No nvcc: one SKIP line. CC_TEST_QUICK set (the sanitizer runs): under
+# `make tsan` (CFLAGS has -fsanitize=thread) only test_cuda_emu_tsan, the
+# emulated suite under ThreadSanitizer with CC_TEST_QUICK's smaller matrix
+# (sum and one more op per dtype instead of every pair, fewer large counts) at
+# 2 and 3 ranks plus the regression worlds; under `make sanitize` nothing (the
+# plain run already runs test_cuda_emu under ASan and UBSan).
 set -u
 
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -27,9 +34,15 @@ build=${1:-build}
 mkdir -p "$build" && build=$(cd "$build" && pwd)
 out=$build/cuda
 
+tsan_only=0
 if [ -n "${CC_TEST_QUICK:-}" ]; then
-  echo "SKIP: cuda: CC_TEST_QUICK is set (the plain test run builds and runs the CUDA tests)"
-  exit 0
+  case " ${CFLAGS:-} " in
+    *-fsanitize=thread*) tsan_only=1 ;;
+    *)
+      echo "SKIP: cuda: CC_TEST_QUICK is set (the plain test run builds and runs the CUDA tests under ASan and UBSan; make tsan runs them under TSan)"
+      exit 0
+      ;;
+  esac
 fi
 nvcc=${NVCC:-$(command -v nvcc 2>/dev/null || true)}
 [ -z "$nvcc" ] && [ -x /usr/local/cuda/bin/nvcc ] && nvcc=/usr/local/cuda/bin/nvcc
@@ -46,6 +59,20 @@ for d in $("$nvcc" --dryrun -x cu -c /dev/null -o /dev/null 2>&1 |
   if [ -f "$d/cuda_runtime_api.h" ]; then cuda_inc=$(cd "$d" && pwd); break; fi
 done
 mkdir -p "$out"
+
+if [ "$tsan_only" = 1 ]; then
+  release=$("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
+  make --no-print-directory -s -C "$root" BUILD="$build" "$build/ccrun" >/dev/null 2>&1
+  if make --no-print-directory -s -C "$root" BUILD="$build" NVCC="$nvcc" "$out/test_cuda_emu_tsan" \
+      >"$out/test_cuda_emu_tsan.build.log" 2>&1; then
+    echo "PASS: cuda build: tests/test_cuda.cu with tests/cuda_emu.cpp and TSan, nvcc $release"
+  else
+    echo "FAIL: cuda build: test_cuda_emu_tsan: $(tail -n 5 "$out/test_cuda_emu_tsan.build.log" | tr '\n' ' ')"
+    exit 1
+  fi
+  "$out/test_cuda_emu_tsan" 2 3 regress
+  exit $?
+fi
 
 # ---- builds, as many at once as there are CPUs (nvcc is slow)
 built=1 srcs=() bins=() pids=()
@@ -109,14 +136,29 @@ done
 
 [ "$built" = 1 ] || exit 1
 
+# ---- the kernels may run thread after thread (the emulation does): nothing
+# in cc_cuda.cuh's kernel section may need a block's threads at once
+# (comments dropped by the preprocessor, which expands nothing with -fpreprocessed)
+kern=$(sed -n '/^\/\* =* @cuda-kernels \*\//,/^\/\* =* @cuda-types \*\//p' "$root/cc_cuda.cuh" |
+       g++ -fpreprocessed -dD -E -P -x c++ - 2>/dev/null)
+coop='__syncthreads|__syncwarp|__shared__|(^|[^_a-zA-Z])atomic[A-Z][A-Za-z]*[[:space:]]*\(|__shfl|__ballot|__any_sync|__all_sync|__activemask|__match_|__reduce_[a-z]+_sync|cooperative_groups|this_thread_block'
+if [ "$(printf '%s\n' "$kern" | grep -c '__global__')" -lt 3 ]; then
+  echo "FAIL: cuda kernels: the @cuda-kernels section of cc_cuda.cuh was not found (or holds fewer than 3 kernels)"
+elif hits=$(printf '%s\n' "$kern" | grep -nE "$coop"); then
+  echo "FAIL: cuda kernels: cc_cuda.cuh's kernels cooperate within a block, which the CPU emulation cannot run: $(echo "$hits" | head -n 3 | tr '\n' ' ')"
+else
+  echo "PASS: cuda kernels: no __syncthreads, shared memory, atomics or warp intrinsics in cc_cuda.cuh's $(printf '%s\n' "$kern" | grep -c '__global__') kernels (their threads may run one after another)"
+fi
+
 # ---- on the CPU: the kernel's body, the watchdog's logic, init without a
-# GPU, and the staged path on the CPU emulation of the CUDA runtime
+# GPU, and the GPU suite on the CPU emulation of the CUDA runtime
 "$out/test_cuda_fold"
 "$out/test_cuda_watchdog"
 "$out/test_cuda_init"
 # ipc mode at 2 and 3 ranks (4 adds 15 s and no new path), the staged path
-# (CC_CUDA_TRANSPORT=staged), two-shot all_reduce, a rank's exit
-"$out/test_cuda_emu" 2 3 staged twoshot death
+# (CC_CUDA_TRANSPORT=staged), two-shot all_reduce, a rank's exit, the
+# regression worlds
+"$out/test_cuda_emu" 2 3 staged twoshot death regress
 # the staged path over TCP: how ranks on several hosts run
 CC_TRANSPORT=tcp "$out/test_cuda_emu" staged
 

@@ -12,7 +12,11 @@
  *   - once failed, every flag is released (every wait the streams could be
  *     in passes), a stream writing an older value is put back, a higher value
  *     stays, and the flags never run so far ahead that a wait fails again;
- *   - cc_cuda_comm_check and the next call report the failure and its rank;
+ *   - cc_cuda_comm_check and the next call report the failure and its rank,
+ *     and the host communicator is aborted (nobody waits in a host call for
+ *     a rank that failed);
+ *   - once destroy has begun (closing), an exited peer and a late wait are no
+ *     failure, but a failure on the page is still acted on;
  *   - cc_cuda_comm_abort fails the communicator the same way. */
 #define _POSIX_C_SOURCE 200809L
 #define CC_IMPLEMENTATION
@@ -24,8 +28,20 @@
 
 #define MS 1000000ull
 
-static cc_cuda_comm *make(cc_comm *host, int peer2_pid) {
+/* A GPU communicator of 3 ranks around a page in plain memory, over a host
+ * communicator of its own (one rank; the watchdog aborts it on a failure). */
+static cc_cuda_comm *make(int peer2_pid) {
   cc_cuda_comm *g = (cc_cuda_comm *)calloc(1, sizeof *g);
+  cc_comm *host;
+  cc_config cfg;
+  cc_config_init(&cfg);
+  cfg.rank = 0;
+  cfg.world_size = 1;
+  if (cc_comm_init(&host, &cfg) != CC_OK) {
+    tu_fail("cuda watchdog: host comm", "%s", cc_comm_last_error(NULL));
+    exit(1);
+  }
+  host->timeout_ns = 50 * MS;
   g->host = host;
   g->rank = 0;
   g->size = 3;
@@ -40,6 +56,7 @@ static cc_cuda_comm *make(cc_comm *host, int peer2_pid) {
 }
 
 static void unmake(cc_cuda_comm *g) {
+  cc_comm_destroy(g->host);
   pthread_mutex_destroy(&g->lock);
   pthread_cond_destroy(&g->cond);
   free(g->page);
@@ -51,10 +68,10 @@ static void unmake(cc_cuda_comm *g) {
 static int passes(const unsigned int *f, unsigned int target) { return (int)(*f - target) >= 0; }
 
 /* Watch twice, the timeout apart: the first round notes the wait, the second judges it. */
-static void watch_past_timeout(cc_cuda_comm *g) {
-  cc_cuda__watch(g);
+static void watch_past_timeout(cc_cuda_comm *g, int closing) {
+  cc_cuda__watch(g, closing);
   tu_sleep_us(70 * 1000);
-  cc_cuda__watch(g);
+  cc_cuda__watch(g, closing);
 }
 
 static void expect_failure(const char *name, cc_cuda_comm *g, cc_result code, const char *words) {
@@ -67,45 +84,42 @@ static void expect_failure(const char *name, cc_cuda_comm *g, cc_result code, co
     tu_fail(name, "the next call: \"%s\"", g->err);
     return;
   }
-  tu_pass(name, "%s", g->page->abort_msg);
+  if (cc_barrier(g->host) == CC_OK) {
+    tu_fail(name, "the host communicator still works (the watchdog must abort it)");
+    return;
+  }
+  tu_pass(name, "%s; the host communicator aborted", g->page->abort_msg);
 }
 
 int main(void) {
-  cc_comm *host;
-  cc_config cfg;
   cc_cuda_comm *g;
   pid_t child;
   int i, ok;
-  cc_config_init(&cfg);
-  cfg.rank = 0;
-  cfg.world_size = 1;
-  if (cc_comm_init(&host, &cfg) != CC_OK) { tu_fail("cuda watchdog: host comm", "%s", cc_comm_last_error(NULL)); return 1; }
-  host->timeout_ns = 50 * MS;
 
   /* in step, or behind for less than the timeout: nothing */
-  g = make(host, (int)getpid());
+  g = make((int)getpid());
   g->page->post[0][0] = g->page->post[1][0] = g->page->post[2][0] = 7;
-  watch_past_timeout(g);
+  watch_past_timeout(g, 0);
   g->page->post[0][0] = 8;             /* this rank waits on phase 8 ... */
-  cc_cuda__watch(g);
+  cc_cuda__watch(g, 0);
   g->page->post[1][0] = g->page->post[2][0] = 8;   /* ... and the others come in time */
   tu_sleep_us(70 * 1000);
-  cc_cuda__watch(g);
+  cc_cuda__watch(g, 0);
   if (g->page->abort || cc_cuda_comm_check(g) != CC_OK) tu_fail("cuda watchdog: no failure while ranks keep up", "%s", g->page->abort_msg);
   else tu_pass("cuda watchdog: no failure while ranks keep up", NULL);
 
   /* a late rank in a collective */
   g->page->post[0][0] = g->page->post[1][0] = 9;
-  watch_past_timeout(g);
+  watch_past_timeout(g, 0);
   expect_failure("cuda watchdog: a rank late for a collective phase", g, CC_ERR_TIMEOUT, "rank 2 to reach collective phase 9");
 
   /* released: every wait passes; an older value written over a flag is put back; a higher one stays */
   ok = passes(&g->page->post[2][0], 9) && passes(&g->page->post[2][0], 9 + 1000) && passes(&g->page->done[0][1], 1000);
   g->page->post[2][0] = 9;             /* rank 2's stream finally posts phase 9 */
   g->page->want[1][2] = (1u << 24) + 12345;  /* some stream writes beyond its released value */
-  cc_cuda__watch(g);
+  cc_cuda__watch(g, 0);
   ok = ok && passes(&g->page->post[2][0], 9 + 1000) && g->page->want[1][2] == (1u << 24) + 12345;
-  for (i = 0; i < 50 && ok; i++) cc_cuda__watch(g);   /* rounds go by: nothing runs away */
+  for (i = 0; i < 50 && ok; i++) cc_cuda__watch(g, 0);   /* rounds go by: nothing runs away */
   ok = ok && passes(&g->page->post[2][0], 9 + 1000) && passes(&g->page->post[0][0], 9 + 1000) &&
        (int)(g->page->post[0][0] - 9) < (1 << 26);
   if (ok) tu_pass("cuda watchdog: released flags let every wait pass, and stay so", NULL);
@@ -114,16 +128,16 @@ int main(void) {
   unmake(g);
 
   /* a message not sent, and one not received */
-  g = make(host, (int)getpid());
+  g = make((int)getpid());
   g->page->want[1][0] = 3;             /* this rank's stream waits for message 3 from rank 1 */
   g->page->ready[1][0] = 2;
-  watch_past_timeout(g);
+  watch_past_timeout(g, 0);
   expect_failure("cuda watchdog: a message not sent in time", g, CC_ERR_TIMEOUT, "message 3 from rank 1");
   unmake(g);
-  g = make(host, (int)getpid());
+  g = make((int)getpid());
   g->page->ready[0][2] = 4;            /* this rank sent message 4 to rank 2, which does not take it */
   g->page->done[0][2] = 3;
-  watch_past_timeout(g);
+  watch_past_timeout(g, 0);
   expect_failure("cuda watchdog: a message not received in time", g, CC_ERR_TIMEOUT, "rank 2 to receive message 4");
   unmake(g);
 
@@ -131,8 +145,8 @@ int main(void) {
   child = fork();
   if (child == 0) _exit(0);
   tu_sleep_us(50 * 1000);
-  g = make(host, (int)child);
-  cc_cuda__watch(g);
+  g = make((int)child);
+  cc_cuda__watch(g, 0);
   {
     char want[64];
     snprintf(want, sizeof want, "rank 2 lost (pid %d exited)", (int)child);
@@ -141,15 +155,38 @@ int main(void) {
   unmake(g);
   waitpid(child, NULL, 0);
 
+  /* destroy has begun: a peer that left and a wait past the timeout are no
+     failure; a failure on the page is still acted on */
+  child = fork();
+  if (child == 0) _exit(0);
+  tu_sleep_us(50 * 1000);
+  g = make((int)child);
+  g->page->post[0][0] = 9;
+  watch_past_timeout(g, 1);
+  if (g->page->abort || cc_cuda_comm_check(g) != CC_OK) {
+    tu_fail("cuda watchdog: closing", "a verdict while closing: %s", g->page->abort_msg);
+  } else {
+    g->page->abort = CC_ERR_TIMEOUT;   /* a peer failed it */
+    g->page->abort_rank = 1;
+    snprintf(g->page->abort_msg, sizeof g->page->abort_msg, "rank 1 gave up");
+    cc_cuda__watch(g, 1);
+    if (!passes(&g->page->post[1][0], 9) || cc_barrier(g->host) == CC_OK)
+      tu_fail("cuda watchdog: closing", "a peer's failure while closing was not acted on (waits released: %d)",
+              passes(&g->page->post[1][0], 9));
+    else
+      tu_pass("cuda watchdog: while closing, an exited peer and a late wait are no failure; a peer's failure still "
+              "releases the waits and aborts the host communicator", NULL);
+  }
+  unmake(g);
+  waitpid(child, NULL, 0);
+
   /* cc_cuda_comm_abort */
-  g = make(host, (int)getpid());
+  g = make((int)getpid());
   g->page->post[0][0] = 5;             /* a wait in flight */
   cc_cuda_comm_abort(g);
-  cc_cuda__watch(g);
+  cc_cuda__watch(g, 0);
   if (!passes(&g->page->post[1][0], 5) || !passes(&g->page->post[2][0], 5)) tu_fail("cuda watchdog: cc_cuda_comm_abort", "waits not released");
   else expect_failure("cuda watchdog: cc_cuda_comm_abort", g, CC_ERR_ABORTED, "called cc_cuda_comm_abort");
   unmake(g);
-
-  cc_comm_destroy(host);
   return tu_exit_code();
 }
