@@ -35,17 +35,21 @@
        CC_NO_SHM         leave out the shared-memory transport
        CC_NO_TCP         leave out the TCP transport (bootstrap of env:// jobs)
 
-   Environment (a value in cc_config wins over the environment):
+   Environment (read once by cc_comm_init; a value in cc_config wins over it):
 
-       RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE   as torchrun sets them;
-           else OMPI_COMM_WORLD_{RANK,SIZE,LOCAL_RANK,LOCAL_SIZE}, PMI_RANK/PMI_SIZE,
-           SLURM_PROCID/SLURM_NTASKS/SLURM_LOCALID
-       MASTER_ADDR, MASTER_PORT   rendezvous of jobs not started by ccrun/cc_spawn
+       RANK, WORLD_SIZE, LOCAL_WORLD_SIZE   as torchrun sets them;
+           else OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE,
+           PMI_RANK, PMI_SIZE, MPI_LOCALNRANKS, SLURM_PROCID, SLURM_NTASKS
+       MASTER_ADDR, MASTER_PORT   rendezvous of jobs not started by ccrun/cc_spawn;
+                         under Slurm SLURM_JOB_NODELIST's first host and a port from
+                         SLURM_JOB_ID by default
        CC_JOB_ID         job identity set by ccrun (32 hex digits); ranks of one job
                          meet in shared memory named after it, never on a fixed port
-       CC_TIMEOUT        seconds any wait may last (default 600)
+       CC_TIMEOUT        seconds any wait may last without progress (default 600)
        CC_TRANSPORT      auto | shm | tcp
        CC_TOKEN          job secret for TCP handshakes
+       CC_SOCKET_IFNAME  the interface whose address the ranks listen on (default:
+                         the address of the route to MASTER_ADDR)
        CC_DEBUG          WARN | INFO | TRACE: log lines on stderr, prefixed with the rank
        CC_SPIN_US        microseconds a wait polls (2 on the cache line, then between
                          sched_yield calls) before it sleeps on a futex (default 50;
@@ -54,18 +58,26 @@
                          ranks, 256K per two ranks beyond, at most 2M)
        CC_SMALL_BYTES    largest message every rank reduces in one phase (16K)
        CC_STREAM_BYTES   messages this large are staged with non-temporal stores (512K)
+       CC_NET_CHUNK      bytes of one pipelined piece over TCP (1M)
+       CC_NET_SMALL_BYTES  largest message sent whole to every peer over TCP (64K)
+       CC_NET_SOCKBUF    TCP socket buffer bytes (default: the kernel's autotuning)
        CC_SPAWN_GRACE_MS how long cc_spawn lets the other ranks notice a failed rank
                          before it kills them (default 1000)
 
    CONTENTS (search for the tag)
 
        @api          public declarations
-       @platform     time, futex waits, shared memory, sockets, processes
+       @platform     every system call: time, futex, processes, shared memory, files, sockets
+       @crypto       SHA-256 and HMAC for the handshakes
+       @base         internal types, errors and logging, the settings (read once)
        @reduce       the reduction kernels for every dtype and op
-       @shm          the shared-memory transport: arena phases, p2p channels, waits
-       @algo         collective algorithms over the transport
-       @bootstrap    environment, rendezvous, cc_comm_init
-       @comm         communicator lifecycle, split, groups, requests
+       @plan         what a call means: its identity, its data movement, v counts
+       @shm          the shared-memory transport: segments, arena, rings, the bell
+       @tcp          TCP connections: handshakes and the accepting state machine
+       @engine       messages over every link, the one wait, failures for every rank
+       @algo         collectives: arena, message and hierarchical executors
+       @bootstrap    init paths, rendezvous, mesh, split
+       @comm         the public calls, groups, requests, ops, lifecycle
        @spawn        cc_spawn
        @licence      changelog and licence
 */
@@ -401,8 +413,15 @@ extern "C" {
 
 /* ============================================================== @platform */
 /* Everything that touches the operating system lives here, behind a small
-   static interface: clocks, futex waits, randomness, processes, shared memory
-   and sockets. Nothing below this section includes a system header. */
+   static interface: clocks, futex waits, randomness, processes, shared-memory
+   segments, files, sockets and poll. No section below makes a system call or
+   includes a system header; none but the settings reads the environment.
+   Every call that can be interrupted retries EINTR; failures return -1 (or
+   NULL) with errno set, and the callers say what was being done.
+   With CC_NO_SHM or CC_NO_TCP the functions of that part fail with ENOSYS,
+   so the sections above need no #if of their own. */
+
+/* ---------------------------------------------------------------- time, CPU */
 
 static uint64_t cc__now_ns(void) {
   struct timespec ts;
@@ -416,6 +435,8 @@ static void cc__sleep_ns(uint64_t ns) {
   ts.tv_nsec = (long)(ns % CC__S);
   while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
 }
+
+static void cc__yield(void) { sched_yield(); }
 
 static void cc__cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -459,8 +480,10 @@ static int cc__ncpus(void) {
     int n = CPU_COUNT(&set);
     if (n > 0) return n;
   }
-  long n = sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? (int)n : 1;
+  {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+  }
 }
 
 /* Sleep while *addr == val, at most timeout_ns. The word may live in memory
@@ -513,15 +536,9 @@ static void cc__random(void *out, size_t len) {
   }
 }
 
-static void cc__random_hex(char *out, size_t nhex) {   /* out: nhex + 1 bytes */
-  unsigned char raw[64];
-  static const char digits[] = "0123456789abcdef";
-  size_t i;
-  if (nhex > 128) nhex = 128;
-  cc__random(raw, (nhex + 1) / 2);
-  for (i = 0; i < nhex; i++) out[i] = digits[(raw[i / 2] >> ((i & 1) * 4)) & 15];
-  out[nhex] = 0;
-}
+/* ---------------------------------------------------------------- processes */
+
+static int cc__getpid(void) { return (int)getpid(); }
 
 /* 1: process exists and has not exited; 0: gone (exited, even if not yet reaped). */
 static int cc__pid_alive(int pid) {
@@ -560,8 +577,44 @@ static int cc__pid_alive(int pid) {
   return 1;
 }
 
-/* Shared memory. Segments are created mode 0600 with O_EXCL under a random
-   name, and unlinked as soon as every rank has mapped them. */
+/* A child process (cc_spawn): -1 with errno, 0 in the child, its pid in the parent. */
+static int cc__proc_fork(void) {
+  fflush(NULL);                         /* or the child prints the parent's buffers again */
+  return (int)fork();
+}
+
+/* In a child: die with the parent (SIGKILL); 1 when the parent is already gone. */
+static int cc__proc_tie_to_parent(int parent) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  return getppid() != (pid_t)parent;
+}
+
+/* Reap pid without waiting: 1 reaped (*exit_code, or *signo > 0 when killed),
+   0 still running, -1 error. */
+static int cc__proc_reap(int pid, int *exit_code, int *signo) {
+  int st;
+  pid_t w;
+  do w = waitpid((pid_t)pid, &st, WNOHANG); while (w < 0 && errno == EINTR);
+  if (w == 0) return 0;
+  if (w < 0) return -1;
+  *signo = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+  *exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+  return 1;
+}
+
+static void cc__proc_kill(int pid) { if (pid > 0) kill((pid_t)pid, SIGKILL); }
+
+static void cc__proc_exit(int code) {
+  fflush(NULL);
+  _exit(code);
+}
+
+static void cc__env_set(const char *name, const char *value) { setenv(name, value, 1); }
+
+/* ---------------------------------------------------------------- shared memory */
+/* Segments are created mode 0600 with O_EXCL under a random name, and
+   unlinked as soon as every rank has mapped them. */
+
 static void *cc__shm_map_anon(size_t bytes) {
   void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   return p == MAP_FAILED ? NULL : p;
@@ -648,11 +701,13 @@ static void cc__shm_unlink_prefix(const char *prefix) {
 #endif
 }
 
-#ifndef CC_NO_TCP
-/* A host identity: ranks with equal ones share /dev/shm and a pid namespace. */
+/* A host identity: ranks with equal ones share /dev/shm and a pid namespace:
+   host name | boot id | pid, mount and IPC namespaces, cut to len. */
 static void cc__host_id(char *out, size_t len) {
   char boot[64] = "", host[128] = "", ns[3][64];
   const char *nsname[3] = {"/proc/self/ns/pid", "/proc/self/ns/mnt", "/proc/self/ns/ipc"};
+  const char *parts[5];
+  size_t k, used = 0;
   int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC), i;
   if (fd >= 0) {
     ssize_t n = read(fd, boot, sizeof boot - 1);
@@ -666,71 +721,75 @@ static void cc__host_id(char *out, size_t len) {
     ssize_t n = readlink(nsname[i], ns[i], sizeof ns[i] - 1);
     ns[i][n > 0 ? n : 0] = 0;
   }
-  out[0] = 0;                           /* host|boot|pidns|mntns|ipcns, cut to len */
-  {
-    const char *parts[5];
-    size_t k, used = 0;
-    parts[0] = host; parts[1] = boot; parts[2] = ns[0]; parts[3] = ns[1]; parts[4] = ns[2];
-    for (k = 0; k < 5 && used + 1 < len; k++) {
-      size_t m = strlen(parts[k]);
-      if (k) out[used++] = '|';
-      if (m > len - 1 - used) m = len - 1 - used;
-      memcpy(out + used, parts[k], m);
-      used += m;
-      out[used] = 0;
-    }
+  out[0] = 0;
+  parts[0] = host; parts[1] = boot; parts[2] = ns[0]; parts[3] = ns[1]; parts[4] = ns[2];
+  for (k = 0; k < 5 && used + 1 < len; k++) {
+    size_t m = strlen(parts[k]);
+    if (k) out[used++] = '|';
+    if (m > len - 1 - used) m = len - 1 - used;
+    memcpy(out + used, parts[k], m);
+    used += m;
+    out[used] = 0;
   }
 }
-#endif
+
+/* ---------------------------------------------------------------- files
+   The file:// rendezvous: a small file on a shared filesystem, written under
+   an fcntl write lock and read under a read lock (locks die with their
+   process). */
+
+static int cc__file_open(const char *path, int create) {
+  int fd;
+  do fd = open(path, create ? O_RDWR | O_CREAT | O_CLOEXEC : O_RDONLY | O_CLOEXEC, 0600);
+  while (fd < 0 && errno == EINTR);
+  return fd;
+}
+
+static int cc__file_lock(int fd, int write, uint64_t deadline) {
+  struct flock fl;
+  memset(&fl, 0, sizeof fl);
+  fl.l_type = write ? F_WRLCK : F_RDLCK;
+  fl.l_whence = SEEK_SET;
+  while (fcntl(fd, F_SETLK, &fl) != 0) {
+    if (errno != EACCES && errno != EAGAIN && errno != EINTR) return -1;
+    if (cc__now_ns() >= deadline) { errno = ETIMEDOUT; return -1; }
+    cc__sleep_ns(2 * CC__MS);
+  }
+  return 0;
+}
+
+static void cc__file_unlock(int fd) {
+  struct flock fl;
+  memset(&fl, 0, sizeof fl);
+  fl.l_type = F_UNLCK;
+  fl.l_whence = SEEK_SET;
+  fcntl(fd, F_SETLK, &fl);
+}
+
+/* The whole file, as a string (at most len - 1 bytes). -1 with errno. */
+static int cc__file_read(int fd, char *buf, size_t len) {
+  ssize_t k;
+  do k = pread(fd, buf, len - 1, 0); while (k < 0 && errno == EINTR);
+  buf[k > 0 ? k : 0] = 0;
+  return k < 0 ? -1 : 0;
+}
+
+/* Replace the file's content by s. */
+static int cc__file_write(int fd, const char *s) {
+  size_t n = strlen(s);
+  if (ftruncate(fd, 0) != 0) return -1;
+  return pwrite(fd, s, n, 0) == (ssize_t)n ? 0 : -1;
+}
+
+static void cc__file_unlink(const char *path) { unlink(path); }
+static void cc__fd_close(int fd) { if (fd >= 0) close(fd); }
+
+/* ---------------------------------------------------------------- sockets
+   Addresses travel as text (IPv4 or IPv6 literals); these functions resolve
+   and parse them. Sockets are non-blocking; every blocking step is bounded by
+   a deadline on the monotonic clock. */
 
 #ifndef CC_NO_TCP
-/* Sockets, used by the env:// rendezvous. All calls are bounded by a
-   deadline on the monotonic clock; EINTR is retried. */
-static int cc__sock_wait(int fd, short events, uint64_t deadline) {
-  for (;;) {
-    struct pollfd p;
-    uint64_t now = cc__now_ns();
-    int r, ms;
-    if (now >= deadline) { errno = ETIMEDOUT; return -1; }
-    ms = (int)CC__MIN((deadline - now) / CC__MS + 1, (uint64_t)1000);
-    p.fd = fd; p.events = events; p.revents = 0;
-    r = poll(&p, 1, ms);
-    if (r > 0) return 0;
-    if (r < 0 && errno != EINTR) return -1;
-  }
-}
-
-static int cc__sock_send_all(int fd, const void *buf, size_t len, uint64_t deadline) {
-  const char *p = (const char *)buf;
-  while (len > 0) {
-    ssize_t n = send(fd, p, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (n > 0) { p += n; len -= (size_t)n; continue; }
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (cc__sock_wait(fd, POLLOUT, deadline) != 0) return -1;
-      continue;
-    }
-    return -1;
-  }
-  return 0;
-}
-
-static int cc__sock_recv_all(int fd, void *buf, size_t len, uint64_t deadline) {
-  char *p = (char *)buf;
-  while (len > 0) {
-    ssize_t n = recv(fd, p, len, MSG_DONTWAIT);
-    if (n > 0) { p += n; len -= (size_t)n; continue; }
-    if (n == 0) { errno = ECONNRESET; return -1; }
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (cc__sock_wait(fd, POLLIN, deadline) != 0) return -1;
-      continue;
-    }
-    return -1;
-  }
-  return 0;
-}
-
 /* Resolve host:port (IPv4 or IPv6). Returns 0 or a getaddrinfo error. */
 static int cc__sock_resolve(const char *host, int port, struct sockaddr_storage *sa, socklen_t *salen) {
   struct addrinfo hints, *res = NULL;
@@ -748,28 +807,108 @@ static int cc__sock_resolve(const char *host, int port, struct sockaddr_storage 
   return 0;
 }
 
-/* Listen on exactly this address (never on all interfaces). -1 with errno. */
-static int cc__sock_listen(const struct sockaddr_storage *sa, socklen_t salen, int backlog) {
-  int one = 1, e;
-  int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+static void cc__sock_ntop(const struct sockaddr_storage *sa, char *ip, size_t iplen) {
+  if (sa->ss_family == AF_INET) inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, ip, (socklen_t)iplen);
+  else inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, ip, (socklen_t)iplen);
+}
+#endif
+
+/* host (a name or a literal) to an address literal; 0, or a message in why. */
+static int cc__sock_lookup(const char *host, char *ip, size_t iplen, char *why, size_t whylen) {
+#ifndef CC_NO_TCP
+  struct sockaddr_storage sa;
+  socklen_t salen;
+  int r = cc__sock_resolve(host, 1, &sa, &salen);
+  if (r != 0) { snprintf(why, whylen, "%s", gai_strerror(r)); return -1; }
+  cc__sock_ntop(&sa, ip, iplen);
+  return 0;
+#else
+  (void)host; (void)ip; (void)iplen;
+  snprintf(why, whylen, "this build has no TCP transport (CC_NO_TCP)");
+  return -1;
+#endif
+}
+
+/* 4 or 6 for an IPv4 or IPv6 literal (its 4 or 16 bytes in bin, when not NULL), else 0. */
+static int cc__ip_parse(const char *ip, unsigned char *bin) {
+#ifndef CC_NO_TCP
+  unsigned char a[16];
+  if (inet_pton(AF_INET, ip, a) == 1) { if (bin) memcpy(bin, a, 4); return 4; }
+  if (inet_pton(AF_INET6, ip, a) == 1) { if (bin) memcpy(bin, a, 16); return 6; }
+#else
+  (void)ip; (void)bin;
+#endif
+  return 0;
+}
+
+/* The literal of 4 or 16 bytes; 0, or -1. */
+static int cc__ip_format(int family, const unsigned char *bin, char *ip, size_t iplen) {
+#ifndef CC_NO_TCP
+  return inet_ntop(family == 4 ? AF_INET : AF_INET6, bin, ip, (socklen_t)iplen) ? 0 : -1;
+#else
+  (void)family; (void)bin; (void)ip; (void)iplen;
+  return -1;
+#endif
+}
+
+/* Listen on ip:port (port 0: the kernel picks; *bound gets it). Never on all
+   interfaces. -1 with errno. */
+static int cc__sock_listen(const char *ip, int port, int backlog, int *bound) {
+#ifndef CC_NO_TCP
+  struct sockaddr_storage sa;
+  socklen_t salen;
+  int one = 1, e, fd;
+  if (cc__sock_resolve(ip, port, &sa, &salen) != 0) { errno = EADDRNOTAVAIL; return -1; }
+  fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return -1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (bind(fd, (const struct sockaddr *)sa, salen) != 0 || listen(fd, backlog) != 0) {
+  if (bind(fd, (const struct sockaddr *)&sa, salen) != 0 || listen(fd, backlog) != 0) {
     e = errno; close(fd); errno = e;
     return -1;
   }
+  if (bound) {
+    salen = sizeof sa;
+    if (getsockname(fd, (struct sockaddr *)&sa, &salen) != 0) { e = errno; close(fd); errno = e; return -1; }
+    *bound = ntohs(sa.ss_family == AF_INET ? ((struct sockaddr_in *)(void *)&sa)->sin_port
+                                           : ((struct sockaddr_in6 *)(void *)&sa)->sin6_port);
+  }
   return fd;
+#else
+  (void)ip; (void)port; (void)backlog; (void)bound;
+  errno = ENOSYS;
+  return -1;
+#endif
 }
 
-/* One connection attempt, bounded by the deadline. -1 with errno. */
-static int cc__sock_connect(const struct sockaddr_storage *sa, socklen_t salen, uint64_t deadline) {
-  int one = 1, e, err = 0;
-  socklen_t elen = sizeof err;
-  int fd = socket(sa->ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+/* Wait until fd is ready for `events` (POLLIN, POLLOUT), at most until the
+   deadline: 0, or -1 with errno (ETIMEDOUT). */
+static int cc__sock_wait(int fd, short events, uint64_t deadline) {
+  for (;;) {
+    struct pollfd p;
+    uint64_t now = cc__now_ns();
+    int r, ms;
+    if (now >= deadline) { errno = ETIMEDOUT; return -1; }
+    ms = (int)CC__MIN((deadline - now) / CC__MS + 1, (uint64_t)1000);
+    p.fd = fd; p.events = events; p.revents = 0;
+    r = poll(&p, 1, ms);
+    if (r > 0) return 0;
+    if (r < 0 && errno != EINTR) return -1;
+  }
+}
+
+/* One connection attempt to ip:port, bounded by the deadline. -1 with errno. */
+static int cc__sock_connect(const char *ip, int port, uint64_t deadline) {
+#ifndef CC_NO_TCP
+  struct sockaddr_storage sa;
+  socklen_t salen, elen;
+  int one = 1, e, err = 0, fd;
+  if (cc__sock_resolve(ip, port, &sa, &salen) != 0) { errno = EADDRNOTAVAIL; return -1; }
+  fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return -1;
-  if (connect(fd, (const struct sockaddr *)sa, salen) != 0) {
+  if (connect(fd, (const struct sockaddr *)&sa, salen) != 0) {
     if (errno != EINPROGRESS && errno != EINTR) { e = errno; close(fd); errno = e; return -1; }
     if (cc__sock_wait(fd, POLLOUT, deadline) != 0) { e = errno; close(fd); errno = e; return -1; }
+    elen = sizeof err;
     if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0 || err != 0) {
       close(fd); errno = err ? err : ECONNREFUSED;
       return -1;
@@ -777,12 +916,200 @@ static int cc__sock_connect(const struct sockaddr_storage *sa, socklen_t salen, 
   }
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   return fd;
+#else
+  (void)ip; (void)port; (void)deadline;
+  errno = ENOSYS;
+  return -1;
+#endif
 }
 
-#define CC__HAVE_NET_UTIL 1
-/* ---------------------------------------------------------- SHA-256 / HMAC */
-/* SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104), used to authenticate the
-   rendezvous handshake; cc__ct_equal compares MACs in constant time. */
+/* A connection waiting on a listening socket, or -1 (errno EAGAIN: none). */
+static int cc__sock_accept(int lfd) {
+#ifndef CC_NO_TCP
+  int one = 1, fd;
+  do fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK); while (fd < 0 && errno == EINTR);
+  if (fd >= 0) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return fd;
+#else
+  (void)lfd;
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+/* Non-blocking send of a then b: bytes written, or -1 with errno (EAGAIN:
+   the socket is full). */
+static long cc__sock_send2(int fd, const void *a, size_t alen, const void *b, size_t blen) {
+#ifndef CC_NO_TCP
+  struct iovec iov[2];
+  struct msghdr mh;
+  ssize_t w;
+  int k = 0;
+  if (alen) { iov[k].iov_base = (void *)(uintptr_t)a; iov[k++].iov_len = alen; }
+  if (blen) { iov[k].iov_base = (void *)(uintptr_t)b; iov[k++].iov_len = blen; }
+  memset(&mh, 0, sizeof mh);
+  mh.msg_iov = iov;
+  mh.msg_iovlen = (size_t)k;
+  do w = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT); while (w < 0 && errno == EINTR);
+  return (long)w;
+#else
+  (void)fd; (void)a; (void)alen; (void)b; (void)blen;
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+/* Non-blocking receive: bytes read, 0 at the end of the stream, or -1 with
+   errno (EAGAIN: nothing there). */
+static long cc__sock_recv(int fd, void *buf, size_t len) {
+#ifndef CC_NO_TCP
+  ssize_t k;
+  do k = recv(fd, buf, len, MSG_DONTWAIT); while (k < 0 && errno == EINTR);
+  return (long)k;
+#else
+  (void)fd; (void)buf; (void)len;
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+/* All of buf, bounded by the deadline: 0, or -1 with errno. */
+static int cc__sock_send_all(int fd, const void *buf, size_t len, uint64_t deadline) {
+  const char *p = (const char *)buf;
+  while (len > 0) {
+    long n = cc__sock_send2(fd, p, len, NULL, 0);
+    if (n > 0) { p += n; len -= (size_t)n; continue; }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (cc__sock_wait(fd, POLLOUT, deadline) != 0) return -1;
+      continue;
+    }
+    return -1;
+  }
+  return 0;
+}
+
+/* All of len bytes, bounded by the deadline: 0, or -1 with errno (ECONNRESET
+   when the stream ended first). */
+static int cc__sock_recv_all(int fd, void *buf, size_t len, uint64_t deadline) {
+  char *p = (char *)buf;
+  while (len > 0) {
+    long n = cc__sock_recv(fd, p, len);
+    if (n > 0) { p += n; len -= (size_t)n; continue; }
+    if (n == 0) { errno = ECONNRESET; return -1; }
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      if (cc__sock_wait(fd, POLLIN, deadline) != 0) return -1;
+      continue;
+    }
+    return -1;
+  }
+  return 0;
+}
+
+/* Into an empty socket buffer: all or nothing. */
+static int cc__sock_send_small(int fd, const void *p, size_t n) {
+  return cc__sock_send2(fd, p, n, NULL, 0) == (long)n ? 0 : -1;
+}
+
+/* No more from this side (and the peer sees the end of the stream). */
+static void cc__sock_shutdown(int fd) {
+#ifndef CC_NO_TCP
+  shutdown(fd, SHUT_RDWR);
+#else
+  (void)fd;
+#endif
+}
+
+static void cc__sock_close(int fd) {
+#ifndef CC_NO_TCP
+  if (fd >= 0) { shutdown(fd, SHUT_WR); close(fd); }
+#else
+  (void)fd;
+#endif
+}
+
+/* Kernel buffer sizes (0: leave the kernel's autotuning). */
+static void cc__sock_bufsize(int fd, size_t bytes) {
+#ifndef CC_NO_TCP
+  int v = (int)bytes;
+  if (!bytes) return;
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
+#else
+  (void)fd; (void)bytes;
+#endif
+}
+
+/* poll() with a timeout in nanoseconds: the number of ready entries, 0, or -1. */
+static int cc__poll(struct pollfd *pfd, int n, uint64_t timeout_ns) {
+  struct timespec ts;
+  int r;
+  ts.tv_sec = (time_t)(timeout_ns / CC__S);
+  ts.tv_nsec = (long)(timeout_ns % CC__S);
+  r = ppoll(pfd, (nfds_t)n, &ts, NULL);
+  return r < 0 && errno == EINTR ? 0 : r;
+}
+
+/* The address this rank listens on: ifname's (IPv4 first), else the one its
+   route to `toward` leaves from, else the first non-loopback IPv4 address of
+   an interface that is up (when first_iface), else loopback. 0, or -1 with a
+   message in why. */
+static int cc__sock_pick_addr(const char *ifname, const char *toward, int first_iface, char *ip, size_t iplen,
+                              char *why, size_t whylen) {
+#ifndef CC_NO_TCP
+  snprintf(ip, iplen, "127.0.0.1");
+  if ((ifname && *ifname) || first_iface) {
+    struct ifaddrs *ifa = NULL, *i;
+    int found = 0, by_name = ifname && *ifname;
+    if (getifaddrs(&ifa) != 0) { snprintf(why, whylen, "getifaddrs failed"); return -1; }
+    for (i = ifa; i && found < 2; i = i->ifa_next) {
+      if (!i->ifa_addr) continue;
+      if (by_name ? strcmp(i->ifa_name, ifname) != 0 : (!(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK)))
+        continue;
+      if (i->ifa_addr->sa_family == AF_INET) {
+        inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, ip, (socklen_t)iplen);
+        found = 2;
+      } else if (i->ifa_addr->sa_family == AF_INET6 && !found && by_name) {
+        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr, ip, (socklen_t)iplen);
+        found = 1;
+      }
+    }
+    freeifaddrs(ifa);
+    if (!found && by_name) {
+      snprintf(why, whylen, "CC_SOCKET_IFNAME=%s: no such interface with an address", ifname);
+      return -1;
+    }
+    return 0;
+  }
+  if (toward && *toward) {
+    struct sockaddr_storage sa, me;
+    socklen_t salen, mlen = sizeof me;
+    int fd;
+    if (cc__sock_resolve(toward, 9, &sa, &salen) != 0) return 0;
+    fd = socket(sa.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return 0;
+    if (connect(fd, (struct sockaddr *)&sa, salen) == 0 && getsockname(fd, (struct sockaddr *)&me, &mlen) == 0)
+      cc__sock_ntop(&me, ip, iplen);
+    close(fd);
+  }
+  return 0;
+#else
+  (void)ifname; (void)toward; (void)first_iface; (void)iplen;
+  snprintf(ip, iplen, "127.0.0.1");
+  snprintf(why, whylen, "this build has no TCP transport (CC_NO_TCP)");
+  return -1;
+#endif
+}
+
+#ifdef CC_NO_TCP
+#  define CC__HAVE_TCP 0
+#else
+#  define CC__HAVE_TCP 1
+#endif
+/* ============================================================== @crypto */
+/* SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104), which authenticate the
+   handshakes; cc__ct_equal compares MACs in constant time. Pure computation:
+   no system call, no allocation. */
+
 typedef struct cc__sha256 {
   uint32_t h[8];
   uint64_t len;            /* bytes hashed so far */
@@ -904,7 +1231,375 @@ static int cc__ct_equal(const void *a, const void *b, size_t n) {
   return d == 0;
 }
 
-/* ------------------------------------------------------------ Slurm hostlist */
+/* ============================================================== @base */
+/* What every section above the platform shares: the internal types (the
+   communicator, a call, the shared-memory structures, messages and links),
+   the enums that name calls, ops, links and transports, the encoding of
+   integers on the wire, errors and logging (cc__fail), and the settings, read
+   once from cc_config and the environment (cc__settings_read). */
+
+/* A function the companion headers (cc_cuda.cuh) call, maybe nothing here. */
+#if defined(__GNUC__) || defined(__clang__)
+#  define CC__COMPANION static __attribute__((unused))
+#else
+#  define CC__COMPANION static
+#endif
+
+#define CC__LINE          64
+#define CC__DESC_BYTES    48                   /* call descriptor at the head of a half */
+#define CC__OP_FIRST_USER CC_OP_BUILTIN_COUNT
+#define CC__MAX_LOCAL     256                  /* ranks of one communicator on one host */
+#define CC__FRAME         48                   /* a message's header on every link */
+#define CC__ERR_BYTES     320
+
+/* The calls. A rank's descriptor carries its call, so that ranks whose calls
+   disagree can tell (CC_ERR_MISMATCH). */
+enum {
+  CC__NONE, CC__BARRIER, CC__BROADCAST, CC__REDUCE, CC__ALL_REDUCE, CC__GATHER,
+  CC__ALL_GATHER, CC__SCATTER, CC__REDUCE_SCATTER, CC__ALL_TO_ALL, CC__GATHER_V,
+  CC__ALL_GATHER_V, CC__SCATTER_V, CC__ALL_TO_ALL_V, CC__SEND, CC__RECV,
+  CC__SPLIT, CC__INIT, CC__COLL_COUNT
+};
+static const char *const cc__coll_names[CC__COLL_COUNT] = {
+  "?", "barrier", "broadcast", "reduce", "all_reduce", "gather", "all_gather",
+  "scatter", "reduce_scatter", "all_to_all", "gather_v", "all_gather_v",
+  "scatter_v", "all_to_all_v", "send", "recv", "comm_split", "comm_init"
+};
+
+static const char *cc__coll_name(int coll) {
+  return coll > 0 && coll < CC__COLL_COUNT ? cc__coll_names[coll] : "?";
+}
+
+typedef enum cc__opkind { CC__OPK_FREE, CC__OPK_USER, CC__OPK_PREMUL } cc__opkind;
+
+/* How bytes reach a peer: itself, a ring in the host's shared segment, a TCP
+   connection. */
+typedef enum cc__link { CC__LINK_NONE, CC__LINK_SELF, CC__LINK_SHM, CC__LINK_TCP } cc__link;
+
+typedef enum cc__transport { CC__TR_AUTO, CC__TR_SHM, CC__TR_TCP } cc__transport;
+
+enum { CC__LOG_OFF, CC__LOG_WARN, CC__LOG_INFO, CC__LOG_TRACE };
+
+/* Message tags: >= 0 the user's; these below carry the library's own. */
+#define CC__TAG_COLL  (-2)                     /* a collective's data */
+#define CC__TAG_ABORT (-3)                     /* a failure, for every rank */
+
+/* ---------------------------------------------------------------- settings */
+
+typedef struct cc__settings {
+  int rank, size, local_size;          /* -1: not given */
+  const char *rank_var, *size_var;     /* where they came from, for messages */
+  char master_addr[256];               /* "": none */
+  int master_port;                     /* 0: none */
+  const char *master_from;             /* "MASTER_ADDR" or "SLURM_JOB_NODELIST" */
+  char master_err[160];                /* what is malformed about them, or "" */
+  char job_id[40];                     /* CC_JOB_ID: "" when not under ccrun */
+  int transport;                       /* cc__transport */
+  char token[256];                     /* "": none */
+  uint64_t timeout_ns;
+  int debug;
+  long spin_us, small_bytes;           /* -1: the default for the oversubscription */
+  size_t shm_chunk;                    /* 0: the default for the number of ranks */
+  size_t stream_bytes, net_chunk, net_small_bytes, net_sockbuf;
+  char ifname[64];
+  uint64_t spawn_grace_ns;
+} cc__settings;
+
+/* ---------------------------------------------------------------- shared memory */
+
+/* What the ranks' calls must agree on: every transport compares it, whole
+   (CC_ERR_MISMATCH, never a hash that might collide). */
+typedef struct cc__ident {
+  uint64_t count;             /* non-v: the count; v: this rank's own count */
+  int32_t op;                 /* reducing calls only, else 0 */
+  int32_t root;               /* rooted calls only, else 0 */
+  uint8_t coll, dtype;
+} cc__ident;
+
+/* A call's descriptor in the arena, 48 bytes at the head of a rank's half (a
+   small message's data shares its cache line). */
+typedef struct cc__desc {
+  uint64_t step;              /* the phase it belongs to, stored last: the first phase's wait */
+  uint64_t count;             /* as cc__ident */
+  uint64_t aux;               /* v: largest block this rank sends, in bytes */
+  unsigned char scal[16];     /* premul_sum: this rank's scalar */
+  int32_t op;
+  int16_t root;               /* ranks on one host are at most CC__MAX_LOCAL */
+  uint8_t coll, dtype;
+} cc__desc;
+
+/* The segment: one page of header, a control block per rank, two halves of
+   arena per rank, then one channel per ordered pair of ranks (docs/shm.md). */
+typedef struct cc__hdr {
+  uint64_t magic;                      /* written last by the creator */
+  uint32_t version, nranks;
+  uint64_t half_bytes, chan_bytes, seg_bytes;
+  uint32_t mapped;                     /* ranks that mapped it; the last unlinks */
+  uint32_t pad0;
+  char pad1[CC__LINE - 44];
+  uint32_t fail_code;                  /* first failure posted by any rank */
+  int32_t fail_rank;
+  uint32_t fail_ready;
+  uint32_t pad2;
+  char fail_msg[CC__LINE * 3 - 16];
+  uint32_t bell;                       /* futex word: bumped when a sleeper may wake */
+  char pad3[CC__LINE - 4];
+  uint32_t sleepers;                   /* ranks asleep on bell */
+  char pad4[CC__LINE - 4];
+} cc__hdr;
+
+typedef struct cc__ctl {
+  uint64_t arrive;                     /* last phase this rank arrived at */
+  char pad0[CC__LINE - 8];
+  int32_t pid;
+  uint32_t departed;                   /* called cc_comm_destroy */
+  char pad1[CC__LINE - 8];
+} cc__ctl;
+
+typedef struct cc__chan {              /* single producer, single consumer byte ring */
+  uint64_t head;                       /* bytes written, by the sender */
+  char pad0[CC__LINE - 8];
+  uint64_t tail;                       /* bytes consumed, by the receiver */
+  char pad1[CC__LINE - 8];
+} cc__chan;
+
+/* ---------------------------------------------------------------- messages */
+
+/* A frame's header, decoded (see @tcp for the bytes). */
+typedef struct cc__frame {
+  int tag;
+  uint64_t bytes;
+  uint64_t seq;                        /* collectives: the number of the sender's call, else 0 */
+  cc__ident id;                        /* collectives: the sender's call */
+} cc__frame;
+
+typedef struct cc__umsg {              /* a message received before its receive */
+  struct cc__umsg *next;
+  cc__frame f;
+  unsigned char *data;
+  size_t cap;                          /* bytes allocated so far (grows as they arrive) */
+} cc__umsg;
+
+typedef struct cc__msg {               /* one send or receive in flight */
+  int is_send, peer, tag;
+  int live;                            /* 0: not yet (a callback makes it live) */
+  int started, done, matched;          /* matched: a receive whose frame is arriving */
+  unsigned char *buf;
+  size_t bytes, moved;
+  size_t hdr_sent;                     /* send: bytes of hdr written */
+  unsigned char hdr[CC__FRAME];        /* send: the frame header */
+} cc__msg;
+
+typedef struct cc__peer {              /* the link to one rank, and what arrives on it */
+  int link;                            /* cc__link */
+  int ch;                              /* SHM: the peer's index in the host segment */
+  int fd;                              /* TCP: the connection */
+  int eof;                             /* TCP: the peer closed its side */
+  int tx_mid;                          /* TCP: a frame to it is partly written */
+  int rx_state;                        /* 0: reading a header, 1: a payload */
+  size_t rx_hdr_got;
+  unsigned char rx_hdr[CC__FRAME];
+  cc__frame rx;                        /* the header of the frame being read */
+  uint64_t rx_done;                    /* its payload bytes read so far */
+  cc__msg *rx_target;                  /* the receive it fills, or ... */
+  cc__umsg *rx_unexp;                  /* ... the unexpected message (an abort too) */
+  cc__umsg *uq_head, *uq_tail;         /* complete unexpected messages, oldest first */
+  unsigned char *stage;                /* TCP: bytes read ahead of the parser */
+  size_t st_beg, st_end;
+} cc__peer;
+
+/* ---------------------------------------------------------------- calls */
+
+typedef struct cc__opinfo {
+  int kind;                            /* cc__opkind */
+  cc_reduce_fn fn;
+  void *user;
+  cc_dtype dtype;
+  unsigned char scal[16];
+} cc__opinfo;
+
+/* A call, as the API made it, queued by a group or an asynchronous request. */
+typedef struct cc__call {
+  int coll;
+  const void *sbuf;
+  void *rbuf;
+  size_t count, scount, rcount;
+  cc_dtype t;
+  cc_op op;
+  int root, peer, tag;
+  size_t *sc, *sd, *rc, *rd;           /* v arrays (owned copies when queued) */
+} cc__call;
+
+typedef struct cc__batch {
+  cc__call *calls;
+  int n, cap;
+} cc__batch;
+
+struct cc_request {
+  struct cc_request *next;
+  cc_comm *comm;
+  cc__batch batch;
+  cc_result result;
+  uint32_t done;
+  char err[CC__ERR_BYTES];
+};
+
+/* A communicator whose ranks span hosts (or talk over TCP only): the ranks of
+   each host form a group; `local` is the own group's shared-memory
+   communicator (NULL when alone). */
+typedef struct cc__net {
+  int ngroups;
+  int *grp;                            /* per rank: its group */
+  int *lrank;                          /* per rank: its rank in the group */
+  int *gfirst, *gsize;                 /* per group: lowest rank, ranks */
+  cc_comm *local;
+  cc__hdr own_hdr;                     /* the failure word when there is no local */
+  int propagated;                      /* the failure went to every peer */
+  int tcp_only;                        /* CC_TRANSPORT=tcp: every rank its own group */
+  unsigned char *tmp, *tmp2;           /* scratch of the algorithms, kept between calls */
+  size_t tmp_bytes, tmp2_bytes;
+  char ip[64];                         /* where this rank listens (for splits) */
+} cc__net;
+
+struct cc_comm {
+  int rank, size, local_rank, local_size;
+  cc__settings set;                    /* as read at init (a split inherits them) */
+  uint64_t timeout_ns, spin_ns;
+  int oversub, debug;
+  size_t small_bytes;                  /* arena: largest message every rank reduces in one phase */
+  size_t stream_bytes;                 /* arena: messages this large stage with non-temporal stores */
+  char jobid[40];
+  uint64_t seq;                        /* collectives run so far: the number of the current one */
+  cc__ident cur;                       /* the collective running (its frames carry it) */
+  /* the segment (shared memory of this communicator's ranks on one host) */
+  unsigned char *seg;
+  size_t seg_bytes;
+  cc__hdr *hdr;                        /* the failure word: the segment's, or net's own */
+  cc__ctl *ctl;
+  unsigned char *regions;
+  size_t half;                         /* bytes of one half, descriptor included */
+  unsigned char *chans;
+  size_t chan_bytes;
+  /* arena state */
+  uint64_t step;                       /* last phase this rank arrived at */
+  uint64_t seen_all;                   /* every rank is known to have arrived here */
+  const void **srcs;                   /* size entries: reduction sources */
+  const void **scals;
+  unsigned char *scalbuf;              /* size x 16: the call's premul scalars, copied */
+  size_t *scratch;                     /* 4 x size entries: move plans */
+  /* messages */
+  cc__peer *peers;                     /* per rank */
+  cc_comm *shm;                        /* whose segment holds this rank's rings: itself, net->local or NULL */
+  cc__net *net;                        /* ranks on several hosts, or TCP only */
+  cc__msg *one;                        /* scratch of the message engine */
+  int one_cap;
+  struct pollfd *pfd;
+  int *pfd_rank;
+  /* ops */
+  cc__opinfo *ops;
+  int nops;
+  /* groups and requests */
+  int group_depth;
+  cc__batch group;
+  cc_result group_err;
+  pthread_t worker;
+  int worker_started, worker_stop;
+  pthread_mutex_t qlock;
+  pthread_cond_t qcond;
+  cc_request *q_head, *q_tail;         /* queued for the worker; q_head runs */
+  /* failure */
+  cc_result failed;                    /* sticky: later calls return ABORTED */
+  uint32_t abort_flag;
+  int split_count;
+  char err[CC__ERR_BYTES];
+};
+
+/* ---------------------------------------------------------------- small helpers */
+
+static size_t cc__align(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+static void cc__put32(unsigned char *p, uint32_t v) {
+  p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8); p[2] = (unsigned char)(v >> 16); p[3] = (unsigned char)(v >> 24);
+}
+static uint32_t cc__get32(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static void cc__put64(unsigned char *p, uint64_t v) { cc__put32(p, (uint32_t)v); cc__put32(p + 4, (uint32_t)(v >> 32)); }
+static uint64_t cc__get64(const unsigned char *p) { return (uint64_t)cc__get32(p) | (uint64_t)cc__get32(p + 4) << 32; }
+
+static void cc__hex(const unsigned char *in, size_t n, char *out) {   /* out: 2n + 1 bytes */
+  static const char digits[] = "0123456789abcdef";
+  size_t i;
+  for (i = 0; i < n; i++) { out[2 * i] = digits[in[i] >> 4]; out[2 * i + 1] = digits[in[i] & 15]; }
+  out[2 * n] = 0;
+}
+
+static void cc__random_hex(char *out, size_t nhex) {   /* out: nhex + 1 bytes, nhex even, at most 128 */
+  unsigned char raw[64];
+  if (nhex > 128) nhex = 128;
+  cc__random(raw, nhex / 2);
+  cc__hex(raw, nhex / 2, out);
+}
+
+static int cc__is_jobid(const char *s) {
+  size_t i;
+  if (!s) return 0;
+  for (i = 0; s[i]; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')) || i >= 32) return 0;
+  return i >= 16;
+}
+
+/* ---------------------------------------------------------------- errors and logging */
+
+static const char *const cc__result_text[CC_RESULT_COUNT] = {
+#define CC__RESULT_TEXT(name, text) #name ": " text,
+  CC__RESULTS(CC__RESULT_TEXT)
+#undef CC__RESULT_TEXT
+};
+
+CC_API const char *cc_strerror(cc_result r) {
+  if ((int)r < 0 || (int)r >= (int)CC_RESULT_COUNT) return "CC_ERR_?: unknown result code";
+  return cc__result_text[r];
+}
+
+static __thread char cc__tls_err[CC__ERR_BYTES];   /* cc_comm_init / cc_spawn failures */
+static int cc__log_level;                          /* CC_DEBUG of the last init (NULL communicator) */
+
+CC_API const char *cc_comm_last_error(const cc_comm *c) {
+  return c ? c->err : cc__tls_err;
+}
+
+static void cc__log(const cc_comm *c, int level, const char *fmt, ...) {
+  static const char *const names[4] = {"", "WARN", "INFO", "TRACE"};
+  char line[512];
+  va_list ap;
+  int lv = c ? c->debug : __atomic_load_n(&cc__log_level, __ATOMIC_RELAXED);
+  if (level > lv || level < 1 || level > 3) return;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (c) fprintf(stderr, "[cc rank %d] %s %s\n", c->rank, names[level], line);
+  else   fprintf(stderr, "[cc pid %d] %s %s\n", cc__getpid(), names[level], line);
+}
+
+/* The one way to fail locally: set the message and return the code.
+   Failures other than bad arguments (CC_ERR_INVALID_ARG) leave the
+   communicator failed; c NULL sets the thread's message (init, spawn).
+   cc__fail_all (@engine) also tells every other rank. */
+static cc_result cc__fail(cc_comm *c, cc_result code, const char *fmt, ...) {
+  char *buf = c ? c->err : cc__tls_err;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, CC__ERR_BYTES, fmt, ap);
+  va_end(ap);
+  if (c && code != CC_ERR_INVALID_ARG && code != CC_OK && !c->failed) c->failed = code;
+  cc__log(c, CC__LOG_WARN, "%s (%s)", buf, cc_strerror(code));
+  return code;
+}
+
+#define CC__TRY(x) do { cc_result cc__r_ = (x); if (cc__r_ != CC_OK) return cc__r_; } while (0)
+
+/* ---------------------------------------------------------------- Slurm host lists */
 /* Grammar: list = entry {"," entry}; entry = 1*(char | "[" range {"," range} "]");
    range = digits ["-" digits] with lo <= hi; char = printable, not "[],".
    The whole list is checked (one linear pass); the first host is the first
@@ -978,236 +1673,182 @@ static int cc__hostlist_first(const char *list, char *out, size_t outlen) {
   if (!list || cc__hostlist_scan(list, out, outlen) != 0) { out[0] = 0; return -1; }
   return 0;
 }
-#endif /* CC_NO_TCP */
 
-/* ============================================================== internal types */
+/* ---------------------------------------------------------------- settings
+   The only reader of the environment (the table at the top of this file
+   lists every variable; tests/test_compile.sh checks that they agree). A
+   value in cc_config wins over the environment. */
 
-#define CC__SHM_MAGIC   0x31306d6873636300ull   /* "\0ccshm01" */
-#define CC__SHM_VERSION 1u
-#define CC__MSG_MAGIC   0x4343u                 /* p2p message header */
-#define CC__LINE        64
-#define CC__DESC_BYTES  48                      /* call descriptor at the head of a half */
-#define CC__OP_FIRST_USER CC_OP_BUILTIN_COUNT
-
-/* What a rank is doing, published with its first phase so that ranks whose
-   calls disagree can tell (CC_ERR_MISMATCH). */
-enum {
-  CC__NONE, CC__BARRIER, CC__BROADCAST, CC__REDUCE, CC__ALL_REDUCE, CC__GATHER,
-  CC__ALL_GATHER, CC__SCATTER, CC__REDUCE_SCATTER, CC__ALL_TO_ALL, CC__GATHER_V,
-  CC__ALL_GATHER_V, CC__SCATTER_V, CC__ALL_TO_ALL_V, CC__SEND, CC__RECV,
-  CC__SPLIT, CC__INIT, CC__COLL_COUNT
-};
-static const char *const cc__coll_names[CC__COLL_COUNT] = {
-  "?", "barrier", "broadcast", "reduce", "all_reduce", "gather", "all_gather",
-  "scatter", "reduce_scatter", "all_to_all", "gather_v", "all_gather_v",
-  "scatter_v", "all_to_all_v", "send", "recv", "comm_split", "comm_init"
-};
-
-typedef struct cc__desc {     /* 48 bytes: a small message's data shares its cache line */
-  uint64_t step;              /* the phase it belongs to, stored last: the first phase's wait */
-  uint64_t count;             /* what must agree (non-v), or this rank's own count (v) */
-  uint64_t aux;               /* v: largest block this rank sends, in bytes */
-  unsigned char scal[16];     /* premul_sum: this rank's scalar */
-  int32_t op;
-  int16_t root;               /* ranks on one host are at most CC__MAX_LOCAL */
-  uint8_t coll, dtype;
-} cc__desc;
-
-/* The segment: one page of header, a control block per rank, two halves of
-   arena per rank, then one channel per ordered pair of ranks (see docs/shm.md). */
-typedef struct cc__hdr {
-  uint64_t magic;                      /* written last by the creator */
-  uint32_t version, nranks;
-  uint64_t half_bytes, chan_bytes, seg_bytes;
-  uint32_t mapped;                     /* ranks that mapped it; the last unlinks */
-  uint32_t pad0;
-  char pad1[CC__LINE - 44];
-  uint32_t fail_code;                  /* first failure posted by any rank */
-  int32_t fail_rank;
-  uint32_t fail_ready;
-  uint32_t pad2;
-  char fail_msg[CC__LINE * 3 - 16];
-  uint32_t bell;                       /* futex word: bumped when a sleeper may wake */
-  char pad3[CC__LINE - 4];
-  uint32_t sleepers;                   /* ranks asleep on bell */
-  char pad4[CC__LINE - 4];
-} cc__hdr;
-
-typedef struct cc__ctl {
-  uint64_t arrive;                     /* last phase this rank arrived at */
-  char pad0[CC__LINE - 8];
-  int32_t pid;
-  uint32_t departed;                   /* called cc_comm_destroy */
-  char pad1[CC__LINE - 8];
-} cc__ctl;
-
-typedef struct cc__chan {              /* single producer, single consumer ring */
-  uint64_t head;                       /* bytes written, by the sender */
-  char pad0[CC__LINE - 8];
-  uint64_t tail;                       /* bytes consumed, by the receiver */
-  char pad1[CC__LINE - 8];
-} cc__chan;
-
-typedef struct cc__msghdr {
-  uint32_t magic;
-  int32_t tag;
-  uint64_t bytes;
-} cc__msghdr;
-
-typedef struct cc__opinfo {
-  int kind;                            /* 0 free, 1 user, 2 premul */
-  cc_reduce_fn fn;
-  void *user;
-  cc_dtype dtype;
-  unsigned char scal[16];
-} cc__opinfo;
-
-typedef struct cc__umsg {              /* a message received before its cc_recv */
-  struct cc__umsg *next;
-  int tag;
-  size_t bytes;
-  unsigned char *data;
-  size_t cap;                          /* TCP: bytes allocated so far (grows as they arrive) */
-  unsigned sig;                        /* TCP: the collective it belongs to */
-} cc__umsg;
-
-typedef struct cc__peer {              /* receive state of the channel from one peer */
-  int in_msg;                          /* a header was taken, payload follows */
-  int in_tag;
-  uint64_t in_bytes, in_done;
-  void *in_target;                     /* the cc__p2p receiving it, or NULL */
-  cc__umsg *in_unexp;                  /* ... or the unexpected message it fills */
-  cc__umsg *uq_head, *uq_tail;         /* complete unexpected messages, oldest first */
-} cc__peer;
-
-/* A call, as queued by a group or an asynchronous request. */
-typedef struct cc__call {
-  int coll;
-  const void *sbuf;
-  void *rbuf;
-  size_t count, scount, rcount;
-  cc_dtype t;
-  cc_op op;
-  int root, peer, tag;
-  size_t *sc, *sd, *rc, *rd;           /* v arrays: owned copies */
-} cc__call;
-
-typedef struct cc__batch {
-  cc__call *calls;
-  int n, cap;
-} cc__batch;
-
-struct cc_request {
-  struct cc_request *next;
-  cc_comm *comm;
-  cc__batch batch;
-  cc_result result;
-  uint32_t done;
-  char err[320];
-};
-
-struct cc__net;
-
-struct cc_comm {
-  int rank, size, local_rank, local_size;
-  struct cc__net *net;                 /* net mode (ranks on several hosts, or tcp): see @net */
-  uint64_t timeout_ns, spin_ns;
-  int oversub, debug;
-  size_t small_bytes;
-  size_t stream_bytes;                 /* messages this large stage with non-temporal stores */
-  /* the segment */
-  unsigned char *seg;
-  size_t seg_bytes;
-  cc__hdr *hdr;
-  cc__ctl *ctl;
-  unsigned char *regions;
-  size_t half;                         /* bytes of one half, descriptor included */
-  unsigned char *chans;
-  size_t chan_bytes;
-  char jobid[40];
-  /* arena state */
-  uint64_t step;                       /* last phase this rank arrived at */
-  uint64_t seen_all;                   /* every rank is known to have arrived here */
-  const void **srcs;                   /* size entries: reduction sources */
-  const void **scals;
-  unsigned char *scalbuf;              /* size x 16: the call's premul scalars, copied */
-  size_t *scratch;                     /* 4 x size entries: move plans */
-  /* point to point */
-  cc__peer *peers;
-  /* ops */
-  cc__opinfo *ops;
-  int nops;
-  /* groups and requests */
-  int group_depth;
-  cc__batch group;
-  cc_result group_err;
-  pthread_t worker;
-  int worker_started, worker_stop;
-  pthread_mutex_t qlock;
-  pthread_cond_t qcond;
-  cc_request *q_head, *q_tail;         /* queued for the worker; q_head runs */
-  /* failure */
-  cc_result failed;                    /* sticky: later calls return ABORTED */
-  uint32_t abort_flag;
-  int split_count;
-  char err[320];
-};
-
-/* ============================================================== errors and logging */
-
-static const char *const cc__result_text[CC_RESULT_COUNT] = {
-#define CC__RESULT_TEXT(name, text) #name ": " text,
-  CC__RESULTS(CC__RESULT_TEXT)
-#undef CC__RESULT_TEXT
-};
-
-CC_API const char *cc_strerror(cc_result r) {
-  if ((int)r < 0 || (int)r >= (int)CC_RESULT_COUNT) return "CC_ERR_?: unknown result code";
-  return cc__result_text[r];
-}
-
-static __thread char cc__tls_err[320];   /* cc_comm_init / cc_spawn failures */
-
-CC_API const char *cc_comm_last_error(const cc_comm *c) {
-  return c ? c->err : cc__tls_err;
-}
-
-static int cc__debug_level(void) {
-  const char *s = getenv("CC_DEBUG");
+/* An integer variable: 0 unset, 1 ok, -1 not a number. */
+static int cc__env_long(const char *name, long *out) {
+  const char *s = getenv(name);
+  char *end;
+  long v;
   if (!s || !*s) return 0;
-  if (!strcmp(s, "WARN") || !strcmp(s, "warn") || !strcmp(s, "1")) return 1;
-  if (!strcmp(s, "INFO") || !strcmp(s, "info") || !strcmp(s, "2")) return 2;
-  if (!strcmp(s, "TRACE") || !strcmp(s, "trace") || !strcmp(s, "3")) return 3;
+  errno = 0;
+  v = strtol(s, &end, 10);
+  if (errno || *end || end == s) return -1;
+  *out = v;
   return 1;
 }
 
-static void cc__log(const cc_comm *c, int level, const char *fmt, ...) {
-  static const char *const names[4] = {"", "WARN", "INFO", "TRACE"};
-  char line[512];
-  va_list ap;
-  int lv = c ? c->debug : cc__debug_level();
-  if (level > lv || level < 1 || level > 3) return;
-  va_start(ap, fmt);
-  vsnprintf(line, sizeof line, fmt, ap);
-  va_end(ap);
-  if (c) fprintf(stderr, "[cc rank %d] %s %s\n", c->rank, names[level], line);
-  else   fprintf(stderr, "[cc pid %d] %s %s\n", (int)getpid(), names[level], line);
+/* The first of several variables that is set: 1 found, 0 none, -1 garbage
+   (with the thread's message set). */
+static int cc__env_first(const char *const *names, long *out, const char **which) {
+  int i;
+  for (i = 0; names[i]; i++) {
+    int r = cc__env_long(names[i], out);
+    if (r == 0) continue;
+    *which = names[i];
+    if (r < 0) cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: %s='%.40s' is not a number", names[i], getenv(names[i]));
+    return r;
+  }
+  return 0;
 }
 
-/* Set the message and return the code. Failures other than bad arguments
-   leave the communicator failed. */
-static cc_result cc__fail(cc_comm *c, cc_result code, const char *fmt, ...) {
-  char *buf = c ? c->err : cc__tls_err;
-  size_t len = c ? sizeof c->err : sizeof cc__tls_err;
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(buf, len, fmt, ap);
-  va_end(ap);
-  if (c && code != CC_ERR_INVALID_ARG && code != CC_OK && !c->failed) c->failed = code;
-  cc__log(c, 1, "%s (%s)", buf, cc_strerror(code));
-  return code;
+/* A size with an optional K or M suffix, clamped to [lo, hi]; def when unset. */
+static size_t cc__env_size(const char *name, size_t def, size_t lo, size_t hi) {
+  const char *s = getenv(name);
+  char *end;
+  unsigned long long v;
+  if (!s || !*s) return def;
+  v = strtoull(s, &end, 10);
+  if (*end == 'K' || *end == 'k') v <<= 10;
+  else if (*end == 'M' || *end == 'm') v <<= 20;
+  if (v < lo) v = lo;
+  if (v > hi) v = hi;
+  return (size_t)v;
 }
 
+static long cc__env_size_or(const char *name, long unset, size_t lo, size_t hi) {
+  const char *s = getenv(name);
+  return s && *s ? (long)cc__env_size(name, 0, lo, hi) : unset;
+}
+
+static int cc__debug_parse(const char *s) {
+  if (!s || !*s) return CC__LOG_OFF;
+  if (!strcmp(s, "WARN") || !strcmp(s, "warn") || !strcmp(s, "1")) return CC__LOG_WARN;
+  if (!strcmp(s, "INFO") || !strcmp(s, "info") || !strcmp(s, "2")) return CC__LOG_INFO;
+  if (!strcmp(s, "TRACE") || !strcmp(s, "trace") || !strcmp(s, "3")) return CC__LOG_TRACE;
+  return CC__LOG_WARN;
+}
+
+/* Rank and size: cc_config, else the launchers' variables, else a world of one. */
+static cc_result cc__settings_ranks(const cc_config *cfg, cc__settings *s) {
+  static const char *const rk[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", NULL};
+  static const char *const sz[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", NULL};
+  static const char *const ls[] = {"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", NULL};
+  long r = -1, n = -1, l = -1;
+  const char *ln = "LOCAL_WORLD_SIZE";
+  int hr, hs, hl = 0;
+  s->rank_var = "RANK";
+  s->size_var = "WORLD_SIZE";
+  if (cfg && cfg->rank >= 0) { r = cfg->rank; s->rank_var = "cfg.rank"; hr = 1; }
+  else if ((hr = cc__env_first(rk, &r, &s->rank_var)) < 0) return CC_ERR_INVALID_ARG;
+  if (cfg && cfg->world_size > 0) { n = cfg->world_size; s->size_var = "cfg.world_size"; hs = 1; }
+  else if ((hs = cc__env_first(sz, &n, &s->size_var)) < 0) return CC_ERR_INVALID_ARG;
+  /* both given in cc_config: the environment's job is not this one */
+  if (!(cfg && cfg->rank >= 0 && cfg->world_size > 0) && (hl = cc__env_first(ls, &l, &ln)) < 0) return CC_ERR_INVALID_ARG;
+  if (!hr && !hs) { r = 0; n = 1; }              /* a plain process: a world of one */
+  else if (!hr)
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: %s=%ld is set but RANK is not", s->size_var, n);
+  else if (!hs)
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: %s=%ld is set but WORLD_SIZE is not", s->rank_var, r);
+  if (n < 1 || n > INT_MAX)
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: %s=%ld must be at least 1", s->size_var, n);
+  if (r < 0 || r >= n)
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: %s=%ld is out of range for %s=%ld", s->rank_var, r,
+                    s->size_var, n);
+  if (hl && (l < 1 || l > n))
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: %s=%ld is inconsistent with %s=%ld", ln, l, s->size_var, n);
+  s->rank = (int)r;
+  s->size = (int)n;
+  s->local_size = hl ? (int)l : -1;
+  return CC_OK;
+}
+
+/* Where an env:// rendezvous meets: MASTER_ADDR/MASTER_PORT, else under Slurm
+   the job's first host and a port from its id. What is malformed is kept in
+   master_err, for the rendezvous to report if it needs them. */
+static void cc__settings_master(cc__settings *s) {
+  const char *ma = getenv("MASTER_ADDR"), *mp = getenv("MASTER_PORT"), *nl = getenv("SLURM_JOB_NODELIST");
+  long p;
+  int have;
+  s->master_from = "MASTER_ADDR";
+  if (ma && *ma) snprintf(s->master_addr, sizeof s->master_addr, "%s", ma);
+  else if (nl && *nl) {
+    s->master_from = "SLURM_JOB_NODELIST";
+    if (cc__hostlist_first(nl, s->master_addr, sizeof s->master_addr) != 0)
+      snprintf(s->master_err, sizeof s->master_err, "SLURM_JOB_NODELIST='%.100s' is not a host list", nl);
+  }
+  have = cc__env_long("MASTER_PORT", &p);
+  if (have < 0 || (have > 0 && (p <= 0 || p > 65535)))
+    snprintf(s->master_err, sizeof s->master_err, "MASTER_PORT='%.40s' is not a port", mp);
+  else if (have > 0) s->master_port = (int)p;
+  else if (s->master_addr[0] && cc__env_long("SLURM_JOB_ID", &p) > 0 && p >= 0)
+    s->master_port = 20000 + (int)(p % 20000);   /* the same on every host of the job */
+}
+
+/* The library's settings (all but rank and size). CC_OK, or
+   CC_ERR_INVALID_ARG with the thread's message naming the variable. */
+static cc_result cc__settings_lib(const cc_config *cfg, cc__settings *s) {
+  const char *t = getenv("CC_TIMEOUT"), *tr = cfg && cfg->transport ? cfg->transport : getenv("CC_TRANSPORT");
+  const char *tok = cfg && cfg->token ? cfg->token : getenv("CC_TOKEN"), *ifn = getenv("CC_SOCKET_IFNAME");
+  const char *jid = getenv("CC_JOB_ID");
+  memset(s, 0, sizeof *s);
+  s->rank = s->size = s->local_size = -1;
+  s->debug = cc__debug_parse(getenv("CC_DEBUG"));
+  __atomic_store_n(&cc__log_level, s->debug, __ATOMIC_RELAXED);
+  if (jid && *jid) snprintf(s->job_id, sizeof s->job_id, "%.39s", jid);
+  if (ifn && *ifn) snprintf(s->ifname, sizeof s->ifname, "%.63s", ifn);
+  s->spin_us = cc__env_size_or("CC_SPIN_US", -1, 0, 10000000);
+  s->small_bytes = cc__env_size_or("CC_SMALL_BYTES", -1, 0, 64u << 20);
+  s->shm_chunk = cc__env_size("CC_SHM_CHUNK", 0, 16 << 10, 64 << 20);
+  s->stream_bytes = cc__env_size("CC_STREAM_BYTES", 512u << 10, 0, (size_t)1 << 40);
+  s->net_chunk = cc__env_size("CC_NET_CHUNK", 1u << 20, 4096, (size_t)1 << 30);
+  s->net_small_bytes = cc__env_size("CC_NET_SMALL_BYTES", 64u << 10, 0, (size_t)1 << 40);
+  s->net_sockbuf = cc__env_size("CC_NET_SOCKBUF", 0, 0, 1u << 30);
+  s->spawn_grace_ns = (uint64_t)cc__env_size("CC_SPAWN_GRACE_MS", 1000, 0, 60000) * CC__MS;
+  s->timeout_ns = 600 * CC__S;
+  cc__settings_master(s);
+  if (cfg && (cfg->rank < -1 || cfg->world_size == 0 || cfg->world_size < -1 || cfg->timeout_ms < 0))
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: %s %d is invalid (-1 takes it from the environment; "
+                    "cc_config_init sets the defaults)", cfg->rank < -1 ? "cfg.rank" :
+                    cfg->timeout_ms < 0 ? "cfg.timeout_ms" : "cfg.world_size",
+                    cfg->rank < -1 ? cfg->rank : cfg->timeout_ms < 0 ? cfg->timeout_ms : cfg->world_size);
+  if (cfg && cfg->timeout_ms > 0) s->timeout_ns = (uint64_t)cfg->timeout_ms * CC__MS;
+  else if (t && *t) {
+    char *end;
+    double v = strtod(t, &end);
+    if (v <= 0 || *end || end == t)
+      return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: CC_TIMEOUT='%.40s' is not a positive number of seconds", t);
+    s->timeout_ns = (uint64_t)(v * 1e9);
+  }
+  if (!tr || !*tr || !strcmp(tr, "auto")) s->transport = CC__TR_AUTO;
+  else if (!strcmp(tr, "shm")) s->transport = CC__TR_SHM;
+  else if (!strcmp(tr, "tcp")) s->transport = CC__TR_TCP;
+  else return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: transport '%.40s' is not auto, shm or tcp", tr);
+  if (tok && *tok) {
+    if (strlen(tok) >= sizeof s->token)
+      return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: the token (CC_TOKEN) is longer than %d bytes",
+                      (int)sizeof s->token - 1);
+    snprintf(s->token, sizeof s->token, "%s", tok);
+  }
+  return CC_OK;
+}
+
+/* Every setting, once: the library's, then rank and size. */
+static cc_result cc__settings_read(const cc_config *cfg, cc__settings *s) {
+  CC__TRY(cc__settings_lib(cfg, s));
+  return cc__settings_ranks(cfg, s);
+}
+
+/* Forget the secret. */
+static void cc__settings_clear(cc__settings *s) {
+  volatile char *p = s->token;
+  size_t i;
+  for (i = 0; i < sizeof s->token; i++) p[i] = 0;
+}
 /* ============================================================== @reduce */
 /* The reduction kernels: names and sizes of the dtypes, which (dtype, op) pairs
    are allowed, float16/bfloat16 conversions, and cc__reduce_n, the n-ary fold
@@ -1557,22 +2198,217 @@ static void cc__reduce_n(void *dst, const void *const *srcs, int nsrc, size_t co
   }
 }
 
+/* ============================================================== @plan */
+/* What a call means, whatever runs it. Every transport (the arena on one host,
+   messages over shared-memory rings and TCP, cc_cuda.cuh's CUDA IPC) takes
+   from here:
+   - the call's identity (cc__ident), which the ranks compare whole, and the
+     messages that say how two calls differ (CC_ERR_MISMATCH);
+   - the data movement of gather, all_gather, scatter, all_to_all and their v
+     forms (cc__plan_move): which bytes of sendbuf go to each rank and where
+     each rank's bytes land in recvbuf, with the in-place rules of the API;
+   - the agreement of v counts, the split of a count into ranks' shares
+     (cc__part), and how partial results combine (cc__wire_op). */
+
+static int cc__is_v(int coll) {
+  return coll == CC__GATHER_V || coll == CC__ALL_GATHER_V || coll == CC__SCATTER_V || coll == CC__ALL_TO_ALL_V;
+}
+
+static int cc__reduces(int coll) {
+  return coll == CC__REDUCE || coll == CC__ALL_REDUCE || coll == CC__REDUCE_SCATTER;
+}
+
+static int cc__rooted(int coll) {
+  return coll == CC__BROADCAST || coll == CC__REDUCE || coll == CC__GATHER || coll == CC__SCATTER ||
+         coll == CC__GATHER_V || coll == CC__SCATTER_V;
+}
+
+static size_t cc__part(size_t m, int n, int r) {     /* start of rank r's share of m */
+  return (m / (size_t)n) * (size_t)r + CC__MIN((size_t)r, m % (size_t)n);
+}
+
+/* ---------------------------------------------------------------- ops */
+
+static const cc__opinfo *cc__opinfo_of(const cc_comm *c, cc_op op) {
+  return op >= CC__OP_FIRST_USER && op - CC__OP_FIRST_USER < c->nops ? &c->ops[op - CC__OP_FIRST_USER] : NULL;
+}
+
+static int cc__is_premul(const cc_comm *c, cc_op op) {
+  const cc__opinfo *o = cc__opinfo_of(c, op);
+  return o && o->kind == CC__OPK_PREMUL;
+}
+
+/* What partial results combine with: avg sums (divided once at the end),
+   premul_sum sums inputs that each rank scaled first. */
+static int cc__wire_op(const cc_comm *c, cc_op op) {
+  return op == CC_AVG || cc__is_premul(c, op) ? CC_SUM : op;
+}
+
+/* ---------------------------------------------------------------- identity */
+
+/* Call k as this rank makes it. */
+static void cc__ident_of(const cc__call *k, cc__ident *id) {
+  memset(id, 0, sizeof *id);
+  id->coll = (uint8_t)k->coll;
+  id->dtype = (uint8_t)k->t;
+  id->op = cc__reduces(k->coll) ? (int32_t)k->op : 0;
+  id->root = cc__rooted(k->coll) ? (int32_t)k->root : 0;
+  switch (k->coll) {
+  case CC__GATHER_V: case CC__ALL_GATHER_V: id->count = k->scount; break;
+  case CC__SCATTER_V: id->count = k->rcount; break;
+  case CC__ALL_TO_ALL_V: case CC__BARRIER: case CC__SPLIT: case CC__INIT: id->count = 0; break;
+  default: id->count = k->count;
+  }
+}
+
+static void cc__ident_str(const cc__ident *d, char *buf, size_t len) {
+  const char *cn = cc__coll_name(d->coll), *dt = cc__dtype_name((cc_dtype)d->dtype);
+  const char *op = d->op < CC_OP_BUILTIN_COUNT ? cc__op_name(d->op) : "user";
+  unsigned long long n = (unsigned long long)d->count;
+  switch (d->coll) {
+  case CC__BARRIER: case CC__INIT: case CC__SPLIT:
+    snprintf(buf, len, "%s", cn); break;
+  case CC__REDUCE:
+    snprintf(buf, len, "%s(count %llu, %s, op %s, root %d)", cn, n, dt, op, (int)d->root); break;
+  case CC__ALL_REDUCE: case CC__REDUCE_SCATTER:
+    snprintf(buf, len, "%s(count %llu, %s, op %s)", cn, n, dt, op); break;
+  case CC__ALL_GATHER: case CC__ALL_TO_ALL:
+    snprintf(buf, len, "%s(count %llu, %s)", cn, n, dt); break;
+  case CC__ALL_GATHER_V: case CC__ALL_TO_ALL_V:
+    snprintf(buf, len, "%s(%s)", cn, dt); break;
+  case CC__GATHER_V: case CC__SCATTER_V:
+    snprintf(buf, len, "%s(%s, root %d)", cn, dt, (int)d->root); break;
+  default:
+    snprintf(buf, len, "%s(count %llu, %s, root %d)", cn, n, dt, (int)d->root);
+  }
+}
+
+/* Do this rank's call and rank j's agree? CC_ERR_MISMATCH naming both, else CC_OK. */
+static cc_result cc__ident_agree(cc_comm *c, const char *what, const cc__ident *mine, const cc__ident *theirs, int j) {
+  char a[128], b[128];
+  if (theirs->coll == mine->coll && theirs->dtype == mine->dtype && theirs->root == mine->root &&
+      theirs->op == mine->op && (cc__is_v(mine->coll) || theirs->count == mine->count))
+    return CC_OK;
+  cc__ident_str(theirs, a, sizeof a);
+  cc__ident_str(mine, b, sizeof b);
+  return cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d called %s while this rank called %s", what, c->rank, j, a, b);
+}
+
+/* v counts: rank `from` sends `have` elements to rank `to`, which expects `want`. */
+static cc_result cc__vcount_mismatch(cc_comm *c, const char *what, int from, int to, uint64_t have, uint64_t want) {
+  return cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d sends %llu elements to rank %d, which expects %llu",
+                  what, c->rank, from, (unsigned long long)have, to, (unsigned long long)want);
+}
+
+/* ---------------------------------------------------------------- data movement */
+
+typedef struct cc__plan {
+  int one_piece;                       /* every reader gets the same bytes (gather, all_gather) */
+  int writer, reader;                  /* -1: every rank; else only that rank sends / receives */
+  size_t *soff, *slen;                 /* bytes of sendbuf this rank sends to rank j */
+  size_t *roff, *rlen;                 /* where in recvbuf the bytes from rank j land */
+} cc__plan;
+
+/* The plan of data-movement call k on this rank, from what this rank knows
+   (its own arguments). Arrays in c->scratch (4 x size entries). A rank's own
+   piece goes from sendbuf + soff[me] to recvbuf + roff[me], rlen[me] bytes;
+   in place, both are the same bytes and nothing moves. */
+static void cc__plan_move(cc_comm *c, const cc__call *k, cc__plan *p) {
+  size_t es = cc__dtype_bytes(k->t), bytes = k->count * es, *a = c->scratch;
+  int n = c->size, j, me = c->rank;
+  memset(p, 0, sizeof *p);
+  p->soff = a; p->slen = a + n; p->roff = a + 2 * n; p->rlen = a + 3 * n;
+  p->writer = p->reader = -1;
+  for (j = 0; j < 4 * n; j++) a[j] = 0;
+  switch (k->coll) {
+  case CC__GATHER: case CC__ALL_GATHER:
+    if (k->coll == CC__GATHER) p->reader = k->root;
+    p->one_piece = 1;
+    for (j = 0; j < n; j++) { p->slen[j] = bytes; p->roff[j] = (size_t)j * bytes; p->rlen[j] = bytes; }
+    if (k->coll == CC__GATHER && me != k->root) for (j = 0; j < n; j++) p->rlen[j] = 0;
+    break;
+  case CC__SCATTER:
+    p->writer = k->root;
+    if (me == k->root) for (j = 0; j < n; j++) { p->soff[j] = (size_t)j * bytes; p->slen[j] = bytes; }
+    p->rlen[k->root] = bytes;
+    break;
+  case CC__ALL_TO_ALL:
+    for (j = 0; j < n; j++) {
+      p->soff[j] = p->roff[j] = (size_t)j * bytes;
+      p->slen[j] = p->rlen[j] = bytes;
+    }
+    break;
+  case CC__GATHER_V: case CC__ALL_GATHER_V:
+    if (k->coll == CC__GATHER_V) p->reader = k->root;
+    p->one_piece = 1;
+    for (j = 0; j < n; j++) p->slen[j] = k->scount * es;
+    if (k->rc) for (j = 0; j < n; j++) { p->roff[j] = k->rd[j] * es; p->rlen[j] = k->rc[j] * es; }
+    break;
+  case CC__SCATTER_V:
+    p->writer = k->root;
+    if (me == k->root) for (j = 0; j < n; j++) { p->soff[j] = k->sd[j] * es; p->slen[j] = k->sc[j] * es; }
+    p->rlen[k->root] = k->rcount * es;
+    break;
+  case CC__ALL_TO_ALL_V:
+    for (j = 0; j < n; j++) {
+      p->soff[j] = k->sd[j] * es; p->slen[j] = k->sc[j] * es;
+      p->roff[j] = k->rd[j] * es; p->rlen[j] = k->rc[j] * es;
+    }
+    break;
+  default:
+    break;
+  }
+}
+
+/* This rank's own piece, once every other rank has read what it needed of
+   sendbuf (in place it is already where it belongs). */
+static void cc__plan_own(cc_comm *c, const cc__call *k, const cc__plan *p) {
+  const unsigned char *src = (const unsigned char *)k->sbuf + p->soff[c->rank];
+  unsigned char *dst = (unsigned char *)k->rbuf + p->roff[c->rank];
+  size_t len = p->rlen[c->rank];
+  if (len && (p->reader < 0 || p->reader == c->rank) && src != dst) memmove(dst, src, len);
+}
+
+/* The largest byte after which call k's buffer `side` (0 send, 1 receive) is
+   not touched on this rank: what must be valid (cc_cuda.cuh stages this much). */
+CC__COMPANION size_t cc__plan_extent(cc_comm *c, const cc__call *k, int side) {
+  size_t es = cc__dtype_bytes(k->t), one = k->count * es, all = one * (size_t)c->size, e = 0;
+  int root = c->rank == k->root, j;
+  cc__plan p;
+  switch (k->coll) {
+  case CC__BARRIER: return 0;
+  case CC__BROADCAST: case CC__ALL_REDUCE: return one;
+  case CC__REDUCE: return side == 0 || root ? one : 0;
+  case CC__REDUCE_SCATTER: return side == 0 ? all : one;
+  case CC__SEND: return side == 0 ? one : 0;
+  case CC__RECV: return side == 1 ? one : 0;
+  default: break;
+  }
+  cc__plan_move(c, k, &p);
+  for (j = 0; j < c->size; j++) {
+    if (side == 0 && p.slen[j]) e = CC__MAX(e, p.soff[j] + p.slen[j]);
+    if (side == 1 && p.rlen[j]) e = CC__MAX(e, p.roff[j] + p.rlen[j]);
+  }
+  return e;
+}
 /* ============================================================== @shm */
-/* The shared-memory transport. Each communicator owns one segment:
+/* The shared-memory transport: one segment per communicator of ranks on one
+   host,
 
-     | header | ctl[0..n) | arena: rank 0 half 0, half 1 | rank 1 ... | channels src x dst |
+     | header | ctl[0..n) | arena: rank 0 half 0, half 1 | rank 1 ... | rings src x dst |
 
-   Collectives run as a sequence of phases (the "arena" protocol): in phase s a
-   rank writes its part into its own half s%2, publishes arrive = s, then waits
-   for the ranks whose halves it reads. Before writing phase s a rank makes sure
-   every rank has arrived at s-1 (they have finished reading phase s-2, which
-   used the same half). The first phase of every collective carries the call's
-   descriptor and every rank checks all of them: CC_ERR_MISMATCH, not a hang.
-   Point-to-point messages go through one single-producer single-consumer byte
-   ring per ordered pair. Waits spin briefly, then sleep on one futex word, the
-   bell, which publishers ring only when someone sleeps. docs/shm.md draws it. */
+   - the header holds the failure word (the first failure any rank posts) and
+     the bell, a futex word that publishers ring only when someone sleeps;
+   - ctl[r] holds rank r's pid, its phase counter (arrive) and whether it left;
+   - the arena: two halves per rank, each a 48-byte call descriptor and a
+     chunk of data, used by the arena executor (@algo) phase after phase;
+   - one single-producer single-consumer byte ring per ordered pair of ranks,
+     which the message engine (@engine) uses as a link.
+   This section maps and lays out segments and offers their primitives; the
+   waits and the protocols live above it. docs/shm.md draws it. */
 
-static size_t cc__align(size_t x, size_t a) { return (x + a - 1) / a * a; }
+#define CC__SHM_MAGIC   0x31306d6873636300ull   /* "\0ccshm01" */
+#define CC__SHM_VERSION 1u
 
 typedef struct cc__layout { size_t ctl, regions, chans, total; } cc__layout;
 
@@ -1583,28 +2419,14 @@ static void cc__layout_of(int n, size_t half, size_t chan, cc__layout *L) {
   L->total = cc__align(L->chans + (size_t)n * (size_t)n * (sizeof(cc__chan) + chan), 4096);
 }
 
-#define CC__MAX_LOCAL 256     /* ranks of one communicator on one host */
-
-static size_t cc__env_size(const char *name, size_t def, size_t lo, size_t hi) {
-  const char *s = getenv(name);
-  char *end;
-  unsigned long long v;
-  if (!s || !*s) return def;
-  v = strtoull(s, &end, 10);
-  if (*end == 'K' || *end == 'k') v <<= 10;
-  else if (*end == 'M' || *end == 'm') v <<= 20;
-  if (v < lo) v = lo;
-  if (v > hi) v = hi;
-  return (size_t)v;
-}
-
-static void cc__seg_sizes(int n, size_t *half, size_t *chan) {
-  /* Bytes of data per rank and phase. Two ranks: 1 MiB (measured against 256
-     KiB: in-place all_reduce 4.0 -> 5.8 GB/s, nothing slower). More ranks:
-     256 KiB per two ranks, so that the pieces of scatter, reduce_scatter and
-     all_to_all (a half split n ways) do not shrink. */
+/* Bytes of one half and of one ring for n ranks; chunk: CC_SHM_CHUNK (0: the
+   default). Two ranks: 1 MiB of data per rank and phase (measured against 256
+   KiB: in-place all_reduce 4.0 -> 5.8 GB/s, nothing slower). More ranks: 256
+   KiB per two ranks, so that the pieces of scatter, reduce_scatter and
+   all_to_all (a half split n ways) do not shrink; at most 2 MiB. */
+static void cc__seg_sizes(int n, size_t chunk, size_t *half, size_t *chan) {
   size_t def = n <= 2 ? (size_t)(1u << 20) : (size_t)(256u << 10) * (size_t)((n + 1) / 2);
-  size_t h = cc__env_size("CC_SHM_CHUNK", def > (2u << 20) ? (2u << 20) : def, 16 << 10, 64 << 20);
+  size_t h = chunk ? chunk : CC__MIN(def, (size_t)(2u << 20));
   size_t ch = (size_t)(8u << 20) / ((size_t)n * (size_t)n);
   h = cc__align(h + CC__DESC_BYTES, 4096);   /* the descriptor, then a whole chunk of data */
   if (ch > (64u << 10)) ch = 64u << 10;
@@ -1624,17 +2446,30 @@ static void cc__seg_init(unsigned char *seg, int n, size_t half, size_t chan, si
   CC__STORE(&h->magic, CC__SHM_MAGIC);
 }
 
+/* A fresh anonymous segment for n ranks (a world of one, cc_spawn). */
+static unsigned char *cc__seg_anon(int n, size_t chunk, size_t *bytes) {
+  size_t half, chan;
+  cc__layout L;
+  unsigned char *seg;
+  cc__seg_sizes(n, chunk, &half, &chan);
+  cc__layout_of(n, half, chan, &L);
+  seg = (unsigned char *)cc__shm_map_anon(L.total);
+  if (seg) cc__seg_init(seg, n, half, chan, L.total);
+  *bytes = L.total;
+  return seg;
+}
+
 /* Point the communicator at a mapped, initialised segment. */
-static cc_result cc__seg_attach(cc_comm *c, unsigned char *seg, size_t bytes) {
+static cc_result cc__seg_attach(cc_comm *c, unsigned char *seg, size_t bytes, const char *what) {
   cc__hdr *h = (cc__hdr *)seg;
   cc__layout L;
   if (CC__LOAD(&h->magic) != CC__SHM_MAGIC || h->version != CC__SHM_VERSION ||
       h->nranks != (uint32_t)c->size || h->seg_bytes > bytes)
-    return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank %d: shared segment has the wrong layout "
-                    "(version %u, %u ranks, expected %d)", c->rank, h->version, h->nranks, c->size);
+    return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: shared segment has the wrong layout "
+                    "(version %u, %u ranks, expected %d)", what, c->rank, h->version, h->nranks, c->size);
   cc__layout_of(c->size, (size_t)h->half_bytes, (size_t)h->chan_bytes, &L);
   if (L.total != h->seg_bytes)
-    return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank %d: shared segment size mismatch", c->rank);
+    return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: shared segment size mismatch", what, c->rank);
   c->seg = seg;
   c->seg_bytes = bytes;
   c->hdr = h;
@@ -1643,12 +2478,60 @@ static cc_result cc__seg_attach(cc_comm *c, unsigned char *seg, size_t bytes) {
   c->half = (size_t)h->half_bytes;
   c->chans = seg + L.chans;
   c->chan_bytes = (size_t)h->chan_bytes;
-  CC__STORE(&c->ctl[c->rank].pid, (int32_t)getpid());
+  c->shm = c;
+  CC__STORE(&c->ctl[c->rank].pid, (int32_t)cc__getpid());
   return CC_OK;
 }
 
-/* ---------------------------------------------------------------- waking */
+/* Create (creator) or open the named segment and attach; the last rank to
+   map it unlinks the name. Bounded by the communicator's timeout. */
+static cc_result cc__shm_join(cc_comm *c, const char *name, int creator, const char *what) {
+  uint64_t deadline = cc__now_ns() + c->timeout_ns, pause = 100000;
+  unsigned char *seg = NULL;
+  size_t half, chan, bytes = 0;
+  char why[128];
+  cc__layout L;
+  cc_result r;
+  cc__seg_sizes(c->size, c->set.shm_chunk, &half, &chan);
+  cc__layout_of(c->size, half, chan, &L);
+  if (creator) {
+    seg = (unsigned char *)cc__shm_create(name, L.total);
+    if (!seg) {
+      cc__strerr(errno, why, sizeof why);
+      return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: cannot create shared memory /dev/shm%s (%zu bytes): %s",
+                      what, c->rank, name, L.total, why);
+    }
+    cc__seg_init(seg, c->size, half, chan, L.total);
+    bytes = L.total;
+  } else {
+    for (;;) {
+      seg = (unsigned char *)cc__shm_open(name, sizeof(cc__hdr), &bytes);
+      if (seg && CC__LOAD(&((cc__hdr *)seg)->magic) == CC__SHM_MAGIC) break;
+      if (seg) { cc__shm_unmap(seg, bytes); seg = NULL; }
+      else if (errno != ENOENT) {
+        cc__strerr(errno, why, sizeof why);
+        return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: cannot open shared memory /dev/shm%s: %s",
+                        what, c->rank, name, why);
+      }
+      if (cc__now_ns() >= deadline)
+        return cc__fail(c, CC_ERR_TIMEOUT, "%s: rank %d: rank 0 did not create shared memory /dev/shm%s "
+                        "within the timeout", what, c->rank, name);
+      cc__sleep_ns(pause);
+      pause = CC__MIN(pause * 2, 10 * CC__MS);
+    }
+  }
+  if ((r = cc__seg_attach(c, seg, bytes, what)) != CC_OK) {
+    cc__shm_unmap(seg, bytes);
+    c->seg = NULL;
+    return r;
+  }
+  if (CC__ADD(&c->hdr->mapped, 1u) + 1 == (uint32_t)c->size) cc__shm_unlink(name);
+  return CC_OK;
+}
 
+/* ---------------------------------------------------------------- the bell, failures, liveness */
+
+/* Wake the sleepers, if any. */
 static void cc__notify(cc_comm *c) {
   if (CC__LOAD(&c->hdr->sleepers)) {
     CC__ADD(&c->hdr->bell, 1u);
@@ -1656,114 +2539,53 @@ static void cc__notify(cc_comm *c) {
   }
 }
 
-/* Post a failure for every rank of the communicator (the first one wins). */
-static void cc__post_fail(cc_comm *c, cc_result code, int who, const char *msg) {
+/* Post a failure for every rank of the segment (the first one wins) and ring.
+   Async-signal-safe (cc_comm_abort). */
+static void cc__post_fail(cc__hdr *h, cc_result code, int who, const char *msg) {
   uint32_t zero = 0;
-  if (__atomic_compare_exchange_n(&c->hdr->fail_code, &zero, (uint32_t)code, 0,
-                                  __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
-    size_t i, n = sizeof c->hdr->fail_msg - 1;
-    c->hdr->fail_rank = who;
-    for (i = 0; i < n && msg[i]; i++) c->hdr->fail_msg[i] = msg[i];   /* signal safe */
-    c->hdr->fail_msg[i] = 0;
-    CC__STORE(&c->hdr->fail_ready, 1u);
+  if (__atomic_compare_exchange_n(&h->fail_code, &zero, (uint32_t)code, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+    size_t i, n = sizeof h->fail_msg - 1;
+    h->fail_rank = who;
+    for (i = 0; i < n && msg[i]; i++) h->fail_msg[i] = msg[i];
+    h->fail_msg[i] = 0;
+    CC__STORE(&h->fail_ready, 1u);
   }
-  CC__ADD(&c->hdr->bell, 1u);
-  cc__futex_wake(&c->hdr->bell);
+  CC__ADD(&h->bell, 1u);
+  cc__futex_wake(&h->bell);
 }
 
-/* A failure posted by some rank: fail locally with its code and message. */
-static cc_result cc__take_fail(cc_comm *c, const char *what) {
-  uint32_t code = CC__LOAD(&c->hdr->fail_code);
-  int i;
-  for (i = 0; i < 1000 && !CC__LOAD(&c->hdr->fail_ready); i++) cc__cpu_relax();
-  if (c->failed) return CC_ERR_ABORTED;
-  return cc__fail(c, (cc_result)code, "%s: rank %d: %s", what, c->rank,
-                  CC__LOAD(&c->hdr->fail_ready) ? c->hdr->fail_msg : "the communicator failed");
-}
-
-/* Fail here and post it to every rank. The posted message says what
-   happened; each rank puts what it was doing in front. */
-static cc_result cc__fail_all(cc_comm *c, cc_result code, int who, const char *what, const char *fmt, ...) {
-  char msg[256];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  cc__post_fail(c, code, who, msg);
-  if (c->failed) return code;
-  return cc__fail(c, code, "%s: %s", what, msg);
-}
-
-/* Is rank r gone? Posts PEER_LOST naming it when it is. */
-static cc_result cc__check_peer(cc_comm *c, int r, const char *what) {
+/* Has rank r of the segment gone? 0 no; 1 yes, with the reason in why. */
+static int cc__shm_gone(cc_comm *c, int r, char *why, size_t len) {
   int pid;
-  if (r < 0 || r == c->rank) return CC_OK;
+  if (r < 0 || r == c->rank || !c->ctl) return 0;
   pid = CC__LOAD(&c->ctl[r].pid);
-  if (CC__LOAD(&c->ctl[r].departed))
-    return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d left (it destroyed its communicator)", r);
-  if (pid > 0 && !cc__pid_alive(pid))
-    return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d lost (pid %d exited)", r, pid);
-  return CC_OK;
+  if (CC__LOAD(&c->ctl[r].departed)) { snprintf(why, len, "left (it destroyed its communicator)"); return 1; }
+  if (pid > 0 && !cc__pid_alive(pid)) { snprintf(why, len, "lost (pid %d exited)", pid); return 1; }
+  return 0;
 }
 
-/* The wait of the whole library. pending(c, arg) returns -1 once the wait is
-   over, else the rank being waited for. Spins for spin_ns (yielding the CPU
-   when ranks outnumber CPUs), then sleeps on the bell. Bounded by the timeout;
-   a dead or departed peer is noticed within about 100 ms; a failure posted by
-   another rank ends the wait at once. */
-typedef int (*cc__pending_fn)(cc_comm *c, const void *arg);
+/* ---------------------------------------------------------------- the arena */
 
-static cc_result cc__wait(cc_comm *c, cc__pending_fn pending, const void *arg, const char *what) {
-  uint64_t t0, now, next_check, deadline;
-  unsigned i;
-  int who = pending(c, arg);
-  if (who < 0) return CC_OK;
-  t0 = cc__now_ns();
-  deadline = t0 + c->timeout_ns;
-  /* Spin on the cache line for ~2 us, then keep checking between
-     sched_yield calls: when the rank we wait for shares our CPU (more ranks
-     than CPUs, or a host that time-slices its vCPUs) the yield hands it the
-     CPU; when it does not, the yield returns at once. Pure spinning for longer
-     measurably slowed the rank doing the work here. */
-  for (i = 1;; i++) {
-    uint64_t spent;
-    if (c->oversub || i > 256) sched_yield();
-    else { cc__cpu_relax(); cc__cpu_relax(); cc__cpu_relax(); cc__cpu_relax(); }
-    if ((who = pending(c, arg)) < 0) return CC_OK;
-    if ((i & 15) == 0 || i > 256) {
-      if (CC__LOAD_RLX(&c->hdr->fail_code)) return cc__take_fail(c, what);
-      spent = cc__now_ns() - t0;
-      if (spent >= c->spin_ns || spent >= c->timeout_ns) break;   /* the sleeping loop times out */
-      if (i < 256 && spent > 2000) i = 256;
-    }
-  }
-  next_check = cc__now_ns() + 20 * CC__MS;
-  for (;;) {
-    uint32_t bell = CC__LOAD(&c->hdr->bell);
-    CC__ADD(&c->hdr->sleepers, 1u);   /* seq_cst: ordered before the re-check below */
-    who = pending(c, arg);
-    if (who >= 0 && !CC__LOAD(&c->hdr->fail_code)) {
-      now = cc__now_ns();
-      cc__futex_wait(&c->hdr->bell, bell,
-                     CC__MIN(deadline > now ? deadline - now : 0, 50 * CC__MS) + 1000);
-    }
-    CC__ADD(&c->hdr->sleepers, (uint32_t)-1);
-    if ((who = pending(c, arg)) < 0) return CC_OK;
-    if (CC__LOAD(&c->hdr->fail_code)) return cc__take_fail(c, what);
-    now = cc__now_ns();
-    if (now >= next_check) {
-      cc_result r = cc__check_peer(c, who, what);
-      if (r != CC_OK) return r;
-      next_check = now + 100 * CC__MS;
-    }
-    if (now >= deadline)
-      return cc__fail_all(c, CC_ERR_TIMEOUT, who, what, "rank %d waited %.1f s for rank %d (timeout)",
-                          c->rank, (double)(now - t0) / 1e9, who);
-  }
+/* Rank r's half for phase `step`: descriptor, then data. */
+static unsigned char *cc__half(cc_comm *c, int r, uint64_t step) {
+  return c->regions + (size_t)r * 2 * c->half + (size_t)(step & 1) * c->half;
+}
+#define CC__DATA(p) ((p) + CC__DESC_BYTES)
+
+static cc__desc *cc__desc_at(cc_comm *c, int r, uint64_t step) {
+  return (cc__desc *)cc__half(c, r, step);
 }
 
-/* ---------------------------------------------------------------- arena phases */
+static void cc__ident_of_desc(const cc__desc *d, cc__ident *id) {
+  memset(id, 0, sizeof *id);
+  id->count = d->count;
+  id->op = d->op;
+  id->root = d->root;
+  id->coll = d->coll;
+  id->dtype = d->dtype;
+}
 
+/* Pending predicates of the arena's waits: -1 once done, else a rank waited for. */
 typedef struct cc__arr_arg { int who; uint64_t step; } cc__arr_arg;
 
 static int cc__pending_arrive(cc_comm *c, const void *arg) {
@@ -1775,46 +2597,18 @@ static int cc__pending_arrive(cc_comm *c, const void *arg) {
   return -1;
 }
 
-/* Wait until rank `who` (-1: every rank) has arrived at `step`. */
-static cc_result cc__ph_wait_at(cc_comm *c, int who, uint64_t step, const char *what) {
-  cc__arr_arg a;
-  cc_result r;
-  if (who < 0 && c->seen_all >= step) return CC_OK;
-  a.who = who;
-  a.step = step;
-  r = cc__wait(c, cc__pending_arrive, &a, what);
-  if (r == CC_OK && who < 0) c->seen_all = step;
-  return r;
+/* The first phase waits on the descriptors themselves: a rank's step, its
+   descriptor and a small message's data share one cache line, so a waiter
+   pulls one line per peer. */
+static int cc__pending_first(cc_comm *c, const void *arg) {
+  uint64_t s = *(const uint64_t *)arg;
+  int r;
+  for (r = 0; r < c->size; r++)
+    if (CC__LOAD(&cc__desc_at(c, r, s)->step) < s) return r;
+  return -1;
 }
 
-/* Rank r's half for phase `step`: descriptor, then data. */
-static unsigned char *cc__half(cc_comm *c, int r, uint64_t step) {
-  return c->regions + (size_t)r * 2 * c->half + (size_t)(step & 1) * c->half;
-}
-#define CC__DATA(p) ((p) + CC__DESC_BYTES)
-
-/* Begin the next phase: returns this rank's half once it is free to write. */
-static cc_result cc__ph_begin(cc_comm *c, unsigned char **mine, const char *what) {
-  uint64_t s = c->step + 1;
-  if (s >= 2) {
-    cc_result r = cc__ph_wait_at(c, -1, s - 1, what);
-    if (r != CC_OK) return r;
-  }
-  *mine = cc__half(c, c->rank, s);
-  return CC_OK;
-}
-
-static void cc__ph_arrive(cc_comm *c) {
-  c->step++;
-  CC__STORE_SC(&c->ctl[c->rank].arrive, c->step);
-  cc__notify(c);
-}
-
-static cc_result cc__ph_wait(cc_comm *c, int who, const char *what) {
-  return cc__ph_wait_at(c, who, c->step, what);
-}
-
-/* ---------------------------------------------------------------- channels */
+/* ---------------------------------------------------------------- rings */
 
 static cc__chan *cc__chan_at(cc_comm *c, int src, int dst) {
   return (cc__chan *)(c->chans + ((size_t)src * (size_t)c->size + (size_t)dst) *
@@ -1834,328 +2628,1127 @@ static void cc__ring_get(cc_comm *c, cc__chan *ch, uint64_t pos, void *dst, size
   memcpy(dst, s + off, first);
   if (len > first) memcpy((unsigned char *)dst + first, s, len - first);
 }
+/* ============================================================== @tcp */
+/* TCP connections: how they are made and authenticated. A connection, for
+   the rendezvous or for data, starts with a handshake (below); the accepting
+   side runs many at once (cc__hs_serve), so that strangers who connect and
+   say nothing cost nobody any time. What flows afterwards is frames of the
+   message engine (@engine); the bytes go through @platform's sockets. */
 
-typedef struct cc__p2p {               /* one send or receive in flight */
-  int is_send, peer, tag, done, hdr_sent;
-  unsigned char *buf;
-  size_t bytes, moved;
-} cc__p2p;
+/* ---------------------------------------------------------------- handshake
+   Every connection, rendezvous or data, starts with:
+     client -> hello  {magic, version, kind, world, from, to, job[40], nonce_c[16]}   80 bytes
+     server -> chal   {magic, version, status, flags, nonce_s[16], mac_s[32]}         64 bytes
+     client -> resp   {magic, status, mac_c[32]}                                      40 bytes
+     server -> verdict{magic, status}                                                  8 bytes
+   With a token, mac_s = HMAC(token, "cc-s" hello nonce_s) and mac_c =
+   HMAC(token, "cc-c" hello nonce_s): each side proves it knows the token over
+   fresh nonces; the token never travels. Without one, the macs are zero and
+   the magic, version, world size and job identity must still match. */
 
-/* Push what fits of send `op` into its channel. Returns 1 on progress. */
-static int cc__p2p_push(cc_comm *c, cc__p2p *op) {
-  cc__chan *ch = cc__chan_at(c, c->rank, op->peer);
-  uint64_t head = ch->head, tail = CC__LOAD(&ch->tail);
-  size_t space = c->chan_bytes - (size_t)(head - tail), n;
-  int progressed = 0;
-  if (!op->hdr_sent) {
-    cc__msghdr h;
-    if (space < sizeof h) return 0;
-    h.magic = CC__MSG_MAGIC;
-    h.tag = op->tag;
-    h.bytes = op->bytes;
-    cc__ring_put(c, ch, head, &h, sizeof h);
-    head += sizeof h;
-    space -= sizeof h;
-    op->hdr_sent = 1;
-    progressed = 1;
-  }
-  n = CC__MIN(space, op->bytes - op->moved);
-  if (n) {
-    cc__ring_put(c, ch, head, op->buf + op->moved, n);
-    head += n;
-    op->moved += n;
-    progressed = 1;
-  }
-  if (progressed) {
-    CC__STORE_SC(&ch->head, head);
-    cc__notify(c);
-  }
-  if (op->moved == op->bytes) op->done = 1;
-  return progressed;
+#define CC__HS_MAGIC   0x31486363u      /* "ccH1": a handshake */
+#define CC__NET_VERSION 3u
+#define CC__HELLO 80
+#define CC__CHAL  64
+#define CC__RESP  40
+#define CC__VERD  8
+#define CC__REC   256                   /* a rank's record: host id, address, port */
+
+typedef enum cc__hello_kind { CC__HELLO_RDV = 1, CC__HELLO_DATA = 2 } cc__hello_kind;
+
+typedef struct cc__hello_t {
+  uint32_t kind, world;                /* cc__hello_kind */
+  int32_t from, to;
+  char job[40];
+  unsigned char nonce[16];
+} cc__hello_t;
+
+static void cc__hello_encode(unsigned char *p, const cc__hello_t *h) {
+  memset(p, 0, CC__HELLO);
+  cc__put32(p, CC__HS_MAGIC);
+  cc__put32(p + 4, CC__NET_VERSION);
+  cc__put32(p + 8, h->kind);
+  cc__put32(p + 12, h->world);
+  cc__put32(p + 16, (uint32_t)h->from);
+  cc__put32(p + 20, (uint32_t)h->to);
+  memcpy(p + 24, h->job, 40);
+  memcpy(p + 64, h->nonce, 16);
 }
 
-static cc_result cc__msg_mismatch(cc_comm *c, int peer, int tag, size_t got, size_t want) {
-  return cc__fail(c, CC_ERR_MISMATCH, "recv: rank %d: the message from rank %d with tag %d has %zu bytes, "
-                  "the receive expects %zu", c->rank, peer, tag, got, want);
+/* A hello from the wire: 0, or -1 when it is not a well-formed one. */
+static int cc__hello_decode(const unsigned char *p, cc__hello_t *h) {
+  int i;
+  if (cc__get32(p) != CC__HS_MAGIC || cc__get32(p + 4) != CC__NET_VERSION) return -1;
+  h->kind = cc__get32(p + 8);
+  h->world = cc__get32(p + 12);
+  h->from = (int32_t)cc__get32(p + 16);
+  h->to = (int32_t)cc__get32(p + 20);
+  memcpy(h->job, p + 24, 40);
+  memcpy(h->nonce, p + 64, 16);
+  if ((h->kind != CC__HELLO_RDV && h->kind != CC__HELLO_DATA) || h->world < 1 || h->world > (1u << 24)) return -1;
+  if (h->from < 0 || (uint32_t)h->from >= h->world || h->to < 0 || (uint32_t)h->to >= h->world || h->from == h->to) return -1;
+  for (i = 0; i < 40 && h->job[i]; i++)
+    if (!((h->job[i] >= '0' && h->job[i] <= '9') || (h->job[i] >= 'a' && h->job[i] <= 'f'))) return -1;
+  return i < 40 ? 0 : -1;
 }
 
-/* Take a complete unexpected message of this tag, if one is queued. */
-static cc_result cc__p2p_take_unexp(cc_comm *c, cc__p2p *op) {
-  cc__peer *p = &c->peers[op->peer];
-  cc__umsg *m, *prev = NULL;
-  for (m = p->uq_head; m; prev = m, m = m->next) {
-    if (m->tag != op->tag) continue;
-    if (m->bytes != op->bytes) return cc__msg_mismatch(c, op->peer, op->tag, m->bytes, op->bytes);
-    if (m->bytes) memcpy(op->buf, m->data, m->bytes);
-    if (prev) prev->next = m->next; else p->uq_head = m->next;
-    if (p->uq_tail == m) p->uq_tail = prev;
-    CC_FREE(m->data);
-    CC_FREE(m);
-    op->done = 1;
+static void cc__hs_mac(const char *token, const char *side, const unsigned char *hello, const unsigned char *nonce_s,
+                       unsigned char *out) {
+  const void *parts[3];
+  size_t lens[3];
+  parts[0] = side; lens[0] = 4;
+  parts[1] = hello; lens[1] = CC__HELLO;
+  parts[2] = nonce_s; lens[2] = 16;
+  cc__hmac_sha256(token, strlen(token), parts, lens, 3, out);
+}
+
+/* The connecting side. CC_OK, or a code with the reason in why. A refusal
+   for a stale file:// nonce comes back as CC_ERR_INVALID_ARG. */
+static cc_result cc__hs_client(int fd, const cc__hello_t *h, const char *token, uint64_t deadline,
+                               char *why, size_t whylen) {
+  unsigned char hello[CC__HELLO], chal[CC__CHAL], resp[CC__RESP], verd[CC__VERD], mac[32];
+  uint32_t status, flags;
+  cc__hello_encode(hello, h);
+  if (cc__sock_send_all(fd, hello, sizeof hello, deadline) != 0 || cc__sock_recv_all(fd, chal, sizeof chal, deadline) != 0) {
+    snprintf(why, whylen, errno == ETIMEDOUT ? "no answer to the handshake" : "it closed the connection during the handshake");
+    return errno == ETIMEDOUT ? CC_ERR_TIMEOUT : CC_ERR_PEER_LOST;
+  }
+  if (cc__get32(chal) != CC__HS_MAGIC || cc__get32(chal + 4) != CC__NET_VERSION) {
+    snprintf(why, whylen, "it is not a cc rank of this protocol version (bad handshake)");
+    return CC_ERR_AUTH;
+  }
+  status = cc__get32(chal + 8);
+  flags = cc__get32(chal + 12);
+  if (status != 0) {
+    snprintf(why, whylen, "it refused the connection: %s", status == (uint32_t)CC_ERR_MISMATCH ?
+             "another world size or job" : "a stale rendezvous (another job)");
+    return status == (uint32_t)CC_ERR_MISMATCH ? CC_ERR_MISMATCH : CC_ERR_INVALID_ARG;
+  }
+  if ((flags & 1) && !token) { snprintf(why, whylen, "it requires a token (CC_TOKEN) and this rank has none"); return CC_ERR_AUTH; }
+  if (!(flags & 1) && token) { snprintf(why, whylen, "it has no token (CC_TOKEN) and this rank has one"); return CC_ERR_AUTH; }
+  memset(resp, 0, sizeof resp);
+  cc__put32(resp, CC__HS_MAGIC);
+  if (token) {
+    cc__hs_mac(token, "cc-s", hello, chal + 16, mac);
+    if (!cc__ct_equal(mac, chal + 32, 32)) {
+      snprintf(why, whylen, "it does not know this job's token (CC_TOKEN differs)");
+      return CC_ERR_AUTH;
+    }
+    cc__hs_mac(token, "cc-c", hello, chal + 16, resp + 8);
+  }
+  if (cc__sock_send_all(fd, resp, sizeof resp, deadline) != 0 || cc__sock_recv_all(fd, verd, sizeof verd, deadline) != 0) {
+    snprintf(why, whylen, "it closed the connection during the handshake");
+    return CC_ERR_PEER_LOST;
+  }
+  if (cc__get32(verd) != CC__HS_MAGIC || cc__get32(verd + 4) != 0) {
+    snprintf(why, whylen, "it refused this rank's token (CC_TOKEN differs)");
+    return CC_ERR_AUTH;
+  }
+  return CC_OK;
+}
+
+/* The accepting side for many connections at once: a state machine per
+   connection (hello, response, then the record when with_rec), all polled
+   together, so a stranger who sends nothing or dribbles costs nobody any
+   time; each connection has 2 s to finish. take(ctx, hello, fd, rec) keeps
+   the connection (1) or refuses it (0). Returns when `want` were kept (0) or
+   at the deadline (-1). */
+#define CC__PEND_MAX 64
+typedef struct cc__pend {
+  int fd, state;                       /* 0: hello, 1: response, 2: record */
+  size_t got;
+  uint64_t until;
+  cc__hello_t h;
+  unsigned char hello[CC__HELLO], chal[CC__CHAL], in[CC__REC];
+} cc__pend;
+
+typedef int (*cc__take_fn)(void *ctx, const cc__hello_t *h, int fd, const unsigned char *rec);
+
+
+/* One step of connection `q` after its current message arrived: 0 go on,
+   1 kept, -1 drop. */
+static int cc__pend_step(cc_comm *c, cc__pend *q, uint32_t kind, uint32_t world, int me, const char *job,
+                         const char *token, int with_rec, cc__take_fn take, void *ctx) {
+  if (q->state == 0) {
+    uint32_t status = 0;
+    memcpy(q->hello, q->in, CC__HELLO);
+    if (cc__hello_decode(q->hello, &q->h) != 0) {
+      cc__log(c, CC__LOG_WARN, "comm_init: rank %d: dropped a connection that is not a cc rank (no well-formed hello)", c->rank);
+      return -1;
+    }
+    if (q->h.kind != kind || q->h.world != world || (me >= 0 && q->h.to != me)) status = (uint32_t)CC_ERR_MISMATCH;
+    else if (strncmp(q->h.job, job, 40) != 0) status = kind == CC__HELLO_DATA ? (uint32_t)CC_ERR_MISMATCH : (uint32_t)CC_ERR_INVALID_ARG;
+    memset(q->chal, 0, sizeof q->chal);
+    cc__put32(q->chal, CC__HS_MAGIC);
+    cc__put32(q->chal + 4, CC__NET_VERSION);
+    cc__put32(q->chal + 8, status);
+    cc__put32(q->chal + 12, token ? 1u : 0u);
+    cc__random(q->chal + 16, 16);
+    if (token) cc__hs_mac(token, "cc-s", q->hello, q->chal + 16, q->chal + 32);
+    if (cc__sock_send_small(q->fd, q->chal, sizeof q->chal) != 0) return -1;
+    if (status != 0) {
+      cc__log(c, CC__LOG_WARN, "comm_init: rank %d: refused rank %d of %s (world size %u)", c->rank, (int)q->h.from,
+              status == (uint32_t)CC_ERR_MISMATCH ? "another job" : "a stale rendezvous", q->h.world);
+      return -1;
+    }
+    q->state = 1;
+    return 0;
+  }
+  if (q->state == 1) {
+    unsigned char verd[CC__VERD], mac[32];
+    if (cc__get32(q->in) != CC__HS_MAGIC) return -1;
+    memset(verd, 0, sizeof verd);
+    cc__put32(verd, CC__HS_MAGIC);
+    if (token) {
+      cc__hs_mac(token, "cc-c", q->hello, q->chal + 16, mac);
+      if (!cc__ct_equal(mac, q->in + 8, 32)) {
+        cc__put32(verd + 4, (uint32_t)CC_ERR_AUTH);
+        (void)cc__sock_send_small(q->fd, verd, sizeof verd);
+        cc__log(c, CC__LOG_WARN, "comm_init: rank %d: refused a connection claiming to be rank %d: wrong token", c->rank, (int)q->h.from);
+        return -1;
+      }
+    }
+    if (cc__sock_send_small(q->fd, verd, sizeof verd) != 0) return -1;
+    if (with_rec) { q->state = 2; return 0; }
+    return take(ctx, &q->h, q->fd, NULL) ? 1 : -1;
+  }
+  return take(ctx, &q->h, q->fd, q->in) ? 1 : -1;
+}
+
+static int cc__hs_serve(cc_comm *c, int lfd, uint32_t kind, uint32_t world, int me, const char *job, const char *token,
+                        int with_rec, int want, uint64_t deadline, cc__take_fn take, void *ctx) {
+  cc__pend *pend = (cc__pend *)CC_MALLOC(sizeof(cc__pend) * CC__PEND_MAX);
+  struct pollfd pf[CC__PEND_MAX + 1];
+  int np = 0, kept = 0, i;
+  if (!pend) return -1;
+  while (kept < want) {
+    uint64_t now = cc__now_ns(), next = deadline;
+    int nf = 0, ms, lis;
+    if (now >= deadline) break;
+    for (i = 0; i < np; i++) {         /* 2 s each, then they go */
+      if (now >= pend[i].until) {
+        cc__log(c, CC__LOG_WARN, "comm_init: rank %d: dropped a connection that did not finish its handshake in 2 s", c->rank);
+        cc__fd_close(pend[i].fd);
+        pend[i--] = pend[--np];
+        continue;
+      }
+      next = CC__MIN(next, pend[i].until);
+    }
+    lis = np < CC__PEND_MAX;           /* pf[0] is the listener then */
+    if (lis) { pf[nf].fd = lfd; pf[nf].events = POLLIN; pf[nf++].revents = 0; }
+    for (i = 0; i < np; i++) { pf[nf].fd = pend[i].fd; pf[nf].events = POLLIN; pf[nf++].revents = 0; }
+    ms = (int)CC__MIN((next - now) / CC__MS + 1, (uint64_t)100);
+    if (cc__poll(pf, nf, (uint64_t)ms * CC__MS) <= 0) continue;
+    for (i = np - 1; i >= 0; i--) {    /* the pending ones (pf index: i + listener slot) */
+      cc__pend *q = &pend[i];
+      size_t need = q->state == 0 ? CC__HELLO : q->state == 1 ? CC__RESP : CC__REC;
+      int st = 0;
+      long k;
+      if (!pf[i + lis].revents) continue;
+      k = cc__sock_recv(q->fd, q->in + q->got, need - q->got);
+      if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) st = -1;
+      else if (k > 0 && (q->got += (size_t)k) == need) {
+        q->got = 0;
+        st = cc__pend_step(c, q, kind, world, me, job, token, with_rec, take, ctx);
+      }
+      if (st == 1) kept++;
+      if (st == -1) cc__fd_close(q->fd);
+      if (st != 0) pend[i] = pend[--np];
+    }
+    if (lis && (pf[0].revents & POLLIN)) {
+      for (;;) {                       /* take every connection waiting */
+        int fd = cc__sock_accept(lfd);
+        if (fd < 0) break;
+        if (np == CC__PEND_MAX) { cc__fd_close(fd); break; }
+        memset(&pend[np], 0, sizeof pend[np]);
+        pend[np].fd = fd;
+        pend[np++].until = cc__now_ns() + 2 * CC__S;
+      }
+    }
+  }
+  for (i = 0; i < np; i++) cc__fd_close(pend[i].fd);
+  CC_FREE(pend);
+  return kept >= want ? 0 : -1;
+}
+
+/* ---------------------------------------------------------------- records */
+
+typedef struct cc__rec {
+  char host[176];                      /* host identity (cc__host_id) */
+  char ip[64];                         /* where this rank's data port listens */
+  uint32_t port;
+  char extra[12];                      /* split: a name for the group's segment */
+} cc__rec;
+
+static void cc__rec_encode(unsigned char *p, const cc__rec *r) {
+  memset(p, 0, CC__REC);
+  memcpy(p, r->host, 176);
+  memcpy(p + 176, r->ip, 64);
+  cc__put32(p + 240, r->port);
+  memcpy(p + 244, r->extra, 12);
+}
+
+/* A record from the wire: 0, or -1 when malformed. */
+static int cc__rec_decode(const unsigned char *p, cc__rec *r) {
+  memcpy(r->host, p, 176);
+  memcpy(r->ip, p + 176, 64);
+  r->port = cc__get32(p + 240);
+  memcpy(r->extra, p + 244, 12);
+  if (!memchr(r->host, 0, 176) || !memchr(r->ip, 0, 64) || !memchr(r->extra, 0, 12) || !r->host[0]) return -1;
+  if (r->port == 0 || r->port > 65535) return -1;
+  if (!cc__ip_parse(r->ip, NULL)) return -1;
+  return 0;
+}
+
+/* ============================================================== @engine */
+/* Messages between ranks, over every link: the one point-to-point engine of
+   the library. cc_send/cc_recv, groups, and every collective that is not an
+   arena run (the ranks span hosts, or CC_TRANSPORT=tcp) move their bytes here.
+
+   - A message is a frame: a 48-byte header {magic, tag, bytes, seq, the
+     call's identity} and its payload. The same frames travel on every link:
+     a byte ring in the host's segment (SHM), a TCP connection (TCP), or a
+     queue for messages to oneself (SELF).
+   - A receive takes the oldest message of its (peer, tag); what arrives before
+     its receive waits in the peer's queue of unexpected messages. Frames of a
+     collective (tag CC__TAG_COLL) carry the call's number and identity; the
+     receiver compares them with its own call, whole: CC_ERR_MISMATCH, never
+     mixed data.
+   - cc__wait is the one wait of the library (the arena's phases use it too):
+     spin on the cache line, then yield, then sleep on the segment's bell or in
+     poll(); a dead peer on this host is noticed within 100 ms, a broken
+     connection at once; nothing waits longer than the timeout without
+     progress.
+   - cc__fail_all fails the communicator on every rank: the segment's failure
+     word for this host's ranks, an abort frame on every TCP connection for the
+     others. */
+
+#define CC__FRAME_MAGIC 0x32466363u          /* "ccF2" */
+#define CC__MAX_FRAME   ((uint64_t)1 << 44)  /* 16 TiB: larger is corrupt */
+#define CC__ABORT_MAX   300
+#define CC__STAGE       (64u << 10)
+
+/* ---------------------------------------------------------------- frames
+   0 magic u32 | 4 tag i32 | 8 bytes u64 | 16 seq u64 | 24 count u64 |
+   32 op i32 | 36 root i32 | 40 coll u8 | 41 dtype u8 | 42 zero u16 | 44 zero u32
+   (little endian). seq and the identity are zero in user messages. */
+
+static void cc__frame_encode(unsigned char *p, const cc__frame *f) {
+  memset(p, 0, CC__FRAME);
+  cc__put32(p, CC__FRAME_MAGIC);
+  cc__put32(p + 4, (uint32_t)f->tag);
+  cc__put64(p + 8, f->bytes);
+  cc__put64(p + 16, f->seq);
+  cc__put64(p + 24, f->id.count);
+  cc__put32(p + 32, (uint32_t)f->id.op);
+  cc__put32(p + 36, (uint32_t)f->id.root);
+  p[40] = f->id.coll;
+  p[41] = f->id.dtype;
+}
+
+/* A frame header from a link: 0, or -1 when it is not one of ours. */
+static int cc__frame_decode(const unsigned char *p, cc__frame *f) {
+  memset(f, 0, sizeof *f);
+  if (cc__get32(p) != CC__FRAME_MAGIC || p[42] || p[43] || cc__get32(p + 44)) return -1;
+  f->tag = (int32_t)cc__get32(p + 4);
+  f->bytes = cc__get64(p + 8);
+  f->seq = cc__get64(p + 16);
+  f->id.count = cc__get64(p + 24);
+  f->id.op = (int32_t)cc__get32(p + 32);
+  f->id.root = (int32_t)cc__get32(p + 36);
+  f->id.coll = p[40];
+  f->id.dtype = p[41];
+  if (f->bytes > CC__MAX_FRAME) return -1;
+  if (f->tag == CC__TAG_COLL)
+    return f->seq && f->id.coll > 0 && f->id.coll < CC__COLL_COUNT && f->id.dtype < CC_DTYPE_COUNT ? 0 : -1;
+  if (f->seq || f->id.count || f->id.op || f->id.root || f->id.coll || f->id.dtype) return -1;
+  if (f->tag == CC__TAG_ABORT) return f->bytes >= 8 && f->bytes <= CC__ABORT_MAX ? 0 : -1;
+  return f->tag >= 0 ? 0 : -1;
+}
+
+/* An abort frame's payload: the code, the rank it names, a message. */
+static size_t cc__abort_encode(unsigned char *p, cc_result code, int who, const char *msg) {
+  size_t len = CC__MIN(strlen(msg), (size_t)CC__ABORT_MAX - 9);
+  cc__put32(p, (uint32_t)code);
+  cc__put32(p + 4, (uint32_t)who);
+  memcpy(p + 8, msg, len);
+  p[8 + len] = 0;
+  return 9 + len;
+}
+
+static int cc__abort_decode(const unsigned char *p, size_t len, cc_result *code, int *who, char *msg, size_t msglen) {
+  uint32_t cd;
+  size_t i, n;
+  if (len < 8 || len > CC__ABORT_MAX || msglen == 0) return -1;
+  cd = cc__get32(p);
+  if (cd == 0 || cd == (uint32_t)CC_ERR_INVALID_ARG || cd >= (uint32_t)CC_RESULT_COUNT) return -1;
+  *code = (cc_result)cd;
+  *who = (int32_t)cc__get32(p + 4);
+  n = CC__MIN(len - 8, msglen - 1);
+  for (i = 0; i < n && p[8 + i]; i++) msg[i] = (char)(p[8 + i] >= 32 && p[8 + i] < 127 ? p[8 + i] : '?');
+  msg[i] = 0;
+  return 0;
+}
+
+/* ---------------------------------------------------------------- failures */
+
+/* The communicator failed: tell every rank on another host (an abort frame
+   where its stream is between frames), then shut every connection, so that
+   no peer waits for this rank. */
+static void cc__propagate(cc_comm *c, cc_result code, int who, const char *msg) {
+  unsigned char f[CC__FRAME + CC__ABORT_MAX];
+  cc__frame fr;
+  size_t len;
+  int r;
+  if (!c->net || c->net->propagated) return;
+  c->net->propagated = 1;
+  len = cc__abort_encode(f + CC__FRAME, code, who, msg);
+  memset(&fr, 0, sizeof fr);
+  fr.tag = CC__TAG_ABORT;
+  fr.bytes = len;
+  cc__frame_encode(f, &fr);
+  for (r = 0; r < c->size; r++) {
+    cc__peer *p = &c->peers[r];
+    if (p->link != CC__LINK_TCP || p->fd < 0) continue;
+    if (!p->tx_mid) (void)cc__sock_send_small(p->fd, f, CC__FRAME + len);
+    cc__sock_shutdown(p->fd);
+  }
+}
+
+/* Fail the communicator on every rank: post the failure to this host's ranks,
+   send it to the others, fail here. The message says what happened; each rank
+   puts the call and itself in front. */
+static cc_result cc__fail_all(cc_comm *c, cc_result code, int who, const char *what, const char *fmt, ...) {
+  char msg[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  cc__post_fail(c->hdr, code, who, msg);
+  cc__propagate(c, code, who, msg);
+  if (c->failed) return code;
+  return cc__fail(c, code, "%s: rank %d: %s", what, c->rank, msg);
+}
+
+/* A failure that another rank posted (or cc_comm_abort): take it, pass it on. */
+static cc_result cc__take_fail(cc_comm *c, const char *what) {
+  cc__hdr *h = c->hdr;
+  uint32_t code = CC__LOAD(&h->fail_code);
+  int i;
+  for (i = 0; i < 1000 && !CC__LOAD(&h->fail_ready); i++) cc__cpu_relax();
+  cc__propagate(c, (cc_result)code, h->fail_rank, CC__LOAD(&h->fail_ready) ? h->fail_msg : "the communicator failed");
+  if (c->failed) return CC_ERR_ABORTED;
+  return cc__fail(c, (cc_result)code, "%s: rank %d: %s", what, c->rank,
+                  CC__LOAD(&h->fail_ready) ? h->fail_msg : "the communicator failed");
+}
+
+/* Is rank r gone? Posts CC_ERR_PEER_LOST naming it when it is. */
+static cc_result cc__check_peer(cc_comm *c, int r, const char *what) {
+  char why[96];
+  const cc__peer *p;
+  if (r < 0 || r >= c->size || r == c->rank) return CC_OK;
+  p = &c->peers[r];
+  if (p->link == CC__LINK_SHM && cc__shm_gone(c->shm, p->ch, why, sizeof why))
+    return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d %s", r, why);
+  if (p->link == CC__LINK_TCP && p->eof)
+    return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d closed its connection: it exited, was killed or "
+                        "destroyed its communicator", r);
+  return CC_OK;
+}
+
+/* ---------------------------------------------------------------- the wait */
+
+/* -1 once the wait is over, else the rank being waited for. */
+typedef int (*cc__pending_fn)(cc_comm *c, const void *arg);
+/* CC_OK while every rank waited for lives, else the failure (posted). */
+typedef cc_result (*cc__alive_fn)(cc_comm *c, const void *arg, const char *what);
+
+typedef struct cc__waitfor {
+  cc__pending_fn pending;
+  cc__alive_fn alive;                  /* NULL: cc__check_peer of the rank pending names */
+  const void *arg;
+  struct pollfd *pfd;                  /* sockets whose readiness ends the wait too */
+  int npfd;
+  int shm;                             /* shared memory may end it (rings, the arena) */
+} cc__waitfor;
+
+static cc_result cc__wait_alive(cc_comm *c, const cc__waitfor *w, int who, const char *what) {
+  return w->alive ? w->alive(c, w->arg, what) : cc__check_peer(c, who, what);
+}
+
+/* Wait until w->pending says done or a socket is ready. Spins for spin_ns
+   (yielding the CPU when ranks outnumber CPUs, or when it takes long: when
+   the rank waited for shares this CPU, the yield hands it over), then sleeps:
+   on the bell when only shared memory can end the wait, in poll() when
+   sockets can (with short timeouts while shared memory can too). Checks the
+   failure word every few spins and on every wake-up, the peer's life every
+   100 ms, and fails with CC_ERR_TIMEOUT naming the rank after the timeout. */
+static cc_result cc__wait(cc_comm *c, const cc__waitfor *w, const char *what) {
+  cc__hdr *bellh = c->shm ? c->shm->hdr : NULL;
+  uint64_t t0, now, next_check, deadline, nap = 20000;
+  unsigned i;
+  int who = w->pending(c, w->arg);
+  cc_result r;
+  if (who < 0) return CC_OK;
+  t0 = cc__now_ns();
+  deadline = t0 + c->timeout_ns;
+  if (w->shm) {
+    for (i = 1;; i++) {
+      uint64_t spent;
+      if (c->oversub || i > 256) cc__yield();
+      else { cc__cpu_relax(); cc__cpu_relax(); cc__cpu_relax(); cc__cpu_relax(); }
+      if ((who = w->pending(c, w->arg)) < 0) return CC_OK;
+      if ((i & 15) == 0 || i > 256) {
+        if (CC__LOAD_RLX(&c->hdr->fail_code)) return cc__take_fail(c, what);
+        if (w->npfd && cc__poll(w->pfd, w->npfd, 0) > 0) return CC_OK;
+        spent = cc__now_ns() - t0;
+        if (spent >= c->spin_ns || spent >= c->timeout_ns) break;
+        if (i < 256 && spent > 2000) i = 256;
+      }
+    }
+  }
+  next_check = cc__now_ns() + 20 * CC__MS;
+  for (;;) {
+    if (w->npfd) {
+      uint64_t left;
+      now = cc__now_ns();
+      left = deadline > now ? deadline - now : 0;
+      if (cc__poll(w->pfd, w->npfd, w->shm ? CC__MIN(nap, left) : CC__MIN(100 * CC__MS, left) + 1000) > 0) return CC_OK;
+      if (w->shm) nap = CC__MIN(nap * 2, (uint64_t)CC__MS);
+    } else if (bellh) {
+      uint32_t bell = CC__LOAD(&bellh->bell);
+      CC__ADD(&bellh->sleepers, 1u);   /* seq_cst: ordered before the re-check below */
+      who = w->pending(c, w->arg);
+      if (who >= 0 && !CC__LOAD(&c->hdr->fail_code)) {
+        now = cc__now_ns();
+        cc__futex_wait(&bellh->bell, bell, CC__MIN(deadline > now ? deadline - now : 0, 50 * CC__MS) + 1000);
+      }
+      CC__ADD(&bellh->sleepers, (uint32_t)-1);
+    } else {
+      cc__sleep_ns(CC__MS);
+    }
+    if ((who = w->pending(c, w->arg)) < 0) return CC_OK;
+    if (CC__LOAD(&c->hdr->fail_code)) return cc__take_fail(c, what);
+    now = cc__now_ns();
+    if (now >= next_check) {
+      if ((r = cc__wait_alive(c, w, who, what)) != CC_OK) return r;
+      next_check = now + 100 * CC__MS;
+    }
+    if (now >= deadline)
+      return cc__fail_all(c, CC_ERR_TIMEOUT, who, what, "waited %.1f s for rank %d (timeout)",
+                          (double)(now - t0) / 1e9, who);
+  }
+}
+
+/* ---------------------------------------------------------------- links: bytes in and out */
+
+/* The ring from rank `from` to this rank, and the one to rank `to`. */
+static cc__chan *cc__ring_in(cc_comm *c, int from) { return cc__chan_at(c->shm, c->peers[from].ch, c->shm->rank); }
+static cc__chan *cc__ring_out(cc_comm *c, int to) { return cc__chan_at(c->shm, c->shm->rank, c->peers[to].ch); }
+
+/* Bytes from rank p into dst, at most max: how many (0: none now), or -1 when
+   the link ended (TCP: the peer closed it or it broke; errno says which). */
+static long cc__link_read(cc_comm *c, int p, void *dst, size_t max) {
+  cc__peer *pe = &c->peers[p];
+  if (!max) return 0;
+  if (pe->link == CC__LINK_SHM) {
+    cc__chan *ch = cc__ring_in(c, p);
+    uint64_t tail = ch->tail, head = CC__LOAD(&ch->head);
+    size_t n = CC__MIN((size_t)(head - tail), max);
+    if (!n) return 0;
+    cc__ring_get(c->shm, ch, tail, dst, n);
+    CC__STORE_SC(&ch->tail, tail + n);
+    cc__notify(c->shm);
+    return (long)n;
+  }
+  if (pe->link == CC__LINK_TCP) {
+    long k;
+    if (pe->st_beg < pe->st_end) {     /* what was read ahead first */
+      size_t n = CC__MIN(pe->st_end - pe->st_beg, max);
+      memcpy(dst, pe->stage + pe->st_beg, n);
+      pe->st_beg += n;
+      if (pe->st_beg == pe->st_end) pe->st_beg = pe->st_end = 0;
+      return (long)n;
+    }
+    if (pe->eof) { errno = 0; return -1; }
+    if (max >= 4096) {                 /* a large payload: straight to its place */
+      k = cc__sock_recv(pe->fd, dst, CC__MIN(max, (size_t)1 << 30));
+    } else {
+      k = cc__sock_recv(pe->fd, pe->stage, CC__STAGE);
+      if (k > 0) {
+        size_t n = CC__MIN((size_t)k, max);
+        memcpy(dst, pe->stage, n);
+        pe->st_beg = n;
+        pe->st_end = (size_t)k;
+        if (pe->st_beg == pe->st_end) pe->st_beg = pe->st_end = 0;
+        return (long)n;
+      }
+    }
+    if (k > 0) return k;
+    if (k == 0) { pe->eof = 1; errno = 0; return -1; }
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    pe->eof = 1;
+    return -1;
+  }
+  return 0;
+}
+
+/* Is anything waiting to be read from rank p? */
+static int cc__link_has_bytes(cc_comm *c, int p) {
+  cc__peer *pe = &c->peers[p];
+  if (pe->link == CC__LINK_SHM) {
+    cc__chan *ch = cc__ring_in(c, p);
+    return CC__LOAD(&ch->head) != ch->tail;
+  }
+  return pe->link == CC__LINK_TCP && pe->st_beg < pe->st_end;
+}
+
+/* Write what the link to m->peer takes of send m (its header, then its
+   payload): bytes written, or -1 when the link broke (errno). */
+static long cc__link_write(cc_comm *c, cc__msg *m) {
+  cc__peer *pe = &c->peers[m->peer];
+  size_t hleft = CC__FRAME - m->hdr_sent, pleft = m->bytes - m->moved;
+  long w = 0;
+  if (pe->link == CC__LINK_SHM) {
+    cc__chan *ch = cc__ring_out(c, m->peer);
+    uint64_t head = ch->head, tail = CC__LOAD(&ch->tail);
+    size_t space = c->shm->chan_bytes - (size_t)(head - tail), a = CC__MIN(space, hleft), b;
+    if (a) cc__ring_put(c->shm, ch, head, m->hdr + m->hdr_sent, a);
+    b = CC__MIN(space - a, pleft);
+    if (b) cc__ring_put(c->shm, ch, head + a, m->buf + m->moved, b);
+    w = (long)(a + b);
+    if (w) {
+      CC__STORE_SC(&ch->head, head + (uint64_t)w);
+      cc__notify(c->shm);
+    }
+  } else if (pe->link == CC__LINK_TCP) {
+    w = cc__sock_send2(pe->fd, m->hdr + m->hdr_sent, hleft, m->buf + m->moved, CC__MIN(pleft, (size_t)1 << 30));
+    if (w < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+  }
+  if (w > 0) {
+    size_t h = CC__MIN((size_t)w, hleft);
+    m->hdr_sent += h;
+    m->moved += (size_t)w - h;
+    pe->tx_mid = m->hdr_sent < CC__FRAME || m->moved < m->bytes;
+  }
+  return w;
+}
+
+/* ---------------------------------------------------------------- the engine's run */
+
+typedef cc_result (*cc__done_fn)(void *ctx, cc__msg *m, int i);
+
+typedef struct cc__run {               /* one run of the engine */
+  cc_comm *c;
+  cc__msg *m;
+  int n;
+  cc__done_fn cb;                      /* called when a receive completes; may make messages live */
+  void *ctx;
+  const char *what;
+  const cc__ident *id;                 /* collectives: this rank's call (its number is c->seq) */
+  uint64_t *seen;                      /* the rings' positions when the run last went idle */
+} cc__run;
+
+static void cc__umsg_free(cc__umsg *u) {
+  if (u) { CC_FREE(u->data); CC_FREE(u); }
+}
+
+/* The peer closed or broke the link this run needs. */
+static cc_result cc__lost(cc__run *x, int p, int err) {
+  char why[96];
+  if (err) cc__strerr(err, why, sizeof why); else snprintf(why, sizeof why, "connection closed");
+  return cc__fail_all(x->c, CC_ERR_PEER_LOST, p, x->what, "lost its connection to rank %d (%s): rank %d exited, "
+                      "was killed or destroyed its communicator", p, why, p);
+}
+
+/* Does frame f fit receive m? CC_OK, or the mismatch (failed everywhere). */
+static cc_result cc__frame_fits(cc__run *x, int p, const cc__frame *f, const cc__msg *m) {
+  cc_comm *c = x->c;
+  if (f->tag == CC__TAG_COLL && x->id) {
+    if (f->seq != c->seq) {
+      char a[128], b[128];
+      cc__ident_str(&f->id, a, sizeof a);
+      cc__ident_str(x->id, b, sizeof b);
+      cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d sent data of its collective #%llu, %s, while this rank is in "
+               "#%llu, %s", x->what, c->rank, p, (unsigned long long)f->seq, a, (unsigned long long)c->seq, b);
+      return cc__fail_all(c, CC_ERR_MISMATCH, c->rank, x->what, "%s", c->err);
+    }
+    if (cc__ident_agree(c, x->what, x->id, &f->id, p) != CC_OK)
+      return cc__fail_all(c, CC_ERR_MISMATCH, c->rank, x->what, "%s", c->err);
+  }
+  if (f->bytes != m->bytes) {
+    size_t es = cc__dtype_bytes((cc_dtype)f->id.dtype);
+    if (f->tag == CC__TAG_COLL && cc__is_v(f->id.coll) && es)
+      cc__vcount_mismatch(c, x->what, p, c->rank, f->bytes / es, m->bytes / es);
+    else
+      cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: the message from rank %d with tag %d has %llu bytes, the receive "
+               "expects %zu", x->what, c->rank, p, f->tag, (unsigned long long)f->bytes, m->bytes);
+    return cc__fail_all(c, CC_ERR_MISMATCH, c->rank, x->what, "%s", c->err);
+  }
+  return CC_OK;
+}
+
+/* Take the oldest queued message of receive m's tag, if one is there. */
+static cc_result cc__take_unexp(cc__run *x, cc__msg *m) {
+  cc__peer *pe = &x->c->peers[m->peer];
+  cc__umsg *u, *prev = NULL;
+  for (u = pe->uq_head; u; prev = u, u = u->next) {
+    if (u->f.tag != m->tag) continue;
+    CC__TRY(cc__frame_fits(x, m->peer, &u->f, m));
+    if (m->bytes) memcpy(m->buf, u->data, m->bytes);
+    if (prev) prev->next = u->next; else pe->uq_head = u->next;
+    if (pe->uq_tail == u) pe->uq_tail = prev;
+    cc__umsg_free(u);
+    m->done = 1;
+    m->moved = m->bytes;
     return CC_OK;
   }
   return CC_OK;
 }
 
-/* Drain the channel from `peer` into the receives of `ops` that wait for it
-   (the first posted one with the message's tag), or into an unexpected message.
-   *progress is set when bytes moved. */
-static cc_result cc__p2p_pull(cc_comm *c, int peer, cc__p2p *ops, int nops, int *progress) {
-  cc__chan *ch = cc__chan_at(c, peer, c->rank);
-  cc__peer *p = &c->peers[peer];
-  uint64_t tail = ch->tail, head = CC__LOAD(&ch->head);
-  int moved = 0;
-  for (;;) {
-    size_t avail = (size_t)(head - tail), n;
-    if (!p->in_msg) {
-      cc__msghdr h;
-      int i;
-      if (avail < sizeof h) break;
-      cc__ring_get(c, ch, tail, &h, sizeof h);
-      tail += sizeof h;
-      moved = 1;
-      if (h.magic != CC__MSG_MAGIC)
-        return cc__fail_all(c, CC_ERR_SYSTEM, peer, "recv", "rank %d: corrupt message header from rank %d",
-                            c->rank, peer);
-      p->in_msg = 1;
-      p->in_tag = h.tag;
-      p->in_bytes = h.bytes;
-      p->in_done = 0;
-      p->in_target = NULL;
-      p->in_unexp = NULL;
-      for (i = 0; i < nops; i++) {
-        cc__p2p *o = &ops[i];
-        if (!o->is_send && !o->done && !o->hdr_sent && o->peer == peer && o->tag == h.tag) {
-          /* an older unexpected message of this tag goes first */
-          if (cc__p2p_take_unexp(c, o) != CC_OK) return CC_ERR_MISMATCH;
-          if (o->done) continue;
-          if (o->bytes != h.bytes) {
-            CC__STORE_SC(&ch->tail, tail);
-            return cc__msg_mismatch(c, peer, h.tag, (size_t)h.bytes, o->bytes);
+static void cc__uq_append(cc__peer *pe, cc__umsg *u) {
+  u->next = NULL;
+  if (pe->uq_tail) pe->uq_tail->next = u; else pe->uq_head = u;
+  pe->uq_tail = u;
+}
+
+/* A message joined rank p's queue: the first waiting receive of its tag takes it. */
+static cc_result cc__deliver_queued(cc__run *x, int p, int tag, int *progress) {
+  int i;
+  for (i = 0; i < x->n; i++) {
+    cc__msg *m = &x->m[i];
+    if (m->is_send || !m->live || !m->started || m->done || m->matched || m->peer != p || m->tag != tag) continue;
+    CC__TRY(cc__take_unexp(x, m));
+    if (m->done) { *progress = 1; if (x->cb) CC__TRY(x->cb(x->ctx, x->m, i)); }
+    break;
+  }
+  return CC_OK;
+}
+
+/* Receive i completed. */
+static cc_result cc__recv_done(cc__run *x, int i) {
+  x->m[i].done = 1;
+  x->m[i].moved = x->m[i].bytes;
+  return x->cb ? x->cb(x->ctx, x->m, i) : CC_OK;
+}
+
+/* Start the messages that became live: a send builds its header (to itself:
+   a copy joins the own queue at once); a receive looks at the queue first. */
+static cc_result cc__start(cc__run *x, int *progress) {
+  cc_comm *c = x->c;
+  int i, again = 1;
+  while (again) {                      /* a callback may make more messages live */
+    again = 0;
+    for (i = 0; i < x->n; i++) {
+      cc__msg *m = &x->m[i];
+      if (!m->live || m->started) continue;
+      m->started = 1;
+      m->done = m->matched = 0;
+      m->moved = m->hdr_sent = 0;
+      if (m->is_send) {
+        cc__frame f;
+        memset(&f, 0, sizeof f);
+        f.tag = m->tag;
+        f.bytes = m->bytes;
+        if (m->tag == CC__TAG_COLL && x->id) { f.seq = c->seq; f.id = *x->id; }
+        cc__frame_encode(m->hdr, &f);
+        if (m->peer == c->rank) {      /* to itself: queue a copy */
+          cc__umsg *u = (cc__umsg *)CC_MALLOC(sizeof *u);
+          if (u) u->data = (unsigned char *)CC_MALLOC(m->bytes ? m->bytes : 1);
+          if (!u || !u->data) {
+            CC_FREE(u);
+            return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: no memory to send %zu bytes to itself", x->what,
+                            c->rank, m->bytes);
           }
-          p->in_target = o;
-          o->moved = 0;
-          o->hdr_sent = 1;              /* marks "being filled" */
-          break;
+          u->f = f;
+          u->cap = m->bytes;
+          if (m->bytes) memcpy(u->data, m->buf, m->bytes);
+          cc__uq_append(&c->peers[c->rank], u);
+          m->done = 1;
+          m->moved = m->bytes;
+          m->hdr_sent = CC__FRAME;
+          *progress = again = 1;
+          CC__TRY(cc__deliver_queued(x, c->rank, m->tag, progress));
         }
+        continue;
       }
-      if (!p->in_target) {
-        cc__umsg *m = (cc__umsg *)CC_MALLOC(sizeof *m);
-        if (!m) return cc__fail(c, CC_ERR_NO_MEMORY, "recv: rank %d: no memory for a message from rank %d", c->rank, peer);
-        m->next = NULL;
-        m->tag = h.tag;
-        m->bytes = (size_t)h.bytes;
-        m->data = (unsigned char *)CC_MALLOC(m->bytes ? m->bytes : 1);
-        if (!m->data) {
-          CC_FREE(m);
-          return cc__fail(c, CC_ERR_NO_MEMORY, "recv: rank %d: no memory for %zu bytes from rank %d",
-                          c->rank, (size_t)h.bytes, peer);
-        }
-        p->in_unexp = m;
-      }
-      avail = (size_t)(head - tail);
+      CC__TRY(cc__take_unexp(x, m));
+      if (m->done) { *progress = again = 1; if (x->cb) CC__TRY(x->cb(x->ctx, x->m, i)); }
     }
-    n = CC__MIN(avail, (size_t)(p->in_bytes - p->in_done));
-    if (n) {
-      unsigned char *dst = p->in_target ? ((cc__p2p *)p->in_target)->buf : p->in_unexp->data;
-      cc__ring_get(c, ch, tail, dst + p->in_done, n);
-      tail += n;
-      p->in_done += n;
-      moved = 1;
-    }
-    if (p->in_done < p->in_bytes) break;
-    p->in_msg = 0;                     /* message complete */
-    if (p->in_target) {
-      cc__p2p *o = (cc__p2p *)p->in_target;
-      o->moved = o->bytes;
-      o->done = 1;
-    } else {
-      cc__umsg *m = p->in_unexp;
-      if (p->uq_tail) p->uq_tail->next = m; else p->uq_head = m;
-      p->uq_tail = m;
-    }
-    p->in_target = NULL;
-    p->in_unexp = NULL;
-    if (nops == 0) break;
-  }
-  if (moved) {
-    CC__STORE_SC(&ch->tail, tail);
-    cc__notify(c);
-    *progress = 1;
   }
   return CC_OK;
 }
 
-typedef struct cc__p2p_snap {
-  cc__p2p *ops;
-  int nops, sending;                   /* sending: some send is not done */
-  uint64_t *seen;                      /* per op: its ring's tail, its peer's head */
-  uint64_t *inh;                       /* per peer: the head of the ring from it */
-} cc__p2p_snap;
-
-/* While waiting: -1 once any channel we use moved (room freed in a send's
-   ring, bytes from a receive's peer, or, while a send waits, bytes from any
-   peer), else a peer we wait for. */
-static int cc__pending_p2p(cc_comm *c, const void *arg) {
-  const cc__p2p_snap *s = (const cc__p2p_snap *)arg;
-  int i, who = -1;
-  for (i = 0; i < s->nops; i++) {
-    const cc__p2p *o = &s->ops[i];
-    if (o->done) continue;
-    if (CC__LOAD(&cc__chan_at(c, o->peer, c->rank)->head) != s->seen[2 * i + 1]) return -1;
-    if (o->is_send && CC__LOAD(&cc__chan_at(c, c->rank, o->peer)->tail) != s->seen[2 * i]) return -1;
-    if (who < 0) who = o->peer;
-  }
-  for (i = 0; s->sending && i < c->size; i++)
-    if (i != c->rank && CC__LOAD(&cc__chan_at(c, i, c->rank)->head) != s->inh[i]) return -1;
-  return who;
-}
-
-/* One pass over sends and receives: push what fits, pull what arrived. While
-   a send waits for room, take in what any peer sends us (into a receive of
-   this batch, or the queue of unexpected messages): ranks that all send large
-   messages before they receive (a ring, or two ranks crossing) would otherwise
-   wait on each other until the timeout. `pulled` has c->size entries. */
-static cc_result cc__p2p_step(cc_comm *c, cc__p2p *ops, int nops, int *pulled, int *progress) {
-  cc_result r;
-  int i, sending = 0;
-  for (i = 0; i < c->size; i++) pulled[i] = 0;
-  for (i = 0; i < nops; i++) {
-    cc__p2p *o = &ops[i];
-    if (o->done) continue;
-    if (o->is_send) {
-      int j, first = 1;                  /* sends to one peer go in order */
-      for (j = 0; j < i; j++)
-        if (ops[j].is_send && !ops[j].done && ops[j].peer == o->peer) first = 0;
-      if (first) *progress |= cc__p2p_push(c, o);
-    } else if (!o->hdr_sent) {           /* not yet matched to an arriving message */
-      if ((r = cc__p2p_take_unexp(c, o)) != CC_OK) return r;
-      if (!o->done && o->peer != c->rank && !pulled[o->peer]) {
-        pulled[o->peer] = 1;
-        if ((r = cc__p2p_pull(c, o->peer, ops, nops, progress)) != CC_OK) return r;
-      }
-    } else if (!pulled[o->peer]) {
-      pulled[o->peer] = 1;
-      if ((r = cc__p2p_pull(c, o->peer, ops, nops, progress)) != CC_OK) return r;
+/* A frame header arrived from rank p: match it to a receive or queue it. */
+static cc_result cc__rx_begin(cc__run *x, int p) {
+  cc_comm *c = x->c;
+  cc__peer *pe = &c->peers[p];
+  int i;
+  if (cc__frame_decode(pe->rx_hdr, &pe->rx) != 0)
+    return cc__fail_all(c, CC_ERR_SYSTEM, p, x->what, "corrupt data from rank %d (not a cc frame)", p);
+  pe->rx_done = 0;
+  pe->rx_target = NULL;
+  pe->rx_unexp = NULL;
+  if (pe->rx.tag != CC__TAG_ABORT) {
+    for (i = 0; i < x->n; i++) {
+      cc__msg *m = &x->m[i];
+      if (m->is_send || !m->live || !m->started || m->done || m->matched || m->peer != p || m->tag != pe->rx.tag)
+        continue;
+      /* an older message of this tag, queued while this receive waited, goes first */
+      CC__TRY(cc__take_unexp(x, m));
+      if (m->done) { if (x->cb) CC__TRY(x->cb(x->ctx, x->m, i)); continue; }
+      CC__TRY(cc__frame_fits(x, p, &pe->rx, m));
+      pe->rx_target = m;
+      m->matched = 1;
+      m->moved = 0;
+      return CC_OK;
     }
   }
-  for (i = 0; i < nops; i++) if (ops[i].is_send && !ops[i].done) sending = 1;
-  for (i = 0; sending && i < c->size; i++) {
-    cc__chan *ch = cc__chan_at(c, i, c->rank);
-    if (i == c->rank || pulled[i] || CC__LOAD(&ch->head) == ch->tail) continue;
-    pulled[i] = 1;
-    if ((r = cc__p2p_pull(c, i, ops, nops, progress)) != CC_OK) return r;
+  {
+    /* what a header claims is allocated as it arrives (from 1 MiB, doubling),
+       so a corrupt length cannot reserve memory ahead of the bytes */
+    cc__umsg *u = (cc__umsg *)CC_MALLOC(sizeof *u);
+    size_t cap = (size_t)CC__MIN(pe->rx.bytes, (uint64_t)1 << 20);
+    if (u) u->data = (unsigned char *)CC_MALLOC(cap ? cap : 1);
+    if (!u || !u->data) {
+      CC_FREE(u);
+      return cc__fail_all(c, CC_ERR_NO_MEMORY, c->rank, x->what, "no memory for a message of %llu bytes from rank %d",
+                          (unsigned long long)pe->rx.bytes, p);
+    }
+    u->next = NULL;
+    u->f = pe->rx;
+    u->cap = cap;
+    pe->rx_unexp = u;
   }
   return CC_OK;
 }
 
-/* A send to oneself: append a copy to an unexpected queue (of the shared-memory
-   channels or of a TCP connection). */
-static cc_result cc__uq_copy(cc_comm *c, cc__umsg **head, cc__umsg **tail, int tag, const void *buf, size_t bytes,
-                             const char *what) {
-  cc__umsg *m = (cc__umsg *)CC_MALLOC(sizeof *m);
-  if (!m || !(m->data = (unsigned char *)CC_MALLOC(bytes ? bytes : 1))) {
-    CC_FREE(m);
-    return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: no memory to send %zu bytes to itself", what, c->rank, bytes);
+/* The frame from rank p is complete. */
+static cc_result cc__rx_end(cc__run *x, int p) {
+  cc_comm *c = x->c;
+  cc__peer *pe = &c->peers[p];
+  int dummy = 0;
+  pe->rx_state = 0;
+  pe->rx_hdr_got = 0;
+  if (pe->rx_target) {
+    cc__msg *m = pe->rx_target;
+    pe->rx_target = NULL;
+    return cc__recv_done(x, (int)(m - x->m));
   }
-  m->next = NULL; m->tag = tag; m->bytes = bytes;
-  if (bytes) memcpy(m->data, buf, bytes);
-  if (*tail) (*tail)->next = m; else *head = m;
-  *tail = m;
+  if (pe->rx.tag == CC__TAG_ABORT) {
+    cc_result code;
+    int who;
+    char msg[CC__ABORT_MAX];
+    cc__umsg *u = pe->rx_unexp;
+    int bad = cc__abort_decode(u->data, (size_t)pe->rx.bytes, &code, &who, msg, sizeof msg);
+    pe->rx_unexp = NULL;
+    cc__umsg_free(u);
+    if (bad) return cc__fail_all(c, CC_ERR_SYSTEM, p, x->what, "corrupt abort message from rank %d", p);
+    return cc__fail_all(c, code, who, x->what, "%s (reported by rank %d)", msg, p);
+  }
+  cc__uq_append(pe, pe->rx_unexp);
+  pe->rx_unexp = NULL;
+  return cc__deliver_queued(x, p, pe->rx.tag, &dummy);
+}
+
+/* Room for more of the unexpected message being read: double its buffer
+   when it is full (up to the length its header claimed). */
+static cc_result cc__umsg_room(cc__run *x, int p) {
+  cc__peer *pe = &x->c->peers[p];
+  cc__umsg *u = pe->rx_unexp;
+  size_t cap;
+  unsigned char *d;
+  if (u->cap > (size_t)pe->rx_done || u->cap >= (size_t)pe->rx.bytes) return CC_OK;
+  cap = u->cap > (size_t)pe->rx.bytes / 2 ? (size_t)pe->rx.bytes : 2 * u->cap;
+  d = (unsigned char *)CC_MALLOC(cap);
+  if (!d)
+    return cc__fail_all(x->c, CC_ERR_NO_MEMORY, x->c->rank, x->what, "no memory for a message of %llu bytes from rank %d",
+                        (unsigned long long)pe->rx.bytes, p);
+  memcpy(d, u->data, (size_t)pe->rx_done);
+  CC_FREE(u->data);
+  u->data = d;
+  u->cap = cap;
   return CC_OK;
 }
 
-/* Run sends and receives together until all are done. */
-static cc_result cc__p2p_run(cc_comm *c, cc__p2p *ops, int nops, const char *what) {
-  uint64_t *seen = (uint64_t *)CC_MALLOC(sizeof(uint64_t) * (2 * (size_t)nops + (size_t)c->size));
-  int *pulled = (int *)CC_MALLOC(sizeof(int) * (size_t)c->size);
-  cc_result r = CC_OK;
-  int i, sending;
-  if (!seen || !pulled) {
-    CC_FREE(seen); CC_FREE(pulled);
-    return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
+static int cc__sending(const cc__run *x);
+
+/* Does the run want the next frame from rank p? When a receive waits for
+   it, or while a send of the run waits (ranks that all send before they
+   receive must take in each other's messages, or they would wait forever).
+   Else the frame stays where it is, for a later run: a failure reported by
+   a rank that is already one call ahead does not end this call once its
+   data is in. */
+static int cc__rx_wanted(const cc__run *x, int p, int sending) {
+  int i;
+  if (sending) return 1;
+  for (i = 0; i < x->n; i++) {
+    const cc__msg *m = &x->m[i];
+    if (!m->is_send && m->live && m->started && !m->done && m->peer == p) return 1;
   }
-  for (i = 0; i < nops; i++) {             /* receives first look at the queue */
-    cc__p2p *o = &ops[i];
-    o->done = 0; o->moved = 0; o->hdr_sent = 0;
-    if (o->is_send && o->peer == c->rank) {  /* to self: queue a copy */
-      cc__peer *p = &c->peers[c->rank];
-      if ((r = cc__uq_copy(c, &p->uq_head, &p->uq_tail, o->tag, o->buf, o->bytes, what)) != CC_OK) goto out;
-      o->done = 1;
-    }
-  }
+  return 0;
+}
+
+/* Read what rank p sent: into receives, the queue or an abort. *progress
+   when bytes moved. */
+static cc_result cc__rx_pull(cc__run *x, int p, int *progress) {
+  cc_comm *c = x->c;
+  cc__peer *pe = &c->peers[p];
+  int sending = cc__sending(x);
   for (;;) {
-    int progress = 0, all = 1;
-    if ((r = cc__p2p_step(c, ops, nops, pulled, &progress)) != CC_OK) goto out;
-    for (i = 0, sending = 0; i < nops; i++) if (ops[i].is_send && !ops[i].done) sending = 1;
-    for (i = 0; i < nops; i++) if (!ops[i].done) all = 0;
-    if (all) break;
-    if (!progress) {
-      cc__p2p_snap s;
-      for (i = 0; i < nops; i++) {
-        cc__p2p *o = &ops[i];
-        seen[2 * i] = CC__LOAD(&cc__chan_at(c, c->rank, o->peer)->tail);
-        seen[2 * i + 1] = CC__LOAD(&cc__chan_at(c, o->peer, c->rank)->head);
+    long k;
+    if (pe->rx_state == 0 && pe->rx_hdr_got == 0 && !cc__rx_wanted(x, p, sending)) return CC_OK;
+    if (pe->rx_state == 0) {
+      k = cc__link_read(c, p, pe->rx_hdr + pe->rx_hdr_got, CC__FRAME - pe->rx_hdr_got);
+      if (k < 0) return pe->rx_hdr_got ? cc__lost(x, p, errno) : CC_OK;   /* the end, between frames: lost only if needed */
+      if (k == 0) return CC_OK;
+      *progress = 1;
+      pe->rx_hdr_got += (size_t)k;
+      if (pe->rx_hdr_got < CC__FRAME) continue;
+      CC__TRY(cc__rx_begin(x, p));
+      pe->rx_state = 1;
+    }
+    if (pe->rx_done == pe->rx.bytes) { CC__TRY(cc__rx_end(x, p)); continue; }
+    {
+      unsigned char *dst;
+      size_t want = (size_t)(pe->rx.bytes - pe->rx_done);
+      if (pe->rx_target) dst = pe->rx_target->buf;
+      else {
+        CC__TRY(cc__umsg_room(x, p));
+        dst = pe->rx_unexp->data;
+        want = CC__MIN(want, pe->rx_unexp->cap - (size_t)pe->rx_done);
       }
-      for (i = 0; i < c->size; i++) {
-        seen[2 * nops + i] = CC__LOAD(&cc__chan_at(c, i, c->rank)->head);
-        if (sending && i != c->rank && seen[2 * nops + i] != cc__chan_at(c, i, c->rank)->tail) progress = 1;
-      }
-      /* re-check after the snapshot, so that nothing that moved before it is missed */
-      for (i = 0; i < nops && !progress; i++) {
-        cc__p2p *o = &ops[i];
-        if (o->done || o->peer == c->rank) continue;
-        if (seen[2 * i + 1] != cc__chan_at(c, o->peer, c->rank)->tail) {
-          progress = 1;                    /* bytes waiting from this peer */
-        } else if (o->is_send) {           /* room in the ring? */
-          size_t space = c->chan_bytes - (size_t)(cc__chan_at(c, c->rank, o->peer)->head - seen[2 * i]);
-          if (space >= (o->hdr_sent ? 1 : sizeof(cc__msghdr))) progress = 1;
-        }
-      }
-      if (progress) continue;
-      s.ops = ops; s.nops = nops; s.seen = seen; s.inh = seen + 2 * nops; s.sending = sending;
-      r = cc__wait(c, cc__pending_p2p, &s, what);
-      if (r != CC_OK) goto out;
+      k = cc__link_read(c, p, dst + pe->rx_done, want);
+      if (k < 0) return cc__lost(x, p, errno);
+      if (k == 0) return CC_OK;
+      *progress = 1;
+      pe->rx_done += (uint64_t)k;
+      if (pe->rx_target) pe->rx_target->moved = (size_t)pe->rx_done;
     }
   }
-out:
+}
+
+/* The first unfinished send to m's peer is m itself (sends to one peer go in order). */
+static int cc__first_send(const cc__run *x, int i) {
+  int j;
+  for (j = 0; j < i; j++) {
+    const cc__msg *o = &x->m[j];
+    if (o->live && o->started && o->is_send && !o->done && o->peer == x->m[i].peer) return 0;
+  }
+  return 1;
+}
+
+/* Is some send of the run still waiting? */
+static int cc__sending(const cc__run *x) {
+  int i;
+  for (i = 0; i < x->n; i++)
+    if (x->m[i].live && x->m[i].started && x->m[i].is_send && !x->m[i].done) return 1;
+  return 0;
+}
+
+/* The wait of an idle run: -1 once a ring it uses moved (room in a send's
+   ring, bytes from a receive's peer, and while a send waits, bytes from any
+   peer on this host), else a peer it waits for. seen: per message its ring's
+   position, then per rank the head of the ring from it. */
+static int cc__pending_run(cc_comm *c, const void *arg) {
+  const cc__run *x = (const cc__run *)arg;
+  int i, who = -1, sending = cc__sending(x);
+  for (i = 0; i < x->n; i++) {
+    const cc__msg *m = &x->m[i];
+    if (!m->live || !m->started || m->done) continue;
+    if (who < 0) who = m->peer;
+    if (c->peers[m->peer].link != CC__LINK_SHM) continue;
+    if (m->is_send ? CC__LOAD(&cc__ring_out(c, m->peer)->tail) != x->seen[i]
+                   : CC__LOAD(&cc__ring_in(c, m->peer)->head) != x->seen[i]) return -1;
+  }
+  for (i = 0; sending && i < c->size; i++)
+    if (c->peers[i].link == CC__LINK_SHM && CC__LOAD(&cc__ring_in(c, i)->head) != x->seen[x->n + i]) return -1;
+  return who < 0 ? -1 : who;
+}
+
+/* Every shared-memory peer the run waits on lives. */
+static cc_result cc__alive_run(cc_comm *c, const void *arg, const char *what) {
+  const cc__run *x = (const cc__run *)arg;
+  int i;
+  for (i = 0; i < x->n; i++) {
+    const cc__msg *m = &x->m[i];
+    if (m->live && m->started && !m->done) CC__TRY(cc__check_peer(c, m->peer, what));
+  }
+  return CC_OK;
+}
+
+/* Run the live messages until all are done. cb (if any) is called when a
+   receive completes and may make more messages live. id: the collective this
+   run belongs to (its frames carry it), or NULL for the user's messages. */
+static cc_result cc__engine_run(cc_comm *c, cc__msg *m, int n, cc__done_fn cb, void *ctx, const cc__ident *id,
+                                const char *what) {
+  cc__run x;
+  uint64_t *seen = NULL;
+  int i, tcp = 0;
+  cc_result r = CC_OK;
+  x.c = c; x.m = m; x.n = n; x.cb = cb; x.ctx = ctx; x.what = what; x.id = id;
+  for (i = 0; i < n; i++) m[i].started = 0;
+  for (i = 0; i < c->size; i++) if (c->peers[i].link == CC__LINK_TCP && c->peers[i].fd >= 0) tcp = 1;
+  for (;;) {
+    int progress = 0, all = 1, np = 0, sending;
+    if ((r = cc__start(&x, &progress)) != CC_OK) break;
+    for (i = 0; i < n; i++) {          /* sends: the first unfinished one per peer */
+      cc__msg *s = &m[i];
+      long w;
+      if (!s->live || !s->started || !s->is_send || s->done || !cc__first_send(&x, i)) continue;
+      if (c->peers[s->peer].link == CC__LINK_TCP && c->peers[s->peer].eof) { r = cc__lost(&x, s->peer, 0); break; }
+      w = cc__link_write(c, s);
+      if (w < 0) { r = cc__lost(&x, s->peer, errno); break; }
+      if (w > 0) progress = 1;
+      if (s->hdr_sent == CC__FRAME && s->moved == s->bytes) s->done = 1;
+    }
+    if (r != CC_OK) break;
+    sending = cc__sending(&x);
+    for (i = 0; i < c->size && r == CC_OK; i++) {   /* this host: pull what a receive (or a blocked send) needs */
+      int need = 0, j;
+      if (c->peers[i].link != CC__LINK_SHM && c->peers[i].link != CC__LINK_SELF) continue;
+      if (c->peers[i].link == CC__LINK_SELF) continue;
+      for (j = 0; j < n && !need; j++)
+        need = m[j].live && m[j].started && !m[j].is_send && !m[j].done && m[j].peer == i;
+      if (need || c->peers[i].rx_state || c->peers[i].rx_hdr_got || (sending && cc__link_has_bytes(c, i)))
+        r = cc__rx_pull(&x, i, &progress);
+    }
+    if (r != CC_OK) break;
+    if (tcp) {                         /* other hosts: read what the run wants */
+      for (i = 0; i < c->size; i++) {
+        cc__peer *pe = &c->peers[i];
+        if (pe->link != CC__LINK_TCP || pe->fd < 0 || pe->eof) continue;
+        if (!pe->rx_state && !pe->rx_hdr_got && !cc__rx_wanted(&x, i, sending)) continue;
+        c->pfd[np].fd = pe->fd;
+        c->pfd[np].events = POLLIN;
+        c->pfd[np].revents = 0;
+        c->pfd_rank[np++] = i;
+      }
+      if (np && cc__poll(c->pfd, np, 0) > 0)
+        for (i = 0; i < np && r == CC_OK; i++)
+          if (c->pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) r = cc__rx_pull(&x, c->pfd_rank[i], &progress);
+      for (i = 0; i < c->size && r == CC_OK; i++)   /* a read-ahead may hold whole frames */
+        if (c->peers[i].link == CC__LINK_TCP && c->peers[i].st_beg < c->peers[i].st_end &&
+            (c->peers[i].rx_state || c->peers[i].rx_hdr_got || cc__rx_wanted(&x, i, sending)))
+          r = cc__rx_pull(&x, i, &progress);
+      if (r != CC_OK) break;
+    }
+    for (i = 0; i < n; i++) {
+      if (!m[i].live || m[i].done) continue;
+      all = 0;
+      if (c->peers[m[i].peer].link == CC__LINK_TCP && c->peers[m[i].peer].eof && m[i].peer != c->rank &&
+          !c->peers[m[i].peer].rx_state && c->peers[m[i].peer].st_beg == c->peers[m[i].peer].st_end) {
+        r = cc__lost(&x, m[i].peer, 0);
+        break;
+      }
+    }
+    if (r != CC_OK || all) break;
+    if (CC__LOAD_RLX(&c->hdr->fail_code)) { r = cc__take_fail(c, what); break; }
+    if (!progress) {                   /* idle: wait for a ring to move or a socket to be ready */
+      cc__waitfor w;
+      int shm = 0;
+      if (!seen && !(seen = (uint64_t *)CC_MALLOC(sizeof(uint64_t) * ((size_t)n + (size_t)c->size)))) {
+        r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
+        break;
+      }
+      x.seen = seen;
+      for (i = 0; i < n; i++) {
+        seen[i] = 0;
+        if (!m[i].live || !m[i].started || m[i].done || c->peers[m[i].peer].link != CC__LINK_SHM) continue;
+        shm = 1;
+        seen[i] = m[i].is_send ? CC__LOAD(&cc__ring_out(c, m[i].peer)->tail) : CC__LOAD(&cc__ring_in(c, m[i].peer)->head);
+      }
+      for (i = 0; i < c->size; i++)
+        seen[n + i] = c->peers[i].link == CC__LINK_SHM ? CC__LOAD(&cc__ring_in(c, i)->head) : 0;
+      /* re-check after the snapshot, so that nothing that moved before it is missed */
+      progress = 0;
+      for (i = 0; i < n && !progress; i++) {
+        const cc__msg *s = &m[i];
+        if (!s->live || !s->started || s->done || c->peers[s->peer].link != CC__LINK_SHM) continue;
+        if (!s->is_send && seen[i] != cc__ring_in(c, s->peer)->tail) progress = 1;
+        if (s->is_send && c->shm->chan_bytes - (size_t)(cc__ring_out(c, s->peer)->head - seen[i]) > 0) progress = 1;
+      }
+      for (i = 0; i < c->size && !progress && sending; i++)
+        if (c->peers[i].link == CC__LINK_SHM && seen[n + i] != cc__ring_in(c, i)->tail) progress = 1;
+      if (progress) continue;
+      for (i = 0; i < np; i++) { c->pfd[i].events = POLLIN; c->pfd[i].revents = 0; }
+      for (i = 0; i < n && np; i++) {  /* a send waiting for room in a socket */
+        int k;
+        if (!m[i].live || !m[i].started || !m[i].is_send || m[i].done) continue;
+        for (k = 0; k < np; k++) if (c->pfd_rank[k] == m[i].peer) c->pfd[k].events |= POLLOUT;
+      }
+      w.pending = cc__pending_run; w.alive = cc__alive_run; w.arg = &x;
+      w.pfd = c->pfd; w.npfd = np; w.shm = shm;
+      if ((r = cc__wait(c, &w, what)) != CC_OK) break;
+    }
+  }
   CC_FREE(seen);
-  CC_FREE(pulled);
   return r;
 }
 
+static void cc__msg_set(cc__msg *m, int is_send, int peer, int tag, const void *buf, size_t bytes) {
+  memset(m, 0, sizeof *m);
+  m->is_send = is_send;
+  m->peer = peer;
+  m->tag = tag;
+  m->buf = (unsigned char *)(uintptr_t)buf;
+  m->bytes = bytes;
+  m->live = 1;
+}
 /* ============================================================== @algo */
-/* Collectives as phases over the arena. The reduction of element i is always
-   ((x0 op x1) op x2) ... in rank order, done once by one rank (or by every rank
-   on the same inputs), so every rank holds the same bits, run after run. */
+/* The collectives. Three executors, each driven by @plan:
+   - the arena executor (cc__arena_*): every rank on one host; a collective is
+     a sequence of phases over the segment's arena (@shm), waited with
+     cc__wait;
+   - the message executor (cc__msg_*): over the message engine (@engine),
+     between any ranks, on shared-memory rings and TCP alike: direct
+     exchange, rings, trees and pipelined chains, chosen by size;
+   - hierarchical runs (cc__hier_run): ranks on several hosts, several on a
+     host: the host's part is an arena run on the host's communicator, the
+     part across hosts a message run between one rank per host.
+   cc__algo_run picks the executor. The reduction of element i is always
+   ((x0 op x1) op x2) ... in rank order (across hosts: each host's ranks in
+   order, then the hosts in order), done once by one rank or by every rank on
+   the same inputs, so every rank holds the same bits, run after run. */
 
-static size_t cc__part(size_t m, int n, int r) {     /* start of rank r's share of m */
-  return (m / (size_t)n) * (size_t)r + CC__MIN((size_t)r, m % (size_t)n);
+/* ---------------------------------------------------------------- arena: phases */
+
+/* Wait until rank `who` (-1: every rank) has arrived at `step`. */
+static cc_result cc__ph_wait_at(cc_comm *c, int who, uint64_t step, const char *what) {
+  cc__arr_arg a;
+  cc__waitfor w;
+  cc_result r;
+  if (who < 0 && c->seen_all >= step) return CC_OK;
+  a.who = who;
+  a.step = step;
+  memset(&w, 0, sizeof w);
+  w.pending = cc__pending_arrive;
+  w.arg = &a;
+  w.shm = 1;
+  r = cc__wait(c, &w, what);
+  if (r == CC_OK && who < 0) c->seen_all = step;
+  return r;
 }
 
-static void cc__desc_str(const cc__desc *d, char *buf, size_t len) {
-  const char *cn = d->coll < CC__COLL_COUNT ? cc__coll_names[d->coll] : "?";
-  switch (d->coll) {
-  case CC__BARRIER: case CC__INIT: case CC__SPLIT:
-    snprintf(buf, len, "%s", cn); break;
-  case CC__REDUCE:
-    snprintf(buf, len, "%s(count %llu, %s, op %s, root %d)", cn, (unsigned long long)d->count,
-             cc__dtype_name((cc_dtype)d->dtype), d->op < CC_OP_BUILTIN_COUNT ? cc__op_name(d->op) : "user",
-             d->root);
-    break;
-  case CC__ALL_REDUCE: case CC__REDUCE_SCATTER:
-    snprintf(buf, len, "%s(count %llu, %s, op %s)", cn, (unsigned long long)d->count,
-             cc__dtype_name((cc_dtype)d->dtype), d->op < CC_OP_BUILTIN_COUNT ? cc__op_name(d->op) : "user");
-    break;
-  default:
-    snprintf(buf, len, "%s(count %llu, %s, root %d)", cn, (unsigned long long)d->count,
-             cc__dtype_name((cc_dtype)d->dtype), d->root);
-  }
+/* Begin the next phase: returns this rank's half once it is free to write. */
+static cc_result cc__ph_begin(cc_comm *c, unsigned char **mine, const char *what) {
+  uint64_t s = c->step + 1;
+  if (s >= 2) CC__TRY(cc__ph_wait_at(c, -1, s - 1, what));
+  *mine = cc__half(c, c->rank, s);
+  return CC_OK;
 }
 
-static int cc__is_v(int coll) {
-  return coll == CC__GATHER_V || coll == CC__ALL_GATHER_V || coll == CC__SCATTER_V || coll == CC__ALL_TO_ALL_V;
+static void cc__ph_arrive(cc_comm *c) {
+  c->step++;
+  CC__STORE_SC(&c->ctl[c->rank].arrive, c->step);
+  cc__notify(c);
 }
+
+static cc_result cc__ph_wait(cc_comm *c, int who, const char *what) {
+  return cc__ph_wait_at(c, who, c->step, what);
+}
+
+/* ---------------------------------------------------------------- arena: collectives */
 
 /* First phase of a call: the descriptor goes at the head of this rank's half
    (all but its step); the caller may put data after it, then calls
@@ -2163,65 +3756,50 @@ static int cc__is_v(int coll) {
 static cc_result cc__first_begin(cc_comm *c, const cc__call *k, uint64_t count, uint64_t aux,
                                  unsigned char **mine) {
   cc__desc d;
-  const char *what = cc__coll_names[k->coll];
-  cc_result r = cc__ph_begin(c, mine, what);
+  cc__ident id;
+  const cc__opinfo *o = cc__opinfo_of(c, k->op);
+  cc_result r = cc__ph_begin(c, mine, cc__coll_name(k->coll));
   if (r != CC_OK) return r;
+  cc__ident_of(k, &id);
   memset(&d, 0, sizeof d);
-  d.coll = (uint8_t)k->coll;
-  d.dtype = (uint8_t)k->t;
-  d.op = k->op;
-  d.root = (int16_t)k->root;
+  d.coll = id.coll;
+  d.dtype = id.dtype;
+  d.op = id.op;
+  d.root = (int16_t)id.root;
   d.count = count;
   d.aux = aux;
-  if (k->op >= CC__OP_FIRST_USER && c->ops[k->op - CC__OP_FIRST_USER].kind == 2)
-    memcpy(d.scal, c->ops[k->op - CC__OP_FIRST_USER].scal, sizeof d.scal);
+  if (cc__reduces(k->coll) && o && o->kind == CC__OPK_PREMUL) memcpy(d.scal, o->scal, sizeof d.scal);
   memcpy(*mine + sizeof d.step, (const unsigned char *)&d + sizeof d.step, sizeof d - sizeof d.step);
   return CC_OK;
-}
-
-static cc__desc *cc__desc_at(cc_comm *c, int r, uint64_t step) {
-  return (cc__desc *)cc__half(c, r, step);
 }
 
 static const cc__desc *cc__desc_of(cc_comm *c, int r) {
   return cc__desc_at(c, r, c->step);
 }
 
-/* The first phase waits on the descriptors themselves: a rank's step, its
-   descriptor and a small message's data share one cache line, so a waiter
-   pulls one line per peer. A rank that published phase s has read phase s-1
-   already, which is what the reuse of halves needs (seen_all). */
-static int cc__pending_first(cc_comm *c, const void *arg) {
-  uint64_t s = *(const uint64_t *)arg;
-  int r;
-  for (r = 0; r < c->size; r++)
-    if (CC__LOAD(&cc__desc_at(c, r, s)->step) < s) return r;
-  return -1;
-}
-
-/* Publish, wait for every rank, and compare every rank's descriptor with ours. */
+/* Publish, wait for every rank (a rank that published phase s has read phase
+   s-1 already, which is what the reuse of halves needs: seen_all), and
+   compare every rank's call with ours. */
 static cc_result cc__first_end(cc_comm *c, const cc__call *k) {
-  const char *what = cc__coll_names[k->coll];
-  const cc__desc *me;
+  const char *what = cc__coll_name(k->coll);
+  cc__ident me, them;
   uint64_t s = c->step + 1;
+  cc__waitfor w;
   cc_result r;
   int j;
   CC__STORE_SC(&cc__desc_at(c, c->rank, s)->step, s);
   cc__ph_arrive(c);
-  if ((r = cc__wait(c, cc__pending_first, &s, what)) != CC_OK) return r;
+  memset(&w, 0, sizeof w);
+  w.pending = cc__pending_first;
+  w.arg = &s;
+  w.shm = 1;
+  if ((r = cc__wait(c, &w, what)) != CC_OK) return r;
   if (c->seen_all < s) c->seen_all = s;
-  me = cc__desc_of(c, c->rank);
+  cc__ident_of_desc(cc__desc_of(c, c->rank), &me);
   for (j = 0; j < c->size; j++) {
     const cc__desc *d = cc__desc_of(c, j);
-    int bad = d->coll != me->coll || d->dtype != me->dtype || d->root != me->root;
-    if (!cc__is_v((int)me->coll)) bad = bad || d->count != me->count || d->op != me->op;
-    if (bad) {
-      char a[128], b[128];
-      cc__desc_str(d, a, sizeof a);
-      cc__desc_str(me, b, sizeof b);
-      return cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d called %s while rank %d called %s",
-                      what, j, a, c->rank, b);
-    }
+    cc__ident_of_desc(d, &them);
+    CC__TRY(cc__ident_agree(c, what, &me, &them, j));
     if (k->op >= CC__OP_FIRST_USER) {    /* premul scalars: the halves are reused later */
       memcpy(c->scalbuf + 16 * (size_t)j, d->scal, 16);
       c->scals[j] = c->scalbuf + 16 * (size_t)j;
@@ -2238,7 +3816,7 @@ static void cc__apply(cc_comm *c, const cc__call *k, void *dst, size_t count) {
     cc__reduce_n(dst, c->srcs, n, count, k->t, k->op, NULL);
   } else {
     const cc__opinfo *o = &c->ops[k->op - CC__OP_FIRST_USER];
-    if (o->kind == 2) {
+    if (o->kind == CC__OPK_PREMUL) {
       cc__reduce_n(dst, c->srcs, n, count, k->t, CC__OP_PREMUL, c->scals);
     } else {
       int j;
@@ -2293,7 +3871,7 @@ static cc_result cc__run_broadcast(cc_comm *c, const cc__call *k) {
    half (reduce-scatter), then the readers copy every share out (all-gather).
    The fold is x0 op x1 op ... in rank order either way: the same bits. */
 static cc_result cc__run_reduce(cc_comm *c, const cc__call *k, int root) {
-  const char *what = cc__coll_names[k->coll];
+  const char *what = cc__coll_name(k->coll);
   size_t es = cc__dtype_bytes(k->t), bytes = k->count * es, cap = c->half - CC__DESC_BYTES;
   const unsigned char *sb = (const unsigned char *)k->sbuf;
   unsigned char *rb = (unsigned char *)k->rbuf, *mine;
@@ -2375,1008 +3953,128 @@ static cc_result cc__run_reduce_scatter(cc_comm *c, const cc__call *k) {
 }
 
 /* Data movement without reduction: gather, all_gather, scatter, all_to_all
-   and their v variants. A rank's pieces are staged chunk by chunk (pc bytes
-   of each piece per phase); readers copy out what is theirs. */
-typedef struct cc__move {
-  int npieces1;                        /* 1: one piece read by every reader; 0: piece j is for rank j */
-  int writer, reader;                  /* -1: every rank; else only that rank */
-  const unsigned char *sb;
-  unsigned char *rb;
-  const size_t *soff, *slen;           /* bytes, per destination (or [0] when npieces1) */
-  const size_t *roff, *rlen;           /* bytes, per source */
-  size_t maxlen;                       /* largest piece of any rank */
-  int first_done;                      /* the descriptor phase already ran (v variants) */
-} cc__move;
-
-static cc_result cc__run_move(cc_comm *c, const cc__call *k, const cc__move *mv, uint64_t dcount) {
-  const char *what = cc__coll_names[k->coll];
-  int n = c->size, me = c->rank, j, first = !mv->first_done;
-  int writes = (mv->writer < 0 || mv->writer == me) && !(mv->npieces1 && mv->reader == me);
-  int reads = mv->reader < 0 || mv->reader == me;
-  size_t pc = c->half - CC__DESC_BYTES, off = 0;
+   and their v forms, as cc__plan_move lays them out. A rank's pieces are
+   staged chunk by chunk (pc bytes of each piece per phase); readers copy out
+   what is theirs. The v forms first publish every rank's counts, so that
+   every rank checks every pair alike (CC_ERR_MISMATCH everywhere, or
+   nowhere) and knows how many phases the data needs. */
+static cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
+  const char *what = cc__coll_name(k->coll);
+  size_t es = cc__dtype_bytes(k->t), pc = c->half - CC__DESC_BYTES, off = 0, maxlen = 0, own = 0;
+  int n = c->size, me = c->rank, j, i, first = 1, writes, reads;
   unsigned char *mine;
+  cc__ident id;
+  cc__plan p;
   cc_result r;
-  if (!mv->npieces1) pc = (pc / (size_t)n) & ~(size_t)63;
-  while (first || off < mv->maxlen) {
-    if (first) r = cc__first_begin(c, k, dcount, mv->maxlen, &mine);
+  cc__plan_move(c, k, &p);
+  cc__ident_of(k, &id);
+  writes = (p.writer < 0 || p.writer == me) && !(p.one_piece && p.reader == me);
+  reads = p.reader < 0 || p.reader == me;
+  if (!p.one_piece) pc = (pc / (size_t)n) & ~(size_t)63;
+  if (!cc__is_v(k->coll)) {
+    maxlen = k->count * es;
+  } else {                             /* the counts: [0,n) what this rank sends, [n,2n) what it expects */
+    uint64_t *arr;
+    for (j = 0; j < n; j++) own = CC__MAX(own, p.slen[j]);
+    CC__TRY(cc__first_begin(c, k, id.count, own, &mine));
+    arr = (uint64_t *)CC__DATA(mine);
+    for (j = 0; j < 2 * n; j++) arr[j] = 0;
+    for (j = 0; j < n; j++) {
+      if (k->sc) arr[j] = k->sc[j];
+      if (k->rc) arr[n + j] = k->rc[j];
+    }
+    CC__TRY(cc__first_end(c, k));
+    for (i = 0; i < n; i++) {          /* every rank checks every pair */
+      const uint64_t *ai = (const uint64_t *)CC__DATA(cc__half(c, i, c->step));
+      for (j = 0; j < n; j++) {
+        uint64_t have, want;
+        int from, to;
+        switch (k->coll) {
+        case CC__GATHER_V: case CC__ALL_GATHER_V:
+          if (k->coll == CC__GATHER_V && i != k->root) continue;
+          have = cc__desc_of(c, j)->count; want = ai[n + j]; from = j; to = i; break;
+        case CC__SCATTER_V: if (i != k->root) continue; have = ai[j]; want = cc__desc_of(c, j)->count; from = i; to = j; break;
+        default: have = ai[j]; want = ((const uint64_t *)CC__DATA(cc__half(c, j, c->step)))[n + i]; from = i; to = j; break;
+        }
+        if (have != want) return cc__vcount_mismatch(c, what, from, to, have, want);
+      }
+      maxlen = CC__MAX(maxlen, (size_t)cc__desc_of(c, i)->aux);
+    }
+    first = 0;
+  }
+  while (first || off < maxlen) {
+    if (first) r = cc__first_begin(c, k, id.count, maxlen, &mine);
     else if (writes) r = cc__ph_begin(c, &mine, what);
     else r = CC_OK;
     if (r != CC_OK) return r;
     if (writes) {
-      if (mv->npieces1) {
-        if (mv->slen[0] > off)
-          cc__stage(c, CC__DATA(mine), mv->sb + mv->soff[0] + off, CC__MIN(pc, mv->slen[0] - off), mv->maxlen * (size_t)n);
-      } else {
-        for (j = 0; j < n; j++)
-          if (j != me && (mv->reader < 0 || mv->reader == j) && mv->slen[j] > off)
-            cc__stage(c, CC__DATA(mine) + (size_t)j * pc, mv->sb + mv->soff[j] + off,
-                      CC__MIN(pc, mv->slen[j] - off), mv->maxlen * (size_t)n);
+      for (j = 0; j < n; j++) {
+        const unsigned char *src = (const unsigned char *)k->sbuf + p.soff[j] + off;
+        if (p.one_piece) {
+          if (p.slen[0] > off) cc__stage(c, CC__DATA(mine), src, CC__MIN(pc, p.slen[0] - off), maxlen * (size_t)n);
+          break;
+        }
+        if (j != me && (p.reader < 0 || p.reader == j) && p.slen[j] > off)
+          cc__stage(c, CC__DATA(mine) + (size_t)j * pc, src, CC__MIN(pc, p.slen[j] - off), maxlen * (size_t)n);
       }
     }
     if (first) r = cc__first_end(c, k);
     else {
       cc__ph_arrive(c);
-      r = reads ? cc__ph_wait(c, mv->writer, what) : CC_OK;
+      r = reads ? cc__ph_wait(c, p.writer, what) : CC_OK;
     }
     if (r != CC_OK) return r;
     first = 0;
-    if (reads) {
-      for (j = 0; j < n; j++) {
-        const unsigned char *src;
-        if (j == me || (mv->writer >= 0 && mv->writer != j) || mv->rlen[j] <= off) continue;
-        src = CC__DATA(cc__half(c, j, c->step)) + (mv->npieces1 ? 0 : (size_t)me * pc);
-        memcpy(mv->rb + mv->roff[j] + off, src, CC__MIN(pc, mv->rlen[j] - off));
-      }
+    for (j = 0; reads && j < n; j++) {
+      const unsigned char *src;
+      if (j == me || (p.writer >= 0 && p.writer != j) || p.rlen[j] <= off) continue;
+      src = CC__DATA(cc__half(c, j, c->step)) + (p.one_piece ? 0 : (size_t)me * pc);
+      memcpy((unsigned char *)k->rbuf + p.roff[j] + off, src, CC__MIN(pc, p.rlen[j] - off));
     }
     off += pc;
   }
-  if (reads && mv->rlen[me]) {         /* this rank's own piece */
-    const unsigned char *src = mv->sb + mv->soff[mv->npieces1 ? 0 : me];
-    if (src != mv->rb + mv->roff[me]) memcpy(mv->rb + mv->roff[me], src, mv->rlen[me]);
-  }
+  cc__plan_own(c, k, &p);
   return CC_OK;
 }
 
-/* Regular gather, all_gather, scatter, all_to_all as moves. */
-static cc_result cc__run_move_regular(cc_comm *c, const cc__call *k) {
-  size_t es = cc__dtype_bytes(k->t), bytes = k->count * es, *a = c->scratch;
-  int n = c->size, j;
-  cc__move mv;
-  memset(&mv, 0, sizeof mv);
-  mv.soff = a; mv.slen = a + n; mv.roff = a + 2 * n; mv.rlen = a + 3 * n;
-  mv.sb = (const unsigned char *)k->sbuf;
-  mv.rb = (unsigned char *)k->rbuf;
-  mv.maxlen = bytes;
-  mv.writer = -1;
-  mv.reader = -1;
-  for (j = 0; j < n; j++) {
-    a[j] = (size_t)j * bytes;                 /* send offsets */
-    a[n + j] = bytes;                         /* send lengths */
-    a[2 * n + j] = (size_t)j * bytes;         /* receive offsets */
-    a[3 * n + j] = bytes;                     /* receive lengths */
-  }
+/* A call on a communicator of ranks on one host. */
+static cc_result cc__arena_run(cc_comm *c, const cc__call *k) {
   switch (k->coll) {
-  case CC__GATHER:
-  case CC__ALL_GATHER:
-    if (k->coll == CC__GATHER) mv.reader = k->root;
-    mv.npieces1 = 1;
-    a[0] = 0;
-    break;
-  case CC__SCATTER:                           /* every rank receives from the root */
-    mv.writer = k->root;
-    for (j = 0; j < n; j++) { a[2 * n + j] = 0; a[3 * n + j] = j == k->root ? bytes : 0; }
-    break;
-  default:                                    /* all_to_all */
-    break;
-  }
-  return cc__run_move(c, k, &mv, k->count);
-}
-
-/* The v variants: a first phase publishes every rank's counts, so that every
-   rank checks every pair the same way (CC_ERR_MISMATCH everywhere, or nowhere)
-   and knows how many phases the data needs. */
-static cc_result cc__run_move_v(cc_comm *c, const cc__call *k) {
-  const char *what = cc__coll_names[k->coll];
-  size_t es = cc__dtype_bytes(k->t), *a = c->scratch, aux = 0;
-  int n = c->size, me = c->rank, j, i, root = k->root;
-  uint64_t own = 0, *arr;
-  unsigned char *mine;
-  cc__move mv;
-  cc_result r;
-  memset(&mv, 0, sizeof mv);
-  switch (k->coll) {
-  case CC__GATHER_V: case CC__ALL_GATHER_V: own = k->scount; aux = k->scount * es; break;
-  case CC__SCATTER_V:
-    own = k->rcount;
-    if (me == root) for (j = 0; j < n; j++) aux = CC__MAX(aux, k->sc[j] * es);
-    break;
+  case CC__BARRIER: case CC__INIT: return cc__run_barrier(c, k);
+  case CC__BROADCAST: return cc__run_broadcast(c, k);
+  case CC__REDUCE: return cc__run_reduce(c, k, k->root);
+  case CC__ALL_REDUCE: return cc__run_reduce(c, k, -1);
+  case CC__REDUCE_SCATTER: return cc__run_reduce_scatter(c, k);
+  case CC__GATHER: case CC__ALL_GATHER: case CC__SCATTER: case CC__ALL_TO_ALL:
+  case CC__GATHER_V: case CC__ALL_GATHER_V: case CC__SCATTER_V: case CC__ALL_TO_ALL_V:
+    return cc__arena_move(c, k);
   default:
-    for (j = 0; j < n; j++) aux = CC__MAX(aux, k->sc[j] * es);
-    break;
-  }
-  if ((r = cc__first_begin(c, k, own, aux, &mine)) != CC_OK) return r;
-  arr = (uint64_t *)CC__DATA(mine);           /* [0,n): send counts, [n,2n): receive counts */
-  for (j = 0; j < 2 * n; j++) arr[j] = 0;
-  for (j = 0; j < n; j++) {
-    if (k->sc) arr[j] = k->sc[j];
-    if (k->rc) arr[n + j] = k->rc[j];
-  }
-  if ((r = cc__first_end(c, k)) != CC_OK) return r;
-  for (i = 0; i < n; i++) {                   /* every rank checks every pair */
-    const uint64_t *ai = (const uint64_t *)CC__DATA(cc__half(c, i, c->step));
-    for (j = 0; j < n; j++) {
-      uint64_t have, want;
-      switch (k->coll) {
-      case CC__GATHER_V: if (i != root) continue; have = cc__desc_of(c, j)->count; want = ai[n + j]; break;
-      case CC__ALL_GATHER_V: have = cc__desc_of(c, j)->count; want = ai[n + j]; break;
-      case CC__SCATTER_V: if (i != root) continue; have = ai[j]; want = cc__desc_of(c, j)->count; break;
-      default: have = ai[j]; want = ((const uint64_t *)CC__DATA(cc__half(c, j, c->step)))[n + i]; break;
-      }
-      if (have != want)
-        return cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d sends %llu elements to rank %d, which expects %llu "
-                        "(counts as rank %d sees them)", what, k->coll == CC__SCATTER_V ? root :
-                        k->coll == CC__ALL_TO_ALL_V ? i : j, (unsigned long long)have,
-                        k->coll == CC__ALL_TO_ALL_V || k->coll == CC__SCATTER_V ? j : i,
-                        (unsigned long long)want, me);
-    }
-    mv.maxlen = CC__MAX(mv.maxlen, (size_t)cc__desc_of(c, i)->aux);
-  }
-  mv.soff = a; mv.slen = a + n; mv.roff = a + 2 * n; mv.rlen = a + 3 * n;
-  mv.sb = (const unsigned char *)k->sbuf;
-  mv.rb = (unsigned char *)k->rbuf;
-  mv.writer = -1;
-  mv.reader = -1;
-  mv.first_done = 1;
-  for (j = 0; j < 4 * n; j++) a[j] = 0;
-  switch (k->coll) {
-  case CC__GATHER_V:
-  case CC__ALL_GATHER_V:
-    if (k->coll == CC__GATHER_V) mv.reader = root;
-    mv.npieces1 = 1;
-    a[n] = k->scount * es;
-    for (j = 0; j < n; j++) {
-      a[3 * n + j] = (size_t)cc__desc_of(c, j)->count * es;
-      if (k->rd) a[2 * n + j] = k->rd[j] * es;
-    }
-    break;
-  case CC__SCATTER_V:
-    mv.writer = root;
-    for (j = 0; j < n && me == root; j++) { a[j] = k->sd[j] * es; a[n + j] = k->sc[j] * es; }
-    a[3 * n + root] = k->rcount * es;
-    break;
-  default:
-    for (j = 0; j < n; j++) {
-      a[j] = k->sd[j] * es; a[n + j] = k->sc[j] * es;
-      a[2 * n + j] = k->rd[j] * es; a[3 * n + j] = k->rc[j] * es;
-    }
-    break;
-  }
-  return cc__run_move(c, k, &mv, own);
-}
-
-/* ============================================================== @bootstrap */
-
-/* Parse an integer environment variable: 0 unset, 1 ok, -1 not a number. */
-static int cc__env_long(const char *name, long *out) {
-  const char *s = getenv(name);
-  char *end;
-  long v;
-  if (!s || !*s) return 0;
-  errno = 0;
-  v = strtol(s, &end, 10);
-  if (errno || *end || end == s) return -1;
-  *out = v;
-  return 1;
-}
-
-/* The first of several variables that is set: 1 found, 0 none, -1 garbage
-   (cc__tls_err says which). */
-static int cc__env_first(const char *const *names, long *out, const char **which) {
-  int i;
-  for (i = 0; names[i]; i++) {
-    int r = cc__env_long(names[i], out);
-    if (r == 0) continue;
-    *which = names[i];
-    if (r < 0) snprintf(cc__tls_err, sizeof cc__tls_err, "comm_init: %s='%s' is not a number",
-                        names[i], getenv(names[i]));
-    return r;
-  }
-  return 0;
-}
-
-static cc_result cc__env_ranks(const cc_config *cfg, int *rank, int *size, int *lsize) {
-  static const char *const rk[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", NULL};
-  static const char *const sz[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", NULL};
-  static const char *const ls[] = {"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", NULL};
-  long r = -1, s = -1, l = -1;
-  const char *rn = "RANK", *sn = "WORLD_SIZE", *ln = "LOCAL_WORLD_SIZE";
-  int hr, hs, hl;
-  if (cfg && (cfg->rank < -1 || cfg->world_size == 0 || cfg->world_size < -1 || cfg->timeout_ms < 0)) {
-    snprintf(cc__tls_err, sizeof cc__tls_err, "comm_init: %s %d is invalid (-1 takes it from the "
-             "environment; cc_config_init sets the defaults)", cfg->rank < -1 ? "cfg.rank" :
-             cfg->timeout_ms < 0 ? "cfg.timeout_ms" : "cfg.world_size",
-             cfg->rank < -1 ? cfg->rank : cfg->timeout_ms < 0 ? cfg->timeout_ms : cfg->world_size);
-    return CC_ERR_INVALID_ARG;
-  }
-  {
-    const char *t = getenv("CC_TIMEOUT");
-    char *end;
-    if (t && *t && (strtod(t, &end) <= 0 || *end)) {
-      snprintf(cc__tls_err, sizeof cc__tls_err, "comm_init: CC_TIMEOUT='%.40s' is not a positive number of seconds", t);
-      return CC_ERR_INVALID_ARG;
-    }
-  }
-  if (cfg && cfg->rank >= 0) { r = cfg->rank; rn = "cfg.rank"; hr = 1; }
-  else if ((hr = cc__env_first(rk, &r, &rn)) < 0) return CC_ERR_INVALID_ARG;
-  if (cfg && cfg->world_size > 0) { s = cfg->world_size; sn = "cfg.world_size"; hs = 1; }
-  else if ((hs = cc__env_first(sz, &s, &sn)) < 0) return CC_ERR_INVALID_ARG;
-  if (cfg && cfg->rank >= 0 && cfg->world_size > 0) hl = 0;   /* both given: the environment's job is not this one */
-  else if ((hl = cc__env_first(ls, &l, &ln)) < 0) return CC_ERR_INVALID_ARG;
-  if (!hr && !hs) { r = 0; s = 1; }              /* a plain process: a world of one */
-  else if (!hr) {
-    snprintf(cc__tls_err, sizeof cc__tls_err, "comm_init: %s=%ld is set but RANK is not", sn, s);
-    return CC_ERR_INVALID_ARG;
-  } else if (!hs) {
-    snprintf(cc__tls_err, sizeof cc__tls_err, "comm_init: %s=%ld is set but WORLD_SIZE is not", rn, r);
-    return CC_ERR_INVALID_ARG;
-  }
-  if (s < 1 || s > INT_MAX) {
-    snprintf(cc__tls_err, sizeof cc__tls_err, "comm_init: %s=%ld must be at least 1", sn, s);
-    return CC_ERR_INVALID_ARG;
-  }
-  if (r < 0 || r >= s) {
-    snprintf(cc__tls_err, sizeof cc__tls_err, "comm_init: %s=%ld is out of range for %s=%ld", rn, r, sn, s);
-    return CC_ERR_INVALID_ARG;
-  }
-  if (hl && (l < 1 || l > s)) {
-    snprintf(cc__tls_err, sizeof cc__tls_err, "comm_init: %s=%ld is inconsistent with %s=%ld", ln, l, sn, s);
-    return CC_ERR_INVALID_ARG;
-  }
-  *rank = (int)r;
-  *size = (int)s;
-  *lsize = hl ? (int)l : (int)s;
-  return CC_OK;
-}
-
-static uint64_t cc__env_timeout_ns(const cc_config *cfg) {
-  const char *s = getenv("CC_TIMEOUT");
-  if (cfg && cfg->timeout_ms > 0) return (uint64_t)cfg->timeout_ms * CC__MS;
-  if (s && *s) {
-    char *end;
-    double v = strtod(s, &end);
-    if (end != s && v > 0) return (uint64_t)(v * 1e9);
-  }
-  return 600 * CC__S;
-}
-
-static cc_comm *cc__comm_new(int rank, int size, const cc_config *cfg) {
-  cc_comm *c = (cc_comm *)CC_MALLOC(sizeof *c);
-  size_t n = (size_t)size;
-  if (!c) return NULL;
-  memset(c, 0, sizeof *c);
-  c->rank = c->local_rank = rank;
-  c->size = c->local_size = size;
-  c->debug = cc__debug_level();
-  c->timeout_ns = cc__env_timeout_ns(cfg);
-  c->oversub = size > cc__ncpus();
-  c->spin_ns = (uint64_t)cc__env_size("CC_SPIN_US", c->oversub ? 2 : 50, 0, 10000000) * 1000;
-  c->small_bytes = cc__env_size("CC_SMALL_BYTES", c->oversub ? (64u << 10) : (16u << 10), 0, 64u << 20);
-  c->stream_bytes = cc__env_size("CC_STREAM_BYTES", 512u << 10, 0, (size_t)1 << 40);
-  c->srcs = (const void **)CC_MALLOC(sizeof(void *) * n);
-  c->scals = (const void **)CC_MALLOC(sizeof(void *) * n);
-  c->scratch = (size_t *)CC_MALLOC(sizeof(size_t) * 4 * n);
-  c->scalbuf = (unsigned char *)CC_MALLOC(16 * n);
-  c->peers = (cc__peer *)CC_MALLOC(sizeof(cc__peer) * n);
-  if (!c->srcs || !c->scals || !c->scratch || !c->peers || !c->scalbuf) {
-    CC_FREE(c->srcs); CC_FREE(c->scals); CC_FREE(c->scratch); CC_FREE(c->peers); CC_FREE(c->scalbuf); CC_FREE(c);
-    return NULL;
-  }
-  memset(c->peers, 0, sizeof(cc__peer) * n);
-  pthread_mutex_init(&c->qlock, NULL);
-  pthread_cond_init(&c->qcond, NULL);
-  return c;
-}
-
-#ifndef CC_NO_TCP
-static void cc__net_free(cc_comm *c);
-#endif
-
-static void cc__comm_free(cc_comm *c) {
-  int i;
-  if (!c) return;
-#ifndef CC_NO_TCP
-  if (c->net) cc__net_free(c);
-#endif
-  for (i = 0; i < c->size; i++) {
-    cc__peer *p = &c->peers[i];
-    while (p->uq_head) { cc__umsg *m = p->uq_head; p->uq_head = m->next; CC_FREE(m->data); CC_FREE(m); }
-    if (p->in_unexp) { CC_FREE(p->in_unexp->data); CC_FREE(p->in_unexp); }
-  }
-  for (i = 0; i < c->group.n; i++) {
-    cc__call *k = &c->group.calls[i];
-    CC_FREE(k->sc); CC_FREE(k->sd); CC_FREE(k->rc); CC_FREE(k->rd);
-  }
-  CC_FREE(c->group.calls);
-  if (c->seg) cc__shm_unmap(c->seg, c->seg_bytes);
-  pthread_mutex_destroy(&c->qlock);
-  pthread_cond_destroy(&c->qcond);
-  CC_FREE(c->srcs); CC_FREE(c->scals); CC_FREE(c->scratch); CC_FREE(c->peers); CC_FREE(c->ops);
-  CC_FREE(c->scalbuf);
-  CC_FREE(c);
-}
-
-/* Create (rank 0 of the new communicator) or open a named segment and attach;
-   the last rank to map it unlinks the name. */
-static cc_result cc__shm_join(cc_comm *c, const char *name, int creator, const char *what) {
-  uint64_t deadline = cc__now_ns() + c->timeout_ns, pause = 100000;
-  unsigned char *seg = NULL;
-  size_t half, chan, bytes = 0;
-  char why[128];
-  cc__layout L;
-  cc_result r;
-  cc__seg_sizes(c->size, &half, &chan);
-  cc__layout_of(c->size, half, chan, &L);
-  if (creator) {
-    seg = (unsigned char *)cc__shm_create(name, L.total);
-    if (!seg) {
-      cc__strerr(errno, why, sizeof why);
-      return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: cannot create shared memory /dev/shm%s (%zu bytes): %s",
-                      what, c->rank, name, L.total, why);
-    }
-    cc__seg_init(seg, c->size, half, chan, L.total);
-    bytes = L.total;
-  } else {
-    for (;;) {
-      seg = (unsigned char *)cc__shm_open(name, sizeof(cc__hdr), &bytes);
-      if (seg && CC__LOAD(&((cc__hdr *)seg)->magic) == CC__SHM_MAGIC) break;
-      if (seg) { cc__shm_unmap(seg, bytes); seg = NULL; }
-      else if (errno != ENOENT) {
-        cc__strerr(errno, why, sizeof why);
-        return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: cannot open shared memory /dev/shm%s: %s",
-                        what, c->rank, name, why);
-      }
-      if (cc__now_ns() >= deadline)
-        return cc__fail(c, CC_ERR_TIMEOUT, "%s: rank %d: rank 0 did not create shared memory /dev/shm%s "
-                        "within the timeout", what, c->rank, name);
-      cc__sleep_ns(pause);
-      pause = CC__MIN(pause * 2, 10 * CC__MS);
-    }
-  }
-  if ((r = cc__seg_attach(c, seg, bytes)) != CC_OK) {
-    cc__shm_unmap(seg, bytes);
-    c->seg = NULL;
-    return r;
-  }
-  if (CC__ADD(&c->hdr->mapped, 1u) + 1 == (uint32_t)c->size) cc__shm_unlink(name);
-  return CC_OK;
-}
-
-/* The first phase of a new communicator: every rank is there, with its pid. */
-static cc_result cc__comm_ready(cc_comm *c) {
-  cc__call k;
-  memset(&k, 0, sizeof k);
-  k.coll = CC__INIT;
-  return cc__run_barrier(c, &k);
-}
-
-static int cc__is_jobid(const char *s) {
-  size_t i;
-  if (!s) return 0;
-  for (i = 0; s[i]; i++)
-    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')) || i >= 32) return 0;
-  return i >= 16;
-}
-
-/* ============================================================== @net */
-/* The TCP transport, for ranks on several hosts (or every rank, with
-   CC_TRANSPORT=tcp). A communicator in net mode has:
-   - groups: the ranks that share a host (each rank alone with
-     CC_TRANSPORT=tcp); a group of several talks through `local`, an internal
-     shared-memory communicator of its ranks;
-   - one TCP connection to every rank of another group, made at init and
-     authenticated (magic, version, job, and with a token an HMAC challenge);
-   - messages framed as {magic, tag, bytes} + payload; tags >= 0 are the
-     user's, CC__TAG_COLL carries the collectives, CC__TAG_ABORT a failure.
-   Point to point to a rank of the own group goes through `local`'s channels;
-   cc__net_run progresses both kinds together. Collectives are hierarchical
-   where that pays (reduce within the host, across hosts between one rank per
-   host, then broadcast within the host) and flat otherwise (see docs/tcp.md). */
-
-#ifndef CC_NO_TCP
-
-#define CC__NET_MAGIC  0x31446363u      /* "ccD1": a data frame */
-#define CC__HS_MAGIC   0x31486363u      /* "ccH1": a handshake */
-#define CC__NET_VERSION 2u
-#define CC__TAG_COLL   (-2)
-#define CC__TAG_ABORT  (-3)
-#define CC__FRAME      16
-#define CC__STAGE      (64u << 10)
-#define CC__MAX_FRAME  ((uint64_t)1 << 44)  /* 16 TiB: larger is corrupt */
-#define CC__ABORT_MAX  300
-
-typedef struct cc__xop {               /* one send or receive of a net-mode run */
-  int is_send, peer, tag, done, live, started;
-  int sidx;                            /* its cc__p2p in the local run, or -1 */
-  size_t hdr_sent;                     /* send: frame header bytes written; recv: matched */
-  unsigned char hdr[CC__FRAME];
-  unsigned char *buf;
-  size_t bytes, moved;
-} cc__xop;
-
-typedef struct cc__conn {              /* the TCP connection to one rank */
-  int fd;
-  unsigned char *stage;                /* bytes read but not yet taken */
-  size_t st_beg, st_end;
-  int in_msg, in_tag;
-  uint64_t in_bytes, in_done;
-  cc__xop *in_target;                  /* the receive being filled, or ... */
-  cc__umsg *in_unexp;                  /* ... the unexpected message */
-  cc__umsg *uq_head, *uq_tail;         /* complete unexpected messages, oldest first */
-  unsigned char abuf[CC__ABORT_MAX];   /* an abort frame's payload */
-  int eof;                             /* the peer closed its side */
-} cc__conn;
-
-typedef void (*cc__xdone_fn)(void *ctx, cc__xop *ops, int i);
-
-typedef struct cc__net {
-  int ngroups;
-  int *grp;                            /* per rank: its group */
-  int *lrank;                          /* per rank: its rank in the group */
-  int *gfirst, *gsize;                 /* per group: lowest rank, ranks */
-  cc_comm *local;                      /* the own group over shared memory, or NULL */
-  cc__conn *conn;                      /* per rank; fd -1 within the group */
-  struct pollfd *pfd;
-  int *pfd_rank, npfd;
-  cc__hdr own_hdr;                     /* failure word when there is no local */
-  cc__p2p *sops;                       /* scratch of cc__net_run */
-  int *pulled, sops_cap;
-  unsigned char *tmp, *tmp2;           /* scratch of the algorithms, kept between calls */
-  size_t tmp_bytes, tmp2_bytes;
-  size_t small_bytes, chunk_bytes;
-  int propagated;                      /* failure sent to the peers */
-  int tcp_only;                        /* CC_TRANSPORT=tcp: every rank its own group */
-  unsigned sig;                        /* the collective running (see cc__frame_encode) */
-  char *token;                         /* the job's token (a copy), or NULL */
-  char ip[64];                         /* where this rank listens (for splits) */
-} cc__net;
-
-static cc_result cc__exec(cc_comm *c, const cc__call *k);
-
-/* ---------------------------------------------------------------- frames */
-
-static void cc__put32(unsigned char *p, uint32_t v) { p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8); p[2] = (unsigned char)(v >> 16); p[3] = (unsigned char)(v >> 24); }
-static uint32_t cc__get32(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
-static void cc__put64(unsigned char *p, uint64_t v) { cc__put32(p, (uint32_t)v); cc__put32(p + 4, (uint32_t)(v >> 32)); }
-static uint64_t cc__get64(const unsigned char *p) { return (uint64_t)cc__get32(p) | (uint64_t)cc__get32(p + 4) << 32; }
-
-/* The frame: {magic, tag, bytes | sig << 48}. sig (collectives only) names
-   the call the message belongs to: the collective in its top 5 bits, a hash
-   of count, dtype, op and root below, so that ranks in different calls fail
-   with CC_ERR_MISMATCH instead of mixing their data. */
-#define CC__LEN_MASK (((uint64_t)1 << 48) - 1)
-
-static void cc__frame_encode(unsigned char *p, int tag, uint64_t bytes, unsigned sig) {
-  cc__put32(p, CC__NET_MAGIC);
-  cc__put32(p + 4, (uint32_t)tag);
-  cc__put64(p + 8, bytes | (uint64_t)(sig & 0xffffu) << 48);
-}
-
-/* A frame header from the wire: 0, or -1 when it is not one of ours. */
-static int cc__frame_decode(const unsigned char *p, int *tag, uint64_t *bytes, unsigned *sig) {
-  int32_t t;
-  uint64_t b;
-  unsigned sg;
-  if (cc__get32(p) != CC__NET_MAGIC) return -1;
-  t = (int32_t)cc__get32(p + 4);
-  b = cc__get64(p + 8);
-  sg = (unsigned)(b >> 48);
-  b &= CC__LEN_MASK;
-  if (b > CC__MAX_FRAME || (sg && t != CC__TAG_COLL)) return -1;
-  if (t < 0 && t != CC__TAG_COLL && t != CC__TAG_ABORT) return -1;
-  if (t == CC__TAG_ABORT && (b < 8 || b > CC__ABORT_MAX)) return -1;
-  *tag = t;
-  *bytes = b;
-  *sig = sg;
-  return 0;
-}
-
-/* An abort frame's payload: the code, the rank it names, a message. */
-static int cc__abort_decode(const unsigned char *p, size_t len, cc_result *code, int *who, char *msg, size_t msglen) {
-  uint32_t cd;
-  size_t i, n;
-  if (len < 8 || len > CC__ABORT_MAX || msglen == 0) return -1;
-  cd = cc__get32(p);
-  if (cd == 0 || cd == (uint32_t)CC_ERR_INVALID_ARG || cd >= (uint32_t)CC_RESULT_COUNT) return -1;
-  *code = (cc_result)cd;
-  *who = (int32_t)cc__get32(p + 4);
-  n = CC__MIN(len - 8, msglen - 1);
-  for (i = 0; i < n && p[8 + i]; i++) msg[i] = (char)(p[8 + i] >= 32 && p[8 + i] < 127 ? p[8 + i] : '?');
-  msg[i] = 0;
-  return 0;
-}
-
-/* ---------------------------------------------------------------- failures */
-
-static int cc__net_first_pending(cc_comm *c, const cc__xop *ops, int n) {
-  int i;
-  for (i = 0; i < n; i++) if (ops[i].live && !ops[i].done) return ops[i].peer;
-  (void)c;
-  return -1;
-}
-
-/* The communicator failed: tell every peer (an abort frame where the stream is
-   between frames), then shut every connection, so no peer waits for us. */
-static void cc__net_propagate(cc_comm *c, cc_result code, int who, const char *msg, const cc__xop *ops, int n) {
-  cc__net *nt = c->net;
-  unsigned char f[CC__FRAME + CC__ABORT_MAX];
-  size_t len = CC__MIN(strlen(msg), (size_t)CC__ABORT_MAX - 9);
-  int r, i;
-  if (nt->propagated) return;
-  nt->propagated = 1;
-  cc__frame_encode(f, CC__TAG_ABORT, 8 + len + 1, 0);
-  cc__put32(f + CC__FRAME, (uint32_t)code);
-  cc__put32(f + CC__FRAME + 4, (uint32_t)who);
-  memcpy(f + CC__FRAME + 8, msg, len);
-  f[CC__FRAME + 8 + len] = 0;
-  for (r = 0; r < c->size; r++) {
-    int mid = 0;
-    if (nt->conn[r].fd < 0) continue;
-    for (i = 0; i < n; i++)
-      if (ops[i].is_send && ops[i].peer == r && ops[i].hdr_sent && !ops[i].done) mid = 1;
-    if (!mid) (void)!send(nt->conn[r].fd, f, CC__FRAME + 9 + len, MSG_NOSIGNAL | MSG_DONTWAIT);
-    shutdown(nt->conn[r].fd, SHUT_RDWR);
+    return cc__fail(c, CC_ERR_INVALID_ARG, "%s: rank %d: internal: not an arena collective", cc__coll_name(k->coll), c->rank);
   }
 }
 
-/* Fail, post it to the ranks of the group, and tell the other groups. */
-static cc_result cc__net_fail_all(cc_comm *c, const cc__xop *ops, int n, cc_result code, int who,
-                                  const char *what, const char *fmt, ...) {
-  char msg[256];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  cc__post_fail(c, code, who, msg);
-  cc__net_propagate(c, code, who, msg, ops, n);
-  if (c->failed) return code;
-  return cc__fail(c, code, "%s: %s", what, msg);
+/* ---------------------------------------------------------------- messages: helpers */
+
+/* Out of memory in the middle of a collective: every rank must learn it. */
+static cc_result cc__oom(cc_comm *c, const char *what) {
+  return cc__fail_all(c, CC_ERR_NO_MEMORY, c->rank, what, "out of memory");
 }
 
-/* A failure posted in the group (or cc_comm_abort): take it, pass it on. */
-static cc_result cc__net_take_fail(cc_comm *c, const cc__xop *ops, int n, const char *what) {
-  cc_result r = cc__take_fail(c, what);
-  cc__net_propagate(c, (cc_result)CC__LOAD(&c->hdr->fail_code), c->hdr->fail_rank,
-                    CC__LOAD(&c->hdr->fail_ready) ? c->hdr->fail_msg : "the communicator failed", ops, n);
-  return r;
-}
-
-/* ---------------------------------------------------------------- the run */
-
-static cc_result cc__net_lost(cc_comm *c, const cc__xop *ops, int n, int r, int err, const char *what) {
-  char why[96];
-  if (err) cc__strerr(err, why, sizeof why); else snprintf(why, sizeof why, "connection closed");
-  return cc__net_fail_all(c, ops, n, CC_ERR_PEER_LOST, r, what, "rank %d lost its connection to rank %d "
-                          "(%s): rank %d exited, was killed or destroyed its communicator", c->rank, r, why, r);
-}
-
-/* Take a queued unexpected message of op's tag, if any. */
-static cc_result cc__sig_mismatch(cc_comm *c, int peer, unsigned got) {
-  unsigned coll = got >> 11, mine = c->net->sig >> 11;
-  if (coll == mine)
-    return cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d called %s with another count, dtype, op or root",
-                    mine < CC__COLL_COUNT ? cc__coll_names[mine] : "?", c->rank, peer,
-                    coll < CC__COLL_COUNT ? cc__coll_names[coll] : "?");
-  return cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d called %s while this rank called %s",
-                  mine < CC__COLL_COUNT ? cc__coll_names[mine] : "?", c->rank, peer,
-                  coll < CC__COLL_COUNT ? cc__coll_names[coll] : "?", mine < CC__COLL_COUNT ? cc__coll_names[mine] : "?");
-}
-
-static cc_result cc__conn_take_unexp(cc_comm *c, cc__conn *cn, cc__xop *o) {
-  cc__umsg *m, *prev = NULL;
-  for (m = cn->uq_head; m; prev = m, m = m->next) {
-    if (m->tag != o->tag) continue;
-    if (o->tag == CC__TAG_COLL && m->sig != c->net->sig) return cc__sig_mismatch(c, o->peer, m->sig);
-    if (m->bytes != o->bytes) return cc__msg_mismatch(c, o->peer, o->tag, m->bytes, o->bytes);
-    if (m->bytes) memcpy(o->buf, m->data, m->bytes);
-    if (prev) prev->next = m->next; else cn->uq_head = m->next;
-    if (cn->uq_tail == m) cn->uq_tail = prev;
-    CC_FREE(m->data);
-    CC_FREE(m);
-    o->done = 1;
-    o->moved = o->bytes;
-    return CC_OK;
+/* Scratch of the algorithms, kept from call to call (fresh pages cost a
+   fault each: 8 MiB of new memory took longer than the fold). */
+static unsigned char *cc__keep(unsigned char **buf, size_t *have, size_t bytes) {
+  if (*have < bytes || !*buf) {
+    unsigned char *p = (unsigned char *)CC_MALLOC(bytes ? bytes : 1);
+    if (!p) return NULL;
+    CC_FREE(*buf);
+    *buf = p;
+    *have = bytes;
   }
-  return CC_OK;
+  return *buf;
 }
-
-/* Write what the socket takes of send `o`. */
-static cc_result cc__conn_write(cc_comm *c, cc__xop *ops, int n, cc__xop *o, int *progress, const char *what) {
-  cc__conn *cn = &c->net->conn[o->peer];
-  for (;;) {
-    struct iovec iov[2];
-    struct msghdr mh;
-    int k = 0;
-    ssize_t w;
-    if (o->hdr_sent < CC__FRAME) {
-      iov[k].iov_base = o->hdr + o->hdr_sent;
-      iov[k++].iov_len = CC__FRAME - o->hdr_sent;
-    }
-    if (o->moved < o->bytes) {
-      iov[k].iov_base = o->buf + o->moved;
-      iov[k++].iov_len = CC__MIN(o->bytes - o->moved, (size_t)1 << 30);
-    }
-    if (!k) { o->done = 1; return CC_OK; }
-    memset(&mh, 0, sizeof mh);
-    mh.msg_iov = iov;
-    mh.msg_iovlen = (size_t)k;
-    w = sendmsg(cn->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN || errno == EWOULDBLOCK) return CC_OK;
-      return cc__net_lost(c, ops, n, o->peer, errno, what);
-    }
-    *progress = 1;
-    if (o->hdr_sent < CC__FRAME) {
-      size_t h = CC__MIN((size_t)w, CC__FRAME - o->hdr_sent);
-      o->hdr_sent += h;
-      w -= (ssize_t)h;
-    }
-    o->moved += (size_t)w;
-    if (o->hdr_sent == CC__FRAME && o->moved == o->bytes) { o->done = 1; return CC_OK; }
-  }
-}
-
-/* A frame header arrived from rank r: match it to a receive or queue it. */
-static cc_result cc__conn_begin(cc_comm *c, cc__xop *ops, int n, int r, const unsigned char *h, const char *what) {
-  cc__conn *cn = &c->net->conn[r];
-  int tag, i;
-  uint64_t bytes;
-  unsigned sig;
-  if (cc__frame_decode(h, &tag, &bytes, &sig) != 0)
-    return cc__net_fail_all(c, ops, n, CC_ERR_SYSTEM, r, what, "rank %d: corrupt data from rank %d "
-                            "(not a cc frame)", c->rank, r);
-  cn->in_msg = 1;
-  cn->in_tag = tag;
-  cn->in_bytes = bytes;
-  cn->in_done = 0;
-  cn->in_target = NULL;
-  cn->in_unexp = NULL;
-  if (tag == CC__TAG_ABORT) return CC_OK;
-  for (i = 0; i < n; i++) {
-    cc__xop *o = &ops[i];
-    cc_result res;
-    if (o->is_send || o->done || !o->live || !o->started || o->hdr_sent || o->peer != r || o->tag != tag) continue;
-    /* an older message of this tag, queued while this receive was waiting, goes first */
-    if ((res = cc__conn_take_unexp(c, cn, o)) != CC_OK) return cc__net_fail_all(c, ops, n, res, c->rank, what, "%s", c->err);
-    if (o->done) continue;
-    if (tag == CC__TAG_COLL && sig != c->net->sig) {
-      cc__sig_mismatch(c, r, sig);
-      return cc__net_fail_all(c, ops, n, CC_ERR_MISMATCH, c->rank, what, "%s", c->err);
-    }
-    if (o->bytes != bytes) {
-      cc__msg_mismatch(c, r, tag, (size_t)bytes, o->bytes);
-      return cc__net_fail_all(c, ops, n, CC_ERR_MISMATCH, c->rank, what, "%s", c->err);
-    }
-    cn->in_target = o;
-    o->hdr_sent = 1;
-    o->moved = 0;
-    return CC_OK;
-  }
-  {
-    /* what a header claims is allocated as it arrives (from 1 MiB, doubling),
-       so a corrupt length cannot reserve memory ahead of the bytes */
-    cc__umsg *m = (cc__umsg *)CC_MALLOC(sizeof *m);
-    size_t cap = (size_t)CC__MIN(bytes, (uint64_t)1 << 20);
-    if (m) m->data = (unsigned char *)CC_MALLOC(cap ? cap : 1);
-    if (m) m->cap = cap;
-    if (!m || !m->data) {
-      CC_FREE(m);
-      return cc__net_fail_all(c, ops, n, CC_ERR_NO_MEMORY, c->rank, what, "rank %d: no memory for a message "
-                              "of %llu bytes from rank %d", c->rank, (unsigned long long)bytes, r);
-    }
-    m->next = NULL;
-    m->tag = tag;
-    m->sig = sig;
-    m->bytes = (size_t)bytes;
-    cn->in_unexp = m;
-  }
-  return CC_OK;
-}
-
-/* The frame from rank r is complete. */
-static cc_result cc__conn_end(cc_comm *c, cc__xop *ops, int n, int r, cc__xdone_fn cb, void *ctx, const char *what) {
-  cc__conn *cn = &c->net->conn[r];
-  cn->in_msg = 0;
-  if (cn->in_tag == CC__TAG_ABORT) {
-    cc_result code;
-    int who;
-    char msg[CC__ABORT_MAX];
-    if (cc__abort_decode(cn->abuf, (size_t)cn->in_bytes, &code, &who, msg, sizeof msg) != 0)
-      return cc__net_fail_all(c, ops, n, CC_ERR_SYSTEM, r, what, "rank %d: corrupt abort message from rank %d",
-                              c->rank, r);
-    return cc__net_fail_all(c, ops, n, code, who, what, "%s (reported by rank %d)", msg, r);
-  }
-  if (cn->in_target) {
-    cc__xop *o = cn->in_target;
-    cn->in_target = NULL;
-    o->moved = o->bytes;
-    o->done = 1;
-    if (cb) cb(ctx, ops, (int)(o - ops));
-  } else {
-    cc__umsg *m = cn->in_unexp;
-    int i;
-    cn->in_unexp = NULL;
-    if (cn->uq_tail) cn->uq_tail->next = m; else cn->uq_head = m;
-    cn->uq_tail = m;
-    for (i = 0; i < n; i++) {          /* a receive that started while it was on its way */
-      cc__xop *o = &ops[i];
-      cc_result res;
-      if (o->is_send || o->done || !o->live || !o->started || o->hdr_sent || o->peer != r || o->tag != m->tag) continue;
-      if ((res = cc__conn_take_unexp(c, cn, o)) != CC_OK) return cc__net_fail_all(c, ops, n, res, c->rank, what, "%s", c->err);
-      if (o->done && cb) cb(ctx, ops, i);
-      break;
-    }
-  }
-  return CC_OK;
-}
-
-/* Room for more of the unexpected message being read: double its buffer
-   when it is full (up to the length its header claimed). */
-static cc_result cc__umsg_room(cc_comm *c, cc__xop *ops, int n, int r, cc__conn *cn, const char *what) {
-  cc__umsg *m = cn->in_unexp;
-  size_t cap;
-  unsigned char *d;
-  if (m->cap > (size_t)cn->in_done || m->cap >= m->bytes) return CC_OK;
-  cap = m->cap > m->bytes / 2 ? m->bytes : 2 * m->cap;
-  d = (unsigned char *)CC_MALLOC(cap);
-  if (!d)
-    return cc__net_fail_all(c, ops, n, CC_ERR_NO_MEMORY, c->rank, what, "rank %d: no memory for a message of %zu bytes "
-                            "from rank %d", c->rank, m->bytes, r);
-  memcpy(d, m->data, (size_t)cn->in_done);
-  CC_FREE(m->data);
-  m->data = d;
-  m->cap = cap;
-  return CC_OK;
-}
-
-/* Read what rank r sent, into receives, the unexpected queue or an abort. */
-static cc_result cc__conn_read(cc_comm *c, cc__xop *ops, int n, int r, cc__xdone_fn cb, void *ctx,
-                               int *progress, const char *what) {
-  cc__conn *cn = &c->net->conn[r];
-  cc_result res;
-  int drained = 0;
-  for (;;) {
-    ssize_t k;
-    /* first, what the stage holds */
-    while (cn->st_beg < cn->st_end) {
-      size_t avail = cn->st_end - cn->st_beg, take;
-      unsigned char *dst;
-      if (!cn->in_msg) {
-        if (avail < CC__FRAME) break;
-        if ((res = cc__conn_begin(c, ops, n, r, cn->stage + cn->st_beg, what)) != CC_OK) return res;
-        cn->st_beg += CC__FRAME;
-        *progress = 1;
-        avail -= CC__FRAME;
-      }
-      take = (size_t)CC__MIN((uint64_t)avail, cn->in_bytes - cn->in_done);
-      if (cn->in_unexp && cn->in_tag != CC__TAG_ABORT) {
-        if ((res = cc__umsg_room(c, ops, n, r, cn, what)) != CC_OK) return res;
-        take = CC__MIN(take, cn->in_unexp->cap - (size_t)cn->in_done);
-      }
-      dst = cn->in_tag == CC__TAG_ABORT ? cn->abuf : cn->in_target ? cn->in_target->buf : cn->in_unexp->data;
-      if (take) memcpy(dst + cn->in_done, cn->stage + cn->st_beg, take);
-      cn->st_beg += take;
-      cn->in_done += take;
-      if (cn->in_target) cn->in_target->moved = (size_t)cn->in_done;
-      if (cn->in_done == cn->in_bytes && (res = cc__conn_end(c, ops, n, r, cb, ctx, what)) != CC_OK) return res;
-    }
-    if (cn->st_beg == cn->st_end) cn->st_beg = cn->st_end = 0;
-    if (drained && (!cn->in_msg || cn->st_beg < cn->st_end)) return CC_OK;
-    if (cn->in_msg && cn->in_tag != CC__TAG_ABORT && cn->st_beg == cn->st_end &&
-        cn->in_bytes - cn->in_done >= 4096) {          /* a large payload: straight to its place */
-      unsigned char *dst;
-      uint64_t want = CC__MIN(cn->in_bytes - cn->in_done, (uint64_t)1 << 30);
-      if (!cn->in_target) {
-        if ((res = cc__umsg_room(c, ops, n, r, cn, what)) != CC_OK) return res;
-        want = CC__MIN(want, (uint64_t)(cn->in_unexp->cap - (size_t)cn->in_done));
-      }
-      dst = cn->in_target ? cn->in_target->buf : cn->in_unexp->data;
-      k = recv(cn->fd, dst + cn->in_done, (size_t)want, MSG_DONTWAIT);
-      if (k > 0) {
-        cn->in_done += (uint64_t)k;
-        if (cn->in_target) cn->in_target->moved = (size_t)cn->in_done;
-        *progress = 1;
-        if (cn->in_done == cn->in_bytes && (res = cc__conn_end(c, ops, n, r, cb, ctx, what)) != CC_OK) return res;
-        continue;
-      }
-    } else {
-      if (cn->st_beg > 0 && CC__STAGE - cn->st_end < CC__FRAME) {
-        memmove(cn->stage, cn->stage + cn->st_beg, cn->st_end - cn->st_beg);
-        cn->st_end -= cn->st_beg;
-        cn->st_beg = 0;
-      }
-      size_t room = CC__STAGE - cn->st_end;
-      k = recv(cn->fd, cn->stage + cn->st_end, room, MSG_DONTWAIT);
-      if (k > 0) {
-        cn->st_end += (size_t)k;
-        *progress = 1;
-        if ((size_t)k < room) drained = 1;   /* the socket is empty: no second recv for an EAGAIN */
-        continue;
-      }
-    }
-    if (k == 0) {                      /* lost only if we still need it: checked by the run */
-      if (cn->in_msg) return cc__net_lost(c, ops, n, r, 0, what);
-      cn->eof = 1;
-      return CC_OK;
-    }
-    if (errno == EINTR) continue;
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return CC_OK;
-    return cc__net_lost(c, ops, n, r, errno, what);
-  }
-}
-
-/* Start the ops that became live. Sends to oneself are queued at once;
-   receives look at the queue first; ops with a rank of the own group become
-   cc__p2p ops of the local run. */
-static cc_result cc__net_start(cc_comm *c, cc__xop *ops, int n, int *nsops, cc__xdone_fn cb, void *ctx,
-                               const char *what) {
-  cc__net *nt = c->net;
-  int i, again = 1;
-  cc_result r;
-  while (again) {                      /* a callback may make more ops live */
-    again = 0;
-    for (i = 0; i < n; i++) {
-      cc__xop *o = &ops[i];
-      cc__conn *cn = &nt->conn[o->peer];
-      if (!o->live || o->started) continue;
-      o->started = 1;
-      o->done = 0; o->moved = 0; o->hdr_sent = 0; o->sidx = -1;
-      if (o->peer != c->rank && nt->conn[o->peer].fd < 0) {      /* same host */
-        cc__p2p *s = &nt->sops[*nsops];
-        memset(s, 0, sizeof *s);
-        s->is_send = o->is_send;
-        s->peer = nt->lrank[o->peer];
-        s->tag = o->tag;
-        s->buf = o->buf;
-        s->bytes = o->bytes;
-        o->sidx = (*nsops)++;
-        continue;
-      }
-      if (o->is_send) {
-        cc__frame_encode(o->hdr, o->tag, o->bytes, o->tag == CC__TAG_COLL ? nt->sig : 0u);
-        if (o->peer != c->rank) continue;
-        if ((r = cc__uq_copy(c, &cn->uq_head, &cn->uq_tail, o->tag, o->buf, o->bytes, what)) != CC_OK) return r;
-        o->done = 1;
-        o->moved = o->bytes;
-        continue;
-      }
-      if ((r = cc__conn_take_unexp(c, cn, o)) != CC_OK)
-        return cc__net_fail_all(c, ops, n, r, c->rank, what, "%s", c->err);
-      if (o->done && cb) { cb(ctx, ops, i); again = 1; }
-    }
-  }
-  return CC_OK;
-}
-
-/* Run sends and receives over both transports until all live ops are done.
-   cb (if any) is called when a receive completes and may make more ops live. */
-static cc_result cc__net_run(cc_comm *c, cc__xop *ops, int n, cc__xdone_fn cb, void *ctx, const char *what) {
-  cc__net *nt = c->net;
-  uint64_t last = cc__now_ns();
-  int nsops = 0, i;
-  cc_result r;
-  if (nt->sops_cap < n) {
-    cc__p2p *s = (cc__p2p *)CC_MALLOC(sizeof(cc__p2p) * (size_t)n);
-    if (!s) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
-    CC_FREE(nt->sops);
-    nt->sops = s;
-    nt->sops_cap = n;
-  }
-  for (i = 0; i < n; i++) ops[i].started = 0;
-  for (;;) {
-    int progress = 0, all = 1, np = 0, tmo = 0, pending_shm = 0;
-    uint64_t now;
-    if ((r = cc__net_start(c, ops, n, &nsops, cb, ctx, what)) != CC_OK) return r;
-    for (i = 0; i < n; i++) {          /* receives from oneself: a send of this run may have queued it */
-      cc__xop *o = &ops[i];
-      if (o->live && !o->done && !o->is_send && o->peer == c->rank) {
-        if ((r = cc__conn_take_unexp(c, &nt->conn[c->rank], o)) != CC_OK)
-          return cc__net_fail_all(c, ops, n, r, c->rank, what, "%s", c->err);
-        if (o->done) { progress = 1; if (cb) cb(ctx, ops, i); }
-      }
-    }
-    if (nsops) {
-      if ((r = cc__p2p_step(nt->local, nt->sops, nsops, nt->pulled, &progress)) != CC_OK) {
-        if (!c->failed) cc__fail(c, r, "%s", nt->local->err);
-        cc__net_propagate(c, r, c->rank, nt->local->err, ops, n);
-        return r;
-      }
-      for (i = 0; i < n; i++) {
-        cc__xop *o = &ops[i];
-        if (o->sidx < 0 || o->done || !o->started) continue;
-        if (nt->sops[o->sidx].done) {
-          o->done = 1;
-          o->moved = o->bytes;
-          if (!o->is_send && cb) cb(ctx, ops, i);
-        } else {
-          pending_shm = 1;
-        }
-      }
-    }
-    for (i = 0; i < n; i++) {          /* sends: the first unfinished one per peer */
-      cc__xop *o = &ops[i];
-      int j, first = 1;
-      if (!o->live || o->done || !o->is_send || o->sidx >= 0 || o->peer == c->rank) continue;
-      for (j = 0; j < i && first; j++)
-        if (ops[j].live && ops[j].is_send && !ops[j].done && ops[j].peer == o->peer) first = 0;
-      if (first && (r = cc__conn_write(c, ops, n, o, &progress, what)) != CC_OK) return r;
-    }
-    for (i = 0; i < n; i++) {
-      if (!ops[i].live || ops[i].done) continue;
-      all = 0;
-      if (ops[i].sidx < 0 && ops[i].peer != c->rank && nt->conn[ops[i].peer].eof)
-        return cc__net_lost(c, ops, n, ops[i].peer, 0, what);
-    }
-    if (all) return CC_OK;
-    now = cc__now_ns();
-    if (progress) last = now;
-    else if (now - last >= c->spin_ns) {
-      tmo = pending_shm ? 1 : (int)CC__MIN(50u, (last + c->timeout_ns > now ? (last + c->timeout_ns - now) / CC__MS : 0) + 1);
-    } else if (pending_shm || c->oversub) {
-      sched_yield();
-    }
-    for (i = 0; i < c->size; i++) {
-      int j;
-      if (nt->conn[i].fd < 0 || nt->conn[i].eof) continue;
-      nt->pfd[np].fd = nt->conn[i].fd;
-      nt->pfd[np].events = POLLIN;
-      nt->pfd[np].revents = 0;
-      for (j = 0; j < n; j++)
-        if (ops[j].live && ops[j].is_send && !ops[j].done && ops[j].peer == i && ops[j].sidx < 0) nt->pfd[np].events |= POLLOUT;
-      nt->pfd_rank[np++] = i;
-    }
-    if (np == 0 && tmo) { cc__sleep_ns(pending_shm ? 20000 : (uint64_t)tmo * CC__MS); }
-    else if (poll(nt->pfd, (nfds_t)np, progress ? 0 : tmo) > 0) {
-      for (i = 0; i < np; i++) {
-        if (!(nt->pfd[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-        if ((r = cc__conn_read(c, ops, n, nt->pfd_rank[i], cb, ctx, &progress, what)) != CC_OK) return r;
-      }
-    }
-    if (progress) last = cc__now_ns();
-    if (CC__LOAD_RLX(&c->hdr->fail_code)) return cc__net_take_fail(c, ops, n, what);
-    now = cc__now_ns();
-    if (now - last >= c->timeout_ns) {
-      int who = cc__net_first_pending(c, ops, n);
-      return cc__net_fail_all(c, ops, n, CC_ERR_TIMEOUT, who, what, "rank %d waited %.1f s for rank %d "
-                              "(timeout)", c->rank, (double)(now - last) / 1e9, who);
-    }
-  }
-}
-
-static void cc__xop_set(cc__xop *o, int is_send, int peer, int tag, const void *buf, size_t bytes) {
-  memset(o, 0, sizeof *o);
-  o->is_send = is_send;
-  o->peer = peer;
-  o->tag = tag;
-  o->buf = (unsigned char *)(uintptr_t)buf;
-  o->bytes = bytes;
-  o->live = 1;
-}
-
-/* Send to `to` and receive from `from` (either may be -1), together. */
-static cc_result cc__net_xchg(cc_comm *c, int to, const void *sb, size_t sbytes, int from, void *rb, size_t rbytes,
-                              const char *what) {
-  cc__xop o[2];
-  int n = 0;
-  if (to >= 0) cc__xop_set(&o[n++], 1, to, CC__TAG_COLL, sb, sbytes);
-  if (from >= 0) cc__xop_set(&o[n++], 0, from, CC__TAG_COLL, rb, rbytes);
-  return n ? cc__net_run(c, o, n, NULL, NULL, what) : CC_OK;
-}
-
-/* ---------------------------------------------------------------- reductions */
 
 /* avg: the sum divided by the number of ranks, once, at the end. */
-static void cc__net_avg(void *buf, size_t count, cc_dtype t, int n) {
+static void cc__avg_div(void *buf, size_t count, cc_dtype t, int n) {
   size_t i;
   switch (t) {
   case CC_FLOAT32: case CC_COMPLEX64: {
@@ -3400,46 +4098,51 @@ static void cc__net_avg(void *buf, size_t count, cc_dtype t, int n) {
   }
 }
 
-/* ---------------------------------------------------------------- algorithms over members
-   M[0..m) are global ranks, one per group taking part; p is this rank's index. */
-
-/* Scratch of the algorithms, kept from call to call (fresh pages cost a
-   fault each: 8 MiB of new memory took longer than the fold). */
-static unsigned char *cc__net_keep(unsigned char **buf, size_t *have, size_t bytes) {
-  if (*have < bytes || !*buf) {
-    unsigned char *p = (unsigned char *)CC_MALLOC(bytes ? bytes : 1);
-    if (!p) return NULL;
-    CC_FREE(*buf);
-    *buf = p;
-    *have = bytes;
-  }
-  return *buf;
-}
-
-/* dst = srcs[0] op srcs[1] op ... op srcs[m-1], a left fold in member order
-   (dst may be one of the sources). */
-static void cc__net_foldn(cc_comm *c, int op, cc_dtype t, void *dst, const void *const *srcs, int m, size_t count) {
+/* dst = srcs[0] op srcs[1] op ... op srcs[m-1], a left fold in member order.
+   dst may be one of the sources; a user op then folds through a copy, and
+   when there is no memory for it the call fails (never a wrong result). */
+static cc_result cc__foldn(cc_comm *c, int op, cc_dtype t, void *dst, const void *const *srcs, int m, size_t count,
+                           const char *what) {
   size_t es = cc__dtype_bytes(t);
-  if (!count) return;
+  const cc__opinfo *o;
+  unsigned char *acc;
+  int j, alias = 0;
+  if (!count) return CC_OK;
   if (op < CC_OP_BUILTIN_COUNT) {
     cc__reduce_n(dst, srcs, m, count, t, op, NULL);
-  } else {                             /* a user op: through a copy, dst may alias a source */
-    const cc__opinfo *o = &c->ops[op - CC__OP_FIRST_USER];
-    unsigned char *acc = (unsigned char *)CC_MALLOC(count * es);
-    int j;
-    if (!acc) { memset(dst, 0, count * es); return; }
-    memcpy(acc, srcs[0], count * es);
-    for (j = 1; j < m; j++) o->fn(acc, srcs[j], count, t, o->user);
-    memcpy(dst, acc, count * es);
-    CC_FREE(acc);
+    return CC_OK;
   }
+  o = &c->ops[op - CC__OP_FIRST_USER];
+  for (j = 1; j < m; j++) if (srcs[j] == dst) alias = 1;
+  acc = alias ? (unsigned char *)CC_MALLOC(count * es) : (unsigned char *)dst;
+  if (!acc) return cc__oom(c, what);
+  if (acc != srcs[0]) memcpy(acc, srcs[0], count * es);
+  for (j = 1; j < m; j++) o->fn(acc, srcs[j], count, t, o->user);
+  if (alias) { memcpy(dst, acc, count * es); CC_FREE(acc); }
+  return CC_OK;
 }
 
+/* Send to `to` and receive from `from` (either may be -1), together. */
+static cc_result cc__msg_xchg(cc_comm *c, int to, const void *sb, size_t sbytes, int from, void *rb, size_t rbytes,
+                              const char *what) {
+  cc__msg m[2];
+  int n = 0;
+  if (to >= 0) cc__msg_set(&m[n++], 1, to, CC__TAG_COLL, sb, sbytes);
+  if (from >= 0) cc__msg_set(&m[n++], 0, from, CC__TAG_COLL, rb, rbytes);
+  return n ? cc__engine_run(c, m, n, NULL, NULL, &c->cur, what) : CC_OK;
+}
+
+/* ---------------------------------------------------------------- messages: algorithms over members
+   M[0..m) are the ranks taking part (one per host in a hierarchical run,
+   every rank in a flat one); p is this rank's index in M. */
+
 /* Reduce-scatter by direct exchange: every member sends block q of its input
-   to member q (in chunks, every socket busy both ways) and folds the m pieces
+   to member q (in chunks, every link busy both ways) and folds the m pieces
    of its own block, chunk by chunk as they arrive, in member order:
    out = in[0] op in[1] op ... op in[m-1], exactly as on one host. Blocks are
-   cut by cc__part; out receives this member's block. */
+   cut by cc__part; out receives this member's block. With `full`, each folded
+   chunk also goes to every member at once (all-reduce: the all-gather rides
+   on the reduce-scatter). */
 typedef struct cc__drs_ctx {
   cc_comm *c;
   int op, m, p, nrecv;
@@ -3449,52 +4152,54 @@ typedef struct cc__drs_ctx {
   unsigned char *scratch, *out;        /* m-1 pieces of blen elements; the result */
   int *arrived;                        /* per chunk */
   const void **srcs;
-  int ag, nch;                         /* all-gather: its sends start at ops[ag], m-1 x nch */
+  int ag, nch;                         /* all-gather: its sends start at m[ag], m-1 x nch */
+  const char *what;
 } cc__drs_ctx;
 
-static void cc__drs_done(void *ctx, cc__xop *ops, int i) {
+static cc_result cc__drs_done(void *ctx, cc__msg *m, int i) {
   cc__drs_ctx *x = (cc__drs_ctx *)ctx;
-  size_t es = cc__dtype_bytes(x->t), ch = (size_t)(i % (int)((x->blen + x->chunk - 1) / x->chunk + !x->blen));
+  size_t es = cc__dtype_bytes(x->t), ch = (size_t)(i % x->nch);
   size_t off = ch * x->chunk, n = CC__MIN(x->chunk, x->blen - off);
   int j, q;
-  if (i >= x->nrecv || ++x->arrived[ch] < x->m - 1) return;
+  if (i >= x->nrecv || ++x->arrived[ch] < x->m - 1) return CC_OK;
   for (j = 0, q = 0; j < x->m; j++) {
     if (j == x->p) x->srcs[j] = x->mine + off * es;
     else x->srcs[j] = x->scratch + ((size_t)q++ * x->blen + off) * es;
   }
-  cc__net_foldn(x->c, x->op, x->t, x->out + off * es, x->srcs, x->m, n);
-  for (q = 0; x->ag >= 0 && q < x->m - 1; q++) ops[x->ag + q * x->nch + (int)ch].live = 1;   /* pass it on */
+  CC__TRY(cc__foldn(x->c, x->op, x->t, x->out + off * es, x->srcs, x->m, n, x->what));
+  for (q = 0; x->ag >= 0 && q < x->m - 1; q++) m[x->ag + q * x->nch + (int)ch].live = 1;   /* pass it on */
+  return CC_OK;
 }
 
-static cc_result cc__net_rs_direct(cc_comm *c, const int *M, int m, int p, const void *in, void *out, size_t count,
+static cc_result cc__msg_rs_direct(cc_comm *c, const int *M, int m, int p, const void *in, void *out, size_t count,
                                    cc_dtype t, int op, void *full, const char *what) {
-  size_t es = cc__dtype_bytes(t), chunk = CC__MAX(c->net->chunk_bytes / es, (size_t)1);
+  size_t es = cc__dtype_bytes(t), chunk = CC__MAX(c->set.net_chunk / es, (size_t)1);
   size_t blen = cc__part(count, m, p + 1) - cc__part(count, m, p), nch = blen ? (blen + chunk - 1) / chunk : 1, o;
   size_t maxch = (count / (size_t)m + 1 + chunk - 1) / chunk + 1, n = 0;
   const unsigned char *src = (const unsigned char *)in;
-  cc__xop *ops;
+  cc__msg *ms;
   cc__drs_ctx x;
   int q, j;
   cc_result r;
   if (m == 1) { if (out != in && count) memcpy(out, in, count * es); return CC_OK; }
-  ops = (cc__xop *)CC_MALLOC(sizeof(cc__xop) * (size_t)(m - 1) * 2 * (nch + maxch));
-  x.scratch = cc__net_keep(&c->net->tmp, &c->net->tmp_bytes, (size_t)(m - 1) * blen * es + 1);
+  ms = (cc__msg *)CC_MALLOC(sizeof(cc__msg) * (size_t)(m - 1) * 2 * (nch + maxch));
+  x.scratch = cc__keep(&c->net->tmp, &c->net->tmp_bytes, (size_t)(m - 1) * blen * es + 1);
   x.arrived = (int *)CC_MALLOC(sizeof(int) * nch);
   x.srcs = (const void **)CC_MALLOC(sizeof(void *) * (size_t)m);
-  if (!ops || !x.scratch || !x.arrived || !x.srcs) {
-    CC_FREE(ops); CC_FREE(x.arrived); CC_FREE(x.srcs);
-    return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
+  if (!ms || !x.scratch || !x.arrived || !x.srcs) {
+    CC_FREE(ms); CC_FREE(x.arrived); CC_FREE(x.srcs);
+    return cc__oom(c, what);
   }
   memset(x.arrived, 0, sizeof(int) * nch);
-  x.c = c; x.op = op; x.m = m; x.p = p; x.t = t; x.chunk = chunk; x.blen = blen;
+  x.c = c; x.op = op; x.m = m; x.p = p; x.t = t; x.chunk = chunk; x.blen = blen; x.what = what;
   x.mine = src + cc__part(count, m, p) * es;
   x.out = (unsigned char *)out;
-  /* receives first (ops [0, (m-1)*nch): piece q, chunk i at index q*nch + i) */
+  /* receives first (m[0, (m-1)*nch): piece q, chunk i at index q*nch + i) */
   for (q = 0, j = 0; j < m; j++) {
     size_t i;
     if (j == p) continue;
     for (i = 0; i < nch; i++)
-      cc__xop_set(&ops[n++], 0, M[j], CC__TAG_COLL, x.scratch + ((size_t)q * blen + i * chunk) * es,
+      cc__msg_set(&ms[n++], 0, M[j], CC__TAG_COLL, x.scratch + ((size_t)q * blen + i * chunk) * es,
                   blen ? CC__MIN(chunk, blen - i * chunk) * es : 0);
     q++;
   }
@@ -3505,38 +4210,37 @@ static cc_result cc__net_rs_direct(cc_comm *c, const int *M, int m, int p, const
     size_t bo = cc__part(count, m, j), bl = cc__part(count, m, j + 1) - bo;
     if (j == p) continue;
     for (o = 0; o == 0 || o < bl; o += chunk)
-      cc__xop_set(&ops[n++], 0, M[j], CC__TAG_COLL, (unsigned char *)full + (bo + o) * es, bl ? CC__MIN(chunk, bl - o) * es : 0);
+      cc__msg_set(&ms[n++], 0, M[j], CC__TAG_COLL, (unsigned char *)full + (bo + o) * es, bl ? CC__MIN(chunk, bl - o) * es : 0);
   }
   for (j = 1; j < m; j++) {            /* sends, staggered: member p+1 first */
     int to = (p + j) % m;
     size_t bo = cc__part(count, m, to), bl = cc__part(count, m, to + 1) - bo;
     for (o = 0; o == 0 || o < bl; o += chunk)
-      cc__xop_set(&ops[n++], 1, M[to], CC__TAG_COLL, src + (bo + o) * es, bl ? CC__MIN(chunk, bl - o) * es : 0);
+      cc__msg_set(&ms[n++], 1, M[to], CC__TAG_COLL, src + (bo + o) * es, bl ? CC__MIN(chunk, bl - o) * es : 0);
   }
   if (full) {                          /* each folded chunk goes to everyone as soon as it is done */
     x.ag = (int)n;
     for (j = 1; j < m; j++) {
       size_t i;
       for (i = 0; i < nch; i++) {
-        cc__xop_set(&ops[n], 1, M[(p + j) % m], CC__TAG_COLL, x.out + i * chunk * es, blen ? CC__MIN(chunk, blen - i * chunk) * es : 0);
-        ops[n++].live = 0;
+        cc__msg_set(&ms[n], 1, M[(p + j) % m], CC__TAG_COLL, x.out + i * chunk * es, blen ? CC__MIN(chunk, blen - i * chunk) * es : 0);
+        ms[n++].live = 0;
       }
     }
   }
-  r = cc__net_run(c, ops, (int)n, cc__drs_done, &x, what);
-  CC_FREE(ops); CC_FREE(x.arrived); CC_FREE(x.srcs);
+  r = cc__engine_run(c, ms, (int)n, cc__drs_done, &x, &c->cur, what);
+  CC_FREE(ms); CC_FREE(x.arrived); CC_FREE(x.srcs);
   return r;
 }
 
 /* Ring all-gather of blocks at byte offsets off[j], lengths len[j], in buf. */
-static cc_result cc__net_ring_ag(cc_comm *c, const int *M, int m, int p, void *buf, const size_t *off,
+static cc_result cc__msg_ring_ag(cc_comm *c, const int *M, int m, int p, void *buf, const size_t *off,
                                  const size_t *len, const char *what) {
   int s, right = M[(p + 1) % m], left = M[(p + m - 1) % m];
-  cc_result r;
   for (s = 0; s < m - 1; s++) {
     int sb = (p - s + m) % m, rb = (p - s - 1 + 2 * m) % m;
-    if ((r = cc__net_xchg(c, right, (unsigned char *)buf + off[sb], len[sb], left, (unsigned char *)buf + off[rb],
-                          len[rb], what)) != CC_OK) return r;
+    CC__TRY(cc__msg_xchg(c, right, (unsigned char *)buf + off[sb], len[sb], left, (unsigned char *)buf + off[rb],
+                         len[rb], what));
   }
   return CC_OK;
 }
@@ -3547,42 +4251,43 @@ static cc_result cc__net_ring_ag(cc_comm *c, const int *M, int m, int p, void *b
    not one huge message). */
 typedef struct cc__chain_ctx { int nrecv; } cc__chain_ctx;
 
-static void cc__chain_done(void *ctx, cc__xop *ops, int i) {
+static cc_result cc__chain_done(void *ctx, cc__msg *m, int i) {
   cc__chain_ctx *x = (cc__chain_ctx *)ctx;
-  if (i < x->nrecv) ops[x->nrecv + i].live = 1;     /* forward chunk i */
+  if (i < x->nrecv) m[x->nrecv + i].live = 1;     /* forward chunk i */
+  return CC_OK;
 }
 
-static cc_result cc__net_bcast(cc_comm *c, const int *M, int m, int p, int rp, void *buf, size_t bytes,
+static cc_result cc__msg_bcast(cc_comm *c, const int *M, int m, int p, int rp, void *buf, size_t bytes,
                                const char *what) {
   int v = (p - rp + m) % m, mask;
   cc_result r;
   if (m == 1) return CC_OK;
-  if (bytes <= c->net->small_bytes) {
-    cc__xop o[32];
+  if (bytes <= c->set.net_small_bytes) {
+    cc__msg o[32];
     int n = 0;
     for (mask = 1; mask < m; mask <<= 1)
       if (v & mask) {
-        if ((r = cc__net_xchg(c, -1, NULL, 0, M[(v - mask + rp) % m], buf, bytes, what)) != CC_OK) return r;
+        CC__TRY(cc__msg_xchg(c, -1, NULL, 0, M[(v - mask + rp) % m], buf, bytes, what));
         break;
       }
     for (mask >>= 1; mask > 0; mask >>= 1)
-      if (v + mask < m) cc__xop_set(&o[n++], 1, M[(v + mask + rp) % m], CC__TAG_COLL, buf, bytes);
-    return n ? cc__net_run(c, o, n, NULL, NULL, what) : CC_OK;
+      if (v + mask < m) cc__msg_set(&o[n++], 1, M[(v + mask + rp) % m], CC__TAG_COLL, buf, bytes);
+    return n ? cc__engine_run(c, o, n, NULL, NULL, &c->cur, what) : CC_OK;
   } else {
-    size_t chunk = CC__MAX(c->net->chunk_bytes, (size_t)1), nch = (bytes + chunk - 1) / chunk, j;
+    size_t chunk = CC__MAX(c->set.net_chunk, (size_t)1), nch = (bytes + chunk - 1) / chunk, j;
     int prev = v > 0 ? M[(v - 1 + rp) % m] : -1, next = v + 1 < m ? M[(v + 1 + rp) % m] : -1, n = 0;
-    cc__xop *ops = (cc__xop *)CC_MALLOC(sizeof(cc__xop) * 2 * nch);
+    cc__msg *ms = (cc__msg *)CC_MALLOC(sizeof(cc__msg) * 2 * nch);
     cc__chain_ctx x;
-    if (!ops) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
+    if (!ms) return cc__oom(c, what);
     x.nrecv = prev >= 0 ? (int)nch : 0;
     for (j = 0; prev >= 0 && j < nch; j++)
-      cc__xop_set(&ops[n++], 0, prev, CC__TAG_COLL, (unsigned char *)buf + j * chunk, CC__MIN(chunk, bytes - j * chunk));
+      cc__msg_set(&ms[n++], 0, prev, CC__TAG_COLL, (unsigned char *)buf + j * chunk, CC__MIN(chunk, bytes - j * chunk));
     for (j = 0; next >= 0 && j < nch; j++) {
-      cc__xop_set(&ops[n], 1, next, CC__TAG_COLL, (unsigned char *)buf + j * chunk, CC__MIN(chunk, bytes - j * chunk));
-      ops[n++].live = prev < 0;
+      cc__msg_set(&ms[n], 1, next, CC__TAG_COLL, (unsigned char *)buf + j * chunk, CC__MIN(chunk, bytes - j * chunk));
+      ms[n++].live = prev < 0;
     }
-    r = cc__net_run(c, ops, n, prev >= 0 && next >= 0 ? cc__chain_done : NULL, &x, what);
-    CC_FREE(ops);
+    r = cc__engine_run(c, ms, n, prev >= 0 && next >= 0 ? cc__chain_done : NULL, &x, &c->cur, what);
+    CC_FREE(ms);
     return r;
   }
 }
@@ -3590,148 +4295,167 @@ static cc_result cc__net_bcast(cc_comm *c, const int *M, int m, int p, int rp, v
 /* Reduce to index rp. Small: every member sends its input to the root, which
    folds them in member order. Large: reduce-scatter by direct exchange, then
    the blocks go to the root. Either way the root holds the left fold. */
-static cc_result cc__net_reduce(cc_comm *c, const int *M, int m, int p, int rp, const void *in, void *out,
+static cc_result cc__msg_reduce(cc_comm *c, const int *M, int m, int p, int rp, const void *in, void *out,
                                 size_t count, cc_dtype t, int op, const char *what) {
   size_t es = cc__dtype_bytes(t), bytes = count * es;
-  cc__xop *ops = (cc__xop *)CC_MALLOC(sizeof(cc__xop) * (size_t)m);
+  cc__msg *ms;
   unsigned char *tmp = NULL;
   int j, n = 0;
   cc_result r;
-  if (!ops) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
-  if (m == 1) { if (out != in && bytes) memcpy(out, in, bytes); CC_FREE(ops); return CC_OK; }
-  if (bytes <= c->net->small_bytes || count < (size_t)m) {
+  if (m == 1) { if (out != in && bytes) memcpy(out, in, bytes); return CC_OK; }
+  if (!(ms = (cc__msg *)CC_MALLOC(sizeof(cc__msg) * (size_t)m))) return cc__oom(c, what);
+  if (bytes <= c->set.net_small_bytes || count < (size_t)m) {
     const void **srcs = (const void **)CC_MALLOC(sizeof(void *) * (size_t)m);
-    if (p == rp && (!srcs || !(tmp = (unsigned char *)CC_MALLOC((size_t)m * bytes + 1)))) {
-      CC_FREE(ops); CC_FREE(srcs);
-      return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
+    if (!srcs || (p == rp && !(tmp = (unsigned char *)CC_MALLOC((size_t)m * bytes + 1)))) {
+      CC_FREE(ms); CC_FREE(srcs);
+      return cc__oom(c, what);
     }
     for (j = 0; j < m; j++) {
-      if (p != rp && j == p) cc__xop_set(&ops[n++], 1, M[rp], CC__TAG_COLL, in, bytes);
-      if (p == rp && j != p) cc__xop_set(&ops[n++], 0, M[j], CC__TAG_COLL, tmp + (size_t)j * bytes, bytes);
-      if (srcs) srcs[j] = j == p ? in : tmp + (size_t)j * bytes;
+      if (p != rp && j == p) cc__msg_set(&ms[n++], 1, M[rp], CC__TAG_COLL, in, bytes);
+      if (p == rp && j != p) cc__msg_set(&ms[n++], 0, M[j], CC__TAG_COLL, tmp + (size_t)j * bytes, bytes);
+      srcs[j] = j == p ? in : tmp + (size_t)j * bytes;
     }
-    r = cc__net_run(c, ops, n, NULL, NULL, what);
-    if (r == CC_OK && p == rp) cc__net_foldn(c, op, t, out, srcs, m, count);
+    r = cc__engine_run(c, ms, n, NULL, NULL, &c->cur, what);
+    if (r == CC_OK && p == rp) r = cc__foldn(c, op, t, out, srcs, m, count, what);
     CC_FREE(srcs);
   } else {
     size_t bo = cc__part(count, m, p) * es;
     unsigned char *acc = p == rp ? (unsigned char *)out : (tmp = (unsigned char *)CC_MALLOC(bytes + 1));
-    if (!acc) { CC_FREE(ops); return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank); }
-    r = cc__net_rs_direct(c, M, m, p, in, acc + bo, count, t, op, NULL, what);
+    if (!acc) { CC_FREE(ms); return cc__oom(c, what); }
+    r = cc__msg_rs_direct(c, M, m, p, in, acc + bo, count, t, op, NULL, what);
     for (j = 0; r == CC_OK && j < m; j++) {
       size_t o = cc__part(count, m, j) * es, l = cc__part(count, m, j + 1) * es - o;
-      if (p == rp && j != p) cc__xop_set(&ops[n++], 0, M[j], CC__TAG_COLL, acc + o, l);
-      if (p != rp && j == p) cc__xop_set(&ops[n++], 1, M[rp], CC__TAG_COLL, acc + o, l);
+      if (p == rp && j != p) cc__msg_set(&ms[n++], 0, M[j], CC__TAG_COLL, acc + o, l);
+      if (p != rp && j == p) cc__msg_set(&ms[n++], 1, M[rp], CC__TAG_COLL, acc + o, l);
     }
-    if (r == CC_OK) r = cc__net_run(c, ops, n, NULL, NULL, what);
+    if (r == CC_OK) r = cc__engine_run(c, ms, n, NULL, NULL, &c->cur, what);
   }
   CC_FREE(tmp);
-  CC_FREE(ops);
+  CC_FREE(ms);
   return r;
 }
 
 /* All-reduce over the members. Small: every member sends its input to every
    other and each folds all of them in member order (one step). Large:
-   reduce-scatter by direct exchange, then a ring all-gather. Every member
-   ends with the same bits: the left fold in member order. */
-static cc_result cc__net_allreduce(cc_comm *c, const int *M, int m, int p, const void *in, void *out, size_t count,
+   reduce-scatter by direct exchange with the all-gather riding on it. Every
+   member ends with the same bits: the left fold in member order. */
+static cc_result cc__msg_allreduce(cc_comm *c, const int *M, int m, int p, const void *in, void *out, size_t count,
                                    cc_dtype t, int op, const char *what) {
   size_t es = cc__dtype_bytes(t), bytes = count * es;
   int j, n = 0;
   cc_result r;
   if (m == 1) { if (out != in && bytes) memcpy(out, in, bytes); return CC_OK; }
-  if (bytes <= c->net->small_bytes || count < (size_t)m) {
+  if (bytes <= c->set.net_small_bytes || count < (size_t)m) {
     unsigned char *tmp = (unsigned char *)CC_MALLOC((size_t)m * bytes + 1);
     const void **srcs = (const void **)CC_MALLOC(sizeof(void *) * (size_t)m);
-    cc__xop *ops = (cc__xop *)CC_MALLOC(sizeof(cc__xop) * 2 * (size_t)m);
-    if (!tmp || !srcs || !ops) {
-      CC_FREE(tmp); CC_FREE(srcs); CC_FREE(ops);
-      return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
+    cc__msg *ms = (cc__msg *)CC_MALLOC(sizeof(cc__msg) * 2 * (size_t)m);
+    if (!tmp || !srcs || !ms) {
+      CC_FREE(tmp); CC_FREE(srcs); CC_FREE(ms);
+      return cc__oom(c, what);
     }
     for (j = 1; j < m; j++) {
       int to = (p + j) % m, from = (p - j + m) % m;
-      cc__xop_set(&ops[n++], 1, M[to], CC__TAG_COLL, in, bytes);
-      cc__xop_set(&ops[n++], 0, M[from], CC__TAG_COLL, tmp + (size_t)from * bytes, bytes);
+      cc__msg_set(&ms[n++], 1, M[to], CC__TAG_COLL, in, bytes);
+      cc__msg_set(&ms[n++], 0, M[from], CC__TAG_COLL, tmp + (size_t)from * bytes, bytes);
     }
     for (j = 0; j < m; j++) srcs[j] = j == p ? in : tmp + (size_t)j * bytes;
-    r = cc__net_run(c, ops, n, NULL, NULL, what);
-    if (r == CC_OK) cc__net_foldn(c, op, t, out, srcs, m, count);
-    CC_FREE(tmp); CC_FREE(srcs); CC_FREE(ops);
-    return r;
-  } else {
-    size_t *ol = (size_t *)CC_MALLOC(sizeof(size_t) * 2 * (size_t)m);
-    if (!ol) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
-    for (j = 0; j < m; j++) {
-      ol[j] = cc__part(count, m, j) * es;
-      ol[m + j] = cc__part(count, m, j + 1) * es - ol[j];
-    }
-    r = cc__net_rs_direct(c, M, m, p, in, (unsigned char *)out + ol[p], count, t, op, out, what);
-    CC_FREE(ol);
+    r = cc__engine_run(c, ms, n, NULL, NULL, &c->cur, what);
+    if (r == CC_OK) r = cc__foldn(c, op, t, out, srcs, m, count, what);
+    CC_FREE(tmp); CC_FREE(srcs); CC_FREE(ms);
     return r;
   }
+  return cc__msg_rs_direct(c, M, m, p, in, (unsigned char *)out + cc__part(count, m, p) * es, count, t, op, out, what);
 }
 
-/* ---------------------------------------------------------------- collectives in net mode */
+/* premul_sum: this rank's input times its scalar, into *own (NULL when the op
+   is no premul_sum); *in then points at it. */
+static cc_result cc__premul_input(cc_comm *c, const cc__call *k, size_t count, unsigned char **own, const void **in,
+                                  const char *what) {
+  const cc__opinfo *o = cc__opinfo_of(c, k->op);
+  const void *s[1], *sc[1];
+  *own = NULL;
+  *in = k->sbuf;
+  if (!o || o->kind != CC__OPK_PREMUL) return CC_OK;
+  if (!(*own = (unsigned char *)CC_MALLOC(count * cc__dtype_bytes(k->t) + 1))) return cc__oom(c, what);
+  s[0] = k->sbuf;
+  sc[0] = o->scal;
+  if (count) cc__reduce_n(*own, s, 1, count, k->t, CC__OP_PREMUL, sc);
+  *in = *own;
+  return CC_OK;
+}
 
-/* Run a call on the group's shared-memory communicator. */
-static cc_result cc__net_local(cc_comm *c, const cc__call *k) {
-  cc_comm *l = c->net->local;
-  cc_result r;
-  if (!l) return CC_OK;
-  l->ops = c->ops;                     /* user ops are the parent's */
-  l->nops = c->nops;
-  r = cc__exec(l, k);
-  if (r != CC_OK) {                    /* the message counts this host's ranks: name them */
-    cc__net *nt = c->net;
-    int who = CC__LOAD(&l->hdr->fail_ready) ? l->hdr->fail_rank : -1, g = nt->grp[c->rank], i, gw = -1;
-    char msg[320];
-    for (i = 0; i < c->size && who >= 0; i++) if (nt->grp[i] == g && nt->lrank[i] == who) gw = i;
-    if (gw >= 0) snprintf(msg, sizeof msg, "%.240s [on this host, rank %d is rank %d of the communicator]", l->err, who, gw);
-    else snprintf(msg, sizeof msg, "%.240s", l->err);
-    if (!c->failed) cc__fail(c, r, "%s", msg);
-    cc__net_propagate(c, r, gw >= 0 ? gw : c->rank, msg, NULL, 0);
+/* ---------------------------------------------------------------- messages: collectives */
+
+/* gather, all_gather, scatter, all_to_all and their v forms, as
+   cc__plan_move lays them out: every rank straight to every other (all_gather
+   as a ring), through whichever link reaches it; reduce_scatter by direct
+   exchange. */
+static cc_result cc__msg_flat(cc_comm *c, const cc__call *k) {
+  const char *what = cc__coll_name(k->coll);
+  int n = c->size, me = c->rank, j, nm = 0;
+  cc__msg *ms = (cc__msg *)CC_MALLOC(sizeof(cc__msg) * 2 * (size_t)n);
+  int *M = (int *)CC_MALLOC(sizeof(int) * (size_t)n);
+  const unsigned char *sb = (const unsigned char *)k->sbuf;
+  unsigned char *rb = (unsigned char *)k->rbuf, *copy = NULL;
+  cc__plan p;
+  cc_result r = CC_OK;
+  if (!ms || !M) { r = cc__oom(c, what); goto out; }
+  for (j = 0; j < n; j++) M[j] = j;
+  if (k->coll == CC__REDUCE_SCATTER) {
+    size_t es = cc__dtype_bytes(k->t), count = k->count * (size_t)n;
+    unsigned char *own = NULL, *acc;
+    const void *in = NULL;
+    /* blocks of equal size, so block j is rank j's share; in place, the
+       result may not overwrite input that is still to be sent */
+    if ((r = cc__premul_input(c, k, count, &own, &in, what)) != CC_OK) goto out;
+    acc = cc__keep(&c->net->tmp2, &c->net->tmp2_bytes, k->count * es + 1);
+    if (!acc) r = cc__oom(c, what);
+    else r = cc__msg_rs_direct(c, M, n, me, in, acc, count, k->t, cc__wire_op(c, k->op), NULL, what);
+    if (r == CC_OK) {
+      if (k->count) memcpy(rb, acc, k->count * es);
+      if (k->op == CC_AVG) cc__avg_div(rb, k->count, k->t, n);
+    }
+    CC_FREE(own);
+    goto out;
   }
+  cc__plan_move(c, k, &p);
+  if (k->coll == CC__ALL_GATHER || k->coll == CC__ALL_GATHER_V) {
+    cc__plan_own(c, k, &p);
+    r = cc__msg_ring_ag(c, M, n, me, rb, p.roff, p.rlen, what);
+    goto out;
+  }
+  if (sb && sb == rb && (k->coll == CC__ALL_TO_ALL || k->coll == CC__ALL_TO_ALL_V)) {
+    size_t total = 0;                  /* in place: send from a copy */
+    for (j = 0; j < n; j++) if (p.slen[j]) total = CC__MAX(total, p.soff[j] + p.slen[j]);
+    if (!(copy = (unsigned char *)CC_MALLOC(total + 1))) { r = cc__oom(c, what); goto out; }
+    if (total) memcpy(copy, sb, total);
+    sb = copy;
+  }
+  for (j = 1; j < n; j++) {            /* in a staggered order, so that not all send to one rank first */
+    int to = (me + j) % n, from = (me - j + n) % n;
+    if ((p.writer < 0 || p.writer == me) && (p.reader < 0 || p.reader == to))
+      cc__msg_set(&ms[nm++], 1, to, CC__TAG_COLL, sb + p.soff[to], p.slen[to]);
+    if ((p.reader < 0 || p.reader == me) && (p.writer < 0 || p.writer == from))
+      cc__msg_set(&ms[nm++], 0, from, CC__TAG_COLL, rb + p.roff[from], p.rlen[from]);
+  }
+  if (copy) {                          /* this rank's own piece, from the copy */
+    if (p.rlen[me]) memmove(rb + p.roff[me], sb + p.soff[me], p.rlen[me]);
+  } else {
+    cc__plan_own(c, k, &p);
+  }
+  r = cc__engine_run(c, ms, nm, NULL, NULL, &c->cur, what);
+out:
+  CC_FREE(copy);
+  CC_FREE(ms);
+  CC_FREE(M);
   return r;
 }
 
-static void cc__call_local(cc__call *lk, const cc__call *k, int coll, const void *sb, void *rb, size_t count, int op, int root) {
-  memset(lk, 0, sizeof *lk);
-  lk->coll = coll;
-  lk->sbuf = sb;
-  lk->rbuf = rb;
-  lk->count = count;
-  lk->t = k->t;
-  lk->op = op;
-  lk->root = root;
-}
+/* ---------------------------------------------------------------- hierarchical runs */
 
-/* The op the pieces are combined with: avg sums (divided once at the end),
-   premul_sum sums inputs that each rank scaled first. */
-static int cc__net_op(cc_comm *c, int op) {
-  if (op == CC_AVG) return CC_SUM;
-  if (op >= CC__OP_FIRST_USER && c->ops[op - CC__OP_FIRST_USER].kind == 2) return CC_SUM;
-  return op;
-}
-
-/* premul_sum: this rank's input times its scalar, into scratch. */
-static int cc__net_premul(cc_comm *c, const cc__call *k, const void *in, size_t count, unsigned char **own,
-                          const void **out) {
-  const cc__opinfo *o;
-  const void *s[1], *sc[1];
-  *own = NULL;
-  *out = in;
-  if (k->op < CC__OP_FIRST_USER || (o = &c->ops[k->op - CC__OP_FIRST_USER])->kind != 2) return 0;
-  *own = (unsigned char *)CC_MALLOC(count * cc__dtype_bytes(k->t) + 1);
-  if (!*own) return -1;
-  s[0] = in;
-  sc[0] = o->scal;
-  if (count) cc__reduce_n(*own, s, 1, count, k->t, CC__OP_PREMUL, sc);
-  *out = *own;
-  return 0;
-}
-
-/* One rank per group: the root in its group, the lowest rank elsewhere. */
-static int *cc__net_reps(cc_comm *c, int root, int *me) {
+/* One rank per host: the root on its host, the lowest rank elsewhere. *me:
+   this rank's index in M, or -1 when it represents no host. */
+static int *cc__hier_reps(cc_comm *c, int root, int *me) {
   cc__net *nt = c->net;
   int *M = (int *)CC_MALLOC(sizeof(int) * (size_t)nt->ngroups), g;
   if (!M) return NULL;
@@ -3741,227 +4465,104 @@ static int *cc__net_reps(cc_comm *c, int root, int *me) {
   return M;
 }
 
-/* barrier, broadcast, reduce, all_reduce: within the group over shared memory,
-   across groups between one rank of each over TCP. */
-static cc_result cc__net_hier(cc_comm *c, const cc__call *k) {
+/* The host's part: call lk as an arena run on the host's communicator. A
+   failure there is this communicator's, told to the other hosts, with the
+   host's rank named as the communicator knows it. */
+static cc_result cc__hier_local(cc_comm *c, int coll, const cc__call *k, const void *sb, void *rb, size_t count,
+                                int op, int root) {
+  cc_comm *l = c->net->local;
+  cc__call lk;
+  cc_result r;
+  if (!l) return CC_OK;
+  memset(&lk, 0, sizeof lk);
+  lk.coll = coll; lk.sbuf = sb; lk.rbuf = rb; lk.count = count; lk.t = k->t; lk.op = op; lk.root = root;
+  l->ops = c->ops;                     /* user ops are the parent's */
+  l->nops = c->nops;
+  r = cc__arena_run(l, &lk);
+  if (r != CC_OK) {
+    cc__net *nt = c->net;
+    int who = CC__LOAD(&l->hdr->fail_ready) ? l->hdr->fail_rank : -1, g = nt->grp[c->rank], i, gw = -1;
+    char msg[CC__ERR_BYTES];
+    for (i = 0; i < c->size && who >= 0; i++) if (nt->grp[i] == g && nt->lrank[i] == who) gw = i;
+    if (gw >= 0) snprintf(msg, sizeof msg, "%.240s [on this host, rank %d is rank %d of the communicator]", l->err, who, gw);
+    else snprintf(msg, sizeof msg, "%.240s", l->err);
+    if (!c->failed) cc__fail(c, r, "%s", msg);
+    cc__propagate(c, r, gw >= 0 ? gw : c->rank, msg);
+  }
+  return r;
+}
+
+/* barrier, broadcast, reduce, all_reduce across hosts: within each host over
+   its arena, across hosts between one rank of each over messages. */
+static cc_result cc__hier_run(cc_comm *c, const cc__call *k) {
   cc__net *nt = c->net;
-  const char *what = cc__coll_names[k->coll];
+  const char *what = cc__coll_name(k->coll);
   size_t es = cc__dtype_bytes(k->t), bytes = k->count * es;
-  int root = k->coll == CC__BROADCAST || k->coll == CC__REDUCE ? k->root : -1, me, op = cc__net_op(c, k->op);
-  int *M = cc__net_reps(c, root, &me), lroot;
+  int root = k->coll == CC__BROADCAST || k->coll == CC__REDUCE ? k->root : -1, me, op = cc__wire_op(c, k->op);
+  int *M = cc__hier_reps(c, root, &me), lroot;
   unsigned char *own = NULL, *buf = NULL;
   const void *in;
-  cc__call lk;
   cc_result r = CC_OK;
-  if (!M) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
+  if (!M) return cc__oom(c, what);
   lroot = nt->lrank[M[nt->grp[c->rank]]];
   switch (k->coll) {
   case CC__BARRIER: {
     unsigned char b = 0;
-    cc__call_local(&lk, k, CC__BARRIER, NULL, NULL, 0, 0, 0);
-    if ((r = cc__net_local(c, &lk)) != CC_OK) break;
-    if (me >= 0 && (r = cc__net_allreduce(c, M, nt->ngroups, me, &b, &b, 1, CC_UINT8, CC_MAX, what)) != CC_OK) break;
-    r = cc__net_local(c, &lk);
+    if ((r = cc__hier_local(c, CC__BARRIER, k, NULL, NULL, 0, 0, 0)) != CC_OK) break;
+    if (me >= 0 && (r = cc__msg_allreduce(c, M, nt->ngroups, me, &b, &b, 1, CC_UINT8, CC_MAX, what)) != CC_OK) break;
+    r = cc__hier_local(c, CC__BARRIER, k, NULL, NULL, 0, 0, 0);
     break;
   }
   case CC__BROADCAST:
-    if (me >= 0 && (r = cc__net_bcast(c, M, nt->ngroups, me, nt->grp[root], k->rbuf, bytes, what)) != CC_OK) break;
-    cc__call_local(&lk, k, CC__BROADCAST, k->rbuf, k->rbuf, k->count, 0, lroot);
-    r = cc__net_local(c, &lk);
+    if (me >= 0 && (r = cc__msg_bcast(c, M, nt->ngroups, me, nt->grp[root], k->rbuf, bytes, what)) != CC_OK) break;
+    r = cc__hier_local(c, CC__BROADCAST, k, k->rbuf, k->rbuf, k->count, 0, lroot);
     break;
   case CC__REDUCE: case CC__ALL_REDUCE:
-    if (cc__net_premul(c, k, k->sbuf, k->count, &own, &in) != 0) { r = CC_ERR_NO_MEMORY; break; }
-    /* the group's sum lands in the representative's buffer */
-    if (me >= 0) {
+    if ((r = cc__premul_input(c, k, k->count, &own, &in, what)) != CC_OK) break;
+    if (me >= 0) {                     /* the host's partial result lands in the representative's buffer */
       int mine = k->coll == CC__ALL_REDUCE || c->rank == root;
       buf = mine ? (unsigned char *)k->rbuf : (unsigned char *)CC_MALLOC(bytes + 1);
-      if (!buf && !mine) { r = CC_ERR_NO_MEMORY; break; }
+      if (!buf && !mine) { r = cc__oom(c, what); break; }
     }
     if (nt->local) {
-      cc__call_local(&lk, k, CC__REDUCE, in, me >= 0 ? buf : k->rbuf, k->count, op, lroot);
-      if ((r = cc__net_local(c, &lk)) != CC_OK) break;
+      if ((r = cc__hier_local(c, CC__REDUCE, k, in, me >= 0 ? buf : k->rbuf, k->count, op, lroot)) != CC_OK) break;
       in = buf;
     }
     if (me >= 0) {
-      if (k->coll == CC__ALL_REDUCE) r = cc__net_allreduce(c, M, nt->ngroups, me, in, buf, k->count, k->t, op, what);
-      else r = cc__net_reduce(c, M, nt->ngroups, me, nt->grp[root], in, buf, k->count, k->t, op, what);
+      if (k->coll == CC__ALL_REDUCE) r = cc__msg_allreduce(c, M, nt->ngroups, me, in, buf, k->count, k->t, op, what);
+      else r = cc__msg_reduce(c, M, nt->ngroups, me, nt->grp[root], in, buf, k->count, k->t, op, what);
       if (r != CC_OK) break;
-      if (k->op == CC_AVG && (k->coll == CC__ALL_REDUCE || c->rank == root)) cc__net_avg(buf, k->count, k->t, c->size);
+      if (k->op == CC_AVG && (k->coll == CC__ALL_REDUCE || c->rank == root)) cc__avg_div(buf, k->count, k->t, c->size);
     }
-    if (k->coll == CC__ALL_REDUCE && nt->local) {
-      cc__call_local(&lk, k, CC__BROADCAST, k->rbuf, k->rbuf, k->count, 0, lroot);
-      r = cc__net_local(c, &lk);
-    }
+    if (k->coll == CC__ALL_REDUCE && nt->local)
+      r = cc__hier_local(c, CC__BROADCAST, k, k->rbuf, k->rbuf, k->count, 0, lroot);
     break;
   default:
-    r = cc__fail(c, CC_ERR_INVALID_ARG, "internal: %s is not hierarchical", what);
+    r = cc__fail(c, CC_ERR_INVALID_ARG, "%s: rank %d: internal: not a hierarchical collective", what, c->rank);
   }
-  if (r == CC_ERR_NO_MEMORY && !c->failed) cc__fail(c, r, "%s: rank %d: out of memory", what, c->rank);
   if (buf && buf != k->rbuf) CC_FREE(buf);
   CC_FREE(own);
   CC_FREE(M);
   return r;
 }
 
-/* gather, scatter, all_to_all and their v forms: every rank straight to
-   every other (through shared memory within the group); all_gather(_v) as a
-   ring over all ranks; reduce_scatter as a ring. */
-static cc_result cc__net_flat(cc_comm *c, const cc__call *k) {
-  const char *what = cc__coll_names[k->coll];
-  int n = c->size, me = c->rank, j, nops = 0;
-  size_t es = cc__dtype_bytes(k->t);
-  size_t *a = (size_t *)CC_MALLOC(sizeof(size_t) * 4 * (size_t)n + 1);   /* sd, sc, rd, rc in bytes */
-  cc__xop *ops = (cc__xop *)CC_MALLOC(sizeof(cc__xop) * 2 * (size_t)n);
-  int *M = (int *)CC_MALLOC(sizeof(int) * (size_t)n);
-  const unsigned char *sb = (const unsigned char *)k->sbuf;
-  unsigned char *rb = (unsigned char *)k->rbuf;
-  cc_result r = CC_OK;
-  if (!a || !ops || !M) { r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me); goto out; }
-  for (j = 0; j < n; j++) M[j] = j;
-  for (j = 0; j < n; j++) {
-    size_t cnt = k->count;
-    switch (k->coll) {
-    case CC__GATHER: case CC__ALL_GATHER:
-      a[j] = 0; a[n + j] = cnt * es; a[2 * n + j] = (size_t)j * cnt * es; a[3 * n + j] = cnt * es; break;
-    case CC__SCATTER:
-      a[j] = (size_t)j * cnt * es; a[n + j] = cnt * es; a[2 * n + j] = 0; a[3 * n + j] = cnt * es; break;
-    case CC__ALL_TO_ALL:
-      a[j] = (size_t)j * cnt * es; a[n + j] = cnt * es; a[2 * n + j] = (size_t)j * cnt * es; a[3 * n + j] = cnt * es; break;
-    case CC__GATHER_V: case CC__ALL_GATHER_V:
-      a[j] = 0; a[n + j] = k->scount * es;
-      a[2 * n + j] = k->rd ? k->rd[j] * es : 0; a[3 * n + j] = k->rc ? k->rc[j] * es : 0; break;
-    case CC__SCATTER_V:
-      a[j] = k->sd ? k->sd[j] * es : 0; a[n + j] = k->sc ? k->sc[j] * es : 0;
-      a[2 * n + j] = 0; a[3 * n + j] = k->rcount * es; break;
-    case CC__REDUCE_SCATTER:
-      a[j] = a[n + j] = a[2 * n + j] = a[3 * n + j] = 0; break;
-    default:                           /* all_to_all_v */
-      a[j] = k->sd[j] * es; a[n + j] = k->sc[j] * es; a[2 * n + j] = k->rd[j] * es; a[3 * n + j] = k->rc[j] * es; break;
-    }
-  }
-  switch (k->coll) {
-  case CC__GATHER: case CC__GATHER_V:
-    if (me == k->root) {
-      for (j = 0; j < n; j++)
-        if (j != me) cc__xop_set(&ops[nops++], 0, j, CC__TAG_COLL, rb + a[2 * n + j], a[3 * n + j]);
-      if (sb != rb + a[2 * n + me] && a[n + me]) memmove(rb + a[2 * n + me], sb, a[n + me]);
-    } else {
-      cc__xop_set(&ops[nops++], 1, k->root, CC__TAG_COLL, sb, a[n + me]);
-    }
-    break;
-  case CC__SCATTER: case CC__SCATTER_V:
-    if (me == k->root) {
-      for (j = 0; j < n; j++)
-        if (j != me) cc__xop_set(&ops[nops++], 1, j, CC__TAG_COLL, sb + a[j], a[n + j]);
-      if (rb != sb + a[me] && a[3 * n + me]) memmove(rb, sb + a[me], a[3 * n + me]);
-    } else {
-      cc__xop_set(&ops[nops++], 0, k->root, CC__TAG_COLL, rb, a[3 * n + me]);
-    }
-    break;
-  case CC__ALL_TO_ALL: case CC__ALL_TO_ALL_V: {
-    const unsigned char *src = sb;
-    unsigned char *copy = NULL;
-    if (sb && sb == rb) {              /* in place: send from a copy */
-      size_t total = 0;
-      for (j = 0; j < n; j++)
-        if (a[n + j]) total = CC__MAX(total, a[j] + a[n + j]);
-      if (!(copy = (unsigned char *)CC_MALLOC(total + 1))) { r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me); goto out; }
-      if (total) memcpy(copy, sb, total);
-      src = copy;
-    }
-    for (j = 1; j < n; j++) {          /* in a staggered order, so not all send to one rank first */
-      int to = (me + j) % n, from = (me - j + n) % n;
-      cc__xop_set(&ops[nops++], 1, to, CC__TAG_COLL, src + a[to], a[n + to]);
-      cc__xop_set(&ops[nops++], 0, from, CC__TAG_COLL, rb + a[2 * n + from], a[3 * n + from]);
-    }
-    if (a[n + me]) memmove(rb + a[2 * n + me], src + a[me], a[n + me]);
-    r = cc__net_run(c, ops, nops, NULL, NULL, what);
-    CC_FREE(copy);
-    goto out;
-  }
-  case CC__ALL_GATHER: case CC__ALL_GATHER_V:
-    if (sb != rb + a[2 * n + me] && a[n + me]) memmove(rb + a[2 * n + me], sb, a[n + me]);
-    r = cc__net_ring_ag(c, M, n, me, rb, a + 2 * n, a + 3 * n, what);
-    goto out;
-  case CC__REDUCE_SCATTER: {
-    int op = cc__net_op(c, k->op);
-    size_t count = k->count * (size_t)n;
-    unsigned char *own = NULL, *acc;
-    const void *in = NULL;
-    int bad = cc__net_premul(c, k, k->sbuf, count, &own, &in);
-    /* blocks of equal size, so block j is rank j's share; in place, the
-       result may not overwrite input that is still to be sent */
-    acc = cc__net_keep(&c->net->tmp2, &c->net->tmp2_bytes, k->count * es + 1);
-    if (bad || !acc) r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
-    else r = cc__net_rs_direct(c, M, n, me, in, acc, count, k->t, op, NULL, what);
-    if (r == CC_OK) {
-      if (k->count) memcpy(rb, acc, k->count * es);
-      if (k->op == CC_AVG) cc__net_avg(rb, k->count, k->t, n);
-    }
-    CC_FREE(own);
-    goto out;
-  }
-  default:
-    r = cc__fail(c, CC_ERR_INVALID_ARG, "internal: %s is not flat", what);
-    goto out;
-  }
-  r = cc__net_run(c, ops, nops, NULL, NULL, what);
-out:
-  CC_FREE(a);
-  CC_FREE(ops);
-  CC_FREE(M);
-  return r;
-}
+/* ---------------------------------------------------------------- the choice */
 
-/* Sends and receives of a group (or one), over both transports together. */
-static cc_result cc__net_p2p(cc_comm *c, const cc__call *calls, int ncalls, const char *what) {
-  cc__xop *ops = (cc__xop *)CC_MALLOC(sizeof(cc__xop) * (size_t)(ncalls ? ncalls : 1));
-  int i, n = 0;
-  cc_result r;
-  if (!ops) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
-  for (i = 0; i < ncalls; i++) {
-    const cc__call *k = &calls[i];
-    if (k->coll != CC__SEND && k->coll != CC__RECV) continue;
-    cc__xop_set(&ops[n++], k->coll == CC__SEND, k->peer, k->tag, k->coll == CC__SEND ? k->sbuf : k->rbuf,
-                k->count * cc__dtype_bytes(k->t));
-  }
-  r = cc__net_run(c, ops, n, NULL, NULL, what);
-  CC_FREE(ops);
-  return r;
-}
-
-static cc_result cc__net_exec(cc_comm *c, const cc__call *k);
-
-/* What a collective's messages carry so that ranks can tell their calls apart
-   (cc__frame_encode): the collective, and a hash of what must agree. */
-static unsigned cc__net_sig(const cc__call *k) {
-  uint64_t h = 1469598103934665603ull;
-  uint64_t v[4];
-  int i;
-  v[0] = cc__is_v(k->coll) ? 0 : (uint64_t)k->count;
-  v[1] = (uint64_t)k->t;
-  v[2] = cc__is_v(k->coll) || k->coll == CC__BROADCAST || k->coll == CC__GATHER || k->coll == CC__ALL_GATHER ||
-         k->coll == CC__SCATTER || k->coll == CC__ALL_TO_ALL || k->coll == CC__BARRIER ? 0 : (uint64_t)(uint32_t)k->op;
-  v[3] = (uint64_t)(uint32_t)k->root;
-  if (k->coll == CC__ALL_REDUCE || k->coll == CC__REDUCE_SCATTER || k->coll == CC__ALL_GATHER ||
-      k->coll == CC__ALL_TO_ALL || k->coll == CC__BARRIER || k->coll == CC__ALL_GATHER_V || k->coll == CC__ALL_TO_ALL_V)
-    v[3] = 0;                          /* no root */
-  for (i = 0; i < 4; i++) { h ^= v[i]; h *= 1099511628211ull; h ^= h >> 29; }
-  return (unsigned)(k->coll & 31) << 11 | (unsigned)(h & 0x7ff);
-}
+static cc_result cc__msg_run(cc_comm *c, const cc__call *k);
 
 /* float16/bfloat16 sums, products and averages cross the network in float32
    and are rounded once at the end, as on one host (min and max are exact). */
-static cc_result cc__net_half(cc_comm *c, const cc__call *k) {
+static cc_result cc__msg_half(cc_comm *c, const cc__call *k) {
+  const char *what = cc__coll_name(k->coll);
   size_t nin = k->coll == CC__REDUCE_SCATTER ? k->count * (size_t)c->size : k->count, i;
   float *w = (float *)CC_MALLOC(nin * 4 + 4), *o = (float *)CC_MALLOC(k->count * 4 + 4), scal = 1.0f;
   const uint16_t *in = (const uint16_t *)k->sbuf;
-  int bf = k->t == CC_BFLOAT16, premul = k->op >= CC__OP_FIRST_USER;
+  int bf = k->t == CC_BFLOAT16, premul = cc__is_premul(c, k->op);
   cc__call k2 = *k;
   cc_result r;
   if (!w || !o) {
     CC_FREE(w); CC_FREE(o);
-    return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", cc__coll_names[k->coll], c->rank);
+    return cc__oom(c, what);
   }
   if (premul) {
     uint16_t h;
@@ -3976,7 +4577,7 @@ static cc_result cc__net_half(cc_comm *c, const cc__call *k) {
   k2.sbuf = w;
   k2.rbuf = o;
   if (premul) k2.op = CC_SUM;
-  r = cc__net_exec(c, &k2);
+  r = cc__msg_run(c, &k2);
   if (r == CC_OK && (k->coll != CC__REDUCE || k->root == c->rank))
     for (i = 0; i < k->count; i++)
       ((uint16_t *)k->rbuf)[i] = bf ? cc__float_to_bf16(o[i]) : cc__float_to_half(o[i]);
@@ -3985,420 +4586,261 @@ static cc_result cc__net_half(cc_comm *c, const cc__call *k) {
   return r;
 }
 
-static cc_result cc__net_exec(cc_comm *c, const cc__call *k) {
-  if ((k->t == CC_FLOAT16 || k->t == CC_BFLOAT16) && k->op != CC_MIN && k->op != CC_MAX &&
-      (k->coll == CC__REDUCE || k->coll == CC__ALL_REDUCE || k->coll == CC__REDUCE_SCATTER) &&
-      (k->op < CC__OP_FIRST_USER || c->ops[k->op - CC__OP_FIRST_USER].kind == 2))
-    return cc__net_half(c, k);
+/* A collective on a communicator whose ranks span hosts (or talk TCP only). */
+static cc_result cc__msg_run(cc_comm *c, const cc__call *k) {
+  if ((k->t == CC_FLOAT16 || k->t == CC_BFLOAT16) && k->op != CC_MIN && k->op != CC_MAX && cc__reduces(k->coll) &&
+      (k->op < CC__OP_FIRST_USER || cc__is_premul(c, k->op)))
+    return cc__msg_half(c, k);
   switch (k->coll) {
   case CC__BARRIER: case CC__BROADCAST: case CC__REDUCE: case CC__ALL_REDUCE:
-    return cc__net_hier(c, k);
-  case CC__SEND: case CC__RECV:
-    return cc__net_p2p(c, k, 1, cc__coll_names[k->coll]);
+    return cc__hier_run(c, k);
   default:
-    return cc__net_flat(c, k);
+    return cc__msg_flat(c, k);
   }
 }
 
-/* ---------------------------------------------------------------- handshake
-   Every connection, rendezvous or data, starts with:
-     client -> hello  {magic, version, kind, world, from, to, job[40], nonce_c[16]}   80 bytes
-     server -> chal   {magic, version, status, flags, nonce_s[16], mac_s[32]}         64 bytes
-     client -> resp   {magic, status, mac_c[32]}                                      40 bytes
-     server -> verdict{magic, status}                                                  8 bytes
-   With a token, mac_s = HMAC(token, "cc-s" hello nonce_s) and mac_c =
-   HMAC(token, "cc-c" hello nonce_s): each side proves it knows the token over
-   fresh nonces; the token never travels. Without one, the macs are zero and
-   the magic, version, world size and job identity must still match. */
-
-#define CC__HELLO 80
-#define CC__CHAL  64
-#define CC__RESP  40
-#define CC__VERD  8
-#define CC__REC   256                   /* a rank's record: host id, address, port */
-
-typedef struct cc__hello_t {
-  uint32_t kind, world;                /* kind 1: rendezvous, 2: data */
-  int32_t from, to;
-  char job[40];
-  unsigned char nonce[16];
-} cc__hello_t;
-
-static void cc__hello_encode(unsigned char *p, const cc__hello_t *h) {
-  memset(p, 0, CC__HELLO);
-  cc__put32(p, CC__HS_MAGIC);
-  cc__put32(p + 4, CC__NET_VERSION);
-  cc__put32(p + 8, h->kind);
-  cc__put32(p + 12, h->world);
-  cc__put32(p + 16, (uint32_t)h->from);
-  cc__put32(p + 20, (uint32_t)h->to);
-  memcpy(p + 24, h->job, 40);
-  memcpy(p + 64, h->nonce, 16);
+/* Sends and receives (a group's, or one), over every link together. */
+static cc_result cc__p2p_run(cc_comm *c, const cc__call *calls, int ncalls, const char *what) {
+  cc__msg *m;
+  int i, n = 0;
+  cc_result r;
+  if (c->one_cap < ncalls) {
+    cc__msg *g = (cc__msg *)CC_MALLOC(sizeof(cc__msg) * (size_t)ncalls);
+    if (!g) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
+    CC_FREE(c->one);
+    c->one = g;
+    c->one_cap = ncalls;
+  }
+  m = c->one;
+  for (i = 0; i < ncalls; i++) {
+    const cc__call *k = &calls[i];
+    if (k->coll != CC__SEND && k->coll != CC__RECV) continue;
+    cc__msg_set(&m[n++], k->coll == CC__SEND, k->peer, k->tag, k->coll == CC__SEND ? k->sbuf : k->rbuf,
+                k->count * cc__dtype_bytes(k->t));
+  }
+  r = cc__engine_run(c, m, n, NULL, NULL, NULL, what);
+  return r;
 }
 
-/* A hello from the wire: 0, or -1 when it is not a well-formed one. */
-static int cc__hello_decode(const unsigned char *p, cc__hello_t *h) {
+/* Run collective k: the arena when every rank shares this host, else messages.
+   Each collective gets the next number (its frames carry it). */
+static cc_result cc__algo_run(cc_comm *c, const cc__call *k) {
+  c->seq++;
+  cc__ident_of(k, &c->cur);
+  return c->net ? cc__msg_run(c, k) : cc__arena_run(c, k);
+}
+/* ============================================================== @bootstrap */
+/* How communicators come to be. cc_comm_init reads the settings once, then
+   takes one of the named init paths:
+     cc__init_single      a world of one: an anonymous segment, no name at all
+     cc__init_shm_job     ccrun on one host (CC_JOB_ID): the ranks meet in a
+                          segment named after the job, never on a port
+     cc__init_rendezvous  env:// (MASTER_ADDR/PORT, Slurm), tcp://, file://
+                          and cc_comm_init_rank's unique id: rank 0 gathers
+                          every rank's record (host identity, address), then
+                          the ranks meet in shared memory (one host) or build
+                          a mesh of TCP connections with a segment per host
+   and, for CC_TRANSPORT=tcp on one host, cc__init_tcp_from_shm. cc_comm_split
+   builds each new communicator the same way from its ranks' records. */
+
+/* ---------------------------------------------------------------- communicators */
+
+static cc_comm *cc__comm_new(int rank, int size, const cc__settings *s) {
+  cc_comm *c = (cc_comm *)CC_MALLOC(sizeof *c);
+  size_t n = (size_t)size;
   int i;
-  if (cc__get32(p) != CC__HS_MAGIC || cc__get32(p + 4) != CC__NET_VERSION) return -1;
-  h->kind = cc__get32(p + 8);
-  h->world = cc__get32(p + 12);
-  h->from = (int32_t)cc__get32(p + 16);
-  h->to = (int32_t)cc__get32(p + 20);
-  memcpy(h->job, p + 24, 40);
-  memcpy(h->nonce, p + 64, 16);
-  if ((h->kind != 1 && h->kind != 2) || h->world < 1 || h->world > (1u << 24)) return -1;
-  if (h->from < 0 || (uint32_t)h->from >= h->world || h->to < 0 || (uint32_t)h->to >= h->world || h->from == h->to) return -1;
-  for (i = 0; i < 40 && h->job[i]; i++)
-    if (!((h->job[i] >= '0' && h->job[i] <= '9') || (h->job[i] >= 'a' && h->job[i] <= 'f'))) return -1;
-  return i < 40 ? 0 : -1;
+  if (!c) return NULL;
+  memset(c, 0, sizeof *c);
+  c->rank = c->local_rank = rank;
+  c->size = c->local_size = size;
+  c->set = *s;
+  c->debug = s->debug;
+  c->timeout_ns = s->timeout_ns;
+  c->oversub = size > cc__ncpus();
+  c->spin_ns = (uint64_t)(s->spin_us >= 0 ? s->spin_us : c->oversub ? 2 : 50) * 1000;
+  c->small_bytes = s->small_bytes >= 0 ? (size_t)s->small_bytes : c->oversub ? (64u << 10) : (16u << 10);
+  c->stream_bytes = s->stream_bytes;
+  c->srcs = (const void **)CC_MALLOC(sizeof(void *) * n);
+  c->scals = (const void **)CC_MALLOC(sizeof(void *) * n);
+  c->scratch = (size_t *)CC_MALLOC(sizeof(size_t) * 4 * n);
+  c->scalbuf = (unsigned char *)CC_MALLOC(16 * n);
+  c->peers = (cc__peer *)CC_MALLOC(sizeof(cc__peer) * n);
+  c->pfd = (struct pollfd *)CC_MALLOC(sizeof(struct pollfd) * n);
+  c->pfd_rank = (int *)CC_MALLOC(sizeof(int) * n);
+  if (!c->srcs || !c->scals || !c->scratch || !c->peers || !c->scalbuf || !c->pfd || !c->pfd_rank) {
+    CC_FREE(c->srcs); CC_FREE(c->scals); CC_FREE(c->scratch); CC_FREE(c->peers); CC_FREE(c->scalbuf);
+    CC_FREE(c->pfd); CC_FREE(c->pfd_rank); CC_FREE(c);
+    return NULL;
+  }
+  memset(c->peers, 0, sizeof(cc__peer) * n);
+  for (i = 0; i < size; i++) c->peers[i].fd = -1;
+  c->peers[rank].link = CC__LINK_SELF;
+  pthread_mutex_init(&c->qlock, NULL);
+  pthread_cond_init(&c->qcond, NULL);
+  return c;
 }
 
-static void cc__hs_mac(const char *token, const char *side, const unsigned char *hello, const unsigned char *nonce_s,
-                       unsigned char *out) {
-  const void *parts[3];
-  size_t lens[3];
-  parts[0] = side; lens[0] = 4;
-  parts[1] = hello; lens[1] = CC__HELLO;
-  parts[2] = nonce_s; lens[2] = 16;
-  cc__hmac_sha256(token, strlen(token), parts, lens, 3, out);
+/* Every other rank through this communicator's own segment. */
+static void cc__links_shm(cc_comm *c) {
+  int j;
+  for (j = 0; j < c->size; j++) {
+    c->peers[j].link = j == c->rank ? CC__LINK_SELF : CC__LINK_SHM;
+    c->peers[j].ch = j;
+  }
 }
 
-/* The connecting side. CC_OK, or a code with the reason in why. A refusal
-   for a stale file:// nonce comes back as CC_ERR_INVALID_ARG. */
-static cc_result cc__hs_client(int fd, const cc__hello_t *h, const char *token, uint64_t deadline,
-                               char *why, size_t whylen) {
-  unsigned char hello[CC__HELLO], chal[CC__CHAL], resp[CC__RESP], verd[CC__VERD], mac[32];
-  uint32_t status, flags;
-  cc__hello_encode(hello, h);
-  if (cc__sock_send_all(fd, hello, sizeof hello, deadline) != 0 || cc__sock_recv_all(fd, chal, sizeof chal, deadline) != 0) {
-    snprintf(why, whylen, errno == ETIMEDOUT ? "no answer to the handshake" : "it closed the connection during the handshake");
-    return errno == ETIMEDOUT ? CC_ERR_TIMEOUT : CC_ERR_PEER_LOST;
+static void cc__comm_free(cc_comm *c) {
+  int i;
+  if (!c) return;
+  for (i = 0; i < c->size; i++) {
+    cc__peer *p = &c->peers[i];
+    while (p->uq_head) { cc__umsg *u = p->uq_head; p->uq_head = u->next; cc__umsg_free(u); }
+    cc__umsg_free(p->rx_unexp);
+    if (p->link == CC__LINK_TCP) cc__sock_close(p->fd);
+    CC_FREE(p->stage);
   }
-  if (cc__get32(chal) != CC__HS_MAGIC || cc__get32(chal + 4) != CC__NET_VERSION) {
-    snprintf(why, whylen, "it is not a cc rank of this protocol version (bad handshake)");
-    return CC_ERR_AUTH;
-  }
-  status = cc__get32(chal + 8);
-  flags = cc__get32(chal + 12);
-  if (status != 0) {
-    snprintf(why, whylen, "it refused the connection: %s", status == (uint32_t)CC_ERR_MISMATCH ?
-             "another world size or job" : "a stale rendezvous (another job)");
-    return status == (uint32_t)CC_ERR_MISMATCH ? CC_ERR_MISMATCH : CC_ERR_INVALID_ARG;
-  }
-  if ((flags & 1) && !token) { snprintf(why, whylen, "it requires a token (CC_TOKEN) and this rank has none"); return CC_ERR_AUTH; }
-  if (!(flags & 1) && token) { snprintf(why, whylen, "it has no token (CC_TOKEN) and this rank has one"); return CC_ERR_AUTH; }
-  memset(resp, 0, sizeof resp);
-  cc__put32(resp, CC__HS_MAGIC);
-  if (token) {
-    cc__hs_mac(token, "cc-s", hello, chal + 16, mac);
-    if (!cc__ct_equal(mac, chal + 32, 32)) {
-      snprintf(why, whylen, "it does not know this job's token (CC_TOKEN differs)");
-      return CC_ERR_AUTH;
+  if (c->net) {
+    cc__net *nt = c->net;
+    if (nt->local) {
+      cc_comm *l = nt->local;
+      l->ops = NULL;
+      l->nops = 0;
+      if (l->ctl) CC__STORE_SC(&l->ctl[l->rank].departed, 1u);
+      if (l->hdr) cc__notify(l);
+      cc__comm_free(l);
     }
-    cc__hs_mac(token, "cc-c", hello, chal + 16, resp + 8);
+    CC_FREE(nt->grp); CC_FREE(nt->lrank); CC_FREE(nt->gfirst); CC_FREE(nt->gsize);
+    CC_FREE(nt->tmp); CC_FREE(nt->tmp2);
+    CC_FREE(nt);
   }
-  if (cc__sock_send_all(fd, resp, sizeof resp, deadline) != 0 || cc__sock_recv_all(fd, verd, sizeof verd, deadline) != 0) {
-    snprintf(why, whylen, "it closed the connection during the handshake");
-    return CC_ERR_PEER_LOST;
+  for (i = 0; i < c->group.n; i++) {
+    cc__call *k = &c->group.calls[i];
+    CC_FREE(k->sc); CC_FREE(k->sd); CC_FREE(k->rc); CC_FREE(k->rd);
   }
-  if (cc__get32(verd) != CC__HS_MAGIC || cc__get32(verd + 4) != 0) {
-    snprintf(why, whylen, "it refused this rank's token (CC_TOKEN differs)");
-    return CC_ERR_AUTH;
-  }
-  return CC_OK;
+  CC_FREE(c->group.calls);
+  if (c->seg) cc__shm_unmap(c->seg, c->seg_bytes);
+  pthread_mutex_destroy(&c->qlock);
+  pthread_cond_destroy(&c->qcond);
+  CC_FREE(c->srcs); CC_FREE(c->scals); CC_FREE(c->scratch); CC_FREE(c->peers); CC_FREE(c->ops);
+  CC_FREE(c->scalbuf); CC_FREE(c->pfd); CC_FREE(c->pfd_rank); CC_FREE(c->one);
+  cc__settings_clear(&c->set);
+  CC_FREE(c);
 }
 
-/* The accepting side for many connections at once: a state machine per
-   connection (hello, response, then the record when with_rec), all polled
-   together, so a stranger who sends nothing or dribbles costs nobody any
-   time; each connection has 2 s to finish. take(ctx, hello, fd, rec) keeps
-   the connection (1) or refuses it (0). Returns when `want` were kept (0) or
-   at the deadline (-1). */
-#define CC__PEND_MAX 64
-typedef struct cc__pend {
-  int fd, state;                       /* 0: hello, 1: response, 2: record */
-  size_t got;
-  uint64_t until;
-  cc__hello_t h;
-  unsigned char hello[CC__HELLO], chal[CC__CHAL], in[CC__REC];
-} cc__pend;
-
-typedef int (*cc__take_fn)(void *ctx, const cc__hello_t *h, int fd, const unsigned char *rec);
-
-static int cc__send_small(int fd, const void *p, size_t n) {   /* into an empty socket buffer: all or nothing */
-  ssize_t w;
-  do w = send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT); while (w < 0 && errno == EINTR);
-  return w == (ssize_t)n ? 0 : -1;
-}
-
-/* One step of connection `q` after its current message arrived: 0 go on,
-   1 kept, -1 drop. */
-static int cc__pend_step(cc_comm *c, cc__pend *q, uint32_t kind, uint32_t world, int me, const char *job,
-                         const char *token, int with_rec, cc__take_fn take, void *ctx) {
-  if (q->state == 0) {
-    uint32_t status = 0;
-    memcpy(q->hello, q->in, CC__HELLO);
-    if (cc__hello_decode(q->hello, &q->h) != 0) {
-      cc__log(c, 1, "comm_init: rank %d: dropped a connection that is not a cc rank (no well-formed hello)", c->rank);
-      return -1;
-    }
-    if (q->h.kind != kind || q->h.world != world || (me >= 0 && q->h.to != me)) status = (uint32_t)CC_ERR_MISMATCH;
-    else if (strncmp(q->h.job, job, 40) != 0) status = kind == 2 ? (uint32_t)CC_ERR_MISMATCH : (uint32_t)CC_ERR_INVALID_ARG;
-    memset(q->chal, 0, sizeof q->chal);
-    cc__put32(q->chal, CC__HS_MAGIC);
-    cc__put32(q->chal + 4, CC__NET_VERSION);
-    cc__put32(q->chal + 8, status);
-    cc__put32(q->chal + 12, token ? 1u : 0u);
-    cc__random(q->chal + 16, 16);
-    if (token) cc__hs_mac(token, "cc-s", q->hello, q->chal + 16, q->chal + 32);
-    if (cc__send_small(q->fd, q->chal, sizeof q->chal) != 0) return -1;
-    if (status != 0) {
-      cc__log(c, 1, "comm_init: rank %d: refused rank %d of %s (world size %u)", c->rank, (int)q->h.from,
-              status == (uint32_t)CC_ERR_MISMATCH ? "another job" : "a stale rendezvous", q->h.world);
-      return -1;
-    }
-    q->state = 1;
-    return 0;
-  }
-  if (q->state == 1) {
-    unsigned char verd[CC__VERD], mac[32];
-    if (cc__get32(q->in) != CC__HS_MAGIC) return -1;
-    memset(verd, 0, sizeof verd);
-    cc__put32(verd, CC__HS_MAGIC);
-    if (token) {
-      cc__hs_mac(token, "cc-c", q->hello, q->chal + 16, mac);
-      if (!cc__ct_equal(mac, q->in + 8, 32)) {
-        cc__put32(verd + 4, (uint32_t)CC_ERR_AUTH);
-        (void)cc__send_small(q->fd, verd, sizeof verd);
-        cc__log(c, 1, "comm_init: rank %d: refused a connection claiming to be rank %d: wrong token", c->rank, (int)q->h.from);
-        return -1;
-      }
-    }
-    if (cc__send_small(q->fd, verd, sizeof verd) != 0) return -1;
-    if (with_rec) { q->state = 2; return 0; }
-    return take(ctx, &q->h, q->fd, NULL) ? 1 : -1;
-  }
-  return take(ctx, &q->h, q->fd, q->in) ? 1 : -1;
-}
-
-static int cc__hs_serve(cc_comm *c, int lfd, uint32_t kind, uint32_t world, int me, const char *job, const char *token,
-                        int with_rec, int want, uint64_t deadline, cc__take_fn take, void *ctx) {
-  cc__pend *pend = (cc__pend *)CC_MALLOC(sizeof(cc__pend) * CC__PEND_MAX);
-  struct pollfd pf[CC__PEND_MAX + 1];
-  int np = 0, kept = 0, i;
-  if (!pend) return -1;
-  while (kept < want) {
-    uint64_t now = cc__now_ns(), next = deadline;
-    int nf = 0, ms, lis;
-    if (now >= deadline) break;
-    for (i = 0; i < np; i++) {         /* 2 s each, then they go */
-      if (now >= pend[i].until) {
-        cc__log(c, 1, "comm_init: rank %d: dropped a connection that did not finish its handshake in 2 s", c->rank);
-        close(pend[i].fd);
-        pend[i--] = pend[--np];
-        continue;
-      }
-      next = CC__MIN(next, pend[i].until);
-    }
-    lis = np < CC__PEND_MAX;           /* pf[0] is the listener then */
-    if (lis) { pf[nf].fd = lfd; pf[nf].events = POLLIN; pf[nf++].revents = 0; }
-    for (i = 0; i < np; i++) { pf[nf].fd = pend[i].fd; pf[nf].events = POLLIN; pf[nf++].revents = 0; }
-    ms = (int)CC__MIN((next - now) / CC__MS + 1, (uint64_t)100);
-    if (poll(pf, (nfds_t)nf, ms) <= 0) continue;
-    for (i = np - 1; i >= 0; i--) {    /* the pending ones (pf index: i + listener slot) */
-      cc__pend *q = &pend[i];
-      size_t need = q->state == 0 ? CC__HELLO : q->state == 1 ? CC__RESP : CC__REC;
-      int st = 0;
-      ssize_t k;
-      if (!pf[i + lis].revents) continue;
-      k = recv(q->fd, q->in + q->got, need - q->got, MSG_DONTWAIT);
-      if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) st = -1;
-      else if (k > 0 && (q->got += (size_t)k) == need) {
-        q->got = 0;
-        st = cc__pend_step(c, q, kind, world, me, job, token, with_rec, take, ctx);
-      }
-      if (st == 1) kept++;
-      if (st == -1) close(q->fd);
-      if (st != 0) pend[i] = pend[--np];
-    }
-    if (lis && (pf[0].revents & POLLIN)) {
-      for (;;) {                       /* take every connection waiting */
-        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK), one = 1;
-        if (fd < 0) break;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-        if (np == CC__PEND_MAX) { close(fd); break; }
-        memset(&pend[np], 0, sizeof pend[np]);
-        pend[np].fd = fd;
-        pend[np++].until = cc__now_ns() + 2 * CC__S;
-      }
-    }
-  }
-  for (i = 0; i < np; i++) close(pend[i].fd);
-  CC_FREE(pend);
-  return kept >= want ? 0 : -1;
+/* The first phase of a new segment: every rank is there, with its pid. */
+static cc_result cc__comm_ready(cc_comm *c) {
+  cc__call k;
+  memset(&k, 0, sizeof k);
+  k.coll = CC__INIT;
+  cc__links_shm(c);
+  return cc__arena_run(c, &k);
 }
 
 /* ---------------------------------------------------------------- records */
 
-typedef struct cc__rec {
-  char host[176];                      /* host identity (cc__host_id) */
-  char ip[64];                         /* where this rank's data port listens */
-  uint32_t port;
-  char extra[12];                      /* split: a name for the group's segment */
-} cc__rec;
-
-static void cc__rec_encode(unsigned char *p, const cc__rec *r) {
-  memset(p, 0, CC__REC);
-  memcpy(p, r->host, 176);
-  memcpy(p + 176, r->ip, 64);
-  cc__put32(p + 240, r->port);
-  memcpy(p + 244, r->extra, 12);
-}
-
-/* A record from the wire: 0, or -1 when malformed. */
-static int cc__rec_decode(const unsigned char *p, cc__rec *r) {
-  unsigned char a[16];
-  memcpy(r->host, p, 176);
-  memcpy(r->ip, p + 176, 64);
-  r->port = cc__get32(p + 240);
-  memcpy(r->extra, p + 244, 12);
-  if (!memchr(r->host, 0, 176) || !memchr(r->ip, 0, 64) || !memchr(r->extra, 0, 12) || !r->host[0]) return -1;
-  if (r->port == 0 || r->port > 65535) return -1;
-  if (inet_pton(AF_INET, r->ip, a) != 1 && inet_pton(AF_INET6, r->ip, a) != 1) return -1;
-  return 0;
-}
-
-/* The address this rank listens on: CC_SOCKET_IFNAME's, else the one its
-   route to `toward` leaves from, else loopback. Never all interfaces. */
-static cc_result cc__net_pick_addr(const char *toward, char *ip, size_t iplen, char *why, size_t whylen) {
-  const char *ifn = getenv("CC_SOCKET_IFNAME");
-  snprintf(ip, iplen, "127.0.0.1");
-  if (ifn && *ifn) {
-    struct ifaddrs *ifa = NULL, *i;
-    int found = 0;
-    if (getifaddrs(&ifa) != 0) { snprintf(why, whylen, "getifaddrs failed"); return CC_ERR_SYSTEM; }
-    for (i = ifa; i && found < 2; i = i->ifa_next) {   /* IPv4 first, then IPv6 */
-      if (!i->ifa_addr || strcmp(i->ifa_name, ifn) != 0) continue;
-      if (i->ifa_addr->sa_family == AF_INET) {
-        inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, ip, (socklen_t)iplen);
-        found = 2;
-      } else if (i->ifa_addr->sa_family == AF_INET6 && !found) {
-        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr, ip, (socklen_t)iplen);
-        found = 1;
-      }
-    }
-    freeifaddrs(ifa);
-    if (!found) { snprintf(why, whylen, "CC_SOCKET_IFNAME=%s: no such interface with an address", ifn); return CC_ERR_INVALID_ARG; }
-    return CC_OK;
+/* This rank's record: its host, and a port it listens on at ip (*lfd). */
+static cc_result cc__rec_mine(cc_comm *c, const char *ip, cc__rec *rec, int *lfd, const char *what) {
+  char why[128];
+  int port = 0;
+  memset(rec, 0, sizeof *rec);
+  cc__host_id(rec->host, sizeof rec->host);
+  snprintf(rec->ip, sizeof rec->ip, "%s", ip);
+  if ((*lfd = cc__sock_listen(rec->ip, 0, 256, &port)) < 0) {
+    cc__strerr(errno, why, sizeof why);
+    return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: cannot listen on %s: %s", what, c->rank, rec->ip, why);
   }
-  if (toward && *toward) {
-    struct sockaddr_storage sa, me;
-    socklen_t salen, mlen = sizeof me;
-    int fd;
-    if (cc__sock_resolve(toward, 9, &sa, &salen) != 0) return CC_OK;
-    fd = socket(sa.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (fd < 0) return CC_OK;
-    if (connect(fd, (struct sockaddr *)&sa, salen) == 0 && getsockname(fd, (struct sockaddr *)&me, &mlen) == 0) {
-      if (me.ss_family == AF_INET) inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)&me)->sin_addr, ip, (socklen_t)iplen);
-      else inet_ntop(AF_INET6, &((struct sockaddr_in6 *)(void *)&me)->sin6_addr, ip, (socklen_t)iplen);
-    }
-    close(fd);
-  }
+  rec->port = (uint32_t)port;
   return CC_OK;
 }
 
-/* Listen on ip, port 0 (the kernel picks). Fills rec->ip, rec->port. */
-static int cc__net_listen(cc__rec *rec) {
-  struct sockaddr_storage sa;
-  socklen_t salen;
-  int fd;
-  if (cc__sock_resolve(rec->ip, 0, &sa, &salen) != 0) { errno = EADDRNOTAVAIL; return -1; }
-  fd = cc__sock_listen(&sa, salen, 256);
-  if (fd < 0) return -1;
-  salen = sizeof sa;
-  if (getsockname(fd, (struct sockaddr *)&sa, &salen) != 0) { close(fd); return -1; }
-  rec->port = ntohs(sa.ss_family == AF_INET ? ((struct sockaddr_in *)(void *)&sa)->sin_port
-                                            : ((struct sockaddr_in6 *)(void *)&sa)->sin6_port);
-  return fd;
-}
-
-/* ---------------------------------------------------------------- building a net-mode communicator */
-
-static void cc__net_free(cc_comm *c) {
-  cc__net *nt = c->net;
+/* Every rank's record through the arena of a ready shared-memory communicator. */
+static cc_result cc__exchange_shm(cc_comm *w, const cc__rec *mine, cc__rec *recs) {
+  unsigned char *all = (unsigned char *)CC_MALLOC((size_t)w->size * CC__REC), one[CC__REC];
+  cc__call k;
+  cc_result r;
   int i;
-  if (!nt) return;
-  for (i = 0; nt->conn && i < c->size; i++) {
-    cc__conn *cn = &nt->conn[i];
-    if (cn->fd >= 0) { shutdown(cn->fd, SHUT_WR); close(cn->fd); }
-    while (cn->uq_head) { cc__umsg *m = cn->uq_head; cn->uq_head = m->next; CC_FREE(m->data); CC_FREE(m); }
-    if (cn->in_unexp) { CC_FREE(cn->in_unexp->data); CC_FREE(cn->in_unexp); }
-    CC_FREE(cn->stage);
-  }
-  if (nt->local) {
-    nt->local->ops = NULL;
-    nt->local->nops = 0;
-    if (nt->local->ctl) CC__STORE_SC(&nt->local->ctl[nt->local->rank].departed, 1u);
-    if (nt->local->hdr) cc__notify(nt->local);
-    cc__comm_free(nt->local);
-  }
-  CC_FREE(nt->grp); CC_FREE(nt->lrank); CC_FREE(nt->gfirst); CC_FREE(nt->gsize);
-  CC_FREE(nt->conn); CC_FREE(nt->pfd); CC_FREE(nt->pfd_rank); CC_FREE(nt->sops); CC_FREE(nt->pulled);
-  CC_FREE(nt->tmp);
-  CC_FREE(nt->tmp2);
-  CC_FREE(nt->token);
-  CC_FREE(nt);
-  c->net = NULL;
-  c->hdr = NULL;
+  if (!all) return cc__fail(w, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", w->rank);
+  cc__rec_encode(one, mine);
+  memset(&k, 0, sizeof k);
+  k.coll = CC__ALL_GATHER; k.sbuf = one; k.rbuf = all; k.count = CC__REC; k.t = CC_UINT8;
+  r = cc__arena_run(w, &k);
+  for (i = 0; r == CC_OK && i < w->size; i++)
+    if (cc__rec_decode(all + (size_t)i * CC__REC, &recs[i]) != 0)
+      r = cc__fail(w, CC_ERR_SYSTEM, "comm_init: rank %d: rank %d's record is malformed", w->rank, i);
+  CC_FREE(all);
+  return r;
 }
 
-/* Make c (rank, size, jobid, timeout set; no segment) a net-mode communicator
-   from every rank's record: group by host (each rank alone when tcp), connect
-   to every rank of another group (connect to lower ranks, accept the higher),
-   then map the group's segment, named prefix-g<first rank>. lfd: this rank's
-   listening socket (closed here). */
+/* ---------------------------------------------------------------- the mesh
+   Make c (rank, size, jobid, settings; no segment) a communicator of ranks on
+   several hosts from every rank's record: group by host (each rank alone when
+   tcp_only), connect to every rank of another group (to the lower ranks; the
+   higher ones connect here), then map the group's segment, named
+   prefix-g<first rank>. lfd: this rank's listening socket (closed here). */
+
 typedef struct cc__mesh_take_ctx { cc_comm *c; int me; } cc__mesh_take_ctx;
 
 static int cc__mesh_take(void *ctx, const cc__hello_t *h, int fd, const unsigned char *rec) {
   cc__mesh_take_ctx *x = (cc__mesh_take_ctx *)ctx;
-  cc__net *nt = x->c->net;
+  cc_comm *c = x->c;
   (void)rec;
-  if (h->from <= x->me || nt->grp[h->from] == nt->grp[x->me] || nt->conn[h->from].fd >= 0) return 0;
-  nt->conn[h->from].fd = fd;
+  if (h->from <= x->me || c->net->grp[h->from] == c->net->grp[x->me] || c->peers[h->from].fd >= 0) return 0;
+  c->peers[h->from].fd = fd;
+  c->peers[h->from].link = CC__LINK_TCP;
   return 1;
 }
 
-static cc_result cc__net_build(cc_comm *c, const cc__rec *recs, int lfd, int tcp_only, const char *prefix,
-                               const char *token, const char *what) {
-  cc__net *nt = (cc__net *)CC_MALLOC(sizeof *nt);
-  int n = c->size, me = c->rank, i, j, nlocal = 0, hl = 0;
-  uint64_t deadline = cc__now_ns() + c->timeout_ns;
+/* Connect to rank j (a lower rank of another host), retrying while it is not
+   up yet, until the deadline. */
+static cc_result cc__mesh_connect(cc_comm *c, int j, const cc__rec *rec, uint64_t deadline, const char *what) {
+  const char *token = c->set.token[0] ? c->set.token : NULL;
+  uint64_t pause = 10 * CC__MS;
   char why[160];
-  cc_result r = CC_OK;
-  if (!nt) { close(lfd); return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me); }
+  cc__hello_t h;
+  cc_result r;
+  memset(&h, 0, sizeof h);
+  h.kind = CC__HELLO_DATA; h.world = (uint32_t)c->size; h.from = c->rank; h.to = j;
+  memcpy(h.job, c->jobid, 33);
+  cc__random(h.nonce, 16);
+  for (;;) {
+    int fd = cc__sock_connect(rec->ip, (int)rec->port, CC__MIN(deadline, cc__now_ns() + CC__S));
+    if (fd >= 0) {
+      r = cc__hs_client(fd, &h, token, deadline, why, sizeof why);
+      if (r == CC_OK) {
+        c->peers[j].fd = fd;
+        c->peers[j].link = CC__LINK_TCP;
+        return CC_OK;
+      }
+      cc__fd_close(fd);
+      return cc__fail(c, r, "%s: rank %d: rank %d at %s port %u: %s", what, c->rank, j, rec->ip, rec->port, why);
+    }
+    if (cc__now_ns() + pause >= deadline) {
+      cc__strerr(errno, why, sizeof why);
+      return cc__fail(c, CC_ERR_TIMEOUT, "%s: rank %d: cannot connect to rank %d at %s port %u within the timeout: %s",
+                      what, c->rank, j, rec->ip, rec->port, why);
+    }
+    cc__sleep_ns(pause);
+    pause = CC__MIN(pause * 2, 200 * CC__MS);
+  }
+}
+
+/* Who shares a host with whom: groups by first appearance (every rank alone
+   when tcp_only); local rank and size from the true host either way. */
+static cc_result cc__mesh_groups(cc_comm *c, const cc__rec *recs, int tcp_only, const char *what) {
+  int n = c->size, me = c->rank, i, j, nlocal = 0, hl = 0;
+  cc__net *nt = (cc__net *)CC_MALLOC(sizeof *nt);
+  if (!nt) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
   memset(nt, 0, sizeof *nt);
   c->net = nt;
   c->hdr = &nt->own_hdr;
   nt->tcp_only = tcp_only;
   snprintf(nt->ip, sizeof nt->ip, "%s", recs[me].ip);
-  if (token && (nt->token = (char *)CC_MALLOC(strlen(token) + 1)) != NULL) memcpy(nt->token, token, strlen(token) + 1);
   nt->grp = (int *)CC_MALLOC(sizeof(int) * (size_t)n);
   nt->lrank = (int *)CC_MALLOC(sizeof(int) * (size_t)n);
   nt->gfirst = (int *)CC_MALLOC(sizeof(int) * (size_t)n);
   nt->gsize = (int *)CC_MALLOC(sizeof(int) * (size_t)n);
-  nt->conn = (cc__conn *)CC_MALLOC(sizeof(cc__conn) * (size_t)n);
-  nt->pfd = (struct pollfd *)CC_MALLOC(sizeof(struct pollfd) * (size_t)n);
-  nt->pfd_rank = (int *)CC_MALLOC(sizeof(int) * (size_t)n);
-  nt->pulled = (int *)CC_MALLOC(sizeof(int) * (size_t)n);
-  if (!nt->grp || !nt->lrank || !nt->gfirst || !nt->gsize || !nt->conn || !nt->pfd || !nt->pfd_rank || !nt->pulled) {
-    close(lfd);
+  if (!nt->grp || !nt->lrank || !nt->gfirst || !nt->gsize)
     return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
-  }
-  memset(nt->conn, 0, sizeof(cc__conn) * (size_t)n);
-  for (i = 0; i < n; i++) nt->conn[i].fd = -1;
-  nt->small_bytes = cc__env_size("CC_NET_SMALL_BYTES", 64u << 10, 0, (size_t)1 << 40);
-  nt->chunk_bytes = cc__env_size("CC_NET_CHUNK", 1u << 20, 4096, (size_t)1 << 30);
-  /* groups, by first appearance; the true host for local_rank/local_size */
   for (i = 0; i < n; i++) {
     int g = -1;
     for (j = 0; j < i && g < 0; j++)
@@ -4410,69 +4852,40 @@ static cc_result cc__net_build(cc_comm *c, const cc__rec *recs, int lfd, int tcp
   }
   c->local_rank = hl;
   c->local_size = nlocal;
-  /* connections: to lower ranks first, then accept the higher ones */
-  for (j = 0; j < me && r == CC_OK; j++) {
-    cc__hello_t h;
-    struct sockaddr_storage sa;
-    socklen_t salen;
-    uint64_t pause = 10 * CC__MS;
-    if (nt->grp[j] == nt->grp[me]) continue;
-    if (cc__sock_resolve(recs[j].ip, (int)recs[j].port, &sa, &salen) != 0) {
-      r = cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: cannot resolve rank %d's address %s", what, me, j, recs[j].ip);
-      break;
-    }
-    memset(&h, 0, sizeof h);
-    h.kind = 2; h.world = (uint32_t)n; h.from = me; h.to = j;
-    memcpy(h.job, c->jobid, 33);
-    cc__random(h.nonce, 16);
-    for (;;) {
-      int fd = cc__sock_connect(&sa, salen, CC__MIN(deadline, cc__now_ns() + CC__S));
-      if (fd >= 0) {
-        r = cc__hs_client(fd, &h, token, deadline, why, sizeof why);
-        if (r == CC_OK) { nt->conn[j].fd = fd; break; }
-        close(fd);
-        r = cc__fail(c, r, "%s: rank %d: rank %d at %s port %u: %s", what, me, j, recs[j].ip, recs[j].port, why);
-        break;
-      }
-      if (cc__now_ns() + pause >= deadline) {
-        cc__strerr(errno, why, sizeof why);
-        r = cc__fail(c, CC_ERR_TIMEOUT, "%s: rank %d: cannot connect to rank %d at %s port %u within the timeout: %s",
-                     what, me, j, recs[j].ip, recs[j].port, why);
-        break;
-      }
-      cc__sleep_ns(pause);
-      pause = CC__MIN(pause * 2, 200 * CC__MS);
-    }
-  }
-  if (r == CC_OK) {                   /* the higher ranks of other groups connect to us */
-    int want = 0;
+  return CC_OK;
+}
+
+static cc_result cc__mesh_build(cc_comm *c, const cc__rec *recs, int lfd, int tcp_only, const char *prefix,
+                                const char *what) {
+  int n = c->size, me = c->rank, j, want = 0;
+  uint64_t deadline = cc__now_ns() + c->timeout_ns;
+  cc__net *nt;
+  cc_result r = cc__mesh_groups(c, recs, tcp_only, what);
+  nt = c->net;
+  for (j = 0; j < me && r == CC_OK; j++)          /* to lower ranks first, then accept the higher ones */
+    if (nt->grp[j] != nt->grp[me]) r = cc__mesh_connect(c, j, &recs[j], deadline, what);
+  for (j = me + 1; j < n; j++) if (nt && nt->grp[j] != nt->grp[me]) want++;
+  if (r == CC_OK && want) {
     cc__mesh_take_ctx x;
     x.c = c; x.me = me;
-    for (j = me + 1; j < n; j++) if (nt->grp[j] != nt->grp[me]) want++;
-    if (want && cc__hs_serve(c, lfd, 2, (uint32_t)n, me, c->jobid, token, 0, want, deadline, cc__mesh_take, &x) != 0) {
+    if (cc__hs_serve(c, lfd, CC__HELLO_DATA, (uint32_t)n, me, c->jobid, c->set.token[0] ? c->set.token : NULL, 0, want,
+                     deadline, cc__mesh_take, &x) != 0) {
       int missing = me + 1;
-      while (missing < n && (nt->grp[missing] == nt->grp[me] || nt->conn[missing].fd >= 0)) missing++;
+      while (missing < n && (nt->grp[missing] == nt->grp[me] || c->peers[missing].fd >= 0)) missing++;
       r = cc__fail(c, CC_ERR_TIMEOUT, "%s: rank %d: rank %d did not connect within the timeout", what, me, missing);
     }
   }
-  close(lfd);
+  cc__fd_close(lfd);
   for (j = 0; j < n && r == CC_OK; j++) {
-    size_t sb = cc__env_size("CC_NET_SOCKBUF", 0, 0, 1u << 30);
-    if (nt->conn[j].fd < 0) continue;
-    if (sb) {                          /* 0: the kernel's autotuning */
-      int v = (int)sb;
-      setsockopt(nt->conn[j].fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
-      setsockopt(nt->conn[j].fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
-    }
-    if (!(nt->conn[j].stage = (unsigned char *)CC_MALLOC(CC__STAGE)))
+    if (c->peers[j].link != CC__LINK_TCP) continue;
+    cc__sock_bufsize(c->peers[j].fd, c->set.net_sockbuf);
+    if (!(c->peers[j].stage = (unsigned char *)CC_MALLOC(CC__STAGE)))
       r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
   }
-  /* the group's shared memory */
-  if (r == CC_OK && nt->gsize[nt->grp[me]] > 1) {
+  if (r == CC_OK && nt->gsize[nt->grp[me]] > 1) {  /* the host's segment */
     char name[128];
-    cc_comm *l = cc__comm_new(nt->lrank[me], nt->gsize[nt->grp[me]], NULL);
+    cc_comm *l = cc__comm_new(nt->lrank[me], nt->gsize[nt->grp[me]], &c->set);
     if (!l) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
-    l->timeout_ns = c->timeout_ns;
     memcpy(l->jobid, c->jobid, sizeof l->jobid);
     nt->local = l;
     snprintf(name, sizeof name, "%s-g%d", prefix, nt->gfirst[nt->grp[me]]);
@@ -4483,19 +4896,32 @@ static cc_result cc__net_build(cc_comm *c, const cc__rec *recs, int lfd, int tcp
       return cc__fail(c, r, "%s", l->err);
     }
     c->hdr = l->hdr;
+    c->shm = l;
+    for (j = 0; j < n; j++)
+      if (j != me && nt->grp[j] == nt->grp[me]) { c->peers[j].link = CC__LINK_SHM; c->peers[j].ch = nt->lrank[j]; }
   }
   return r;
 }
 
-/* ---------------------------------------------------------------- rendezvous
-   env:// and tcp://: rank 0 listens on MASTER_ADDR:MASTER_PORT (file://: on
-   a port it writes into the file), every other rank connects (retrying with
-   backoff until it is up), shakes hands and sends its record; once all are
-   in, rank 0 answers each with the job identity and every record:
+/* ---------------------------------------------------------------- the rendezvous
+   Rank 0 listens (env:// and tcp://: on MASTER_ADDR:MASTER_PORT; file://: on
+   a port it writes into the file; a unique id: where cc_get_unique_id
+   listens), every other rank connects (retrying with backoff until it is
+   up), shakes hands and sends its record; once all are in, rank 0 answers
+   each with the job identity and every record:
      reply {magic, status, world, missing, job[40]} + world records
    and closes the port. */
 
 #define CC__REPLY 56
+
+typedef struct cc__rdv {
+  const char *host;                    /* where rank 0 listens (env://, tcp://, unique id) */
+  int port;
+  const char *path;                    /* file://: the file */
+  const char *nonce;                   /* the rendezvous' identity ("" none) */
+  int lfd;                             /* rank 0: a socket already listening (unique id), or -1 */
+  char where[300];                     /* for messages */
+} cc__rdv;
 
 typedef struct cc__rdv_take_ctx { int *fds, got; cc__rec *recs; } cc__rdv_take_ctx;
 
@@ -4507,8 +4933,7 @@ static int cc__rdv_take(void *ctx, const cc__hello_t *h, int fd, const unsigned 
   return 1;
 }
 
-static cc_result cc__rdv_serve(cc_comm *c, int lfd, const char *where, const char *nonce, const char *token,
-                               cc__rec *recs, char *jobid) {
+static cc_result cc__rdv_serve(cc_comm *c, int lfd, const cc__rdv *v, cc__rec *recs, char *jobid) {
   uint64_t deadline = cc__now_ns() + c->timeout_ns;
   int n = c->size, i, *fds = (int *)CC_MALLOC(sizeof(int) * (size_t)n), missing = -1;
   unsigned char *table = (unsigned char *)CC_MALLOC((size_t)n * CC__REC + CC__REPLY);
@@ -4521,10 +4946,15 @@ static cc_result cc__rdv_serve(cc_comm *c, int lfd, const char *where, const cha
   {
     cc__rdv_take_ctx x;
     x.fds = fds; x.recs = recs; x.got = 0;
-    if (cc__hs_serve(c, lfd, 1, (uint32_t)n, 0, nonce, token, 1, n - 1, deadline, cc__rdv_take, &x) != 0) {
+    if (cc__hs_serve(c, lfd, CC__HELLO_RDV, (uint32_t)n, 0, v->nonce, c->set.token[0] ? c->set.token : NULL, 1, n - 1,
+                     deadline, cc__rdv_take, &x) != 0) {
       for (missing = 1; missing < n && fds[missing] >= 0; missing++) {}
-      r = cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank 0: rank %d (and %d more) did not join the rendezvous at %s "
-                   "within the timeout", missing, n - 2 - x.got, where);
+      if (n - 2 - x.got > 0)
+        r = cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank 0: rank %d and %d more did not join the rendezvous at %s "
+                     "within the timeout", missing, n - 2 - x.got, v->where);
+      else
+        r = cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank 0: rank %d did not join the rendezvous at %s within the "
+                     "timeout", missing, v->where);
     }
   }
   if (r == CC_OK) cc__random_hex(jobid, 32);
@@ -4540,36 +4970,35 @@ static cc_result cc__rdv_serve(cc_comm *c, int lfd, const char *where, const cha
     if (cc__sock_send_all(fds[i], table, r == CC_OK ? CC__REPLY + (size_t)n * CC__REC : CC__REPLY,
                           cc__now_ns() + 5 * CC__S) != 0 && r == CC_OK)
       r = cc__fail(c, CC_ERR_PEER_LOST, "comm_init: rank 0: rank %d hung up during the rendezvous", i);
-    close(fds[i]);
+    cc__fd_close(fds[i]);
   }
   CC_FREE(fds);
   CC_FREE(table);
   return r;
 }
 
-/* One attempt to join: CC_OK, or a code (CC_ERR_INVALID_ARG: a stale
-   file:// rendezvous; the caller retries). *connected: a socket was made. */
-static cc_result cc__rdv_join(cc_comm *c, const struct sockaddr_storage *sa, socklen_t salen, const char *where,
-                              const char *nonce, const char *token, cc__rec *recs, char *jobid, uint64_t deadline,
-                              int *connected) {
+/* One attempt to join at ip:port: CC_OK, or a code (CC_ERR_INVALID_ARG: a
+   stale file:// rendezvous; the caller retries). *connected: a socket was made. */
+static cc_result cc__rdv_join(cc_comm *c, const char *ip, int port, const cc__rdv *v, cc__rec *recs, char *jobid,
+                              uint64_t deadline, int *connected) {
   int n = c->size, fd, i;
   cc__hello_t h;
   unsigned char reply[CC__REPLY], rb[CC__REC];
   char why[160];
   cc_result r;
   *connected = 0;
-  fd = cc__sock_connect(sa, salen, CC__MIN(deadline, cc__now_ns() + CC__S));
+  fd = cc__sock_connect(ip, port, CC__MIN(deadline, cc__now_ns() + CC__S));
   if (fd < 0) return CC_ERR_TIMEOUT;
   *connected = 1;
   memset(&h, 0, sizeof h);
-  h.kind = 1; h.world = (uint32_t)n; h.from = c->rank; h.to = 0;
-  snprintf(h.job, sizeof h.job, "%s", nonce);
+  h.kind = CC__HELLO_RDV; h.world = (uint32_t)n; h.from = c->rank; h.to = 0;
+  snprintf(h.job, sizeof h.job, "%s", v->nonce);
   cc__random(h.nonce, 16);
-  r = cc__hs_client(fd, &h, token, deadline, why, sizeof why);
+  r = cc__hs_client(fd, &h, c->set.token[0] ? c->set.token : NULL, deadline, why, sizeof why);
   if (r != CC_OK) {
-    close(fd);
+    cc__fd_close(fd);
     if (r == CC_ERR_INVALID_ARG) return r;
-    return cc__fail(c, r, "comm_init: rank %d: rank 0 at %s: %s", c->rank, where, why);
+    return cc__fail(c, r, "comm_init: rank %d: rank 0 at %s: %s", c->rank, v->where, why);
   }
   cc__rec_encode(rb, &recs[c->rank]);
   /* rank 0 answers everyone once all are in, at the latest when its own
@@ -4577,20 +5006,20 @@ static cc_result cc__rdv_join(cc_comm *c, const struct sockaddr_storage *sa, soc
   if (cc__sock_send_all(fd, rb, sizeof rb, deadline) != 0 ||
       cc__sock_recv_all(fd, reply, sizeof reply, deadline + 2 * CC__S) != 0) {
     int timed_out = errno == ETIMEDOUT;
-    close(fd);
+    cc__fd_close(fd);
     return cc__fail(c, timed_out ? CC_ERR_TIMEOUT : CC_ERR_PEER_LOST, "comm_init: rank %d: rank 0 at %s %s",
-                    c->rank, where, timed_out ? "did not answer within the timeout" : "hung up during the rendezvous");
+                    c->rank, v->where, timed_out ? "did not answer within the timeout" : "hung up during the rendezvous");
   }
   if (cc__get32(reply) != CC__HS_MAGIC || cc__get32(reply + 8) != (uint32_t)n) {
-    close(fd);
-    return cc__fail(c, CC_ERR_AUTH, "comm_init: rank %d: %s is not the rank 0 of this job (bad answer)", c->rank, where);
+    cc__fd_close(fd);
+    return cc__fail(c, CC_ERR_AUTH, "comm_init: rank %d: %s is not the rank 0 of this job (bad answer)", c->rank, v->where);
   }
   if (cc__get32(reply + 4) != 0) {
     uint32_t st = cc__get32(reply + 4);
-    close(fd);
+    cc__fd_close(fd);
     if (st == (uint32_t)CC_ERR_TIMEOUT)
       return cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank %d: rank %d did not join the rendezvous at %s within the "
-                      "timeout", c->rank, (int)cc__get32(reply + 12), where);
+                      "timeout", c->rank, (int)cc__get32(reply + 12), v->where);
     return cc__fail(c, st < (uint32_t)CC_RESULT_COUNT ? (cc_result)st : CC_ERR_SYSTEM,
                     "comm_init: rank %d: rank 0 failed the rendezvous", c->rank);
   }
@@ -4598,215 +5027,154 @@ static cc_result cc__rdv_join(cc_comm *c, const struct sockaddr_storage *sa, soc
   jobid[39] = 0;
   for (i = 0; i < n; i++) {
     if (cc__sock_recv_all(fd, rb, sizeof rb, deadline + 2 * CC__S) != 0 || cc__rec_decode(rb, &recs[i]) != 0) {
-      close(fd);
+      cc__fd_close(fd);
       return cc__fail(c, CC_ERR_PEER_LOST, "comm_init: rank %d: the table from rank 0 at %s is cut short or "
-                      "malformed", c->rank, where);
+                      "malformed", c->rank, v->where);
     }
   }
-  close(fd);
+  cc__fd_close(fd);
   if (!cc__is_jobid(jobid))
-    return cc__fail(c, CC_ERR_AUTH, "comm_init: rank %d: rank 0 at %s sent a malformed job id", c->rank, where);
+    return cc__fail(c, CC_ERR_AUTH, "comm_init: rank %d: rank 0 at %s sent a malformed job id", c->rank, v->where);
   return CC_OK;
 }
 
-/* file:///PATH: "cc-rendezvous 2 IP PORT NONCE\n", written by rank 0 under an
-   fcntl write lock; read under a read lock. A stale file (an earlier job)
-   names a port nobody listens on, or a rank 0 that refuses our nonce: the
-   reader waits and reads again. Locks die with their process. */
-static int cc__file_lock(int fd, short type, uint64_t deadline) {
-  struct flock fl;
-  memset(&fl, 0, sizeof fl);
-  fl.l_type = type;
-  fl.l_whence = SEEK_SET;
-  while (fcntl(fd, F_SETLK, &fl) != 0) {
-    if (errno != EACCES && errno != EAGAIN && errno != EINTR) return -1;
-    if (cc__now_ns() >= deadline) { errno = ETIMEDOUT; return -1; }
-    cc__sleep_ns(2 * CC__MS);
-  }
-  return 0;
-}
-
-static int cc__file_unlock(int fd) {
-  struct flock fl;
-  memset(&fl, 0, sizeof fl);
-  fl.l_type = F_UNLCK;
-  fl.l_whence = SEEK_SET;
-  return fcntl(fd, F_SETLK, &fl);
-}
-
-/* Parse the file's line: 0, or -1. */
+/* file:///PATH holds "cc-rendezvous 2 IP PORT NONCE\n". A stale file (an
+   earlier job) names a port nobody listens on, or a rank 0 that refuses our
+   nonce: the reader waits and reads again. Parse the line: 0, or -1. */
 static int cc__file_parse(const char *s, char *ip, size_t iplen, int *port, char *nonce) {
   char a[64], b[40];
   long p;
   int v, used = 0;
-  unsigned char tmp[16];
   if (sscanf(s, "cc-rendezvous %d %63s %ld %39s%n", &v, a, &p, b, &used) != 4 || v != 2) return -1;
   if (p <= 0 || p > 65535 || !cc__is_jobid(b) || strlen(a) >= iplen) return -1;
-  if (inet_pton(AF_INET, a, tmp) != 1 && inet_pton(AF_INET6, a, tmp) != 1) return -1;
+  if (!cc__ip_parse(a, NULL)) return -1;
   snprintf(ip, iplen, "%s", a);
   *port = (int)p;
   snprintf(nonce, 40, "%s", b);
   return 0;
 }
 
-/* The rendezvous, by method. recs[c->rank] is this rank's record on entry;
-   on success recs holds every rank's and jobid the job identity. */
-static cc_result cc__rendezvous(cc_comm *c, const char *host, int port, const char *path, const char *token,
-                                const char *uid_nonce, int uid_lfd, cc__rec *recs, char *jobid) {
+/* Rank 0 of a file:// rendezvous: listen, write the file, serve, remove the
+   file if it is still ours. */
+static cc_result cc__rdv_file_serve(cc_comm *c, cc__rdv *v, cc__rec *recs, char *jobid, uint64_t deadline) {
+  char why[128], line[160], nonce[40], buf[160];
+  int lfd, ffd, port = 0;
+  cc_result r;
+  if ((lfd = cc__sock_listen(recs[0].ip, 0, 256, &port)) < 0) {
+    cc__strerr(errno, why, sizeof why);
+    return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank 0: cannot listen on %s: %s", recs[0].ip, why);
+  }
+  cc__random_hex(nonce, 32);
+  v->nonce = nonce;
+  snprintf(line, sizeof line, "cc-rendezvous 2 %s %d %s\n", recs[0].ip, port, nonce);
+  ffd = cc__file_open(v->path, 1);
+  if (ffd < 0 || cc__file_lock(ffd, 1, deadline) != 0 || cc__file_write(ffd, line) != 0) {
+    cc__strerr(errno, why, sizeof why);
+    cc__fd_close(ffd);
+    cc__fd_close(lfd);
+    return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank 0: cannot write the rendezvous file %s: %s", v->path, why);
+  }
+  cc__file_unlock(ffd);
+  r = cc__rdv_serve(c, lfd, v, recs, jobid);
+  cc__fd_close(lfd);
+  if (cc__file_lock(ffd, 1, cc__now_ns() + CC__S) == 0) {
+    if (cc__file_read(ffd, buf, sizeof buf) == 0 && strstr(buf, nonce)) cc__file_unlink(v->path);
+    cc__file_unlock(ffd);
+  }
+  cc__fd_close(ffd);
+  v->nonce = "";
+  return r;
+}
+
+/* The rendezvous itself. recs[c->rank] is this rank's record on entry; on
+   success recs holds every rank's and jobid the job identity. */
+static cc_result cc__rendezvous(cc_comm *c, cc__rdv *v, cc__rec *recs, char *jobid) {
   uint64_t deadline = cc__now_ns() + c->timeout_ns, pause = 10 * CC__MS;
-  char where[300], why[128], nonce[40] = "";
-  if (uid_nonce) snprintf(nonce, sizeof nonce, "%s", uid_nonce);
-  struct sockaddr_storage sa;
-  socklen_t salen;
-  int gr;
-  if (path) snprintf(where, sizeof where, "file://%s", path);
-  else snprintf(where, sizeof where, "%s port %d", host, port);
+  char why[128], ip[64], nonce[40];
   if (c->rank == 0) {
-    int lfd, ffd = -1;
+    int lfd = v->lfd;
     cc_result r;
-    if (path) {
-      cc__rec tmp;
-      char line[160];
-      memset(&tmp, 0, sizeof tmp);
-      snprintf(tmp.ip, sizeof tmp.ip, "%s", recs[0].ip);
-      if ((lfd = cc__net_listen(&tmp)) < 0) {
-        cc__strerr(errno, why, sizeof why);
-        return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank 0: cannot listen on %s: %s", tmp.ip, why);
-      }
-      cc__random_hex(nonce, 32);
-      snprintf(line, sizeof line, "cc-rendezvous 2 %s %u %s\n", tmp.ip, tmp.port, nonce);
-      ffd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-      if (ffd < 0 || cc__file_lock(ffd, F_WRLCK, deadline) != 0 || ftruncate(ffd, 0) != 0 ||
-          pwrite(ffd, line, strlen(line), 0) != (ssize_t)strlen(line)) {
-        cc__strerr(errno, why, sizeof why);
-        if (ffd >= 0) close(ffd);
-        close(lfd);
-        return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank 0: cannot write the rendezvous file %s: %s", path, why);
-      }
-      cc__file_unlock(ffd);
-    } else if (uid_lfd >= 0) {         /* cc_get_unique_id listens already */
-      lfd = uid_lfd;
-    } else {
-      if ((gr = cc__sock_resolve(host, port, &sa, &salen)) != 0)
-        return cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank 0: cannot resolve MASTER_ADDR '%s': %s", host, gai_strerror(gr));
-      if ((lfd = cc__sock_listen(&sa, salen, 256)) < 0) {
-        cc__strerr(errno, why, sizeof why);
-        return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank 0: cannot listen on %s port %d%s: %s", host, port,
-                        errno == EADDRINUSE ? " (the port is in use: another job, or pick another MASTER_PORT)" : "", why);
-      }
+    if (v->path) return cc__rdv_file_serve(c, v, recs, jobid, deadline);
+    if (lfd < 0 && (lfd = cc__sock_listen(v->host, v->port, 256, NULL)) < 0) {
+      cc__strerr(errno, why, sizeof why);
+      return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank 0: cannot listen on %s port %d%s: %s", v->host, v->port,
+                      errno == EADDRINUSE ? " (the port is in use: another job, or pick another MASTER_PORT)" : "", why);
     }
-    r = cc__rdv_serve(c, lfd, where, nonce, token, recs, jobid);
-    close(lfd);
-    if (ffd >= 0) {                    /* remove the file if it is still ours */
-      char buf[160];
-      ssize_t k;
-      if (cc__file_lock(ffd, F_WRLCK, cc__now_ns() + CC__S) == 0) {
-        k = pread(ffd, buf, sizeof buf - 1, 0);
-        buf[k > 0 ? k : 0] = 0;
-        if (strstr(buf, nonce)) unlink(path);
-        cc__file_unlock(ffd);
-      }
-      close(ffd);
-    }
+    r = cc__rdv_serve(c, lfd, v, recs, jobid);
+    cc__fd_close(lfd);
     return r;
   }
-  if (!path && (gr = cc__sock_resolve(host, port, &sa, &salen)) != 0)
-    return cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank %d: cannot resolve MASTER_ADDR '%s': %s", c->rank, host,
-                    gai_strerror(gr));
+  if (!v->path && cc__sock_lookup(v->host, ip, sizeof ip, why, sizeof why) != 0)
+    return cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank %d: cannot resolve %s: %s", c->rank, v->host, why);
   for (;;) {
-    int connected = 0;
-    cc_result r = CC_ERR_TIMEOUT;
-    int ok = 1;
-    if (path) {
-      char buf[160], ip[64];
-      int fd = open(path, O_RDONLY | O_CLOEXEC), p = 0;
-      ssize_t k = -1;
+    int connected = 0, ok = 1, port = v->port;
+    cc_result r;
+    if (v->path) {                     /* read the file afresh every time: a stale one may be replaced */
+      char buf[160];
+      int fd = cc__file_open(v->path, 0);
       ok = 0;
       if (fd >= 0) {
-        if (cc__file_lock(fd, F_RDLCK, deadline) == 0) {
-          k = pread(fd, buf, sizeof buf - 1, 0);
+        buf[0] = 0;
+        if (cc__file_lock(fd, 0, deadline) == 0) {
+          cc__file_read(fd, buf, sizeof buf);
           cc__file_unlock(fd);
         }
-        close(fd);
-        buf[k > 0 ? k : 0] = 0;
-        if (cc__file_parse(buf, ip, sizeof ip, &p, nonce) == 0 && cc__sock_resolve(ip, p, &sa, &salen) == 0) ok = 1;
+        cc__fd_close(fd);
+        if (cc__file_parse(buf, ip, sizeof ip, &port, nonce) == 0) { ok = 1; v->nonce = nonce; }
       }
     }
     if (ok) {
-      r = cc__rdv_join(c, &sa, salen, where, nonce, token, recs, jobid, deadline, &connected);
+      r = cc__rdv_join(c, ip, port, v, recs, jobid, deadline, &connected);
       if (r == CC_OK) return r;
       if (connected && r != CC_ERR_INVALID_ARG) return r;
     }
     if (cc__now_ns() + pause >= deadline) {
       cc__strerr(errno, why, sizeof why);
       return cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank %d: cannot reach rank 0 at %s within the timeout%s%s",
-                      c->rank, where, path && !ok ? " (no valid rendezvous file)" : ": ", path && !ok ? "" : why);
+                      c->rank, v->where, v->path && !ok ? " (no valid rendezvous file)" : ": ", v->path && !ok ? "" : why);
     }
     cc__sleep_ns(pause);
     pause = CC__MIN(pause * 2, 500 * CC__MS);
   }
 }
 
-/* Every rank's record through an existing shared-memory world (ccrun on one
-   host, cc_spawn): an all_gather in the arena. */
-static cc_result cc__exchange_shm(cc_comm *w, const cc__rec *mine, cc__rec *recs) {
-  unsigned char *all = (unsigned char *)CC_MALLOC((size_t)w->size * CC__REC), one[CC__REC];
-  cc__call k;
-  cc_result r;
-  int i;
-  if (!all) return cc__fail(w, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", w->rank);
-  cc__rec_encode(one, mine);
-  memset(&k, 0, sizeof k);
-  k.coll = CC__ALL_GATHER; k.sbuf = one; k.rbuf = all; k.count = CC__REC; k.t = CC_UINT8;
-  r = cc__exec(w, &k);
-  for (i = 0; r == CC_OK && i < w->size; i++)
-    if (cc__rec_decode(all + (size_t)i * CC__REC, &recs[i]) != 0)
-      r = cc__fail(w, CC_ERR_SYSTEM, "comm_init: rank %d: rank %d's record is malformed", w->rank, i);
-  CC_FREE(all);
-  return r;
-}
-
-#endif /* CC_NO_TCP */
+/* ---------------------------------------------------------------- init paths */
 
 static int cc__world_inits;            /* world communicators made by this process */
 
-CC_API void cc_config_init(cc_config *cfg) {
-  if (!cfg) return;
-  memset(cfg, 0, sizeof *cfg);
-  cfg->rank = -1;
-  cfg->world_size = -1;
+/* A world of one needs no name at all. */
+static cc_result cc__init_single(cc_comm *c) {
+  size_t bytes;
+  unsigned char *seg = cc__seg_anon(1, c->set.shm_chunk, &bytes);
+  cc_result r;
+  if (!seg) return cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: cannot map %zu bytes", bytes);
+  if (cc__is_jobid(c->set.job_id)) snprintf(c->jobid, sizeof c->jobid, "%s", c->set.job_id);
+  else cc__random_hex(c->jobid, 32);   /* split segments are named after it: ccrun cleans by job */
+  if ((r = cc__seg_attach(c, seg, bytes, "comm_init")) != CC_OK) { cc__shm_unmap(seg, bytes); return r; }
+  return cc__comm_ready(c);
 }
 
-
-#ifndef CC_NO_TCP
-/* A ready shared-memory world becomes a net-mode one (CC_TRANSPORT=tcp under
+/* A ready shared-memory world becomes one over TCP (CC_TRANSPORT=tcp under
    ccrun or cc_spawn): the ranks swap records through the arena, connect, and
    the segment is let go. */
-static cc_result cc__net_from_shm(cc_comm **pc, const char *token, int idx) {
+static cc_result cc__init_tcp_from_shm(cc_comm **pc, int idx) {
   cc_comm *w = *pc, *nc;
   cc__rec *recs = (cc__rec *)CC_MALLOC(sizeof(cc__rec) * (size_t)w->size), mine;
-  char why[160], prefix[96];
-  int lfd;
+  char why[160], prefix[96], ip[64];
+  int lfd = -1;
   cc_result r;
   if (!recs) return cc__fail(w, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", w->rank);
-  memset(&mine, 0, sizeof mine);
-  cc__host_id(mine.host, sizeof mine.host);
-  if ((r = cc__net_pick_addr(NULL, mine.ip, sizeof mine.ip, why, sizeof why)) != CC_OK) {
+  if (cc__sock_pick_addr(w->set.ifname, NULL, 0, ip, sizeof ip, why, sizeof why) != 0) {
     CC_FREE(recs);
-    return cc__fail(w, r, "comm_init: rank %d: %s", w->rank, why);
+    return cc__fail(w, CC_ERR_INVALID_ARG, "comm_init: rank %d: %s", w->rank, why);
   }
-  if ((lfd = cc__net_listen(&mine)) < 0) {
-    cc__strerr(errno, why, sizeof why);
-    CC_FREE(recs);
-    return cc__fail(w, CC_ERR_SYSTEM, "comm_init: rank %d: cannot listen on %s: %s", w->rank, mine.ip, why);
-  }
-  if ((r = cc__exchange_shm(w, &mine, recs)) != CC_OK) { close(lfd); CC_FREE(recs); return r; }
-  nc = cc__comm_new(w->rank, w->size, NULL);
-  if (!nc) { close(lfd); CC_FREE(recs); return cc__fail(w, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", w->rank); }
-  nc->timeout_ns = w->timeout_ns;
+  if ((r = cc__rec_mine(w, ip, &mine, &lfd, "comm_init")) != CC_OK) { CC_FREE(recs); return r; }
+  if ((r = cc__exchange_shm(w, &mine, recs)) != CC_OK) { cc__fd_close(lfd); CC_FREE(recs); return r; }
+  nc = cc__comm_new(w->rank, w->size, &w->set);
+  if (!nc) { cc__fd_close(lfd); CC_FREE(recs); return cc__fail(w, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", w->rank); }
   memcpy(nc->jobid, w->jobid, sizeof nc->jobid);
   snprintf(prefix, sizeof prefix, "/cc-%s-t%d", w->jobid, idx);
-  r = cc__net_build(nc, recs, lfd, 1, prefix, token, "comm_init");
+  r = cc__mesh_build(nc, recs, lfd, 1, prefix, "comm_init");
   CC_FREE(recs);
   if (r != CC_OK) {
     cc__fail(w, r, "%s", nc->err);
@@ -4818,16 +5186,114 @@ static cc_result cc__net_from_shm(cc_comm **pc, const char *token, int idx) {
   *pc = nc;
   return CC_OK;
 }
-#endif
+
+/* ccrun on one host: meet in the segment named after the job. */
+static cc_result cc__init_shm_job(cc_comm **pc, int idx) {
+  cc_comm *c = *pc;
+  char name[96];
+  cc_result r;
+  if (!cc__is_jobid(c->set.job_id))
+    return cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank %d: CC_JOB_ID='%.40s' is not 16 to 32 hex digits",
+                    c->rank, c->set.job_id);
+  if (c->size > CC__MAX_LOCAL)
+    return cc__fail(c, CC_ERR_UNSUPPORTED, "comm_init: rank %d: %d ranks on one host; at most %d are supported",
+                    c->rank, c->size, CC__MAX_LOCAL);
+  snprintf(c->jobid, sizeof c->jobid, "%s", c->set.job_id);
+  snprintf(name, sizeof name, "/cc-%s-w%d", c->jobid, idx);
+  r = cc__shm_join(c, name, c->rank == 0, "comm_init");
+  if (r == CC_OK) r = cc__comm_ready(c);
+  if (r != CC_OK) { if (c->size > 1) cc__shm_unlink(name); return r; }   /* a rank that never came: leave nothing */
+  return c->set.transport == CC__TR_TCP ? cc__init_tcp_from_shm(pc, idx) : CC_OK;
+}
+
+/* env://, tcp://, file:// and unique ids: the rendezvous, then shared memory
+   (every rank on one host) or the mesh. */
+static cc_result cc__init_rendezvous(cc_comm *c, cc__rdv *v) {
+  cc__rec *recs = (cc__rec *)CC_MALLOC(sizeof(cc__rec) * (size_t)c->size);
+  char why[160], ip[64], name[96];
+  int lfd = -1, one_host = 1, i, tcp_only = c->set.transport == CC__TR_TCP;
+  cc_result r;
+  if (!recs) return cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", c->rank);
+  memset(recs, 0, sizeof(cc__rec) * (size_t)c->size);
+  if (cc__sock_pick_addr(c->set.ifname, v->path ? NULL : v->host, 0, ip, sizeof ip, why, sizeof why) != 0) {
+    CC_FREE(recs);
+    return cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank %d: %s", c->rank, why);
+  }
+  r = cc__rec_mine(c, ip, &recs[c->rank], &lfd, "comm_init");
+  if (r == CC_OK) r = cc__rendezvous(c, v, recs, c->jobid);
+  for (i = 1; r == CC_OK && i < c->size; i++) if (strcmp(recs[i].host, recs[0].host) != 0) one_host = 0;
+  snprintf(name, sizeof name, "/cc-%s-w0", c->jobid);
+  if (r == CC_OK && one_host && !tcp_only) {       /* all on one host: shared memory only */
+    cc__fd_close(lfd);
+    lfd = -1;
+    if (c->size > CC__MAX_LOCAL)
+      r = cc__fail(c, CC_ERR_UNSUPPORTED, "comm_init: rank %d: %d ranks on one host; at most %d are supported",
+                   c->rank, c->size, CC__MAX_LOCAL);
+    else {
+      r = cc__shm_join(c, name, c->rank == 0, "comm_init");
+      if (r == CC_OK) r = cc__comm_ready(c);
+      if (r != CC_OK) cc__shm_unlink(name);
+    }
+  } else if (r == CC_OK) {
+    r = cc__mesh_build(c, recs, lfd, tcp_only, name, "comm_init");
+    lfd = -1;
+  }
+  cc__fd_close(lfd);
+  CC_FREE(recs);
+  return r;
+}
+
+/* Where an env:// or tcp:// rendezvous meets, from the settings or the method. */
+static cc_result cc__init_where(const cc__settings *s, const char *method, cc__rdv *v, char *host, size_t hostlen) {
+  memset(v, 0, sizeof *v);
+  v->lfd = -1;
+  v->nonce = "";
+  v->host = host;
+  if (!strncmp(method, "tcp://", 6)) {
+    const char *colon = strrchr(method + 6, ':');
+    char *end;
+    long p;
+    if (!colon || colon == method + 6 || (size_t)(colon - method - 6) >= hostlen)
+      return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: init_method '%s' is not tcp://HOST:PORT", method);
+    p = strtol(colon + 1, &end, 10);
+    if (*end || p <= 0 || p > 65535)
+      return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: init_method '%s' has a bad port", method);
+    memcpy(host, method + 6, (size_t)(colon - method - 6));
+    host[colon - method - 6] = 0;
+    if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+      memmove(host, host + 1, strlen(host));
+      host[strlen(host) - 1] = 0;
+    }
+    v->port = (int)p;
+  } else if (!strncmp(method, "file://", 7)) {
+    v->path = method + 7;
+    if (v->path[0] != '/')
+      return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: init_method '%s' is not file:///ABSOLUTE/PATH", method);
+  } else if (!strcmp(method, "env://")) {
+    if (s->master_err[0]) return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: rank %d: %s", s->rank, s->master_err);
+    if (!s->master_addr[0] || !s->master_port)
+      return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: rank %d of %d: not started by ccrun (no CC_JOB_ID), "
+                      "and MASTER_ADDR/MASTER_PORT are not set for an env:// rendezvous", s->rank, s->size);
+    snprintf(host, hostlen, "%s", s->master_addr);
+    v->port = s->master_port;
+  } else {
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: init_method '%s' is not env://, tcp://HOST:PORT "
+                    "or file:///PATH", method);
+  }
+  if (v->path) snprintf(v->where, sizeof v->where, "file://%s", v->path);
+  else snprintf(v->where, sizeof v->where, "%s port %d", host, v->port);
+  return CC_OK;
+}
 
 /* ---------------------------------------------------------------- unique ids
    Layout (little endian): "ccU1", u16 port, u8 family (4 or 6), u8 0, 16 bytes
    of address, 16 bytes of nonce, 32 bytes of secret, zeros. The process that
    made an id keeps its listening socket until its rank 0 joins. */
+
 typedef struct cc__uid {
   char ip[64];
   int port, lfd;
-  char nonce[40];                      /* 32 hex digits: the rendezvous' job field */
+  char nonce[40];                      /* 32 hex digits: the rendezvous' identity */
   char secret[72];                     /* 64 hex digits: the job's token */
 } cc__uid;
 
@@ -4835,59 +5301,26 @@ typedef struct cc__uid {
 static struct { char nonce[40]; int fd; } cc__uid_slots[CC__UID_SLOTS];
 static pthread_mutex_t cc__uid_lock = PTHREAD_MUTEX_INITIALIZER;
 
-static void cc__hex(const unsigned char *in, size_t n, char *out) {
-  static const char digits[] = "0123456789abcdef";
-  size_t i;
-  for (i = 0; i < n; i++) { out[2 * i] = digits[in[i] >> 4]; out[2 * i + 1] = digits[in[i] & 15]; }
-  out[2 * n] = 0;
-}
-
-#ifndef CC_NO_TCP
-/* The first non-loopback IPv4 address of an interface that is up, or "". */
-static void cc__first_ifaddr(char *ip, size_t iplen) {
-  struct ifaddrs *ifa = NULL, *i;
-  ip[0] = 0;
-  if (getifaddrs(&ifa) != 0) return;
-  for (i = ifa; i; i = i->ifa_next) {
-    if (!i->ifa_addr || i->ifa_addr->sa_family != AF_INET || !(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK))
-      continue;
-    inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, ip, (socklen_t)iplen);
-    break;
-  }
-  freeifaddrs(ifa);
-}
-#endif
-
 CC_API cc_result cc_get_unique_id(cc_unique_id *id) {
-#ifdef CC_NO_TCP
-  if (id) memset(id, 0, sizeof *id);
-  return cc__fail(NULL, CC_ERR_UNSUPPORTED, "get_unique_id: this build has no TCP transport (CC_NO_TCP)");
-#else
-  cc__rec rec;
+  cc__settings s;
   unsigned char *p, a[16], nonce[16], secret[32];
-  char why[160];
-  const char *ma = getenv("MASTER_ADDR"), *ifn = getenv("CC_SOCKET_IFNAME");
-  int lfd, i, fam;
+  char why[160], ip[64];
+  int lfd, i, fam, port = 0;
   cc_result r;
   cc__tls_err[0] = 0;
   if (!id) return cc__fail(NULL, CC_ERR_INVALID_ARG, "get_unique_id: id is NULL");
   memset(id, 0, sizeof *id);
-  memset(&rec, 0, sizeof rec);
-  if ((ifn && *ifn) || (ma && *ma)) {
-    if ((r = cc__net_pick_addr(ma, rec.ip, sizeof rec.ip, why, sizeof why)) != CC_OK)
-      return cc__fail(NULL, r, "get_unique_id: %s", why);
-  } else {
-    cc__first_ifaddr(rec.ip, sizeof rec.ip);
-    if (!rec.ip[0]) snprintf(rec.ip, sizeof rec.ip, "127.0.0.1");
-  }
-  if ((lfd = cc__net_listen(&rec)) < 0) {
+  if ((r = cc__settings_lib(NULL, &s)) != CC_OK) return r;
+  cc__settings_clear(&s);
+  if (cc__sock_pick_addr(s.ifname, s.master_addr, !s.ifname[0] && !s.master_addr[0], ip, sizeof ip, why, sizeof why) != 0)
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "get_unique_id: %s", why);
+  if ((lfd = cc__sock_listen(ip, 0, 256, &port)) < 0) {
     cc__strerr(errno, why, sizeof why);
-    return cc__fail(NULL, CC_ERR_SYSTEM, "get_unique_id: cannot listen on %s: %s", rec.ip, why);
+    return cc__fail(NULL, CC_ERR_SYSTEM, "get_unique_id: cannot listen on %s: %s", ip, why);
   }
-  fam = inet_pton(AF_INET, rec.ip, a) == 1 ? 4 : 6;
-  if (fam == 6 && inet_pton(AF_INET6, rec.ip, a) != 1) {
-    close(lfd);
-    return cc__fail(NULL, CC_ERR_SYSTEM, "get_unique_id: address %s is neither IPv4 nor IPv6", rec.ip);
+  if (!(fam = cc__ip_parse(ip, a))) {
+    cc__fd_close(lfd);
+    return cc__fail(NULL, CC_ERR_SYSTEM, "get_unique_id: address %s is neither IPv4 nor IPv6", ip);
   }
   cc__random(nonce, sizeof nonce);
   cc__random(secret, sizeof secret);
@@ -4895,7 +5328,7 @@ CC_API cc_result cc_get_unique_id(cc_unique_id *id) {
   for (i = 0; i < CC__UID_SLOTS && cc__uid_slots[i].nonce[0]; i++) {}
   if (i == CC__UID_SLOTS) {
     pthread_mutex_unlock(&cc__uid_lock);
-    close(lfd);
+    cc__fd_close(lfd);
     return cc__fail(NULL, CC_ERR_UNSUPPORTED, "get_unique_id: %d ids wait for their rank 0 in this process; "
                     "no more", CC__UID_SLOTS);
   }
@@ -4904,15 +5337,14 @@ CC_API cc_result cc_get_unique_id(cc_unique_id *id) {
   pthread_mutex_unlock(&cc__uid_lock);
   p = (unsigned char *)id->internal;
   memcpy(p, "ccU1", 4);
-  p[4] = (unsigned char)(rec.port & 0xff);
-  p[5] = (unsigned char)(rec.port >> 8);
+  p[4] = (unsigned char)(port & 0xff);
+  p[5] = (unsigned char)(port >> 8);
   p[6] = (unsigned char)fam;
   memcpy(p + 8, a, fam == 4 ? 4 : 16);
   memcpy(p + 24, nonce, 16);
   memcpy(p + 40, secret, 32);
   memset(secret, 0, sizeof secret);
   return CC_OK;
-#endif
 }
 
 /* Decode an id: 0, or -1 when it is not one. */
@@ -4924,10 +5356,7 @@ static int cc__uid_decode(const cc_unique_id *id, cc__uid *u) {
   if (memcmp(p, "ccU1", 4) != 0 || (p[6] != 4 && p[6] != 6) || p[7] != 0) return -1;
   for (i = 72; i < CC_UNIQUE_ID_BYTES; i++) if (p[i]) return -1;
   u->port = p[4] | p[5] << 8;
-  if (u->port == 0) return -1;
-#ifndef CC_NO_TCP
-  if (!inet_ntop(p[6] == 4 ? AF_INET : AF_INET6, p + 8, u->ip, sizeof u->ip)) return -1;
-#endif
+  if (u->port == 0 || cc__ip_format(p[6], p + 8, u->ip, sizeof u->ip) != 0) return -1;
   cc__hex(p + 24, 16, u->nonce);
   cc__hex(p + 40, 32, u->secret);
   return 0;
@@ -4947,7 +5376,59 @@ static int cc__uid_take_fd(const char *nonce) {
   return fd;
 }
 
-static cc_result cc__init(cc_comm **out, const cc_config *cfg, cc__uid *uid);
+/* ---------------------------------------------------------------- cc_comm_init */
+
+/* Read the settings, pick the init path, run it. uid: cc_comm_init_rank's. */
+static cc_result cc__init(cc_comm **out, const cc_config *cfg, cc__uid *uid) {
+  const char *method = cfg && cfg->init_method ? cfg->init_method : "env://";
+  cc__settings s;
+  cc__rdv v;
+  char host[256];
+  int idx;
+  cc_comm *c;
+  cc_result r;
+  cc__tls_err[0] = 0;
+  if (!out) return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: out is NULL");
+  *out = NULL;
+  if ((r = cc__settings_read(cfg, &s)) != CC_OK) return r;
+  if (!(c = cc__comm_new(s.rank, s.size, &s))) {
+    cc__settings_clear(&s);
+    return cc__fail(NULL, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", s.rank);
+  }
+  cc__settings_clear(&s);
+  idx = __atomic_fetch_add(&cc__world_inits, 1, __ATOMIC_SEQ_CST);
+  if (!CC__HAVE_TCP && c->size > 1 && (c->set.transport == CC__TR_TCP || uid || strcmp(method, "env://") ||
+                                       !c->set.job_id[0])) {
+    r = cc__fail(c, CC_ERR_UNSUPPORTED, "comm_init: rank %d: %s: this build has no TCP transport (CC_NO_TCP)", c->rank,
+                 c->set.transport == CC__TR_TCP ? "CC_TRANSPORT=tcp" : "no CC_JOB_ID (not started by ccrun) and no "
+                 "TCP rendezvous");
+  } else if (c->size == 1) {
+    r = cc__init_single(c);
+  } else if (!uid && !strcmp(method, "env://") && c->set.job_id[0]) {
+    r = cc__init_shm_job(&c, idx);
+  } else if ((r = cc__init_where(&c->set, method, &v, host, sizeof host)) == CC_OK) {
+    if (uid) { v.nonce = uid->nonce; v.lfd = uid->lfd; }
+    r = cc__init_rendezvous(c, &v);
+  } else {
+    snprintf(c->err, sizeof c->err, "%s", cc__tls_err);
+  }
+  if (r != CC_OK) {
+    snprintf(cc__tls_err, sizeof cc__tls_err, "%s", c->err);
+    cc__comm_free(c);
+    return r;
+  }
+  cc__log(c, CC__LOG_INFO, "comm_init: rank %d of %d ready (job %s, %s%s)", c->rank, c->size, c->jobid,
+          c->net ? "tcp" : "shared memory", c->oversub ? ", more ranks than CPUs: yielding waits" : "");
+  *out = c;
+  return CC_OK;
+}
+
+CC_API void cc_config_init(cc_config *cfg) {
+  if (!cfg) return;
+  memset(cfg, 0, sizeof *cfg);
+  cfg->rank = -1;
+  cfg->world_size = -1;
+}
 
 CC_API cc_result cc_comm_init(cc_comm **out, const cc_config *cfg) {
   return cc__init(out, cfg, NULL);
@@ -4975,185 +5456,10 @@ CC_API cc_result cc_comm_init_rank(cc_comm **out, int nranks, const cc_unique_id
   c2.init_method = method;
   if (!c2.token || !*c2.token) c2.token = u.secret;
   if (rank == 0) u.lfd = cc__uid_take_fd(u.nonce);
-  if (nranks == 1 && u.lfd >= 0) { close(u.lfd); u.lfd = -1; }
+  if (nranks == 1 && u.lfd >= 0) { cc__fd_close(u.lfd); u.lfd = -1; }
   r = cc__init(out, &c2, &u);
   memset(u.secret, 0, sizeof u.secret);
   return r;
-}
-
-static cc_result cc__init(cc_comm **out, const cc_config *cfg, cc__uid *uid) {
-  const char *method = cfg && cfg->init_method ? cfg->init_method : "env://";
-  const char *transport = cfg && cfg->transport ? cfg->transport : getenv("CC_TRANSPORT");
-  const char *jobid_env = getenv("CC_JOB_ID");
-  const char *token = cfg && cfg->token ? cfg->token : getenv("CC_TOKEN");
-  const char *path = NULL;
-  char jobid[40], name[96], host[256];
-  int rank, size, lsize, port = -1, idx, tcp_only = 0;
-  cc_comm *c;
-  cc_result r;
-  name[0] = 0;
-  cc__tls_err[0] = 0;
-  if (!out) return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: out is NULL");
-  *out = NULL;
-  if ((r = cc__env_ranks(cfg, &rank, &size, &lsize)) != CC_OK) {
-    cc__log(NULL, 1, "%s", cc__tls_err);
-    return r;
-  }
-  (void)lsize;                         /* hosts are told apart by their identity */
-  if (token && !*token) token = NULL;
-  if (transport && *transport && strcmp(transport, "auto") && strcmp(transport, "shm") && strcmp(transport, "tcp"))
-    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: rank %d: transport '%s' is not auto, shm or tcp",
-                    rank, transport);
-  tcp_only = transport && !strcmp(transport, "tcp");
-#ifdef CC_NO_TCP
-  if (tcp_only && size > 1)
-    return cc__fail(NULL, CC_ERR_UNSUPPORTED, "comm_init: rank %d: CC_TRANSPORT=tcp: this build has no TCP transport "
-                    "(CC_NO_TCP)", rank);
-#endif
-  host[0] = 0;
-  if (!strncmp(method, "tcp://", 6)) {
-    const char *colon = strrchr(method + 6, ':');
-    char *end;
-    long p;
-    if (!colon || colon == method + 6 || (size_t)(colon - method - 6) >= sizeof host)
-      return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: init_method '%s' is not tcp://HOST:PORT", method);
-    p = strtol(colon + 1, &end, 10);
-    if (*end || p <= 0 || p > 65535)
-      return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: init_method '%s' has a bad port", method);
-    memcpy(host, method + 6, (size_t)(colon - method - 6));
-    host[colon - method - 6] = 0;
-    if (host[0] == '[' && host[strlen(host) - 1] == ']') {
-      memmove(host, host + 1, strlen(host));
-      host[strlen(host) - 1] = 0;
-    }
-    port = (int)p;
-    jobid_env = NULL;                  /* an explicit rendezvous wins */
-  } else if (!strncmp(method, "file://", 7)) {
-    path = method + 7;
-    if (path[0] != '/')
-      return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: init_method '%s' is not file:///ABSOLUTE/PATH", method);
-    jobid_env = NULL;
-  } else if (strcmp(method, "env://") != 0) {
-    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: init_method '%s' is not env://, tcp://HOST:PORT "
-                    "or file:///PATH", method);
-  }
-  c = cc__comm_new(rank, size, cfg);
-  if (!c) return cc__fail(NULL, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", rank);
-  idx = __atomic_fetch_add(&cc__world_inits, 1, __ATOMIC_SEQ_CST);
-  if (size == 1) {                     /* a world of one needs no name at all */
-    size_t half, chan;
-    cc__layout L;
-    unsigned char *seg;
-    cc__seg_sizes(1, &half, &chan);
-    cc__layout_of(1, half, chan, &L);
-    seg = (unsigned char *)cc__shm_map_anon(L.total);
-    if (!seg) { cc__comm_free(c); return cc__fail(NULL, CC_ERR_NO_MEMORY, "comm_init: cannot map %zu bytes", L.total); }
-    cc__seg_init(seg, 1, half, chan, L.total);
-    if (jobid_env && cc__is_jobid(jobid_env)) snprintf(jobid, sizeof jobid, "%s", jobid_env);
-    else cc__random_hex(jobid, 32);     /* split segments are named after it: ccrun cleans by job */
-    r = cc__seg_attach(c, seg, L.total);
-    if (r != CC_OK) cc__shm_unmap(seg, L.total);
-    if (r == CC_OK) r = cc__comm_ready(c);
-  } else if (jobid_env && *jobid_env) {  /* ccrun on one host: meet in shared memory */
-    if (!cc__is_jobid(jobid_env)) {
-      r = cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank %d: CC_JOB_ID='%.40s' is not 16 to 32 hex digits",
-                   rank, jobid_env);
-    } else if (size > CC__MAX_LOCAL) {
-      r = cc__fail(c, CC_ERR_UNSUPPORTED, "comm_init: rank %d: %d ranks on one host; at most %d are supported",
-                   rank, size, CC__MAX_LOCAL);
-    } else {
-      snprintf(jobid, sizeof jobid, "%s", jobid_env);
-      snprintf(name, sizeof name, "/cc-%s-w%d", jobid, idx);
-      r = cc__shm_join(c, name, rank == 0, "comm_init");
-      if (r == CC_OK) r = cc__comm_ready(c);
-      if (r == CC_OK) memcpy(c->jobid, jobid, 33);
-#ifndef CC_NO_TCP
-      if (r == CC_OK && tcp_only) {
-        r = cc__net_from_shm(&c, token, idx);
-        name[0] = 0;
-      }
-#endif
-    }
-  } else {
-#ifndef CC_NO_TCP
-    cc__rec *recs = NULL;
-    const char *ma = getenv("MASTER_ADDR"), *mp = getenv("MASTER_PORT");
-    char why[160];
-    int lfd = -1, one_host = 1, i;
-    r = CC_OK;
-    if (port < 0 && !path) {
-      long p;
-      int have;
-      if ((!ma || !*ma) && getenv("SLURM_JOB_NODELIST")) {     /* Slurm: the job's first host */
-        if (cc__hostlist_first(getenv("SLURM_JOB_NODELIST"), host, sizeof host) != 0)
-          r = cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank %d: SLURM_JOB_NODELIST='%.100s' is not a host list",
-                       rank, getenv("SLURM_JOB_NODELIST"));
-        ma = host;
-      }
-      if (r == CC_OK && (!mp || !*mp) && ma && *ma && getenv("SLURM_JOB_ID") && cc__env_long("SLURM_JOB_ID", &p) > 0) {
-        port = 20000 + (int)(p % 20000);                       /* the same on every host of the job */
-      } else if (r == CC_OK) {
-        have = cc__env_long("MASTER_PORT", &p);
-        if (!ma || !*ma || !mp || !*mp)
-          r = cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank %d of %d: not started by ccrun (no CC_JOB_ID), "
-                       "and MASTER_ADDR/MASTER_PORT are not set for an env:// rendezvous", rank, size);
-        else if (have < 0 || p <= 0 || p > 65535)
-          r = cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank %d: MASTER_PORT='%s' is not a port", rank, mp);
-        else port = (int)p;
-      }
-      if (r == CC_OK && ma != host) snprintf(host, sizeof host, "%s", ma);
-    }
-    if (r == CC_OK && !(recs = (cc__rec *)CC_MALLOC(sizeof(cc__rec) * (size_t)size)))
-      r = cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", rank);
-    if (r == CC_OK) {
-      memset(recs, 0, sizeof(cc__rec) * (size_t)size);
-      cc__host_id(recs[rank].host, sizeof recs[rank].host);
-      r = cc__net_pick_addr(path ? NULL : host, recs[rank].ip, sizeof recs[rank].ip, why, sizeof why);
-      if (r != CC_OK) cc__fail(c, r, "comm_init: rank %d: %s", rank, why);
-    }
-    if (r == CC_OK && (lfd = cc__net_listen(&recs[rank])) < 0) {
-      cc__strerr(errno, why, sizeof why);
-      r = cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank %d: cannot listen on %s: %s", rank, recs[rank].ip, why);
-    }
-    if (r == CC_OK) r = cc__rendezvous(c, host, port, path, token, uid ? uid->nonce : NULL, uid ? uid->lfd : -1, recs, jobid);
-    for (i = 1; r == CC_OK && i < size; i++) if (strcmp(recs[i].host, recs[0].host) != 0) one_host = 0;
-    idx = 0;
-    if (r == CC_OK) memcpy(c->jobid, jobid, 33);
-    if (r == CC_OK && one_host && !tcp_only) {                /* all on one host: shared memory only */
-      close(lfd);
-      lfd = -1;
-      if (size > CC__MAX_LOCAL)
-        r = cc__fail(c, CC_ERR_UNSUPPORTED, "comm_init: rank %d: %d ranks on one host; at most %d are supported",
-                     rank, size, CC__MAX_LOCAL);
-      else {
-        snprintf(name, sizeof name, "/cc-%s-w%d", jobid, idx);
-        r = cc__shm_join(c, name, rank == 0, "comm_init");
-        if (r == CC_OK) r = cc__comm_ready(c);
-      }
-    } else if (r == CC_OK) {
-      char prefix[96];
-      snprintf(prefix, sizeof prefix, "/cc-%s-w%d", jobid, idx);
-      r = cc__net_build(c, recs, lfd, tcp_only, prefix, token, "comm_init");
-      lfd = -1;
-    }
-    if (lfd >= 0) close(lfd);
-    CC_FREE(recs);
-#else
-    r = cc__fail(c, CC_ERR_UNSUPPORTED, "comm_init: rank %d: no CC_JOB_ID (not started by ccrun) and this "
-                 "build has no TCP rendezvous (CC_NO_TCP) for %s port %d", rank, host[0] ? host : "MASTER_ADDR", port);
-#endif
-  }
-  if (r != CC_OK) {
-    if (size > 1 && name[0]) cc__shm_unlink(name);   /* a rank that never came: leave nothing behind */
-    snprintf(cc__tls_err, sizeof cc__tls_err, "%s", c->err);
-    cc__comm_free(c);
-    return r;
-  }
-  memcpy(c->jobid, jobid, 33);
-  cc__log(c, 2, "comm_init: rank %d of %d ready (job %s, %s%s)", rank, size, jobid,
-          c->net ? "tcp" : "shared memory", c->oversub ? ", more ranks than CPUs: yielding waits" : "");
-  *out = c;
-  return CC_OK;
 }
 
 CC_API int cc_comm_rank(const cc_comm *c) { return c ? c->rank : -1; }
@@ -5163,71 +5469,185 @@ CC_API int cc_comm_local_size(const cc_comm *c) { return c ? c->local_size : -1;
 
 CC_API size_t cc_dtype_size(cc_dtype t) { return cc__dtype_bytes(t); }
 
+/* ---------------------------------------------------------------- split */
+
+/* comm_split of ranks on one host: every rank's (color, key) in one arena
+   phase, then each group's first rank creates its segment and says its name
+   in the next. */
+static cc_result cc__split_shm(cc_comm *c, int color, int key, cc_comm **out) {
+  const char *what = "comm_split";
+  int n = c->size, me = c->rank, j, m = 0, newrank = 0, leader = -1;
+  int32_t *ck;
+  unsigned char *mine;
+  char name[96];
+  cc__call k;
+  cc_comm *nc = NULL;
+  cc_result r;
+  ck = (int32_t *)CC_MALLOC(sizeof(int32_t) * 2 * (size_t)n);
+  if (!ck) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
+  memset(&k, 0, sizeof k);
+  k.coll = CC__SPLIT;
+  k.t = CC_UINT8;
+  if ((r = cc__first_begin(c, &k, 0, 0, &mine)) != CC_OK) goto out;
+  ((int32_t *)CC__DATA(mine))[0] = color;
+  ((int32_t *)CC__DATA(mine))[1] = key;
+  if ((r = cc__first_end(c, &k)) != CC_OK) goto out;
+  for (j = 0; j < n; j++) memcpy(ck + 2 * j, CC__DATA(cc__half(c, j, c->step)), 2 * sizeof(int32_t));
+  if (color != CC_UNDEFINED) {          /* my group, ordered by (key, rank) */
+    for (j = 0; j < n; j++) {
+      if (ck[2 * j] != color) continue;
+      m++;
+      if (ck[2 * j + 1] < key || (ck[2 * j + 1] == key && j < me)) newrank++;
+      if (leader < 0 || ck[2 * j + 1] < ck[2 * leader + 1]) leader = j;
+    }
+    nc = cc__comm_new(newrank, m, &c->set);
+    if (!nc) { r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me); goto out; }
+    nc->oversub = c->oversub;
+    nc->spin_ns = c->spin_ns;
+    nc->small_bytes = c->small_bytes;
+  }
+  if ((r = cc__ph_begin(c, &mine, what)) != CC_OK) goto out;
+  memset(CC__DATA(mine), 0, 96);
+  if (nc && newrank == 0) {
+    char rnd[20];
+    cc__random_hex(rnd, 16);
+    snprintf(name, sizeof name, "/cc-%s-s%s", c->jobid, rnd);
+    if (cc__shm_join(nc, name, 1, what) == CC_OK) memcpy(CC__DATA(mine), name, strlen(name) + 1);
+  }
+  cc__ph_arrive(c);
+  if ((r = cc__ph_wait(c, -1, what)) != CC_OK) goto out;
+  if (nc) {
+    const char *lname = (const char *)CC__DATA(cc__half(c, leader, c->step));
+    if (!lname[0]) {
+      r = cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: rank %d could not create the new communicator's shared "
+                   "memory%s%s", what, me, leader, newrank == 0 ? ": " : "", newrank == 0 ? nc->err : "");
+      goto out;
+    }
+    if (newrank != 0) {
+      memcpy(name, lname, sizeof name);
+      name[sizeof name - 1] = 0;
+      if ((r = cc__shm_join(nc, name, 0, what)) != CC_OK) {
+        cc__fail(c, r, "%s", nc->err);
+        goto out;
+      }
+    }
+    memcpy(nc->jobid, c->jobid, sizeof c->jobid);
+    if ((r = cc__comm_ready(nc)) != CC_OK) { cc__fail(c, r, "%s", nc->err); goto out; }
+  }
+out:
+  CC_FREE(ck);
+  if (r != CC_OK) {
+    if (nc) cc__comm_free(nc);
+    return r;
+  }
+  *out = nc;
+  return CC_OK;
+}
+
+/* comm_split of ranks on several hosts: every rank's (color, key) and a fresh
+   record go round in an all_gather; each new communicator is then built like
+   a world: shared memory alone when its ranks share a host, else the mesh. */
+static cc_result cc__split_net(cc_comm *c, int color, int key, cc_comm **out) {
+  const char *what = "comm_split";
+  cc__net *nt = c->net;
+  int n = c->size, me = c->rank, j, m = 0, newrank = 0, lfd = -1, one_host = 1;
+  size_t rb = 8 + CC__REC;
+  unsigned char *all = (unsigned char *)CC_MALLOC(rb * (size_t)(n + 1)), *mine;
+  cc__rec *recs = (cc__rec *)CC_MALLOC(sizeof(cc__rec) * (size_t)n), rec;
+  int *order = (int *)CC_MALLOC(sizeof(int) * (size_t)n);
+  char prefix[96];
+  cc__call k;
+  cc_comm *nc = NULL;
+  cc_result r = CC_OK, r2;
+  if (!all || !recs || !order) { r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me); goto out; }
+  mine = all + rb * (size_t)n;
+  memset(&rec, 0, sizeof rec);
+  if (color != CC_UNDEFINED) r = cc__rec_mine(c, nt->ip, &rec, &lfd, what);
+  if (color == CC_UNDEFINED || r != CC_OK) {     /* still take part, so that no rank waits */
+    cc__host_id(rec.host, sizeof rec.host);
+    snprintf(rec.ip, sizeof rec.ip, "%s", nt->ip);
+    rec.port = 1;
+  }
+  cc__random_hex(rec.extra, 10);
+  cc__put32(mine, (uint32_t)color);
+  cc__put32(mine + 4, (uint32_t)key);
+  cc__rec_encode(mine + 8, &rec);
+  memset(&k, 0, sizeof k);
+  k.coll = CC__SPLIT; k.t = CC_UINT8;
+  c->seq++;
+  cc__ident_of(&k, &c->cur);
+  k.coll = CC__ALL_GATHER; k.sbuf = mine; k.rbuf = all; k.count = rb;
+  if ((r2 = cc__msg_flat(c, &k)) != CC_OK) { r = r2; goto out; }
+  if (r != CC_OK || color == CC_UNDEFINED) goto out;
+  for (j = 0; j < n; j++) {            /* my group, ordered by (key, rank) */
+    int cj = (int)cc__get32(all + rb * (size_t)j), kj = (int)cc__get32(all + rb * (size_t)j + 4), i;
+    if (cj != color) continue;
+    if (kj < key || (kj == key && j < me)) newrank++;
+    for (i = m; i > 0; i--) {          /* insertion by (key, rank) */
+      int ko = (int)cc__get32(all + rb * (size_t)order[i - 1] + 4);
+      if (ko <= kj) break;
+      order[i] = order[i - 1];
+    }
+    order[i] = j;
+    m++;
+  }
+  for (j = 0; j < m; j++) {
+    if (cc__rec_decode(all + rb * (size_t)order[j] + 8, &recs[j]) != 0) {
+      r = cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: rank %d's record is malformed", what, me, order[j]);
+      goto out;
+    }
+    if (strcmp(recs[j].host, recs[0].host) != 0) one_host = 0;
+  }
+  nc = cc__comm_new(newrank, m, &c->set);
+  if (!nc) { r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me); goto out; }
+  nc->oversub = c->oversub;
+  nc->spin_ns = c->spin_ns;
+  memcpy(nc->jobid, c->jobid, sizeof c->jobid);
+  snprintf(prefix, sizeof prefix, "/cc-%s-s%s", c->jobid, recs[0].extra);
+  if (one_host && !nt->tcp_only) {
+    cc__fd_close(lfd);
+    lfd = -1;
+    r = cc__shm_join(nc, prefix, newrank == 0, what);
+    if (r == CC_OK) r = cc__comm_ready(nc);
+  } else {
+    r = cc__mesh_build(nc, recs, lfd, nt->tcp_only, prefix, what);
+    lfd = -1;
+  }
+  if (r != CC_OK) cc__fail(c, r, "%s", nc->err);
+out:
+  cc__fd_close(lfd);
+  CC_FREE(all);
+  CC_FREE(recs);
+  CC_FREE(order);
+  if (r != CC_OK) {
+    if (nc) cc__comm_free(nc);
+    return r;
+  }
+  *out = nc;
+  return CC_OK;
+}
 /* ============================================================== @comm */
+/* The public calls: each checks its arguments (cc__mk_<call>: a bad one is
+   CC_ERR_INVALID_ARG and leaves the communicator usable), then runs now
+   (cc__exec) or joins the open group; groups and asynchronous requests (a
+   worker thread runs them in issue order); user ops; abort, destroy and
+   split. Nothing here knows a transport. */
 
 /* Run one call now. */
 static cc_result cc__exec(cc_comm *c, const cc__call *k) {
-#ifndef CC_NO_TCP
-  if (c->net) {
-    c->net->sig = cc__net_sig(k);
-    return cc__net_exec(c, k);
-  }
-#endif
-  switch (k->coll) {
-  case CC__BARRIER: return cc__run_barrier(c, k);
-  case CC__BROADCAST: return cc__run_broadcast(c, k);
-  case CC__REDUCE: return cc__run_reduce(c, k, k->root);
-  case CC__ALL_REDUCE: return cc__run_reduce(c, k, -1);
-  case CC__REDUCE_SCATTER: return cc__run_reduce_scatter(c, k);
-  case CC__GATHER: case CC__ALL_GATHER: case CC__SCATTER: case CC__ALL_TO_ALL:
-    return cc__run_move_regular(c, k);
-  case CC__GATHER_V: case CC__ALL_GATHER_V: case CC__SCATTER_V: case CC__ALL_TO_ALL_V:
-    return cc__run_move_v(c, k);
-  case CC__SEND: case CC__RECV: {
-    cc__p2p op;
-    memset(&op, 0, sizeof op);
-    op.is_send = k->coll == CC__SEND;
-    op.peer = k->peer;
-    op.tag = k->tag;
-    op.buf = op.is_send ? (unsigned char *)(uintptr_t)k->sbuf : (unsigned char *)k->rbuf;
-    op.bytes = k->count * cc__dtype_bytes(k->t);
-    return cc__p2p_run(c, &op, 1, cc__coll_names[k->coll]);
-  }
-  default:
-    return cc__fail(c, CC_ERR_INVALID_ARG, "internal: unknown call %d", k->coll);
-  }
+  if (k->coll == CC__SEND || k->coll == CC__RECV) return cc__p2p_run(c, k, 1, cc__coll_name(k->coll));
+  return cc__algo_run(c, k);
 }
 
 /* A group: its collectives in issue order, then all its sends and receives
    progressing together. */
 static cc_result cc__run_batch(cc_comm *c, cc__batch *b) {
-  cc__p2p *ops;
   int i, n = 0;
-  cc_result r = CC_OK;
-  for (i = 0; i < b->n && r == CC_OK; i++)
-    if (b->calls[i].coll != CC__SEND && b->calls[i].coll != CC__RECV) r = cc__exec(c, &b->calls[i]);
-  if (r != CC_OK) return r;
-  for (i = 0; i < b->n; i++) if (b->calls[i].coll == CC__SEND || b->calls[i].coll == CC__RECV) n++;
-  if (!n) return CC_OK;
-#ifndef CC_NO_TCP
-  if (c->net) return cc__net_p2p(c, b->calls, b->n, "group");
-#endif
-  ops = (cc__p2p *)CC_MALLOC(sizeof(cc__p2p) * (size_t)n);
-  if (!ops) return cc__fail(c, CC_ERR_NO_MEMORY, "group_end: rank %d: out of memory", c->rank);
-  memset(ops, 0, sizeof(cc__p2p) * (size_t)n);
-  for (i = 0, n = 0; i < b->n; i++) {
-    const cc__call *k = &b->calls[i];
-    if (k->coll != CC__SEND && k->coll != CC__RECV) continue;
-    ops[n].is_send = k->coll == CC__SEND;
-    ops[n].peer = k->peer;
-    ops[n].tag = k->tag;
-    ops[n].buf = ops[n].is_send ? (unsigned char *)(uintptr_t)k->sbuf : (unsigned char *)k->rbuf;
-    ops[n].bytes = k->count * cc__dtype_bytes(k->t);
-    n++;
+  for (i = 0; i < b->n; i++) {
+    if (b->calls[i].coll == CC__SEND || b->calls[i].coll == CC__RECV) n++;
+    else CC__TRY(cc__exec(c, &b->calls[i]));
   }
-  r = cc__p2p_run(c, ops, n, "group");
-  CC_FREE(ops);
-  return r;
+  return n ? cc__p2p_run(c, b->calls, b->n, "group") : CC_OK;
 }
 
 static void cc__batch_free(cc__batch *b) {
@@ -5324,25 +5744,23 @@ static cc_result cc__submit(cc_comm *c, const cc__call *k) {
   }
   cc__drain(c);
   if ((r = cc__ready(c, what)) != CC_OK) return r;
-  if (c->debug >= 3)
-    cc__log(c, 3, "%s count %zu %s op %d root %d peer %d tag %d", what, k->count ? k->count : k->scount ? k->scount : k->rcount,
-            cc__dtype_name(k->t), k->op, k->root, k->peer, k->tag);
+  if (c->debug >= CC__LOG_TRACE) {
+    cc__ident id;
+    char desc[128];
+    cc__ident_of(k, &id);
+    cc__ident_str(&id, desc, sizeof desc);
+    if (k->coll == CC__SEND || k->coll == CC__RECV)
+      cc__log(c, CC__LOG_TRACE, "%s(count %zu, %s, peer %d, tag %d)", what, k->count, cc__dtype_name(k->t), k->peer, k->tag);
+    else
+      cc__log(c, CC__LOG_TRACE, "%s, collective #%llu", desc, (unsigned long long)c->seq + 1);
+  }
   return cc__exec(c, k);
 }
 
 /* ---------------------------------------------------------------- argument checks */
 
-static cc_result cc__bad(cc_comm *c, const char *fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(c->err, sizeof c->err, fmt, ap);
-  va_end(ap);
-  cc__log(c, 1, "%s (CC_ERR_INVALID_ARG)", c->err);
-  return CC_ERR_INVALID_ARG;
-}
-
 static cc_result cc__v_dtype(cc_comm *c, const char *what, cc_dtype t) {
-  if ((int)t < 0 || (int)t >= (int)CC_DTYPE_COUNT) return cc__bad(c, "%s: dtype %d is not a cc_dtype", what, (int)t);
+  if ((int)t < 0 || (int)t >= (int)CC_DTYPE_COUNT) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: dtype %d is not a cc_dtype", what, (int)t);
   return CC_OK;
 }
 
@@ -5351,26 +5769,26 @@ static cc_result cc__v_buf(cc_comm *c, const char *what, const char *name, const
                            size_t mult, cc_dtype t) {
   size_t es = cc__dtype_bytes(t);
   if (count && (mult > SIZE_MAX / count || count * mult > SIZE_MAX / es))
-    return cc__bad(c, "%s: count %zu x %zu x %zu bytes overflows size_t", what, count, mult, es);
-  if (!p && count && mult) return cc__bad(c, "%s: %s is NULL with count %zu", what, name, count);
+    return cc__fail(c, CC_ERR_INVALID_ARG, "%s: count %zu x %zu x %zu bytes overflows size_t", what, count, mult, es);
+  if (!p && count && mult) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: %s is NULL with count %zu", what, name, count);
   return CC_OK;
 }
 
 static cc_result cc__v_rank(cc_comm *c, const char *what, const char *name, int r) {
-  if (r < 0 || r >= c->size) return cc__bad(c, "%s: %s %d is out of range (communicator of %d ranks)", what, name, r, c->size);
+  if (r < 0 || r >= c->size) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: %s %d is out of range (communicator of %d ranks)", what, name, r, c->size);
   return CC_OK;
 }
 
 static cc_result cc__v_op(cc_comm *c, const char *what, cc_dtype t, cc_op op) {
   if (op >= 0 && op < CC_OP_BUILTIN_COUNT) {
     const char *why = cc__op_check(t, op);
-    if (why) return cc__bad(c, "%s: %s", what, why);
+    if (why) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: %s", what, why);
     return CC_OK;
   }
-  if (op < CC__OP_FIRST_USER || op - CC__OP_FIRST_USER >= c->nops || c->ops[op - CC__OP_FIRST_USER].kind == 0)
-    return cc__bad(c, "%s: op %d is not a built-in op nor one created on this communicator (or it was destroyed)", what, op);
-  if (c->ops[op - CC__OP_FIRST_USER].kind == 2 && c->ops[op - CC__OP_FIRST_USER].dtype != t)
-    return cc__bad(c, "%s: op %d is a premul_sum for dtype %s, used with dtype %s", what, op,
+  if (op < CC__OP_FIRST_USER || op - CC__OP_FIRST_USER >= c->nops || c->ops[op - CC__OP_FIRST_USER].kind == CC__OPK_FREE)
+    return cc__fail(c, CC_ERR_INVALID_ARG, "%s: op %d is not a built-in op nor one created on this communicator (or it was destroyed)", what, op);
+  if (c->ops[op - CC__OP_FIRST_USER].kind == CC__OPK_PREMUL && c->ops[op - CC__OP_FIRST_USER].dtype != t)
+    return cc__fail(c, CC_ERR_INVALID_ARG, "%s: op %d is a premul_sum for dtype %s, used with dtype %s", what, op,
                    cc__dtype_name(c->ops[op - CC__OP_FIRST_USER].dtype), cc__dtype_name(t));
   return CC_OK;
 }
@@ -5381,7 +5799,7 @@ static cc_result cc__v_overlap(cc_comm *c, const char *what, const void *a, size
   uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
   if (!a || !b || !alen || !blen || a == ok) return CC_OK;
   if (x < y + blen && y < x + alen)
-    return cc__bad(c, "%s: sendbuf and recvbuf overlap but are not in place (%s)", what, rule);
+    return cc__fail(c, CC_ERR_INVALID_ARG, "%s: sendbuf and recvbuf overlap but are not in place (%s)", what, rule);
   return CC_OK;
 }
 
@@ -5390,11 +5808,11 @@ static cc_result cc__v_extent(cc_comm *c, const char *what, const char *cn, cons
                               const char *dn, const size_t *displs, cc_dtype t, size_t *extent) {
   size_t e = 0, es = cc__dtype_bytes(t);
   int j;
-  if (!counts) return cc__bad(c, "%s: %s is NULL", what, cn);
-  if (!displs) return cc__bad(c, "%s: %s is NULL", what, dn);
+  if (!counts) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: %s is NULL", what, cn);
+  if (!displs) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: %s is NULL", what, dn);
   for (j = 0; j < c->size; j++) {
     if (counts[j] > SIZE_MAX / es || displs[j] > SIZE_MAX / es - counts[j])
-      return cc__bad(c, "%s: %s[%d] + %s[%d] overflows size_t", what, dn, j, cn, j);
+      return cc__fail(c, CC_ERR_INVALID_ARG, "%s: %s[%d] + %s[%d] overflows size_t", what, dn, j, cn, j);
     if (counts[j]) e = CC__MAX(e, displs[j] + counts[j]);
   }
   *extent = e;
@@ -5430,7 +5848,6 @@ static cc_result cc__v_blocks(cc_comm *c, const char *what, const char *one_name
                        all ? (const char *)all + displs[idx] * es : NULL, rule);
 }
 
-#define CC__TRY(x) do { cc_result cc__r_ = (x); if (cc__r_ != CC_OK) return cc__r_; } while (0)
 #define CC__CHECK_COMM(c) do { if (!(c)) return cc__fail(NULL, CC_ERR_INVALID_ARG, "%s: comm is NULL", __func__); } while (0)
 
 static void cc__call_init(cc__call *k, int coll, const void *sb, void *rb, size_t count, cc_dtype t, cc_op op, int root) {
@@ -5710,7 +6127,7 @@ static cc_result cc__mk_send(cc_comm *c, const void *buf, size_t count, cc_dtype
   const char *w = "send";
   CC__TRY(cc__v_dtype(c, w, t));
   CC__TRY(cc__v_rank(c, w, "peer", peer));
-  if (tag < 0) return cc__bad(c, "%s: tag %d is negative", w, tag);
+  if (tag < 0) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: tag %d is negative", w, tag);
   CC__TRY(cc__v_buf(c, w, "buf", buf, count, 1, t));
   cc__call_init(k, CC__SEND, buf, NULL, count, t, 0, 0);
   k->peer = peer;
@@ -5729,7 +6146,7 @@ static cc_result cc__mk_recv(cc_comm *c, void *buf, size_t count, cc_dtype t, in
   const char *w = "recv";
   CC__TRY(cc__v_dtype(c, w, t));
   CC__TRY(cc__v_rank(c, w, "peer", peer));
-  if (tag < 0) return cc__bad(c, "%s: tag %d is negative", w, tag);
+  if (tag < 0) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: tag %d is negative", w, tag);
   CC__TRY(cc__v_buf(c, w, "buf", buf, count, 1, t));
   cc__call_init(k, CC__RECV, NULL, buf, count, t, 0, 0);
   k->peer = peer;
@@ -5758,7 +6175,7 @@ CC_API cc_result cc_group_end(cc_comm *c, cc_request **req) {
   cc_result r;
   CC__CHECK_COMM(c);
   if (req) *req = NULL;
-  if (c->group_depth <= 0) return cc__bad(c, "group_end: rank %d: no group is open", c->rank);
+  if (c->group_depth <= 0) return cc__fail(c, CC_ERR_INVALID_ARG, "group_end: rank %d: no group is open", c->rank);
   if (--c->group_depth > 0) return CC_OK;
   b = c->group;
   memset(&c->group, 0, sizeof c->group);
@@ -5823,7 +6240,7 @@ CC_API cc_result cc_wait(cc_request *req) {
 
 static cc_result cc__op_slot(cc_comm *c, int *slot) {
   int i;
-  for (i = 0; i < c->nops; i++) if (c->ops[i].kind == 0) { *slot = i; return CC_OK; }
+  for (i = 0; i < c->nops; i++) if (c->ops[i].kind == CC__OPK_FREE) { *slot = i; return CC_OK; }
   {
     cc__opinfo *n = (cc__opinfo *)CC_MALLOC(sizeof(cc__opinfo) * (size_t)(c->nops + 8));
     if (!n) return cc__fail(c, CC_ERR_NO_MEMORY, "op_create: out of memory");
@@ -5840,11 +6257,11 @@ static cc_result cc__op_slot(cc_comm *c, int *slot) {
 CC_API cc_result cc_op_create(cc_comm *c, cc_reduce_fn fn, void *user, cc_op *out) {
   int s;
   CC__CHECK_COMM(c);
-  if (!fn) return cc__bad(c, "op_create: fn is NULL");
-  if (!out) return cc__bad(c, "op_create: out is NULL");
+  if (!fn) return cc__fail(c, CC_ERR_INVALID_ARG, "op_create: fn is NULL");
+  if (!out) return cc__fail(c, CC_ERR_INVALID_ARG, "op_create: out is NULL");
   cc__drain(c);
   CC__TRY(cc__op_slot(c, &s));
-  c->ops[s].kind = 1;
+  c->ops[s].kind = CC__OPK_USER;
   c->ops[s].fn = fn;
   c->ops[s].user = user;
   *out = CC__OP_FIRST_USER + s;
@@ -5855,12 +6272,12 @@ CC_API cc_result cc_op_create_premul_sum(cc_comm *c, cc_dtype t, const void *sca
   int s;
   CC__CHECK_COMM(c);
   CC__TRY(cc__v_dtype(c, "op_create_premul_sum", t));
-  if (!scalar) return cc__bad(c, "op_create_premul_sum: scalar is NULL");
-  if (!out) return cc__bad(c, "op_create_premul_sum: out is NULL");
+  if (!scalar) return cc__fail(c, CC_ERR_INVALID_ARG, "op_create_premul_sum: scalar is NULL");
+  if (!out) return cc__fail(c, CC_ERR_INVALID_ARG, "op_create_premul_sum: out is NULL");
   cc__drain(c);
   CC__TRY(cc__op_slot(c, &s));
   memset(&c->ops[s], 0, sizeof c->ops[s]);
-  c->ops[s].kind = 2;
+  c->ops[s].kind = CC__OPK_PREMUL;
   c->ops[s].dtype = t;
   memcpy(c->ops[s].scal, scalar, cc__dtype_bytes(t));
   *out = CC__OP_FIRST_USER + s;
@@ -5869,10 +6286,10 @@ CC_API cc_result cc_op_create_premul_sum(cc_comm *c, cc_dtype t, const void *sca
 
 CC_API cc_result cc_op_destroy(cc_comm *c, cc_op op) {
   CC__CHECK_COMM(c);
-  if (op < CC__OP_FIRST_USER || op - CC__OP_FIRST_USER >= c->nops || c->ops[op - CC__OP_FIRST_USER].kind == 0)
-    return cc__bad(c, "op_destroy: op %d was not created on this communicator (or was destroyed already)", op);
+  if (op < CC__OP_FIRST_USER || op - CC__OP_FIRST_USER >= c->nops || c->ops[op - CC__OP_FIRST_USER].kind == CC__OPK_FREE)
+    return cc__fail(c, CC_ERR_INVALID_ARG, "op_destroy: op %d was not created on this communicator (or was destroyed already)", op);
   cc__drain(c);
-  c->ops[op - CC__OP_FIRST_USER].kind = 0;
+  c->ops[op - CC__OP_FIRST_USER].kind = CC__OPK_FREE;
   return CC_OK;
 }
 
@@ -5887,7 +6304,7 @@ CC_API void cc_comm_abort(cc_comm *c) {
   while (d * 10 <= r) d *= 10;
   for (; d > 0; d /= 10) msg[i++] = (char)('0' + (r / d) % 10);
   memcpy(msg + i, " called cc_comm_abort", 22);
-  cc__post_fail(c, CC_ERR_ABORTED, c->rank, msg);
+  cc__post_fail(c->hdr, CC_ERR_ABORTED, c->rank, msg);
 }
 
 CC_API cc_result cc_comm_destroy(cc_comm *c) {
@@ -5908,300 +6325,127 @@ CC_API cc_result cc_comm_destroy(cc_comm *c) {
   return CC_OK;
 }
 
-#ifndef CC_NO_TCP
-/* comm_split in net mode: every rank's (color, key) and a fresh record go
-   round in an all_gather; each new communicator is then built like a world:
-   shared memory alone when its ranks share a host, else net mode. */
-static cc_result cc__net_split(cc_comm *c, int color, int key, cc_comm **out) {
-  const char *what = "comm_split";
-  cc__net *nt = c->net;
-  int n = c->size, me = c->rank, j, m = 0, newrank = 0, lfd = -1, one_host = 1;
-  size_t rb = 8 + CC__REC;
-  unsigned char *all = (unsigned char *)CC_MALLOC(rb * (size_t)(n + 1)), *mine;
-  cc__rec *recs = (cc__rec *)CC_MALLOC(sizeof(cc__rec) * (size_t)n), rec;
-  int *order = (int *)CC_MALLOC(sizeof(int) * (size_t)n);
-  char why[160], prefix[96];
-  cc__call k;
-  cc_comm *nc = NULL;
-  cc_result r = CC_OK;
-  if (!all || !recs || !order) { r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me); goto out; }
-  mine = all + rb * (size_t)n;
-  memset(&rec, 0, sizeof rec);
-  cc__host_id(rec.host, sizeof rec.host);
-  snprintf(rec.ip, sizeof rec.ip, "%s", nt->ip);
-  cc__random_hex(rec.extra, 10);
-  if (color != CC_UNDEFINED && (lfd = cc__net_listen(&rec)) < 0) {
-    cc__strerr(errno, why, sizeof why);
-    r = cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: cannot listen on %s: %s", what, me, rec.ip, why);
-    rec.port = 1;                      /* still take part, so no rank waits */
-  }
-  if (color == CC_UNDEFINED) rec.port = 1;
-  cc__put32(mine, (uint32_t)color);
-  cc__put32(mine + 4, (uint32_t)key);
-  cc__rec_encode(mine + 8, &rec);
-  memset(&k, 0, sizeof k);
-  k.coll = CC__ALL_GATHER; k.sbuf = mine; k.rbuf = all; k.count = rb; k.t = CC_UINT8;
-  {
-    cc_result r2;
-    k.coll = CC__SPLIT;
-    nt->sig = cc__net_sig(&k);
-    k.coll = CC__ALL_GATHER;
-    r2 = cc__net_flat(c, &k);
-    if (r2 != CC_OK) { r = r2; goto out; }
-  }
-  if (r != CC_OK || color == CC_UNDEFINED) goto out;
-  for (j = 0; j < n; j++) {            /* my group, ordered by (key, rank) */
-    int cj = (int)cc__get32(all + rb * (size_t)j), kj = (int)cc__get32(all + rb * (size_t)j + 4), i;
-    if (cj != color) continue;
-    if (kj < key || (kj == key && j < me)) newrank++;
-    for (i = m; i > 0; i--) {          /* insertion by (key, rank) */
-      int ko = (int)cc__get32(all + rb * (size_t)order[i - 1] + 4);
-      if (ko <= kj) break;
-      order[i] = order[i - 1];
-    }
-    order[i] = j;
-    m++;
-  }
-  for (j = 0; j < m; j++) {
-    if (cc__rec_decode(all + rb * (size_t)order[j] + 8, &recs[j]) != 0) {
-      r = cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: rank %d's record is malformed", what, me, order[j]);
-      goto out;
-    }
-    if (strcmp(recs[j].host, recs[0].host) != 0) one_host = 0;
-  }
-  nc = cc__comm_new(newrank, m, NULL);
-  if (!nc) { r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me); goto out; }
-  nc->timeout_ns = c->timeout_ns;
-  nc->oversub = c->oversub;
-  nc->spin_ns = c->spin_ns;
-  memcpy(nc->jobid, c->jobid, sizeof c->jobid);
-  snprintf(prefix, sizeof prefix, "/cc-%s-s%s", c->jobid, recs[0].extra);
-  if (one_host && !nt->tcp_only) {
-    close(lfd);
-    lfd = -1;
-    r = cc__shm_join(nc, prefix, newrank == 0, what);
-    if (r == CC_OK) r = cc__comm_ready(nc);
-  } else {
-    r = cc__net_build(nc, recs, lfd, nt->tcp_only, prefix, nt->token, what);
-    lfd = -1;
-  }
-  if (r != CC_OK) cc__fail(c, r, "%s", nc->err);
-out:
-  if (lfd >= 0) close(lfd);
-  CC_FREE(all);
-  CC_FREE(recs);
-  CC_FREE(order);
-  if (r != CC_OK) {
-    if (nc) cc__comm_free(nc);
-    return r;
-  }
-  *out = nc;
-  return CC_OK;
-}
-#endif
-
 CC_API cc_result cc_comm_split(cc_comm *c, int color, int key, cc_comm **out) {
   const char *what = "comm_split";
-  int n, me, j, m = 0, newrank = 0, leader = -1;
-  int32_t *ck;
-  unsigned char *mine;
-  char name[96];
-  cc__call k;
-  cc_comm *nc = NULL;
-  cc_result r;
   CC__CHECK_COMM(c);
-  if (!out) return cc__bad(c, "%s: out is NULL", what);
+  if (!out) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: out is NULL", what);
   *out = NULL;
-  if (color < 0 && color != CC_UNDEFINED) return cc__bad(c, "%s: color %d is negative (and not CC_UNDEFINED)", what, color);
-  if (c->group_depth > 0) return cc__bad(c, "%s: not allowed inside a group", what);
+  if (color < 0 && color != CC_UNDEFINED)
+    return cc__fail(c, CC_ERR_INVALID_ARG, "%s: color %d is negative (and not CC_UNDEFINED)", what, color);
+  if (c->group_depth > 0) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: not allowed inside a group", what);
   cc__drain(c);
-  if ((r = cc__ready(c, what)) != CC_OK) return r;
-#ifndef CC_NO_TCP
-  if (c->net) return cc__net_split(c, color, key, out);
-#endif
-  n = c->size;
-  me = c->rank;
-  ck = (int32_t *)CC_MALLOC(sizeof(int32_t) * 2 * (size_t)n);
-  if (!ck) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
-  /* phase 1: every rank's (color, key) */
-  cc__call_init(&k, CC__SPLIT, NULL, NULL, 0, CC_UINT8, 0, 0);
-  if ((r = cc__first_begin(c, &k, 0, 0, &mine)) != CC_OK) goto out;
-  ((int32_t *)CC__DATA(mine))[0] = color;
-  ((int32_t *)CC__DATA(mine))[1] = key;
-  if ((r = cc__first_end(c, &k)) != CC_OK) goto out;
-  for (j = 0; j < n; j++) memcpy(ck + 2 * j, CC__DATA(cc__half(c, j, c->step)), 2 * sizeof(int32_t));
-  if (color != CC_UNDEFINED) {          /* my group, ordered by (key, rank) */
-    for (j = 0; j < n; j++) {
-      if (ck[2 * j] != color) continue;
-      m++;
-      if (ck[2 * j + 1] < key || (ck[2 * j + 1] == key && j < me)) newrank++;
-      if (leader < 0 || ck[2 * j + 1] < ck[2 * leader + 1]) leader = j;
-    }
-    nc = cc__comm_new(newrank, m, NULL);
-    if (!nc) { r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me); goto out; }
-    nc->timeout_ns = c->timeout_ns;
-    nc->oversub = c->oversub;
-    nc->spin_ns = c->spin_ns;
-    nc->small_bytes = c->small_bytes;
-  }
-  /* phase 2: each group's first rank creates the segment and says its name */
-  if ((r = cc__ph_begin(c, &mine, what)) != CC_OK) goto out;
-  memset(CC__DATA(mine), 0, 96);
-  if (nc && newrank == 0) {
-    char rnd[20];
-    cc__random_hex(rnd, 16);
-    snprintf(name, sizeof name, "/cc-%s-s%s", c->jobid, rnd);
-    if (cc__shm_join(nc, name, 1, what) == CC_OK) memcpy(CC__DATA(mine), name, strlen(name) + 1);
-  }
-  cc__ph_arrive(c);
-  if ((r = cc__ph_wait(c, -1, what)) != CC_OK) goto out;
-  if (nc) {
-    const char *lname = (const char *)CC__DATA(cc__half(c, leader, c->step));
-    if (!lname[0]) {
-      r = cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: rank %d could not create the new communicator's shared "
-                   "memory%s%s", what, me, leader, newrank == 0 ? ": " : "", newrank == 0 ? nc->err : "");
-      goto out;
-    }
-    if (newrank != 0) {
-      memcpy(name, lname, sizeof name);
-      name[sizeof name - 1] = 0;
-      if ((r = cc__shm_join(nc, name, 0, what)) != CC_OK) {
-        cc__fail(c, r, "%s", nc->err);
-        goto out;
-      }
-    }
-    memcpy(nc->jobid, c->jobid, sizeof c->jobid);
-    if ((r = cc__comm_ready(nc)) != CC_OK) { cc__fail(c, r, "%s", nc->err); goto out; }
-  }
-out:
-  CC_FREE(ck);
-  if (r != CC_OK) {
-    if (nc) cc__comm_free(nc);
-    return r;
-  }
-  *out = nc;
-  return CC_OK;
+  CC__TRY(cc__ready(c, what));
+  return c->net ? cc__split_net(c, color, key, out) : cc__split_shm(c, color, key, out);
 }
 
 /* ============================================================== @spawn */
 /* cc_spawn forks the ranks itself. The world segment is an anonymous shared
    mapping made before the fork, so it has no name at all; communicators split
    later are named /dev/shm/cc-<job>-..., and whatever a killed rank leaves of
-   those is removed here by prefix. */
+   those is removed here by prefix. The settings are read once, in the parent. */
 
-static void cc__spawn_child(int rank, int n, unsigned char *seg, size_t bytes, const char *jobid,
-                            pid_t parent, cc_main_fn fn, void *arg) {
+static void cc__spawn_child(int rank, int n, unsigned char *seg, size_t bytes, const char *jobid, int parent,
+                            const cc__settings *s, cc_main_fn fn, void *arg) {
   char num[32];
   cc_comm *c;
   cc_result r;
   int rc;
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(1);
+  if (cc__proc_tie_to_parent(parent)) cc__proc_exit(1);
   snprintf(num, sizeof num, "%d", rank);
-  setenv("RANK", num, 1);
-  setenv("LOCAL_RANK", num, 1);
+  cc__env_set("RANK", num);
+  cc__env_set("LOCAL_RANK", num);
   snprintf(num, sizeof num, "%d", n);
-  setenv("WORLD_SIZE", num, 1);
-  setenv("LOCAL_WORLD_SIZE", num, 1);
-  setenv("CC_JOB_ID", jobid, 1);
-  c = cc__comm_new(rank, n, NULL);
-  if (!c) { fprintf(stderr, "cc_spawn: rank %d: out of memory\n", rank); _exit(1); }
-  r = cc__seg_attach(c, seg, bytes);
+  cc__env_set("WORLD_SIZE", num);
+  cc__env_set("LOCAL_WORLD_SIZE", num);
+  cc__env_set("CC_JOB_ID", jobid);
+  c = cc__comm_new(rank, n, s);
+  if (!c) { fprintf(stderr, "cc_spawn: rank %d: out of memory\n", rank); cc__proc_exit(1); }
+  memcpy(c->jobid, jobid, 33);
+  r = cc__seg_attach(c, seg, bytes, "cc_spawn");
   if (r == CC_OK) {
     CC__ADD(&c->hdr->mapped, 1u);
     r = cc__comm_ready(c);
   }
-  memcpy(c->jobid, jobid, 33);
-#ifndef CC_NO_TCP
-  if (r == CC_OK && getenv("CC_TRANSPORT") && !strcmp(getenv("CC_TRANSPORT"), "tcp")) {
-    const char *tok = getenv("CC_TOKEN");
-    r = cc__net_from_shm(&c, tok && *tok ? tok : NULL, 0);
-  }
-#endif
+  if (r == CC_OK && s->transport == CC__TR_TCP) r = cc__init_tcp_from_shm(&c, 0);
   if (r != CC_OK) {
     fprintf(stderr, "cc_spawn: rank %d: %s\n", rank, c->err);
-    fflush(NULL);
-    _exit(1);
+    cc__proc_exit(1);
   }
   rc = fn(c, arg);
   cc_comm_destroy(c);
-  fflush(NULL);
-  _exit(rc == 0 ? 0 : (rc & 0xff) ? (rc & 0xff) : 1);
+  cc__proc_exit(rc == 0 ? 0 : (rc & 0xff) ? (rc & 0xff) : 1);
 }
 
 CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg) {
   char jobid[40], prefix[64], why[128];
-  size_t half, chan;
-  cc__layout L;
+  size_t bytes;
   unsigned char *seg;
-  pid_t *pids, parent = getpid();
+  int *pids, parent = cc__getpid();
   int i, live, status = 0, failed = -1, killed = 0;
-  uint64_t grace_ns, kill_at = 0;
+  uint64_t kill_at = 0;
+  cc__settings s;
   cc__tls_err[0] = 0;
   if (nprocs < 1 || nprocs > CC__MAX_LOCAL) {
     cc__fail(NULL, CC_ERR_INVALID_ARG, "cc_spawn: nprocs %d is out of range (1..%d)", nprocs, CC__MAX_LOCAL);
     return 1;
   }
   if (!fn) { cc__fail(NULL, CC_ERR_INVALID_ARG, "cc_spawn: fn is NULL"); return 1; }
+  if (cc__settings_lib(NULL, &s) != CC_OK) return 1;
   cc__random_hex(jobid, 32);
   snprintf(prefix, sizeof prefix, "cc-%s", jobid);
-  cc__seg_sizes(nprocs, &half, &chan);
-  cc__layout_of(nprocs, half, chan, &L);
-  seg = (unsigned char *)cc__shm_map_anon(L.total);
-  pids = (pid_t *)CC_MALLOC(sizeof(pid_t) * (size_t)nprocs);
+  seg = cc__seg_anon(nprocs, s.shm_chunk, &bytes);
+  pids = (int *)CC_MALLOC(sizeof(int) * (size_t)nprocs);
   if (!seg || !pids) {
-    cc__shm_unmap(seg, L.total);
+    cc__shm_unmap(seg, bytes);
     CC_FREE(pids);
-    cc__fail(NULL, CC_ERR_NO_MEMORY, "cc_spawn: cannot map %zu bytes of shared memory", L.total);
+    cc__settings_clear(&s);
+    cc__fail(NULL, CC_ERR_NO_MEMORY, "cc_spawn: cannot map %zu bytes of shared memory", bytes);
     return 1;
   }
-  cc__seg_init(seg, nprocs, half, chan, L.total);
-  fflush(NULL);                         /* or the children print the parent's buffers again */
   for (i = 0; i < nprocs; i++) {
-    pid_t p = fork();
-    if (p == 0) cc__spawn_child(i, nprocs, seg, L.total, jobid, parent, fn, arg);
+    int p = cc__proc_fork();
+    if (p == 0) cc__spawn_child(i, nprocs, seg, bytes, jobid, parent, &s, fn, arg);
     if (p < 0) {
-      int e = errno, j;
-      for (j = 0; j < i; j++) kill(pids[j], SIGKILL);
-      for (j = 0; j < i; j++) while (waitpid(pids[j], NULL, 0) < 0 && errno == EINTR) {}
+      int e = errno, j, code, sig;
+      for (j = 0; j < i; j++) cc__proc_kill(pids[j]);
+      for (j = 0; j < i; j++) while (cc__proc_reap(pids[j], &code, &sig) == 0) cc__sleep_ns(CC__MS);
       cc__strerr(e, why, sizeof why);
       cc__fail(NULL, CC_ERR_SYSTEM, "cc_spawn: fork of rank %d: %s", i, why);
-      cc__shm_unmap(seg, L.total);
+      cc__shm_unmap(seg, bytes);
       CC_FREE(pids);
+      cc__settings_clear(&s);
       return 1;
     }
     pids[i] = p;
   }
-  cc__shm_unmap(seg, L.total);
+  cc__shm_unmap(seg, bytes);
+  cc__settings_clear(&s);
   /* Reap. When a rank fails, the others get a short grace (they notice the
      loss within ~0.2 s and may report it), then SIGKILL. */
-  grace_ns = (uint64_t)cc__env_size("CC_SPAWN_GRACE_MS", 1000, 0, 60000) * CC__MS;
   for (live = nprocs; live > 0;) {
     int reaped = 0;
     for (i = 0; i < nprocs; i++) {
-      int st;
-      pid_t w;
+      int code = 0, sig = 0, w;
       if (pids[i] <= 0) continue;
-      w = waitpid(pids[i], &st, WNOHANG);
-      if (w == 0 || (w < 0 && errno == EINTR)) continue;
+      w = cc__proc_reap(pids[i], &code, &sig);
+      if (w == 0) continue;
       pids[i] = -pids[i];
       live--;
       reaped = 1;
-      if (w > 0 && failed < 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0)) {
+      if (w > 0 && failed < 0 && (sig || code != 0)) {
         failed = i;
-        kill_at = cc__now_ns() + grace_ns;
-        if (WIFSIGNALED(st)) {
-          status = 128 + WTERMSIG(st);
-          cc__fail(NULL, CC_ERR_PEER_LOST, "cc_spawn: rank %d (pid %d) was killed by signal %d", i, (int)-pids[i],
-                   WTERMSIG(st));
+        kill_at = cc__now_ns() + s.spawn_grace_ns;
+        if (sig) {
+          status = 128 + sig;
+          cc__fail(NULL, CC_ERR_PEER_LOST, "cc_spawn: rank %d (pid %d) was killed by signal %d", i, -pids[i], sig);
         } else {
-          status = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
-          cc__fail(NULL, CC_ERR_PEER_LOST, "cc_spawn: rank %d (pid %d) exited with status %d", i, (int)-pids[i], status);
+          status = code;
+          cc__fail(NULL, CC_ERR_PEER_LOST, "cc_spawn: rank %d (pid %d) exited with status %d", i, -pids[i], status);
         }
       }
     }
     if (failed >= 0 && !killed && cc__now_ns() >= kill_at) {
-      for (i = 0; i < nprocs; i++) if (pids[i] > 0) kill(pids[i], SIGKILL);
+      for (i = 0; i < nprocs; i++) if (pids[i] > 0) cc__proc_kill(pids[i]);
       killed = 1;
     }
     if (!reaped && live > 0) cc__sleep_ns(200000);

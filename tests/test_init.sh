@@ -134,7 +134,7 @@ begin "ccrun-debug"
 timeout 30 env CC_DEBUG=TRACE "$build/ccrun" -n 2 "$probe" >"$work/dbg.out" 2>"$work/dbg.err"
 st=$?
 if [ "$st" -eq 0 ] && grep -q '^\[cc rank 0\] INFO comm_init: rank 0 of 2 ready' "$work/dbg.err" &&
-   grep -q '^\[cc rank 1\] TRACE all_reduce count 1 int64' "$work/dbg.err" &&
+   grep -q '^\[cc rank 1\] TRACE all_reduce(count 1, int64, op [a-z]*), collective #' "$work/dbg.err" &&
    grep -q '^\[cc rank 0\] TRACE barrier' "$work/dbg.err"; then
   pass "CC_DEBUG=TRACE: INFO and TRACE lines on stderr, prefixed with the rank"
 else
