@@ -735,6 +735,7 @@ struct cc_cuda_comm {
   cudaEvent_t ev;                      /* the end of the latest call's work, on stream `last` */
   cudaStream_t last;
   int have_last;
+  cudaStream_t cur;                    /* the stream of the call being made (after it waited for ev) */
   cudaEvent_t probe;                   /* never recorded: querying it tells whether the context lives */
   /* ipc mode */
   cc_cuda__page *page;                 /* host address */
@@ -1032,9 +1033,11 @@ static unsigned long long cc_cuda__buffer_id(cc_cuda_comm *g, const void *p) {
   return id;
 }
 
-/* Close a peer's mapping once nothing queued so far can still read it: after
-   the end of this communicator's latest call (every earlier call is ordered
-   before it), never by waiting for the device. */
+/* Close a peer's mapping once nothing queued so far can still read it: an
+   event on the stream of the call being made, which has waited for the end
+   of the previous call (every earlier one is ordered before that), never by
+   waiting for the device. (Not on the previous call's stream: the caller may
+   have destroyed it since.) */
 static cc_result cc_cuda__close_later(cc_cuda_comm *g, const char *what, int owner, void *base) {
   cc_cuda__closing *c;
   if (g->ncloses == g->capcloses) {
@@ -1052,7 +1055,7 @@ static cc_result cc_cuda__close_later(cc_cuda_comm *g, const char *what, int own
   c->ev = NULL;
   if (g->have_last) {
     CC_CUDA__CALL(g, what, cudaEventCreateWithFlags(&c->ev, cudaEventDisableTiming));
-    if (cudaEventRecord(c->ev, g->last) != cudaSuccess) {
+    if (cudaEventRecord(c->ev, g->cur) != cudaSuccess) {
       cudaEventDestroy(c->ev);
       return cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: cudaEventRecord failed", what, g->rank);
     }
@@ -1249,6 +1252,7 @@ static CUdeviceptr cc_cuda__dflag(cc_cuda_comm *g, unsigned int *flag) {
    its own end. Calls on one stream cost nothing more than the record. */
 static cc_result cc_cuda__order(cc_cuda_comm *g, const char *what, cudaStream_t s) {
   if (g->have_last && s != g->last) CC_CUDA__CALL(g, what, cudaStreamWaitEvent(s, g->ev, 0));
+  g->cur = s;
   return CC_OK;
 }
 static cc_result cc_cuda__ordered(cc_cuda_comm *g, const char *what, cudaStream_t s) {

@@ -2413,8 +2413,8 @@ static void rcheck_sum(rctx *r, const char *what, const void *p, uint64_t seed, 
 /* ---- two_streams */
 #define TS_CALLS 12
 static void reg_two_streams(rctx *r) {
-  cudaStream_t st[2] = {0, 0};
-  unsigned char *arena = NULL;
+  cudaStream_t st[2] = {0, 0}, s3 = 0;
+  unsigned char *arena = NULL, *small = NULL;
   size_t counts[TS_CALLS], offs[TS_CALLS], tot = 0, i;
   float *host;
   int k, kind[TS_CALLS];
@@ -2428,7 +2428,8 @@ static void reg_two_streams(rctx *r) {
   host = (float *)malloc(70001 * 4);
   if (!rcu(r, cudaStreamCreateWithFlags(&st[0], cudaStreamNonBlocking), "cudaStreamCreateWithFlags") ||
       !rcu(r, cudaStreamCreateWithFlags(&st[1], cudaStreamNonBlocking), "cudaStreamCreateWithFlags") ||
-      !rok(r, cc_cuda_malloc(r->g, (void **)&arena, tot), "cc_cuda_malloc"))
+      !rok(r, cc_cuda_malloc(r->g, (void **)&arena, tot), "cc_cuda_malloc") ||
+      !rok(r, cc_cuda_malloc(r->g, (void **)&small, 4000), "cc_cuda_malloc"))
     goto out;
   /* stream 0 of rank 0 starts late: stream 1's calls run ahead of it */
   if (r->me == 0 && !rcu(r, stream_spin(st[0], 50000000ull), "spin kernel")) goto out;
@@ -2467,9 +2468,29 @@ static void reg_two_streams(rctx *r) {
       free(want);
     }
   }
-  rnote(r, "%d calls alternating between two streams, no synchronization between them", TS_CALLS);
+  /* the stream of the latest call is destroyed; the arena is freed (the peers
+     close their mappings at their next call); that call is on a new stream */
+  if (r->sh->nfail[r->me] || !rput(r, st[0], small, 598, r->me, 1000, host) ||
+      !rok(r, cc_cuda_all_reduce(r->g, small, small, 1000, CC_FLOAT32, CC_SUM, st[0]), "all_reduce") ||
+      !rcu(r, cudaStreamSynchronize(st[0]), "cudaStreamSynchronize"))
+    goto out;
+  cudaStreamDestroy(st[0]);
+  st[0] = 0;
+  if (!rok(r, cc_cuda_free(r->g, arena), "cc_cuda_free")) goto out;
+  arena = NULL;
+  if (!rcu(r, cudaStreamCreateWithFlags(&s3, cudaStreamNonBlocking), "cudaStreamCreateWithFlags") ||
+      !rput(r, s3, small, 599, r->me, 1000, host) ||
+      !rok(r, cc_cuda_all_reduce(r->g, small, small, 1000, CC_FLOAT32, CC_SUM, s3), "all_reduce on a new stream after "
+           "the last call's stream was destroyed") ||
+      !rcu(r, cudaStreamSynchronize(s3), "cudaStreamSynchronize"))
+    goto out;
+  rcheck_sum(r, "all_reduce on a new stream", small, 599, 1000);
+  rnote(r, "%d calls alternating between two streams, no synchronization between them; then the last call's stream "
+        "destroyed, a buffer freed, and a call on a new stream", TS_CALLS);
 out:
   if (arena) cc_cuda_free(r->g, arena);
+  if (small) cc_cuda_free(r->g, small);
+  if (s3) cudaStreamDestroy(s3);
   free(host);
   rdestroy(r);
   if (st[0]) cudaStreamDestroy(st[0]);
