@@ -35,17 +35,20 @@
    - Otherwise ("staged" mode: ranks on several hosts, GPUs without peer
      access, or CC_CUDA_TRANSPORT=staged) every call copies device to host,
      runs the host collective of cc.h (shared memory, TCP) and copies back.
-   - Every call is ordered on the stream it is given. In ipc mode the host
-     thread does not wait for the GPU: it swaps one small record per rank with
+   - Every call is ordered on the stream it is given, and after the
+     communicator's previous call whatever its stream (as NCCL). Calls
+     cannot be captured into CUDA graphs. In ipc mode the host thread does
+     not wait for the GPU: it swaps one small record per rank with
      its peers through the host communicator (which buffers, which call), then
      queues on the stream the waits for the peers (stream memory operations on
      flags in shared pinned memory), the kernels and the copies, and returns.
      In staged mode the call synchronizes the stream and returns when done.
    - A user op (cc_op_create) runs on the CPU: calls with one take the staged
      path, in ipc mode too. premul_sum ops run on the GPU.
-   - A rank that dies, or a peer that does not arrive within the timeout, is
-     noticed by a watchdog thread per communicator (it sleeps between checks);
-     it releases every wait queued on the GPU, and every later call, and
+   - A rank that dies, a dead CUDA context, or a peer that does not arrive
+     within the timeout, is noticed by a watchdog thread per communicator (it
+     sleeps between checks); it releases every wait queued on the GPU and
+     aborts the host communicator, and every later call, and
      cc_cuda_comm_check, report the failure. Results of the calls in flight
      are then undefined.
 
@@ -85,21 +88,25 @@ typedef struct cc_cuda_comm cc_cuda_comm;
  *   Returns   CC_OK, or an error with detail in cc_comm_last_error(host) */
 CC_API cc_result cc_cuda_comm_init(cc_comm *host, int device, cc_cuda_comm **out);
 
-/* cc_cuda_comm_destroy - wait for this rank's queued work (the whole device:
- *   cudaDeviceSynchronize), then free the GPU communicator. Collective: every
- *   rank calls it (after its last call). A failure's detail is then in
- *   cc_comm_last_error(host). */
+/* cc_cuda_comm_destroy - wait for this communicator's queued work, close this
+ *   rank's mappings of the peers' memory, meet the peers, then free the GPU
+ *   communicator. Collective: every rank calls it (after its last call). A
+ *   failure's detail is then in cc_comm_last_error(host). */
 CC_API cc_result cc_cuda_comm_destroy(cc_cuda_comm *g);
 
 /* cc_cuda_malloc / cc_cuda_free - device memory that every peer maps once and
- *   then reads in place. Not collective. Plain cudaMalloc memory works too: it
- *   is mapped by the peers on its first use and the mapping is cached. */
+ *   then reads in place. Not collective (a failure is that call's only).
+ *   Memory that peers have open is freed once they have closed it (at their
+ *   next call), at the latest by destroy. Plain cudaMalloc memory works too:
+ *   it is mapped by the peers on its first use and the mapping is cached, so
+ *   free it only after cc_cuda_comm_destroy. */
 CC_API cc_result cc_cuda_malloc(cc_cuda_comm *g, void **ptr, size_t bytes);
 CC_API cc_result cc_cuda_free(cc_cuda_comm *g, void *ptr);
 
 /* cc_cuda_comm_abort - fail the GPU communicator and its host communicator
  *   for every rank: queued GPU waits are released, pending and later calls
- *   return an error. Any thread may call it (as cc_comm_abort). */
+ *   return an error. Any thread may call it (as cc_comm_abort). Any failure
+ *   of the GPU communicator does the same. */
 CC_API void cc_cuda_comm_abort(cc_cuda_comm *g);
 
 /* Detail of the last failure on g ("all_reduce: rank 1 lost (pid 4711 exited)"). */
