@@ -3577,112 +3577,123 @@ static cc_result cc__alive_run(cc_comm *c, const void *arg, const char *what) {
   return CC_OK;
 }
 
+/* Sends: write what the links take of the first unfinished send per peer. */
+static cc_result cc__run_send(cc__run *x, int *progress) {
+  cc_comm *c = x->c;
+  int i;
+  for (i = 0; i < x->n; i++) {
+    cc__msg *s = &x->m[i];
+    long w;
+    if (!s->live || !s->started || !s->is_send || s->done || !cc__first_send(x, i)) continue;
+    if (c->peers[s->peer].link == CC__LINK_TCP && c->peers[s->peer].eof) return cc__lost(x, s->peer, 0);
+    if ((w = cc__link_write(c, s)) < 0) return cc__lost(x, s->peer, errno);
+    if (w > 0) *progress = 1;
+    if (s->hdr_sent == CC__FRAME && s->moved == s->bytes) s->done = 1;
+  }
+  return CC_OK;
+}
+
+/* Receives: pull what the run wants from this host's rings, and from the TCP
+   links that poll() says have something (their fds in c->pfd[0..*np)). */
+static cc_result cc__run_recv(cc__run *x, int sending, int *progress, int *np) {
+  cc_comm *c = x->c;
+  int i;
+  *np = 0;
+  for (i = 0; i < c->size; i++) {
+    cc__peer *pe = &c->peers[i];
+    int busy = pe->rx_state || pe->rx_hdr_got;
+    if (pe->link == CC__LINK_SHM) {
+      if (busy || cc__rx_wanted(x, i, 0) || (sending && cc__link_has_bytes(c, i))) CC__TRY(cc__rx_pull(x, i, progress));
+    } else if (pe->link == CC__LINK_TCP && pe->fd >= 0 && (busy || cc__rx_wanted(x, i, sending))) {
+      if (pe->st_beg < pe->st_end) CC__TRY(cc__rx_pull(x, i, progress));   /* a read-ahead may hold whole frames */
+      if (pe->eof) continue;
+      c->pfd[*np].fd = pe->fd;
+      c->pfd[*np].events = POLLIN;
+      c->pfd[*np].revents = 0;
+      c->pfd_rank[(*np)++] = i;
+    }
+  }
+  if (*np && cc__poll(c->pfd, *np, 0) > 0)
+    for (i = 0; i < *np; i++)
+      if (c->pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) CC__TRY(cc__rx_pull(x, c->pfd_rank[i], progress));
+  return CC_OK;
+}
+
+/* All done? A message still waiting on a TCP peer whose stream ended is lost. */
+static cc_result cc__run_check(cc__run *x, int *all) {
+  cc_comm *c = x->c;
+  int i;
+  *all = 1;
+  for (i = 0; i < x->n; i++) {
+    const cc__msg *m = &x->m[i];
+    const cc__peer *pe = &c->peers[m->peer];
+    if (!m->live || m->done) continue;
+    *all = 0;
+    if (pe->link == CC__LINK_TCP && pe->eof && !pe->rx_state && !pe->rx_hdr_got && pe->st_beg == pe->st_end)
+      return cc__lost(x, m->peer, 0);
+  }
+  return CC_OK;
+}
+
+/* Nothing moved: note where the rings stand, look once more (what moved
+   before the note must not be missed), then wait for a ring to move or a
+   socket to be ready (c->pfd[0..np); a waiting send also wants POLLOUT). */
+static cc_result cc__run_idle(cc__run *x, int np, int sending) {
+  cc_comm *c = x->c;
+  cc__msg *m = x->m;
+  uint64_t *seen = x->seen;
+  cc__waitfor w;
+  int i, k, shm = 0, n = x->n;
+  for (i = 0; i < n; i++) {
+    seen[i] = 0;
+    if (!m[i].live || !m[i].started || m[i].done || c->peers[m[i].peer].link != CC__LINK_SHM) continue;
+    shm = 1;
+    seen[i] = m[i].is_send ? CC__LOAD(&cc__ring_out(c, m[i].peer)->tail) : CC__LOAD(&cc__ring_in(c, m[i].peer)->head);
+  }
+  for (i = 0; i < c->size; i++)
+    seen[n + i] = c->peers[i].link == CC__LINK_SHM ? CC__LOAD(&cc__ring_in(c, i)->head) : 0;
+  for (i = 0; i < n; i++) {
+    const cc__msg *s = &m[i];
+    if (!s->live || !s->started || s->done || c->peers[s->peer].link != CC__LINK_SHM) continue;
+    if (!s->is_send && seen[i] != cc__ring_in(c, s->peer)->tail) return CC_OK;
+    if (s->is_send && c->shm->chan_bytes - (size_t)(cc__ring_out(c, s->peer)->head - seen[i]) > 0) return CC_OK;
+  }
+  for (i = 0; i < c->size && sending; i++)
+    if (c->peers[i].link == CC__LINK_SHM && seen[n + i] != cc__ring_in(c, i)->tail) return CC_OK;
+  for (i = 0; i < np; i++) { c->pfd[i].events = POLLIN; c->pfd[i].revents = 0; }
+  for (i = 0; i < n && np; i++) {
+    if (!m[i].live || !m[i].started || !m[i].is_send || m[i].done) continue;
+    for (k = 0; k < np; k++) if (c->pfd_rank[k] == m[i].peer) c->pfd[k].events |= POLLOUT;
+  }
+  w.pending = cc__pending_run; w.alive = cc__alive_run; w.arg = x;
+  w.pfd = c->pfd; w.npfd = np; w.shm = shm;
+  return cc__wait(c, &w, x->what);
+}
+
 /* Run the live messages until all are done. cb (if any) is called when a
    receive completes and may make more messages live. id: the collective this
    run belongs to (its frames carry it), or NULL for the user's messages. */
 static cc_result cc__engine_run(cc_comm *c, cc__msg *m, int n, cc__done_fn cb, void *ctx, const cc__ident *id,
                                 const char *what) {
   cc__run x;
-  uint64_t *seen = NULL;
-  int i, tcp = 0;
+  int i, all = 0;
   cc_result r = CC_OK;
-  x.c = c; x.m = m; x.n = n; x.cb = cb; x.ctx = ctx; x.what = what; x.id = id;
+  x.c = c; x.m = m; x.n = n; x.cb = cb; x.ctx = ctx; x.what = what; x.id = id; x.seen = NULL;
   for (i = 0; i < n; i++) m[i].started = 0;
-  for (i = 0; i < c->size; i++) if (c->peers[i].link == CC__LINK_TCP && c->peers[i].fd >= 0) tcp = 1;
-  for (;;) {
-    int progress = 0, all = 1, np = 0, sending;
-    if ((r = cc__start(&x, &progress)) != CC_OK) break;
-    for (i = 0; i < n; i++) {          /* sends: the first unfinished one per peer */
-      cc__msg *s = &m[i];
-      long w;
-      if (!s->live || !s->started || !s->is_send || s->done || !cc__first_send(&x, i)) continue;
-      if (c->peers[s->peer].link == CC__LINK_TCP && c->peers[s->peer].eof) { r = cc__lost(&x, s->peer, 0); break; }
-      w = cc__link_write(c, s);
-      if (w < 0) { r = cc__lost(&x, s->peer, errno); break; }
-      if (w > 0) progress = 1;
-      if (s->hdr_sent == CC__FRAME && s->moved == s->bytes) s->done = 1;
-    }
-    if (r != CC_OK) break;
+  while (r == CC_OK) {
+    int progress = 0, np = 0, sending;
+    if ((r = cc__start(&x, &progress)) != CC_OK || (r = cc__run_send(&x, &progress)) != CC_OK) break;
     sending = cc__sending(&x);
-    for (i = 0; i < c->size && r == CC_OK; i++) {   /* this host: pull what a receive (or a blocked send) needs */
-      int need = 0, j;
-      if (c->peers[i].link != CC__LINK_SHM && c->peers[i].link != CC__LINK_SELF) continue;
-      if (c->peers[i].link == CC__LINK_SELF) continue;
-      for (j = 0; j < n && !need; j++)
-        need = m[j].live && m[j].started && !m[j].is_send && !m[j].done && m[j].peer == i;
-      if (need || c->peers[i].rx_state || c->peers[i].rx_hdr_got || (sending && cc__link_has_bytes(c, i)))
-        r = cc__rx_pull(&x, i, &progress);
-    }
-    if (r != CC_OK) break;
-    if (tcp) {                         /* other hosts: read what the run wants */
-      for (i = 0; i < c->size; i++) {
-        cc__peer *pe = &c->peers[i];
-        if (pe->link != CC__LINK_TCP || pe->fd < 0 || pe->eof) continue;
-        if (!pe->rx_state && !pe->rx_hdr_got && !cc__rx_wanted(&x, i, sending)) continue;
-        c->pfd[np].fd = pe->fd;
-        c->pfd[np].events = POLLIN;
-        c->pfd[np].revents = 0;
-        c->pfd_rank[np++] = i;
-      }
-      if (np && cc__poll(c->pfd, np, 0) > 0)
-        for (i = 0; i < np && r == CC_OK; i++)
-          if (c->pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) r = cc__rx_pull(&x, c->pfd_rank[i], &progress);
-      for (i = 0; i < c->size && r == CC_OK; i++)   /* a read-ahead may hold whole frames */
-        if (c->peers[i].link == CC__LINK_TCP && c->peers[i].st_beg < c->peers[i].st_end &&
-            (c->peers[i].rx_state || c->peers[i].rx_hdr_got || cc__rx_wanted(&x, i, sending)))
-          r = cc__rx_pull(&x, i, &progress);
-      if (r != CC_OK) break;
-    }
-    for (i = 0; i < n; i++) {
-      if (!m[i].live || m[i].done) continue;
-      all = 0;
-      if (c->peers[m[i].peer].link == CC__LINK_TCP && c->peers[m[i].peer].eof && m[i].peer != c->rank &&
-          !c->peers[m[i].peer].rx_state && c->peers[m[i].peer].st_beg == c->peers[m[i].peer].st_end) {
-        r = cc__lost(&x, m[i].peer, 0);
-        break;
-      }
-    }
-    if (r != CC_OK || all) break;
+    if ((r = cc__run_recv(&x, sending, &progress, &np)) != CC_OK || (r = cc__run_check(&x, &all)) != CC_OK || all) break;
     if (CC__LOAD_RLX(&c->hdr->fail_code)) { r = cc__take_fail(c, what); break; }
-    if (!progress) {                   /* idle: wait for a ring to move or a socket to be ready */
-      cc__waitfor w;
-      int shm = 0;
-      if (!seen && !(seen = (uint64_t *)CC_MALLOC(sizeof(uint64_t) * ((size_t)n + (size_t)c->size)))) {
-        r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
-        break;
-      }
-      x.seen = seen;
-      for (i = 0; i < n; i++) {
-        seen[i] = 0;
-        if (!m[i].live || !m[i].started || m[i].done || c->peers[m[i].peer].link != CC__LINK_SHM) continue;
-        shm = 1;
-        seen[i] = m[i].is_send ? CC__LOAD(&cc__ring_out(c, m[i].peer)->tail) : CC__LOAD(&cc__ring_in(c, m[i].peer)->head);
-      }
-      for (i = 0; i < c->size; i++)
-        seen[n + i] = c->peers[i].link == CC__LINK_SHM ? CC__LOAD(&cc__ring_in(c, i)->head) : 0;
-      /* re-check after the snapshot, so that nothing that moved before it is missed */
-      progress = 0;
-      for (i = 0; i < n && !progress; i++) {
-        const cc__msg *s = &m[i];
-        if (!s->live || !s->started || s->done || c->peers[s->peer].link != CC__LINK_SHM) continue;
-        if (!s->is_send && seen[i] != cc__ring_in(c, s->peer)->tail) progress = 1;
-        if (s->is_send && c->shm->chan_bytes - (size_t)(cc__ring_out(c, s->peer)->head - seen[i]) > 0) progress = 1;
-      }
-      for (i = 0; i < c->size && !progress && sending; i++)
-        if (c->peers[i].link == CC__LINK_SHM && seen[n + i] != cc__ring_in(c, i)->tail) progress = 1;
-      if (progress) continue;
-      for (i = 0; i < np; i++) { c->pfd[i].events = POLLIN; c->pfd[i].revents = 0; }
-      for (i = 0; i < n && np; i++) {  /* a send waiting for room in a socket */
-        int k;
-        if (!m[i].live || !m[i].started || !m[i].is_send || m[i].done) continue;
-        for (k = 0; k < np; k++) if (c->pfd_rank[k] == m[i].peer) c->pfd[k].events |= POLLOUT;
-      }
-      w.pending = cc__pending_run; w.alive = cc__alive_run; w.arg = &x;
-      w.pfd = c->pfd; w.npfd = np; w.shm = shm;
-      if ((r = cc__wait(c, &w, what)) != CC_OK) break;
+    if (progress) continue;
+    if (!x.seen && !(x.seen = (uint64_t *)CC_MALLOC(sizeof(uint64_t) * ((size_t)n + (size_t)c->size)))) {
+      r = cc__fail_all(c, CC_ERR_NO_MEMORY, c->rank, what, "out of memory");
+      break;
     }
+    r = cc__run_idle(&x, np, sending);
   }
-  CC_FREE(seen);
+  CC_FREE(x.seen);
   return r;
 }
 
