@@ -171,7 +171,15 @@ def job(rank, ws):
     t = torch.ones(1)
     dist.all_reduce(t)
     check("the group works after the refused calls", t.item() == P)
+
+    # --- destroyed while a future's Python callback still runs (the group's
+    # completion thread needs the GIL that destroy_process_group holds)
+    t = torch.ones(3)
+    fut = dist.all_reduce(t, async_op=True).get_future()
+    later = fut.then(lambda fu: (time.sleep(0.2), fu.value()[0] * 2)[1])
     dist.destroy_process_group()
+    check("destroy_process_group while a future callback runs: no deadlock, the callback's result",
+          torch.equal(later.wait(), torch.full((3,), 2.0 * P)))
 
 
 def main():

@@ -803,7 +803,15 @@ class ProcessGroupCC : public CCBase {
   }
 
   ~ProcessGroupCC() override {
-    if (comm_) comm_->shutdown();
+    if (!comm_) return;
+    // Python drops the group with the GIL held; shutdown waits for the
+    // completion thread, which may be running a future's Python callback.
+    if (Py_IsInitialized() && PyGILState_Check()) {
+      pybind11::gil_scoped_release nogil;
+      comm_->shutdown();
+    } else {
+      comm_->shutdown();
+    }
   }
 
   const std::string getBackendName() const override { return "cc"; }
@@ -1183,11 +1191,17 @@ class ProcessGroupCC : public CCBase {
     auto deadline = Clock::now() + timeout;
     std::vector<int> missing;
     for (int i = 1; i < P; i++) {
+      const std::string key = pre + std::to_string(i);
+      bool here = store_->check({key});  // those that came while rank 0 waited for another
       auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-      if (left.count() < 1) left = std::chrono::milliseconds(1);
-      try {
-        store_->wait({pre + std::to_string(i)}, left);
-      } catch (const std::exception &) {
+      if (!here && left.count() > 0) {
+        try {
+          store_->wait({key}, left);
+          here = true;
+        } catch (const std::exception &) {
+        }
+      }
+      if (!here) {
         missing.push_back(i);
         if (!waitAllRanks) break;
       }
