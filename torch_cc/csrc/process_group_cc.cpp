@@ -1263,10 +1263,7 @@ class ProcessGroupCC : public CCBase {
 
 #if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 1)
   void startCoalescing() override { start_batch(); }
-  c10::intrusive_ptr<c10d::Work> endCoalescing() override {
-    end_batch();
-    return c10::make_intrusive<c10d::Work>();
-  }
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override { return end_batch(); }
 #else
   void startCoalescing() override { start_batch(); }
   void endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>> &) override { end_batch(); }
@@ -1471,8 +1468,11 @@ class ProcessGroupCC : public CCBase {
     comm_->coalescing = true;
   }
 
-  void end_batch() {
+  // Ends the batch's cc group: one request for all its works. Returns a work
+  // for the whole batch (what torch 2.1's endCoalescing returns).
+  c10::intrusive_ptr<c10d::Work> end_batch() {
     std::vector<c10::intrusive_ptr<CCWork>> futs;
+    auto whole = c10::make_intrusive<CCWork>(comm_, mkop("batch_isend_irecv"), c10d::OpType::UNKNOWN, -1);
     {
       std::lock_guard<std::mutex> l(comm_->mu);
       TORCH_CHECK(comm_->coalescing, "backend cc: no batch is open");
@@ -1481,6 +1481,7 @@ class ProcessGroupCC : public CCBase {
       cc_result r = cc_group_end(comm_->c, &req);
       auto batch = std::move(comm_->batch);
       comm_->batch.clear();
+      batch.push_back(whole);
       futs = std::move(comm_->batch_futures);
       comm_->batch_futures.clear();
       if (r != CC_OK) {
@@ -1495,6 +1496,7 @@ class ProcessGroupCC : public CCBase {
       }
     }
     for (auto &w : futs) comm_->watch(w);
+    return whole;
   }
 };
 
