@@ -1843,7 +1843,7 @@ CC_API cc_result cc_cuda_comm_init(cc_comm *host, int device, cc_cuda_comm **out
   }
   cc__log(host, 2, "%s: rank %d: device %d (%s), %s mode, %s waits%s", w, g->rank, g->dev, mine.busid,
           g->mode == CC_CUDA__IPC ? "ipc" : "staged", g->memops ? "stream-memop" : "kernel",
-          g->flush ? " (flushing remote writes)" : "");
+          g->memops && g->flush ? " (flushing remote writes)" : "");
   *out = g;
   return CC_OK;
 }

@@ -118,12 +118,13 @@ static const char *const w_prefixes[] = {"", "staged ", "twoshot "};
  * CUDA runtime that test_cuda_emu is linked with; absent (NULL) in test_cuda. */
 static int emulated(void) { return cc_cuda_emulated && cc_cuda_emulated(); }
 
-/* "emulated tcp twoshot ": the emulation also runs over TCP (CC_TRANSPORT=tcp) */
+/* "emulated tcp twoshot ": the emulation also runs over TCP (CC_TRANSPORT=tcp);
+ * "kernel-waits ": CC_CUDA_SYNC=kernel (waits by a kernel, not stream memory operations) */
 static const char *w_prefix(int wtype) {
   static char buf[64];
-  const char *tr = getenv("CC_TRANSPORT");
-  snprintf(buf, sizeof buf, "%s%s%s", emulated() ? "emulated " : "", tr && !strcmp(tr, "tcp") ? "tcp " : "",
-           w_prefixes[wtype]);
+  const char *tr = getenv("CC_TRANSPORT"), *sync = getenv("CC_CUDA_SYNC");
+  snprintf(buf, sizeof buf, "%s%s%s%s", emulated() ? "emulated " : "", tr && !strcmp(tr, "tcp") ? "tcp " : "",
+           sync && !strcmp(sync, "kernel") ? "kernel-waits " : "", w_prefixes[wtype]);
   return buf;
 }
 

@@ -171,6 +171,9 @@ fi
 "$out/test_cuda_emu" 2 3 staged twoshot death regress
 # the staged path over TCP: how ranks on several hosts run
 CC_TRANSPORT=tcp "$out/test_cuda_emu" staged
+# the waits as a kernel (where stream memory operations do not work), the
+# smaller matrix
+CC_CUDA_SYNC=kernel CC_TEST_QUICK=1 "$out/test_cuda_emu" 3
 
 # ---- on the GPU
 log=$out/test_cuda.log
