@@ -3042,6 +3042,17 @@ static cc_result cc__take_fail(cc_comm *c, const char *what) {
                   CC__LOAD(&h->fail_ready) ? h->fail_msg : "the communicator failed");
 }
 
+/* Post a failure to the failure word only: the waits of this rank (and of
+   the ranks of its host) take it when they can no longer complete. */
+static void cc__post_fail_msg(cc_comm *c, cc_result code, int who, const char *fmt, ...) {
+  char msg[CC__ERR_BYTES];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  cc__post_fail(c->hdr, code, who, msg);
+}
+
 /* Is rank r gone? Posts CC_ERR_PEER_LOST naming it when it is. */
 static cc_result cc__check_peer(cc_comm *c, int r, const char *what) {
   char why[96];
@@ -3423,7 +3434,11 @@ static cc_result cc__rx_begin(cc__run *x, int p) {
   return CC_OK;
 }
 
-/* The frame from rank p is complete. */
+/* The frame from rank p is complete. A failure report (an abort frame) goes
+   to the failure word: it ends the run unless the data the run needs has all
+   arrived (from every link, whatever order they are read in), and else the
+   next call. So a rank one call behind does not fail a call whose data is in,
+   and no call waits once a rank has failed. */
 static cc_result cc__rx_end(cc__run *x, int p) {
   cc_comm *c = x->c;
   cc__peer *pe = &c->peers[p];
@@ -3444,7 +3459,8 @@ static cc_result cc__rx_end(cc__run *x, int p) {
     pe->rx_unexp = NULL;
     cc__umsg_free(u);
     if (bad) return cc__fail_all(c, CC_ERR_SYSTEM, p, x->what, "corrupt abort message from rank %d", p);
-    return cc__fail_all(c, code, who, x->what, "%s (reported by rank %d)", msg, p);
+    cc__post_fail_msg(c, code, who, "%.*s (reported by rank %d)", CC__ABORT_MAX - 1, msg, p);
+    return CC_OK;
   }
   cc__uq_append(pe, pe->rx_unexp);
   pe->rx_unexp = NULL;
@@ -3473,12 +3489,13 @@ static cc_result cc__umsg_room(cc__run *x, int p) {
 
 static int cc__sending(const cc__run *x);
 
-/* Does the run want the next frame from rank p? When a receive waits for
-   it, or while a send of the run waits (ranks that all send before they
+/* Does the run want the next frame from rank p's ring? When a receive waits
+   for it, or while a send of the run waits (ranks that all send before they
    receive must take in each other's messages, or they would wait forever).
-   Else the frame stays where it is, for a later run: a failure reported by
-   a rank that is already one call ahead does not end this call once its
-   data is in. */
+   Else the frame stays in the ring, which is its flow control. A TCP link is
+   read whenever something arrived (the kernel's buffers are its flow
+   control): a failure another rank reports must end a call still waiting
+   here as soon as it arrives. */
 static int cc__rx_wanted(const cc__run *x, int p, int sending) {
   int i;
   if (sending) return 1;
@@ -3497,7 +3514,8 @@ static cc_result cc__rx_pull(cc__run *x, int p, int *progress) {
   int sending = cc__sending(x);
   for (;;) {
     long k;
-    if (pe->rx_state == 0 && pe->rx_hdr_got == 0 && !cc__rx_wanted(x, p, sending)) return CC_OK;
+    if (pe->link == CC__LINK_SHM && pe->rx_state == 0 && pe->rx_hdr_got == 0 && !cc__rx_wanted(x, p, sending))
+      return CC_OK;
     if (pe->rx_state == 0) {
       k = cc__link_read(c, p, pe->rx_hdr + pe->rx_hdr_got, CC__FRAME - pe->rx_hdr_got);
       if (k < 0) return pe->rx_hdr_got ? cc__lost(x, p, errno) : CC_OK;   /* the end, between frames: lost only if needed */
@@ -3519,6 +3537,11 @@ static cc_result cc__rx_pull(cc__run *x, int p, int *progress) {
         want = CC__MIN(want, pe->rx_unexp->cap - (size_t)pe->rx_done);
       }
       k = cc__link_read(c, p, dst + pe->rx_done, want);
+      if (k < 0 && !pe->rx_target) {   /* cut short in a frame nobody waits for yet */
+        cc__post_fail_msg(c, CC_ERR_PEER_LOST, p, "rank %d closed its connection in the middle of a message: it "
+                          "failed, exited or was killed", p);
+        return CC_OK;
+      }
       if (k < 0) return cc__lost(x, p, errno);
       if (k == 0) return CC_OK;
       *progress = 1;
@@ -3604,7 +3627,7 @@ static cc_result cc__run_recv(cc__run *x, int sending, int *progress, int *np) {
     int busy = pe->rx_state || pe->rx_hdr_got;
     if (pe->link == CC__LINK_SHM) {
       if (busy || cc__rx_wanted(x, i, 0) || (sending && cc__link_has_bytes(c, i))) CC__TRY(cc__rx_pull(x, i, progress));
-    } else if (pe->link == CC__LINK_TCP && pe->fd >= 0 && (busy || cc__rx_wanted(x, i, sending))) {
+    } else if (pe->link == CC__LINK_TCP && pe->fd >= 0) {
       if (pe->st_beg < pe->st_end) CC__TRY(cc__rx_pull(x, i, progress));   /* a read-ahead may hold whole frames */
       if (pe->eof) continue;
       c->pfd[*np].fd = pe->fd;
@@ -3619,10 +3642,11 @@ static cc_result cc__run_recv(cc__run *x, int sending, int *progress, int *np) {
   return CC_OK;
 }
 
-/* All done? A message still waiting on a TCP peer whose stream ended is lost. */
+/* All done? Else a failure some rank reported ends the run; else a message
+   still waiting on a TCP peer whose stream ended is lost. */
 static cc_result cc__run_check(cc__run *x, int *all) {
   cc_comm *c = x->c;
-  int i;
+  int i, lost = -1;
   *all = 1;
   for (i = 0; i < x->n; i++) {
     const cc__msg *m = &x->m[i];
@@ -3630,9 +3654,11 @@ static cc_result cc__run_check(cc__run *x, int *all) {
     if (!m->live || m->done) continue;
     *all = 0;
     if (pe->link == CC__LINK_TCP && pe->eof && !pe->rx_state && !pe->rx_hdr_got && pe->st_beg == pe->st_end)
-      return cc__lost(x, m->peer, 0);
+      lost = m->peer;
   }
-  return CC_OK;
+  if (*all) return CC_OK;
+  if (CC__LOAD_RLX(&c->hdr->fail_code)) return cc__take_fail(c, x->what);
+  return lost >= 0 ? cc__lost(x, lost, 0) : CC_OK;
 }
 
 /* Nothing moved: note where the rings stand, look once more (what moved
@@ -3670,6 +3696,29 @@ static cc_result cc__run_idle(cc__run *x, int np, int sending) {
   return cc__wait(c, &w, x->what);
 }
 
+/* Take in what the TCP links hold before a call: messages of the call join
+   their queues, and a failure some rank reported meanwhile reaches the
+   failure word, so that the call fails at once (cc__ready). */
+static cc_result cc__engine_poll(cc_comm *c, const char *what) {
+  cc__run x;
+  int i, np = 0, progress = 0;
+  memset(&x, 0, sizeof x);
+  x.c = c; x.what = what;
+  for (i = 0; i < c->size; i++) {
+    cc__peer *pe = &c->peers[i];
+    if (pe->link != CC__LINK_TCP || pe->fd < 0 || pe->eof) continue;
+    if (pe->st_beg < pe->st_end) CC__TRY(cc__rx_pull(&x, i, &progress));
+    c->pfd[np].fd = pe->fd;
+    c->pfd[np].events = POLLIN;
+    c->pfd[np].revents = 0;
+    c->pfd_rank[np++] = i;
+  }
+  if (np && cc__poll(c->pfd, np, 0) > 0)
+    for (i = 0; i < np; i++)
+      if (c->pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) CC__TRY(cc__rx_pull(&x, c->pfd_rank[i], &progress));
+  return CC_OK;
+}
+
 /* Run the live messages until all are done. cb (if any) is called when a
    receive completes and may make more messages live. id: the collective this
    run belongs to (its frames carry it), or NULL for the user's messages. */
@@ -3685,7 +3734,6 @@ static cc_result cc__engine_run(cc_comm *c, cc__msg *m, int n, cc__done_fn cb, v
     if ((r = cc__start(&x, &progress)) != CC_OK || (r = cc__run_send(&x, &progress)) != CC_OK) break;
     sending = cc__sending(&x);
     if ((r = cc__run_recv(&x, sending, &progress, &np)) != CC_OK || (r = cc__run_check(&x, &all)) != CC_OK || all) break;
-    if (CC__LOAD_RLX(&c->hdr->fail_code)) { r = cc__take_fail(c, what); break; }
     if (progress) continue;
     if (!x.seen && !(x.seen = (uint64_t *)CC_MALLOC(sizeof(uint64_t) * ((size_t)n + (size_t)c->size)))) {
       r = cc__fail_all(c, CC_ERR_NO_MEMORY, c->rank, what, "out of memory");
@@ -5713,6 +5761,7 @@ static cc_result cc__ready(cc_comm *c, const char *what) {
   }
   if (CC__LOAD(&c->abort_flag))
     return cc__fail(c, CC_ERR_ABORTED, "%s: rank %d: cc_comm_abort was called", what, c->rank);
+  if (c->net) CC__TRY(cc__engine_poll(c, what));
   if (CC__LOAD_RLX(&c->hdr->fail_code)) return cc__take_fail(c, what);
   return CC_OK;
 }
