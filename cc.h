@@ -2369,6 +2369,19 @@ static void cc__plan_own(cc_comm *c, const cc__call *k, const cc__plan *p) {
   if (len && (p->reader < 0 || p->reader == c->rank) && src != dst) memmove(dst, src, len);
 }
 
+/* Where in rank p's sendbuf the bytes it sends this rank start, when the call
+   alone says so (every form but scatter_v and all_to_all_v, whose senders'
+   displacements only they know): (size_t)-1 then. cc_cuda.cuh reads peers'
+   buffers in place with it. */
+CC__COMPANION size_t cc__plan_src_off(const cc_comm *c, const cc__call *k, int p) {
+  (void)p;
+  switch (k->coll) {
+  case CC__GATHER: case CC__ALL_GATHER: case CC__GATHER_V: case CC__ALL_GATHER_V: return 0;
+  case CC__SCATTER: case CC__ALL_TO_ALL: return (size_t)c->rank * k->count * cc__dtype_bytes(k->t);
+  default: return (size_t)-1;
+  }
+}
+
 /* The largest byte after which call k's buffer `side` (0 send, 1 receive) is
    not touched on this rank: what must be valid (cc_cuda.cuh stages this much). */
 CC__COMPANION size_t cc__plan_extent(cc_comm *c, const cc__call *k, int side) {

@@ -1885,36 +1885,11 @@ CC_API cc_result cc_cuda_comm_destroy(cc_cuda_comm *g) {
 /* ============================================================== @cuda-ipc */
 
 /* Bytes of the send and receive side of call k on this rank (the extent of
-   the v layouts), as the staged path copies them and records describe them. */
-static size_t cc_cuda__extent(cc_cuda_comm *g, const size_t *counts, const size_t *displs, cc_dtype t) {
-  size_t e = 0;   /* the arrays passed cc__mk_<call>'s checks already: this cannot fail */
-  (void)cc__v_extent(g->host, "", "", counts, "", displs, t, &e);
-  return e * cc__dtype_bytes(t);
-}
-
+   the v layouts), as the staged path copies them and records describe them:
+   cc.h's plan of the call (@plan), the same for every transport. */
 static void cc_cuda__extents(cc_cuda_comm *g, const cc__call *k, size_t *sx, size_t *rx) {
-  size_t es = cc__dtype_bytes(k->t), one = k->count * es, all = one * (size_t)g->size;
-  int root = g->rank == k->root;
-  *sx = *rx = 0;
-  switch (k->coll) {
-    case CC__BROADCAST: case CC__ALL_REDUCE: *sx = *rx = one; break;
-    case CC__REDUCE: *sx = one; *rx = root ? one : 0; break;
-    case CC__GATHER: *sx = one; *rx = root ? all : 0; break;
-    case CC__ALL_GATHER: *sx = one; *rx = all; break;
-    case CC__SCATTER: *sx = root ? all : 0; *rx = one; break;
-    case CC__REDUCE_SCATTER: *sx = all; *rx = one; break;
-    case CC__ALL_TO_ALL: *sx = *rx = all; break;
-    case CC__GATHER_V: *sx = k->scount * es; *rx = root ? cc_cuda__extent(g, k->rc, k->rd, k->t) : 0; break;
-    case CC__ALL_GATHER_V: *sx = k->scount * es; *rx = cc_cuda__extent(g, k->rc, k->rd, k->t); break;
-    case CC__SCATTER_V: *sx = root ? cc_cuda__extent(g, k->sc, k->sd, k->t) : 0; *rx = k->rcount * es; break;
-    case CC__ALL_TO_ALL_V:
-      *sx = cc_cuda__extent(g, k->sc, k->sd, k->t);
-      *rx = cc_cuda__extent(g, k->rc, k->rd, k->t);
-      break;
-    case CC__SEND: *sx = one; break;
-    case CC__RECV: *rx = one; break;
-    default: break;
-  }
+  *sx = cc__plan_extent(g->host, k, 0);
+  *rx = cc__plan_extent(g->host, k, 1);
 }
 
 static int cc_cuda__call_reduces(const cc__call *k) {
@@ -2057,37 +2032,20 @@ static cc_result cc_cuda__ipc_coll(cc_cuda_comm *g, const cc__call *k, cudaStrea
         CC__TRY(cc_cuda__fold(g, what, s, k->t, cc_cuda__gpu_op(g, k->op), src, &dst, 1, k->count));
       }
       break;
-    case CC__GATHER: case CC__ALL_GATHER:
-      if (k->coll == CC__GATHER && g->rank != root) break;
-      for (p = 0; p < n; p++) { CC_CUDA__AT(p, 0, 0, one, &src[0]); CC_CUDA__COPY(src[0], rbuf + (size_t)p * one, one); }
-      break;
-    case CC__SCATTER:
-      CC_CUDA__AT(root, 0, (size_t)g->rank * one, one, &src[0]);
-      CC_CUDA__COPY(src[0], rbuf, one);
-      break;
-    case CC__ALL_TO_ALL:
+    case CC__GATHER: case CC__ALL_GATHER: case CC__SCATTER: case CC__ALL_TO_ALL:
+    case CC__GATHER_V: case CC__ALL_GATHER_V: case CC__SCATTER_V: case CC__ALL_TO_ALL_V: {
+      cc__plan pl;                     /* the pieces of cc.h's plan, read in place from each sender */
+      cc__plan_move(g->host, k, &pl);
+      if (pl.reader >= 0 && pl.reader != g->rank) break;
       for (p = 0; p < n; p++) {
-        CC_CUDA__AT(p, 0, (size_t)g->rank * one, one, &src[0]);
-        CC_CUDA__COPY(src[0], rbuf + (size_t)p * one, one);
+        size_t off = cc__plan_src_off(g->host, k, p);
+        if (!pl.rlen[p] || (pl.writer >= 0 && pl.writer != p)) continue;
+        if (off == (size_t)-1) off = cc_cuda__tab(g, p, g->rank)[0] * es;   /* the sender's displacement */
+        CC_CUDA__AT(p, 0, off, pl.rlen[p], &src[0]);
+        CC_CUDA__COPY(src[0], rbuf + pl.roff[p], pl.rlen[p]);
       }
       break;
-    case CC__GATHER_V: case CC__ALL_GATHER_V:
-      if (k->coll == CC__GATHER_V && g->rank != root) break;
-      for (p = 0; p < n; p++) {
-        CC_CUDA__AT(p, 0, 0, k->rc[p] * es, &src[0]);
-        CC_CUDA__COPY(src[0], rbuf + k->rd[p] * es, k->rc[p] * es);
-      }
-      break;
-    case CC__SCATTER_V:
-      CC_CUDA__AT(root, 0, cc_cuda__tab(g, root, g->rank)[0] * es, k->rcount * es, &src[0]);
-      CC_CUDA__COPY(src[0], rbuf, k->rcount * es);
-      break;
-    case CC__ALL_TO_ALL_V:
-      for (p = 0; p < n; p++) {
-        CC_CUDA__AT(p, 0, cc_cuda__tab(g, p, g->rank)[0] * es, k->rc[p] * es, &src[0]);
-        CC_CUDA__COPY(src[0], rbuf + k->rd[p] * es, k->rc[p] * es);
-      }
-      break;
+    }
     default:
       return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "%s: rank %d: not a collective", what, g->rank);
   }
