@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # tests/test_fuzz.sh [BUILD_DIR] - a short libFuzzer run of every decoder of
-# bytes from the network (tests/fuzz/fuzz_*.c): frame headers, abort payloads,
-# handshake hellos, rendezvous records, the file:// rendezvous line, Slurm node
-# lists, and the receive path of a TCP connection fed a whole stream.
+# bytes from the network (tests/fuzz/fuzz_*.c): frame headers (48 bytes, every
+# link), abort payloads, handshake hellos, rendezvous records, the file://
+# rendezvous line, Slurm node lists, and the message engine's receive path on
+# a TCP link fed a stream (whole, or in pieces that split frames anywhere),
+# checked against a model of the protocol.
 #
 # Each target is built with clang -fsanitize=fuzzer,address,undefined into
 # BUILD_DIR/fuzz (again only when its sources changed), its corpus
@@ -74,8 +76,15 @@ pad() {
   printf '%s' "$1"
   head -c $(($2 - ${#1})) /dev/zero
 }
-# frame TAG BYTES: a data frame's 16-byte header.
-frame() { printf 'ccD1'; le "$1" 4; le "$2" 8; }
+# frame TAG BYTES [SEQ COUNT OP ROOT COLL DTYPE]: a frame's 48-byte header
+frame() {
+  printf 'ccF2'; le "$1" 4; le "$2" 8; le "${3:-0}" 8; le "${4:-0}" 8; le "${5:-0}" 4; le "${6:-0}" 4
+  le "${7:-0}" 1; le "${8:-0}" 1; le 0 6
+}
+# the collective fuzz_stream's run is in: all_reduce(1250 float32, sum) #7,
+# or with setup & 1 gather_v(int32, root 1) #7
+ar() { frame -2 "$1" "${2:-7}" "${3:-1250}" 0 0 4 8; }
+gv() { frame -2 "$1" 7 "${2:-1024}" 0 1 10 2; }
 # bytes N BYTE: N copies of a byte (given as a decimal number)
 bytes() { head -c "$1" /dev/zero | tr '\0' "$(printf '\\%03o' "$2")"; }
 job=0123456789abcdef0123456789abcdef
@@ -86,15 +95,16 @@ seed() { # seed NAME SEEDNAME: stdin into the corpus
 }
 write_seeds() {
   frame 5 8 | seed frame data
-  frame -2 4096 | seed frame coll
+  ar 4096 | seed frame coll
+  frame -2 64 3 100 1 2 16 11 | seed frame coll-other
   frame -3 20 | seed frame abort
   frame 0 $((1 << 44)) | seed frame largest
 
   { printf '\x40'; le 4 4; le 1 4; printf 'rank 1 exited\0'; } | seed abort peer-lost
   { printf '\x08'; le 6 4; le -1 4; printf 'a long message\001\377 cut short'; } | seed abort short-buffer
 
-  { printf 'ccH1'; le 2 4; le 2 4; le 4 4; le 1 4; le 0 4; pad "$job" 40; bytes 16 7; } | seed hello data
-  { printf 'ccH1'; le 2 4; le 1 4; le 3 4; le 2 4; le 0 4; pad "" 40; bytes 16 0; } | seed hello rendezvous
+  { printf 'ccH1'; le 3 4; le 2 4; le 4 4; le 1 4; le 0 4; pad "$job" 40; bytes 16 7; } | seed hello data
+  { printf 'ccH1'; le 3 4; le 1 4; le 3 4; le 2 4; le 0 4; pad "" 40; bytes 16 0; } | seed hello rendezvous
 
   { pad "host-a/boot-1234" 176; pad 127.0.0.1 64; le 1234 4; pad "" 12; } | seed rec ipv4
   { pad "node07" 176; pad "fe80::1" 64; le 65535 4; pad "cc-1a2b-g4" 12; } | seed rec ipv6
@@ -109,26 +119,50 @@ write_seeds() {
   printf '\x04node[01-04,7]' | seed hostlist too-long
 
   # stream: a mode byte (0x80 whole, else pieces of 1..24 bytes, 1..4096 with
-  # 0x20; 0x40 receives that become live as others complete), then frames
-  { printf '\x80'; frame 5 8; bytes 8 1; frame 5 8; bytes 8 2; frame 9 0; frame 3 100; bytes 100 3; } |
-    seed stream fixed-whole
-  { printf '\x06'; frame 42 3; printf 'abc'; frame 5 8; bytes 8 1; frame -2 5000; bytes 5000 4; frame 0 4096; bytes 4096 5; } |
-    seed stream fixed-pieces
-  { printf '\x80'; frame 5 8; bytes 8 1; frame -3 20; le 4 4; le 1 4; printf 'rank 1 died'; printf '\0'; } |
+  # 0x20; 0x40 messages that become live as receives complete), a setup byte
+  # (1: the run is gather_v; 2: a send that blocks; 4: the call's entry reads
+  # first), then frames
+  { printf '\x80\x00'; frame 5 8; bytes 8 1; frame 5 8; bytes 8 2; frame 9 0; frame 3 100; bytes 100 3
+    frame 0 4096; bytes 4096 4; ar 5000; bytes 5000 5; frame 42 3; printf 'abc'; } | seed stream fixed-whole
+  { printf '\x06\x00'; frame 42 3; printf 'abc'; frame 5 8; bytes 8 1; ar 5000; bytes 5000 4; frame 0 4096
+    bytes 4096 5; frame 5 8; bytes 8 2; frame 9 0; frame 3 100; bytes 100 3; } | seed stream fixed-pieces
+  { printf '\x80\x00'; frame 5 8; bytes 8 1; frame -3 20; le 4 4; le 1 4; printf 'rank 1 died\0'; } |
     seed stream abort
-  { printf '\x80'; frame 5 4; printf 'abcd'; } | seed stream mismatch
-  { printf '\xc0'; frame -2 4096; bytes 4096 6; frame 5 8; bytes 8 1; frame 5 8; bytes 8 2; frame -2 4096; bytes 4096 7; frame 9 0; frame 9 16; bytes 16 8; } |
-    seed stream dynamic-whole
-  { printf '\x4f'; frame 5 8; bytes 8 1; frame 5 8; bytes 8 2; frame 5 8; bytes 8 3; frame -2 4096; bytes 4096 9; } |
-    seed stream dynamic-pieces
-  { printf '\x80'; frame 77 5000; bytes 100 1; } | seed stream truncated
+  { printf '\x80\x00'; frame 5 4; printf 'abcd'; } | seed stream mismatch-size
+  # after the run's data: a failure report, a frame cut short (both posted for the next call)
+  all() { frame 5 8; bytes 8 1; frame 5 8; bytes 8 2; frame 9 0; frame 3 100; bytes 100 3; frame 0 4096; bytes 4096 4
+    ar 5000; bytes 5000 5; }
+  { printf '\x80\x00'; all; frame -3 22; le 6 4; le 1 4; printf 'rank 1 failed\0'; } | seed stream done-abort
+  { printf '\x80\x00'; all; frame 42 5000; bytes 100 6; } | seed stream done-cut
+  # the call's entry reads first (setup 4): everything queued, taken when the receives start
+  { printf '\x80\x04'; frame 42 3; printf 'abc'; all; } | seed stream entry-whole
+  { printf '\x2a\x04'; frame 42 3; printf 'abc'; all; } | seed stream entry-pieces
+  { printf '\x66\x04'; frame 5 8; bytes 8 1; frame 5 8; bytes 8 2; ar 4096; bytes 4096 3; frame 9 0; frame 5 8; bytes 8 4
+    frame -3 22; le 6 4; le 1 4; printf 'rank 1 failed\0'; } | seed stream entry-abort
+  { printf '\x80\x00'; ar 5000 6; bytes 5000 1; } | seed stream mismatch-seq
+  { printf '\x46\x00'; ar 4096 8; bytes 4096 1; } | seed stream call-ahead
+  { printf '\x80\x00'; ar 5000 7 1251; bytes 5000 1; } | seed stream mismatch-count
+  { printf '\x0b\x01'; gv 5000 77; bytes 5000 1; frame 9 0; gv 4096 5; bytes 4096 2; } | seed stream gather-v
+  { printf '\xc0\x00'; ar 4096; bytes 4096 6; frame 5 8; bytes 8 1; frame 5 8; bytes 8 2; ar 4096; bytes 4096 7
+    frame 3 100; bytes 100 9; frame 9 0; frame 9 16; bytes 16 8; } | seed stream dynamic-whole
+  { printf '\x4f\x00'; frame 5 8; bytes 8 1; frame 5 8; bytes 8 2; frame 5 8; bytes 8 3; ar 4096; bytes 4096 9
+    frame 9 0; frame 3 100; bytes 100 4; frame 9 16; bytes 16 5; ar 4096; bytes 4096 6; } | seed stream dynamic-pieces
+  # tag 5 arrives before its receives start: taken from the queue, oldest first
+  { printf '\x63\x00'; frame 5 8; bytes 8 1; frame 9 0; frame 5 8; bytes 8 2; frame 5 8; bytes 8 3; frame 5 8; bytes 8 4
+    ar 4096; bytes 4096 5; frame 9 16; bytes 16 6; ar 4096; bytes 4096 7; frame 3 100; bytes 100 8; } |
+    seed stream dynamic-queued
+  { printf '\x80\x00'; frame 77 5000; bytes 100 1; } | seed stream truncated
+  { printf '\x83\x02'; frame 5 8; bytes 8 1; frame 9 0; frame 42 3; printf 'abc'; } | seed stream blocked-whole
+  { printf '\x47\x03'; frame 5 8; bytes 8 1; gv 4096; bytes 4096 2; frame 9 0; frame 5 8; bytes 8 3; } |
+    seed stream blocked-dynamic
   # more than the 64 KiB stage at once: 4088 bytes, then 4096-byte frames, so
   # that the 17th header starts 8 bytes before the stage's end
   {
-    printf '\x80'; frame 42 4072; bytes 4072 1
-    for i in $(seq 16); do frame 42 4080; bytes 4080 "$i"; done
+    printf '\x80\x00'; frame 42 4040; bytes 4040 1
+    for i in $(seq 16); do frame 42 4048; bytes 4048 "$i"; done
+    frame 5 8; bytes 8 1
   } | seed stream stage-full
-  { printf '\x25'; frame 0 4096; bytes 4096 1; frame 12 3000; bytes 3000 2; frame 3 100; bytes 100 3; } |
+  { printf '\x25\x00'; frame 0 4096; bytes 4096 1; frame 12 3000; bytes 3000 2; frame 3 100; bytes 100 3; } |
     seed stream big-pieces
 }
 write_seeds
@@ -159,7 +193,7 @@ for t in "${targets[@]}"; do
   # stream target (system calls, inputs up to 70000 bytes) gets the CPU first
   prio=5
   case $t in
-    frame) maxlen=16 ;;
+    frame) maxlen=48 ;;
     hello) maxlen=80 ;;
     rec) maxlen=256 ;;
     stream) maxlen=70000 prio=0 ;;

@@ -1,10 +1,13 @@
 /* tests/fuzz/fuzz_abort.c - libFuzzer target: cc__abort_decode, the payload of
-   an abort frame {code, rank, message}. The first input byte picks the size of
-   the message buffer (1..256; 0 tries msglen 0), the rest is the payload, in a
-   buffer of exactly its length.
+   an abort frame {code u32, rank i32, message} (the failure report a rank
+   sends every TCP peer). The first input byte picks the size of the message
+   buffer (1..255; 0 tries msglen 0), the rest is the payload, in a buffer of
+   exactly its length.
    Checks: accepted only with 8..CC__ABORT_MAX bytes and a code that is a
-   failure; the message is NUL-terminated inside msglen, printable, no longer
-   than the payload's text; a rejected payload leaves the outputs alone. */
+   failure (not CC_OK, not CC_ERR_INVALID_ARG, a cc_result); the message is
+   NUL-terminated inside msglen, printable, no longer than the payload's text;
+   what cc__abort_encode makes of the decoded report decodes to the same; a
+   rejected payload leaves the outputs alone. */
 #include "fuzz_util.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -40,6 +43,19 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     }
     /* the text ends at the payload's NUL, at its end, or where msg is full */
     FZ_CHECK(n == len - 8 || n == msglen - 1 || p[8 + n] == 0);
+    {                                  /* encoded again: the same report */
+      unsigned char *again = (unsigned char *)malloc(CC__ABORT_MAX);
+      char back[CC__ABORT_MAX];
+      cc_result code2 = (cc_result)99;
+      int who2 = -12345;
+      size_t m;
+      FZ_CHECK(again != NULL);
+      m = cc__abort_encode(again, code, who, msg);
+      FZ_CHECK(m == 9 + n && m <= CC__ABORT_MAX && again[m - 1] == 0);
+      FZ_CHECK(cc__abort_decode(again, m, &code2, &who2, back, sizeof back) == 0);
+      FZ_CHECK(code2 == code && who2 == who && strcmp(back, msg) == 0);
+      free(again);
+    }
   } else {
     FZ_CHECK((int)code == 99 && who == -12345);
   }
