@@ -63,6 +63,12 @@
        CC_NET_SOCKBUF    TCP socket buffer bytes (default: the kernel's autotuning)
        CC_SPAWN_GRACE_MS how long cc_spawn lets the other ranks notice a failed rank
                          before it kills them (default 1000)
+       CC_WARN_AFTER     seconds a wait lasts before it prints a warning naming the
+                         ranks it waits for, again at twice that, ... (default 10;
+                         0: never)
+       CC_REQUIRE_LAUNCHER  1: a process without a launcher's variables (RANK,
+                         WORLD_SIZE...) fails cc_comm_init instead of being a world
+                         of one
 
    CONTENTS (search for the tag)
 
@@ -219,9 +225,13 @@ CC_API cc_result cc_comm_destroy(cc_comm *c);
  *   return CC_ERR_ABORTED. Safe to call from another thread or a signal handler. */
 CC_API void cc_comm_abort(cc_comm *c);
 
+/* cc_comm_rank, cc_comm_size - this rank's number (0 .. size-1) and the number
+ *   of ranks; cc_comm_local_rank, cc_comm_local_size - the same among the ranks
+ *   on this host. Never fail: a NULL communicator gives rank -1 and size 0 (so
+ *   that `malloc(n * cc_comm_size(c))` is never asked for a huge size). */
 CC_API int cc_comm_rank(const cc_comm *c);
 CC_API int cc_comm_size(const cc_comm *c);
-CC_API int cc_comm_local_rank(const cc_comm *c);   /* rank among this host's ranks */
+CC_API int cc_comm_local_rank(const cc_comm *c);
 CC_API int cc_comm_local_size(const cc_comm *c);
 
 /* cc_comm_split - as MPI_Comm_split: ranks with the same `color` form a new
@@ -1279,6 +1289,7 @@ typedef enum cc__link { CC__LINK_NONE, CC__LINK_SELF, CC__LINK_SHM, CC__LINK_TCP
 typedef enum cc__transport { CC__TR_AUTO, CC__TR_SHM, CC__TR_TCP } cc__transport;
 
 enum { CC__LOG_OFF, CC__LOG_WARN, CC__LOG_INFO, CC__LOG_TRACE };
+#define CC__LOG_ALWAYS CC__LOG_OFF     /* a warning shown whatever CC_DEBUG says */
 
 /* Message tags: >= 0 the user's; these below carry the library's own. */
 #define CC__TAG_COLL  (-2)                     /* a collective's data */
@@ -1303,6 +1314,9 @@ typedef struct cc__settings {
   size_t stream_bytes, net_chunk, net_small_bytes, net_sockbuf;
   char ifname[64];
   uint64_t spawn_grace_ns;
+  uint64_t warn_ns;                    /* a wait this long prints a warning (0: never) */
+  int require_launcher;                /* no launcher's variables is an error */
+  int no_launcher;                     /* none were set: a world of one */
 } cc__settings;
 
 /* ---------------------------------------------------------------- shared memory */
@@ -1353,7 +1367,9 @@ typedef struct cc__ctl {
   char pad0[CC__LINE - 8];
   int32_t pid;
   uint32_t departed;                   /* called cc_comm_destroy */
-  char pad1[CC__LINE - 8];
+  uint64_t seq;                        /* the last collective it entered: its number ... */
+  uint32_t coll;                       /* ... and which (for a timeout's summary) */
+  char pad1[CC__LINE - 20];
 } cc__ctl;
 
 typedef struct cc__chan {              /* single producer, single consumer byte ring */
@@ -1574,7 +1590,8 @@ static void cc__log(const cc_comm *c, int level, const char *fmt, ...) {
   char line[512];
   va_list ap;
   int lv = c ? c->debug : __atomic_load_n(&cc__log_level, __ATOMIC_RELAXED);
-  if (level > lv || level < 1 || level > 3) return;
+  if (level > lv || level < 0 || level > 3) return;
+  if (level == CC__LOG_ALWAYS) level = CC__LOG_WARN;
   va_start(ap, fmt);
   vsnprintf(line, sizeof line, fmt, ap);
   va_end(ap);
@@ -1749,7 +1766,7 @@ static cc_result cc__settings_ranks(const cc_config *cfg, cc__settings *s) {
   else if ((hs = cc__env_first(sz, &n, &s->size_var)) < 0) return CC_ERR_INVALID_ARG;
   /* both given in cc_config: the environment's job is not this one */
   if (!(cfg && cfg->rank >= 0 && cfg->world_size > 0) && (hl = cc__env_first(ls, &l, &ln)) < 0) return CC_ERR_INVALID_ARG;
-  if (!hr && !hs) { r = 0; n = 1; }              /* a plain process: a world of one */
+  if (!hr && !hs) { r = 0; n = 1; s->no_launcher = 1; }   /* a plain process: a world of one */
   else if (!hr)
     return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: %s=%ld is set but RANK is not", s->size_var, n);
   else if (!hs)
@@ -1809,6 +1826,8 @@ static cc_result cc__settings_lib(const cc_config *cfg, cc__settings *s) {
   s->net_small_bytes = cc__env_size("CC_NET_SMALL_BYTES", 64u << 10, 0, (size_t)1 << 40);
   s->net_sockbuf = cc__env_size("CC_NET_SOCKBUF", 0, 0, 1u << 30);
   s->spawn_grace_ns = (uint64_t)cc__env_size("CC_SPAWN_GRACE_MS", 1000, 0, 60000) * CC__MS;
+  s->warn_ns = (uint64_t)cc__env_size("CC_WARN_AFTER", 10, 0, 1u << 30) * CC__S;
+  s->require_launcher = cc__env_size("CC_REQUIRE_LAUNCHER", 0, 0, 1) != 0;
   s->timeout_ns = 600 * CC__S;
   cc__settings_master(s);
   if (cfg && (cfg->rank < -1 || cfg->world_size == 0 || cfg->world_size < -1 || cfg->timeout_ms < 0))
@@ -2621,6 +2640,26 @@ static int cc__pending_first(cc_comm *c, const void *arg) {
   return -1;
 }
 
+/* The ranks those waits still wait for, as "1, 3". */
+static void cc__awaited_arrive(cc_comm *c, const void *arg, char *buf, size_t len) {
+  const cc__arr_arg *a = (const cc__arr_arg *)arg;
+  size_t used = 0;
+  int r;
+  buf[0] = 0;
+  for (r = 0; r < c->size && used + 12 < len; r++)
+    if ((a->who < 0 || a->who == r) && CC__LOAD(&c->ctl[r].arrive) < a->step)
+      used += (size_t)snprintf(buf + used, len - used, "%s%d", used ? ", " : "", r);
+}
+
+static void cc__awaited_first(cc_comm *c, const void *arg, char *buf, size_t len) {
+  uint64_t s = *(const uint64_t *)arg;
+  size_t used = 0;
+  int r;
+  buf[0] = 0;
+  for (r = 0; r < c->size && used + 12 < len; r++)
+    if (CC__LOAD(&cc__desc_at(c, r, s)->step) < s) used += (size_t)snprintf(buf + used, len - used, "%s%d", used ? ", " : "", r);
+}
+
 /* ---------------------------------------------------------------- rings */
 
 static cc__chan *cc__chan_at(cc_comm *c, int src, int dst) {
@@ -3087,9 +3126,13 @@ typedef int (*cc__pending_fn)(cc_comm *c, const void *arg);
 /* CC_OK while every rank waited for lives, else the failure (posted). */
 typedef cc_result (*cc__alive_fn)(cc_comm *c, const void *arg, const char *what);
 
+/* The ranks a wait still waits for, as text ("1, 3"). */
+typedef void (*cc__awaited_fn)(cc_comm *c, const void *arg, char *buf, size_t len);
+
 typedef struct cc__waitfor {
   cc__pending_fn pending;
   cc__alive_fn alive;                  /* NULL: cc__check_peer of the rank pending names */
+  cc__awaited_fn awaited;              /* NULL: the rank pending names */
   const void *arg;
   struct pollfd *pfd;                  /* sockets whose readiness ends the wait too */
   int npfd;
@@ -3098,6 +3141,48 @@ typedef struct cc__waitfor {
 
 static cc_result cc__wait_alive(cc_comm *c, const cc__waitfor *w, int who, const char *what) {
   return w->alive ? w->alive(c, w->arg, what) : cc__check_peer(c, who, what);
+}
+
+/* Append to buf (a list being built). */
+static void cc__cat(char *buf, size_t len, const char *fmt, ...) {
+  size_t used = strlen(buf);
+  va_list ap;
+  if (used + 1 >= len) return;
+  va_start(ap, fmt);
+  vsnprintf(buf + used, len - used, fmt, ap);
+  va_end(ap);
+}
+
+/* Where the ranks are: the collective each last entered, as far as this rank
+   can see (itself, and the ranks that share its segment). */
+static void cc__where(cc_comm *c, char *buf, size_t len) {
+  int j, away = 0;
+  buf[0] = 0;
+  for (j = 0; j < c->size; j++) {
+    const cc__peer *p = &c->peers[j];
+    uint64_t seq;
+    int coll;
+    if (j == c->rank) { seq = c->seq; coll = c->cur.coll; }
+    else if (c->shm && p->link == CC__LINK_SHM) {
+      const cc__ctl *t = &c->shm->ctl[p->ch];
+      seq = __atomic_load_n(&t->seq, __ATOMIC_RELAXED);
+      coll = (int)__atomic_load_n(&t->coll, __ATOMIC_RELAXED);
+    } else { away++; continue; }
+    if (seq) cc__cat(buf, len, "%srank %d in %s #%llu", buf[0] ? ", " : "", j, cc__coll_name(coll), (unsigned long long)seq);
+    else cc__cat(buf, len, "%srank %d in no collective yet", buf[0] ? ", " : "", j);
+  }
+  if (away) cc__cat(buf, len, "%s%d rank%s over TCP not visible from here", buf[0] ? "; " : "", away, away == 1 ? "" : "s");
+}
+
+/* A wait that lasts: one line now, another at twice the time, and so on. */
+static void cc__wait_warn(cc_comm *c, const cc__waitfor *w, int who, const char *what, uint64_t waited) {
+  char awaited[160], where[400];
+  if (w->awaited) w->awaited(c, w->arg, awaited, sizeof awaited);
+  else snprintf(awaited, sizeof awaited, "%d", who);
+  cc__where(c, where, sizeof where);
+  cc__log(c, CC__LOG_ALWAYS, "%s: rank %d: collective #%llu has waited %.0f s for rank%s %s (the timeout is %.0f s); "
+          "where the ranks are: %s", what, c->rank, (unsigned long long)c->seq, (double)waited / 1e9,
+          strchr(awaited, ',') ? "s" : "", awaited, (double)c->timeout_ns / 1e9, where);
 }
 
 /* Wait until w->pending says done or a socket is ready. Spins for spin_ns
@@ -3109,7 +3194,7 @@ static cc_result cc__wait_alive(cc_comm *c, const cc__waitfor *w, int who, const
    100 ms, and fails with CC_ERR_TIMEOUT naming the rank after the timeout. */
 static cc_result cc__wait(cc_comm *c, const cc__waitfor *w, const char *what) {
   cc__hdr *bellh = c->shm ? c->shm->hdr : NULL;
-  uint64_t t0, now, next_check, deadline, nap = 20000;
+  uint64_t t0, now, next_check, next_warn, deadline, nap = 20000;
   unsigned i;
   int who = w->pending(c, w->arg);
   cc_result r;
@@ -3132,6 +3217,7 @@ static cc_result cc__wait(cc_comm *c, const cc__waitfor *w, const char *what) {
     }
   }
   next_check = cc__now_ns() + 20 * CC__MS;
+  next_warn = c->set.warn_ns ? t0 + c->set.warn_ns : 0;
   for (;;) {
     if (w->npfd) {
       uint64_t left;
@@ -3158,9 +3244,18 @@ static cc_result cc__wait(cc_comm *c, const cc__waitfor *w, const char *what) {
       if ((r = cc__wait_alive(c, w, who, what)) != CC_OK) return r;
       next_check = now + 100 * CC__MS;
     }
-    if (now >= deadline)
-      return cc__fail_all(c, CC_ERR_TIMEOUT, who, what, "waited %.1f s for rank %d (timeout)",
-                          (double)(now - t0) / 1e9, who);
+    if (next_warn && now >= next_warn && now < deadline) {
+      cc__wait_warn(c, w, who, what, now - t0);
+      next_warn = t0 + 2 * (next_warn - t0);
+    }
+    if (now >= deadline) {
+      char where[400];
+      cc__where(c, where, sizeof where);
+      cc__log(c, CC__LOG_ALWAYS, "%s: rank %d: timeout in collective #%llu; where the ranks are: %s", what, c->rank,
+              (unsigned long long)c->seq, where);
+      return cc__fail_all(c, CC_ERR_TIMEOUT, who, what, "waited %.1f s for rank %d (timeout; %.150s)",
+                          (double)(now - t0) / 1e9, who, where);
+    }
   }
 }
 
@@ -3602,6 +3697,21 @@ static int cc__pending_run(cc_comm *c, const void *arg) {
   return who < 0 ? -1 : who;
 }
 
+/* The peers an idle run waits for. */
+static void cc__awaited_run(cc_comm *c, const void *arg, char *buf, size_t len) {
+  const cc__run *x = (const cc__run *)arg;
+  int i, j, dup;
+  (void)c;
+  buf[0] = 0;
+  for (i = 0; i < x->n; i++) {
+    const cc__msg *m = &x->m[i];
+    if (!m->live || !m->started || m->done) continue;
+    for (j = 0, dup = 0; j < i; j++)
+      dup |= x->m[j].live && x->m[j].started && !x->m[j].done && x->m[j].peer == m->peer;
+    if (!dup) cc__cat(buf, len, "%s%d", buf[0] ? ", " : "", m->peer);
+  }
+}
+
 /* Every shared-memory peer the run waits on lives. */
 static cc_result cc__alive_run(cc_comm *c, const void *arg, const char *what) {
   const cc__run *x = (const cc__run *)arg;
@@ -3704,7 +3814,7 @@ static cc_result cc__run_idle(cc__run *x, int np, int sending) {
     if (!m[i].live || !m[i].started || !m[i].is_send || m[i].done) continue;
     for (k = 0; k < np; k++) if (c->pfd_rank[k] == m[i].peer) c->pfd[k].events |= POLLOUT;
   }
-  w.pending = cc__pending_run; w.alive = cc__alive_run; w.arg = x;
+  w.pending = cc__pending_run; w.alive = cc__alive_run; w.awaited = cc__awaited_run; w.arg = x;
   w.pfd = c->pfd; w.npfd = np; w.shm = shm;
   return cc__wait(c, &w, x->what);
 }
@@ -3795,6 +3905,7 @@ static cc_result cc__ph_wait_at(cc_comm *c, int who, uint64_t step, const char *
   a.step = step;
   memset(&w, 0, sizeof w);
   w.pending = cc__pending_arrive;
+  w.awaited = cc__awaited_arrive;
   w.arg = &a;
   w.shm = 1;
   r = cc__wait(c, &w, what);
@@ -3863,6 +3974,7 @@ static cc_result cc__first_end(cc_comm *c, const cc__call *k) {
   cc__ph_arrive(c);
   memset(&w, 0, sizeof w);
   w.pending = cc__pending_first;
+  w.awaited = cc__awaited_first;
   w.arg = &s;
   w.shm = 1;
   if ((r = cc__wait(c, &w, what)) != CC_OK) return r;
@@ -4699,6 +4811,11 @@ static cc_result cc__p2p_run(cc_comm *c, const cc__call *calls, int ncalls, cons
 static cc_result cc__algo_run(cc_comm *c, const cc__call *k) {
   c->seq++;
   cc__ident_of(k, &c->cur);
+  if (c->shm) {                        /* where this rank is, for a timeout's summary on its host */
+    cc__ctl *me = &c->shm->ctl[c->shm->rank];
+    __atomic_store_n(&me->coll, (uint32_t)k->coll, __ATOMIC_RELAXED);
+    __atomic_store_n(&me->seq, c->seq, __ATOMIC_RELAXED);
+  }
   return c->net ? cc__msg_run(c, k) : cc__arena_run(c, k);
 }
 /* ============================================================== @bootstrap */
@@ -5463,6 +5580,15 @@ static cc_result cc__init(cc_comm **out, const cc_config *cfg, cc__uid *uid) {
   if (!out) return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: out is NULL");
   *out = NULL;
   if ((r = cc__settings_read(cfg, &s)) != CC_OK) return r;
+  if (s.no_launcher && s.require_launcher) {
+    cc__settings_clear(&s);
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: no launcher set RANK and WORLD_SIZE (nor Open MPI's, PMI's "
+                    "or Slurm's variables) and CC_REQUIRE_LAUNCHER=1: start the program with ccrun, torchrun, mpirun "
+                    "or srun");
+  }
+  if (s.no_launcher)
+    cc__log(NULL, CC__LOG_INFO, "comm_init: no launcher set RANK and WORLD_SIZE (nor Open MPI's, PMI's or Slurm's "
+            "variables): this process is a world of one (CC_REQUIRE_LAUNCHER=1 makes this an error)");
   if (!(c = cc__comm_new(s.rank, s.size, &s))) {
     cc__settings_clear(&s);
     return cc__fail(NULL, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", s.rank);
@@ -5535,9 +5661,9 @@ CC_API cc_result cc_comm_init_rank(cc_comm **out, int nranks, const cc_unique_id
 }
 
 CC_API int cc_comm_rank(const cc_comm *c) { return c ? c->rank : -1; }
-CC_API int cc_comm_size(const cc_comm *c) { return c ? c->size : -1; }
+CC_API int cc_comm_size(const cc_comm *c) { return c ? c->size : 0; }
 CC_API int cc_comm_local_rank(const cc_comm *c) { return c ? c->local_rank : -1; }
-CC_API int cc_comm_local_size(const cc_comm *c) { return c ? c->local_size : -1; }
+CC_API int cc_comm_local_size(const cc_comm *c) { return c ? c->local_size : 0; }
 
 CC_API size_t cc_dtype_size(cc_dtype t) { return cc__dtype_bytes(t); }
 
@@ -6491,7 +6617,6 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg) {
     }
     pids[i] = p;
   }
-  cc__shm_unmap(seg, bytes);
   cc__settings_clear(&s);
   /* Reap. When a rank fails, the others get a short grace (they notice the
      loss within ~0.2 s and may report it), then SIGKILL. */
@@ -6523,6 +6648,14 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg) {
     }
     if (!reaped && live > 0) cc__sleep_ns(200000);
   }
+  if (failed >= 0) {                  /* as torchrun's summary: which rank, how, and the job's first error */
+    const cc__hdr *h = (const cc__hdr *)seg;
+    if (CC__LOAD(&h->fail_ready))
+      fprintf(stderr, "%s; the job's first error: %s\n", cc__tls_err, h->fail_msg);
+    else
+      fprintf(stderr, "%s\n", cc__tls_err);
+  }
+  cc__shm_unmap(seg, bytes);
   cc__shm_unlink_prefix(prefix);
   CC_FREE(pids);
   return failed < 0 ? 0 : (status ? status : 1);
