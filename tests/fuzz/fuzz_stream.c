@@ -73,7 +73,9 @@
 
    Build with -DFZ_START_BEFORE_END for the order the engine's contract
    suggests at the end of a stream (see m_end): cc.h checks for the end before
-   it starts the messages made live by the last completions. */
+   it starts the messages made live by the last completions (a difference
+   only the dynamic set, fed whole, can show: the library's collectives make
+   only sends live in callbacks). */
 #include "fuzz_util.h"
 
 #include <fcntl.h>
@@ -389,7 +391,7 @@ static void m_partial(model *M) {
   }
 }
 
-/* The stream ended where the run needs no more of a frame. */
+/* The stream ended between frames. */
 static void m_end(model *M) {
   M->eof = 1;
   if (M->polling) {                    /* the call's entry read it all: it fails, or the run starts */
@@ -403,7 +405,9 @@ static void m_end(model *M) {
 #ifdef FZ_START_BEFORE_END
   /* what the engine's contract suggests: messages made live by the last
      completions start (and take what is queued for them) before the end of
-     the stream counts against them; cc.h checks first (see the report) */
+     the stream counts against them. cc.h's loop checks first (cc__run_check
+     before the next cc__start), so a receive made live in the read that
+     reached the end is lost although its message is in the queue. */
   if (m_turn(M) < 0) return;
 #endif
   if (m_check(M) < 0) return;
