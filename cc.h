@@ -3086,8 +3086,13 @@ static cc_result cc__fail_all(cc_comm *c, cc_result code, int who, const char *w
 static cc_result cc__take_fail(cc_comm *c, const char *what) {
   cc__hdr *h = c->hdr;
   uint32_t code = CC__LOAD(&h->fail_code);
-  int i;
-  for (i = 0; i < 1000 && !CC__LOAD(&h->fail_ready); i++) cc__cpu_relax();
+  uint64_t until = 0;
+  while (!CC__LOAD(&h->fail_ready)) {  /* the poster writes its message right after the code */
+    uint64_t now = cc__now_ns();
+    if (!until) until = now + 20 * CC__MS;
+    else if (now >= until) break;
+    cc__yield();
+  }
   cc__propagate(c, (cc_result)code, h->fail_rank, CC__LOAD(&h->fail_ready) ? h->fail_msg : "the communicator failed");
   if (c->failed) return CC_ERR_ABORTED;
   return cc__fail(c, (cc_result)code, "%s: rank %d: %s", what, c->rank,
@@ -3626,7 +3631,12 @@ static cc_result cc__rx_pull(cc__run *x, int p, int *progress) {
       return CC_OK;
     if (pe->rx_state == 0) {
       k = cc__link_read(c, p, pe->rx_hdr + pe->rx_hdr_got, CC__FRAME - pe->rx_hdr_got);
-      if (k < 0) return pe->rx_hdr_got ? cc__lost(x, p, errno) : CC_OK;   /* the end, between frames: lost only if needed */
+      if (k < 0) {                     /* the end: between frames, lost only if needed (cc__run_check); */
+        if (pe->rx_hdr_got)            /* in a header, the next call (or this one, if it waits) fails */
+          cc__post_fail_msg(c, CC_ERR_PEER_LOST, p, "rank %d closed its connection in the middle of a message: it "
+                            "failed, exited or was killed", p);
+        return CC_OK;
+      }
       if (k == 0) return CC_OK;
       *progress = 1;
       pe->rx_hdr_got += (size_t)k;
@@ -3723,6 +3733,16 @@ static cc_result cc__alive_run(cc_comm *c, const void *arg, const char *what) {
   return CC_OK;
 }
 
+/* A send to rank p found its connection closed or broken: p may have failed
+   and said why before it closed: read that first, and report it if so. */
+static cc_result cc__lost_send(cc__run *x, int p, int err) {
+  int progress = 0;
+  cc_result r = cc__rx_pull(x, p, &progress);
+  if (r != CC_OK) return r;
+  if (CC__LOAD_RLX(&x->c->hdr->fail_code)) return cc__take_fail(x->c, x->what);
+  return cc__lost(x, p, err);
+}
+
 /* Sends: write what the links take of the first unfinished send per peer. */
 static cc_result cc__run_send(cc__run *x, int *progress) {
   cc_comm *c = x->c;
@@ -3731,8 +3751,8 @@ static cc_result cc__run_send(cc__run *x, int *progress) {
     cc__msg *s = &x->m[i];
     long w;
     if (!s->live || !s->started || !s->is_send || s->done || !cc__first_send(x, i)) continue;
-    if (c->peers[s->peer].link == CC__LINK_TCP && c->peers[s->peer].eof) return cc__lost(x, s->peer, 0);
-    if ((w = cc__link_write(c, s)) < 0) return cc__lost(x, s->peer, errno);
+    if (c->peers[s->peer].link == CC__LINK_TCP && c->peers[s->peer].eof) return cc__lost_send(x, s->peer, 0);
+    if ((w = cc__link_write(c, s)) < 0) return cc__lost_send(x, s->peer, errno);
     if (w > 0) *progress = 1;
     if (s->hdr_sent == CC__FRAME && s->moved == s->bytes) s->done = 1;
   }
@@ -3776,8 +3796,9 @@ static cc_result cc__run_check(cc__run *x, int *all) {
     const cc__peer *pe = &c->peers[m->peer];
     if (!m->live || m->done) continue;
     *all = 0;
-    if (pe->link == CC__LINK_TCP && pe->eof && !pe->rx_state && !pe->rx_hdr_got && pe->st_beg == pe->st_end)
-      lost = m->peer;
+    if (m->started && pe->link == CC__LINK_TCP && pe->eof && !pe->rx_state && !pe->rx_hdr_got &&
+        pe->st_beg == pe->st_end)
+      lost = m->peer;                  /* (one made live by a callback starts first: it may be queued) */
   }
   if (*all) return CC_OK;
   if (CC__LOAD_RLX(&c->hdr->fail_code)) return cc__take_fail(c, x->what);
