@@ -3877,7 +3877,9 @@ static cc_result cc__engine_run(cc_comm *c, cc__msg *m, int n, cc__done_fn cb, v
     int progress = 0, np = 0, sending;
     if ((r = cc__start(&x, &progress)) != CC_OK || (r = cc__run_send(&x, &progress)) != CC_OK) break;
     sending = cc__sending(&x);
-    if ((r = cc__run_recv(&x, sending, &progress, &np)) != CC_OK || (r = cc__run_check(&x, &all)) != CC_OK || all) break;
+    if ((r = cc__run_recv(&x, sending, &progress, &np)) != CC_OK) break;
+    /* what the receives' callbacks made live starts now: its message may be queued already */
+    if ((r = cc__start(&x, &progress)) != CC_OK || (r = cc__run_check(&x, &all)) != CC_OK || all) break;
     if (progress) continue;
     if (!x.seen && !(x.seen = (uint64_t *)CC_MALLOC(sizeof(uint64_t) * ((size_t)n + (size_t)c->size)))) {
       r = cc__fail_all(c, CC_ERR_NO_MEMORY, c->rank, what, "out of memory");

@@ -21,7 +21,7 @@
                    mode & 0x20 1..4096, and so after the first 512 pieces;
                    mode & 0x1f seeds them), and after each the turns of
                    cc__engine_run's loop (fz_step: cc__start, cc__run_send,
-                   cc__run_recv, cc__run_check, as it calls them) until one
+                   cc__run_recv, cc__start, cc__run_check, as it calls them) until one
                    makes no progress, so frames split anywhere; then the end
                    of the stream, and the turns again.
      mode & 0x40   dynamic: messages become live as receives complete (a
@@ -69,13 +69,8 @@
    first started receive of its tag that waits; a receive, once started, takes
    the oldest queued message of its tag; callbacks may make messages live,
    which start when the reader runs out of bytes, where the run also ends
-   once all its messages are done.
-
-   Build with -DFZ_START_BEFORE_END for the order the engine's contract
-   suggests at the end of a stream (see m_end): cc.h checks for the end before
-   it starts the messages made live by the last completions (a difference
-   only the dynamic set, fed whole, can show: the library's collectives make
-   only sends live in callbacks). */
+   once all its messages are done (the messages made live by the last
+   completions start before the end is judged). */
 #include "fuzz_util.h"
 
 #include <fcntl.h>
@@ -371,7 +366,11 @@ static int m_stops_before(model *M, size_t q) {
   }
   if (!hit) return 0;
   M->consumed = b;
-  M->polling = 0;                      /* the call's entry ends here: a failure posted fails it */
+  /* in a run, what the last completions made live starts before the run
+     looks (the engine's second cc__start of a turn); at the call's entry a
+     failure posted fails it before anything starts; then a turn, and a look */
+  if (!M->polling && m_start(M) < 0) return -1;
+  M->polling = 0;
   if (m_check(M) < 0 || m_turn(M) < 0 || m_check(M) < 0) return -1;
   return 0;
 }
@@ -402,14 +401,10 @@ static void m_end(model *M) {
     }
     if (m_turn(M) < 0) return;
   }
-#ifdef FZ_START_BEFORE_END
-  /* what the engine's contract suggests: messages made live by the last
-     completions start (and take what is queued for them) before the end of
-     the stream counts against them. cc.h's loop checks first (cc__run_check
-     before the next cc__start), so a receive made live in the read that
-     reached the end is lost although its message is in the queue. */
+  /* messages made live by the last completions start (and take what is
+     queued for them) before the end of the stream counts against them (the
+     engine's loop starts them between its reads and its check) */
   if (m_turn(M) < 0) return;
-#endif
   if (m_check(M) < 0) return;
   m_fail_all(M, CC_ERR_PEER_LOST, 1);
 }
@@ -434,9 +429,17 @@ static void model_run(model *M) {
     if (M->len - pos < FZ_FRAME) {     /* the stream ends before this header does */
       if (m_stops_before(M, M->len + 1) < 0) { m_partial(M); return; }
       M->consumed = M->len;
-      if (M->len > pos) {              /* in a header: rank 1 is lost */
+      if (M->len > pos) {              /* in a header: posted, as in a payload nobody waits for */
         M->stop = 1;
-        m_fail_all(M, CC_ERR_PEER_LOST, 1);
+        M->eof = 1;
+        m_post(M, CC_ERR_PEER_LOST, 1);
+        if (M->polling) {              /* the call's entry read it: the call fails at once */
+          M->polling = 0;
+          m_take_fail(M);
+          return;
+        }
+        if (m_turn(M) < 0) return;
+        FZ_CHECK(m_check(M) < 0);
       } else {
         m_end(M);
       }
@@ -472,9 +475,12 @@ static void model_run(model *M) {
       }
       M->eof = 1;
       m_post(M, CC_ERR_PEER_LOST, 1);  /* nobody waits for it yet: posted */
-#ifdef FZ_START_BEFORE_END
+      if (M->polling) {                /* the call's entry read it: the call fails at once */
+        M->polling = 0;
+        m_take_fail(M);
+        return;
+      }
       if (m_turn(M) < 0) return;
-#endif
       FZ_CHECK(m_check(M) < 0);
       return;
     }
@@ -533,7 +539,8 @@ static cc_result fz_step(cc__run *x, int *progress, int *ended) {
   *ended = 1;
   if ((r = cc__start(x, progress)) != CC_OK || (r = cc__run_send(x, progress)) != CC_OK) return r;
   sending = cc__sending(x);
-  if ((r = cc__run_recv(x, sending, progress, &np)) != CC_OK || (r = cc__run_check(x, &all)) != CC_OK || all) return r;
+  if ((r = cc__run_recv(x, sending, progress, &np)) != CC_OK) return r;
+  if ((r = cc__start(x, progress)) != CC_OK || (r = cc__run_check(x, &all)) != CC_OK || all) return r;
   *ended = 0;
   return CC_OK;
 }
