@@ -190,10 +190,18 @@ for n in 2 3; do
     echo "FAIL: cuda example: ccrun -n $n cuda_all_reduce: $(tail -n 4 "$out/example.log" | tr '\n' ' ')"
   fi
 done
-if "$build/ccrun" -n 2 "$out/cc_bench_cuda" -G 1 -o all -b 8 -e 256K -f 32 -n 2 -w 1 >"$out/bench.log" 2>&1; then
-  echo "PASS: cuda benchmark: ccrun -n 2 cc_bench_cuda -G 1 -o all, every result checked"
+# -g 1: GPU mode; -k all: the 10 collectives, each under its own
+# "# Collective test:" line, 4 sizes (8, 256, 8K, 256K) each but the barrier's
+# one row: 37 rows of nccl-tests' columns, every #wrong summed in the footer
+bench_rows=
+if "$build/ccrun" -n 2 "$out/cc_bench_cuda" -g 1 -k all -b 8 -e 256K -f 32 -n 2 -w 1 >"$out/bench.log" 2>&1 &&
+   bench_rows=$(grep -cE '^ *[0-9]+ +[0-9]+ +[a-z0-9]+ +[a-z_]+ +-?[0-9]+ ' "$out/bench.log") &&
+   grep -q '^# cuda: device' "$out/bench.log" &&
+   [ "$(grep -c '^# Collective test: ' "$out/bench.log")" = 10 ] && [ "$bench_rows" = 37 ] &&
+   grep -q '^# Out of bounds values : 0 OK' "$out/bench.log"; then
+  echo "PASS: cuda benchmark: ccrun -n 2 cc_bench_cuda -g 1 -k all: 10 collectives, $bench_rows rows, every result checked and right"
 else
-  echo "FAIL: cuda benchmark: $(grep -v '^#' "$out/bench.log" | tail -n 4 | tr '\n' ' ')"
+  echo "FAIL: cuda benchmark: ccrun -n 2 cc_bench_cuda -g 1 -k all (want 10 collectives, 37 rows, 0 wrong; rows: ${bench_rows:-none}): $(grep -v '^#' "$out/bench.log" | tail -n 4 | tr '\n' ' ')"
 fi
 san=$(command -v compute-sanitizer 2>/dev/null || true)
 [ -z "$san" ] && [ -x "$(dirname "$nvcc")/compute-sanitizer" ] && san=$(dirname "$nvcc")/compute-sanitizer
