@@ -6598,13 +6598,44 @@ static void cc__spawn_child(int rank, int n, unsigned char *seg, size_t bytes, c
   cc__proc_exit(rc == 0 ? 0 : (rc & 0xff) ? (rc & 0xff) : 1);
 }
 
+/* Reap every rank. When one fails, the others get a short grace (they notice
+   the loss within ~0.1 s and may report it), then SIGKILL. Returns the first
+   failed rank's status (its exit code, or 128 + its signal), *failed its rank
+   (-1 when none failed: status 0), with the thread's message saying how. */
+static int cc__spawn_reap(int *pids, int nprocs, uint64_t grace_ns, int *failed) {
+  int i, live, status = 0, killed = 0;
+  uint64_t kill_at = 0;
+  for (live = nprocs; live > 0;) {
+    int reaped = 0;
+    for (i = 0; i < nprocs; i++) {
+      int code = 0, sig = 0, w;
+      if (pids[i] <= 0) continue;
+      if ((w = cc__proc_reap(pids[i], &code, &sig)) == 0) continue;
+      pids[i] = -pids[i];
+      live--;
+      reaped = 1;
+      if (w < 0 || *failed >= 0 || (!sig && code == 0)) continue;
+      *failed = i;
+      kill_at = cc__now_ns() + grace_ns;
+      status = sig ? 128 + sig : code;
+      if (sig) cc__fail(NULL, CC_ERR_PEER_LOST, "cc_spawn: rank %d (pid %d) was killed by signal %d", i, -pids[i], sig);
+      else cc__fail(NULL, CC_ERR_PEER_LOST, "cc_spawn: rank %d (pid %d) exited with status %d", i, -pids[i], code);
+    }
+    if (*failed >= 0 && !killed && cc__now_ns() >= kill_at) {
+      for (i = 0; i < nprocs; i++) if (pids[i] > 0) cc__proc_kill(pids[i]);
+      killed = 1;
+    }
+    if (!reaped && live > 0) cc__sleep_ns(200000);
+  }
+  return status;
+}
+
 CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg) {
   char jobid[40], prefix[64], why[128];
   size_t bytes;
   unsigned char *seg;
   int *pids, parent = cc__getpid();
-  int i, live, status = 0, failed = -1, killed = 0;
-  uint64_t kill_at = 0;
+  int i, status, failed = -1;
   cc__settings s;
   cc__tls_err[0] = 0;
   if (nprocs < 1 || nprocs > CC__MAX_LOCAL) {
@@ -6641,36 +6672,7 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg) {
     pids[i] = p;
   }
   cc__settings_clear(&s);
-  /* Reap. When a rank fails, the others get a short grace (they notice the
-     loss within ~0.2 s and may report it), then SIGKILL. */
-  for (live = nprocs; live > 0;) {
-    int reaped = 0;
-    for (i = 0; i < nprocs; i++) {
-      int code = 0, sig = 0, w;
-      if (pids[i] <= 0) continue;
-      w = cc__proc_reap(pids[i], &code, &sig);
-      if (w == 0) continue;
-      pids[i] = -pids[i];
-      live--;
-      reaped = 1;
-      if (w > 0 && failed < 0 && (sig || code != 0)) {
-        failed = i;
-        kill_at = cc__now_ns() + s.spawn_grace_ns;
-        if (sig) {
-          status = 128 + sig;
-          cc__fail(NULL, CC_ERR_PEER_LOST, "cc_spawn: rank %d (pid %d) was killed by signal %d", i, -pids[i], sig);
-        } else {
-          status = code;
-          cc__fail(NULL, CC_ERR_PEER_LOST, "cc_spawn: rank %d (pid %d) exited with status %d", i, -pids[i], status);
-        }
-      }
-    }
-    if (failed >= 0 && !killed && cc__now_ns() >= kill_at) {
-      for (i = 0; i < nprocs; i++) if (pids[i] > 0) cc__proc_kill(pids[i]);
-      killed = 1;
-    }
-    if (!reaped && live > 0) cc__sleep_ns(200000);
-  }
+  status = cc__spawn_reap(pids, nprocs, s.spawn_grace_ns, &failed);
   if (failed >= 0) {                  /* as torchrun's summary: which rank, how, and the job's first error */
     const cc__hdr *h = (const cc__hdr *)seg;
     if (CC__LOAD(&h->fail_ready))
