@@ -5,21 +5,28 @@
 #
 #   bash bench/cuda_compare.sh                     # writes bench/results/cuda-<date>.txt
 #   PASSES=1 NRANKS=2 CONFIGS="cc gloo" bash bench/cuda_compare.sh    # a quick one
+#   SUMMARY_ONLY=1 RESULT=bench/results/cuda-DATE.txt bash bench/cuda_compare.sh
+#                                                  # the summary of an earlier run, to stdout
 #
 # Every pass runs, for nranks 2 and 4, every rank on GPU 0 (CUDA_VISIBLE_DEVICES,
 # so cc_bench's device rank % count and gloo_cuda.py's are both 0), each of
 #
-#   cc      build/ccrun -n N build/cc_bench_cuda -G 1 -o all_reduce,copy -d float -R sum SIZES
+#   cc      build/ccrun -n N build/cc_bench_cuda -g 1 -k all_reduce,copy -d float -o sum -R 1 SIZES
 #           (cc_cuda_malloc buffers; the copy rows are measured in the same run)
-#   cc_m0   the same with -M 0 (plain cudaMalloc buffers, mapped by the peers on first use)
-#   gloo    python3 bench/gloo_cuda.py -N N -o all_reduce SIZES
+#   cc_r0   the same with -R 0 (plain cudaMalloc buffers, mapped by the peers on first
+#           use; "cc_m0" in CONFIGS, its name when the flag was -M 0, runs it too)
+#   gloo    python3 bench/gloo_cuda.py -N N -k all_reduce -d float -o sum SIZES
 #
 # interleaved, the order rotating from pass to pass, so that a drift of the
 # machine shows as a difference between passes rather than between libraries.
-# SIZES are compare.sh's: -b 8 -e 32M -f 4 -x 1M,16M,64M (8 B .. 64 MiB), with
-# -n 20 -w 5; every result is checked (#wrong). Timing, in both programs: a batch
-# of iterations from a barrier (device idle) to a stream/device synchronize after
-# its last call, divided by the batch, max over the ranks.
+# The flags are nccl-tests' (bench/README.md), and both programs print
+# nccl-tests' rows under "# Collective test: NAME" lines (size count type redop
+# root, time algbw busbw #wrong out of place, the same in place, iters), which
+# the summary reads. SIZES are compare.sh's: -b 8 -e 64M -f 4 -s 1M,16M (8 B ..
+# 64 MiB, -e always measured), with -n 20 -w 5; every result is checked
+# (#wrong). Timing, in both programs: a batch of iterations from a barrier
+# (device idle) to a stream/device synchronize after its last call, divided by
+# the batch, max over the ranks (cc_bench's -a 3, its default).
 #
 # The results file holds a header (date, nvidia-smi -L, driver, nvcc, torch, the
 # build and the commands), every run's output verbatim (each after a "#### run:"
@@ -33,7 +40,7 @@
 #     outputs, 2*n*size bytes: "mem_GBps" = 2*n*algbw. ratio = mem_GBps / copy
 #     busbw: 1.0 = the all_reduce moves its unavoidable bytes at copy speed.
 #
-# Settings (environment): PASSES (3), NRANKS ("2 4"), CONFIGS ("cc cc_m0 gloo"),
+# Settings (environment): PASSES (3), NRANKS ("2 4"), CONFIGS ("cc cc_r0 gloo"),
 # GPU (0), SIZES, ITERS ("-n 20 -w 5"), TIMEOUT per run in seconds (600),
 # NVCC (nvcc on PATH, else /usr/local/cuda/bin/nvcc), NVCC_ARCH (-arch=native,
 # dropped when nvcc refuses it), PYTHON (python3, with torch), RESULT (the
@@ -45,9 +52,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/.." && pwd)
 PASSES=${PASSES:-3}
 NRANKS=${NRANKS:-2 4}
-CONFIGS=${CONFIGS:-cc cc_m0 gloo}
+CONFIGS=${CONFIGS:-cc cc_r0 gloo}
 GPU=${GPU:-0}
-SIZES=${SIZES:--b 8 -e 32M -f 4 -x 1M,16M,64M}
+SIZES=${SIZES:--b 8 -e 64M -f 4 -s 1M,16M}
 ITERS=${ITERS:--n 20 -w 5}
 TO=${TIMEOUT:-600}
 PYTHON=${PYTHON:-python3}
@@ -57,6 +64,124 @@ if [ -z "${NVCC:-}" ]; then
 fi
 CCRUN=$TOP/build/ccrun
 BENCH=$TOP/build/cc_bench_cuda
+
+# ---------------------------------------------------------------- summary
+# summarize RESULT [PASSES NRANKS CONFIGS]: the summary of a results file, to stdout
+summarize() {
+"$PYTHON" - "$@" <<'EOF'
+import re, sys
+
+# argv: RESULT [PASSES NRANKS CONFIGS]; without the last three, they are read
+# from the file's "#### run:" lines (SUMMARY_ONLY=1)
+path = sys.argv[1]
+runs = {}   # (cfg, n, pass) -> {"rows": {(coll, size): [oop_t, oop_algbw, oop_busbw, oop_wrong, ip_t, ...]}, "rc": rc}
+order = []  # (cfg, n, pass) as the file has them
+cur = coll = None
+# a row, as cc_bench and gloo_cuda.py print nccl-tests' columns: size count type
+# redop root | time algbw busbw #wrong (out of place) | the same (in place) | iters;
+# a column not measured reads N/A
+ROW = re.compile(r"^\s*(\d+)\s+(\d+)\s+(\S+)\s+(\S+)\s+(-?\d+)((?:\s+\S+){8})\s+(\d+)\s*$")
+def num(x):
+    try:
+        return float(x)
+    except ValueError:
+        return None   # N/A
+for line in open(path):
+    m = re.match(r"#### run: (\S+) n=(\d+) pass=(\d+)", line)
+    if m:
+        key = (m.group(1), int(m.group(2)), int(m.group(3)))
+        cur, coll = runs.setdefault(key, {"rows": {}, "rc": None}), None
+        order.append(key)
+        continue
+    if cur is None:
+        continue
+    m = re.match(r"# rc=(-?\d+)", line)
+    if m:
+        cur["rc"] = int(m.group(1))
+        continue
+    m = re.match(r"# Collective test: (\S+)", line)
+    if m:
+        coll = m.group(1)
+        continue
+    m = ROW.match(line)
+    if m and coll is not None:
+        cur["rows"][(coll, int(m.group(1)))] = [num(x) for x in m.group(6).split()]
+if len(sys.argv) > 4:
+    passes, nranks, configs = int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split()
+else:
+    passes = max([p for (c, n, p) in order] or [0])
+    nranks = [str(n) for n in sorted({n for (c, n, p) in order})]
+    configs = []
+    for (c, n, p) in order:
+        if c not in configs:
+            configs.append(c)
+
+def cell(vals, fmt="%.2f"):
+    return "/".join(fmt % v if v is not None else "-" for v in vals)
+
+def get(cfg, n, p, coll, size, i):
+    r = runs.get((cfg, n, p), {}).get("rows", {}).get((coll, size))
+    return r[i] if r else None
+
+MIB = 1 << 20
+print("#")
+print("# ======== summary (each cell: pass1/pass2/...; - = missing)")
+print("# exit status per run (cc_bench and gloo_cuda.py exit 1 when a result was wrong):")
+for n in map(int, nranks):
+    for cfg in configs:
+        print("#   n=%d %-6s rc %s   #wrong %s" % (n, cfg, cell([runs.get((cfg, n, p), {}).get("rc") for p in range(1, passes + 1)], "%d"),
+              cell([sum((r[3] or 0) + (r[7] or 0) for r in runs.get((cfg, n, p), {}).get("rows", {}).values()) if (cfg, n, p) in runs else None
+                    for p in range(1, passes + 1)], "%d")))
+print("#")
+print("# all_reduce float32 sum, time_us (cc: out of place | in place; gloo: in place only)")
+for n in map(int, nranks):
+    sizes = sorted({s for (c, nn, p), r in runs.items() if nn == n for (coll, s) in r["rows"] if coll == "all_reduce"})
+    show = [s for s in sizes if s in (sizes[0] if sizes else -1, MIB, 16 * MIB, 64 * MIB)]
+    print("#  n=%d" % n)
+    for s in show:
+        parts = []
+        for cfg in configs:
+            if cfg.startswith("cc"):
+                parts.append("%s %s | %s" % (cfg, cell([get(cfg, n, p, "all_reduce", s, 0) for p in range(1, passes + 1)]),
+                                             cell([get(cfg, n, p, "all_reduce", s, 4) for p in range(1, passes + 1)])))
+            else:
+                parts.append("%s %s" % (cfg, cell([get(cfg, n, p, "all_reduce", s, 4) for p in range(1, passes + 1)])))
+        print("#    %9d B   %s" % (s, "    ".join(parts)))
+print("#")
+print("# all_reduce at 64 MiB vs the copy of the same cc_bench run: mem_GBps = 2*n*algbw (n inputs read,")
+print("# n outputs written); copy_GBps = the copy's busbw with every rank copying (2*n*size/time);")
+print("# copy1_GBps = rank 0 copying alone (2*size/time); ratio = mem_GBps / copy_GBps")
+S = 64 * MIB
+for n in map(int, nranks):
+    for cfg in [c for c in configs if c.startswith("cc")]:
+        for p in range(1, passes + 1):
+            ar_t, ar_ip_t = get(cfg, n, p, "all_reduce", S, 0), get(cfg, n, p, "all_reduce", S, 4)
+            cp_all, cp_one = get(cfg, n, p, "copy", S, 6), get(cfg, n, p, "copy", S, 2)
+            if ar_t is None or cp_all is None:
+                print("#   n=%d %-6s pass %d: missing" % (n, cfg, p))
+                continue
+            mem = 2.0 * n * S / 1e9 / (ar_t * 1e-6)
+            mem_ip = 2.0 * n * S / 1e9 / (ar_ip_t * 1e-6) if ar_ip_t else None
+            print("#   n=%d %-6s pass %d: all_reduce %9.1f us (in place %9.1f us)  mem_GBps %7.1f (in place %s)"
+                  "  copy_GBps %7.1f  copy1_GBps %7.1f  ratio %.3f (in place %s)" % (
+                      n, cfg, p, ar_t, ar_ip_t or 0.0, mem, "%.1f" % mem_ip if mem_ip else "-",
+                      cp_all, cp_one or 0.0, mem / cp_all, "%.3f" % (mem_ip / cp_all) if mem_ip else "-"))
+    if "gloo" in configs:
+        gl = [get("gloo", n, p, "all_reduce", S, 4) for p in range(1, passes + 1)]
+        print("#   n=%d gloo   all_reduce in place, us: %s  mem_GBps: %s" % (
+            n, cell(gl, "%.1f"), cell([2.0 * n * S / 1e9 / (t * 1e-6) if t else None for t in gl], "%.1f")))
+print("#")
+EOF
+}
+
+if [ "${SUMMARY_ONLY:-0}" = 1 ]; then
+    if [ -z "${RESULT:-}" ] || [ ! -r "$RESULT" ]; then
+        echo "cuda_compare.sh: SUMMARY_ONLY=1 needs RESULT=FILE, a results file to read" >&2
+        exit 2
+    fi
+    summarize "$RESULT"
+    exit
+fi
 
 if [ -z "${RESULT:-}" ]; then
     mkdir -p "$TOP/bench/results" || exit 1
@@ -85,8 +210,8 @@ if ! build $NVCC_ARCH; then
 fi
 
 # ---------------------------------------------------------------- header
-CC_ARGS="-G 1 -o all_reduce,copy -d float -R sum $SIZES $ITERS"
-GLOO_ARGS="-o all_reduce $SIZES $ITERS"
+CC_ARGS="-g 1 -k all_reduce,copy -d float -o sum $SIZES $ITERS"
+GLOO_ARGS="-k all_reduce -d float -o sum $SIZES $ITERS"
 {
     echo "# cuda_compare.sh: cc (cc_cuda.cuh) vs torch.distributed gloo on CUDA tensors, every rank on one GPU"
     echo "# date: $(date -Is)  host: $(hostname)  kernel: $(uname -r)  cpus: $(nproc --all)"
@@ -101,8 +226,8 @@ GLOO_ARGS="-o all_reduce $SIZES $ITERS"
     echo "# torch: $("$PYTHON" -c 'import torch; print(torch.__version__, "cuda", torch.version.cuda)' 2>&1 | tail -n 1)"
     echo "# build: $BUILD_CMD"
     echo "# commands (N = nranks in $NRANKS; every one with CUDA_VISIBLE_DEVICES=$GPU):"
-    echo "#   cc:    $CCRUN -n N $BENCH $CC_ARGS"
-    echo "#   cc_m0: $CCRUN -n N $BENCH $CC_ARGS -M 0"
+    echo "#   cc:    $CCRUN -n N $BENCH $CC_ARGS -R 1"
+    echo "#   cc_r0: $CCRUN -n N $BENCH $CC_ARGS -R 0"
     echo "#   gloo:  $PYTHON $HERE/gloo_cuda.py -N N $GLOO_ARGS"
     echo "# passes: $PASSES, interleaved (order rotating); configs: $CONFIGS"
 } > "$RESULT"
@@ -113,8 +238,8 @@ run_one() {   # run_one CONFIG N PASS
     local cfg=$1 n=$2 p=$3 err rc t0 t1
     local -a cmd
     case $cfg in
-    cc)    read -r -a cmd <<< "$CCRUN -n $n $BENCH $CC_ARGS" ;;
-    cc_m0) read -r -a cmd <<< "$CCRUN -n $n $BENCH $CC_ARGS -M 0" ;;
+    cc)    read -r -a cmd <<< "$CCRUN -n $n $BENCH $CC_ARGS -R 1" ;;
+    cc_r0 | cc_m0) read -r -a cmd <<< "$CCRUN -n $n $BENCH $CC_ARGS -R 0" ;;
     gloo)  read -r -a cmd <<< "$PYTHON $HERE/gloo_cuda.py -N $n $GLOO_ARGS" ;;
     *)     echo "cuda_compare.sh: unknown config $cfg" >&2; return ;;
     esac
@@ -146,88 +271,7 @@ done
 
 # ---------------------------------------------------------------- summary
 SUMMARY=$(mktemp)
-"$PYTHON" - "$RESULT" "$PASSES" "$NRANKS" "$CONFIGS" > "$SUMMARY" <<'EOF'
-import re, sys
-
-path, passes, nranks, configs = sys.argv[1], int(sys.argv[2]), sys.argv[3].split(), sys.argv[4].split()
-runs = {}   # (cfg, n, pass) -> {"rows": {(coll, size): [oop_t, oop_algbw, oop_busbw, oop_wrong, ip_t, ...]}, "rc": rc}
-cur = None
-for line in open(path):
-    m = re.match(r"#### run: (\S+) n=(\d+) pass=(\d+)", line)
-    if m:
-        cur = runs.setdefault((m.group(1), int(m.group(2)), int(m.group(3))), {"rows": {}, "rc": None})
-        continue
-    if cur is None:
-        continue
-    m = re.match(r"# rc=(-?\d+)", line)
-    if m:
-        cur["rc"] = int(m.group(1))
-        continue
-    f = line.split()
-    if line.startswith("  ") and len(f) >= 15:
-        def num(x):
-            try:
-                return float(x)
-            except ValueError:
-                return None
-        cur["rows"][(f[0], int(f[1]))] = [num(x) for x in f[5:9]] + [num(x) for x in f[11:15]]
-
-def cell(vals, fmt="%.2f"):
-    return "/".join(fmt % v if v is not None else "-" for v in vals)
-
-def get(cfg, n, p, coll, size, i):
-    r = runs.get((cfg, n, p), {}).get("rows", {}).get((coll, size))
-    return r[i] if r else None
-
-MIB = 1 << 20
-print("#")
-print("# ======== summary (each cell: pass1/pass2/...; - = missing)")
-print("# exit status per run (cc_bench and gloo_cuda.py exit 1 when a result was wrong):")
-for n in map(int, nranks):
-    for cfg in configs:
-        print("#   n=%d %-6s rc %s   #wrong %s" % (n, cfg, cell([runs.get((cfg, n, p), {}).get("rc") for p in range(1, passes + 1)], "%d"),
-              cell([sum((r[3] or 0) + (r[7] or 0) for r in runs.get((cfg, n, p), {}).get("rows", {}).values()) if (cfg, n, p) in runs else None
-                    for p in range(1, passes + 1)], "%d")))
-print("#")
-print("# all_reduce float32 sum, time_us (cc: out of place | in place; gloo: in place only)")
-for n in map(int, nranks):
-    sizes = sorted({s for (c, nn, p), r in runs.items() if nn == n for (coll, s) in r["rows"] if coll == "allreduce"})
-    show = [s for s in sizes if s in (sizes[0] if sizes else -1, MIB, 16 * MIB, 64 * MIB)]
-    print("#  n=%d" % n)
-    for s in show:
-        parts = []
-        for cfg in configs:
-            if cfg.startswith("cc"):
-                parts.append("%s %s | %s" % (cfg, cell([get(cfg, n, p, "allreduce", s, 0) for p in range(1, passes + 1)]),
-                                             cell([get(cfg, n, p, "allreduce", s, 4) for p in range(1, passes + 1)])))
-            else:
-                parts.append("%s %s" % (cfg, cell([get(cfg, n, p, "allreduce", s, 4) for p in range(1, passes + 1)])))
-        print("#    %9d B   %s" % (s, "    ".join(parts)))
-print("#")
-print("# all_reduce at 64 MiB vs the copy of the same cc_bench run: mem_GBps = 2*n*algbw (n inputs read,")
-print("# n outputs written); copy_GBps = the copy's busbw with every rank copying (2*n*size/time);")
-print("# copy1_GBps = rank 0 copying alone (2*size/time); ratio = mem_GBps / copy_GBps")
-S = 64 * MIB
-for n in map(int, nranks):
-    for cfg in [c for c in configs if c.startswith("cc")]:
-        for p in range(1, passes + 1):
-            ar_t, ar_ip_t = get(cfg, n, p, "allreduce", S, 0), get(cfg, n, p, "allreduce", S, 4)
-            cp_all, cp_one = get(cfg, n, p, "copy", S, 6), get(cfg, n, p, "copy", S, 2)
-            if ar_t is None or cp_all is None:
-                print("#   n=%d %-6s pass %d: missing" % (n, cfg, p))
-                continue
-            mem = 2.0 * n * S / 1e9 / (ar_t * 1e-6)
-            mem_ip = 2.0 * n * S / 1e9 / (ar_ip_t * 1e-6) if ar_ip_t else None
-            print("#   n=%d %-6s pass %d: all_reduce %9.1f us (in place %9.1f us)  mem_GBps %7.1f (in place %s)"
-                  "  copy_GBps %7.1f  copy1_GBps %7.1f  ratio %.3f (in place %s)" % (
-                      n, cfg, p, ar_t, ar_ip_t or 0.0, mem, "%.1f" % mem_ip if mem_ip else "-",
-                      cp_all, cp_one or 0.0, mem / cp_all, "%.3f" % (mem_ip / cp_all) if mem_ip else "-"))
-    if "gloo" in configs:
-        gl = [get("gloo", n, p, "allreduce", S, 4) for p in range(1, passes + 1)]
-        print("#   n=%d gloo   all_reduce in place, us: %s  mem_GBps: %s" % (
-            n, cell(gl, "%.1f"), cell([2.0 * n * S / 1e9 / (t * 1e-6) if t else None for t in gl], "%.1f")))
-print("#")
-EOF
+summarize "$RESULT" "$PASSES" "$NRANKS" "$CONFIGS" > "$SUMMARY"
 cat "$SUMMARY" >> "$RESULT"
 rm -f "$SUMMARY"
 echo "done: $RESULT"
