@@ -332,6 +332,11 @@ CC_API cc_result cc_group_end(cc_comm *c, cc_request **req);
 CC_API cc_result cc_wait(cc_request *req);
 /* cc_test - *done = 1 when the request has finished; never blocks. */
 CC_API cc_result cc_test(cc_request *req, int *done);
+/* cc_request_error - once cc_test said done: the detail of the request's own
+ *   failure ("" when it succeeded), which a later failure on the communicator
+ *   does not overwrite. Valid until cc_wait frees the request; "" before it is
+ *   done, and for NULL. */
+CC_API const char *cc_request_error(const cc_request *req);
 
 /* cc_spawn - fork `nprocs` ranks on this host (as torch's mp.spawn); each calls
  *   fn(c, arg) with a ready communicator. Returns 0 when every rank returned 0;
@@ -3891,14 +3896,22 @@ static cc_result cc__engine_run(cc_comm *c, cc__msg *m, int n, cc__done_fn cb, v
   return r;
 }
 
-static void cc__msg_set(cc__msg *m, int is_send, int peer, int tag, const void *buf, size_t bytes) {
+/* One message of a run. A receive's buffer is written, never read, so it is
+   taken as void * (a const parameter would tell the compiler it is read). */
+static void cc__msg_set(cc__msg *m, int is_send, int peer, int tag, void *buf, size_t bytes) {
   memset(m, 0, sizeof *m);
   m->is_send = is_send;
   m->peer = peer;
   m->tag = tag;
-  m->buf = (unsigned char *)(uintptr_t)buf;
+  m->buf = (unsigned char *)buf;
   m->bytes = bytes;
   m->live = 1;
+}
+static void cc__msg_send(cc__msg *m, int peer, int tag, const void *buf, size_t bytes) {
+  cc__msg_set(m, 1, peer, tag, (void *)(uintptr_t)buf, bytes);
+}
+static void cc__msg_recv(cc__msg *m, int peer, int tag, void *buf, size_t bytes) {
+  cc__msg_set(m, 0, peer, tag, buf, bytes);
 }
 /* ============================================================== @algo */
 /* The collectives. Three executors, each driven by @plan:
@@ -4334,8 +4347,8 @@ static cc_result cc__msg_xchg(cc_comm *c, int to, const void *sb, size_t sbytes,
                               const char *what) {
   cc__msg m[2];
   int n = 0;
-  if (to >= 0) cc__msg_set(&m[n++], 1, to, CC__TAG_COLL, sb, sbytes);
-  if (from >= 0) cc__msg_set(&m[n++], 0, from, CC__TAG_COLL, rb, rbytes);
+  if (to >= 0) cc__msg_send(&m[n++], to, CC__TAG_COLL, sb, sbytes);
+  if (from >= 0) cc__msg_recv(&m[n++], from, CC__TAG_COLL, rb, rbytes);
   return n ? cc__engine_run(c, m, n, NULL, NULL, &c->cur, what) : CC_OK;
 }
 
@@ -4406,7 +4419,7 @@ static cc_result cc__msg_rs_direct(cc_comm *c, const int *M, int m, int p, const
     size_t i;
     if (j == p) continue;
     for (i = 0; i < nch; i++)
-      cc__msg_set(&ms[n++], 0, M[j], CC__TAG_COLL, x.scratch + ((size_t)q * blen + i * chunk) * es,
+      cc__msg_recv(&ms[n++], M[j], CC__TAG_COLL, x.scratch + ((size_t)q * blen + i * chunk) * es,
                   blen ? CC__MIN(chunk, blen - i * chunk) * es : 0);
     q++;
   }
@@ -4417,20 +4430,20 @@ static cc_result cc__msg_rs_direct(cc_comm *c, const int *M, int m, int p, const
     size_t bo = cc__part(count, m, j), bl = cc__part(count, m, j + 1) - bo;
     if (j == p) continue;
     for (o = 0; o == 0 || o < bl; o += chunk)
-      cc__msg_set(&ms[n++], 0, M[j], CC__TAG_COLL, (unsigned char *)full + (bo + o) * es, bl ? CC__MIN(chunk, bl - o) * es : 0);
+      cc__msg_recv(&ms[n++], M[j], CC__TAG_COLL, (unsigned char *)full + (bo + o) * es, bl ? CC__MIN(chunk, bl - o) * es : 0);
   }
   for (j = 1; j < m; j++) {            /* sends, staggered: member p+1 first */
     int to = (p + j) % m;
     size_t bo = cc__part(count, m, to), bl = cc__part(count, m, to + 1) - bo;
     for (o = 0; o == 0 || o < bl; o += chunk)
-      cc__msg_set(&ms[n++], 1, M[to], CC__TAG_COLL, src + (bo + o) * es, bl ? CC__MIN(chunk, bl - o) * es : 0);
+      cc__msg_send(&ms[n++], M[to], CC__TAG_COLL, src + (bo + o) * es, bl ? CC__MIN(chunk, bl - o) * es : 0);
   }
   if (full) {                          /* each folded chunk goes to everyone as soon as it is done */
     x.ag = (int)n;
     for (j = 1; j < m; j++) {
       size_t i;
       for (i = 0; i < nch; i++) {
-        cc__msg_set(&ms[n], 1, M[(p + j) % m], CC__TAG_COLL, x.out + i * chunk * es, blen ? CC__MIN(chunk, blen - i * chunk) * es : 0);
+        cc__msg_send(&ms[n], M[(p + j) % m], CC__TAG_COLL, x.out + i * chunk * es, blen ? CC__MIN(chunk, blen - i * chunk) * es : 0);
         ms[n++].live = 0;
       }
     }
@@ -4478,7 +4491,7 @@ static cc_result cc__msg_bcast(cc_comm *c, const int *M, int m, int p, int rp, v
         break;
       }
     for (mask >>= 1; mask > 0; mask >>= 1)
-      if (v + mask < m) cc__msg_set(&o[n++], 1, M[(v + mask + rp) % m], CC__TAG_COLL, buf, bytes);
+      if (v + mask < m) cc__msg_send(&o[n++], M[(v + mask + rp) % m], CC__TAG_COLL, buf, bytes);
     return n ? cc__engine_run(c, o, n, NULL, NULL, &c->cur, what) : CC_OK;
   } else {
     size_t chunk = CC__MAX(c->set.net_chunk, (size_t)1), nch = (bytes + chunk - 1) / chunk, j;
@@ -4488,9 +4501,9 @@ static cc_result cc__msg_bcast(cc_comm *c, const int *M, int m, int p, int rp, v
     if (!ms) return cc__oom(c, what);
     x.nrecv = prev >= 0 ? (int)nch : 0;
     for (j = 0; prev >= 0 && j < nch; j++)
-      cc__msg_set(&ms[n++], 0, prev, CC__TAG_COLL, (unsigned char *)buf + j * chunk, CC__MIN(chunk, bytes - j * chunk));
+      cc__msg_recv(&ms[n++], prev, CC__TAG_COLL, (unsigned char *)buf + j * chunk, CC__MIN(chunk, bytes - j * chunk));
     for (j = 0; next >= 0 && j < nch; j++) {
-      cc__msg_set(&ms[n], 1, next, CC__TAG_COLL, (unsigned char *)buf + j * chunk, CC__MIN(chunk, bytes - j * chunk));
+      cc__msg_send(&ms[n], next, CC__TAG_COLL, (unsigned char *)buf + j * chunk, CC__MIN(chunk, bytes - j * chunk));
       ms[n++].live = prev < 0;
     }
     r = cc__engine_run(c, ms, n, prev >= 0 && next >= 0 ? cc__chain_done : NULL, &x, &c->cur, what);
@@ -4518,8 +4531,8 @@ static cc_result cc__msg_reduce(cc_comm *c, const int *M, int m, int p, int rp, 
       return cc__oom(c, what);
     }
     for (j = 0; j < m; j++) {
-      if (p != rp && j == p) cc__msg_set(&ms[n++], 1, M[rp], CC__TAG_COLL, in, bytes);
-      if (p == rp && j != p) cc__msg_set(&ms[n++], 0, M[j], CC__TAG_COLL, tmp + (size_t)j * bytes, bytes);
+      if (p != rp && j == p) cc__msg_send(&ms[n++], M[rp], CC__TAG_COLL, in, bytes);
+      if (p == rp && j != p) cc__msg_recv(&ms[n++], M[j], CC__TAG_COLL, tmp + (size_t)j * bytes, bytes);
       srcs[j] = j == p ? in : tmp + (size_t)j * bytes;
     }
     r = cc__engine_run(c, ms, n, NULL, NULL, &c->cur, what);
@@ -4532,8 +4545,8 @@ static cc_result cc__msg_reduce(cc_comm *c, const int *M, int m, int p, int rp, 
     r = cc__msg_rs_direct(c, M, m, p, in, acc + bo, count, t, op, NULL, what);
     for (j = 0; r == CC_OK && j < m; j++) {
       size_t o = cc__part(count, m, j) * es, l = cc__part(count, m, j + 1) * es - o;
-      if (p == rp && j != p) cc__msg_set(&ms[n++], 0, M[j], CC__TAG_COLL, acc + o, l);
-      if (p != rp && j == p) cc__msg_set(&ms[n++], 1, M[rp], CC__TAG_COLL, acc + o, l);
+      if (p == rp && j != p) cc__msg_recv(&ms[n++], M[j], CC__TAG_COLL, acc + o, l);
+      if (p != rp && j == p) cc__msg_send(&ms[n++], M[rp], CC__TAG_COLL, acc + o, l);
     }
     if (r == CC_OK) r = cc__engine_run(c, ms, n, NULL, NULL, &c->cur, what);
   }
@@ -4562,8 +4575,8 @@ static cc_result cc__msg_allreduce(cc_comm *c, const int *M, int m, int p, const
     }
     for (j = 1; j < m; j++) {
       int to = (p + j) % m, from = (p - j + m) % m;
-      cc__msg_set(&ms[n++], 1, M[to], CC__TAG_COLL, in, bytes);
-      cc__msg_set(&ms[n++], 0, M[from], CC__TAG_COLL, tmp + (size_t)from * bytes, bytes);
+      cc__msg_send(&ms[n++], M[to], CC__TAG_COLL, in, bytes);
+      cc__msg_recv(&ms[n++], M[from], CC__TAG_COLL, tmp + (size_t)from * bytes, bytes);
     }
     for (j = 0; j < m; j++) srcs[j] = j == p ? in : tmp + (size_t)j * bytes;
     r = cc__engine_run(c, ms, n, NULL, NULL, &c->cur, what);
@@ -4641,9 +4654,9 @@ static cc_result cc__msg_flat(cc_comm *c, const cc__call *k) {
   for (j = 1; j < n; j++) {            /* in a staggered order, so that not all send to one rank first */
     int to = (me + j) % n, from = (me - j + n) % n;
     if ((p.writer < 0 || p.writer == me) && (p.reader < 0 || p.reader == to))
-      cc__msg_set(&ms[nm++], 1, to, CC__TAG_COLL, sb + p.soff[to], p.slen[to]);
+      cc__msg_send(&ms[nm++], to, CC__TAG_COLL, sb + p.soff[to], p.slen[to]);
     if ((p.reader < 0 || p.reader == me) && (p.writer < 0 || p.writer == from))
-      cc__msg_set(&ms[nm++], 0, from, CC__TAG_COLL, rb + p.roff[from], p.rlen[from]);
+      cc__msg_recv(&ms[nm++], from, CC__TAG_COLL, rb + p.roff[from], p.rlen[from]);
   }
   if (copy) {                          /* this rank's own piece, from the copy */
     if (p.rlen[me]) memmove(rb + p.roff[me], sb + p.soff[me], p.rlen[me]);
@@ -4822,8 +4835,8 @@ static cc_result cc__p2p_run(cc_comm *c, const cc__call *calls, int ncalls, cons
   for (i = 0; i < ncalls; i++) {
     const cc__call *k = &calls[i];
     if (k->coll != CC__SEND && k->coll != CC__RECV) continue;
-    cc__msg_set(&m[n++], k->coll == CC__SEND, k->peer, k->tag, k->coll == CC__SEND ? k->sbuf : k->rbuf,
-                k->count * cc__dtype_bytes(k->t));
+    if (k->coll == CC__SEND) cc__msg_send(&m[n++], k->peer, k->tag, k->sbuf, k->count * cc__dtype_bytes(k->t));
+    else cc__msg_recv(&m[n++], k->peer, k->tag, k->rbuf, k->count * cc__dtype_bytes(k->t));
   }
   r = cc__engine_run(c, m, n, NULL, NULL, NULL, what);
   return r;
@@ -6443,6 +6456,10 @@ CC_API cc_result cc_test(cc_request *req, int *done) {
   return CC_OK;
 }
 
+CC_API const char *cc_request_error(const cc_request *req) {
+  return req && CC__LOAD(&req->done) ? req->err : "";
+}
+
 CC_API cc_result cc_wait(cc_request *req) {
   cc_result r;
   if (!req) return cc__fail(NULL, CC_ERR_INVALID_ARG, "wait: req is NULL");
@@ -6477,7 +6494,7 @@ static cc_result cc__op_slot(cc_comm *c, int *slot) {
 }
 
 CC_API cc_result cc_op_create(cc_comm *c, cc_reduce_fn fn, void *user, cc_op *out) {
-  int s;
+  int s = 0;
   CC__CHECK_COMM(c);
   if (!fn) return cc__fail(c, CC_ERR_INVALID_ARG, "op_create: fn is NULL");
   if (!out) return cc__fail(c, CC_ERR_INVALID_ARG, "op_create: out is NULL");
@@ -6491,7 +6508,7 @@ CC_API cc_result cc_op_create(cc_comm *c, cc_reduce_fn fn, void *user, cc_op *ou
 }
 
 CC_API cc_result cc_op_create_premul_sum(cc_comm *c, cc_dtype t, const void *scalar, cc_op *out) {
-  int s;
+  int s = 0;
   CC__CHECK_COMM(c);
   CC__TRY(cc__v_dtype(c, "op_create_premul_sum", t));
   if (!scalar) return cc__fail(c, CC_ERR_INVALID_ARG, "op_create_premul_sum: scalar is NULL");

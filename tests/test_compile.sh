@@ -7,6 +7,7 @@
 #     run; also implemented in C++ and used from C and back;
 #   - in a TU that includes it for the declarations first and implements it
 #     after; and after <stdio.h> with -D_GNU_SOURCE (as the header asks);
+#   - at -O0, -O1, -Os and -O3 as well (compiled only);
 #   - with -DCC_NO_TCP and with -DCC_NO_SHM (compiled only).
 # One PASS or FAIL line per combination; a SKIP line for an absent compiler.
 # CC_TEST_QUICK set (the sanitizer runs): skipped, the flags change nothing here.
@@ -138,6 +139,12 @@ for comp in gcc clang g++ clang++; do
     "$comp $f -I$root -c impl-late.$e -o impl-late-$comp.o"
   job "$comp -std=$std -D_GNU_SOURCE: the implementation after <stdio.h>" \
     "$comp $f -D_GNU_SOURCE -I$root -c impl-after-stdio.$e -o impl-after-stdio-$comp.o"
+  # gcc's flow-dependent warnings (-Wmaybe-uninitialized and the like) come
+  # and go with the optimisation level: every level a user may pick.
+  for lvl in -O0 -O1 -Os -O3; do
+    job "$comp -std=$std $lvl: implementation TU" \
+      "$comp ${f/-O2/$lvl} -I$root -c impl.$e -o impl-$comp$lvl.o"
+  done
   for macro in CC_NO_TCP CC_NO_SHM; do
     job "$comp -std=$std -D$macro: implementation TU" \
       "$comp $f -D$macro -I$root -c impl.$e -o impl-$comp-$macro.o"

@@ -11,6 +11,9 @@
  *                 the communicator works
  *   mismatch/...  ranks call different collectives, counts, dtypes, ops, roots:
  *                 CC_ERR_MISMATCH on every rank, no hang; then CC_ERR_ABORTED
+ *   async         an asynchronous all_reduce whose counts disagree: the request's
+ *                 own message (cc_request_error) names the mismatch, and keeps it
+ *                 after a later call failed with another message
  *   abort         cc_comm_abort from a second thread while the main thread waits in
  *                 an all_reduce: every rank's pending and later calls return
  *                 CC_ERR_ABORTED
@@ -861,6 +864,56 @@ static void case_mismatch(int kind) {
   check_clean(cs);
 }
 
+/* ---------------------------------------------------------------- async/... */
+
+/* An asynchronous all_reduce whose counts disagree (rank 1 says 5, the others
+ * 4): the request fails with CC_ERR_MISMATCH; its own message
+ * (cc_request_error, once cc_test says done) names the mismatch and stays so
+ * after a later call on the communicator failed with another message. */
+static int async_fn(cc_comm *c, void *arg) {
+  int rank = cc_comm_rank(c), done = 0, rc;
+  struct report *me = &sh->r[rank];
+  float a[5] = {1, 2, 3, 4, 5}, b[5];
+  cc_request *req = NULL;
+  int64_t t0;
+  (void)arg;
+  if (cc_barrier(c) != CC_OK) { record(me, c, -1); me->reached = 1; return 0; }
+  me->t_call = now_ns();
+  cc_group_begin(c);
+  cc_all_reduce(c, a, b, rank == 1 ? 5 : 4, CC_FLOAT32, CC_SUM);
+  if (cc_group_end(c, &req) != CC_OK || !req) { record(me, c, -2); me->reached = 1; return 0; }
+  t0 = now_ns();
+  while (cc_test(req, &done) == CC_OK && !done && now_ns() - t0 < 5 * SEC) sleep_ms(1);
+  copy_str(me->err, sizeof me->err, cc_request_error(req));     /* before anything else fails */
+  second_call(me, c);                  /* fails too (CC_ERR_ABORTED), with a message of its own */
+  if (strcmp(me->err, cc_request_error(req)) != 0) me->iterations = 1;   /* the request's own changed */
+  rc = cc_wait(req);
+  me->code = rc;
+  me->t_ret = now_ns();
+  me->reached = 1;
+  return 0;
+}
+
+static void case_async(void) {
+  const int n = 3;
+  const char *cs = "async/a failed request keeps its own message";
+  struct verdict v;
+  int r;
+  begin_case();
+  spawn(cs, n, async_fn, NULL);
+  v_init(&v);
+  for (r = 0; r < n; r++) {
+    struct report *m = &sh->r[r];
+    if (m->reached != 1 || m->code != CC_ERR_MISMATCH || !strstr(m->err, "called all_reduce(count ") ||
+        m->iterations != 0 || m->code2 != CC_ERR_ABORTED || !strstr(m->err2, "failed earlier"))
+      v_fail(&v, r, "request %s, cc_request_error \"%s\"%s; the next call %s (\"%s\")", code_name(m->code), m->err,
+             m->iterations ? " (it changed after the next call)" : "", code_name(m->code2), m->err2);
+  }
+  result(v.ok, "%s: the request returns CC_ERR_MISMATCH, cc_request_error names it before and after the next call "
+         "failed with CC_ERR_ABORTED (\"%s\")%s%s", cs, sh->r[0].err, v.ok ? "" : ": ", v.why);
+  check_clean(cs);
+}
+
 /* ---------------------------------------------------------------- abort */
 
 static void *abort_thread(void *p) {
@@ -1349,6 +1402,7 @@ int main(void) {
   case_args();
   for (kind = 0; kind < MM_KINDS; kind++) case_mismatch(kind);
   case_abort();
+  case_async();
   case_timeout_spawn();
   case_timeout_cfg();
   case_kill("kill/large count", large, 0);
