@@ -19,7 +19,9 @@
 # 8 B to 64 MiB, about -l seconds per size (BENCH_ARGS is added last).
 #
 # Writes RESULTS (default build/before_after/DATE-TIME): SIDE_CONFIG_passN.txt
-# per run and SUMMARY.txt: per configuration and collective, latency at 8 B and
+# per run and SUMMARY.txt: the c2c fingerprint's medians per side, then per
+# configuration and collective, latency at the smallest size (8 B, or the
+# least that the ranks can split) and
 # busbw at 1, 16 and 64 MiB, before and after, each as the median of the
 # passes with every pass's value, and after/before (busbw: > 1 is better;
 # latency: < 1 is better), with a "!" where the median is more than 10% worse.
@@ -73,6 +75,11 @@ for p in $(seq "$PASSES"); do
   done
 done
 
+# The fingerprint: every c2c median (ns) taken around each side's runs.
+for side in before after; do
+  echo "# c2c $side: $(cat "$R/${side}"_*_pass*.txt 2>/dev/null | grep -oE '^# c2c (before|after): .*median=[0-9.]+' | grep -oE '[0-9.]+$' | sort -n | awk '{v[NR]=$1} END {if (NR) printf "median %s ns over %d readings (least %s, most %s)", v[int((NR+1)/2)], NR, v[1], v[NR]}')"
+done >> "$R/SUMMARY.txt"
+
 # rows: "# Collective test: NAME" sections; size count type redop root, out-of-place time algbw busbw #wrong, ...
 awk -v passes="$PASSES" -v only="$ONLY" -v R="$R" '
 function val(side, conf, coll, size, col,   p, f, line, n, a, cur, v, out) {
@@ -82,7 +89,8 @@ function val(side, conf, coll, size, col,   p, f, line, n, a, cur, v, out) {
     while ((getline line < f) > 0) {
       if (line ~ /^# Collective test: /) { split(line, a, " "); cur = a[4] }
       n = split(line, a, " ")
-      if (cur == coll && n >= 9 && a[1] == size && a[1] ~ /^[0-9]+$/) v = a[col]
+      # size "min": the first row of the collective (8 B, or the least that np ranks can split)
+      if (cur == coll && n >= 9 && a[1] ~ /^[0-9]+$/ && (a[1] == size || (size == "min" && v == "-"))) v = a[col]
     }
     close(f)
     out = out (out == "" ? "" : "/") v
@@ -101,7 +109,7 @@ BEGIN {
   for (ci = 1; ci <= nconf; ci++) for (k = 1; k <= ncolls; k++) {
     coll = colls[k]
     for (m = 1; m <= 4; m++) {
-      if (m == 1) { size = coll == "barrier" ? 0 : 8; col = 6; what = "lat_us@" size "B" } else {
+      if (m == 1) { size = "min"; col = 6; what = "lat_us@min" } else {
         if (coll == "barrier") continue
         size = m == 2 ? 1048576 : m == 3 ? 16777216 : 67108864; col = 8; what = "busbw@" (m == 2 ? "1M" : m == 3 ? "16M" : "64M") }
       b = val("before", confs[ci], coll, size, col); a = val("after", confs[ci], coll, size, col)
