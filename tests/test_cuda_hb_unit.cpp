@@ -1,0 +1,184 @@
+/* tests/test_cuda_hb_unit.cpp - the happens-before checker's logic
+ * (tests/cuda_emu_hb.h) against cases computed by hand: vector clocks, races
+ * of reads and writes by byte range, the reads it keeps and forgets, the
+ * segments it splits and merges, a full shadow, the check before a close.
+ * Needs no CUDA: g++ or clang++ alone (tests/test_cuda_hb.sh builds it with
+ * both, -Wall -Wextra -Wpedantic -Werror). */
+#include "cuda_emu_hb.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+static int fails, checks;
+#define CHECK(cond, ...)                                                                             \
+  do {                                                                                               \
+    checks++;                                                                                        \
+    if (!(cond)) {                                                                                   \
+      if (!fails++) printf("FAIL: cuda hb unit: line %d: ", __LINE__), printf(__VA_ARGS__), printf("\n"); \
+    }                                                                                                \
+  } while (0)
+
+enum { A = 0, B = 1, C = 2 };
+
+static hb_shadow *fresh(uint64_t size) {
+  hb_shadow *s = (hb_shadow *)calloc(1, sizeof *s);
+  if (!s) {
+    printf("FAIL: cuda hb unit: out of memory\n");
+    exit(1);
+  }
+  hb_shadow_init(s, size);
+  return s;
+}
+
+static int is_b(uint16_t agent, uint32_t clk, void *u) {
+  (void)clk, (void)u;
+  return agent == B;
+}
+
+int main(void) {
+  uint32_t va[HB_MAXA], vb[HB_MAXA], vc[HB_MAXA], t[HB_MAXA];
+  hb_conflict c;
+  hb_shadow *s;
+  int i, r;
+
+  /* vector clocks: join is the entrywise max, leq the entrywise order */
+  memset(va, 0, sizeof va);
+  memset(vb, 0, sizeof vb);
+  va[A] = 3, va[B] = 1;
+  vb[A] = 2, vb[B] = 5, vb[C] = 7;
+  memcpy(t, va, sizeof t);
+  hb_vc_join(t, vb);
+  CHECK(t[A] == 3 && t[B] == 5 && t[C] == 7 && t[3] == 0, "join: %u %u %u %u", t[A], t[B], t[C], t[3]);
+  CHECK(hb_vc_leq(va, t) && hb_vc_leq(vb, t) && !hb_vc_leq(va, vb) && !hb_vc_leq(vb, va), "leq");
+  {
+    hb_acc x = {4, A, 0}, none = {0, B, 0};
+    CHECK(!hb_before(x, va) && hb_before(x, t) == 0 && hb_before(none, va), "before: 4 > 3");
+    va[A] = 4;
+    CHECK(hb_before(x, va), "before: 4 <= 4");
+  }
+
+  /* A writes [0, 100) at clock 1; B reads [50, 60) knowing nothing of A: a race
+     (read after write) on exactly those bytes; once B has A's clock 1, none */
+  s = fresh(1000);
+  memset(va, 0, sizeof va), memset(vb, 0, sizeof vb), memset(vc, 0, sizeof vc);
+  va[A] = 1, vb[B] = 1, vc[C] = 1;
+  r = hb_access(s, 0, 100, 1, A, 7, va, &c);
+  CHECK(r == 0 && s->nseg == 2 && s->seg[1].lo == 100, "first write: r %d nseg %u", r, s->nseg);
+  r = hb_access(s, 50, 60, 0, B, 8, vb, &c);
+  CHECK(r == 1 && c.kind == HB_WR && c.prev.agent == A && c.prev.clk == 1 && c.prev.op == 7 && c.lo == 50 &&
+            c.hi == 60, "unordered read: r %d kind %d prev %u/%u [%llu, %llu)", r, c.kind, c.prev.agent,
+        c.prev.clk, (unsigned long long)c.lo, (unsigned long long)c.hi);
+  CHECK(s->nseg == 4, "segments after the read: %u (want [0,50) [50,60) [60,100) [100,1000))", s->nseg);
+  vb[A] = 1;                           /* B acquires A's clock 1 (a flag) */
+  r = hb_access(s, 0, 100, 0, B, 8, vb, &c);
+  CHECK(r == 0, "ordered read: r %d", r);
+  /* same agent: A writes again over what it wrote: never a race with itself,
+     but B's reads are not ordered before A: a race (write after read) */
+  va[A] = 2;
+  r = hb_access(s, 10, 20, 1, A, 7, va, &c);
+  CHECK(r == 1 && c.kind == HB_RW && c.prev.agent == B, "write after unordered read: r %d kind %d", r, c.kind);
+  va[B] = 1;                           /* A learns B's clock 1 (its reads happened first) */
+  va[A] = 3;
+  r = hb_access(s, 0, 100, 1, A, 7, va, &c);
+  CHECK(r == 0, "write after ordered reads: r %d kind %d", r, c.kind);
+  CHECK(s->nseg == 2 && s->seg[0].w.clk == 3 && s->seg[0].r[0].clk == 0, "one write forgets the reads, merges: nseg %u",
+        s->nseg);
+  free(s);
+
+  /* bytes, not granules: A and B write neighbouring bytes at once (as two-shot
+     all_reduce's ranks do); then B writes across the boundary: one race, on
+     the one byte A wrote */
+  s = fresh(256);
+  memset(va, 0, sizeof va), memset(vb, 0, sizeof vb);
+  va[A] = 1, vb[B] = 1;
+  CHECK(hb_access(s, 0, 100, 1, A, 1, va, &c) == 0 && hb_access(s, 100, 200, 1, B, 1, vb, &c) == 0, "disjoint writes");
+  CHECK(s->nseg == 3, "three segments: %u", s->nseg);
+  vb[B] = 2;
+  r = hb_access(s, 99, 101, 1, B, 1, vb, &c);
+  CHECK(r == 1 && c.kind == HB_WW && c.prev.agent == A && c.lo == 99 && c.hi == 100, "overlap: r %d [%llu, %llu)", r,
+        (unsigned long long)c.lo, (unsigned long long)c.hi);
+  /* an access past the end is cut at the end; an empty one does nothing */
+  CHECK(hb_access(s, 250, 900, 0, A, 1, va, &c) == 0 && s->seg[s->nseg - 1].lo == 250, "past the end");
+  CHECK(hb_access(s, 10, 10, 1, B, 1, vb, &c) == 0, "empty access");
+  free(s);
+
+  /* reads kept: B reads twice (the later stands for the earlier); C reads
+     knowing B's read: C's stands for B's; A then writes knowing C only: no
+     race (B's read is ordered before C's, C's before A's write) */
+  s = fresh(64);
+  memset(va, 0, sizeof va), memset(vb, 0, sizeof vb), memset(vc, 0, sizeof vc);
+  vb[B] = 1;
+  hb_access(s, 0, 64, 0, B, 1, vb, &c);
+  vb[B] = 2;
+  hb_access(s, 0, 64, 0, B, 1, vb, &c);
+  CHECK(s->seg[0].r[0].agent == B && s->seg[0].r[0].clk == 2 && s->seg[0].r[1].clk == 0, "B's later read replaces its earlier");
+  vc[C] = 1, vc[B] = 2;
+  hb_access(s, 0, 64, 0, C, 1, vc, &c);
+  CHECK(s->seg[0].r[0].agent == C && s->seg[0].r[1].clk == 0, "C's ordered read replaces B's");
+  va[A] = 1, va[C] = 1;
+  CHECK(hb_access(s, 0, 64, 1, A, 1, va, &c) == 0, "write ordered after the last read: no race");
+  free(s);
+
+  /* concurrent reads are all kept (sorted by agent); a write that knows all
+     but one races with that one; more than HB_NR concurrent readers: one
+     read is forgotten, and counted */
+  s = fresh(64);
+  for (i = HB_NR; i >= 1; i--) {       /* agents 1..HB_NR, in reverse order */
+    uint32_t v[HB_MAXA];
+    memset(v, 0, sizeof v);
+    v[i] = 1;
+    hb_access(s, 0, 64, 0, (uint16_t)i, 1, v, &c);
+  }
+  for (i = 0; i < HB_NR; i++)
+    CHECK(s->seg[0].r[i].agent == i + 1 && s->seg[0].r[i].clk == 1, "read %d kept, sorted: agent %u", i,
+          s->seg[0].r[i].agent);
+  CHECK(s->dropped == 0, "nothing forgotten yet");
+  memset(va, 0, sizeof va);
+  va[A] = 1;
+  for (i = 1; i <= HB_NR; i++) va[i] = i == 3 ? 0 : 1;
+  r = hb_access(s, 0, 64, 1, A, 1, va, &c);
+  CHECK(r == 1 && c.kind == HB_RW && c.prev.agent == 3, "write knowing all readers but 3: r %d agent %u", r, c.prev.agent);
+  for (i = 1; i <= HB_NR + 1; i++) {
+    uint32_t v[HB_MAXA];
+    memset(v, 0, sizeof v);
+    v[A] = 1;                          /* each knows A's write */
+    v[i] = 2;
+    hb_access(s, 0, 64, 0, (uint16_t)i, 1, v, &c);
+  }
+  CHECK(s->dropped == 1, "HB_NR + 1 concurrent readers: %u forgotten (want 1)", s->dropped);
+  free(s);
+
+  /* a full shadow: every other byte written (by A and B in turn) makes two
+     segments each: 511 writes, 1022 segments; a write at the end one more;
+     then an access that needs two more boundaries is refused (-1, nothing
+     recorded), one that needs one more fits */
+  s = fresh(4 * HB_NSEG);
+  memset(va, 0, sizeof va), memset(vb, 0, sizeof vb);
+  va[A] = 1, vb[B] = 1;
+  for (i = 0; i < HB_NSEG / 2 - 1; i++) hb_access(s, (uint64_t)2 * i, (uint64_t)2 * i + 1, 1, (uint16_t)(i & 1), 1, (i & 1) ? vb : va, &c);
+  CHECK(s->nseg == HB_NSEG - 2, "segments: %u (want %d)", s->nseg, HB_NSEG - 2);
+  CHECK(hb_access(s, 4000, 4 * HB_NSEG, 1, A, 2, va, &c) == 0 && s->nseg == HB_NSEG - 1, "segments: %u", s->nseg);
+  r = hb_access(s, 3000, 3001, 1, A, 3, va, &c);
+  CHECK(r == -1 && s->nseg == HB_NSEG - 1, "no room: r %d nseg %u", r, s->nseg);
+  r = hb_access(s, 3000, 4000, 1, A, 3, va, &c);
+  CHECK(r == 0 && s->nseg == HB_NSEG, "room for one boundary: r %d nseg %u", r, s->nseg);
+  free(s);
+
+  /* before a close: B's read not known to the closing clock is found; once known, nothing */
+  s = fresh(100);
+  memset(va, 0, sizeof va), memset(vb, 0, sizeof vb), memset(t, 0, sizeof t);
+  va[A] = 5, vb[B] = 9, vb[A] = 5;
+  hb_access(s, 0, 100, 1, A, 1, va, &c);
+  hb_access(s, 20, 30, 0, B, 2, vb, &c);
+  t[A] = 5;
+  CHECK(hb_unordered(s, t, is_b, NULL, &c) == 1 && c.prev.agent == B && c.prev.clk == 9 && c.lo == 20 && c.hi == 30,
+        "close before B's read is known");
+  t[B] = 9;
+  CHECK(hb_unordered(s, t, is_b, NULL, &c) == 0, "close after B's read is known");
+  free(s);
+
+  if (fails) return 1;
+  printf("PASS: cuda hb unit: vector clocks and the shadow of an allocation against hand-computed cases (%d checks)\n",
+         checks);
+  return 0;
+}
