@@ -61,12 +61,12 @@ EMU_ARCH = $(if $(NVCC_PTX),-arch=sm_$(NVCC_PTX))
 $(BUILD)/cuda/test_cuda_emu: tests/test_cuda.cu tests/cuda_emu.cpp $(CUDA_DEPS)
 	@mkdir -p $(@D)
 	$(if $(NVCC),,$(error no nvcc: install the CUDA toolkit or set NVCC))
-	$(NVCC) $(NVWARN) $(EMU_ARCH) -O1 -g $(EMU_SAN) -I. -Itests -cudart=none -o $@ tests/test_cuda.cu tests/cuda_emu.cpp -lpthread -lm
+	$(NVCC) $(NVWARN) $(EMU_ARCH) -O1 -g $(EMU_SAN) -I. -Itests -cudart=none -DCC_CUDA_EMU_HOOKS -o $@ tests/test_cuda.cu tests/cuda_emu.cpp -lpthread -lm
 
 $(BUILD)/cuda/test_cuda_emu_tsan: tests/test_cuda.cu tests/cuda_emu.cpp $(CUDA_DEPS)
 	@mkdir -p $(@D)
 	$(if $(NVCC),,$(error no nvcc: install the CUDA toolkit or set NVCC))
-	$(NVCC) $(NVWARN) $(EMU_ARCH) -O1 -g $(EMU_TSAN) -I. -Itests -cudart=none -o $@ tests/test_cuda.cu tests/cuda_emu.cpp -lpthread -lm
+	$(NVCC) $(NVWARN) $(EMU_ARCH) -O1 -g $(EMU_TSAN) -I. -Itests -cudart=none -DCC_CUDA_EMU_HOOKS -o $@ tests/test_cuda.cu tests/cuda_emu.cpp -lpthread -lm
 
 # The tests that run on the CPU only (the fold's body, the watchdog's logic,
 # init without a GPU) need no fat binary either.

@@ -63,6 +63,7 @@
  * unseen), run threads of a kernel at the same time, catch host code that
  * reads device memory directly, or time anything like a GPU. */
 #include "cuda_emu.h"
+#include "cuda_emu_hb.h"
 
 #include <cuda.h>
 #include <cuda_runtime_api.h>
@@ -72,11 +73,13 @@
 #include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/types.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -103,13 +106,14 @@ enum { EC_FREED_MAPPED, EC_FLUSH, EC_KERNELS, EC_FAULTS };
 static unsigned long long emu_next_id = 1;
 static size_t emu_mem_used;
 
+static long hb_count_of(const char *what);
 extern "C" int cc_cuda_emulated(void) { return 1; }
 extern "C" long cc_emu_count(const char *what) {
   static const char *const names[4] = {"freed_while_mapped", "flush_waits", "kernels", "faults"};
   int i;
   for (i = 0; i < 4; i++)
     if (!strcmp(what, names[i])) return __atomic_load_n(&emu_counts[i], __ATOMIC_ACQUIRE);
-  return -1;
+  return hb_count_of(what);
 }
 static void emu_count(int i) { __atomic_add_fetch(&emu_counts[i], 1, __ATOMIC_ACQ_REL); }
 
@@ -234,6 +238,9 @@ typedef struct emu_mem {
   size_t maplen;
   int refs;                            /* M_IPC: opens of the handle here */
   char *alias;                         /* M_HOSTREG: the second mapping (device address) */
+  struct hb_alloc *hb;                 /* the checker's shadow (CC_EMU_HB), NULL without */
+  uint64_t fkey[2];                    /* M_HOSTREG: the file it maps (device, inode), 0 when private */
+  uint64_t foff;                       /* ... and its offset there */
 } emu_mem;
 
 static emu_mem emu_mems[EMU_MAXA];
@@ -333,6 +340,499 @@ static int emu_pid_alive(int pid) {
   return st != 'Z' && st != 'X';
 }
 
+/* ------------------------------------------------------------ happens-before checker
+ *
+ * CC_EMU_HB=1 (in the environment when the program starts): every access of
+ * the kernels (cc_cuda.cuh's twins tell it, CC_CUDA_EMU_HOOKS), copies and
+ * memsets to device memory is checked against the earlier accesses of the
+ * same bytes by every other stream of every process: it must be ordered
+ * after them by what CUDA orders (tests/cuda_emu_hb.h has the logic):
+ *   - a stream's work in its order; the work a host thread queues after what
+ *     that thread knew when it queued it;
+ *   - cudaStreamWaitEvent, the legacy stream's implicit waits; what a host
+ *     thread waited for (cudaStreamSynchronize, cudaEventSynchronize,
+ *     cudaDeviceSynchronize, a synchronous copy, cudaFree's wait, a query
+ *     that found the work done);
+ *   - flags: a stream memory write (cuStreamWriteValue32) or a twin's flag
+ *     store publishes the writer's vector clock beside the word (in the
+ *     region below, keyed by the word's file and offset, so that every
+ *     process that maps it finds it); a wait or a twin's flag load that reads
+ *     that very value takes it in.
+ * Host threads' own loads and stores (cc.h's host collectives, a socket) are
+ * not seen: an order made only that way is reported. A race is printed
+ * ("cuda_emu: RACE: ...", both streams named) and counted; so is an access to
+ * memory its owner freed while this process still had it open, and a
+ * cudaIpcCloseMemHandle while this process's accesses through the mapping are
+ * not known to be done. The counts are the region's, for every process: the
+ * process that made it prints them when it exits (and appends them to
+ * CC_EMU_HB_LOG). A wait that passed on a value nobody published (the
+ * watchdog released it: the communicator failed) makes this process's later
+ * races "after a released wait": printed and counted apart, since the
+ * results of a failed communicator's calls are undefined anyway.
+ *
+ * The region is shared memory made before main, so the ranks that cc_spawn
+ * (or fork) makes share it; processes started otherwise each have their own,
+ * and the shadow of an allocation from another one is refused (an error). */
+
+#define HB_NFLAG 16384                 /* flag words with a published clock */
+#define HB_PROBE 64
+#define HB_HIST 256                    /* clocks kept per stream, by operation number */
+#define HB_PRINT 6                     /* reports printed per process; the rest are counted */
+
+enum { HBC_ACCESSES, HBC_FLAG_EDGES, HBC_SYNC_EDGES, HBC_RACES, HBC_UAF, HBC_ERRORS, HBC_RELEASED, HBC_AFTER,
+       HBC_DROPPED, HBC_MISSES, HBC_AGENTS, HBC_EVICTED, HBC_N };
+static const char *const hb_count_names[HBC_N] = {
+    "hb_accesses", "hb_flag_edges", "hb_sync_edges", "hb_races", "hb_uaf", "hb_errors", "hb_released",
+    "hb_after_release", "hb_dropped_reads", "hb_history_misses", "hb_streams", "hb_evicted_flags"};
+
+typedef struct hb_agent_info {         /* fields read without the lock: atomics */
+  int32_t pid, rank, stream, live;
+  uint32_t base, hi;                   /* its first and latest clock */
+} hb_agent_info;
+
+typedef struct hb_flag {
+  uint64_t k[3];                       /* which word (hb_flag_key) */
+  uint64_t stamp;                      /* 0: free */
+  uint32_t value, unused;
+  uint32_t vc[HB_MAXA];                /* the clock of the store of `value` */
+} hb_flag;
+
+typedef struct hb_region {
+  uint64_t id;
+  int32_t creator, unused;
+  pthread_mutex_t mu;                  /* agents (writes), flags */
+  hb_agent_info agents[HB_MAXA];
+  uint64_t counts[HBC_N];
+  uint64_t stamp;
+  hb_flag flags[HB_NFLAG];
+} hb_region;
+
+typedef struct hb_alloc {              /* after a device allocation's data, in its memfd */
+  uint64_t region;                     /* the checker's id */
+  pthread_mutex_t mu;
+  int32_t owner, freed_by;             /* freed_by: the owner freed it (its pid) */
+  uint64_t id;
+  hb_shadow sh;
+} hb_alloc;
+#define HB_SHADOW_BYTES ((sizeof(hb_alloc) + 4095) & ~(size_t)4095)
+
+typedef struct hb_ctx {                /* a thread's: a stream's (slot > 0) or a host thread's */
+  int slot;                            /* agent + 1; 0: none */
+  uint32_t vc[HB_MAXA];
+} hb_ctx;
+
+static hb_region *hb_reg;
+static __thread hb_ctx hb_host;
+static __thread hb_ctx *hb_cur;        /* a stream thread's own */
+static int hb_released_here;           /* atomic: a wait here passed on a value nobody published */
+static long hb_printed;                /* atomic */
+
+static hb_ctx *hb_me(void) { return hb_cur ? hb_cur : &hb_host; }
+static void hb_count(int i, uint64_t n) {
+  if (hb_reg && n) __atomic_add_fetch(&hb_reg->counts[i], n, __ATOMIC_RELAXED);
+}
+
+static void hb_lock(pthread_mutex_t *m) {
+  if (pthread_mutex_lock(m) == EOWNERDEAD) pthread_mutex_consistent(m); /* its holder died: go on */
+}
+
+static void hb_mutex_init(pthread_mutex_t *m) {
+  pthread_mutexattr_t a;
+  pthread_mutexattr_init(&a);
+  pthread_mutexattr_setpshared(&a, PTHREAD_PROCESS_SHARED);
+  pthread_mutexattr_setrobust(&a, PTHREAD_MUTEX_ROBUST);
+  pthread_mutex_init(m, &a);
+  pthread_mutexattr_destroy(&a);
+}
+
+/* Should this report be printed (the first HB_PRINT of the process)? */
+static int hb_print(void) {
+  long n = __atomic_add_fetch(&hb_printed, 1, __ATOMIC_RELAXED);
+  if (n == HB_PRINT + 1)
+    fprintf(stderr, "cuda_emu: pid %d: HB: further reports of this process are counted, not printed\n", (int)getpid());
+  return n <= HB_PRINT;
+}
+
+static void hb_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void hb_error(const char *fmt, ...) {
+  char m[400];
+  va_list ap;
+  hb_count(HBC_ERRORS, 1);
+  if (!hb_print()) return;
+  va_start(ap, fmt);
+  vsnprintf(m, sizeof m, fmt, ap);
+  va_end(ap);
+  fprintf(stderr, "cuda_emu: pid %d: HB: checker error: %s\n", (int)getpid(), m);
+}
+
+/* "rank 1 (pid 4711) stream 3" for agent a, whose access had clock clk. */
+static void hb_name(int a, uint32_t clk, char *out, size_t cap) {
+  hb_agent_info *g = &hb_reg->agents[a];
+  int pid = __atomic_load_n(&g->pid, __ATOMIC_RELAXED), rank = __atomic_load_n(&g->rank, __ATOMIC_RELAXED);
+  int st = __atomic_load_n(&g->stream, __ATOMIC_RELAXED);
+  if (clk && clk < __atomic_load_n(&g->base, __ATOMIC_RELAXED))
+    snprintf(out, cap, "a stream that has ended (checker slot %d)", a);
+  else if (rank >= 0)
+    snprintf(out, cap, "rank %d (pid %d) stream %d", rank, pid, st);
+  else
+    snprintf(out, cap, "pid %d stream %d", pid, st);
+}
+
+static const char *const hb_ops[] = {"an access", "copy kernel", "fold kernel", "cudaMemcpy", "cudaMemset"};
+static uint16_t hb_op_code(const char *op) {
+  uint16_t i;
+  for (i = 1; i < sizeof hb_ops / sizeof hb_ops[0]; i++)
+    if (op && !strcmp(op, hb_ops[i])) return i;
+  return 0;
+}
+
+static void hb_summary(void);
+
+/* cc_emu_count's names of the checker's counts (every process's): -1 for another name */
+static long hb_count_of(const char *what) {
+  int i;
+  if (!strcmp(what, "hb_on")) return hb_reg != NULL;
+  for (i = 0; i < HBC_N; i++)
+    if (!strcmp(what, hb_count_names[i])) return hb_reg ? (long)__atomic_load_n(&hb_reg->counts[i], __ATOMIC_RELAXED) : 0;
+  return -1;
+}
+
+/* Before main: the region, when CC_EMU_HB asks for it. */
+__attribute__((constructor)) static void hb_init(void) {
+  const char *v = getenv("CC_EMU_HB");
+  void *p;
+  if (!v || !*v || !strcmp(v, "0")) return;
+  p = mmap(NULL, sizeof(hb_region), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (p == MAP_FAILED) {
+    fprintf(stderr, "cuda_emu: HB: cannot map the checker's shared memory; the checker is off\n");
+    return;
+  }
+  hb_reg = (hb_region *)p;
+  hb_reg->creator = (int32_t)getpid();
+  hb_reg->id = ((uint64_t)getpid() << 32) ^ (uint64_t)time(NULL) ^ (uint64_t)(uintptr_t)p;
+  hb_mutex_init(&hb_reg->mu);
+  atexit(hb_summary);
+}
+
+/* The next tick of a stream's clock (after it published it). */
+static void hb_tick(hb_ctx *c) {
+  if (c->slot) {
+    uint32_t v = ++c->vc[c->slot - 1];
+    __atomic_store_n(&hb_reg->agents[c->slot - 1].hi, v, __ATOMIC_RELAXED);
+  }
+}
+
+/* An agent for stream `stream` of this process: a free slot, else one whose
+   process has exited; it starts above its slot's earlier clocks. */
+static void hb_agent_new(hb_ctx *c, int stream) {
+  int i, pick = -1;
+  const char *rk = getenv("RANK");
+  static int warned;
+  hb_lock(&hb_reg->mu);
+  for (i = 0; i < HB_MAXA && pick < 0; i++)
+    if (!__atomic_load_n(&hb_reg->agents[i].live, __ATOMIC_RELAXED)) pick = i;
+  for (i = 0; i < HB_MAXA && pick < 0; i++)
+    if (!emu_pid_alive(__atomic_load_n(&hb_reg->agents[i].pid, __ATOMIC_RELAXED))) pick = i;
+  if (pick >= 0) {
+    hb_agent_info *g = &hb_reg->agents[pick];
+    uint32_t base = __atomic_load_n(&g->hi, __ATOMIC_RELAXED) + 1;
+    __atomic_store_n(&g->pid, (int32_t)getpid(), __ATOMIC_RELAXED);
+    __atomic_store_n(&g->rank, rk ? atoi(rk) : -1, __ATOMIC_RELAXED);
+    __atomic_store_n(&g->stream, stream, __ATOMIC_RELAXED);
+    __atomic_store_n(&g->base, base, __ATOMIC_RELAXED);
+    __atomic_store_n(&g->hi, base, __ATOMIC_RELAXED);
+    __atomic_store_n(&g->live, 1, __ATOMIC_RELAXED);
+    c->slot = pick + 1;
+    c->vc[pick] = base;
+    hb_count(HBC_AGENTS, 1);
+  }
+  pthread_mutex_unlock(&hb_reg->mu);
+  if (pick < 0 && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+    hb_error("more than %d streams alive at once in the processes that share the checker: stream %d of this "
+             "process is not checked (its order is still passed on)", HB_MAXA, stream);
+  else if (pick < 0)
+    hb_count(HBC_ERRORS, 1);
+}
+
+static void hb_agent_end(hb_ctx *c) {
+  if (!c->slot) return;
+  hb_lock(&hb_reg->mu);
+  __atomic_store_n(&hb_reg->agents[c->slot - 1].live, 0, __ATOMIC_RELAXED);
+  pthread_mutex_unlock(&hb_reg->mu);
+  c->slot = 0;
+}
+
+/* Where the bytes of a registration come from: the device and inode of the
+   file it maps and the offset there (/proc/self/maps), so that the same word
+   has one key in every process; 0 in key[0..1] when it maps no shared file. */
+static void hb_file_of(const void *p, uint64_t key[2], uint64_t *off) {
+  FILE *f = fopen("/proc/self/maps", "r");
+  char line[512];
+  key[0] = key[1] = 0;
+  *off = 0;
+  if (!f) return;
+  while (fgets(line, sizeof line, f)) {
+    unsigned long long lo, hi, pg, ino;
+    unsigned int maj, mn;
+    char perms[8];
+    if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu", &lo, &hi, perms, &pg, &maj, &mn, &ino) != 7) continue;
+    if ((uintptr_t)p < lo || (uintptr_t)p >= hi) continue;
+    if (ino && perms[3] == 's') {
+      key[0] = ((uint64_t)maj << 32) | mn;
+      key[1] = ino;
+      *off = pg + ((uintptr_t)p - lo);
+    }
+    break;
+  }
+  fclose(f);
+}
+
+/* The key of the 32-bit word at p, the same in every process that maps it:
+   (device, inode, offset) in a shared file; (owner pid, buffer id, offset) in
+   device memory; (pid, address) otherwise. */
+static void hb_flag_key(const void *p, uint64_t k[3]) {
+  const char *q = (const char *)p;
+  int i;
+  k[0] = (uint64_t)getpid() | (1ull << 63);
+  k[1] = 0;
+  k[2] = (uint64_t)(uintptr_t)p;
+  pthread_mutex_lock(&emu_lock);
+  for (i = 0; i < EMU_MAXA; i++) {
+    emu_mem *m = &emu_mems[i];
+    if (m->kind == M_HOSTREG && m->fkey[1] && (emu_in(q, 4, m->p, m->n) || emu_in(q, 4, m->alias, m->n))) {
+      k[0] = m->fkey[0];
+      k[1] = m->fkey[1];
+      k[2] = m->foff + (uint64_t)(emu_in(q, 4, m->p, m->n) ? q - m->p : q - m->alias);
+      break;
+    }
+    if ((m->kind == M_DEV || m->kind == M_IPC) && emu_in(q, 4, m->p, m->n)) {
+      k[0] = (uint64_t)(uint32_t)((emu_hdr *)(void *)m->map)->owner | (1ull << 62);
+      k[1] = m->id;
+      k[2] = (uint64_t)(q - m->p);
+      break;
+    }
+  }
+  pthread_mutex_unlock(&emu_lock);
+}
+
+/* The region's entry for key k (made when `make`), or NULL. Caller holds the lock. */
+static hb_flag *hb_flag_at(const uint64_t k[3], int make) {
+  uint64_t h = (k[0] * 0x9e3779b97f4a7c15ull) ^ (k[1] * 0xbf58476d1ce4e5b9ull) ^ (k[2] * 0x94d049bb133111ebull);
+  hb_flag *free_one = NULL, *oldest = NULL;
+  int j;
+  h ^= h >> 29;
+  for (j = 0; j < HB_PROBE; j++) {
+    hb_flag *e = &hb_reg->flags[(h + (uint64_t)j) % HB_NFLAG];
+    if (e->stamp && e->k[0] == k[0] && e->k[1] == k[1] && e->k[2] == k[2]) return e;
+    if (!e->stamp && !free_one) free_one = e;
+    if (e->stamp && (!oldest || e->stamp < oldest->stamp)) oldest = e;
+  }
+  if (!make) return NULL;
+  if (!free_one) {                     /* the oldest goes (a flag of a world long gone, as a rule) */
+    free_one = oldest;
+    hb_count(HBC_EVICTED, 1);
+  }
+  memcpy(free_one->k, k, sizeof free_one->k);
+  free_one->stamp = ++hb_reg->stamp;
+  free_one->value = 0;
+  memset(free_one->vc, 0, sizeof free_one->vc);
+  return free_one;
+}
+
+/* Store v at p with release order, publishing c's clock beside it; then c ticks. */
+static void hb_release(hb_ctx *c, volatile unsigned int *p, unsigned int v) {
+  uint64_t k[3];
+  hb_flag *e;
+  if (!hb_reg) {
+    __atomic_store_n(p, v, __ATOMIC_RELEASE);
+    return;
+  }
+  hb_flag_key((const void *)p, k);
+  hb_lock(&hb_reg->mu);
+  e = hb_flag_at(k, 1);
+  __atomic_store_n(p, v, __ATOMIC_RELEASE);
+  e->value = v;
+  memcpy(e->vc, c->vc, sizeof e->vc);
+  pthread_mutex_unlock(&hb_reg->mu);
+  hb_tick(c);
+}
+
+/* Load the word at p with acquire order; when it holds the value whose clock
+   was published beside it, c takes that clock in. */
+static unsigned int hb_acquire(hb_ctx *c, const volatile unsigned int *p) {
+  uint64_t k[3];
+  hb_flag *e;
+  unsigned int x;
+  if (!hb_reg) return __atomic_load_n(p, __ATOMIC_ACQUIRE);
+  hb_flag_key((const void *)p, k);
+  hb_lock(&hb_reg->mu);
+  x = __atomic_load_n(p, __ATOMIC_ACQUIRE);
+  e = hb_flag_at(k, 0);
+  if (e && e->value == x) {
+    hb_vc_join(c->vc, e->vc);
+    hb_count(HBC_FLAG_EDGES, 1);
+  } else if (x != 0 && !__atomic_exchange_n(&hb_released_here, 1, __ATOMIC_RELAXED)) {
+    hb_count(HBC_RELEASED, 1);
+  }
+  pthread_mutex_unlock(&hb_reg->mu);
+  return x;
+}
+
+/* cc_cuda.cuh's hooks (CC_CUDA_EMU_HOOKS), called by the kernels' CPU twins. */
+extern "C" void cc_emu_flag_store(volatile unsigned int *p, unsigned int v) { hb_release(hb_me(), p, v); }
+extern "C" unsigned int cc_emu_flag_load(const volatile unsigned int *p) { return hb_acquire(hb_me(), p); }
+
+static void hb_report(int uaf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void hb_report(int uaf, const char *fmt, ...) {
+  char m[700];
+  va_list ap;
+  int after = __atomic_load_n(&hb_released_here, __ATOMIC_RELAXED);
+  hb_count(after ? HBC_AFTER : uaf ? HBC_UAF : HBC_RACES, 1);
+  if (!hb_print()) return;
+  va_start(ap, fmt);
+  vsnprintf(m, sizeof m, fmt, ap);
+  va_end(ap);
+  if (after)
+    fprintf(stderr, "cuda_emu: pid %d: HB: after a released wait (the communicator failed; not counted as a race): %s\n",
+            (int)getpid(), m);
+  else
+    fprintf(stderr, "cuda_emu: RACE: %s%s\n", uaf ? "use after free: " : "", m);
+}
+
+/* An access of [p, p + n) by this thread's stream, in operation `op`. Device
+   memory only: host memory is not watched (a kernel's access to memory no
+   allocation holds is reported when `kernel`). */
+static void hb_touch(const void *p, size_t n, int write, uint16_t op, int kernel) {
+  hb_ctx *c = hb_me();
+  hb_alloc *a = NULL;
+  hb_conflict cf;
+  char me[80], other[80];
+  const char *base = NULL;
+  unsigned long long id = 0;
+  int i, r = 0, freed = 0, owner = 0, host = 0;
+  memset(&cf, 0, sizeof cf);
+  if (!hb_reg || !n) return;
+  pthread_mutex_lock(&emu_lock);
+  i = emu_find_dev(p, n);
+  if (i >= 0) {
+    a = emu_mems[i].hb;
+    base = emu_mems[i].p;
+    id = emu_mems[i].id;
+  } else {                             /* host memory a kernel may reach: not watched */
+    int j;
+    for (j = 0; j < EMU_MAXA && !host; j++)
+      host = (emu_mems[j].kind == M_PINNED || emu_mems[j].kind == M_HOSTREG) &&
+             (emu_in((const char *)p, 1, emu_mems[j].p, emu_mems[j].n) ||
+              (emu_mems[j].alias && emu_in((const char *)p, 1, emu_mems[j].alias, emu_mems[j].n)));
+  }
+  pthread_mutex_unlock(&emu_lock);
+  if (i < 0) {
+    if (kernel && !host)
+      hb_report(1, "a %s of %s touches %zu bytes at %p, which no live allocation of this process holds (freed, or "
+                   "its mapping closed)", hb_ops[op], c->slot ? "a stream" : "a host thread", n, p);
+    return;
+  }
+  if (!a) return;
+  if (!c->slot) return;                /* a stream the checker has no room for (reported when made) */
+  hb_count(HBC_ACCESSES, 1);
+  hb_lock(&a->mu);
+  owner = a->owner;
+  if (a->freed_by) freed = a->freed_by;
+  else r = hb_access(&a->sh, (uint64_t)((const char *)p - base), (uint64_t)((const char *)p - base) + n, write,
+                     (uint16_t)(c->slot - 1), op, c->vc, &cf);
+  pthread_mutex_unlock(&a->mu);
+  hb_name(c->slot - 1, 0, me, sizeof me);
+  if (freed) {
+    hb_report(1, "%s: a %s %s %zu bytes of device buffer %llu of pid %d, which pid %d freed (cudaFree) while this "
+                 "process still had it open", me, hb_ops[op], write ? "writes" : "reads", n, id, owner, freed);
+  } else if (r < 0) {
+    hb_error("device buffer %llu of pid %d: more than %d segments of distinct accesses; an access of %zu bytes is "
+             "not checked", id, owner, HB_NSEG, n);
+  } else if (r > 0) {
+    hb_name(cf.prev.agent, cf.prev.clk, other, sizeof other);
+    hb_report(0, "%s: a %s %s bytes [%llu, %llu) of device buffer %llu of pid %d, not ordered after the %s of those "
+                 "bytes by %s (a %s): no stream order, event, synchronization or flag between them%s",
+              me, hb_ops[op], write ? "writes" : "reads", (unsigned long long)cf.lo, (unsigned long long)cf.hi, id,
+              owner, cf.kind == HB_RW ? "read" : "write", other, hb_ops[cf.prev.op < 5 ? cf.prev.op : 0],
+              r > 1 ? " (and elsewhere in the range)" : "");
+  }
+}
+
+extern "C" void cc_emu_access(const void *p, size_t bytes, int write, const char *op) {
+  hb_touch(p, bytes, write, hb_op_code(op), 1);
+}
+
+/* A fresh shadow for allocation `id` of `size` bytes, at a. */
+static void hb_alloc_init(hb_alloc *a, unsigned long long id, size_t size) {
+  a->region = hb_reg->id;
+  hb_mutex_init(&a->mu);
+  a->owner = (int32_t)getpid();
+  a->freed_by = 0;
+  a->id = id;
+  hb_shadow_init(&a->sh, size);
+}
+
+static int hb_mine(uint16_t agent, uint32_t clk, void *u) {
+  (void)clk, (void)u;
+  return __atomic_load_n(&hb_reg->agents[agent].pid, __ATOMIC_RELAXED) == (int32_t)getpid();
+}
+
+/* This process closes its mapping of buffer id: every access of its streams
+   through it must be known done (ordered before this host thread). */
+static void hb_closing(hb_alloc *a, unsigned long long id) {
+  hb_conflict cf;
+  char other[80];
+  int found, owner;
+  memset(&cf, 0, sizeof cf);
+  if (!hb_reg || !a) return;
+  hb_lock(&a->mu);
+  owner = a->owner;
+  found = hb_unordered(&a->sh, hb_me()->vc, hb_mine, NULL, &cf);
+  pthread_mutex_unlock(&a->mu);
+  if (!found) return;
+  hb_name(cf.prev.agent, cf.prev.clk, other, sizeof other);
+  hb_report(1, "pid %d closes its mapping of device buffer %llu of pid %d (cudaIpcCloseMemHandle) while the %s of "
+               "bytes [%llu, %llu) by its %s (a %s) through it is not known to be done (no synchronization with "
+               "that work since)", (int)getpid(), id, owner, cf.kind == HB_RW ? "read" : "write",
+            (unsigned long long)cf.lo, (unsigned long long)cf.hi, other, hb_ops[cf.prev.op < 5 ? cf.prev.op : 0]);
+}
+
+/* The owner frees it: later accesses through another process's mapping are uses after free. */
+static void hb_freeing(hb_alloc *a) {
+  if (!hb_reg || !a) return;
+  hb_lock(&a->mu);
+  a->freed_by = (int32_t)getpid();
+  pthread_mutex_unlock(&a->mu);
+}
+
+static void hb_counts_line(char *out, size_t cap) {
+  uint64_t v[HBC_N];
+  int i;
+  for (i = 0; i < HBC_N; i++) v[i] = __atomic_load_n(&hb_reg->counts[i], __ATOMIC_RELAXED);
+  snprintf(out, cap,
+           "accesses=%llu flag_edges=%llu sync_edges=%llu races=%llu uaf=%llu errors=%llu released_waits=%llu "
+           "after_release=%llu dropped_reads=%llu history_misses=%llu streams=%llu evicted_flags=%llu",
+           (unsigned long long)v[0], (unsigned long long)v[1], (unsigned long long)v[2], (unsigned long long)v[3],
+           (unsigned long long)v[4], (unsigned long long)v[5], (unsigned long long)v[6], (unsigned long long)v[7],
+           (unsigned long long)v[8], (unsigned long long)v[9], (unsigned long long)v[10], (unsigned long long)v[11]);
+}
+
+/* At the exit of the process that made the region: the counts of all. */
+static void hb_summary(void) {
+  char line[600];
+  const char *log = getenv("CC_EMU_HB_LOG");
+  if (!hb_reg || hb_reg->creator != (int32_t)getpid()) return;
+  hb_counts_line(line, sizeof line);
+  fprintf(stderr, "cuda_emu: HB: summary: %s\n", line);
+  if (log && *log) {
+    FILE *f = fopen(log, "a");
+    if (f) {
+      fprintf(f, "%s\n", line);
+      fclose(f);
+    }
+  }
+}
+
 /* ------------------------------------------------------------ streams */
 
 enum { OP_KERNEL = 1, OP_COPY, OP_MEMSET, OP_WRITE32, OP_WAIT32, OP_WAITSEQ, OP_HOSTFN };
@@ -361,6 +861,7 @@ typedef struct emu_op {
   /* host function */
   cudaHostFn_t fn;
   void *user;
+  uint32_t *hbvc;                      /* the queuing thread's clock (CC_EMU_HB) */
 } emu_op;
 
 struct CUstream_st {
@@ -374,7 +875,13 @@ struct CUstream_st {
   pthread_t th;
   uint64_t rng;
   struct CUstream_st *next_all;        /* every stream ever made (events may name a dead one) */
+  hb_ctx hb;                           /* its agent and clock (CC_EMU_HB; the stream's thread's) */
+  struct hb_snap *hist;                /* its clock after each of its latest HB_HIST operations (under mu) */
 };
+typedef struct hb_snap {
+  unsigned long long seq;
+  uint32_t vc[HB_MAXA];
+} hb_snap;
 #define EMU_STREAM_MAGIC 0x5743c0deu
 
 struct CUevent_st {
@@ -420,6 +927,26 @@ static void emu_on_fault(int sig, siginfo_t *info, void *uc) {
   signal(sig, SIG_DFL);                    /* and fault again, for real */
 }
 
+/* c takes in stream s's clock after its operation seq (done: the caller
+   knows). */
+static void hb_join_seq(hb_ctx *c, struct CUstream_st *s, unsigned long long seq) {
+  hb_snap *h;
+  static int warned;
+  if (!hb_reg || !seq || !s->hist) return;
+  pthread_mutex_lock(&s->mu);
+  h = &s->hist[seq % HB_HIST];
+  if (h->seq == seq) {
+    hb_vc_join(c->vc, h->vc);
+    hb_count(HBC_SYNC_EDGES, 1);
+  } else {
+    hb_count(HBC_MISSES, 1);
+  }
+  pthread_mutex_unlock(&s->mu);
+  if (h->seq != seq && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+    fprintf(stderr, "cuda_emu: pid %d: HB: a wait for operation %llu of stream %d came after %d more had run; its "
+            "order is lost (counted as history_misses)\n", (int)getpid(), seq, s->id, HB_HIST);
+}
+
 static void emu_fault_handlers(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
@@ -457,12 +984,18 @@ static int emu_wait_ok(unsigned int cur, unsigned int v, unsigned int flags) {
 }
 
 static void emu_exec(struct CUstream_st *s, emu_op *o) {
-  (void)s;
   switch (o->kind) {
   case OP_KERNEL: emu_run_kernel(o); break;
-  case OP_COPY: memmove(o->dst, o->src, o->n); break;
-  case OP_MEMSET: memset(o->dst, o->value, o->n); break;
-  case OP_WRITE32: __atomic_store_n(o->addr, o->v, __ATOMIC_RELEASE); break;
+  case OP_COPY:
+    hb_touch(o->src, o->n, 0, 3, 0);
+    hb_touch(o->dst, o->n, 1, 3, 0);
+    memmove(o->dst, o->src, o->n);
+    break;
+  case OP_MEMSET:
+    hb_touch(o->dst, o->n, 1, 4, 0);
+    memset(o->dst, o->value, o->n);
+    break;
+  case OP_WRITE32: hb_release(&s->hb, o->addr, o->v); break;
   case OP_WAIT32: {
     long nap = 1;
     double t0 = emu_now();
@@ -475,6 +1008,7 @@ static void emu_exec(struct CUstream_st *s, emu_op *o) {
       emu_sleep_us(nap);
       if (nap < 200) nap *= 2;
     }
+    if (hb_reg) hb_acquire(&s->hb, o->addr);  /* the clock published with what it read */
     if (o->flags & CU_STREAM_WAIT_VALUE_FLUSH) emu_count(EC_FLUSH);
     break;
   }
@@ -489,6 +1023,7 @@ static void emu_exec(struct CUstream_st *s, emu_op *o) {
       pthread_cond_timedwait(&t->cv, &t->mu, &ts);
     }
     pthread_mutex_unlock(&t->mu);
+    if (emu_sticky_err() == cudaSuccess) hb_join_seq(&s->hb, t, o->seq);
     break;
   }
   case OP_HOSTFN: o->fn(o->user); break;
@@ -497,6 +1032,7 @@ static void emu_exec(struct CUstream_st *s, emu_op *o) {
 }
 
 static void emu_op_free(emu_op *o) {
+  free(o->hbvc);
   free(o->argbuf);
   free(o->owned);
   free(o);
@@ -504,6 +1040,7 @@ static void emu_op_free(emu_op *o) {
 
 static void *emu_worker(void *arg) {
   struct CUstream_st *s = (struct CUstream_st *)arg;
+  hb_cur = &s->hb;
   pthread_mutex_lock(&s->mu);
   for (;;) {
     emu_op *o;
@@ -514,13 +1051,20 @@ static void *emu_worker(void *arg) {
     if (!s->head) s->tail = NULL;
     pthread_mutex_unlock(&s->mu);
     if (emu_delay_max > 0 && emu_rand(&s->rng) % 4 == 0) emu_sleep_us((long)(emu_rand(&s->rng) % (uint64_t)emu_delay_max));
+    if (o->hbvc) hb_vc_join(s->hb.vc, o->hbvc);  /* after what its queuing thread knew */
     if (emu_sticky_err() == cudaSuccess) emu_exec(s, o);
     emu_op_free(o);
     pthread_mutex_lock(&s->mu);
     s->completed++;
+    if (s->hist) {                     /* its clock now, for those who wait for this operation */
+      s->hist[s->completed % HB_HIST].seq = s->completed;
+      memcpy(s->hist[s->completed % HB_HIST].vc, s->hb.vc, sizeof s->hb.vc);
+    }
     pthread_cond_broadcast(&s->cv);
+    if (hb_reg) hb_tick(&s->hb);
   }
   pthread_mutex_unlock(&s->mu);
+  if (hb_reg) hb_agent_end(&s->hb);
   return NULL;
 }
 
@@ -539,9 +1083,16 @@ static struct CUstream_st *emu_stream_new_locked(int blocking, int legacy) {
   s->rng = emu_seed * 1000003u + (uint64_t)s->id;
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
+  if (hb_reg) {
+    if (!(s->hist = (hb_snap *)calloc(HB_HIST, sizeof *s->hist)))
+      hb_error("no memory for stream %d's clocks: waits for it carry no order", s->id);
+    hb_agent_new(&s->hb, s->id);
+  }
   if (pthread_create(&s->th, NULL, emu_worker, s) != 0) {
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->cv);
+    if (hb_reg) hb_agent_end(&s->hb);
+    free(s->hist);
     free(s);
     return NULL;
   }
@@ -568,6 +1119,8 @@ static struct CUstream_st *emu_stream(cudaStream_t h) {
 
 static unsigned long long emu_push(struct CUstream_st *s, emu_op *o) {
   unsigned long long seq;
+  if (hb_reg && !o->hbvc && (o->hbvc = (uint32_t *)malloc(sizeof hb_me()->vc)))
+    memcpy(o->hbvc, hb_me()->vc, sizeof hb_me()->vc);
   pthread_mutex_lock(&s->mu);
   o->next = NULL;
   if (s->tail) s->tail->next = o;
@@ -582,7 +1135,7 @@ static unsigned long long emu_push(struct CUstream_st *s, emu_op *o) {
 static unsigned long long emu_submitted(struct CUstream_st *s) {
   unsigned long long v;
   pthread_mutex_lock(&s->mu);
-  v = s->submitted > s->completed ? s->submitted : 0;
+  v = s->submitted > s->completed || hb_reg ? s->submitted : 0; /* the checker: done work is ordered too */
   pthread_mutex_unlock(&s->mu);
   return v;
 }
@@ -627,10 +1180,12 @@ static int emu_reached(struct CUstream_st *s, unsigned long long seq) {
   return done;
 }
 
+/* The host thread waits for operation seq of s (and knows what it did). */
 static void emu_wait_seq(struct CUstream_st *s, unsigned long long seq) {
   pthread_mutex_lock(&s->mu);
   while (s->completed < seq) pthread_cond_wait(&s->cv, &s->mu);
   pthread_mutex_unlock(&s->mu);
+  hb_join_seq(hb_me(), s, seq);
 }
 
 static void emu_drain(struct CUstream_st *s) {
@@ -639,6 +1194,7 @@ static void emu_drain(struct CUstream_st *s) {
   seq = s->submitted;
   while (s->completed < seq) pthread_cond_wait(&s->cv, &s->mu);
   pthread_mutex_unlock(&s->mu);
+  hb_join_seq(hb_me(), s, seq);
 }
 
 /* Wait for every stream of this process. */
@@ -839,7 +1395,7 @@ cudaError_t cudaMalloc(void **devPtr, size_t size) {
   }
   emu_mem_used += data;
   pthread_mutex_unlock(&emu_lock);
-  len = EMU_HDR + data;
+  len = EMU_HDR + data + (hb_reg ? HB_SHADOW_BYTES : 0); /* the checker's shadow after the data */
   fd = (int)syscall(SYS_memfd_create, "cc-emu-device-memory", 0);
   if (fd < 0 || ftruncate(fd, (off_t)len) != 0 ||
       (map = (char *)mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
@@ -869,6 +1425,10 @@ cudaError_t cudaMalloc(void **devPtr, size_t size) {
     h->id = m->id;
     h->size = size;
     h->dev = m->dev;
+    if (hb_reg) {
+      m->hb = (struct hb_alloc *)(void *)(map + EMU_HDR + data);
+      hb_alloc_init(m->hb, m->id, size);
+    }
   } else {
     emu_mem_used -= data;
   }
@@ -900,6 +1460,8 @@ cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags) {
     emu_mems[i].n = size;
     emu_mems[i].id = emu_next_id++;
     emu_mems[i].dev = emu_phys[emu_cur];
+    if (hb_reg && (emu_mems[i].hb = (struct hb_alloc *)calloc(1, sizeof(hb_alloc))))
+      hb_alloc_init(emu_mems[i].hb, emu_mems[i].id, size);
   }
   pthread_mutex_unlock(&emu_lock);
   if (i < 0) {
@@ -941,13 +1503,16 @@ cudaError_t cudaFree(void *devPtr) {
   if (i < EMU_MAXA) {
     m = emu_mems[i];
     memset(&emu_mems[i], 0, sizeof emu_mems[i]);
-    if (m.kind == M_DEV) emu_mem_used -= m.maplen - EMU_HDR;
+    if (m.kind == M_DEV) emu_mem_used -= m.maplen - EMU_HDR - (m.hb ? HB_SHADOW_BYTES : 0);
   }
   pthread_mutex_unlock(&emu_lock);
   if (i == EMU_MAXA) return emu_err(cudaErrorInvalidValue);
   if (m.kind == M_MANAGED) {
     free(devPtr);
+    if (m.hb) pthread_mutex_destroy(&m.hb->mu);
+    free(m.hb);
   } else {
+    hb_freeing(m.hb);
     emu_check_open((const emu_hdr *)(void *)m.map, m.id, m.n);
     munmap(m.map, m.maplen);
     close(m.fd);
@@ -998,6 +1563,7 @@ cudaError_t cudaFreeHost(void *ptr) {
  * same pages where they are shared memory, else the same address. */
 cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
   char *alias;
+  uint64_t fkey[2] = {0, 0}, foff = 0;
   int i;
   (void)flags;
   EMU_LIVE();
@@ -1005,6 +1571,7 @@ cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
   if (emu_is_pinned(ptr, 1) || emu_is_dev(ptr, 1)) return emu_err(cudaErrorHostMemoryAlreadyRegistered);
   alias = ((uintptr_t)ptr & 4095) == 0 ? (char *)mremap(ptr, 0, size, MREMAP_MAYMOVE) : (char *)MAP_FAILED;
   if (alias == (char *)MAP_FAILED) alias = (char *)ptr;
+  if (hb_reg) hb_file_of(ptr, fkey, &foff);
   pthread_mutex_lock(&emu_lock);
   i = emu_slot_locked();
   if (i >= 0) {
@@ -1012,6 +1579,8 @@ cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
     emu_mems[i].p = (char *)ptr;
     emu_mems[i].n = size;
     emu_mems[i].alias = alias;
+    memcpy(emu_mems[i].fkey, fkey, sizeof fkey);
+    emu_mems[i].foff = foff;
   }
   pthread_mutex_unlock(&emu_lock);
   if (i < 0) {
@@ -1291,6 +1860,7 @@ cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle, unsig
   snprintf(path, sizeof path, "/proc/%d/fd/%d", (int)h.pid, (int)h.fd);
   if ((fd = open(path, O_RDWR | O_CLOEXEC)) < 0) return emu_err(cudaErrorInvalidValue); /* its process or memory is gone */
   len = EMU_HDR + ((h.size ? h.size : 1) + 4095) / 4096 * 4096;
+  if (fstat(fd, &st) == 0 && (size_t)st.st_size == len + HB_SHADOW_BYTES) len += HB_SHADOW_BYTES; /* with a shadow */
   if (fstat(fd, &st) != 0 || (size_t)st.st_size != len ||
       (map = (char *)mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED) {
     close(fd);
@@ -1323,6 +1893,14 @@ cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle, unsig
     m->map = map;
     m->maplen = len;
     m->refs = 1;
+    if (hb_reg && len > EMU_HDR + ((h.size ? h.size : 1) + 4095) / 4096 * 4096) {
+      m->hb = (struct hb_alloc *)(void *)(map + len - HB_SHADOW_BYTES);
+      if (m->hb->region != hb_reg->id) m->hb = NULL;
+    }
+    if (hb_reg && !m->hb)
+      hb_error("device buffer %llu of pid %d has no shadow of this checker (its process was not forked from the one "
+               "that made the checker, or runs without CC_EMU_HB): its accesses are not checked", (unsigned long long)h.id,
+               (int)h.pid);
   }
   pthread_mutex_unlock(&emu_lock);
   if (i < 0) {
@@ -1350,6 +1928,7 @@ cudaError_t cudaIpcCloseMemHandle(void *devPtr) {
   if (i == EMU_MAXA) return emu_err(cudaErrorInvalidValue);
   if (last) {
     emu_hdr *hdr = (emu_hdr *)(void *)m.map;
+    hb_closing(m.hb, m.id);
     for (k = 0; k < EMU_OPENS; k++)
       if (__atomic_load_n(&hdr->opens[k].pid, __ATOMIC_ACQUIRE) == (int32_t)getpid()) {
         __atomic_sub_fetch(&hdr->opens[k].count, 1, __ATOMIC_ACQ_REL);
@@ -1410,9 +1989,12 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
   int idle;
   EMU_LIVE();
   if (!s) return emu_err(cudaErrorInvalidResourceHandle);
+  unsigned long long seq;
   pthread_mutex_lock(&s->mu);
   idle = s->completed == s->submitted;
+  seq = s->completed;
   pthread_mutex_unlock(&s->mu);
+  if (idle) hb_join_seq(hb_me(), s, seq);          /* found done: ordered after it */
   return idle ? cudaSuccess : cudaErrorNotReady;   /* not an error: the last error stays */
 }
 
@@ -1488,15 +2070,17 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   (void)flags;
   EMU_LIVE();
   if (!event || event->magic != EMU_EVENT_MAGIC || !s) return emu_err(cudaErrorInvalidResourceHandle);
-  if (event->s && event->s != s && !s->capturing && !emu_reached(event->s, event->seq))
-    emu_push_wait(s, event->s, event->seq);
+  if (event->s && event->s != s && !s->capturing && (hb_reg || !emu_reached(event->s, event->seq)))
+    emu_push_wait(s, event->s, event->seq);        /* the checker: done work is ordered too */
   return cudaSuccess;
 }
 
 cudaError_t cudaEventQuery(cudaEvent_t event) {
   EMU_LIVE();
   if (!event || event->magic != EMU_EVENT_MAGIC) return emu_err(cudaErrorInvalidResourceHandle);
-  return !event->s || emu_reached(event->s, event->seq) ? cudaSuccess : cudaErrorNotReady;
+  if (event->s && !emu_reached(event->s, event->seq)) return cudaErrorNotReady;
+  if (event->s) hb_join_seq(hb_me(), event->s, event->seq);   /* found done: ordered after it */
+  return cudaSuccess;
 }
 
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
