@@ -68,6 +68,13 @@ $(BUILD)/cuda/test_cuda_emu_tsan: tests/test_cuda.cu tests/cuda_emu.cpp $(CUDA_D
 	$(if $(NVCC),,$(error no nvcc: install the CUDA toolkit or set NVCC))
 	$(NVCC) $(NVWARN) $(EMU_ARCH) -O1 -g $(EMU_TSAN) -I. -Itests -cudart=none -DCC_CUDA_EMU_HOOKS -o $@ tests/test_cuda.cu tests/cuda_emu.cpp -lpthread -lm
 
+# test_cuda_hb: the emulation's happens-before checker finds defects brought
+# back on purpose and nothing in right programs (tests/test_cuda_hb.cu).
+$(BUILD)/cuda/test_cuda_hb: tests/test_cuda_hb.cu tests/cuda_emu.cpp $(CUDA_DEPS)
+	@mkdir -p $(@D)
+	$(if $(NVCC),,$(error no nvcc: install the CUDA toolkit or set NVCC))
+	$(NVCC) $(NVWARN) $(EMU_ARCH) -O1 -g $(EMU_SAN) -I. -Itests -cudart=none -DCC_CUDA_EMU_HOOKS -o $@ tests/test_cuda_hb.cu tests/cuda_emu.cpp -lpthread -lm
+
 # The tests that run on the CPU only (the fold's body, the watchdog's logic,
 # init without a GPU) need no fat binary either.
 $(BUILD)/cuda/test_cuda_fold $(BUILD)/cuda/test_cuda_watchdog $(BUILD)/cuda/test_cuda_init: NVCC_ARCH = $(EMU_ARCH)

@@ -10,11 +10,14 @@
 #include <stdlib.h>
 
 static int fails, checks;
+static const char *who = "";           /* the compiler, for the test's name */
 #define CHECK(cond, ...)                                                                             \
   do {                                                                                               \
     checks++;                                                                                        \
-    if (!(cond)) {                                                                                   \
-      if (!fails++) printf("FAIL: cuda hb unit: line %d: ", __LINE__), printf(__VA_ARGS__), printf("\n"); \
+    if (!(cond) && !fails++) {                                                                       \
+      printf("FAIL: cuda hb unit%s: line %d: ", who, __LINE__);                                      \
+      printf(__VA_ARGS__);                                                                           \
+      printf("\n");                                                                                  \
     }                                                                                                \
   } while (0)
 
@@ -35,11 +38,13 @@ static int is_b(uint16_t agent, uint32_t clk, void *u) {
   return agent == B;
 }
 
-int main(void) {
+int main(int argc, char **argv) {
+  static char name[64];
   uint32_t va[HB_MAXA], vb[HB_MAXA], vc[HB_MAXA], t[HB_MAXA];
   hb_conflict c;
   hb_shadow *s;
   int i, r;
+  if (argc > 1) snprintf(name, sizeof name, " (%.50s)", argv[1]), who = name;
 
   /* vector clocks: join is the entrywise max, leq the entrywise order */
   memset(va, 0, sizeof va);
@@ -178,7 +183,7 @@ int main(void) {
   free(s);
 
   if (fails) return 1;
-  printf("PASS: cuda hb unit: vector clocks and the shadow of an allocation against hand-computed cases (%d checks)\n",
-         checks);
+  printf("PASS: cuda hb unit%s: vector clocks and the shadow of an allocation against hand-computed cases (%d checks)\n",
+         who, checks);
   return 0;
 }
