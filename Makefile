@@ -69,11 +69,17 @@ $(BUILD)/cuda/test_cuda_emu_tsan: tests/test_cuda.cu tests/cuda_emu.cpp $(CUDA_D
 	$(NVCC) $(NVWARN) $(EMU_ARCH) -O1 -g $(EMU_TSAN) -I. -Itests -cudart=none -DCC_CUDA_EMU_HOOKS -o $@ tests/test_cuda.cu tests/cuda_emu.cpp -lpthread -lm
 
 # test_cuda_hb: the emulation's happens-before checker finds defects brought
-# back on purpose and nothing in right programs (tests/test_cuda_hb.cu).
+# back on purpose and nothing in right programs (tests/test_cuda_hb.cu); with
+# ASan and UBSan, and (test_cuda_hb_tsan) with ThreadSanitizer.
 $(BUILD)/cuda/test_cuda_hb: tests/test_cuda_hb.cu tests/cuda_emu.cpp $(CUDA_DEPS)
 	@mkdir -p $(@D)
 	$(if $(NVCC),,$(error no nvcc: install the CUDA toolkit or set NVCC))
 	$(NVCC) $(NVWARN) $(EMU_ARCH) -O1 -g $(EMU_SAN) -I. -Itests -cudart=none -DCC_CUDA_EMU_HOOKS -o $@ tests/test_cuda_hb.cu tests/cuda_emu.cpp -lpthread -lm
+
+$(BUILD)/cuda/test_cuda_hb_tsan: tests/test_cuda_hb.cu tests/cuda_emu.cpp $(CUDA_DEPS)
+	@mkdir -p $(@D)
+	$(if $(NVCC),,$(error no nvcc: install the CUDA toolkit or set NVCC))
+	$(NVCC) $(NVWARN) $(EMU_ARCH) -O1 -g $(EMU_TSAN) -I. -Itests -cudart=none -DCC_CUDA_EMU_HOOKS -o $@ tests/test_cuda_hb.cu tests/cuda_emu.cpp -lpthread -lm
 
 # The tests that run on the CPU only (the fold's body, the watchdog's logic,
 # init without a GPU) need no fat binary either.

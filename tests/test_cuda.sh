@@ -94,17 +94,21 @@ hb_check() {
 if [ "$tsan_only" = 1 ]; then
   release=$("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
   make --no-print-directory -s -C "$root" BUILD="$build" "$build/ccrun" >/dev/null 2>&1
-  if make --no-print-directory -s -C "$root" BUILD="$build" NVCC="$nvcc" "$out/test_cuda_emu_tsan" \
-      >"$out/test_cuda_emu_tsan.build.log" 2>&1; then
-    echo "PASS: cuda build: tests/test_cuda.cu with tests/cuda_emu.cpp and TSan, nvcc $release"
-  else
-    echo "FAIL: cuda build: test_cuda_emu_tsan: $(tail -n 5 "$out/test_cuda_emu_tsan.build.log" | tr '\n' ' ')"
-    exit 1
-  fi
+  for t in test_cuda_emu_tsan test_cuda_hb_tsan; do
+    if make --no-print-directory -s -C "$root" BUILD="$build" NVCC="$nvcc" "$out/$t" >"$out/$t.build.log" 2>&1; then
+      src=tests/test_cuda.cu
+      [ "$t" = test_cuda_hb_tsan ] && src=tests/test_cuda_hb.cu
+      echo "PASS: cuda build: $src with tests/cuda_emu.cpp and TSan, nvcc $release"
+    else
+      echo "FAIL: cuda build: $t: $(tail -n 5 "$out/$t.build.log" | tr '\n' ' ')"
+      exit 1
+    fi
+  done
   rm -f "$out/hb-tsan.log"
   CC_EMU_HB=1 CC_EMU_HB_LOG="$out/hb-tsan.log" "$out/test_cuda_emu_tsan" 2 3 regress
   rc=$?
   hb_check "$out/hb-tsan.log" "TSan: ipc mode at 2 and 3 ranks and the regression worlds"
+  "$out/test_cuda_hb_tsan" || rc=1
   exit $rc
 fi
 
