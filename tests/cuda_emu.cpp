@@ -57,6 +57,9 @@
  *                   between them).
  *   errors          each failing call sets the thread's last error;
  *                   cudaGetLastError returns and clears it (not a sticky one).
+ *   order           CC_EMU_HB=1: a happens-before checker of every access
+ *                   to device memory across streams and processes (its
+ *                   section below; docs/cuda.md).
  *
  * What it does not do: model a GPU's memory (its writes are the CPU's,
  * coherent at once across processes, so missing fences and flushes go

@@ -21,7 +21,21 @@
  *                            live process still had open through CUDA IPC),
  *                            "flush_waits" (stream waits with
  *                            CU_STREAM_WAIT_VALUE_FLUSH), "kernels" (run),
- *                            "faults" (kernels that faulted) */
+ *                            "faults" (kernels that faulted); and the
+ *                            happens-before checker's, every process's:
+ *                            "hb_on" (1: CC_EMU_HB=1 made it), "hb_accesses",
+ *                            "hb_flag_edges", "hb_sync_edges", "hb_races",
+ *                            "hb_uaf" (uses after free or close),
+ *                            "hb_errors", "hb_released" (waits passed on an
+ *                            unpublished value), "hb_after_release",
+ *                            "hb_dropped_reads", "hb_history_misses",
+ *                            "hb_streams", "hb_evicted_flags"
+ *
+ * The happens-before checker (CC_EMU_HB=1, docs/cuda.md) learns a kernel's
+ * accesses from its twin: a build with CC_CUDA_EMU_HOOKS defined gets
+ * cc_cuda.cuh's twins calling cc_emu_access(p, bytes, write, op), and its wait
+ * kernel's flag stores and loads going through cc_emu_flag_store and
+ * cc_emu_flag_load (declared by cc_cuda.cuh, defined by the emulator). */
 #ifndef CC_CUDA_EMU_H
 #define CC_CUDA_EMU_H
 
