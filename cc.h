@@ -68,7 +68,7 @@
 
        @api          public declarations
        @platform     every system call: time, futex, processes, shared memory, files, sockets
-       @crypto       SHA-256 and HMAC for the handshakes
+       @crypto       SHA-256, HMAC, HKDF, ChaCha20-Poly1305, AES-256-GCM
        @base         internal types, errors and logging, the settings (read once)
        @reduce       the reduction kernels for every dtype and op
        @plan         what a call means: its identity, its data movement, v counts
@@ -370,6 +370,20 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg);
 #include <linux/futex.h>
 #if defined(__SSE2__)
 #  include <emmintrin.h>
+#endif
+/* @crypto's AES-NI, PCLMULQDQ and AVX2 paths (chosen at run time by CPUID) */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(CC_CRYPTO_PORTABLE)
+#  define CC__CRYPTO_X86 1
+#  include <cpuid.h>
+#  include <immintrin.h>
+#  include <wmmintrin.h>
+#  define CC__TARGET_AVX2 __attribute__((target("avx2")))
+#  define CC__TARGET_GCM __attribute__((target("aes,pclmul,sse4.1")))
+#  define CC__INLINE_GCM inline __attribute__((always_inline, target("aes,pclmul,sse4.1")))
+#  define CC__TARGET_VCLMUL __attribute__((target("aes,pclmul,sse4.1,avx2,vpclmulqdq")))
+#  define CC__TARGET_VAES __attribute__((target("aes,pclmul,sse4.1,avx2,vpclmulqdq,vaes")))
+#else
+#  define CC__CRYPTO_X86 0
 #endif
 #ifndef CC_NO_TCP
 #  include <arpa/inet.h>
@@ -1107,8 +1121,14 @@ static int cc__sock_pick_addr(const char *ifname, const char *toward, int first_
 #endif
 /* ============================================================== @crypto */
 /* SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104), which authenticate the
-   handshakes; cc__ct_equal compares MACs in constant time. Pure computation:
-   no system call, no allocation. */
+   handshakes; cc__ct_equal compares MACs in constant time; then HKDF-SHA256
+   (RFC 5869), which derives each connection's keys, and the two AEAD suites
+   that authenticate (and with CC_NET_ENCRYPT=1 encrypt) every frame on a TCP
+   link: ChaCha20-Poly1305 (RFC 8439) and AES-256-GCM (SP 800-38D, AES-NI and
+   PCLMULQDQ only). Pure computation: no system call, no allocation. The #ifs
+   here are on the compiler and the CPU architecture (the x86-64 intrinsics,
+   unsigned __int128), never on the operating system; the CPU's features are
+   read once with CPUID. */
 
 typedef struct cc__sha256 {
   uint32_t h[8];
@@ -1229,6 +1249,1155 @@ static int cc__ct_equal(const void *a, const void *b, size_t n) {
   size_t i;
   for (i = 0; i < n; i++) d = (unsigned char)(d | (x[i] ^ y[i]));
   return d == 0;
+}
+
+/* ------------------------------------------------------------------ crypto */
+/* Key derivation and authenticated encryption for the TCP transport.
+
+     HKDF-SHA256                 RFC 5869, on cc__hmac_sha256
+     ChaCha20, Poly1305          RFC 8439 sections 2.3-2.6 (portable C; ChaCha20
+                                 also 4 blocks at a time with SSE2 and 8 with AVX2)
+     AEAD_CHACHA20_POLY1305      RFC 8439 section 2.8
+     AES-256-GCM                 FIPS 197 + NIST SP 800-38D, with AES-NI and
+                                 PCLMULQDQ only (x86-64, GCC/Clang, chosen at run
+                                 time): 8 blocks per GHASH reduction, and where
+                                 the CPU has VPCLMULQDQ (and VAES) 16 blocks in
+                                 256-bit registers. There is deliberately no
+                                 table-based software AES: where the
+                                 instructions are missing, GCM is unavailable
+                                 and the caller uses ChaCha20-Poly1305
+
+   One streaming AEAD interface covers both suites:
+
+     cc__aead_key k;   cc__aead_setkey(&k, suite, key32)      once per key
+     cc__aead st;      cc__aead_begin(&st, &k, nonce12)        per message
+                       cc__aead_aad(&st, p, n)          any number of times, first
+                       cc__aead_encrypt(&st, in, out, n)  or cc__aead_decrypt(...)
+                       cc__aead_final(&st, tag16)  or  cc__aead_verify(&st, tag16)
+
+   Any split of the AAD and of the payload gives the same output and tag as
+   one call. Integrity only = all data as AAD, no payload (GMAC for GCM; for
+   ChaCha20-Poly1305 the Poly1305 pass under the per-message key). in == out
+   is allowed; other overlaps are not. Everything returns 0, or -1 on misuse,
+   an over-long message, an unavailable suite or (verify) a wrong tag; after a
+   -1 the message state refuses everything until the next begin.
+
+   Constant time: no branch or memory index depends on a key, a keystream, a
+   plaintext or a tag (ChaCha20: add/xor/rotate; Poly1305: fixed carry chains
+   and a masked final select; AES and GHASH: AES-NI and carry-less multiply;
+   tags compared by cc__ct_equal). Branches depend on lengths and the suite. */
+
+
+#define CC__AEAD_CHACHA20_POLY1305 1
+#define CC__AEAD_AES256_GCM        2
+
+/* -------- small helpers */
+static uint32_t cc__ld32le(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static void cc__st32le(unsigned char *p, uint32_t v) {
+  p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8); p[2] = (unsigned char)(v >> 16); p[3] = (unsigned char)(v >> 24);
+}
+static uint64_t cc__ld64le(const unsigned char *p) { return (uint64_t)cc__ld32le(p) | (uint64_t)cc__ld32le(p + 4) << 32; }
+static void cc__st64le(unsigned char *p, uint64_t v) { cc__st32le(p, (uint32_t)v); cc__st32le(p + 4, (uint32_t)(v >> 32)); }
+static void cc__st64be(unsigned char *p, uint64_t v) {
+  int i;
+  for (i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (56 - 8 * i));
+}
+
+/* Zeroes n bytes in a way the compiler cannot drop as a dead store. */
+static void cc__crypto_wipe(void *p, size_t n) {
+  memset(p, 0, n);
+  __asm__ __volatile__("" : : "r"(p) : "memory");
+}
+
+/* out = a ^ b over n bytes (any alignment; out may equal a or b). */
+static void cc__xor_bytes(unsigned char *out, const unsigned char *a, const unsigned char *b, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t x, y;
+    memcpy(&x, a + i, 8);
+    memcpy(&y, b + i, 8);
+    x ^= y;
+    memcpy(out + i, &x, 8);
+  }
+  for (; i < n; i++) out[i] = (unsigned char)(a[i] ^ b[i]);
+}
+
+/* -------- CPU features: computed once, then only read. A race between two
+   first callers is harmless (both store the same value, atomically). */
+#define CC__CPU_SSE2 1                   /* x86-64 baseline: ChaCha20 x4 */
+#define CC__CPU_AVX2 2                   /* ChaCha20 x8 */
+#define CC__CPU_GCM  4                   /* AES-NI + PCLMULQDQ + SSE4.1: AES-256-GCM */
+#define CC__CPU_VCLMUL 8                 /* and AVX2 + VPCLMULQDQ: GHASH 2 blocks per multiply */
+#define CC__CPU_VAES 16                  /* and VAES too: AES-CTR 2 blocks per instruction */
+static int cc__crypto_cpu_flags = -1;
+
+static int cc__crypto_cpu(void) {
+  int f = __atomic_load_n(&cc__crypto_cpu_flags, __ATOMIC_RELAXED);
+  if (f < 0) {
+    f = 0;
+#if CC__CRYPTO_X86
+    __builtin_cpu_init();
+    f |= CC__CPU_SSE2;
+    if (__builtin_cpu_supports("avx2")) f |= CC__CPU_AVX2;
+    if (__builtin_cpu_supports("aes") && __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1")) {
+      unsigned a, b, c, d;
+      f |= CC__CPU_GCM;
+      /* VPCLMULQDQ: CPUID.(7,0):ECX bit 10 (Clang 14 has no
+         __builtin_cpu_supports name for it); "avx2" above includes the OS
+         check for the 256-bit registers. */
+      if ((f & CC__CPU_AVX2) && __get_cpuid_count(7, 0, &a, &b, &c, &d) && ((c >> 10) & 1)) {
+        f |= CC__CPU_VCLMUL;
+        if ((c >> 9) & 1) f |= CC__CPU_VAES;            /* VAES: CPUID.(7,0):ECX bit 9 */
+      }
+    }
+#endif
+    __atomic_store_n(&cc__crypto_cpu_flags, f, __ATOMIC_RELAXED);
+  }
+  return f;
+}
+
+/* ================================================================ HKDF */
+/* RFC 5869 section 2.2: PRK = HMAC-SHA256(salt, IKM). An empty salt is the
+   same as 32 zero bytes (HMAC pads keys with zeros). */
+static __attribute__((unused)) void cc__hkdf_sha256_extract(const void *salt, size_t saltlen, const void *ikm,
+                                                            size_t ikmlen, unsigned char prk[32]) {
+  const void *parts[1];
+  size_t lens[1];
+  parts[0] = ikm;
+  lens[0] = ikmlen;
+  cc__hmac_sha256(salt, saltlen, parts, lens, ikmlen ? 1 : 0, prk);
+}
+
+/* RFC 5869 section 2.3: OKM = T(1) | T(2) | ... truncated to outlen, where
+   T(i) = HMAC-SHA256(PRK, T(i-1) | info | i). 0, or -1 if outlen > 255*32. */
+static __attribute__((unused)) int cc__hkdf_sha256_expand(const unsigned char *prk, size_t prklen, const void *info,
+                                                          size_t infolen, unsigned char *out, size_t outlen) {
+  unsigned char t[32], ctr = 0;
+  size_t done = 0;
+  if (outlen > 255 * 32) return -1;
+  while (done < outlen) {
+    const void *parts[3];
+    size_t lens[3], k;
+    int n = 0;
+    if (ctr) { parts[n] = t; lens[n++] = 32; }
+    if (infolen) { parts[n] = info; lens[n++] = infolen; }
+    ctr++;
+    parts[n] = &ctr; lens[n++] = 1;
+    cc__hmac_sha256(prk, prklen, parts, lens, n, t);
+    k = CC__MIN((size_t)32, outlen - done);
+    memcpy(out + done, t, k);
+    done += k;
+  }
+  cc__crypto_wipe(t, sizeof t);
+  return 0;
+}
+
+/* Extract then expand. */
+static __attribute__((unused)) int cc__hkdf_sha256(const void *salt, size_t saltlen, const void *ikm, size_t ikmlen,
+                                                   const void *info, size_t infolen, unsigned char *out, size_t outlen) {
+  unsigned char prk[32];
+  int rc;
+  cc__hkdf_sha256_extract(salt, saltlen, ikm, ikmlen, prk);
+  rc = cc__hkdf_sha256_expand(prk, 32, info, infolen, out, outlen);
+  cc__crypto_wipe(prk, sizeof prk);
+  return rc;
+}
+
+/* ============================================================ ChaCha20 */
+#define CC__ROL32(x, n) (((x) << (n)) | ((x) >> (32 - (n))))
+/* RFC 8439 section 2.1: the quarter round. */
+#define CC__CHACHA_QR(a, b, c, d)                \
+  a += b; d ^= a; d = CC__ROL32(d, 16);          \
+  c += d; b ^= c; b = CC__ROL32(b, 12);          \
+  a += b; d ^= a; d = CC__ROL32(d, 8);           \
+  c += d; b ^= c; b = CC__ROL32(b, 7)
+
+/* RFC 8439 section 2.3: constants, key, block counter, nonce. */
+static void cc__chacha20_init(uint32_t st[16], const unsigned char key[32], uint32_t counter,
+                              const unsigned char nonce[12]) {
+  int i;
+  st[0] = 0x61707865u; st[1] = 0x3320646eu; st[2] = 0x79622d32u; st[3] = 0x6b206574u;
+  for (i = 0; i < 8; i++) st[4 + i] = cc__ld32le(key + 4 * i);
+  st[12] = counter;
+  for (i = 0; i < 3; i++) st[13 + i] = cc__ld32le(nonce + 4 * i);
+}
+
+/* RFC 8439 section 2.3: the 64-byte block for state st (20 rounds, add the
+   input, serialize little-endian). */
+static void cc__chacha20_block(const uint32_t st[16], unsigned char out[64]) {
+  uint32_t x[16];
+  int i;
+  memcpy(x, st, sizeof x);
+  for (i = 0; i < 10; i++) {
+    CC__CHACHA_QR(x[0], x[4], x[8], x[12]);       /* column round */
+    CC__CHACHA_QR(x[1], x[5], x[9], x[13]);
+    CC__CHACHA_QR(x[2], x[6], x[10], x[14]);
+    CC__CHACHA_QR(x[3], x[7], x[11], x[15]);
+    CC__CHACHA_QR(x[0], x[5], x[10], x[15]);      /* diagonal round */
+    CC__CHACHA_QR(x[1], x[6], x[11], x[12]);
+    CC__CHACHA_QR(x[2], x[7], x[8], x[13]);
+    CC__CHACHA_QR(x[3], x[4], x[9], x[14]);
+  }
+  for (i = 0; i < 16; i++) cc__st32le(out + 4 * i, x[i] + st[i]);
+  cc__crypto_wipe(x, sizeof x);
+}
+
+#if CC__CRYPTO_X86
+/* Four blocks (counters st[12] .. st[12]+3) with SSE2: vector j holds word j
+   of the four blocks; a 4x4 transpose per group of four words serializes. */
+#define CC__ROTV(x, n) _mm_or_si128(_mm_slli_epi32(x, n), _mm_srli_epi32(x, 32 - (n)))
+#define CC__QRV(a, b, c, d)                                                          \
+  a = _mm_add_epi32(a, b); d = _mm_xor_si128(d, a); d = CC__ROTV(d, 16);             \
+  c = _mm_add_epi32(c, d); b = _mm_xor_si128(b, c); b = CC__ROTV(b, 12);             \
+  a = _mm_add_epi32(a, b); d = _mm_xor_si128(d, a); d = CC__ROTV(d, 8);              \
+  c = _mm_add_epi32(c, d); b = _mm_xor_si128(b, c); b = CC__ROTV(b, 7)
+
+static void cc__chacha20_x4(const uint32_t st[16], const unsigned char *in, unsigned char *out) {
+  __m128i x[16], o[16];
+  int i;
+  for (i = 0; i < 16; i++) x[i] = o[i] = _mm_set1_epi32((int)st[i]);
+  x[12] = o[12] = _mm_add_epi32(o[12], _mm_set_epi32(3, 2, 1, 0));
+  for (i = 0; i < 10; i++) {
+    CC__QRV(x[0], x[4], x[8], x[12]);
+    CC__QRV(x[1], x[5], x[9], x[13]);
+    CC__QRV(x[2], x[6], x[10], x[14]);
+    CC__QRV(x[3], x[7], x[11], x[15]);
+    CC__QRV(x[0], x[5], x[10], x[15]);
+    CC__QRV(x[1], x[6], x[11], x[12]);
+    CC__QRV(x[2], x[7], x[8], x[13]);
+    CC__QRV(x[3], x[4], x[9], x[14]);
+  }
+  for (i = 0; i < 16; i++) x[i] = _mm_add_epi32(x[i], o[i]);
+  for (i = 0; i < 4; i++) {               /* words 4i..4i+3 of blocks 0..3 */
+    __m128i t0 = _mm_unpacklo_epi32(x[4 * i], x[4 * i + 1]), t1 = _mm_unpackhi_epi32(x[4 * i], x[4 * i + 1]);
+    __m128i t2 = _mm_unpacklo_epi32(x[4 * i + 2], x[4 * i + 3]), t3 = _mm_unpackhi_epi32(x[4 * i + 2], x[4 * i + 3]);
+    __m128i b[4];
+    int j;
+    b[0] = _mm_unpacklo_epi64(t0, t2); b[1] = _mm_unpackhi_epi64(t0, t2);
+    b[2] = _mm_unpacklo_epi64(t1, t3); b[3] = _mm_unpackhi_epi64(t1, t3);
+    for (j = 0; j < 4; j++) {
+      const unsigned char *ip = in + 64 * j + 16 * i;
+      _mm_storeu_si128((__m128i *)(void *)(out + 64 * j + 16 * i),
+                       _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)ip), b[j]));
+    }
+  }
+}
+
+/* Eight blocks with AVX2: lane 0 of each vector holds blocks 0-3, lane 1
+   blocks 4-7; the 16- and 8-bit rotations are byte shuffles. */
+#define CC__ROTV8(x, n) _mm256_or_si256(_mm256_slli_epi32(x, n), _mm256_srli_epi32(x, 32 - (n)))
+#define CC__QRV8(a, b, c, d)                                                                       \
+  a = _mm256_add_epi32(a, b); d = _mm256_xor_si256(d, a); d = _mm256_shuffle_epi8(d, r16);         \
+  c = _mm256_add_epi32(c, d); b = _mm256_xor_si256(b, c); b = CC__ROTV8(b, 12);                    \
+  a = _mm256_add_epi32(a, b); d = _mm256_xor_si256(d, a); d = _mm256_shuffle_epi8(d, r8);          \
+  c = _mm256_add_epi32(c, d); b = _mm256_xor_si256(b, c); b = CC__ROTV8(b, 7)
+
+static CC__TARGET_AVX2 void cc__chacha20_x8(const uint32_t st[16], const unsigned char *in, unsigned char *out) {
+  const __m256i r16 = _mm256_setr_epi8(2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13,
+                                       2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+  const __m256i r8 = _mm256_setr_epi8(3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14,
+                                      3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14);
+  __m256i x[16], o[16], u[4][4];
+  int i;
+  for (i = 0; i < 16; i++) x[i] = o[i] = _mm256_set1_epi32((int)st[i]);
+  x[12] = o[12] = _mm256_add_epi32(o[12], _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  for (i = 0; i < 10; i++) {
+    CC__QRV8(x[0], x[4], x[8], x[12]);
+    CC__QRV8(x[1], x[5], x[9], x[13]);
+    CC__QRV8(x[2], x[6], x[10], x[14]);
+    CC__QRV8(x[3], x[7], x[11], x[15]);
+    CC__QRV8(x[0], x[5], x[10], x[15]);
+    CC__QRV8(x[1], x[6], x[11], x[12]);
+    CC__QRV8(x[2], x[7], x[8], x[13]);
+    CC__QRV8(x[3], x[4], x[9], x[14]);
+  }
+  for (i = 0; i < 16; i++) x[i] = _mm256_add_epi32(x[i], o[i]);
+  /* u[g][j]: words 4g..4g+3 of block j (lane 0) and block j+4 (lane 1); written
+     out so that the indices are constants and the values stay in registers */
+#define CC__T8(g)                                                                                              \
+  {                                                                                                          \
+    __m256i t0 = _mm256_unpacklo_epi32(x[4 * (g)], x[4 * (g) + 1]), t1 = _mm256_unpackhi_epi32(x[4 * (g)], x[4 * (g) + 1]); \
+    __m256i t2 = _mm256_unpacklo_epi32(x[4 * (g) + 2], x[4 * (g) + 3]), t3 = _mm256_unpackhi_epi32(x[4 * (g) + 2], x[4 * (g) + 3]); \
+    u[g][0] = _mm256_unpacklo_epi64(t0, t2); u[g][1] = _mm256_unpackhi_epi64(t0, t2);                          \
+    u[g][2] = _mm256_unpacklo_epi64(t1, t3); u[g][3] = _mm256_unpackhi_epi64(t1, t3);                          \
+  }
+  CC__T8(0) CC__T8(1) CC__T8(2) CC__T8(3)
+#undef CC__T8
+#define CC__XS8(off, v)                                                                                        \
+  _mm256_storeu_si256((__m256i *)(void *)(out + (off)),                                                        \
+                      _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(in + (off))), v));
+#define CC__O8(j)                                                                                              \
+  CC__XS8(64 * (j), _mm256_permute2x128_si256(u[0][j], u[1][j], 0x20))        /* block j, bytes 0-31 */       \
+  CC__XS8(64 * (j) + 32, _mm256_permute2x128_si256(u[2][j], u[3][j], 0x20))   /* block j, bytes 32-63 */      \
+  CC__XS8(64 * (j) + 256, _mm256_permute2x128_si256(u[0][j], u[1][j], 0x31))  /* block j+4 */                 \
+  CC__XS8(64 * (j) + 288, _mm256_permute2x128_si256(u[2][j], u[3][j], 0x31))
+  CC__O8(0) CC__O8(1) CC__O8(2) CC__O8(3)
+#undef CC__O8
+#undef CC__XS8
+}
+#endif /* CC__CRYPTO_X86 */
+
+/* XORs nblocks*64 bytes of keystream (blocks st[12], st[12]+1, ...) from in
+   into out and advances st[12]. The caller keeps the counter from wrapping. */
+static void cc__chacha20_xor_blocks(uint32_t st[16], const unsigned char *in, unsigned char *out, size_t nblocks) {
+  unsigned char ks[64];
+#if CC__CRYPTO_X86
+  int f = cc__crypto_cpu();
+  if (f & CC__CPU_AVX2)
+    for (; nblocks >= 8; nblocks -= 8, in += 512, out += 512, st[12] += 8) cc__chacha20_x8(st, in, out);
+  if (f & CC__CPU_SSE2)
+    for (; nblocks >= 4; nblocks -= 4, in += 256, out += 256, st[12] += 4) cc__chacha20_x4(st, in, out);
+#endif
+  if (!nblocks) return;
+  for (; nblocks; nblocks--, in += 64, out += 64, st[12]++) {
+    cc__chacha20_block(st, ks);
+    cc__xor_bytes(out, in, ks, 64);
+  }
+  cc__crypto_wipe(ks, sizeof ks);
+}
+
+/* RFC 8439 section 2.4: ChaCha20 encryption (= decryption) of len bytes. */
+static __attribute__((unused)) void cc__chacha20_xor(const unsigned char key[32], uint32_t counter,
+                                                     const unsigned char nonce[12], const void *inv, void *outv,
+                                                     size_t len) {
+  const unsigned char *in = (const unsigned char *)inv;
+  unsigned char *out = (unsigned char *)outv, ks[64];
+  uint32_t st[16];
+  cc__chacha20_init(st, key, counter, nonce);
+  cc__chacha20_xor_blocks(st, in, out, len / 64);
+  if (len % 64) {
+    cc__chacha20_block(st, ks);
+    cc__xor_bytes(out + (len & ~(size_t)63), in + (len & ~(size_t)63), ks, len % 64);
+  }
+  cc__crypto_wipe(ks, sizeof ks);
+  cc__crypto_wipe(st, sizeof st);
+}
+
+/* ============================================================ Poly1305 */
+/* RFC 8439 section 2.5, in radix 2^44 (limbs of 44, 44 and 42 bits, as in
+   poly1305-donna's 64-bit version). The 64x64->128 multiplies use unsigned
+   __int128 where the compiler has it and a portable 32-bit-halves product
+   otherwise (define CC_CRYPTO_NO_INT128 to force the latter). */
+#if defined(__SIZEOF_INT128__) && !defined(CC_CRYPTO_NO_INT128)
+__extension__ typedef unsigned __int128 cc__u128;
+static cc__u128 cc__mul64(uint64_t a, uint64_t b) { return (cc__u128)a * b; }
+static cc__u128 cc__add128(cc__u128 a, cc__u128 b) { return a + b; }
+static cc__u128 cc__add128_64(cc__u128 a, uint64_t b) { return a + b; }
+static uint64_t cc__shr128(cc__u128 a, int s) { return (uint64_t)(a >> s); }
+static uint64_t cc__lo128(cc__u128 a) { return (uint64_t)a; }
+#else
+typedef struct cc__u128 { uint64_t lo, hi; } cc__u128;
+static cc__u128 cc__mul64(uint64_t a, uint64_t b) {
+  uint64_t a0 = a & 0xffffffffu, a1 = a >> 32, b0 = b & 0xffffffffu, b1 = b >> 32;
+  uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+  uint64_t mid = (p00 >> 32) + (p01 & 0xffffffffu) + (p10 & 0xffffffffu);
+  cc__u128 r;
+  r.lo = (mid << 32) | (p00 & 0xffffffffu);
+  r.hi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+  return r;
+}
+static cc__u128 cc__add128(cc__u128 a, cc__u128 b) {
+  cc__u128 r;
+  r.lo = a.lo + b.lo;
+  r.hi = a.hi + b.hi + (r.lo < a.lo);
+  return r;
+}
+static cc__u128 cc__add128_64(cc__u128 a, uint64_t b) {
+  cc__u128 r;
+  r.lo = a.lo + b;
+  r.hi = a.hi + (r.lo < a.lo);
+  return r;
+}
+static uint64_t cc__shr128(cc__u128 a, int s) { return (a.lo >> s) | (a.hi << (64 - s)); }   /* 0 < s < 64 */
+static uint64_t cc__lo128(cc__u128 a) { return a.lo; }
+#endif
+
+#define CC__M44 0xfffffffffffull
+#define CC__M42 0x3ffffffffffull
+
+typedef struct cc__poly1305 {
+  uint64_t r0, r1, r2;                  /* clamped r */
+  uint64_t s1, s2;                      /* 20*r1, 20*r2: 2^132 = 4*2^130 = 4*5 mod p */
+  uint64_t q0, q1, q2, t1, t2;          /* r^2 mod p (limbs carried, below 2^44, 2^44+1, 2^42) and 20*q1, 20*q2 */
+  uint64_t h0, h1, h2;                  /* accumulator, partially reduced */
+  uint64_t pad0, pad1;                  /* s, the second half of the key */
+} cc__poly1305;
+
+/* Carries d0, d1, d2 (128-bit column sums) into 44/44/42-bit limbs, folding
+   the part above 2^130 back in times 5. */
+#define CC__POLY_CARRY(d0, d1, d2, h0, h1, h2)                                   \
+  do {                                                                          \
+    uint64_t c_;                                                                \
+    c_ = cc__shr128(d0, 44); h0 = cc__lo128(d0) & CC__M44;                       \
+    d1 = cc__add128_64(d1, c_); c_ = cc__shr128(d1, 44); h1 = cc__lo128(d1) & CC__M44; \
+    d2 = cc__add128_64(d2, c_); c_ = cc__shr128(d2, 42); h2 = cc__lo128(d2) & CC__M42; \
+    h0 += c_ * 5; c_ = h0 >> 44; h0 &= CC__M44;                                  \
+    h1 += c_;                                                                   \
+  } while (0)
+
+/* RFC 8439 section 2.5: r = key[0..15] clamped, s = key[16..31]. */
+static void cc__poly1305_init(cc__poly1305 *p, const unsigned char key[32]) {
+  uint64_t t0 = cc__ld64le(key), t1 = cc__ld64le(key + 8);
+  p->r0 = t0 & 0xffc0fffffffull;                          /* r &= 0x0ffffffc0ffffffc0ffffffc0fffffff */
+  p->r1 = ((t0 >> 44) | (t1 << 20)) & 0xfffffc0ffffull;
+  p->r2 = (t1 >> 24) & 0x00ffffffc0full;
+  p->s1 = p->r1 * 20;
+  p->s2 = p->r2 * 20;
+  {                                                       /* r^2, for two blocks per step */
+    cc__u128 d0 = cc__add128(cc__add128(cc__mul64(p->r0, p->r0), cc__mul64(p->r1, p->s2)), cc__mul64(p->r2, p->s1));
+    cc__u128 d1 = cc__add128(cc__add128(cc__mul64(p->r0, p->r1), cc__mul64(p->r1, p->r0)), cc__mul64(p->r2, p->s2));
+    cc__u128 d2 = cc__add128(cc__add128(cc__mul64(p->r0, p->r2), cc__mul64(p->r1, p->r1)), cc__mul64(p->r2, p->r0));
+    CC__POLY_CARRY(d0, d1, d2, p->q0, p->q1, p->q2);
+    p->t1 = p->q1 * 20;
+    p->t2 = p->q2 * 20;
+  }
+  p->h0 = p->h1 = p->h2 = 0;
+  p->pad0 = cc__ld64le(key + 16);
+  p->pad1 = cc__ld64le(key + 24);
+}
+
+/* Acc = ((Acc + block + hibit) * r) mod 2^130-5 for each 16-byte block;
+   hibit is 2^128 (1 << 40 in the top limb) for whole blocks, 0 for a final
+   short block that the caller padded with 0x01 0x00...
+   Two blocks per step as Acc = (Acc + m1)*r^2 + m2*r: the same value, but the
+   m2*r products do not wait for the accumulator, which halves the length of
+   the dependency chain per block. Bounds: accumulator limbs < 2^45 after the
+   add, q and r limbs < 2^44+1, 20*q and 20*r < 2^50, so each of the six
+   products per column is < 2^95 and a column sum < 2^98. */
+static void cc__poly1305_blocks(cc__poly1305 *p, const unsigned char *m, size_t nblocks, uint64_t hibit) {
+  uint64_t r0 = p->r0, r1 = p->r1, r2 = p->r2, s1 = p->s1, s2 = p->s2;
+  uint64_t q0 = p->q0, q1 = p->q1, q2 = p->q2, t1 = p->t1, t2 = p->t2;
+  uint64_t h0 = p->h0, h1 = p->h1, h2 = p->h2;
+  for (; nblocks >= 2; nblocks -= 2, m += 32) {
+    uint64_t a0 = cc__ld64le(m), a1 = cc__ld64le(m + 8), b0 = cc__ld64le(m + 16), b1 = cc__ld64le(m + 24);
+    uint64_t g0, g1, g2;
+    cc__u128 d0, d1, d2;
+    h0 += a0 & CC__M44;
+    h1 += ((a0 >> 44) | (a1 << 20)) & CC__M44;
+    h2 += ((a1 >> 24) & CC__M42) | hibit;
+    g0 = b0 & CC__M44;
+    g1 = ((b0 >> 44) | (b1 << 20)) & CC__M44;
+    g2 = ((b1 >> 24) & CC__M42) | hibit;
+    d0 = cc__add128(cc__add128(cc__add128(cc__mul64(h0, q0), cc__mul64(h1, t2)), cc__mul64(h2, t1)),
+                    cc__add128(cc__add128(cc__mul64(g0, r0), cc__mul64(g1, s2)), cc__mul64(g2, s1)));
+    d1 = cc__add128(cc__add128(cc__add128(cc__mul64(h0, q1), cc__mul64(h1, q0)), cc__mul64(h2, t2)),
+                    cc__add128(cc__add128(cc__mul64(g0, r1), cc__mul64(g1, r0)), cc__mul64(g2, s2)));
+    d2 = cc__add128(cc__add128(cc__add128(cc__mul64(h0, q2), cc__mul64(h1, q1)), cc__mul64(h2, q0)),
+                    cc__add128(cc__add128(cc__mul64(g0, r2), cc__mul64(g1, r1)), cc__mul64(g2, r0)));
+    CC__POLY_CARRY(d0, d1, d2, h0, h1, h2);
+  }
+  if (nblocks) {
+    uint64_t a0 = cc__ld64le(m), a1 = cc__ld64le(m + 8);
+    cc__u128 d0, d1, d2;
+    h0 += a0 & CC__M44;
+    h1 += ((a0 >> 44) | (a1 << 20)) & CC__M44;
+    h2 += ((a1 >> 24) & CC__M42) | hibit;
+    d0 = cc__add128(cc__add128(cc__mul64(h0, r0), cc__mul64(h1, s2)), cc__mul64(h2, s1));
+    d1 = cc__add128(cc__add128(cc__mul64(h0, r1), cc__mul64(h1, r0)), cc__mul64(h2, s2));
+    d2 = cc__add128(cc__add128(cc__mul64(h0, r2), cc__mul64(h1, r1)), cc__mul64(h2, r0));
+    CC__POLY_CARRY(d0, d1, d2, h0, h1, h2);
+  }
+  p->h0 = h0; p->h1 = h1; p->h2 = h2;
+}
+
+/* Full reduction mod 2^130-5 (a masked select, no branch), + s mod 2^128. */
+static void cc__poly1305_finish(cc__poly1305 *p, unsigned char tag[16]) {
+  uint64_t h0 = p->h0, h1 = p->h1, h2 = p->h2, g0, g1, g2, c, t0, t1;
+  c = h1 >> 44; h1 &= CC__M44;
+  h2 += c; c = h2 >> 42; h2 &= CC__M42;
+  h0 += c * 5; c = h0 >> 44; h0 &= CC__M44;
+  h1 += c; c = h1 >> 44; h1 &= CC__M44;
+  h2 += c; c = h2 >> 42; h2 &= CC__M42;
+  h0 += c * 5; c = h0 >> 44; h0 &= CC__M44;
+  h1 += c;
+  g0 = h0 + 5; c = g0 >> 44; g0 &= CC__M44;             /* g = h + 5 - 2^130 */
+  g1 = h1 + c; c = g1 >> 44; g1 &= CC__M44;
+  g2 = h2 + c - ((uint64_t)1 << 42);
+  c = (g2 >> 63) - 1;                                     /* all ones when h >= p */
+  g0 &= c; g1 &= c; g2 &= c;
+  c = ~c;
+  h0 = (h0 & c) | g0; h1 = (h1 & c) | g1; h2 = (h2 & c) | g2;
+  t0 = p->pad0; t1 = p->pad1;
+  h0 += t0 & CC__M44; c = h0 >> 44; h0 &= CC__M44;
+  h1 += (((t0 >> 44) | (t1 << 20)) & CC__M44) + c; c = h1 >> 44; h1 &= CC__M44;
+  h2 += ((t1 >> 24) & CC__M42) + c; h2 &= CC__M42;
+  cc__st64le(tag, h0 | (h1 << 44));
+  cc__st64le(tag + 8, (h1 >> 20) | (h2 << 24));
+}
+
+/* RFC 8439 section 2.5.1: the one-shot MAC of any message (a short last
+   block gets a 0x01 byte after it). */
+static __attribute__((unused)) void cc__poly1305_mac(const unsigned char key[32], const void *msg, size_t len,
+                                                     unsigned char tag[16]) {
+  const unsigned char *m = (const unsigned char *)msg;
+  cc__poly1305 p;
+  cc__poly1305_init(&p, key);
+  cc__poly1305_blocks(&p, m, len / 16, (uint64_t)1 << 40);
+  if (len % 16) {
+    unsigned char b[16];
+    memset(b, 0, sizeof b);
+    memcpy(b, m + (len & ~(size_t)15), len % 16);
+    b[len % 16] = 1;
+    cc__poly1305_blocks(&p, b, 1, 0);
+  }
+  cc__poly1305_finish(&p, tag);
+  cc__crypto_wipe(&p, sizeof p);
+}
+
+/* ========================================================= AES-256-GCM */
+#if CC__CRYPTO_X86
+/* FIPS 197 section 5.2, AES-256 key expansion with AESKEYGENASSIST: a new
+   round key is the running XOR of the one two steps back, XORed with the
+   broadcast SubWord(RotWord(w)) ^ Rcon (even steps) or SubWord(w) (odd). */
+static CC__TARGET_GCM __m128i cc__aes_kx(__m128i k, __m128i t) {
+  __m128i s = _mm_slli_si128(k, 4);
+  k = _mm_xor_si128(k, s); s = _mm_slli_si128(s, 4);
+  k = _mm_xor_si128(k, s); s = _mm_slli_si128(s, 4);
+  k = _mm_xor_si128(k, s);
+  return _mm_xor_si128(k, t);
+}
+#define CC__AES_KX2(i, rcon)                                                                        \
+  k[i] = cc__aes_kx(k[(i) - 2], _mm_shuffle_epi32(_mm_aeskeygenassist_si128(k[(i) - 1], rcon), 0xff)); \
+  k[(i) + 1] = cc__aes_kx(k[(i) - 1], _mm_shuffle_epi32(_mm_aeskeygenassist_si128(k[i], 0), 0xaa))
+
+static CC__TARGET_GCM void cc__aes256_expand(const unsigned char key[32], unsigned char rk[240]) {
+  __m128i k[15];
+  int i;
+  k[0] = _mm_loadu_si128((const __m128i *)(const void *)key);
+  k[1] = _mm_loadu_si128((const __m128i *)(const void *)(key + 16));
+  CC__AES_KX2(2, 0x01); CC__AES_KX2(4, 0x02); CC__AES_KX2(6, 0x04); CC__AES_KX2(8, 0x08);
+  CC__AES_KX2(10, 0x10); CC__AES_KX2(12, 0x20);
+  k[14] = cc__aes_kx(k[12], _mm_shuffle_epi32(_mm_aeskeygenassist_si128(k[13], 0x40), 0xff));
+  for (i = 0; i < 15; i++) _mm_storeu_si128((__m128i *)(void *)(rk + 16 * i), k[i]);
+  cc__crypto_wipe(k, sizeof k);
+}
+
+#define CC__CRY_LD(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
+#define CC__CRY_ST(p, v) _mm_storeu_si128((__m128i *)(void *)(p), v)
+
+/* One AES-256 block (FIPS 197 section 5.1): 14 rounds. */
+static CC__INLINE_GCM __m128i cc__aes256_block(const unsigned char *rk, __m128i b) {
+  int i;
+  b = _mm_xor_si128(b, CC__CRY_LD(rk));
+  for (i = 1; i < 14; i++) b = _mm_aesenc_si128(b, CC__CRY_LD(rk + 16 * i));
+  return _mm_aesenclast_si128(b, CC__CRY_LD(rk + 224));
+}
+
+/* GHASH (SP 800-38D section 6.4) in GF(2^128) mod x^128 + x^7 + x^2 + x + 1.
+   Blocks are byte-reversed on load, so bit i of a register holds the
+   coefficient of x^(127-i): the bit-reflected form. The carry-less product
+   of two reflected values is the reflected product shifted right by one
+   bit, hence the 1-bit left shift before the reduction (the method of
+   Gueron and Kounavis, "Intel Carry-Less Multiplication Instruction and its
+   Usage for Computing the GCM Mode", Algorithm 5). */
+static CC__INLINE_GCM void cc__clmul_acc(__m128i a, __m128i b, __m128i *lo, __m128i *mid, __m128i *hi) {
+  *lo = _mm_xor_si128(*lo, _mm_clmulepi64_si128(a, b, 0x00));
+  *hi = _mm_xor_si128(*hi, _mm_clmulepi64_si128(a, b, 0x11));
+  *mid = _mm_xor_si128(*mid, _mm_xor_si128(_mm_clmulepi64_si128(a, b, 0x01), _mm_clmulepi64_si128(a, b, 0x10)));
+}
+
+/* The same with Karatsuba: 3 multiplies; hk = hi64 ^ lo64 of b (low half).
+   mid collects (a.hi^a.lo)(b.hi^b.lo) = cross + lo + hi: the caller XORs lo
+   and hi into it before reducing. */
+static CC__INLINE_GCM void cc__clmul_acc_k(__m128i a, __m128i b, __m128i hk, __m128i *lo, __m128i *mid, __m128i *hi) {
+  *lo = _mm_xor_si128(*lo, _mm_clmulepi64_si128(a, b, 0x00));
+  *hi = _mm_xor_si128(*hi, _mm_clmulepi64_si128(a, b, 0x11));
+  *mid = _mm_xor_si128(*mid, _mm_clmulepi64_si128(_mm_xor_si128(a, _mm_shuffle_epi32(a, 0x4e)), hk, 0x00));
+}
+
+/* (lo + mid*2^64 + hi*2^128), the sum of one or more unreduced products,
+   to one reduced reflected field element. */
+static CC__INLINE_GCM __m128i cc__gf_reduce(__m128i lo, __m128i mid, __m128i hi) {
+  __m128i cl, ch, cx, a, b, c;
+  lo = _mm_xor_si128(lo, _mm_slli_si128(mid, 8));
+  hi = _mm_xor_si128(hi, _mm_srli_si128(mid, 8));
+  cl = _mm_srli_epi32(lo, 31);                   /* shift hi:lo left by one bit */
+  ch = _mm_srli_epi32(hi, 31);
+  lo = _mm_slli_epi32(lo, 1);
+  hi = _mm_slli_epi32(hi, 1);
+  cx = _mm_srli_si128(cl, 12);
+  cl = _mm_slli_si128(cl, 4);
+  ch = _mm_slli_si128(ch, 4);
+  lo = _mm_or_si128(lo, cl);
+  hi = _mm_or_si128(_mm_or_si128(hi, ch), cx);
+  a = _mm_slli_epi32(lo, 31);                    /* fold the low half: x^128 = x^7 + x^2 + x + 1 */
+  b = _mm_slli_epi32(lo, 30);
+  c = _mm_slli_epi32(lo, 25);
+  a = _mm_xor_si128(_mm_xor_si128(a, b), c);
+  b = _mm_srli_si128(a, 4);
+  a = _mm_slli_si128(a, 12);
+  lo = _mm_xor_si128(lo, a);
+  c = _mm_xor_si128(_mm_xor_si128(_mm_srli_epi32(lo, 1), _mm_srli_epi32(lo, 2)), _mm_srli_epi32(lo, 7));
+  c = _mm_xor_si128(c, b);
+  lo = _mm_xor_si128(lo, c);
+  return _mm_xor_si128(hi, lo);
+}
+
+static CC__INLINE_GCM __m128i cc__gf_mul(__m128i a, __m128i b) {
+  __m128i lo = _mm_setzero_si128(), mid = lo, hi = lo;
+  cc__clmul_acc(a, b, &lo, &mid, &hi);
+  return cc__gf_reduce(lo, mid, hi);
+}
+
+static CC__INLINE_GCM __m128i cc__bswap128(__m128i v) {
+  return _mm_shuffle_epi8(v, _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+}
+
+/* X = (X ^ B1)*H^8 ^ B2*H^7 ^ ... ^ B8*H for each 8 blocks (one reduction per
+   8 blocks, Karatsuba products), then X = (X ^ B)*H per block. hp holds
+   H^16..H^1 (so H^8..H^1 from entry 8, H at entry 15), hk their Karatsuba
+   halves. */
+#define CC__CRY_X8(S) S(0) S(1) S(2) S(3) S(4) S(5) S(6) S(7)
+static CC__TARGET_GCM __m128i cc__ghash_blocks(const unsigned char *hp, const unsigned char *hk, __m128i x,
+                                              const unsigned char *p, size_t n) {
+  for (; n >= 8; n -= 8, p += 128) {
+    __m128i lo = _mm_setzero_si128(), mid = lo, hi = lo, b0, b1, b2, b3, b4, b5, b6, b7;
+#define CC__H_LOAD(j) b##j = cc__bswap128(CC__CRY_LD(p + 16 * (j)));
+#define CC__H_MUL(j) cc__clmul_acc_k(b##j, CC__CRY_LD(hp + 16 * (8 + (j))), CC__CRY_LD(hk + 16 * (8 + (j))), &lo, &mid, &hi);
+    CC__CRY_X8(CC__H_LOAD)
+    b0 = _mm_xor_si128(b0, x);
+    CC__CRY_X8(CC__H_MUL)
+#undef CC__H_LOAD
+#undef CC__H_MUL
+    x = cc__gf_reduce(lo, _mm_xor_si128(mid, _mm_xor_si128(lo, hi)), hi);
+  }
+  for (; n; n--, p += 16) x = cc__gf_mul(_mm_xor_si128(x, cc__bswap128(CC__CRY_LD(p))), CC__CRY_LD(hp + 240));
+  return x;
+}
+
+/* 16 blocks per reduction with 256-bit VPCLMULQDQ: register j holds blocks
+   2j and 2j+1, multiplied by H^(16-2j) and H^(15-2j), which are adjacent in
+   the descending table. The two 128-bit halves are summed before reducing. */
+static CC__TARGET_VCLMUL __m128i cc__ghash_blocks16(const unsigned char *hp, const unsigned char *hk, __m128i x,
+                                                   const unsigned char *p, size_t n16) {
+  const __m256i bs = _mm256_setr_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0,
+                                      15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  for (; n16; n16--, p += 256) {
+    __m256i lo = _mm256_setzero_si256(), mid = lo, hi = lo, a0, a1, a2, a3, a4, a5, a6, a7;
+    __m128i l, m, h;
+#define CC__V_LOAD(j) a##j = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)(const void *)(p + 32 * (j))), bs);
+#define CC__V_MUL(j)                                                                                              \
+    {                                                                                                             \
+      __m256i hj = _mm256_loadu_si256((const __m256i *)(const void *)(hp + 32 * (j)));                            \
+      __m256i kj = _mm256_loadu_si256((const __m256i *)(const void *)(hk + 32 * (j)));                            \
+      lo = _mm256_xor_si256(lo, _mm256_clmulepi64_epi128(a##j, hj, 0x00));                                       \
+      hi = _mm256_xor_si256(hi, _mm256_clmulepi64_epi128(a##j, hj, 0x11));                                       \
+      mid = _mm256_xor_si256(mid, _mm256_clmulepi64_epi128(_mm256_xor_si256(a##j, _mm256_shuffle_epi32(a##j, 0x4e)), kj, 0x00)); \
+    }
+    CC__CRY_X8(CC__V_LOAD)
+    a0 = _mm256_xor_si256(a0, _mm256_set_m128i(_mm_setzero_si128(), x));
+    CC__CRY_X8(CC__V_MUL)
+#undef CC__V_LOAD
+#undef CC__V_MUL
+    l = _mm_xor_si128(_mm256_castsi256_si128(lo), _mm256_extracti128_si256(lo, 1));
+    m = _mm_xor_si128(_mm256_castsi256_si128(mid), _mm256_extracti128_si256(mid, 1));
+    h = _mm_xor_si128(_mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1));
+    x = cc__gf_reduce(l, _mm_xor_si128(m, _mm_xor_si128(l, h)), h);
+  }
+  return x;
+}
+
+static CC__TARGET_GCM void cc__ghash_update(unsigned char xs[16], const unsigned char *hp, const unsigned char *hk,
+                                            const unsigned char *p, size_t n) {
+  __m128i x = CC__CRY_LD(xs);
+  if (n >= 16 && (cc__crypto_cpu() & CC__CPU_VCLMUL)) {
+    x = cc__ghash_blocks16(hp, hk, x, p, n / 16);
+    p += (n & ~(size_t)15) * 16;
+    n &= 15;
+  }
+  CC__CRY_ST(xs, cc__ghash_blocks(hp, hk, x, p, n));
+}
+
+/* Round keys, then H = E(K, 0^128) and its powers H^1..H^16, reflected. */
+static CC__TARGET_GCM void cc__gcm_setkey(unsigned char rk[240], unsigned char hp[256], unsigned char hk[256],
+                                          const unsigned char key[32]) {
+  __m128i h, p = _mm_setzero_si128();
+  int i;
+  cc__aes256_expand(key, rk);
+  h = cc__bswap128(cc__aes256_block(rk, _mm_setzero_si128()));
+  for (i = 1; i <= 16; i++) {                            /* H^i at entry 16 - i */
+    p = i > 1 ? cc__gf_mul(p, h) : h;
+    CC__CRY_ST(hp + 16 * (16 - i), p);
+    CC__CRY_ST(hk + 16 * (16 - i), _mm_xor_si128(p, _mm_shuffle_epi32(p, 0x4e)));
+  }
+}
+
+/* The counter block: the 12 bytes of nonce, then ctr big-endian. */
+static CC__INLINE_GCM __m128i cc__gcm_ctr(__m128i base, uint32_t ctr) {
+  return _mm_insert_epi32(base, (int)__builtin_bswap32(ctr), 3);
+}
+
+/* SP 800-38D section 7.1 step 2: J0 for an IV of any length. For a 12-byte
+   IV it is IV || 0^31 || 1; otherwise GHASH(IV || 0-pad || 0^64 || [len(IV) in bits]64). */
+static CC__TARGET_GCM void cc__gcm_j0(const unsigned char *hp, const unsigned char *hk, const unsigned char *iv, size_t ivlen,
+                                      unsigned char j0[16]) {
+  if (ivlen == 12) {
+    memcpy(j0, iv, 12);
+    j0[12] = j0[13] = j0[14] = 0;
+    j0[15] = 1;
+  } else {
+    unsigned char b[16];
+    __m128i x = _mm_setzero_si128();
+    x = cc__ghash_blocks(hp, hk, x, iv, ivlen / 16);
+    if (ivlen % 16) {
+      memset(b, 0, sizeof b);
+      memcpy(b, iv + (ivlen & ~(size_t)15), ivlen % 16);
+      x = cc__ghash_blocks(hp, hk, x, b, 1);
+    }
+    memset(b, 0, 8);
+    cc__st64be(b + 8, (uint64_t)ivlen * 8);
+    x = cc__ghash_blocks(hp, hk, x, b, 1);
+    CC__CRY_ST(j0, cc__bswap128(x));
+  }
+}
+
+/* CTR keystream XOR + GHASH of the ciphertext over nblocks whole blocks,
+   8 at a time: E(K, nonce||ctr), E(K, nonce||ctr+1), ... (inc32). All loads of
+   a group come before its stores, so in == out is fine. Returns the new X.
+   The 8 lanes are written out (CC__CRY_X8) so that they stay in registers. */
+static CC__TARGET_GCM __m128i cc__gcm_crypt_blocks(const unsigned char *rk, const unsigned char *hp,
+                                                  const unsigned char *hk, __m128i x,
+                                                  const unsigned char nonce[12], uint32_t ctr,
+                                                  const unsigned char *in, unsigned char *out, size_t nblocks,
+                                                  int enc) {
+  unsigned char nb[16];
+  __m128i base;
+  memcpy(nb, nonce, 12);
+  memset(nb + 12, 0, 4);
+  base = CC__CRY_LD(nb);
+  for (; nblocks >= 8; nblocks -= 8, in += 128, out += 128, ctr += 8) {
+    __m128i b0, b1, b2, b3, b4, b5, b6, b7, d0, d1, d2, d3, d4, d5, d6, d7, lo, mid, hi, k;
+    int r;
+    k = CC__CRY_LD(rk);
+#define CC__G_CTR(j) b##j = _mm_xor_si128(cc__gcm_ctr(base, ctr + (uint32_t)(j)), k);
+#define CC__G_ENC(j) b##j = _mm_aesenc_si128(b##j, k);
+#define CC__G_LAST(j) d##j = CC__CRY_LD(in + 16 * (j)); b##j = _mm_xor_si128(_mm_aesenclast_si128(b##j, k), d##j);
+#define CC__G_STORE(j) CC__CRY_ST(out + 16 * (j), b##j);
+#define CC__G_HASH(j) \
+    cc__clmul_acc_k(cc__bswap128(enc ? b##j : d##j), CC__CRY_LD(hp + 16 * (8 + (j))), CC__CRY_LD(hk + 16 * (8 + (j))), &lo, &mid, &hi);
+    CC__CRY_X8(CC__G_CTR)
+    for (r = 1; r < 14; r++) {
+      k = CC__CRY_LD(rk + 16 * r);
+      CC__CRY_X8(CC__G_ENC)
+    }
+    k = CC__CRY_LD(rk + 224);
+    CC__CRY_X8(CC__G_LAST)                                        /* b: the output blocks */
+    CC__CRY_X8(CC__G_STORE)
+    lo = mid = hi = _mm_setzero_si128();
+    if (enc) b0 = _mm_xor_si128(b0, cc__bswap128(x));          /* GHASH runs over the ciphertext */
+    else d0 = _mm_xor_si128(d0, cc__bswap128(x));
+    CC__CRY_X8(CC__G_HASH)
+    x = cc__gf_reduce(lo, _mm_xor_si128(mid, _mm_xor_si128(lo, hi)), hi);
+#undef CC__G_CTR
+#undef CC__G_ENC
+#undef CC__G_LAST
+#undef CC__G_STORE
+#undef CC__G_HASH
+  }
+  for (; nblocks; nblocks--, in += 16, out += 16, ctr++) {
+    __m128i d = CC__CRY_LD(in), o = _mm_xor_si128(cc__aes256_block(rk, cc__gcm_ctr(base, ctr)), d);
+    CC__CRY_ST(out, o);
+    x = cc__gf_mul(_mm_xor_si128(x, cc__bswap128(enc ? o : d)), CC__CRY_LD(hp + 240));
+  }
+  return x;
+}
+
+/* The same, 16 blocks per step with 256-bit VAES and VPCLMULQDQ: register j
+   holds counter blocks ctr+2j and ctr+2j+1 (the counter kept as host-order
+   32-bit lanes, incremented mod 2^32 as inc32 wants, and byte-swapped into
+   place), then the 16 ciphertext blocks are hashed as in cc__ghash_blocks16. */
+static CC__TARGET_VAES __m128i cc__gcm_crypt16(const unsigned char *rk, const unsigned char *hp,
+                                              const unsigned char *hk, __m128i x, const unsigned char nonce[12],
+                                              uint32_t ctr, const unsigned char *in, unsigned char *out, size_t n16,
+                                              int enc) {
+  const __m256i bs = _mm256_setr_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0,
+                                      15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  const __m256i cswap = _mm256_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 15, 14, 13, 12,
+                                         -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 15, 14, 13, 12);
+  const __m256i two = _mm256_setr_epi32(0, 0, 0, 2, 0, 0, 0, 2);
+  unsigned char nb[16];
+  __m256i base, cv;
+  memcpy(nb, nonce, 12);
+  memset(nb + 12, 0, 4);
+  base = _mm256_broadcastsi128_si256(CC__CRY_LD(nb));
+  cv = _mm256_setr_epi32(0, 0, 0, (int)ctr, 0, 0, 0, (int)(ctr + 1));
+  for (; n16; n16--, in += 256, out += 256) {
+    __m256i b0, b1, b2, b3, b4, b5, b6, b7, d0, d1, d2, d3, d4, d5, d6, d7, k;
+    __m256i lo = _mm256_setzero_si256(), mid = lo, hi = lo;
+    __m128i l, m, h;
+    int r;
+    k = _mm256_broadcastsi128_si256(CC__CRY_LD(rk));
+#define CC__W_CTR(j) b##j = _mm256_xor_si256(_mm256_or_si256(base, _mm256_shuffle_epi8(cv, cswap)), k); cv = _mm256_add_epi32(cv, two);
+#define CC__W_ENC(j) b##j = _mm256_aesenc_epi128(b##j, k);
+#define CC__W_LAST(j)                                                                                          \
+    d##j = _mm256_loadu_si256((const __m256i *)(const void *)(in + 32 * (j)));                                   \
+    b##j = _mm256_xor_si256(_mm256_aesenclast_epi128(b##j, k), d##j);
+#define CC__W_STORE(j) _mm256_storeu_si256((__m256i *)(void *)(out + 32 * (j)), b##j);
+#define CC__W_HASH(j)                                                                                          \
+    {                                                                                                          \
+      __m256i a_ = _mm256_shuffle_epi8(enc ? b##j : d##j, bs);                                                 \
+      __m256i hj = _mm256_loadu_si256((const __m256i *)(const void *)(hp + 32 * (j)));                         \
+      __m256i kj = _mm256_loadu_si256((const __m256i *)(const void *)(hk + 32 * (j)));                         \
+      if ((j) == 0) a_ = _mm256_xor_si256(a_, _mm256_set_m128i(_mm_setzero_si128(), x));                       \
+      lo = _mm256_xor_si256(lo, _mm256_clmulepi64_epi128(a_, hj, 0x00));                                       \
+      hi = _mm256_xor_si256(hi, _mm256_clmulepi64_epi128(a_, hj, 0x11));                                       \
+      mid = _mm256_xor_si256(mid, _mm256_clmulepi64_epi128(_mm256_xor_si256(a_, _mm256_shuffle_epi32(a_, 0x4e)), kj, 0x00)); \
+    }
+    CC__CRY_X8(CC__W_CTR)
+    for (r = 1; r < 14; r++) {
+      k = _mm256_broadcastsi128_si256(CC__CRY_LD(rk + 16 * r));
+      CC__CRY_X8(CC__W_ENC)
+    }
+    k = _mm256_broadcastsi128_si256(CC__CRY_LD(rk + 224));
+    CC__CRY_X8(CC__W_LAST)
+    CC__CRY_X8(CC__W_STORE)
+    CC__CRY_X8(CC__W_HASH)
+#undef CC__W_CTR
+#undef CC__W_ENC
+#undef CC__W_LAST
+#undef CC__W_STORE
+#undef CC__W_HASH
+    l = _mm_xor_si128(_mm256_castsi256_si128(lo), _mm256_extracti128_si256(lo, 1));
+    m = _mm_xor_si128(_mm256_castsi256_si128(mid), _mm256_extracti128_si256(mid, 1));
+    h = _mm_xor_si128(_mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1));
+    x = cc__gf_reduce(l, _mm_xor_si128(m, _mm_xor_si128(l, h)), h);
+  }
+  return x;
+}
+
+static CC__TARGET_GCM void cc__gcm_crypt(const unsigned char *rk, const unsigned char *hp, const unsigned char *hk,
+                                         unsigned char xs[16],
+                                         const unsigned char nonce[12], uint32_t ctr, const unsigned char *in,
+                                         unsigned char *out, size_t nblocks, int enc) {
+  __m128i x = CC__CRY_LD(xs);
+  if (nblocks >= 16 && (cc__crypto_cpu() & (CC__CPU_VAES | CC__CPU_VCLMUL)) == (CC__CPU_VAES | CC__CPU_VCLMUL)) {
+    size_t n16 = nblocks / 16;
+    x = cc__gcm_crypt16(rk, hp, hk, x, nonce, ctr, in, out, n16, enc);
+    ctr += (uint32_t)(n16 * 16);
+    in += n16 * 256; out += n16 * 256; nblocks -= n16 * 16;
+  }
+  CC__CRY_ST(xs, cc__gcm_crypt_blocks(rk, hp, hk, x, nonce, ctr, in, out, nblocks, enc));
+}
+
+/* One keystream block E(K, nonce||ctr) into out. */
+static CC__TARGET_GCM void cc__gcm_keystream(const unsigned char *rk, const unsigned char nonce[12], uint32_t ctr,
+                                             unsigned char out[16]) {
+  unsigned char nb[16];
+  memcpy(nb, nonce, 12);
+  cc__st32le(nb + 12, 0);
+  CC__CRY_ST(out, cc__aes256_block(rk, cc__gcm_ctr(CC__CRY_LD(nb), ctr)));
+}
+
+/* FIPS 197 single-block encryption, for tests. */
+static __attribute__((unused)) CC__TARGET_GCM void cc__aes256_encrypt_block(const unsigned char rk[240],
+                                                                            const unsigned char in[16],
+                                                                            unsigned char out[16]) {
+  CC__CRY_ST(out, cc__aes256_block(rk, CC__CRY_LD(in)));
+}
+#endif /* CC__CRYPTO_X86 */
+
+/* ================================================================ AEAD */
+typedef struct cc__aead_key {
+  int suite;                             /* CC__AEAD_*; 0 before setkey */
+  unsigned char key[32];                 /* ChaCha20-Poly1305: the key */
+  unsigned char rk[240];                 /* AES-256-GCM: the 15 round keys */
+  unsigned char hp[256];                 /* AES-256-GCM: H^16, H^15, ..., H^1, reflected */
+  unsigned char hk[256];                 /* AES-256-GCM: hi64 ^ lo64 of each, for Karatsuba */
+} cc__aead_key;
+
+typedef struct cc__aead {
+  const cc__aead_key *key;
+  int phase;                             /* 0 AAD, 1 payload, 2 finished, 3 failed */
+  unsigned nmac, nks;                    /* bytes in mbuf; unused bytes at the end of ks */
+  uint64_t aadlen, msglen;
+  unsigned char mbuf[16];                /* partial MAC block */
+  unsigned char ks[64];                  /* keystream of the current partial block */
+  /* ChaCha20-Poly1305 */
+  uint32_t cst[16];                      /* ChaCha20 state; word 12 is the next block */
+  cc__poly1305 poly;
+  /* AES-256-GCM */
+  uint32_t ctr;                          /* next counter */
+  unsigned char nonce[12];               /* the first 96 bits of J0 */
+  unsigned char ekj0[16];                /* E(K, J0), which masks the tag */
+  unsigned char x[16];                   /* GHASH accumulator, reflected */
+} cc__aead;
+
+/* RFC 8439 section 2.8: P_MAX = (2^32 - 1) * 64 bytes (counter 0 is the
+   Poly1305 key). SP 800-38D section 5.2.1.1: len(P) <= 2^39 - 256 bits. AAD
+   is held to 2^61 - 1 bytes for both (GCM's 2^64 - 1 bits). */
+#define CC__CHACHA_PMAX (((uint64_t)1 << 38) - 64)
+#define CC__GCM_PMAX    (((uint64_t)1 << 36) - 32)
+#define CC__AEAD_AMAX   (((uint64_t)1 << 61) - 1)
+
+/* 1 when this CPU (and this build) can run AES-256-GCM. */
+static int cc__aead_have_gcm(void) { return (cc__crypto_cpu() & CC__CPU_GCM) != 0; }
+
+/* The suite this CPU runs fast: AES-256-GCM with AES-NI+PCLMULQDQ, else
+   ChaCha20-Poly1305. Both ends of a connection must agree on one: see NOTES. */
+static __attribute__((unused)) int cc__aead_best_suite(void) {
+  return cc__aead_have_gcm() ? CC__AEAD_AES256_GCM : CC__AEAD_CHACHA20_POLY1305;
+}
+
+/* Expands a 32-byte key for suite. 0, or -1 (k zeroed) for an unknown suite
+   or AES-256-GCM where the CPU lacks AES-NI/PCLMULQDQ. */
+static __attribute__((unused)) int cc__aead_setkey(cc__aead_key *k, int suite, const unsigned char key[32]) {
+  memset(k, 0, sizeof *k);
+  if (suite == CC__AEAD_CHACHA20_POLY1305) {
+    memcpy(k->key, key, 32);
+    k->suite = suite;
+    return 0;
+  }
+#if CC__CRYPTO_X86
+  if (suite == CC__AEAD_AES256_GCM && cc__aead_have_gcm()) {
+    cc__gcm_setkey(k->rk, k->hp, k->hk, key);
+    k->suite = suite;
+    return 0;
+  }
+#endif
+  return -1;
+}
+
+static __attribute__((unused)) void cc__aead_key_wipe(cc__aead_key *k) { cc__crypto_wipe(k, sizeof *k); }
+
+static void cc__aead_fail(cc__aead *s) {
+  const cc__aead_key *k = s->key;
+  cc__crypto_wipe(s, sizeof *s);
+  s->key = k;
+  s->phase = 3;
+}
+
+/* Whole 16-byte blocks into the MAC. */
+static void cc__aead_mac_blocks(cc__aead *s, const unsigned char *p, size_t nblocks) {
+  if (s->key->suite == CC__AEAD_CHACHA20_POLY1305) {
+    cc__poly1305_blocks(&s->poly, p, nblocks, (uint64_t)1 << 40);
+    return;
+  }
+#if CC__CRYPTO_X86
+  cc__ghash_update(s->x, s->key->hp, s->key->hk, p, nblocks);
+#endif
+}
+
+/* Any bytes into the MAC, buffering a partial block. */
+static void cc__aead_mac(cc__aead *s, const unsigned char *p, size_t n) {
+  if (!n) return;
+  if (s->nmac) {
+    size_t k = CC__MIN((size_t)(16 - s->nmac), n);
+    memcpy(s->mbuf + s->nmac, p, k);
+    s->nmac += (unsigned)k; p += k; n -= k;
+    if (s->nmac < 16) return;
+    cc__aead_mac_blocks(s, s->mbuf, 1);
+    s->nmac = 0;
+  }
+  if (n >= 16) {
+    cc__aead_mac_blocks(s, p, n / 16);
+    p += n & ~(size_t)15;
+    n &= 15;
+  }
+  if (n) { memcpy(s->mbuf, p, n); s->nmac = (unsigned)n; }
+}
+
+/* Zero-pads a partial MAC block (RFC 8439 padding1/padding2; GCM's 0^v, 0^u). */
+static void cc__aead_mac_pad(cc__aead *s) {
+  if (!s->nmac) return;
+  memset(s->mbuf + s->nmac, 0, 16 - s->nmac);
+  cc__aead_mac_blocks(s, s->mbuf, 1);
+  s->nmac = 0;
+}
+
+/* Starts a message under nonce (12 bytes; never twice under one key). */
+static __attribute__((unused)) int cc__aead_begin(cc__aead *s, const cc__aead_key *k, const unsigned char nonce[12]) {
+  memset(s, 0, sizeof *s);
+  s->key = k;
+  if (k->suite == CC__AEAD_CHACHA20_POLY1305) {
+    unsigned char otk[64];
+    cc__chacha20_init(s->cst, k->key, 0, nonce);         /* RFC 8439 section 2.6: block 0 keys Poly1305 */
+    cc__chacha20_block(s->cst, otk);
+    cc__poly1305_init(&s->poly, otk);
+    cc__crypto_wipe(otk, sizeof otk);
+    s->cst[12] = 1;                                       /* the payload starts at block 1 */
+    return 0;
+  }
+#if CC__CRYPTO_X86
+  if (k->suite == CC__AEAD_AES256_GCM) {                  /* SP 800-38D section 7.1 */
+    memcpy(s->nonce, nonce, 12);
+    cc__gcm_keystream(k->rk, s->nonce, 1, s->ekj0);       /* E(K, J0), J0 = nonce || 1 */
+    s->ctr = 2;                                           /* inc32(J0) */
+    return 0;
+  }
+#endif
+  s->phase = 3;
+  return -1;
+}
+
+/* AES-256-GCM with an IV of any length (SP 800-38D section 7.1), for the
+   specification's test vectors; the transport uses 12-byte nonces only. */
+static __attribute__((unused)) int cc__aead_begin_gcm_iv(cc__aead *s, const cc__aead_key *k, const unsigned char *iv,
+                                                         size_t ivlen) {
+#if CC__CRYPTO_X86
+  unsigned char j0[16];
+  if (k->suite == CC__AEAD_AES256_GCM && ivlen > 0) {
+    memset(s, 0, sizeof *s);
+    s->key = k;
+    cc__gcm_j0(k->hp, k->hk, iv, ivlen, j0);
+    memcpy(s->nonce, j0, 12);
+    s->ctr = (uint32_t)j0[12] << 24 | (uint32_t)j0[13] << 16 | (uint32_t)j0[14] << 8 | (uint32_t)j0[15];
+    cc__gcm_keystream(k->rk, s->nonce, s->ctr, s->ekj0);
+    s->ctr++;
+    return 0;
+  }
+#else
+  (void)iv; (void)ivlen;
+#endif
+  memset(s, 0, sizeof *s);
+  s->key = k;
+  s->phase = 3;
+  return -1;
+}
+
+/* More associated data: only before any payload. */
+static __attribute__((unused)) int cc__aead_aad(cc__aead *s, const void *aad, size_t n) {
+  if (s->phase != 0 || (uint64_t)n > CC__AEAD_AMAX - s->aadlen) { cc__aead_fail(s); return -1; }
+  s->aadlen += n;
+  cc__aead_mac(s, (const unsigned char *)aad, n);
+  return 0;
+}
+
+/* Uses up to n bytes of the keystream left over from the last partial block. */
+static size_t cc__aead_leftover(cc__aead *s, const unsigned char *in, unsigned char *out, size_t n, int enc,
+                                size_t bsize) {
+  size_t take = CC__MIN(n, (size_t)s->nks);
+  if (!take) return 0;
+  if (!enc) cc__aead_mac(s, in, take);                    /* the MAC reads the ciphertext before in == out is overwritten */
+  cc__xor_bytes(out, in, s->ks + (bsize - s->nks), take);
+  if (enc) cc__aead_mac(s, out, take);
+  s->nks -= (unsigned)take;
+  return take;
+}
+
+/* Whole keystream blocks; for ChaCha20 4 KiB at a time so that the MAC reads
+   the bytes while they are in L1. */
+static void cc__aead_bulk(cc__aead *s, const unsigned char *in, unsigned char *out, size_t nblocks, int enc) {
+  if (s->key->suite == CC__AEAD_CHACHA20_POLY1305) {
+    while (nblocks) {
+      size_t m = CC__MIN(nblocks, (size_t)64);
+      if (!enc) cc__aead_mac(s, in, m * 64);
+      cc__chacha20_xor_blocks(s->cst, in, out, m);
+      if (enc) cc__aead_mac(s, out, m * 64);
+      in += m * 64; out += m * 64; nblocks -= m;
+    }
+    return;
+  }
+#if CC__CRYPTO_X86
+  cc__gcm_crypt(s->key->rk, s->key->hp, s->key->hk, s->x, s->nonce, s->ctr, in, out, nblocks, enc);
+  s->ctr += (uint32_t)nblocks;
+#endif
+}
+
+static int cc__aead_crypt(cc__aead *s, const void *inv, void *outv, size_t n, int enc) {
+  const unsigned char *in = (const unsigned char *)inv;
+  unsigned char *out = (unsigned char *)outv;
+  int chacha = s->phase <= 1 && s->key && s->key->suite == CC__AEAD_CHACHA20_POLY1305;
+  size_t bsize = chacha ? 64 : 16, t;
+  uint64_t pmax = chacha ? CC__CHACHA_PMAX : CC__GCM_PMAX;
+  if (s->phase > 1 || (uint64_t)n > pmax - s->msglen) { cc__aead_fail(s); return -1; }
+  if (s->phase == 0) { cc__aead_mac_pad(s); s->phase = 1; }
+  if (!n) return 0;
+  s->msglen += n;
+  t = cc__aead_leftover(s, in, out, n, enc, bsize);
+  in += t; out += t; n -= t;
+  if (n >= bsize) {
+    size_t nb = n / bsize;
+    cc__aead_bulk(s, in, out, nb, enc);
+    in += nb * bsize; out += nb * bsize; n -= nb * bsize;
+  }
+  if (n) {                                                /* a partial block: keep its keystream */
+    if (chacha) {
+      cc__chacha20_block(s->cst, s->ks);
+      s->cst[12]++;
+    }
+#if CC__CRYPTO_X86
+    else {
+      cc__gcm_keystream(s->key->rk, s->nonce, s->ctr, s->ks);
+      s->ctr++;
+    }
+#endif
+    s->nks = (unsigned)bsize;
+    cc__aead_leftover(s, in, out, n, enc, bsize);
+  }
+  return 0;
+}
+
+/* Plaintext in -> ciphertext out (in == out allowed). */
+static __attribute__((unused)) int cc__aead_encrypt(cc__aead *s, const void *in, void *out, size_t n) {
+  return cc__aead_crypt(s, in, out, n, 1);
+}
+
+/* Ciphertext in -> plaintext out (in == out allowed). The plaintext is not
+   authentic until cc__aead_verify says so. */
+static __attribute__((unused)) int cc__aead_decrypt(cc__aead *s, const void *in, void *out, size_t n) {
+  return cc__aead_crypt(s, in, out, n, 0);
+}
+
+/* The 16-byte tag; the state is wiped (a new message needs a new begin). */
+static int cc__aead_final(cc__aead *s, unsigned char tag[16]) {
+  unsigned char lb[16];
+  if (s->phase > 1 || !s->key) { cc__aead_fail(s); return -1; }
+  cc__aead_mac_pad(s);
+  if (s->key->suite == CC__AEAD_CHACHA20_POLY1305) {      /* RFC 8439 section 2.8: le64(aad) le64(ct) */
+    cc__st64le(lb, s->aadlen);
+    cc__st64le(lb + 8, s->msglen);
+    cc__poly1305_blocks(&s->poly, lb, 1, (uint64_t)1 << 40);
+    cc__poly1305_finish(&s->poly, tag);
+  } else {                                                /* SP 800-38D: [len(A)]64 [len(C)]64 in bits */
+    cc__st64be(lb, s->aadlen * 8);
+    cc__st64be(lb + 8, s->msglen * 8);
+    cc__aead_mac_blocks(s, lb, 1);
+    {
+      int i;
+      for (i = 0; i < 16; i++) tag[i] = (unsigned char)(s->x[15 - i] ^ s->ekj0[i]);
+    }
+  }
+  cc__crypto_wipe(s, sizeof *s);
+  s->phase = 2;
+  return 0;
+}
+
+/* 0 when tag (16 bytes) is the message's tag, compared in constant time;
+   -1 otherwise. The state is wiped either way. */
+static __attribute__((unused)) int cc__aead_verify(cc__aead *s, const unsigned char tag[16]) {
+  unsigned char t[16];
+  int ok;
+  if (cc__aead_final(s, t) != 0) return -1;
+  ok = cc__ct_equal(t, tag, 16);
+  cc__crypto_wipe(t, sizeof t);
+  return ok ? 0 : -1;
+}
+
+/* One-shot seal: ciphertext into out (in == out allowed), tag into tag. */
+static __attribute__((unused)) int cc__aead_seal(const cc__aead_key *k, const unsigned char nonce[12], const void *aad,
+                                                 size_t aadlen, const void *in, void *out, size_t len,
+                                                 unsigned char tag[16]) {
+  cc__aead s;
+  if (cc__aead_begin(&s, k, nonce) != 0 || cc__aead_aad(&s, aad, aadlen) != 0 ||
+      cc__aead_encrypt(&s, in, out, len) != 0 || cc__aead_final(&s, tag) != 0)
+    return -1;
+  return 0;
+}
+
+/* One-shot open: plaintext into out, 0; or -1 with out zeroed when the tag
+   (or anything else) is wrong. */
+static __attribute__((unused)) int cc__aead_open(const cc__aead_key *k, const unsigned char nonce[12], const void *aad,
+                                                 size_t aadlen, const void *in, void *out, size_t len,
+                                                 const unsigned char tag[16]) {
+  cc__aead s;
+  if (cc__aead_begin(&s, k, nonce) != 0 || cc__aead_aad(&s, aad, aadlen) != 0 ||
+      cc__aead_decrypt(&s, in, out, len) != 0 || cc__aead_verify(&s, tag) != 0) {
+    if (len) cc__crypto_wipe(out, len);
+    return -1;
+  }
+  return 0;
 }
 
 /* ============================================================== @base */
