@@ -1340,6 +1340,12 @@ static void cc__hmac_sha256(const void *key, size_t keylen, const void *const *p
   cc__sha256_update(&s, pad, 64);
   cc__sha256_update(&s, inner, 32);
   cc__sha256_final(&s, out);
+  {                                     /* no copy of the key left on the stack */
+    volatile unsigned char *v = k0;
+    for (i = 0; i < 64; i++) v[i] = 0;
+    v = pad;
+    for (i = 0; i < 64; i++) v[i] = 0;
+  }
 }
 
 /* 1 when the n bytes at a and b are equal; time depends on n only. */
@@ -3138,7 +3144,7 @@ static void cc__settings_master(cc__settings *s) {
    CC_ERR_INVALID_ARG with the thread's message naming the variable. */
 static cc_result cc__settings_lib(const cc_config *cfg, cc__settings *s) {
   const char *t = getenv("CC_TIMEOUT"), *tr = cfg && cfg->transport ? cfg->transport : getenv("CC_TRANSPORT");
-  const char *tok = cfg && cfg->token && *cfg->token ? cfg->token : NULL, *ifn = getenv("CC_SOCKET_IFNAME");
+  const char *tok = cfg && cfg->token ? cfg->token : NULL, *ifn = getenv("CC_SOCKET_IFNAME");
   const char *jid = getenv("CC_JOB_ID");
   long enc = 0;
   int bits;
@@ -4991,6 +4997,7 @@ static long cc__sec_write(cc__peer *pe, cc__msg *m) {
     (void)cc__aead_final(&s->txs, m->hdr + CC__FRAME);
     m->hdr_len = CC__FRAME + CC__TAG;
     m->sealed = 1;
+    pe->tx_mid = 1;                    /* its numbers are taken: nothing else may go first (an abort frame) */
     m->macd = m->st_off = 0;
     m->tag_left = m->bytes ? CC__TAG : 0;
     if (m->bytes) {
@@ -7389,7 +7396,7 @@ CC_API cc_result cc_get_unique_id(cc_unique_id *id) {
   memcpy(p + 8, a, fam == 4 ? 4 : 16);
   memcpy(p + 24, nonce, 16);
   memcpy(p + 40, secret, 32);
-  memset(secret, 0, sizeof secret);
+  cc__crypto_wipe(secret, sizeof secret);
   return CC_OK;
 }
 
@@ -7504,7 +7511,7 @@ CC_API cc_result cc_comm_init_rank(cc_comm **out, int nranks, const cc_unique_id
   if (rank == 0) u.lfd = cc__uid_take_fd(u.nonce);
   if (nranks == 1 && u.lfd >= 0) { cc__fd_close(u.lfd); u.lfd = -1; }
   r = cc__init(out, &c2, &u);
-  memset(u.secret, 0, sizeof u.secret);
+  cc__crypto_wipe(u.secret, sizeof u.secret);
   return r;
 }
 
