@@ -3019,21 +3019,26 @@ static int cc__env_long(const char *name, long *out) {
 }
 
 /* CC_TOKEN into out (len bytes; "" when unset): read once per process, then
-   removed from the environment, so that no process this one starts inherits
-   it; later reads (a second cc_comm_init, cc_spawn's ranks) take the copy kept
+   removed from the environment (its characters zeroed first, so that
+   /proc/PID/environ, which shows the block the process started with, no
+   longer has it either), so that no process this one starts inherits it;
+   later reads (a second cc_comm_init, cc_spawn's ranks) take the copy kept
    here. */
 static char cc__token_kept[256];
 static int cc__token_too_long;
 static pthread_mutex_t cc__token_lock = PTHREAD_MUTEX_INITIALIZER;
 
 static int cc__env_token(char *out, size_t len) {   /* 0, or -1 when it is too long */
-  const char *e;
+  char *e;
   int r = 0;
   pthread_mutex_lock(&cc__token_lock);
   e = getenv("CC_TOKEN");
   if (e && *e) {
-    cc__token_too_long = strlen(e) >= sizeof cc__token_kept;
+    size_t i, n = strlen(e);
+    volatile char *v = e;
+    cc__token_too_long = n >= sizeof cc__token_kept;
     snprintf(cc__token_kept, sizeof cc__token_kept, "%s", cc__token_too_long ? "" : e);
+    for (i = 0; i < n; i++) v[i] = 0;  /* the string itself too: /proc/PID/environ shows the original block */
     cc__env_unset("CC_TOKEN");
   }
   if (cc__token_too_long) r = -1;

@@ -19,6 +19,8 @@
  *                result: CODE: MESSAGE
  *                data: ok | data: WRONG (N of COUNT elements differ)
  *                env token: absent | present      (CC_TOKEN after cc_comm_init)
+ *                proc environ token: absent | present   (CC_TOKEN=VALUE in
+ *                                                 /proc/self/environ, what others read)
  *            exit 0 for CC_OK with the right data, 3 for CC_OK with WRONG data
  *            (never acceptable), 1 for an error (init's too).
  * unexp      rank 1 sends empty messages with tag 7, which nobody receives,
@@ -160,6 +162,22 @@ static int join(cc_comm **c) {
   return 0;
 }
 
+/* Does /proc/self/environ (the environment block this process started with,
+   as other processes of this user can read it) hold an entry `name` with a
+   value that is not empty? */
+static int proc_environ_has(const char *name) {
+  static char buf[1 << 16];
+  size_t n, i, k = strlen(name);
+  FILE *f = fopen("/proc/self/environ", "rb");
+  if (!f) return 0;
+  n = fread(buf, 1, sizeof buf - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  for (i = 0; i + k < n; i++)
+    if ((i == 0 || buf[i - 1] == 0) && !memcmp(buf + i, name, k) && buf[i + k]) return 1;
+  return 0;
+}
+
 static int mode_allreduce(size_t n) {
   cc_comm *c;
   float *x;
@@ -168,6 +186,7 @@ static int mode_allreduce(size_t n) {
   cc_result r;
   if (join(&c) != 0) return 1;
   printf("env token: %s\n", getenv("CC_TOKEN") ? "present" : "absent");
+  printf("proc environ token: %s\n", proc_environ_has("CC_TOKEN=") ? "present" : "absent");
   rank = cc_comm_rank(c);
   size = cc_comm_size(c);
   x = (float *)malloc(n * sizeof *x + 1);

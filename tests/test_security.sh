@@ -6,7 +6,8 @@
 # "hosts" are IPC namespaces (unshare --ipc) where a case needs TCP between ranks
 # of one machine, or CC_TRANSPORT=tcp.
 #   token   a weak CC_TOKEN is refused by cc_comm_init, saying how to make one;
-#           CC_TOKEN is gone from the environment once read; without a token a
+#           CC_TOKEN is gone from the environment once read (and from
+#           /proc/PID/environ, what other processes see); without a token a
 #           job whose rendezvous is not on loopback prints one warning on rank 0
 #           (a network namespace of the test's own with a 10.x address; root)
 #   oracle  a stranger's hello refused for its world size gets a challenge with
@@ -120,10 +121,11 @@ args=(allreduce 1000)
 rank 1 2 "$p" r1.out CC_TOKEN="$token"; p1=$last_pid
 rank 0 2 "$p" r0.out CC_TOKEN="$token"; p0=$last_pid
 wait_all "$p0" "$p1"
-if [ "${statuses[*]}" = "0 0" ] && grep -q '^env token: absent$' "$work/r0.out" && grep -q '^env token: absent$' "$work/r1.out"; then
-  pass "token: CC_TOKEN is no longer in a rank's environment once cc_comm_init read it (the job succeeds)"
+if [ "${statuses[*]}" = "0 0" ] && grep -q '^env token: absent$' "$work/r0.out" && grep -q '^env token: absent$' "$work/r1.out" &&
+   grep -q '^proc environ token: absent$' "$work/r0.out" && grep -q '^proc environ token: absent$' "$work/r1.out"; then
+  pass "token: CC_TOKEN is gone from a rank's environment once cc_comm_init read it, and from /proc/PID/environ (the job succeeds)"
 else
-  fail "token: statuses ${statuses[*]}; expected 0 0 and 'env token: absent' on both ranks"
+  fail "token: statuses ${statuses[*]}; expected 0 0, and 'env token: absent' and 'proc environ token: absent' on both ranks"
   show "$work"/r*.out
 fi
 finish
