@@ -25,7 +25,7 @@ PROBES   := $(patsubst tests/%.c,$(BUILD)/probes/%,$(wildcard tests/*_probe.c))
 # nccl-tests' names (the name picks the collective: build/all_reduce_perf ...).
 PERF_NAMES = all_reduce all_gather broadcast reduce reduce_scatter alltoall gather scatter sendrecv
 PERF    := $(if $(wildcard bench/cc_bench.c),$(BUILD)/cc_bench $(patsubst %,$(BUILD)/%_perf,$(PERF_NAMES)))
-TOOLS    := $(BUILD)/ccrun $(PERF)
+TOOLS    := $(BUILD)/ccrun $(PERF) $(if $(wildcard bench/crypto_bench.c),$(BUILD)/crypto_bench)
 
 .PHONY: all test run bench sanitize tsan clean cuda peers plot
 all: $(TOOLS) $(EXAMPLES) $(TESTS) $(PROBES)
@@ -105,6 +105,10 @@ $(BUILD)/ccrun: tools/ccrun.c
 	$(CC) $(CSTD) $(WARN) $(CFLAGS) -o $@ $< $(LDLIBS)
 
 $(BUILD)/cc_bench: bench/cc_bench.c cc.h
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(CFLAGS) -I. -o $@ $< $(LDLIBS)
+
+$(BUILD)/crypto_bench: bench/crypto_bench.c cc.h
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(WARN) $(CFLAGS) -I. -o $@ $< $(LDLIBS)
 

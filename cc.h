@@ -47,7 +47,12 @@
                          meet in shared memory named after it, never on a fixed port
        CC_TIMEOUT        seconds any wait may last without progress (default 600)
        CC_TRANSPORT      auto | shm | tcp
-       CC_TOKEN          job secret for TCP handshakes
+       CC_TOKEN          job secret (at least 128 bits: `ccrun --make-token`): every TCP
+                         connection proves it, and every byte on it is authenticated;
+                         removed from the environment once read
+       CC_NET_ENCRYPT    1: encrypt TCP payloads too (needs a token; default 0)
+       CC_MAX_UNEXPECTED bytes of messages no receive has taken yet that a communicator
+                         holds before it fails the sender (default 1G; K, M, G)
        CC_SOCKET_IFNAME  the interface whose address the ranks listen on (default:
                          the address of the route to MASTER_ADDR)
        CC_DEBUG          WARN | INFO | TRACE: log lines on stderr, prefixed with the rank
@@ -74,7 +79,7 @@
 
        @api          public declarations
        @platform     every system call: time, futex, processes, shared memory, files, sockets
-       @crypto       SHA-256 and HMAC for the handshakes
+       @crypto       SHA-256, HMAC, HKDF, ChaCha20-Poly1305, AES-256-GCM
        @base         internal types, errors and logging, the settings (read once)
        @reduce       the reduction kernels for every dtype and op
        @plan         what a call means: its identity, its data movement, v counts
@@ -126,7 +131,7 @@ extern "C" {
   X(CC_ERR_PEER_LOST,    "a peer process died or its connection broke")             \
   X(CC_ERR_ABORTED,      "cc_comm_abort was called, or an earlier error")           \
   X(CC_ERR_SYSTEM,       "an operating-system call failed")                         \
-  X(CC_ERR_AUTH,         "handshake refused: wrong token or protocol")              \
+  X(CC_ERR_AUTH,         "handshake refused, or data failed its integrity check")   \
   X(CC_ERR_NO_MEMORY,    "out of memory")                                           \
   X(CC_ERR_UNSUPPORTED,  "not built in, or not possible on this platform")
 
@@ -386,6 +391,20 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg);
 #if defined(__SSE2__)
 #  include <emmintrin.h>
 #endif
+/* @crypto's AES-NI, PCLMULQDQ and AVX2 paths (chosen at run time by CPUID) */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(CC_CRYPTO_PORTABLE)
+#  define CC__CRYPTO_X86 1
+#  include <cpuid.h>
+#  include <immintrin.h>
+#  include <wmmintrin.h>
+#  define CC__TARGET_AVX2 __attribute__((target("avx2")))
+#  define CC__TARGET_GCM __attribute__((target("aes,pclmul,sse4.1")))
+#  define CC__INLINE_GCM inline __attribute__((always_inline, target("aes,pclmul,sse4.1")))
+#  define CC__TARGET_VCLMUL __attribute__((target("aes,pclmul,sse4.1,avx2,vpclmulqdq")))
+#  define CC__TARGET_VAES __attribute__((target("aes,pclmul,sse4.1,avx2,vpclmulqdq,vaes")))
+#else
+#  define CC__CRYPTO_X86 0
+#endif
 #ifndef CC_NO_TCP
 #  include <arpa/inet.h>
 #  include <netdb.h>
@@ -425,6 +444,19 @@ extern "C" {
 #define CC__MAX(a, b) ((a) > (b) ? (a) : (b))
 #define CC__MS 1000000ull
 #define CC__S  1000000000ull
+
+/* The accepting side of the handshakes (@tcp): connections handled at once,
+   and how long one may be silent (or live) before a newer one may take its
+   place while the table is full. A test may define smaller ones. */
+#ifndef CC__PEND_MAX
+#  define CC__PEND_MAX 128
+#endif
+#ifndef CC__HS_IDLE
+#  define CC__HS_IDLE (200 * CC__MS)
+#endif
+#ifndef CC__HS_AGE
+#  define CC__HS_AGE (2 * CC__S)
+#endif
 
 /* ============================================================== @platform */
 /* Everything that touches the operating system lives here, behind a small
@@ -625,6 +657,7 @@ static void cc__proc_exit(int code) {
 }
 
 static void cc__env_set(const char *name, const char *value) { setenv(name, value, 1); }
+static void cc__env_unset(const char *name) { unsetenv(name); }
 
 /* ---------------------------------------------------------------- shared memory */
 /* Segments are created mode 0600 with O_EXCL under a random name, and
@@ -663,18 +696,28 @@ static void *cc__shm_create(const char *name, size_t bytes) {
 
 /* Map an existing segment of at least `min_bytes`; *bytes gets its size.
    Returns NULL with errno ENOENT while it does not exist (yet) or is still
-   being sized by its creator. */
-static void *cc__shm_open(const char *name, size_t min_bytes, size_t *bytes) {
+   being sized by its creator, and with EPERM (what is wrong in why) when it
+   is not one this user made: another owner, or a mode that lets others in
+   (the creator makes them 0600), or not a plain file. Nothing is mapped
+   then. */
+static void *cc__shm_open_why(const char *name, size_t min_bytes, size_t *bytes, char *why, size_t whylen) {
 #ifdef CC_NO_SHM
-  (void)name; (void)min_bytes; (void)bytes;
+  (void)name; (void)min_bytes; (void)bytes; (void)why; (void)whylen;
   errno = ENOSYS;
   return NULL;
 #else
   struct stat st;
   void *p;
-  int e, fd = shm_open(name, O_RDWR | O_CLOEXEC, 0600);
+  int e, fd = shm_open(name, O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0) return NULL;
-  if (fstat(fd, &st) != 0 || (size_t)st.st_size < min_bytes) {
+  if (fstat(fd, &st) != 0) { close(fd); errno = ENOENT; return NULL; }
+  if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+    snprintf(why, whylen, "it belongs to uid %u with mode %04o, and this process runs as uid %u and creates its "
+             "segments mode 0600", (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), (unsigned)geteuid());
+    close(fd); errno = EPERM;
+    return NULL;
+  }
+  if ((size_t)st.st_size < min_bytes) {
     close(fd); errno = ENOENT;
     return NULL;
   }
@@ -685,6 +728,12 @@ static void *cc__shm_open(const char *name, size_t min_bytes, size_t *bytes) {
   *bytes = (size_t)st.st_size;
   return p;
 #endif
+}
+
+/* The same, without the reason (cc_cuda.cuh's pages). */
+static __attribute__((unused)) void *cc__shm_open(const char *name, size_t min_bytes, size_t *bytes) {
+  char why[160];
+  return cc__shm_open_why(name, min_bytes, bytes, why, sizeof why);
 }
 
 static void cc__shm_unlink(const char *name) {
@@ -753,10 +802,38 @@ static void cc__host_id(char *out, size_t len) {
    an fcntl write lock and read under a read lock (locks die with their
    process). */
 
-static int cc__file_open(const char *path, int create) {
+/* Is the open file fd one this user may trust: a plain file of its own with
+   one name? 0, or -1 with errno EPERM and what is wrong in why. */
+static int cc__file_trusted(int fd, char *why, size_t whylen) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) { snprintf(why, whylen, "fstat failed"); return -1; }
+  if (!S_ISREG(st.st_mode)) snprintf(why, whylen, "it is not a plain file");
+  else if (st.st_uid != geteuid())
+    snprintf(why, whylen, "it belongs to uid %u, not to this user (uid %u): whoever owns it could send every rank "
+             "to an address of theirs", (unsigned)st.st_uid, (unsigned)geteuid());
+  else if (st.st_nlink != 1) snprintf(why, whylen, "it has %lu hard links", (unsigned long)st.st_nlink);
+  else return 0;
+  errno = EPERM;
+  return -1;
+}
+
+/* Open the rendezvous file: create (rank 0) or read. Never follows a
+   symbolic link (ELOOP); rank 0 creates it new (O_EXCL, mode 0600), or opens
+   one that is already there and that cc__file_trusted accepts; a reader opens
+   it only when cc__file_trusted accepts it. -1 with errno (and why when the
+   file is there but refused). */
+static int cc__file_open(const char *path, int create, char *why, size_t whylen) {
   int fd;
-  do fd = open(path, create ? O_RDWR | O_CREAT | O_CLOEXEC : O_RDONLY | O_CLOEXEC, 0600);
+  why[0] = 0;
+  do fd = open(path, create ? O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC : O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
   while (fd < 0 && errno == EINTR);
+  if (fd < 0 && create && errno == EEXIST)
+    do fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC); while (fd < 0 && errno == EINTR);
+  if (fd < 0) {
+    if (errno == ELOOP) snprintf(why, whylen, "it is a symbolic link (never followed)");
+    return -1;
+  }
+  if (cc__file_trusted(fd, why, whylen) != 0) { int e = errno; close(fd); errno = e; return -1; }
   return fd;
 }
 
@@ -796,7 +873,12 @@ static int cc__file_write(int fd, const char *s) {
   return pwrite(fd, s, n, 0) == (ssize_t)n ? 0 : -1;
 }
 
-static void cc__file_unlink(const char *path) { unlink(path); }
+/* Remove path if it still names the file open as fd (not a file put in its
+   place meanwhile). */
+static void cc__file_unlink(const char *path, int fd) {
+  struct stat a, b;
+  if (fstat(fd, &a) == 0 && lstat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) unlink(path);
+}
 static void cc__fd_close(int fd) { if (fd >= 0) close(fd); }
 
 /* ---------------------------------------------------------------- sockets
@@ -853,6 +935,17 @@ static int cc__ip_parse(const char *ip, unsigned char *bin) {
 #else
   (void)ip; (void)bin;
 #endif
+  return 0;
+}
+
+/* 1 when the literal is a loopback address (127/8, ::1, ::ffff:127/104). */
+static int cc__ip_is_loopback(const char *ip) {
+  unsigned char a[16];
+  static const unsigned char v6lo[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  static const unsigned char v4map[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  int f = cc__ip_parse(ip, a);
+  if (f == 4) return a[0] == 127;
+  if (f == 6) return memcmp(a, v6lo, 16) == 0 || (memcmp(a, v4map, 12) == 0 && a[12] == 127);
   return 0;
 }
 
@@ -969,6 +1062,28 @@ static long cc__sock_send2(int fd, const void *a, size_t alen, const void *b, si
   return (long)w;
 #else
   (void)fd; (void)a; (void)alen; (void)b; (void)blen;
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+/* The same with three buffers (a frame's header, payload and tag). */
+static long cc__sock_send3(int fd, const void *a, size_t alen, const void *b, size_t blen, const void *c, size_t clen) {
+#ifndef CC_NO_TCP
+  struct iovec iov[3];
+  struct msghdr mh;
+  ssize_t w;
+  int k = 0;
+  if (alen) { iov[k].iov_base = (void *)(uintptr_t)a; iov[k++].iov_len = alen; }
+  if (blen) { iov[k].iov_base = (void *)(uintptr_t)b; iov[k++].iov_len = blen; }
+  if (clen) { iov[k].iov_base = (void *)(uintptr_t)c; iov[k++].iov_len = clen; }
+  memset(&mh, 0, sizeof mh);
+  mh.msg_iov = iov;
+  mh.msg_iovlen = (size_t)k;
+  do w = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT); while (w < 0 && errno == EINTR);
+  return (long)w;
+#else
+  (void)fd; (void)a; (void)alen; (void)b; (void)blen; (void)c; (void)clen;
   errno = ENOSYS;
   return -1;
 #endif
@@ -1122,8 +1237,14 @@ static int cc__sock_pick_addr(const char *ifname, const char *toward, int first_
 #endif
 /* ============================================================== @crypto */
 /* SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104), which authenticate the
-   handshakes; cc__ct_equal compares MACs in constant time. Pure computation:
-   no system call, no allocation. */
+   handshakes; cc__ct_equal compares MACs in constant time; then HKDF-SHA256
+   (RFC 5869), which derives each connection's keys, and the two AEAD suites
+   that authenticate (and with CC_NET_ENCRYPT=1 encrypt) every frame on a TCP
+   link: ChaCha20-Poly1305 (RFC 8439) and AES-256-GCM (SP 800-38D, AES-NI and
+   PCLMULQDQ only). Pure computation: no system call, no allocation. The #ifs
+   here are on the compiler and the CPU architecture (the x86-64 intrinsics,
+   unsigned __int128), never on the operating system; the CPU's features are
+   read once with CPUID. */
 
 typedef struct cc__sha256 {
   uint32_t h[8];
@@ -1234,6 +1355,12 @@ static void cc__hmac_sha256(const void *key, size_t keylen, const void *const *p
   cc__sha256_update(&s, pad, 64);
   cc__sha256_update(&s, inner, 32);
   cc__sha256_final(&s, out);
+  {                                     /* no copy of the key left on the stack */
+    volatile unsigned char *v = k0;
+    for (i = 0; i < 64; i++) v[i] = 0;
+    v = pad;
+    for (i = 0; i < 64; i++) v[i] = 0;
+  }
 }
 
 /* 1 when the n bytes at a and b are equal; time depends on n only. */
@@ -1244,6 +1371,1155 @@ static int cc__ct_equal(const void *a, const void *b, size_t n) {
   size_t i;
   for (i = 0; i < n; i++) d = (unsigned char)(d | (x[i] ^ y[i]));
   return d == 0;
+}
+
+/* ------------------------------------------------------------------ crypto */
+/* Key derivation and authenticated encryption for the TCP transport.
+
+     HKDF-SHA256                 RFC 5869, on cc__hmac_sha256
+     ChaCha20, Poly1305          RFC 8439 sections 2.3-2.6 (portable C; ChaCha20
+                                 also 4 blocks at a time with SSE2 and 8 with AVX2)
+     AEAD_CHACHA20_POLY1305      RFC 8439 section 2.8
+     AES-256-GCM                 FIPS 197 + NIST SP 800-38D, with AES-NI and
+                                 PCLMULQDQ only (x86-64, GCC/Clang, chosen at run
+                                 time): 8 blocks per GHASH reduction, and where
+                                 the CPU has VPCLMULQDQ (and VAES) 16 blocks in
+                                 256-bit registers. There is deliberately no
+                                 table-based software AES: where the
+                                 instructions are missing, GCM is unavailable
+                                 and the caller uses ChaCha20-Poly1305
+
+   One streaming AEAD interface covers both suites:
+
+     cc__aead_key k;   cc__aead_setkey(&k, suite, key32)      once per key
+     cc__aead st;      cc__aead_begin(&st, &k, nonce12)        per message
+                       cc__aead_aad(&st, p, n)          any number of times, first
+                       cc__aead_encrypt(&st, in, out, n)  or cc__aead_decrypt(...)
+                       cc__aead_final(&st, tag16)  or  cc__aead_verify(&st, tag16)
+
+   Any split of the AAD and of the payload gives the same output and tag as
+   one call. Integrity only = all data as AAD, no payload (GMAC for GCM; for
+   ChaCha20-Poly1305 the Poly1305 pass under the per-message key). in == out
+   is allowed; other overlaps are not. Everything returns 0, or -1 on misuse,
+   an over-long message, an unavailable suite or (verify) a wrong tag; after a
+   -1 the message state refuses everything until the next begin.
+
+   Constant time: no branch or memory index depends on a key, a keystream, a
+   plaintext or a tag (ChaCha20: add/xor/rotate; Poly1305: fixed carry chains
+   and a masked final select; AES and GHASH: AES-NI and carry-less multiply;
+   tags compared by cc__ct_equal). Branches depend on lengths and the suite. */
+
+
+#define CC__AEAD_CHACHA20_POLY1305 1
+#define CC__AEAD_AES256_GCM        2
+
+/* -------- small helpers */
+static uint32_t cc__ld32le(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static void cc__st32le(unsigned char *p, uint32_t v) {
+  p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8); p[2] = (unsigned char)(v >> 16); p[3] = (unsigned char)(v >> 24);
+}
+static uint64_t cc__ld64le(const unsigned char *p) { return (uint64_t)cc__ld32le(p) | (uint64_t)cc__ld32le(p + 4) << 32; }
+static void cc__st64le(unsigned char *p, uint64_t v) { cc__st32le(p, (uint32_t)v); cc__st32le(p + 4, (uint32_t)(v >> 32)); }
+static void cc__st64be(unsigned char *p, uint64_t v) {
+  int i;
+  for (i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (56 - 8 * i));
+}
+
+/* Zeroes n bytes in a way the compiler cannot drop as a dead store. */
+static void cc__crypto_wipe(void *p, size_t n) {
+  memset(p, 0, n);
+  __asm__ __volatile__("" : : "r"(p) : "memory");
+}
+
+/* out = a ^ b over n bytes (any alignment; out may equal a or b). */
+static void cc__xor_bytes(unsigned char *out, const unsigned char *a, const unsigned char *b, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t x, y;
+    memcpy(&x, a + i, 8);
+    memcpy(&y, b + i, 8);
+    x ^= y;
+    memcpy(out + i, &x, 8);
+  }
+  for (; i < n; i++) out[i] = (unsigned char)(a[i] ^ b[i]);
+}
+
+/* -------- CPU features: computed once, then only read. A race between two
+   first callers is harmless (both store the same value, atomically). */
+#define CC__CPU_SSE2 1                   /* x86-64 baseline: ChaCha20 x4 */
+#define CC__CPU_AVX2 2                   /* ChaCha20 x8 */
+#define CC__CPU_GCM  4                   /* AES-NI + PCLMULQDQ + SSE4.1: AES-256-GCM */
+#define CC__CPU_VCLMUL 8                 /* and AVX2 + VPCLMULQDQ: GHASH 2 blocks per multiply */
+#define CC__CPU_VAES 16                  /* and VAES too: AES-CTR 2 blocks per instruction */
+static int cc__crypto_cpu_flags = -1;
+
+static int cc__crypto_cpu(void) {
+  int f = __atomic_load_n(&cc__crypto_cpu_flags, __ATOMIC_RELAXED);
+  if (f < 0) {
+    f = 0;
+#if CC__CRYPTO_X86
+    __builtin_cpu_init();
+    f |= CC__CPU_SSE2;
+    if (__builtin_cpu_supports("avx2")) f |= CC__CPU_AVX2;
+    if (__builtin_cpu_supports("aes") && __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1")) {
+      unsigned a, b, c, d;
+      f |= CC__CPU_GCM;
+      /* VPCLMULQDQ: CPUID.(7,0):ECX bit 10 (Clang 14 has no
+         __builtin_cpu_supports name for it); "avx2" above includes the OS
+         check for the 256-bit registers. */
+      if ((f & CC__CPU_AVX2) && __get_cpuid_count(7, 0, &a, &b, &c, &d) && ((c >> 10) & 1)) {
+        f |= CC__CPU_VCLMUL;
+        if ((c >> 9) & 1) f |= CC__CPU_VAES;            /* VAES: CPUID.(7,0):ECX bit 9 */
+      }
+    }
+#endif
+    __atomic_store_n(&cc__crypto_cpu_flags, f, __ATOMIC_RELAXED);
+  }
+  return f;
+}
+
+/* ================================================================ HKDF */
+/* RFC 5869 section 2.2: PRK = HMAC-SHA256(salt, IKM). An empty salt is the
+   same as 32 zero bytes (HMAC pads keys with zeros). */
+static __attribute__((unused)) void cc__hkdf_sha256_extract(const void *salt, size_t saltlen, const void *ikm,
+                                                            size_t ikmlen, unsigned char prk[32]) {
+  const void *parts[1];
+  size_t lens[1];
+  parts[0] = ikm;
+  lens[0] = ikmlen;
+  cc__hmac_sha256(salt, saltlen, parts, lens, ikmlen ? 1 : 0, prk);
+}
+
+/* RFC 5869 section 2.3: OKM = T(1) | T(2) | ... truncated to outlen, where
+   T(i) = HMAC-SHA256(PRK, T(i-1) | info | i). 0, or -1 if outlen > 255*32. */
+static __attribute__((unused)) int cc__hkdf_sha256_expand(const unsigned char *prk, size_t prklen, const void *info,
+                                                          size_t infolen, unsigned char *out, size_t outlen) {
+  unsigned char t[32], ctr = 0;
+  size_t done = 0;
+  if (outlen > 255 * 32) return -1;
+  while (done < outlen) {
+    const void *parts[3];
+    size_t lens[3], k;
+    int n = 0;
+    if (ctr) { parts[n] = t; lens[n++] = 32; }
+    if (infolen) { parts[n] = info; lens[n++] = infolen; }
+    ctr++;
+    parts[n] = &ctr; lens[n++] = 1;
+    cc__hmac_sha256(prk, prklen, parts, lens, n, t);
+    k = CC__MIN((size_t)32, outlen - done);
+    memcpy(out + done, t, k);
+    done += k;
+  }
+  cc__crypto_wipe(t, sizeof t);
+  return 0;
+}
+
+/* Extract then expand. */
+static __attribute__((unused)) int cc__hkdf_sha256(const void *salt, size_t saltlen, const void *ikm, size_t ikmlen,
+                                                   const void *info, size_t infolen, unsigned char *out, size_t outlen) {
+  unsigned char prk[32];
+  int rc;
+  cc__hkdf_sha256_extract(salt, saltlen, ikm, ikmlen, prk);
+  rc = cc__hkdf_sha256_expand(prk, 32, info, infolen, out, outlen);
+  cc__crypto_wipe(prk, sizeof prk);
+  return rc;
+}
+
+/* ============================================================ ChaCha20 */
+#define CC__ROL32(x, n) (((x) << (n)) | ((x) >> (32 - (n))))
+/* RFC 8439 section 2.1: the quarter round. */
+#define CC__CHACHA_QR(a, b, c, d)                \
+  a += b; d ^= a; d = CC__ROL32(d, 16);          \
+  c += d; b ^= c; b = CC__ROL32(b, 12);          \
+  a += b; d ^= a; d = CC__ROL32(d, 8);           \
+  c += d; b ^= c; b = CC__ROL32(b, 7)
+
+/* RFC 8439 section 2.3: constants, key, block counter, nonce. */
+static void cc__chacha20_init(uint32_t st[16], const unsigned char key[32], uint32_t counter,
+                              const unsigned char nonce[12]) {
+  int i;
+  st[0] = 0x61707865u; st[1] = 0x3320646eu; st[2] = 0x79622d32u; st[3] = 0x6b206574u;
+  for (i = 0; i < 8; i++) st[4 + i] = cc__ld32le(key + 4 * i);
+  st[12] = counter;
+  for (i = 0; i < 3; i++) st[13 + i] = cc__ld32le(nonce + 4 * i);
+}
+
+/* RFC 8439 section 2.3: the 64-byte block for state st (20 rounds, add the
+   input, serialize little-endian). */
+static void cc__chacha20_block(const uint32_t st[16], unsigned char out[64]) {
+  uint32_t x[16];
+  int i;
+  memcpy(x, st, sizeof x);
+  for (i = 0; i < 10; i++) {
+    CC__CHACHA_QR(x[0], x[4], x[8], x[12]);       /* column round */
+    CC__CHACHA_QR(x[1], x[5], x[9], x[13]);
+    CC__CHACHA_QR(x[2], x[6], x[10], x[14]);
+    CC__CHACHA_QR(x[3], x[7], x[11], x[15]);
+    CC__CHACHA_QR(x[0], x[5], x[10], x[15]);      /* diagonal round */
+    CC__CHACHA_QR(x[1], x[6], x[11], x[12]);
+    CC__CHACHA_QR(x[2], x[7], x[8], x[13]);
+    CC__CHACHA_QR(x[3], x[4], x[9], x[14]);
+  }
+  for (i = 0; i < 16; i++) cc__st32le(out + 4 * i, x[i] + st[i]);
+  cc__crypto_wipe(x, sizeof x);
+}
+
+#if CC__CRYPTO_X86
+/* Four blocks (counters st[12] .. st[12]+3) with SSE2: vector j holds word j
+   of the four blocks; a 4x4 transpose per group of four words serializes. */
+#define CC__ROTV(x, n) _mm_or_si128(_mm_slli_epi32(x, n), _mm_srli_epi32(x, 32 - (n)))
+#define CC__QRV(a, b, c, d)                                                          \
+  a = _mm_add_epi32(a, b); d = _mm_xor_si128(d, a); d = CC__ROTV(d, 16);             \
+  c = _mm_add_epi32(c, d); b = _mm_xor_si128(b, c); b = CC__ROTV(b, 12);             \
+  a = _mm_add_epi32(a, b); d = _mm_xor_si128(d, a); d = CC__ROTV(d, 8);              \
+  c = _mm_add_epi32(c, d); b = _mm_xor_si128(b, c); b = CC__ROTV(b, 7)
+
+static void cc__chacha20_x4(const uint32_t st[16], const unsigned char *in, unsigned char *out) {
+  __m128i x[16], o[16];
+  int i;
+  for (i = 0; i < 16; i++) x[i] = o[i] = _mm_set1_epi32((int)st[i]);
+  x[12] = o[12] = _mm_add_epi32(o[12], _mm_set_epi32(3, 2, 1, 0));
+  for (i = 0; i < 10; i++) {
+    CC__QRV(x[0], x[4], x[8], x[12]);
+    CC__QRV(x[1], x[5], x[9], x[13]);
+    CC__QRV(x[2], x[6], x[10], x[14]);
+    CC__QRV(x[3], x[7], x[11], x[15]);
+    CC__QRV(x[0], x[5], x[10], x[15]);
+    CC__QRV(x[1], x[6], x[11], x[12]);
+    CC__QRV(x[2], x[7], x[8], x[13]);
+    CC__QRV(x[3], x[4], x[9], x[14]);
+  }
+  for (i = 0; i < 16; i++) x[i] = _mm_add_epi32(x[i], o[i]);
+  for (i = 0; i < 4; i++) {               /* words 4i..4i+3 of blocks 0..3 */
+    __m128i t0 = _mm_unpacklo_epi32(x[4 * i], x[4 * i + 1]), t1 = _mm_unpackhi_epi32(x[4 * i], x[4 * i + 1]);
+    __m128i t2 = _mm_unpacklo_epi32(x[4 * i + 2], x[4 * i + 3]), t3 = _mm_unpackhi_epi32(x[4 * i + 2], x[4 * i + 3]);
+    __m128i b[4];
+    int j;
+    b[0] = _mm_unpacklo_epi64(t0, t2); b[1] = _mm_unpackhi_epi64(t0, t2);
+    b[2] = _mm_unpacklo_epi64(t1, t3); b[3] = _mm_unpackhi_epi64(t1, t3);
+    for (j = 0; j < 4; j++) {
+      const unsigned char *ip = in + 64 * j + 16 * i;
+      _mm_storeu_si128((__m128i *)(void *)(out + 64 * j + 16 * i),
+                       _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)ip), b[j]));
+    }
+  }
+}
+
+/* Eight blocks with AVX2: lane 0 of each vector holds blocks 0-3, lane 1
+   blocks 4-7; the 16- and 8-bit rotations are byte shuffles. */
+#define CC__ROTV8(x, n) _mm256_or_si256(_mm256_slli_epi32(x, n), _mm256_srli_epi32(x, 32 - (n)))
+#define CC__QRV8(a, b, c, d)                                                                       \
+  a = _mm256_add_epi32(a, b); d = _mm256_xor_si256(d, a); d = _mm256_shuffle_epi8(d, r16);         \
+  c = _mm256_add_epi32(c, d); b = _mm256_xor_si256(b, c); b = CC__ROTV8(b, 12);                    \
+  a = _mm256_add_epi32(a, b); d = _mm256_xor_si256(d, a); d = _mm256_shuffle_epi8(d, r8);          \
+  c = _mm256_add_epi32(c, d); b = _mm256_xor_si256(b, c); b = CC__ROTV8(b, 7)
+
+static CC__TARGET_AVX2 void cc__chacha20_x8(const uint32_t st[16], const unsigned char *in, unsigned char *out) {
+  const __m256i r16 = _mm256_setr_epi8(2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13,
+                                       2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+  const __m256i r8 = _mm256_setr_epi8(3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14,
+                                      3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14);
+  __m256i x[16], o[16], u[4][4];
+  int i;
+  for (i = 0; i < 16; i++) x[i] = o[i] = _mm256_set1_epi32((int)st[i]);
+  x[12] = o[12] = _mm256_add_epi32(o[12], _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  for (i = 0; i < 10; i++) {
+    CC__QRV8(x[0], x[4], x[8], x[12]);
+    CC__QRV8(x[1], x[5], x[9], x[13]);
+    CC__QRV8(x[2], x[6], x[10], x[14]);
+    CC__QRV8(x[3], x[7], x[11], x[15]);
+    CC__QRV8(x[0], x[5], x[10], x[15]);
+    CC__QRV8(x[1], x[6], x[11], x[12]);
+    CC__QRV8(x[2], x[7], x[8], x[13]);
+    CC__QRV8(x[3], x[4], x[9], x[14]);
+  }
+  for (i = 0; i < 16; i++) x[i] = _mm256_add_epi32(x[i], o[i]);
+  /* u[g][j]: words 4g..4g+3 of block j (lane 0) and block j+4 (lane 1); written
+     out so that the indices are constants and the values stay in registers */
+#define CC__T8(g)                                                                                              \
+  {                                                                                                          \
+    __m256i t0 = _mm256_unpacklo_epi32(x[4 * (g)], x[4 * (g) + 1]), t1 = _mm256_unpackhi_epi32(x[4 * (g)], x[4 * (g) + 1]); \
+    __m256i t2 = _mm256_unpacklo_epi32(x[4 * (g) + 2], x[4 * (g) + 3]), t3 = _mm256_unpackhi_epi32(x[4 * (g) + 2], x[4 * (g) + 3]); \
+    u[g][0] = _mm256_unpacklo_epi64(t0, t2); u[g][1] = _mm256_unpackhi_epi64(t0, t2);                          \
+    u[g][2] = _mm256_unpacklo_epi64(t1, t3); u[g][3] = _mm256_unpackhi_epi64(t1, t3);                          \
+  }
+  CC__T8(0) CC__T8(1) CC__T8(2) CC__T8(3)
+#undef CC__T8
+#define CC__XS8(off, v)                                                                                        \
+  _mm256_storeu_si256((__m256i *)(void *)(out + (off)),                                                        \
+                      _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(in + (off))), v));
+#define CC__O8(j)                                                                                              \
+  CC__XS8(64 * (j), _mm256_permute2x128_si256(u[0][j], u[1][j], 0x20))        /* block j, bytes 0-31 */       \
+  CC__XS8(64 * (j) + 32, _mm256_permute2x128_si256(u[2][j], u[3][j], 0x20))   /* block j, bytes 32-63 */      \
+  CC__XS8(64 * (j) + 256, _mm256_permute2x128_si256(u[0][j], u[1][j], 0x31))  /* block j+4 */                 \
+  CC__XS8(64 * (j) + 288, _mm256_permute2x128_si256(u[2][j], u[3][j], 0x31))
+  CC__O8(0) CC__O8(1) CC__O8(2) CC__O8(3)
+#undef CC__O8
+#undef CC__XS8
+}
+#endif /* CC__CRYPTO_X86 */
+
+/* XORs nblocks*64 bytes of keystream (blocks st[12], st[12]+1, ...) from in
+   into out and advances st[12]. The caller keeps the counter from wrapping. */
+static void cc__chacha20_xor_blocks(uint32_t st[16], const unsigned char *in, unsigned char *out, size_t nblocks) {
+  unsigned char ks[64];
+#if CC__CRYPTO_X86
+  int f = cc__crypto_cpu();
+  if (f & CC__CPU_AVX2)
+    for (; nblocks >= 8; nblocks -= 8, in += 512, out += 512, st[12] += 8) cc__chacha20_x8(st, in, out);
+  if (f & CC__CPU_SSE2)
+    for (; nblocks >= 4; nblocks -= 4, in += 256, out += 256, st[12] += 4) cc__chacha20_x4(st, in, out);
+#endif
+  if (!nblocks) return;
+  for (; nblocks; nblocks--, in += 64, out += 64, st[12]++) {
+    cc__chacha20_block(st, ks);
+    cc__xor_bytes(out, in, ks, 64);
+  }
+  cc__crypto_wipe(ks, sizeof ks);
+}
+
+/* RFC 8439 section 2.4: ChaCha20 encryption (= decryption) of len bytes. */
+static __attribute__((unused)) void cc__chacha20_xor(const unsigned char key[32], uint32_t counter,
+                                                     const unsigned char nonce[12], const void *inv, void *outv,
+                                                     size_t len) {
+  const unsigned char *in = (const unsigned char *)inv;
+  unsigned char *out = (unsigned char *)outv, ks[64];
+  uint32_t st[16];
+  cc__chacha20_init(st, key, counter, nonce);
+  cc__chacha20_xor_blocks(st, in, out, len / 64);
+  if (len % 64) {
+    cc__chacha20_block(st, ks);
+    cc__xor_bytes(out + (len & ~(size_t)63), in + (len & ~(size_t)63), ks, len % 64);
+  }
+  cc__crypto_wipe(ks, sizeof ks);
+  cc__crypto_wipe(st, sizeof st);
+}
+
+/* ============================================================ Poly1305 */
+/* RFC 8439 section 2.5, in radix 2^44 (limbs of 44, 44 and 42 bits, as in
+   poly1305-donna's 64-bit version). The 64x64->128 multiplies use unsigned
+   __int128 where the compiler has it and a portable 32-bit-halves product
+   otherwise (define CC_CRYPTO_NO_INT128 to force the latter). */
+#if defined(__SIZEOF_INT128__) && !defined(CC_CRYPTO_NO_INT128)
+__extension__ typedef unsigned __int128 cc__u128;
+static cc__u128 cc__mul64(uint64_t a, uint64_t b) { return (cc__u128)a * b; }
+static cc__u128 cc__add128(cc__u128 a, cc__u128 b) { return a + b; }
+static cc__u128 cc__add128_64(cc__u128 a, uint64_t b) { return a + b; }
+static uint64_t cc__shr128(cc__u128 a, int s) { return (uint64_t)(a >> s); }
+static uint64_t cc__lo128(cc__u128 a) { return (uint64_t)a; }
+#else
+typedef struct cc__u128 { uint64_t lo, hi; } cc__u128;
+static cc__u128 cc__mul64(uint64_t a, uint64_t b) {
+  uint64_t a0 = a & 0xffffffffu, a1 = a >> 32, b0 = b & 0xffffffffu, b1 = b >> 32;
+  uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+  uint64_t mid = (p00 >> 32) + (p01 & 0xffffffffu) + (p10 & 0xffffffffu);
+  cc__u128 r;
+  r.lo = (mid << 32) | (p00 & 0xffffffffu);
+  r.hi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+  return r;
+}
+static cc__u128 cc__add128(cc__u128 a, cc__u128 b) {
+  cc__u128 r;
+  r.lo = a.lo + b.lo;
+  r.hi = a.hi + b.hi + (r.lo < a.lo);
+  return r;
+}
+static cc__u128 cc__add128_64(cc__u128 a, uint64_t b) {
+  cc__u128 r;
+  r.lo = a.lo + b;
+  r.hi = a.hi + (r.lo < a.lo);
+  return r;
+}
+static uint64_t cc__shr128(cc__u128 a, int s) { return (a.lo >> s) | (a.hi << (64 - s)); }   /* 0 < s < 64 */
+static uint64_t cc__lo128(cc__u128 a) { return a.lo; }
+#endif
+
+#define CC__M44 0xfffffffffffull
+#define CC__M42 0x3ffffffffffull
+
+typedef struct cc__poly1305 {
+  uint64_t r0, r1, r2;                  /* clamped r */
+  uint64_t s1, s2;                      /* 20*r1, 20*r2: 2^132 = 4*2^130 = 4*5 mod p */
+  uint64_t q0, q1, q2, t1, t2;          /* r^2 mod p (limbs carried, below 2^44, 2^44+1, 2^42) and 20*q1, 20*q2 */
+  uint64_t h0, h1, h2;                  /* accumulator, partially reduced */
+  uint64_t pad0, pad1;                  /* s, the second half of the key */
+} cc__poly1305;
+
+/* Carries d0, d1, d2 (128-bit column sums) into 44/44/42-bit limbs, folding
+   the part above 2^130 back in times 5. */
+#define CC__POLY_CARRY(d0, d1, d2, h0, h1, h2)                                   \
+  do {                                                                          \
+    uint64_t c_;                                                                \
+    c_ = cc__shr128(d0, 44); h0 = cc__lo128(d0) & CC__M44;                       \
+    d1 = cc__add128_64(d1, c_); c_ = cc__shr128(d1, 44); h1 = cc__lo128(d1) & CC__M44; \
+    d2 = cc__add128_64(d2, c_); c_ = cc__shr128(d2, 42); h2 = cc__lo128(d2) & CC__M42; \
+    h0 += c_ * 5; c_ = h0 >> 44; h0 &= CC__M44;                                  \
+    h1 += c_;                                                                   \
+  } while (0)
+
+/* RFC 8439 section 2.5: r = key[0..15] clamped, s = key[16..31]. */
+static void cc__poly1305_init(cc__poly1305 *p, const unsigned char key[32]) {
+  uint64_t t0 = cc__ld64le(key), t1 = cc__ld64le(key + 8);
+  p->r0 = t0 & 0xffc0fffffffull;                          /* r &= 0x0ffffffc0ffffffc0ffffffc0fffffff */
+  p->r1 = ((t0 >> 44) | (t1 << 20)) & 0xfffffc0ffffull;
+  p->r2 = (t1 >> 24) & 0x00ffffffc0full;
+  p->s1 = p->r1 * 20;
+  p->s2 = p->r2 * 20;
+  {                                                       /* r^2, for two blocks per step */
+    cc__u128 d0 = cc__add128(cc__add128(cc__mul64(p->r0, p->r0), cc__mul64(p->r1, p->s2)), cc__mul64(p->r2, p->s1));
+    cc__u128 d1 = cc__add128(cc__add128(cc__mul64(p->r0, p->r1), cc__mul64(p->r1, p->r0)), cc__mul64(p->r2, p->s2));
+    cc__u128 d2 = cc__add128(cc__add128(cc__mul64(p->r0, p->r2), cc__mul64(p->r1, p->r1)), cc__mul64(p->r2, p->r0));
+    CC__POLY_CARRY(d0, d1, d2, p->q0, p->q1, p->q2);
+    p->t1 = p->q1 * 20;
+    p->t2 = p->q2 * 20;
+  }
+  p->h0 = p->h1 = p->h2 = 0;
+  p->pad0 = cc__ld64le(key + 16);
+  p->pad1 = cc__ld64le(key + 24);
+}
+
+/* Acc = ((Acc + block + hibit) * r) mod 2^130-5 for each 16-byte block;
+   hibit is 2^128 (1 << 40 in the top limb) for whole blocks, 0 for a final
+   short block that the caller padded with 0x01 0x00...
+   Two blocks per step as Acc = (Acc + m1)*r^2 + m2*r: the same value, but the
+   m2*r products do not wait for the accumulator, which halves the length of
+   the dependency chain per block. Bounds: accumulator limbs < 2^45 after the
+   add, q and r limbs < 2^44+1, 20*q and 20*r < 2^50, so each of the six
+   products per column is < 2^95 and a column sum < 2^98. */
+static void cc__poly1305_blocks(cc__poly1305 *p, const unsigned char *m, size_t nblocks, uint64_t hibit) {
+  uint64_t r0 = p->r0, r1 = p->r1, r2 = p->r2, s1 = p->s1, s2 = p->s2;
+  uint64_t q0 = p->q0, q1 = p->q1, q2 = p->q2, t1 = p->t1, t2 = p->t2;
+  uint64_t h0 = p->h0, h1 = p->h1, h2 = p->h2;
+  for (; nblocks >= 2; nblocks -= 2, m += 32) {
+    uint64_t a0 = cc__ld64le(m), a1 = cc__ld64le(m + 8), b0 = cc__ld64le(m + 16), b1 = cc__ld64le(m + 24);
+    uint64_t g0, g1, g2;
+    cc__u128 d0, d1, d2;
+    h0 += a0 & CC__M44;
+    h1 += ((a0 >> 44) | (a1 << 20)) & CC__M44;
+    h2 += ((a1 >> 24) & CC__M42) | hibit;
+    g0 = b0 & CC__M44;
+    g1 = ((b0 >> 44) | (b1 << 20)) & CC__M44;
+    g2 = ((b1 >> 24) & CC__M42) | hibit;
+    d0 = cc__add128(cc__add128(cc__add128(cc__mul64(h0, q0), cc__mul64(h1, t2)), cc__mul64(h2, t1)),
+                    cc__add128(cc__add128(cc__mul64(g0, r0), cc__mul64(g1, s2)), cc__mul64(g2, s1)));
+    d1 = cc__add128(cc__add128(cc__add128(cc__mul64(h0, q1), cc__mul64(h1, q0)), cc__mul64(h2, t2)),
+                    cc__add128(cc__add128(cc__mul64(g0, r1), cc__mul64(g1, r0)), cc__mul64(g2, s2)));
+    d2 = cc__add128(cc__add128(cc__add128(cc__mul64(h0, q2), cc__mul64(h1, q1)), cc__mul64(h2, q0)),
+                    cc__add128(cc__add128(cc__mul64(g0, r2), cc__mul64(g1, r1)), cc__mul64(g2, r0)));
+    CC__POLY_CARRY(d0, d1, d2, h0, h1, h2);
+  }
+  if (nblocks) {
+    uint64_t a0 = cc__ld64le(m), a1 = cc__ld64le(m + 8);
+    cc__u128 d0, d1, d2;
+    h0 += a0 & CC__M44;
+    h1 += ((a0 >> 44) | (a1 << 20)) & CC__M44;
+    h2 += ((a1 >> 24) & CC__M42) | hibit;
+    d0 = cc__add128(cc__add128(cc__mul64(h0, r0), cc__mul64(h1, s2)), cc__mul64(h2, s1));
+    d1 = cc__add128(cc__add128(cc__mul64(h0, r1), cc__mul64(h1, r0)), cc__mul64(h2, s2));
+    d2 = cc__add128(cc__add128(cc__mul64(h0, r2), cc__mul64(h1, r1)), cc__mul64(h2, r0));
+    CC__POLY_CARRY(d0, d1, d2, h0, h1, h2);
+  }
+  p->h0 = h0; p->h1 = h1; p->h2 = h2;
+}
+
+/* Full reduction mod 2^130-5 (a masked select, no branch), + s mod 2^128. */
+static void cc__poly1305_finish(cc__poly1305 *p, unsigned char tag[16]) {
+  uint64_t h0 = p->h0, h1 = p->h1, h2 = p->h2, g0, g1, g2, c, t0, t1;
+  c = h1 >> 44; h1 &= CC__M44;
+  h2 += c; c = h2 >> 42; h2 &= CC__M42;
+  h0 += c * 5; c = h0 >> 44; h0 &= CC__M44;
+  h1 += c; c = h1 >> 44; h1 &= CC__M44;
+  h2 += c; c = h2 >> 42; h2 &= CC__M42;
+  h0 += c * 5; c = h0 >> 44; h0 &= CC__M44;
+  h1 += c;
+  g0 = h0 + 5; c = g0 >> 44; g0 &= CC__M44;             /* g = h + 5 - 2^130 */
+  g1 = h1 + c; c = g1 >> 44; g1 &= CC__M44;
+  g2 = h2 + c - ((uint64_t)1 << 42);
+  c = (g2 >> 63) - 1;                                     /* all ones when h >= p */
+  g0 &= c; g1 &= c; g2 &= c;
+  c = ~c;
+  h0 = (h0 & c) | g0; h1 = (h1 & c) | g1; h2 = (h2 & c) | g2;
+  t0 = p->pad0; t1 = p->pad1;
+  h0 += t0 & CC__M44; c = h0 >> 44; h0 &= CC__M44;
+  h1 += (((t0 >> 44) | (t1 << 20)) & CC__M44) + c; c = h1 >> 44; h1 &= CC__M44;
+  h2 += ((t1 >> 24) & CC__M42) + c; h2 &= CC__M42;
+  cc__st64le(tag, h0 | (h1 << 44));
+  cc__st64le(tag + 8, (h1 >> 20) | (h2 << 24));
+}
+
+/* RFC 8439 section 2.5.1: the one-shot MAC of any message (a short last
+   block gets a 0x01 byte after it). */
+static __attribute__((unused)) void cc__poly1305_mac(const unsigned char key[32], const void *msg, size_t len,
+                                                     unsigned char tag[16]) {
+  const unsigned char *m = (const unsigned char *)msg;
+  cc__poly1305 p;
+  cc__poly1305_init(&p, key);
+  cc__poly1305_blocks(&p, m, len / 16, (uint64_t)1 << 40);
+  if (len % 16) {
+    unsigned char b[16];
+    memset(b, 0, sizeof b);
+    memcpy(b, m + (len & ~(size_t)15), len % 16);
+    b[len % 16] = 1;
+    cc__poly1305_blocks(&p, b, 1, 0);
+  }
+  cc__poly1305_finish(&p, tag);
+  cc__crypto_wipe(&p, sizeof p);
+}
+
+/* ========================================================= AES-256-GCM */
+#if CC__CRYPTO_X86
+/* FIPS 197 section 5.2, AES-256 key expansion with AESKEYGENASSIST: a new
+   round key is the running XOR of the one two steps back, XORed with the
+   broadcast SubWord(RotWord(w)) ^ Rcon (even steps) or SubWord(w) (odd). */
+static CC__TARGET_GCM __m128i cc__aes_kx(__m128i k, __m128i t) {
+  __m128i s = _mm_slli_si128(k, 4);
+  k = _mm_xor_si128(k, s); s = _mm_slli_si128(s, 4);
+  k = _mm_xor_si128(k, s); s = _mm_slli_si128(s, 4);
+  k = _mm_xor_si128(k, s);
+  return _mm_xor_si128(k, t);
+}
+#define CC__AES_KX2(i, rcon)                                                                        \
+  k[i] = cc__aes_kx(k[(i) - 2], _mm_shuffle_epi32(_mm_aeskeygenassist_si128(k[(i) - 1], rcon), 0xff)); \
+  k[(i) + 1] = cc__aes_kx(k[(i) - 1], _mm_shuffle_epi32(_mm_aeskeygenassist_si128(k[i], 0), 0xaa))
+
+static CC__TARGET_GCM void cc__aes256_expand(const unsigned char key[32], unsigned char rk[240]) {
+  __m128i k[15];
+  int i;
+  k[0] = _mm_loadu_si128((const __m128i *)(const void *)key);
+  k[1] = _mm_loadu_si128((const __m128i *)(const void *)(key + 16));
+  CC__AES_KX2(2, 0x01); CC__AES_KX2(4, 0x02); CC__AES_KX2(6, 0x04); CC__AES_KX2(8, 0x08);
+  CC__AES_KX2(10, 0x10); CC__AES_KX2(12, 0x20);
+  k[14] = cc__aes_kx(k[12], _mm_shuffle_epi32(_mm_aeskeygenassist_si128(k[13], 0x40), 0xff));
+  for (i = 0; i < 15; i++) _mm_storeu_si128((__m128i *)(void *)(rk + 16 * i), k[i]);
+  cc__crypto_wipe(k, sizeof k);
+}
+
+#define CC__CRY_LD(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
+#define CC__CRY_ST(p, v) _mm_storeu_si128((__m128i *)(void *)(p), v)
+
+/* One AES-256 block (FIPS 197 section 5.1): 14 rounds. */
+static CC__INLINE_GCM __m128i cc__aes256_block(const unsigned char *rk, __m128i b) {
+  int i;
+  b = _mm_xor_si128(b, CC__CRY_LD(rk));
+  for (i = 1; i < 14; i++) b = _mm_aesenc_si128(b, CC__CRY_LD(rk + 16 * i));
+  return _mm_aesenclast_si128(b, CC__CRY_LD(rk + 224));
+}
+
+/* GHASH (SP 800-38D section 6.4) in GF(2^128) mod x^128 + x^7 + x^2 + x + 1.
+   Blocks are byte-reversed on load, so bit i of a register holds the
+   coefficient of x^(127-i): the bit-reflected form. The carry-less product
+   of two reflected values is the reflected product shifted right by one
+   bit, hence the 1-bit left shift before the reduction (the method of
+   Gueron and Kounavis, "Intel Carry-Less Multiplication Instruction and its
+   Usage for Computing the GCM Mode", Algorithm 5). */
+static CC__INLINE_GCM void cc__clmul_acc(__m128i a, __m128i b, __m128i *lo, __m128i *mid, __m128i *hi) {
+  *lo = _mm_xor_si128(*lo, _mm_clmulepi64_si128(a, b, 0x00));
+  *hi = _mm_xor_si128(*hi, _mm_clmulepi64_si128(a, b, 0x11));
+  *mid = _mm_xor_si128(*mid, _mm_xor_si128(_mm_clmulepi64_si128(a, b, 0x01), _mm_clmulepi64_si128(a, b, 0x10)));
+}
+
+/* The same with Karatsuba: 3 multiplies; hk = hi64 ^ lo64 of b (low half).
+   mid collects (a.hi^a.lo)(b.hi^b.lo) = cross + lo + hi: the caller XORs lo
+   and hi into it before reducing. */
+static CC__INLINE_GCM void cc__clmul_acc_k(__m128i a, __m128i b, __m128i hk, __m128i *lo, __m128i *mid, __m128i *hi) {
+  *lo = _mm_xor_si128(*lo, _mm_clmulepi64_si128(a, b, 0x00));
+  *hi = _mm_xor_si128(*hi, _mm_clmulepi64_si128(a, b, 0x11));
+  *mid = _mm_xor_si128(*mid, _mm_clmulepi64_si128(_mm_xor_si128(a, _mm_shuffle_epi32(a, 0x4e)), hk, 0x00));
+}
+
+/* (lo + mid*2^64 + hi*2^128), the sum of one or more unreduced products,
+   to one reduced reflected field element. */
+static CC__INLINE_GCM __m128i cc__gf_reduce(__m128i lo, __m128i mid, __m128i hi) {
+  __m128i cl, ch, cx, a, b, c;
+  lo = _mm_xor_si128(lo, _mm_slli_si128(mid, 8));
+  hi = _mm_xor_si128(hi, _mm_srli_si128(mid, 8));
+  cl = _mm_srli_epi32(lo, 31);                   /* shift hi:lo left by one bit */
+  ch = _mm_srli_epi32(hi, 31);
+  lo = _mm_slli_epi32(lo, 1);
+  hi = _mm_slli_epi32(hi, 1);
+  cx = _mm_srli_si128(cl, 12);
+  cl = _mm_slli_si128(cl, 4);
+  ch = _mm_slli_si128(ch, 4);
+  lo = _mm_or_si128(lo, cl);
+  hi = _mm_or_si128(_mm_or_si128(hi, ch), cx);
+  a = _mm_slli_epi32(lo, 31);                    /* fold the low half: x^128 = x^7 + x^2 + x + 1 */
+  b = _mm_slli_epi32(lo, 30);
+  c = _mm_slli_epi32(lo, 25);
+  a = _mm_xor_si128(_mm_xor_si128(a, b), c);
+  b = _mm_srli_si128(a, 4);
+  a = _mm_slli_si128(a, 12);
+  lo = _mm_xor_si128(lo, a);
+  c = _mm_xor_si128(_mm_xor_si128(_mm_srli_epi32(lo, 1), _mm_srli_epi32(lo, 2)), _mm_srli_epi32(lo, 7));
+  c = _mm_xor_si128(c, b);
+  lo = _mm_xor_si128(lo, c);
+  return _mm_xor_si128(hi, lo);
+}
+
+static CC__INLINE_GCM __m128i cc__gf_mul(__m128i a, __m128i b) {
+  __m128i lo = _mm_setzero_si128(), mid = lo, hi = lo;
+  cc__clmul_acc(a, b, &lo, &mid, &hi);
+  return cc__gf_reduce(lo, mid, hi);
+}
+
+static CC__INLINE_GCM __m128i cc__bswap128(__m128i v) {
+  return _mm_shuffle_epi8(v, _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+}
+
+/* X = (X ^ B1)*H^8 ^ B2*H^7 ^ ... ^ B8*H for each 8 blocks (one reduction per
+   8 blocks, Karatsuba products), then X = (X ^ B)*H per block. hp holds
+   H^16..H^1 (so H^8..H^1 from entry 8, H at entry 15), hk their Karatsuba
+   halves. */
+#define CC__CRY_X8(S) S(0) S(1) S(2) S(3) S(4) S(5) S(6) S(7)
+static CC__TARGET_GCM __m128i cc__ghash_blocks(const unsigned char *hp, const unsigned char *hk, __m128i x,
+                                              const unsigned char *p, size_t n) {
+  for (; n >= 8; n -= 8, p += 128) {
+    __m128i lo = _mm_setzero_si128(), mid = lo, hi = lo, b0, b1, b2, b3, b4, b5, b6, b7;
+#define CC__H_LOAD(j) b##j = cc__bswap128(CC__CRY_LD(p + 16 * (j)));
+#define CC__H_MUL(j) cc__clmul_acc_k(b##j, CC__CRY_LD(hp + 16 * (8 + (j))), CC__CRY_LD(hk + 16 * (8 + (j))), &lo, &mid, &hi);
+    CC__CRY_X8(CC__H_LOAD)
+    b0 = _mm_xor_si128(b0, x);
+    CC__CRY_X8(CC__H_MUL)
+#undef CC__H_LOAD
+#undef CC__H_MUL
+    x = cc__gf_reduce(lo, _mm_xor_si128(mid, _mm_xor_si128(lo, hi)), hi);
+  }
+  for (; n; n--, p += 16) x = cc__gf_mul(_mm_xor_si128(x, cc__bswap128(CC__CRY_LD(p))), CC__CRY_LD(hp + 240));
+  return x;
+}
+
+/* 16 blocks per reduction with 256-bit VPCLMULQDQ: register j holds blocks
+   2j and 2j+1, multiplied by H^(16-2j) and H^(15-2j), which are adjacent in
+   the descending table. The two 128-bit halves are summed before reducing. */
+static CC__TARGET_VCLMUL __m128i cc__ghash_blocks16(const unsigned char *hp, const unsigned char *hk, __m128i x,
+                                                   const unsigned char *p, size_t n16) {
+  const __m256i bs = _mm256_setr_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0,
+                                      15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  for (; n16; n16--, p += 256) {
+    __m256i lo = _mm256_setzero_si256(), mid = lo, hi = lo, a0, a1, a2, a3, a4, a5, a6, a7;
+    __m128i l, m, h;
+#define CC__V_LOAD(j) a##j = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)(const void *)(p + 32 * (j))), bs);
+#define CC__V_MUL(j)                                                                                              \
+    {                                                                                                             \
+      __m256i hj = _mm256_loadu_si256((const __m256i *)(const void *)(hp + 32 * (j)));                            \
+      __m256i kj = _mm256_loadu_si256((const __m256i *)(const void *)(hk + 32 * (j)));                            \
+      lo = _mm256_xor_si256(lo, _mm256_clmulepi64_epi128(a##j, hj, 0x00));                                       \
+      hi = _mm256_xor_si256(hi, _mm256_clmulepi64_epi128(a##j, hj, 0x11));                                       \
+      mid = _mm256_xor_si256(mid, _mm256_clmulepi64_epi128(_mm256_xor_si256(a##j, _mm256_shuffle_epi32(a##j, 0x4e)), kj, 0x00)); \
+    }
+    CC__CRY_X8(CC__V_LOAD)
+    a0 = _mm256_xor_si256(a0, _mm256_set_m128i(_mm_setzero_si128(), x));
+    CC__CRY_X8(CC__V_MUL)
+#undef CC__V_LOAD
+#undef CC__V_MUL
+    l = _mm_xor_si128(_mm256_castsi256_si128(lo), _mm256_extracti128_si256(lo, 1));
+    m = _mm_xor_si128(_mm256_castsi256_si128(mid), _mm256_extracti128_si256(mid, 1));
+    h = _mm_xor_si128(_mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1));
+    x = cc__gf_reduce(l, _mm_xor_si128(m, _mm_xor_si128(l, h)), h);
+  }
+  return x;
+}
+
+static CC__TARGET_GCM void cc__ghash_update(unsigned char xs[16], const unsigned char *hp, const unsigned char *hk,
+                                            const unsigned char *p, size_t n) {
+  __m128i x = CC__CRY_LD(xs);
+  if (n >= 16 && (cc__crypto_cpu() & CC__CPU_VCLMUL)) {
+    x = cc__ghash_blocks16(hp, hk, x, p, n / 16);
+    p += (n & ~(size_t)15) * 16;
+    n &= 15;
+  }
+  CC__CRY_ST(xs, cc__ghash_blocks(hp, hk, x, p, n));
+}
+
+/* Round keys, then H = E(K, 0^128) and its powers H^1..H^16, reflected. */
+static CC__TARGET_GCM void cc__gcm_setkey(unsigned char rk[240], unsigned char hp[256], unsigned char hk[256],
+                                          const unsigned char key[32]) {
+  __m128i h, p = _mm_setzero_si128();
+  int i;
+  cc__aes256_expand(key, rk);
+  h = cc__bswap128(cc__aes256_block(rk, _mm_setzero_si128()));
+  for (i = 1; i <= 16; i++) {                            /* H^i at entry 16 - i */
+    p = i > 1 ? cc__gf_mul(p, h) : h;
+    CC__CRY_ST(hp + 16 * (16 - i), p);
+    CC__CRY_ST(hk + 16 * (16 - i), _mm_xor_si128(p, _mm_shuffle_epi32(p, 0x4e)));
+  }
+}
+
+/* The counter block: the 12 bytes of nonce, then ctr big-endian. */
+static CC__INLINE_GCM __m128i cc__gcm_ctr(__m128i base, uint32_t ctr) {
+  return _mm_insert_epi32(base, (int)__builtin_bswap32(ctr), 3);
+}
+
+/* SP 800-38D section 7.1 step 2: J0 for an IV of any length. For a 12-byte
+   IV it is IV || 0^31 || 1; otherwise GHASH(IV || 0-pad || 0^64 || [len(IV) in bits]64). */
+static CC__TARGET_GCM void cc__gcm_j0(const unsigned char *hp, const unsigned char *hk, const unsigned char *iv, size_t ivlen,
+                                      unsigned char j0[16]) {
+  if (ivlen == 12) {
+    memcpy(j0, iv, 12);
+    j0[12] = j0[13] = j0[14] = 0;
+    j0[15] = 1;
+  } else {
+    unsigned char b[16];
+    __m128i x = _mm_setzero_si128();
+    x = cc__ghash_blocks(hp, hk, x, iv, ivlen / 16);
+    if (ivlen % 16) {
+      memset(b, 0, sizeof b);
+      memcpy(b, iv + (ivlen & ~(size_t)15), ivlen % 16);
+      x = cc__ghash_blocks(hp, hk, x, b, 1);
+    }
+    memset(b, 0, 8);
+    cc__st64be(b + 8, (uint64_t)ivlen * 8);
+    x = cc__ghash_blocks(hp, hk, x, b, 1);
+    CC__CRY_ST(j0, cc__bswap128(x));
+  }
+}
+
+/* CTR keystream XOR + GHASH of the ciphertext over nblocks whole blocks,
+   8 at a time: E(K, nonce||ctr), E(K, nonce||ctr+1), ... (inc32). All loads of
+   a group come before its stores, so in == out is fine. Returns the new X.
+   The 8 lanes are written out (CC__CRY_X8) so that they stay in registers. */
+static CC__TARGET_GCM __m128i cc__gcm_crypt_blocks(const unsigned char *rk, const unsigned char *hp,
+                                                  const unsigned char *hk, __m128i x,
+                                                  const unsigned char nonce[12], uint32_t ctr,
+                                                  const unsigned char *in, unsigned char *out, size_t nblocks,
+                                                  int enc) {
+  unsigned char nb[16];
+  __m128i base;
+  memcpy(nb, nonce, 12);
+  memset(nb + 12, 0, 4);
+  base = CC__CRY_LD(nb);
+  for (; nblocks >= 8; nblocks -= 8, in += 128, out += 128, ctr += 8) {
+    __m128i b0, b1, b2, b3, b4, b5, b6, b7, d0, d1, d2, d3, d4, d5, d6, d7, lo, mid, hi, k;
+    int r;
+    k = CC__CRY_LD(rk);
+#define CC__G_CTR(j) b##j = _mm_xor_si128(cc__gcm_ctr(base, ctr + (uint32_t)(j)), k);
+#define CC__G_ENC(j) b##j = _mm_aesenc_si128(b##j, k);
+#define CC__G_LAST(j) d##j = CC__CRY_LD(in + 16 * (j)); b##j = _mm_xor_si128(_mm_aesenclast_si128(b##j, k), d##j);
+#define CC__G_STORE(j) CC__CRY_ST(out + 16 * (j), b##j);
+#define CC__G_HASH(j) \
+    cc__clmul_acc_k(cc__bswap128(enc ? b##j : d##j), CC__CRY_LD(hp + 16 * (8 + (j))), CC__CRY_LD(hk + 16 * (8 + (j))), &lo, &mid, &hi);
+    CC__CRY_X8(CC__G_CTR)
+    for (r = 1; r < 14; r++) {
+      k = CC__CRY_LD(rk + 16 * r);
+      CC__CRY_X8(CC__G_ENC)
+    }
+    k = CC__CRY_LD(rk + 224);
+    CC__CRY_X8(CC__G_LAST)                                        /* b: the output blocks */
+    CC__CRY_X8(CC__G_STORE)
+    lo = mid = hi = _mm_setzero_si128();
+    if (enc) b0 = _mm_xor_si128(b0, cc__bswap128(x));          /* GHASH runs over the ciphertext */
+    else d0 = _mm_xor_si128(d0, cc__bswap128(x));
+    CC__CRY_X8(CC__G_HASH)
+    x = cc__gf_reduce(lo, _mm_xor_si128(mid, _mm_xor_si128(lo, hi)), hi);
+#undef CC__G_CTR
+#undef CC__G_ENC
+#undef CC__G_LAST
+#undef CC__G_STORE
+#undef CC__G_HASH
+  }
+  for (; nblocks; nblocks--, in += 16, out += 16, ctr++) {
+    __m128i d = CC__CRY_LD(in), o = _mm_xor_si128(cc__aes256_block(rk, cc__gcm_ctr(base, ctr)), d);
+    CC__CRY_ST(out, o);
+    x = cc__gf_mul(_mm_xor_si128(x, cc__bswap128(enc ? o : d)), CC__CRY_LD(hp + 240));
+  }
+  return x;
+}
+
+/* The same, 16 blocks per step with 256-bit VAES and VPCLMULQDQ: register j
+   holds counter blocks ctr+2j and ctr+2j+1 (the counter kept as host-order
+   32-bit lanes, incremented mod 2^32 as inc32 wants, and byte-swapped into
+   place), then the 16 ciphertext blocks are hashed as in cc__ghash_blocks16. */
+static CC__TARGET_VAES __m128i cc__gcm_crypt16(const unsigned char *rk, const unsigned char *hp,
+                                              const unsigned char *hk, __m128i x, const unsigned char nonce[12],
+                                              uint32_t ctr, const unsigned char *in, unsigned char *out, size_t n16,
+                                              int enc) {
+  const __m256i bs = _mm256_setr_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0,
+                                      15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  const __m256i cswap = _mm256_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 15, 14, 13, 12,
+                                         -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 15, 14, 13, 12);
+  const __m256i two = _mm256_setr_epi32(0, 0, 0, 2, 0, 0, 0, 2);
+  unsigned char nb[16];
+  __m256i base, cv;
+  memcpy(nb, nonce, 12);
+  memset(nb + 12, 0, 4);
+  base = _mm256_broadcastsi128_si256(CC__CRY_LD(nb));
+  cv = _mm256_setr_epi32(0, 0, 0, (int)ctr, 0, 0, 0, (int)(ctr + 1));
+  for (; n16; n16--, in += 256, out += 256) {
+    __m256i b0, b1, b2, b3, b4, b5, b6, b7, d0, d1, d2, d3, d4, d5, d6, d7, k;
+    __m256i lo = _mm256_setzero_si256(), mid = lo, hi = lo;
+    __m128i l, m, h;
+    int r;
+    k = _mm256_broadcastsi128_si256(CC__CRY_LD(rk));
+#define CC__W_CTR(j) b##j = _mm256_xor_si256(_mm256_or_si256(base, _mm256_shuffle_epi8(cv, cswap)), k); cv = _mm256_add_epi32(cv, two);
+#define CC__W_ENC(j) b##j = _mm256_aesenc_epi128(b##j, k);
+#define CC__W_LAST(j)                                                                                          \
+    d##j = _mm256_loadu_si256((const __m256i *)(const void *)(in + 32 * (j)));                                   \
+    b##j = _mm256_xor_si256(_mm256_aesenclast_epi128(b##j, k), d##j);
+#define CC__W_STORE(j) _mm256_storeu_si256((__m256i *)(void *)(out + 32 * (j)), b##j);
+#define CC__W_HASH(j)                                                                                          \
+    {                                                                                                          \
+      __m256i a_ = _mm256_shuffle_epi8(enc ? b##j : d##j, bs);                                                 \
+      __m256i hj = _mm256_loadu_si256((const __m256i *)(const void *)(hp + 32 * (j)));                         \
+      __m256i kj = _mm256_loadu_si256((const __m256i *)(const void *)(hk + 32 * (j)));                         \
+      if ((j) == 0) a_ = _mm256_xor_si256(a_, _mm256_set_m128i(_mm_setzero_si128(), x));                       \
+      lo = _mm256_xor_si256(lo, _mm256_clmulepi64_epi128(a_, hj, 0x00));                                       \
+      hi = _mm256_xor_si256(hi, _mm256_clmulepi64_epi128(a_, hj, 0x11));                                       \
+      mid = _mm256_xor_si256(mid, _mm256_clmulepi64_epi128(_mm256_xor_si256(a_, _mm256_shuffle_epi32(a_, 0x4e)), kj, 0x00)); \
+    }
+    CC__CRY_X8(CC__W_CTR)
+    for (r = 1; r < 14; r++) {
+      k = _mm256_broadcastsi128_si256(CC__CRY_LD(rk + 16 * r));
+      CC__CRY_X8(CC__W_ENC)
+    }
+    k = _mm256_broadcastsi128_si256(CC__CRY_LD(rk + 224));
+    CC__CRY_X8(CC__W_LAST)
+    CC__CRY_X8(CC__W_STORE)
+    CC__CRY_X8(CC__W_HASH)
+#undef CC__W_CTR
+#undef CC__W_ENC
+#undef CC__W_LAST
+#undef CC__W_STORE
+#undef CC__W_HASH
+    l = _mm_xor_si128(_mm256_castsi256_si128(lo), _mm256_extracti128_si256(lo, 1));
+    m = _mm_xor_si128(_mm256_castsi256_si128(mid), _mm256_extracti128_si256(mid, 1));
+    h = _mm_xor_si128(_mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1));
+    x = cc__gf_reduce(l, _mm_xor_si128(m, _mm_xor_si128(l, h)), h);
+  }
+  return x;
+}
+
+static CC__TARGET_GCM void cc__gcm_crypt(const unsigned char *rk, const unsigned char *hp, const unsigned char *hk,
+                                         unsigned char xs[16],
+                                         const unsigned char nonce[12], uint32_t ctr, const unsigned char *in,
+                                         unsigned char *out, size_t nblocks, int enc) {
+  __m128i x = CC__CRY_LD(xs);
+  if (nblocks >= 16 && (cc__crypto_cpu() & (CC__CPU_VAES | CC__CPU_VCLMUL)) == (CC__CPU_VAES | CC__CPU_VCLMUL)) {
+    size_t n16 = nblocks / 16;
+    x = cc__gcm_crypt16(rk, hp, hk, x, nonce, ctr, in, out, n16, enc);
+    ctr += (uint32_t)(n16 * 16);
+    in += n16 * 256; out += n16 * 256; nblocks -= n16 * 16;
+  }
+  CC__CRY_ST(xs, cc__gcm_crypt_blocks(rk, hp, hk, x, nonce, ctr, in, out, nblocks, enc));
+}
+
+/* One keystream block E(K, nonce||ctr) into out. */
+static CC__TARGET_GCM void cc__gcm_keystream(const unsigned char *rk, const unsigned char nonce[12], uint32_t ctr,
+                                             unsigned char out[16]) {
+  unsigned char nb[16];
+  memcpy(nb, nonce, 12);
+  cc__st32le(nb + 12, 0);
+  CC__CRY_ST(out, cc__aes256_block(rk, cc__gcm_ctr(CC__CRY_LD(nb), ctr)));
+}
+
+/* FIPS 197 single-block encryption, for tests. */
+static __attribute__((unused)) CC__TARGET_GCM void cc__aes256_encrypt_block(const unsigned char rk[240],
+                                                                            const unsigned char in[16],
+                                                                            unsigned char out[16]) {
+  CC__CRY_ST(out, cc__aes256_block(rk, CC__CRY_LD(in)));
+}
+#endif /* CC__CRYPTO_X86 */
+
+/* ================================================================ AEAD */
+typedef struct cc__aead_key {
+  int suite;                             /* CC__AEAD_*; 0 before setkey */
+  unsigned char key[32];                 /* ChaCha20-Poly1305: the key */
+  unsigned char rk[240];                 /* AES-256-GCM: the 15 round keys */
+  unsigned char hp[256];                 /* AES-256-GCM: H^16, H^15, ..., H^1, reflected */
+  unsigned char hk[256];                 /* AES-256-GCM: hi64 ^ lo64 of each, for Karatsuba */
+} cc__aead_key;
+
+typedef struct cc__aead {
+  const cc__aead_key *key;
+  int phase;                             /* 0 AAD, 1 payload, 2 finished, 3 failed */
+  unsigned nmac, nks;                    /* bytes in mbuf; unused bytes at the end of ks */
+  uint64_t aadlen, msglen;
+  unsigned char mbuf[16];                /* partial MAC block */
+  unsigned char ks[64];                  /* keystream of the current partial block */
+  /* ChaCha20-Poly1305 */
+  uint32_t cst[16];                      /* ChaCha20 state; word 12 is the next block */
+  cc__poly1305 poly;
+  /* AES-256-GCM */
+  uint32_t ctr;                          /* next counter */
+  unsigned char nonce[12];               /* the first 96 bits of J0 */
+  unsigned char ekj0[16];                /* E(K, J0), which masks the tag */
+  unsigned char x[16];                   /* GHASH accumulator, reflected */
+} cc__aead;
+
+/* RFC 8439 section 2.8: P_MAX = (2^32 - 1) * 64 bytes (counter 0 is the
+   Poly1305 key). SP 800-38D section 5.2.1.1: len(P) <= 2^39 - 256 bits. AAD
+   is held to 2^61 - 1 bytes for both (GCM's 2^64 - 1 bits). */
+#define CC__CHACHA_PMAX (((uint64_t)1 << 38) - 64)
+#define CC__GCM_PMAX    (((uint64_t)1 << 36) - 32)
+#define CC__AEAD_AMAX   (((uint64_t)1 << 61) - 1)
+
+/* 1 when this CPU (and this build) can run AES-256-GCM. */
+static int cc__aead_have_gcm(void) { return (cc__crypto_cpu() & CC__CPU_GCM) != 0; }
+
+/* The suite this CPU runs fast: AES-256-GCM with AES-NI+PCLMULQDQ, else
+   ChaCha20-Poly1305. Both ends of a connection must agree on one: see NOTES. */
+static __attribute__((unused)) int cc__aead_best_suite(void) {
+  return cc__aead_have_gcm() ? CC__AEAD_AES256_GCM : CC__AEAD_CHACHA20_POLY1305;
+}
+
+/* Expands a 32-byte key for suite. 0, or -1 (k zeroed) for an unknown suite
+   or AES-256-GCM where the CPU lacks AES-NI/PCLMULQDQ. */
+static __attribute__((unused)) int cc__aead_setkey(cc__aead_key *k, int suite, const unsigned char key[32]) {
+  memset(k, 0, sizeof *k);
+  if (suite == CC__AEAD_CHACHA20_POLY1305) {
+    memcpy(k->key, key, 32);
+    k->suite = suite;
+    return 0;
+  }
+#if CC__CRYPTO_X86
+  if (suite == CC__AEAD_AES256_GCM && cc__aead_have_gcm()) {
+    cc__gcm_setkey(k->rk, k->hp, k->hk, key);
+    k->suite = suite;
+    return 0;
+  }
+#endif
+  return -1;
+}
+
+static __attribute__((unused)) void cc__aead_key_wipe(cc__aead_key *k) { cc__crypto_wipe(k, sizeof *k); }
+
+static void cc__aead_fail(cc__aead *s) {
+  const cc__aead_key *k = s->key;
+  cc__crypto_wipe(s, sizeof *s);
+  s->key = k;
+  s->phase = 3;
+}
+
+/* Whole 16-byte blocks into the MAC. */
+static void cc__aead_mac_blocks(cc__aead *s, const unsigned char *p, size_t nblocks) {
+  if (s->key->suite == CC__AEAD_CHACHA20_POLY1305) {
+    cc__poly1305_blocks(&s->poly, p, nblocks, (uint64_t)1 << 40);
+    return;
+  }
+#if CC__CRYPTO_X86
+  cc__ghash_update(s->x, s->key->hp, s->key->hk, p, nblocks);
+#endif
+}
+
+/* Any bytes into the MAC, buffering a partial block. */
+static void cc__aead_mac(cc__aead *s, const unsigned char *p, size_t n) {
+  if (!n) return;
+  if (s->nmac) {
+    size_t k = CC__MIN((size_t)(16 - s->nmac), n);
+    memcpy(s->mbuf + s->nmac, p, k);
+    s->nmac += (unsigned)k; p += k; n -= k;
+    if (s->nmac < 16) return;
+    cc__aead_mac_blocks(s, s->mbuf, 1);
+    s->nmac = 0;
+  }
+  if (n >= 16) {
+    cc__aead_mac_blocks(s, p, n / 16);
+    p += n & ~(size_t)15;
+    n &= 15;
+  }
+  if (n) { memcpy(s->mbuf, p, n); s->nmac = (unsigned)n; }
+}
+
+/* Zero-pads a partial MAC block (RFC 8439 padding1/padding2; GCM's 0^v, 0^u). */
+static void cc__aead_mac_pad(cc__aead *s) {
+  if (!s->nmac) return;
+  memset(s->mbuf + s->nmac, 0, 16 - s->nmac);
+  cc__aead_mac_blocks(s, s->mbuf, 1);
+  s->nmac = 0;
+}
+
+/* Starts a message under nonce (12 bytes; never twice under one key). */
+static __attribute__((unused)) int cc__aead_begin(cc__aead *s, const cc__aead_key *k, const unsigned char nonce[12]) {
+  memset(s, 0, sizeof *s);
+  s->key = k;
+  if (k->suite == CC__AEAD_CHACHA20_POLY1305) {
+    unsigned char otk[64];
+    cc__chacha20_init(s->cst, k->key, 0, nonce);         /* RFC 8439 section 2.6: block 0 keys Poly1305 */
+    cc__chacha20_block(s->cst, otk);
+    cc__poly1305_init(&s->poly, otk);
+    cc__crypto_wipe(otk, sizeof otk);
+    s->cst[12] = 1;                                       /* the payload starts at block 1 */
+    return 0;
+  }
+#if CC__CRYPTO_X86
+  if (k->suite == CC__AEAD_AES256_GCM) {                  /* SP 800-38D section 7.1 */
+    memcpy(s->nonce, nonce, 12);
+    cc__gcm_keystream(k->rk, s->nonce, 1, s->ekj0);       /* E(K, J0), J0 = nonce || 1 */
+    s->ctr = 2;                                           /* inc32(J0) */
+    return 0;
+  }
+#endif
+  s->phase = 3;
+  return -1;
+}
+
+/* AES-256-GCM with an IV of any length (SP 800-38D section 7.1), for the
+   specification's test vectors; the transport uses 12-byte nonces only. */
+static __attribute__((unused)) int cc__aead_begin_gcm_iv(cc__aead *s, const cc__aead_key *k, const unsigned char *iv,
+                                                         size_t ivlen) {
+#if CC__CRYPTO_X86
+  unsigned char j0[16];
+  if (k->suite == CC__AEAD_AES256_GCM && ivlen > 0) {
+    memset(s, 0, sizeof *s);
+    s->key = k;
+    cc__gcm_j0(k->hp, k->hk, iv, ivlen, j0);
+    memcpy(s->nonce, j0, 12);
+    s->ctr = (uint32_t)j0[12] << 24 | (uint32_t)j0[13] << 16 | (uint32_t)j0[14] << 8 | (uint32_t)j0[15];
+    cc__gcm_keystream(k->rk, s->nonce, s->ctr, s->ekj0);
+    s->ctr++;
+    return 0;
+  }
+#else
+  (void)iv; (void)ivlen;
+#endif
+  memset(s, 0, sizeof *s);
+  s->key = k;
+  s->phase = 3;
+  return -1;
+}
+
+/* More associated data: only before any payload. */
+static __attribute__((unused)) int cc__aead_aad(cc__aead *s, const void *aad, size_t n) {
+  if (s->phase != 0 || (uint64_t)n > CC__AEAD_AMAX - s->aadlen) { cc__aead_fail(s); return -1; }
+  s->aadlen += n;
+  cc__aead_mac(s, (const unsigned char *)aad, n);
+  return 0;
+}
+
+/* Uses up to n bytes of the keystream left over from the last partial block. */
+static size_t cc__aead_leftover(cc__aead *s, const unsigned char *in, unsigned char *out, size_t n, int enc,
+                                size_t bsize) {
+  size_t take = CC__MIN(n, (size_t)s->nks);
+  if (!take) return 0;
+  if (!enc) cc__aead_mac(s, in, take);                    /* the MAC reads the ciphertext before in == out is overwritten */
+  cc__xor_bytes(out, in, s->ks + (bsize - s->nks), take);
+  if (enc) cc__aead_mac(s, out, take);
+  s->nks -= (unsigned)take;
+  return take;
+}
+
+/* Whole keystream blocks; for ChaCha20 4 KiB at a time so that the MAC reads
+   the bytes while they are in L1. */
+static void cc__aead_bulk(cc__aead *s, const unsigned char *in, unsigned char *out, size_t nblocks, int enc) {
+  if (s->key->suite == CC__AEAD_CHACHA20_POLY1305) {
+    while (nblocks) {
+      size_t m = CC__MIN(nblocks, (size_t)64);
+      if (!enc) cc__aead_mac(s, in, m * 64);
+      cc__chacha20_xor_blocks(s->cst, in, out, m);
+      if (enc) cc__aead_mac(s, out, m * 64);
+      in += m * 64; out += m * 64; nblocks -= m;
+    }
+    return;
+  }
+#if CC__CRYPTO_X86
+  cc__gcm_crypt(s->key->rk, s->key->hp, s->key->hk, s->x, s->nonce, s->ctr, in, out, nblocks, enc);
+  s->ctr += (uint32_t)nblocks;
+#endif
+}
+
+static int cc__aead_crypt(cc__aead *s, const void *inv, void *outv, size_t n, int enc) {
+  const unsigned char *in = (const unsigned char *)inv;
+  unsigned char *out = (unsigned char *)outv;
+  int chacha = s->phase <= 1 && s->key && s->key->suite == CC__AEAD_CHACHA20_POLY1305;
+  size_t bsize = chacha ? 64 : 16, t;
+  uint64_t pmax = chacha ? CC__CHACHA_PMAX : CC__GCM_PMAX;
+  if (s->phase > 1 || (uint64_t)n > pmax - s->msglen) { cc__aead_fail(s); return -1; }
+  if (s->phase == 0) { cc__aead_mac_pad(s); s->phase = 1; }
+  if (!n) return 0;
+  s->msglen += n;
+  t = cc__aead_leftover(s, in, out, n, enc, bsize);
+  in += t; out += t; n -= t;
+  if (n >= bsize) {
+    size_t nb = n / bsize;
+    cc__aead_bulk(s, in, out, nb, enc);
+    in += nb * bsize; out += nb * bsize; n -= nb * bsize;
+  }
+  if (n) {                                                /* a partial block: keep its keystream */
+    if (chacha) {
+      cc__chacha20_block(s->cst, s->ks);
+      s->cst[12]++;
+    }
+#if CC__CRYPTO_X86
+    else {
+      cc__gcm_keystream(s->key->rk, s->nonce, s->ctr, s->ks);
+      s->ctr++;
+    }
+#endif
+    s->nks = (unsigned)bsize;
+    cc__aead_leftover(s, in, out, n, enc, bsize);
+  }
+  return 0;
+}
+
+/* Plaintext in -> ciphertext out (in == out allowed). */
+static __attribute__((unused)) int cc__aead_encrypt(cc__aead *s, const void *in, void *out, size_t n) {
+  return cc__aead_crypt(s, in, out, n, 1);
+}
+
+/* Ciphertext in -> plaintext out (in == out allowed). The plaintext is not
+   authentic until cc__aead_verify says so. */
+static __attribute__((unused)) int cc__aead_decrypt(cc__aead *s, const void *in, void *out, size_t n) {
+  return cc__aead_crypt(s, in, out, n, 0);
+}
+
+/* The 16-byte tag; the state is wiped (a new message needs a new begin). */
+static int cc__aead_final(cc__aead *s, unsigned char tag[16]) {
+  unsigned char lb[16];
+  if (s->phase > 1 || !s->key) { cc__aead_fail(s); return -1; }
+  cc__aead_mac_pad(s);
+  if (s->key->suite == CC__AEAD_CHACHA20_POLY1305) {      /* RFC 8439 section 2.8: le64(aad) le64(ct) */
+    cc__st64le(lb, s->aadlen);
+    cc__st64le(lb + 8, s->msglen);
+    cc__poly1305_blocks(&s->poly, lb, 1, (uint64_t)1 << 40);
+    cc__poly1305_finish(&s->poly, tag);
+  } else {                                                /* SP 800-38D: [len(A)]64 [len(C)]64 in bits */
+    cc__st64be(lb, s->aadlen * 8);
+    cc__st64be(lb + 8, s->msglen * 8);
+    cc__aead_mac_blocks(s, lb, 1);
+    {
+      int i;
+      for (i = 0; i < 16; i++) tag[i] = (unsigned char)(s->x[15 - i] ^ s->ekj0[i]);
+    }
+  }
+  cc__crypto_wipe(s, sizeof *s);
+  s->phase = 2;
+  return 0;
+}
+
+/* 0 when tag (16 bytes) is the message's tag, compared in constant time;
+   -1 otherwise. The state is wiped either way. */
+static __attribute__((unused)) int cc__aead_verify(cc__aead *s, const unsigned char tag[16]) {
+  unsigned char t[16];
+  int ok;
+  if (cc__aead_final(s, t) != 0) return -1;
+  ok = cc__ct_equal(t, tag, 16);
+  cc__crypto_wipe(t, sizeof t);
+  return ok ? 0 : -1;
+}
+
+/* One-shot seal: ciphertext into out (in == out allowed), tag into tag. */
+static __attribute__((unused)) int cc__aead_seal(const cc__aead_key *k, const unsigned char nonce[12], const void *aad,
+                                                 size_t aadlen, const void *in, void *out, size_t len,
+                                                 unsigned char tag[16]) {
+  cc__aead s;
+  if (cc__aead_begin(&s, k, nonce) != 0 || cc__aead_aad(&s, aad, aadlen) != 0 ||
+      cc__aead_encrypt(&s, in, out, len) != 0 || cc__aead_final(&s, tag) != 0)
+    return -1;
+  return 0;
+}
+
+/* One-shot open: plaintext into out, 0; or -1 with out zeroed when the tag
+   (or anything else) is wrong. */
+static __attribute__((unused)) int cc__aead_open(const cc__aead_key *k, const unsigned char nonce[12], const void *aad,
+                                                 size_t aadlen, const void *in, void *out, size_t len,
+                                                 const unsigned char tag[16]) {
+  cc__aead s;
+  if (cc__aead_begin(&s, k, nonce) != 0 || cc__aead_aad(&s, aad, aadlen) != 0 ||
+      cc__aead_decrypt(&s, in, out, len) != 0 || cc__aead_verify(&s, tag) != 0) {
+    if (len) cc__crypto_wipe(out, len);
+    return -1;
+  }
+  return 0;
 }
 
 /* ============================================================== @base */
@@ -1265,6 +2541,7 @@ static int cc__ct_equal(const void *a, const void *b, size_t n) {
 #define CC__OP_FIRST_USER CC_OP_BUILTIN_COUNT
 #define CC__MAX_LOCAL     256                  /* ranks of one communicator on one host */
 #define CC__FRAME         48                   /* a message's header on every link */
+#define CC__TAG           16                   /* an AEAD tag (TCP links with a token) */
 #define CC__ERR_BYTES     320
 
 /* The calls. A rank's descriptor carries its call, so that ranks whose calls
@@ -1312,6 +2589,9 @@ typedef struct cc__settings {
   char job_id[40];                     /* CC_JOB_ID: "" when not under ccrun */
   int transport;                       /* cc__transport */
   char token[256];                     /* "": none */
+  const char *token_from;              /* "CC_TOKEN" or "cfg.token" (messages) */
+  int net_encrypt;                     /* CC_NET_ENCRYPT=1: TCP payloads encrypted too */
+  size_t max_unexpected;               /* CC_MAX_UNEXPECTED: bytes of unexpected messages a communicator holds */
   uint64_t timeout_ns;
   int debug;
   long spin_us, small_bytes;           /* -1: the default for the oversubscription */
@@ -1399,6 +2679,7 @@ typedef struct cc__umsg {              /* a message received before its receive 
   cc__frame f;
   unsigned char *data;
   size_t cap;                          /* bytes allocated so far (grows as they arrive) */
+  size_t cost;                         /* what it counts against CC_MAX_UNEXPECTED */
 } cc__umsg;
 
 typedef struct cc__msg {               /* one send or receive in flight */
@@ -1407,8 +2688,13 @@ typedef struct cc__msg {               /* one send or receive in flight */
   int started, done, matched;          /* matched: a receive whose frame is arriving */
   unsigned char *buf;
   size_t bytes, moved;
-  size_t hdr_sent;                     /* send: bytes of hdr written */
-  unsigned char hdr[CC__FRAME];        /* send: the frame header */
+  size_t hdr_sent, hdr_len;            /* send: bytes of hdr written, of hdr_len */
+  unsigned char hdr[CC__FRAME + CC__TAG];   /* send: the frame header (and its tag on an authenticated link) */
+  /* a send on an authenticated TCP link (@engine, cc__sec_write) */
+  int sealed;                          /* the header's tag is made, the frame's counters taken */
+  size_t tag_left;                     /* bytes of the payload's tag still to write */
+  size_t macd;                         /* payload bytes through the AEAD (MACed, or encrypted into the stage) */
+  size_t st_off;                       /* encryption: the payload offset of the stage's first byte */
 } cc__msg;
 
 typedef struct cc__peer {              /* the link to one rank, and what arrives on it */
@@ -1417,9 +2703,11 @@ typedef struct cc__peer {              /* the link to one rank, and what arrives
   int fd;                              /* TCP: the connection */
   int eof;                             /* TCP: the peer closed its side */
   int tx_mid;                          /* TCP: a frame to it is partly written */
-  int rx_state;                        /* 0: reading a header, 1: a payload */
-  size_t rx_hdr_got;
-  unsigned char rx_hdr[CC__FRAME];
+  int rx_state;                        /* 0: reading a header, 1: a payload, 2: its tag */
+  size_t rx_hdr_got;                   /* bytes of the header (or of the tag) read */
+  unsigned char rx_hdr[CC__FRAME + CC__TAG];   /* the header, and its tag on an authenticated link */
+  unsigned char rx_tag[CC__TAG];       /* the payload's tag */
+  struct cc__sec *sec;                 /* TCP with a token: the connection's keys and counters (@tcp) */
   cc__frame rx;                        /* the header of the frame being read */
   uint64_t rx_done;                    /* its payload bytes read so far */
   cc__msg *rx_target;                  /* the receive it fills, or ... */
@@ -1532,6 +2820,9 @@ struct cc_comm {
   cc_result failed;                    /* sticky: later calls return ABORTED */
   uint32_t abort_flag;
   int split_count;
+  size_t uq_bytes;                     /* unexpected messages held, with their overhead (CC_MAX_UNEXPECTED) */
+  unsigned char shmkey[32];            /* names this job's segments unguessably (cc__seg_name) */
+  int has_shmkey;
   char err[CC__ERR_BYTES];
 };
 
@@ -1696,6 +2987,41 @@ static int cc__hostlist_first(const char *list, char *out, size_t outlen) {
   return 0;
 }
 
+/* ---------------------------------------------------------------- tokens */
+
+/* Forget the secret. */
+static void cc__settings_clear(cc__settings *s) {
+  cc__crypto_wipe(s->token, sizeof s->token);
+}
+
+/* An estimate of a token's entropy in bits, from its length and its
+   characters: 4 bits a character for hex digits, else log2 of the character
+   classes it uses (26 lower, 26 upper, 10 digits, 33 others), and never more
+   than log2 of four times the number of distinct characters it has (so that
+   "aaaa..." or "abababab..." count for little). An upper bound: it cannot tell
+   a random string from words, which is why the messages point at
+   `ccrun --make-token`. */
+static int cc__token_bits(const char *t) {
+  int lower = 0, upper = 0, digit = 0, other = 0, hex = 1, distinct = 0, seen[256], alpha;
+  size_t i, n = strlen(t);
+  double per;
+  memset(seen, 0, sizeof seen);
+  for (i = 0; i < n; i++) {
+    unsigned char ch = (unsigned char)t[i];
+    if (!seen[ch]) { seen[ch] = 1; distinct++; }
+    if (ch >= 'a' && ch <= 'z') lower = 1;
+    else if (ch >= 'A' && ch <= 'Z') upper = 1;
+    else if (ch >= '0' && ch <= '9') digit = 1;
+    else other = 1;
+    if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F'))) hex = 0;
+  }
+  alpha = hex ? 16 : 26 * lower + 26 * upper + 10 * digit + 33 * other;
+  if (alpha > 4 * distinct) alpha = 4 * distinct;
+  if (alpha < 2) return 0;
+  per = log((double)alpha) / log(2.0);
+  return (int)(per * (double)n);
+}
+
 /* ---------------------------------------------------------------- settings
    The only reader of the environment (the table at the top of this file
    lists every variable; tests/test_compile.sh checks that they agree). A
@@ -1712,6 +3038,35 @@ static int cc__env_long(const char *name, long *out) {
   if (errno || *end || end == s) return -1;
   *out = v;
   return 1;
+}
+
+/* CC_TOKEN into out (len bytes; "" when unset): read once per process, then
+   removed from the environment (its characters zeroed first, so that
+   /proc/PID/environ, which shows the block the process started with, no
+   longer has it either), so that no process this one starts inherits it;
+   later reads (a second cc_comm_init, cc_spawn's ranks) take the copy kept
+   here. */
+static char cc__token_kept[256];
+static int cc__token_too_long;
+static pthread_mutex_t cc__token_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int cc__env_token(char *out, size_t len) {   /* 0, or -1 when it is too long */
+  char *e;
+  int r = 0;
+  pthread_mutex_lock(&cc__token_lock);
+  e = getenv("CC_TOKEN");
+  if (e && *e) {
+    size_t i, n = strlen(e);
+    volatile char *v = e;
+    cc__token_too_long = n >= sizeof cc__token_kept;
+    snprintf(cc__token_kept, sizeof cc__token_kept, "%s", cc__token_too_long ? "" : e);
+    for (i = 0; i < n; i++) v[i] = 0;  /* the string itself too: /proc/PID/environ shows the original block */
+    cc__env_unset("CC_TOKEN");
+  }
+  if (cc__token_too_long) r = -1;
+  else snprintf(out, len, "%s", cc__token_kept);
+  pthread_mutex_unlock(&cc__token_lock);
+  return r;
 }
 
 /* The first of several variables that is set: 1 found, 0 none, -1 garbage
@@ -1737,6 +3092,7 @@ static size_t cc__env_size(const char *name, size_t def, size_t lo, size_t hi) {
   v = strtoull(s, &end, 10);
   if (*end == 'K' || *end == 'k') v <<= 10;
   else if (*end == 'M' || *end == 'm') v <<= 20;
+  else if (*end == 'G' || *end == 'g') v <<= 30;
   if (v < lo) v = lo;
   if (v > hi) v = hi;
   return (size_t)v;
@@ -1815,8 +3171,10 @@ static void cc__settings_master(cc__settings *s) {
    CC_ERR_INVALID_ARG with the thread's message naming the variable. */
 static cc_result cc__settings_lib(const cc_config *cfg, cc__settings *s) {
   const char *t = getenv("CC_TIMEOUT"), *tr = cfg && cfg->transport ? cfg->transport : getenv("CC_TRANSPORT");
-  const char *tok = cfg && cfg->token ? cfg->token : getenv("CC_TOKEN"), *ifn = getenv("CC_SOCKET_IFNAME");
+  const char *tok = cfg && cfg->token ? cfg->token : NULL, *ifn = getenv("CC_SOCKET_IFNAME");
   const char *jid = getenv("CC_JOB_ID");
+  long enc = 0;
+  int bits;
   memset(s, 0, sizeof *s);
   s->rank = s->size = s->local_size = -1;
   s->debug = cc__debug_parse(getenv("CC_DEBUG"));
@@ -1833,6 +3191,10 @@ static cc_result cc__settings_lib(const cc_config *cfg, cc__settings *s) {
   s->spawn_grace_ns = (uint64_t)cc__env_size("CC_SPAWN_GRACE_MS", 1000, 0, 60000) * CC__MS;
   s->warn_ns = (uint64_t)cc__env_size("CC_WARN_AFTER", 10, 0, 1u << 30) * CC__S;
   s->require_launcher = cc__env_size("CC_REQUIRE_LAUNCHER", 0, 0, 1) != 0;
+  s->max_unexpected = cc__env_size("CC_MAX_UNEXPECTED", (size_t)1 << 30, 4096, (size_t)1 << 62);
+  if (cc__env_long("CC_NET_ENCRYPT", &enc) < 0 || enc < 0 || enc > 1)
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: CC_NET_ENCRYPT='%.40s' is not 0 or 1", getenv("CC_NET_ENCRYPT"));
+  s->net_encrypt = (int)enc;
   s->timeout_ns = 600 * CC__S;
   cc__settings_master(s);
   if (cfg && (cfg->rank < -1 || cfg->world_size == 0 || cfg->world_size < -1 || cfg->timeout_ms < 0))
@@ -1852,12 +3214,20 @@ static cc_result cc__settings_lib(const cc_config *cfg, cc__settings *s) {
   else if (!strcmp(tr, "shm")) s->transport = CC__TR_SHM;
   else if (!strcmp(tr, "tcp")) s->transport = CC__TR_TCP;
   else return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: transport '%.40s' is not auto, shm or tcp", tr);
-  if (tok && *tok) {
-    if (strlen(tok) >= sizeof s->token)
-      return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: the token (CC_TOKEN) is longer than %d bytes",
-                      (int)sizeof s->token - 1);
-    snprintf(s->token, sizeof s->token, "%s", tok);
+  s->token_from = tok ? "cfg.token" : "CC_TOKEN";
+  if (tok ? strlen(tok) >= sizeof s->token : cc__env_token(s->token, sizeof s->token) != 0)
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: the token (%s) is longer than %d bytes", s->token_from,
+                    (int)sizeof s->token - 1);
+  if (tok) snprintf(s->token, sizeof s->token, "%s", tok);
+  if (s->token[0] && (bits = cc__token_bits(s->token)) < 128) {
+    cc__settings_clear(s);
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: the token (%s) is too weak: about %d bits of entropy, and "
+                    "a token needs at least 128 (a guessable one lets a stranger in); make one with "
+                    "`ccrun --make-token` or `head -c 16 /dev/urandom | xxd -p`", s->token_from, bits);
   }
+  if (s->net_encrypt && !s->token[0])
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: CC_NET_ENCRYPT=1 needs a token (CC_TOKEN or cfg.token): "
+                    "the keys are derived from it");
   return CC_OK;
 }
 
@@ -1867,12 +3237,6 @@ static cc_result cc__settings_read(const cc_config *cfg, cc__settings *s) {
   return cc__settings_ranks(cfg, s);
 }
 
-/* Forget the secret. */
-static void cc__settings_clear(cc__settings *s) {
-  volatile char *p = s->token;
-  size_t i;
-  for (i = 0; i < sizeof s->token; i++) p[i] = 0;
-}
 /* ============================================================== @reduce */
 /* The reduction kernels: names and sizes of the dtypes, which (dtype, op) pairs
    are allowed, float16/bfloat16 conversions, and cc__reduce_n, the n-ary fold
@@ -2520,15 +3884,46 @@ static cc_result cc__seg_attach(cc_comm *c, unsigned char *seg, size_t bytes, co
   return CC_OK;
 }
 
-/* Create (creator) or open the named segment and attach; the last rank to
-   map it unlinks the name. Bounded by the communicator's timeout. */
-static cc_result cc__shm_join(cc_comm *c, const char *name, int creator, const char *what) {
+/* The name of a segment whose base name is `base`: base and a suffix that
+   only the job's ranks can compute (16 hex digits of HMAC(shmkey, base)), so
+   that nobody who sees one name in /dev/shm can make the next one before the
+   job does. Without a key (a CC_JOB_ID given with no token), base alone. */
+static void cc__seg_name(const cc_comm *c, const char *base, char *out, size_t len) {
+  unsigned char mac[32];
+  char hex[17];
+  const void *part = base;
+  size_t plen = strlen(base);
+  if (!c->has_shmkey) { snprintf(out, len, "%s", base); return; }
+  cc__hmac_sha256(c->shmkey, sizeof c->shmkey, &part, &plen, 1, mac);
+  cc__hex(mac, 8, hex);
+  snprintf(out, len, "%s-%s", base, hex);
+}
+
+/* Remove the segment of base name `base`, if it is still there. */
+static void cc__shm_forget(const cc_comm *c, const char *base) {
+  char name[160];
+  cc__seg_name(c, base, name, sizeof name);
+  cc__shm_unlink(name);
+}
+
+static void cc__shmkey_copy(cc_comm *to, const cc_comm *from) {
+  memcpy(to->shmkey, from->shmkey, sizeof to->shmkey);
+  to->has_shmkey = from->has_shmkey;
+}
+
+/* Create (creator) or open the segment of base name `base` (cc__seg_name)
+   and attach; the last rank to map it unlinks the name. Bounded by the
+   communicator's timeout. A segment that is there but not this user's own
+   (another owner, or open to others: someone else made it first) is refused
+   at once. */
+static cc_result cc__shm_join(cc_comm *c, const char *base, int creator, const char *what) {
   uint64_t deadline = cc__now_ns() + c->timeout_ns, pause = 100000;
   unsigned char *seg = NULL;
   size_t half, chan, bytes = 0;
-  char why[128];
+  char why[200], name[160];
   cc__layout L;
   cc_result r;
+  cc__seg_name(c, base, name, sizeof name);
   cc__seg_sizes(c->size, c->set.shm_chunk, &half, &chan);
   cc__layout_of(c->size, half, chan, &L);
   if (creator) {
@@ -2542,10 +3937,12 @@ static cc_result cc__shm_join(cc_comm *c, const char *name, int creator, const c
     bytes = L.total;
   } else {
     for (;;) {
-      seg = (unsigned char *)cc__shm_open(name, sizeof(cc__hdr), &bytes);
+      seg = (unsigned char *)cc__shm_open_why(name, sizeof(cc__hdr), &bytes, why, sizeof why);
       if (seg && CC__LOAD(&((cc__hdr *)seg)->magic) == CC__SHM_MAGIC) break;
       if (seg) { cc__shm_unmap(seg, bytes); seg = NULL; }
-      else if (errno != ENOENT) {
+      else if (errno == EPERM) {
+        return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: refusing shared memory /dev/shm%s: %s", what, c->rank, name, why);
+      } else if (errno != ENOENT) {
         cc__strerr(errno, why, sizeof why);
         return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: cannot open shared memory /dev/shm%s: %s",
                         what, c->rank, name, why);
@@ -2689,27 +4086,54 @@ static void cc__ring_get(cc_comm *c, cc__chan *ch, uint64_t pos, void *dst, size
 /* TCP connections: how they are made and authenticated. A connection, for
    the rendezvous or for data, starts with a handshake (below); the accepting
    side runs many at once (cc__hs_serve), so that strangers who connect and
-   say nothing cost nobody any time. What flows afterwards is frames of the
-   message engine (@engine); the bytes go through @platform's sockets. */
+   say nothing, or flood the port, cost nobody any time. With a token the
+   handshake leaves the connection's keys (cc__sec), and everything that
+   flows afterwards is sealed with them: frames of the message engine
+   (@engine), the rendezvous' record and reply (cc__sec_seal, cc__send_many,
+   cc__recv_sealed). The bytes go through @platform's sockets. */
 
 /* ---------------------------------------------------------------- handshake
-   Every connection, rendezvous or data, starts with:
-     client -> hello  {magic, version, kind, world, from, to, job[40], nonce_c[16]}   80 bytes
-     server -> chal   {magic, version, status, flags, nonce_s[16], mac_s[32]}         64 bytes
-     client -> resp   {magic, status, mac_c[32]}                                      40 bytes
-     server -> verdict{magic, status}                                                  8 bytes
-   With a token, mac_s = HMAC(token, "cc-s" hello nonce_s) and mac_c =
-   HMAC(token, "cc-c" hello nonce_s): each side proves it knows the token over
-   fresh nonces; the token never travels. Without one, the macs are zero and
-   the magic, version, world size and job identity must still match. */
+   Every connection, rendezvous or data, starts with four messages (version 4):
+     client -> hello   {magic, version, kind, world, from, to, job[40], nonce_c[16], flags}     96 bytes
+     server -> chal    {magic, version, status, flags, nonce_s[16], suite}                       48 bytes
+     client -> resp    {magic, 0, mac_c[32]}                                                     40 bytes
+     server -> verdict {magic, status, mac_s[32]}                                                40 bytes
+   flags: 1 this side has a token, 2 it encrypts (CC_NET_ENCRYPT=1), 4 (hello
+   only) the client runs AES-256-GCM. With a token,
+     mac_c = HMAC-SHA256(token, "cc-c" hello chal)
+     mac_s = HMAC-SHA256(token, "cc-s" hello chal resp)
+   The client proves first; the server proves only after the client has, and
+   only to a hello it accepted: a refusal (another job or world size, a stale
+   file:// rendezvous, token presence or encryption that differ, a wrong mac_c)
+   carries no MAC at all, so a stranger learns nothing to guess the token
+   from. Every field (status, flags, the suite, kind and ranks) is inside both
+   MACs. Then both sides derive the connection's keys (cc__sec_derive):
+     th    = SHA-256(hello chal resp verdict)
+     PRK   = HKDF-Extract(salt "cc-net-4" nonce_c nonce_s, IKM token)
+     K_c2s = HKDF-Expand(PRK, "cc c2s" th, 32)     K_s2c = HKDF-Expand(PRK, "cc s2c" th, 32)
+   and every byte after the verdict is an AEAD message under them (@engine's
+   frames, the rendezvous' record and reply), the nonce {direction: 0 c2s, 1
+   s2c (4 bytes, big endian), number of the message in that direction (8
+   bytes)} never sent: a message replayed, reordered, dropped or injected
+   fails its tag. The suite: AES-256-GCM when both sides run it, else
+   ChaCha20-Poly1305 (the server picks, the chal says, the MACs cover it).
+   Without a token the macs are zero and nothing after the verdict is
+   authenticated; the magic, version, world size and job identity must still
+   match. Residual risk: a client that is sent to a fake server (DNS, a
+   writable file://) gives it mac_c over values the fake chose, which lets it
+   test guesses of the token offline: hence tokens of at least 128 bits. */
 
 #define CC__HS_MAGIC   0x31486363u      /* "ccH1": a handshake */
-#define CC__NET_VERSION 3u
-#define CC__HELLO 80
-#define CC__CHAL  64
+#define CC__NET_VERSION 4u
+#define CC__HELLO 96
+#define CC__CHAL  48
 #define CC__RESP  40
-#define CC__VERD  8
+#define CC__VERD  40
 #define CC__REC   256                   /* a rank's record: host id, address, port */
+#define CC__HS_TOKEN   1u               /* flags */
+#define CC__HS_ENCRYPT 2u
+#define CC__HS_GCM     4u
+#define CC__SEC_STAGE  (256u << 10)     /* encryption: ciphertext staged per connection */
 
 typedef enum cc__hello_kind { CC__HELLO_RDV = 1, CC__HELLO_DATA = 2 } cc__hello_kind;
 
@@ -2718,6 +4142,7 @@ typedef struct cc__hello_t {
   int32_t from, to;
   char job[40];
   unsigned char nonce[16];
+  uint32_t flags;                      /* CC__HS_* */
 } cc__hello_t;
 
 static void cc__hello_encode(unsigned char *p, const cc__hello_t *h) {
@@ -2730,6 +4155,7 @@ static void cc__hello_encode(unsigned char *p, const cc__hello_t *h) {
   cc__put32(p + 20, (uint32_t)h->to);
   memcpy(p + 24, h->job, 40);
   memcpy(p + 64, h->nonce, 16);
+  cc__put32(p + 80, h->flags);
 }
 
 /* A hello from the wire: 0, or -1 when it is not a well-formed one. */
@@ -2742,30 +4168,137 @@ static int cc__hello_decode(const unsigned char *p, cc__hello_t *h) {
   h->to = (int32_t)cc__get32(p + 20);
   memcpy(h->job, p + 24, 40);
   memcpy(h->nonce, p + 64, 16);
+  h->flags = cc__get32(p + 80);
   if ((h->kind != CC__HELLO_RDV && h->kind != CC__HELLO_DATA) || h->world < 1 || h->world > (1u << 24)) return -1;
   if (h->from < 0 || (uint32_t)h->from >= h->world || h->to < 0 || (uint32_t)h->to >= h->world || h->from == h->to) return -1;
+  if (h->flags & ~(CC__HS_TOKEN | CC__HS_ENCRYPT | CC__HS_GCM)) return -1;
+  for (i = 84; i < CC__HELLO; i++) if (p[i]) return -1;
   for (i = 0; i < 40 && h->job[i]; i++)
     if (!((h->job[i] >= '0' && h->job[i] <= '9') || (h->job[i] >= 'a' && h->job[i] <= 'f'))) return -1;
   return i < 40 ? 0 : -1;
 }
 
-static void cc__hs_mac(const char *token, const char *side, const unsigned char *hello, const unsigned char *nonce_s,
-                       unsigned char *out) {
-  const void *parts[3];
-  size_t lens[3];
+/* HMAC(token, side || hello || chal [|| resp]). */
+static void cc__hs_mac(const char *token, const char *side, const unsigned char *hello, const unsigned char *chal,
+                       const unsigned char *resp, unsigned char *out) {
+  const void *parts[4];
+  size_t lens[4];
   parts[0] = side; lens[0] = 4;
   parts[1] = hello; lens[1] = CC__HELLO;
-  parts[2] = nonce_s; lens[2] = 16;
-  cc__hmac_sha256(token, strlen(token), parts, lens, 3, out);
+  parts[2] = chal; lens[2] = CC__CHAL;
+  parts[3] = resp; lens[3] = CC__RESP;
+  cc__hmac_sha256(token, strlen(token), parts, lens, resp ? 4 : 3, out);
 }
 
-/* The connecting side. CC_OK, or a code with the reason in why. A refusal
-   for a stale file:// nonce comes back as CC_ERR_INVALID_ARG. */
-static cc_result cc__hs_client(int fd, const cc__hello_t *h, const char *token, uint64_t deadline,
-                               char *why, size_t whylen) {
+/* ---------------------------------------------------------------- connection keys */
+
+/* A connection's keys and counters (TCP with a token). The engine reads and
+   writes frames through them (@engine: cc__sec_write, cc__rx_pull). */
+typedef struct cc__sec {
+  int suite, encrypt;                  /* CC__AEAD_*; CC_NET_ENCRYPT=1 */
+  cc__aead_key tx, rx;                 /* this side's sending and receiving keys */
+  uint64_t tx_n, rx_n;                 /* AEAD messages sent, received: the next nonce's number */
+  unsigned tx_dir, rx_dir;             /* 0: client to server, 1: server to client */
+  cc__aead txs, rxs;                   /* the message being written, being read */
+  unsigned char tx_tag[CC__TAG];       /* the tag of the payload being written */
+  unsigned char *stage;                /* encryption: ciphertext waiting for the socket (CC__SEC_STAGE) */
+} cc__sec;
+
+static void cc__sec_free(cc__sec *s) {
+  if (!s) return;
+  CC_FREE(s->stage);
+  cc__crypto_wipe(s, sizeof *s);
+  CC_FREE(s);
+}
+
+static void cc__sec_nonce(unsigned char n[12], unsigned dir, uint64_t num) {
+  memset(n, 0, 4);
+  n[3] = (unsigned char)dir;
+  cc__st64be(n + 4, num);
+}
+
+/* Start the next AEAD message of the sending (tx) or receiving direction. */
+static void cc__sec_begin(cc__sec *s, int tx) {
+  unsigned char n[12];
+  if (tx) { cc__sec_nonce(n, s->tx_dir, s->tx_n++); (void)cc__aead_begin(&s->txs, &s->tx, n); }
+  else { cc__sec_nonce(n, s->rx_dir, s->rx_n++); (void)cc__aead_begin(&s->rxs, &s->rx, n); }
+}
+
+/* The keys of a connection whose handshake (these four messages) succeeded
+   with a token; NULL when out of memory. */
+static cc__sec *cc__sec_derive(const char *token, int client, int suite, int encrypt, const unsigned char *hello,
+                               const unsigned char *chal, const unsigned char *resp, const unsigned char *verd) {
+  cc__sec *s = (cc__sec *)CC_MALLOC(sizeof(cc__sec));
+  unsigned char salt[40], th[32], info[38], prk[32], k[32];
+  cc__sha256 sh;
+  int bad;
+  if (!s) return NULL;
+  memset(s, 0, sizeof *s);
+  s->suite = suite;
+  s->encrypt = encrypt;
+  s->tx_dir = client ? 0u : 1u;
+  s->rx_dir = client ? 1u : 0u;
+  if (encrypt && !(s->stage = (unsigned char *)CC_MALLOC(CC__SEC_STAGE))) { CC_FREE(s); return NULL; }
+  cc__sha256_init(&sh);
+  cc__sha256_update(&sh, hello, CC__HELLO);
+  cc__sha256_update(&sh, chal, CC__CHAL);
+  cc__sha256_update(&sh, resp, CC__RESP);
+  cc__sha256_update(&sh, verd, CC__VERD);
+  cc__sha256_final(&sh, th);
+  memcpy(salt, "cc-net-4", 8);
+  memcpy(salt + 8, hello + 64, 16);
+  memcpy(salt + 24, chal + 16, 16);
+  cc__hkdf_sha256_extract(salt, sizeof salt, token, strlen(token), prk);
+  memcpy(info + 6, th, 32);
+  memcpy(info, client ? "cc c2s" : "cc s2c", 6);
+  (void)cc__hkdf_sha256_expand(prk, 32, info, sizeof info, k, 32);
+  bad = cc__aead_setkey(&s->tx, suite, k);
+  memcpy(info, client ? "cc s2c" : "cc c2s", 6);
+  (void)cc__hkdf_sha256_expand(prk, 32, info, sizeof info, k, 32);
+  bad |= cc__aead_setkey(&s->rx, suite, k);
+  cc__crypto_wipe(prk, sizeof prk);
+  cc__crypto_wipe(k, sizeof k);
+  if (bad) { cc__sec_free(s); return NULL; }
+  return s;
+}
+
+/* One whole message of n bytes at p, sealed into out (n + CC__TAG bytes):
+   the bytes themselves (integrity) or their ciphertext (encryption), then the
+   tag. */
+static void cc__sec_seal(cc__sec *s, const unsigned char *p, size_t n, unsigned char *out) {
+  cc__sec_begin(s, 1);
+  if (s->encrypt) (void)cc__aead_encrypt(&s->txs, p, out, n);
+  else { memmove(out, p, n); (void)cc__aead_aad(&s->txs, out, n); }
+  (void)cc__aead_final(&s->txs, out + n);
+}
+
+/* The reverse, in place (p: n bytes, then the tag): 0, or -1 when the
+   message is not authentic. */
+static int cc__sec_open(cc__sec *s, unsigned char *p, size_t n) {
+  cc__sec_begin(s, 0);
+  if (s->encrypt) (void)cc__aead_decrypt(&s->rxs, p, p, n);
+  else (void)cc__aead_aad(&s->rxs, p, n);
+  return cc__aead_verify(&s->rxs, p + n);
+}
+
+/* ---------------------------------------------------------------- the connecting side */
+
+/* Shake hands on fd as h's sender. CC_OK, with *sec the connection's keys
+   when there is a token; or a code with the reason in why: CC_ERR_AUTH is
+   final (a token that differs, or not a cc rank of this protocol version);
+   CC_ERR_MISMATCH (refused: another job or world size), CC_ERR_INVALID_ARG
+   (a stale file:// rendezvous), CC_ERR_PEER_LOST (closed) and CC_ERR_TIMEOUT
+   may be retried: a refusal carries no proof, a stranger could send it. */
+static cc_result cc__hs_client(int fd, const cc__hello_t *h, const char *token, int encrypt, uint64_t deadline,
+                               cc__sec **sec, char *why, size_t whylen) {
   unsigned char hello[CC__HELLO], chal[CC__CHAL], resp[CC__RESP], verd[CC__VERD], mac[32];
-  uint32_t status, flags;
-  cc__hello_encode(hello, h);
+  uint32_t status, flags, suite, mine;
+  int gcm = cc__aead_have_gcm();
+  cc__hello_t hh = *h;
+  *sec = NULL;
+  mine = (token ? CC__HS_TOKEN : 0) | (encrypt ? CC__HS_ENCRYPT : 0);
+  hh.flags = mine | (gcm ? CC__HS_GCM : 0);
+  cc__hello_encode(hello, &hh);
   if (cc__sock_send_all(fd, hello, sizeof hello, deadline) != 0 || cc__sock_recv_all(fd, chal, sizeof chal, deadline) != 0) {
     snprintf(why, whylen, errno == ETIMEDOUT ? "no answer to the handshake" : "it closed the connection during the handshake");
     return errno == ETIMEDOUT ? CC_ERR_TIMEOUT : CC_ERR_PEER_LOST;
@@ -2776,76 +4309,123 @@ static cc_result cc__hs_client(int fd, const cc__hello_t *h, const char *token, 
   }
   status = cc__get32(chal + 8);
   flags = cc__get32(chal + 12);
-  if (status != 0) {
-    snprintf(why, whylen, "it refused the connection: %s", status == (uint32_t)CC_ERR_MISMATCH ?
-             "another world size or job" : "a stale rendezvous (another job)");
-    return status == (uint32_t)CC_ERR_MISMATCH ? CC_ERR_MISMATCH : CC_ERR_INVALID_ARG;
+  suite = cc__get32(chal + 32);
+  if ((flags & CC__HS_TOKEN) && !token) { snprintf(why, whylen, "it requires a token (CC_TOKEN) and this rank has none"); return CC_ERR_AUTH; }
+  if (!(flags & CC__HS_TOKEN) && token) { snprintf(why, whylen, "it has no token (CC_TOKEN) and this rank has one"); return CC_ERR_AUTH; }
+  if ((flags & CC__HS_ENCRYPT) != (mine & CC__HS_ENCRYPT)) {
+    snprintf(why, whylen, "it has CC_NET_ENCRYPT=%d and this rank CC_NET_ENCRYPT=%d", (flags & CC__HS_ENCRYPT) ? 1 : 0,
+             encrypt ? 1 : 0);
+    return CC_ERR_AUTH;
   }
-  if ((flags & 1) && !token) { snprintf(why, whylen, "it requires a token (CC_TOKEN) and this rank has none"); return CC_ERR_AUTH; }
-  if (!(flags & 1) && token) { snprintf(why, whylen, "it has no token (CC_TOKEN) and this rank has one"); return CC_ERR_AUTH; }
+  if (status != 0) {
+    snprintf(why, whylen, "it refused the connection: %s", status == (uint32_t)CC_ERR_INVALID_ARG ?
+             "a stale rendezvous (another job)" : "another world size or job");
+    return status == (uint32_t)CC_ERR_INVALID_ARG ? CC_ERR_INVALID_ARG : CC_ERR_MISMATCH;
+  }
+  if (token ? !(suite == CC__AEAD_CHACHA20_POLY1305 || (suite == CC__AEAD_AES256_GCM && gcm)) : suite != 0) {
+    snprintf(why, whylen, "it is not a cc rank of this protocol version (it chose cipher suite %u)", suite);
+    return CC_ERR_AUTH;
+  }
   memset(resp, 0, sizeof resp);
   cc__put32(resp, CC__HS_MAGIC);
+  if (token) cc__hs_mac(token, "cc-c", hello, chal, NULL, resp + 8);
+  if (cc__sock_send_all(fd, resp, sizeof resp, deadline) != 0 || cc__sock_recv_all(fd, verd, sizeof verd, deadline) != 0) {
+    snprintf(why, whylen, errno == ETIMEDOUT ? "no answer to the handshake" : "it closed the connection during the handshake");
+    return errno == ETIMEDOUT ? CC_ERR_TIMEOUT : CC_ERR_PEER_LOST;
+  }
+  if (cc__get32(verd) != CC__HS_MAGIC || cc__get32(verd + 4) != 0) {
+    snprintf(why, whylen, cc__get32(verd) == CC__HS_MAGIC ? "it refused this rank's token (CC_TOKEN differs)"
+                                                          : "it is not a cc rank of this protocol version (bad handshake)");
+    return CC_ERR_AUTH;
+  }
   if (token) {
-    cc__hs_mac(token, "cc-s", hello, chal + 16, mac);
-    if (!cc__ct_equal(mac, chal + 32, 32)) {
+    cc__hs_mac(token, "cc-s", hello, chal, resp, mac);
+    if (!cc__ct_equal(mac, verd + 8, 32)) {
+      cc__crypto_wipe(mac, sizeof mac);
       snprintf(why, whylen, "it does not know this job's token (CC_TOKEN differs)");
       return CC_ERR_AUTH;
     }
-    cc__hs_mac(token, "cc-c", hello, chal + 16, resp + 8);
-  }
-  if (cc__sock_send_all(fd, resp, sizeof resp, deadline) != 0 || cc__sock_recv_all(fd, verd, sizeof verd, deadline) != 0) {
-    snprintf(why, whylen, "it closed the connection during the handshake");
-    return CC_ERR_PEER_LOST;
-  }
-  if (cc__get32(verd) != CC__HS_MAGIC || cc__get32(verd + 4) != 0) {
-    snprintf(why, whylen, "it refused this rank's token (CC_TOKEN differs)");
-    return CC_ERR_AUTH;
+    cc__crypto_wipe(mac, sizeof mac);
+    if (!(*sec = cc__sec_derive(token, 1, (int)suite, encrypt, hello, chal, resp, verd))) {
+      snprintf(why, whylen, "out of memory for the connection's keys");
+      return CC_ERR_NO_MEMORY;
+    }
   }
   return CC_OK;
 }
 
-/* The accepting side for many connections at once: a state machine per
-   connection (hello, response, then the record when with_rec), all polled
-   together, so a stranger who sends nothing or dribbles costs nobody any
-   time; each connection has 2 s to finish. take(ctx, hello, fd, rec) keeps
-   the connection (1) or refuses it (0). Returns when `want` were kept (0) or
-   at the deadline (-1). */
-#define CC__PEND_MAX 64
+/* ---------------------------------------------------------------- the accepting side
+   Many connections at once: a state machine per connection (hello, response,
+   then the record when with_rec), all polled together, so a stranger who
+   sends nothing or dribbles costs nobody any time. The table holds
+   CC__PEND_MAX connections; more wait in the kernel's backlog, never accepted
+   and dropped. While the table is full and more wait, the connection that
+   has been silent longest goes, once it has been silent CC__HS_IDLE (or is
+   CC__HS_AGE old, however it dribbles): a cc rank sends its hello as soon as
+   it connects and its response one round trip later, so it is never the
+   stalest, and if it is dropped anyway it connects again (cc__hs_client's
+   callers retry everything but CC_ERR_AUTH). take(ctx, hello, fd, rec, sec)
+   keeps the connection (1: fd and sec are its now) or refuses it (0). */
+
+
 typedef struct cc__pend {
   int fd, state;                       /* 0: hello, 1: response, 2: record */
   size_t got;
-  uint64_t until;
+  uint64_t born, last;                 /* accepted; last byte received */
   cc__hello_t h;
-  unsigned char hello[CC__HELLO], chal[CC__CHAL], in[CC__REC];
+  cc__sec *sec;
+  unsigned char hello[CC__HELLO], chal[CC__CHAL], resp[CC__RESP], in[CC__REC + CC__TAG];
 } cc__pend;
 
-typedef int (*cc__take_fn)(void *ctx, const cc__hello_t *h, int fd, const unsigned char *rec);
+typedef int (*cc__take_fn)(void *ctx, const cc__hello_t *h, int fd, const unsigned char *rec, cc__sec *sec);
 
+typedef struct cc__hs_srv {            /* what every connection of one cc__hs_serve is checked against */
+  cc_comm *c;
+  uint32_t kind, world;
+  int me;                              /* the rank connections must name (data), or -1 */
+  const char *job, *token;
+  int encrypt, with_rec;
+  cc__take_fn take;
+  void *ctx;
+} cc__hs_srv;
 
-/* One step of connection `q` after its current message arrived: 0 go on,
+/* Bytes connection q waits for in its state. */
+static size_t cc__pend_need(const cc__hs_srv *v, const cc__pend *q) {
+  (void)v;
+  return q->state == 0 ? CC__HELLO : q->state == 1 ? CC__RESP : CC__REC + (q->sec ? CC__TAG : 0);
+}
+
+/* One step of connection q after its current message arrived: 0 go on,
    1 kept, -1 drop. */
-static int cc__pend_step(cc_comm *c, cc__pend *q, uint32_t kind, uint32_t world, int me, const char *job,
-                         const char *token, int with_rec, cc__take_fn take, void *ctx) {
+static int cc__pend_step(const cc__hs_srv *v, cc__pend *q) {
+  cc_comm *c = v->c;
   if (q->state == 0) {
-    uint32_t status = 0;
+    uint32_t status = 0, suite = 0;
     memcpy(q->hello, q->in, CC__HELLO);
     if (cc__hello_decode(q->hello, &q->h) != 0) {
       cc__log(c, CC__LOG_WARN, "comm_init: rank %d: dropped a connection that is not a cc rank (no well-formed hello)", c->rank);
       return -1;
     }
-    if (q->h.kind != kind || q->h.world != world || (me >= 0 && q->h.to != me)) status = (uint32_t)CC_ERR_MISMATCH;
-    else if (strncmp(q->h.job, job, 40) != 0) status = kind == CC__HELLO_DATA ? (uint32_t)CC_ERR_MISMATCH : (uint32_t)CC_ERR_INVALID_ARG;
+    if (q->h.kind != v->kind || q->h.world != v->world || (v->me >= 0 && q->h.to != v->me)) status = (uint32_t)CC_ERR_MISMATCH;
+    else if (strncmp(q->h.job, v->job, 40) != 0)
+      status = v->kind == CC__HELLO_DATA ? (uint32_t)CC_ERR_MISMATCH : (uint32_t)CC_ERR_INVALID_ARG;
+    else if (!(q->h.flags & CC__HS_TOKEN) != !v->token || !(q->h.flags & CC__HS_ENCRYPT) != !v->encrypt)
+      status = (uint32_t)CC_ERR_AUTH;
+    if (v->token) suite = (q->h.flags & CC__HS_GCM) && cc__aead_have_gcm() ? CC__AEAD_AES256_GCM : CC__AEAD_CHACHA20_POLY1305;
     memset(q->chal, 0, sizeof q->chal);
     cc__put32(q->chal, CC__HS_MAGIC);
     cc__put32(q->chal + 4, CC__NET_VERSION);
     cc__put32(q->chal + 8, status);
-    cc__put32(q->chal + 12, token ? 1u : 0u);
+    cc__put32(q->chal + 12, (v->token ? CC__HS_TOKEN : 0) | (v->encrypt ? CC__HS_ENCRYPT : 0));
     cc__random(q->chal + 16, 16);
-    if (token) cc__hs_mac(token, "cc-s", q->hello, q->chal + 16, q->chal + 32);
+    cc__put32(q->chal + 32, suite);
     if (cc__sock_send_small(q->fd, q->chal, sizeof q->chal) != 0) return -1;
     if (status != 0) {
-      cc__log(c, CC__LOG_WARN, "comm_init: rank %d: refused rank %d of %s (world size %u)", c->rank, (int)q->h.from,
-              status == (uint32_t)CC_ERR_MISMATCH ? "another job" : "a stale rendezvous", q->h.world);
+      cc__log(c, CC__LOG_WARN, "comm_init: rank %d: refused a connection claiming to be rank %d: %s", c->rank,
+              (int)q->h.from, status == (uint32_t)CC_ERR_MISMATCH ? "another job or world size" :
+              status == (uint32_t)CC_ERR_INVALID_ARG ? "a stale rendezvous" :
+              (q->h.flags & CC__HS_TOKEN) != (v->token ? CC__HS_TOKEN : 0u) ? "one side has a token, the other none" :
+              "CC_NET_ENCRYPT differs");
       return -1;
     }
     q->state = 1;
@@ -2853,79 +4433,217 @@ static int cc__pend_step(cc_comm *c, cc__pend *q, uint32_t kind, uint32_t world,
   }
   if (q->state == 1) {
     unsigned char verd[CC__VERD], mac[32];
-    if (cc__get32(q->in) != CC__HS_MAGIC) return -1;
+    memcpy(q->resp, q->in, CC__RESP);
+    if (cc__get32(q->resp) != CC__HS_MAGIC) return -1;
     memset(verd, 0, sizeof verd);
     cc__put32(verd, CC__HS_MAGIC);
-    if (token) {
-      cc__hs_mac(token, "cc-c", q->hello, q->chal + 16, mac);
-      if (!cc__ct_equal(mac, q->in + 8, 32)) {
+    if (v->token) {
+      int ok;
+      cc__hs_mac(v->token, "cc-c", q->hello, q->chal, NULL, mac);
+      ok = cc__ct_equal(mac, q->resp + 8, 32);
+      if (!ok) {
         cc__put32(verd + 4, (uint32_t)CC_ERR_AUTH);
         (void)cc__sock_send_small(q->fd, verd, sizeof verd);
-        cc__log(c, CC__LOG_WARN, "comm_init: rank %d: refused a connection claiming to be rank %d: wrong token", c->rank, (int)q->h.from);
+        cc__log(c, CC__LOG_WARN, "comm_init: rank %d: refused a connection claiming to be rank %d: wrong token",
+                c->rank, (int)q->h.from);
+        cc__crypto_wipe(mac, sizeof mac);
         return -1;
       }
+      cc__hs_mac(v->token, "cc-s", q->hello, q->chal, q->resp, verd + 8);
+      cc__crypto_wipe(mac, sizeof mac);
+      q->sec = cc__sec_derive(v->token, 0, (int)cc__get32(q->chal + 32), v->encrypt, q->hello, q->chal, q->resp, verd);
+      if (!q->sec) return -1;
     }
     if (cc__sock_send_small(q->fd, verd, sizeof verd) != 0) return -1;
-    if (with_rec) { q->state = 2; return 0; }
-    return take(ctx, &q->h, q->fd, NULL) ? 1 : -1;
+    if (v->with_rec) { q->state = 2; return 0; }
+    return v->take(v->ctx, &q->h, q->fd, NULL, q->sec) ? 1 : -1;
   }
-  return take(ctx, &q->h, q->fd, q->in) ? 1 : -1;
+  if (q->sec && cc__sec_open(q->sec, q->in, CC__REC) != 0) {
+    cc__log(c, CC__LOG_WARN, "comm_init: rank %d: dropped rank %d's connection: its record failed its integrity check",
+            c->rank, (int)q->h.from);
+    return -1;
+  }
+  return v->take(v->ctx, &q->h, q->fd, q->in, q->sec) ? 1 : -1;
 }
 
-static int cc__hs_serve(cc_comm *c, int lfd, uint32_t kind, uint32_t world, int me, const char *job, const char *token,
-                        int with_rec, int want, uint64_t deadline, cc__take_fn take, void *ctx) {
+/* Read what connection q has and step it: 0 go on, 1 kept, -1 drop. */
+static int cc__pend_pump(const cc__hs_srv *v, cc__pend *q) {
+  for (;;) {
+    size_t need = cc__pend_need(v, q);
+    long k = cc__sock_recv(q->fd, q->in + q->got, need - q->got);
+    int st;
+    if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return -1;
+    if (k < 0) return 0;
+    q->last = cc__now_ns();
+    if ((q->got += (size_t)k) < need) continue;
+    q->got = 0;
+    if ((st = cc__pend_step(v, q)) != 0) return st;
+  }
+}
+
+/* The connection to drop for a newer one: the one silent longest, if it has
+   been silent CC__HS_IDLE or is CC__HS_AGE old; else -1 and *when the time
+   one will be. */
+static int cc__pend_victim(const cc__pend *pend, int np, uint64_t now, uint64_t *when) {
+  int i, best = -1;
+  *when = UINT64_MAX;
+  for (i = 0; i < np; i++) {
+    uint64_t t = CC__MIN(pend[i].last + CC__HS_IDLE, pend[i].born + CC__HS_AGE);
+    if (t <= now && (best < 0 || pend[i].last < pend[best].last)) best = i;
+    if (t > now) *when = CC__MIN(*when, t);
+  }
+  return best;
+}
+
+static void cc__pend_drop(cc__pend *pend, int *np, int i) {
+  cc__fd_close(pend[i].fd);
+  cc__sec_free(pend[i].sec);
+  pend[i] = pend[--*np];
+}
+
+/* Serve until `want` connections were kept (0), or the deadline (-1). */
+static int cc__hs_serve(const cc__hs_srv *v, int lfd, int want, uint64_t deadline) {
+  cc_comm *c = v->c;
   cc__pend *pend = (cc__pend *)CC_MALLOC(sizeof(cc__pend) * CC__PEND_MAX);
   struct pollfd pf[CC__PEND_MAX + 1];
   int np = 0, kept = 0, i;
   if (!pend) return -1;
   while (kept < want) {
-    uint64_t now = cc__now_ns(), next = deadline;
-    int nf = 0, ms, lis;
+    uint64_t now = cc__now_ns(), next = deadline, when;
+    int nf = 0, lis, victim = -1, taken;
     if (now >= deadline) break;
-    for (i = 0; i < np; i++) {         /* 2 s each, then they go */
-      if (now >= pend[i].until) {
-        cc__log(c, CC__LOG_WARN, "comm_init: rank %d: dropped a connection that did not finish its handshake in 2 s", c->rank);
-        cc__fd_close(pend[i].fd);
-        pend[i--] = pend[--np];
-        continue;
-      }
-      next = CC__MIN(next, pend[i].until);
+    if (np == CC__PEND_MAX) {
+      victim = cc__pend_victim(pend, np, now, &when);
+      next = CC__MIN(next, when);
     }
-    lis = np < CC__PEND_MAX;           /* pf[0] is the listener then */
+    lis = np < CC__PEND_MAX || victim >= 0;   /* pf[0] is the listener then */
     if (lis) { pf[nf].fd = lfd; pf[nf].events = POLLIN; pf[nf++].revents = 0; }
     for (i = 0; i < np; i++) { pf[nf].fd = pend[i].fd; pf[nf].events = POLLIN; pf[nf++].revents = 0; }
-    ms = (int)CC__MIN((next - now) / CC__MS + 1, (uint64_t)100);
-    if (cc__poll(pf, nf, (uint64_t)ms * CC__MS) <= 0) continue;
+    if (cc__poll(pf, nf, CC__MIN(next - now, 100 * CC__MS) + 1000) <= 0) continue;
     for (i = np - 1; i >= 0; i--) {    /* the pending ones (pf index: i + listener slot) */
-      cc__pend *q = &pend[i];
-      size_t need = q->state == 0 ? CC__HELLO : q->state == 1 ? CC__RESP : CC__REC;
-      int st = 0;
-      long k;
+      int st;
       if (!pf[i + lis].revents) continue;
-      k = cc__sock_recv(q->fd, q->in + q->got, need - q->got);
-      if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) st = -1;
-      else if (k > 0 && (q->got += (size_t)k) == need) {
-        q->got = 0;
-        st = cc__pend_step(c, q, kind, world, me, job, token, with_rec, take, ctx);
-      }
-      if (st == 1) kept++;
-      if (st == -1) cc__fd_close(q->fd);
-      if (st != 0) pend[i] = pend[--np];
+      st = cc__pend_pump(v, &pend[i]);
+      if (st == 1) { kept++; pend[i] = pend[--np]; }
+      else if (st == -1) cc__pend_drop(pend, &np, i);
     }
-    if (lis && (pf[0].revents & POLLIN)) {
-      for (;;) {                       /* take every connection waiting */
-        int fd = cc__sock_accept(lfd);
-        if (fd < 0) break;
-        if (np == CC__PEND_MAX) { cc__fd_close(fd); break; }
-        memset(&pend[np], 0, sizeof pend[np]);
-        pend[np].fd = fd;
-        pend[np++].until = cc__now_ns() + 2 * CC__S;
+    if (!lis || !(pf[0].revents & POLLIN)) continue;
+    for (taken = 0; taken < CC__PEND_MAX && kept < want; taken++) {   /* what waits, while there is room */
+      int fd, st;
+      if (np == CC__PEND_MAX) {
+        if ((victim = cc__pend_victim(pend, np, cc__now_ns(), &when)) < 0) break;
+        cc__log(c, CC__LOG_WARN, "comm_init: rank %d: dropped a connection that had not finished its handshake "
+                "(silent %.1f s) for a newer one", c->rank, (double)(cc__now_ns() - pend[victim].last) / 1e9);
+        cc__pend_drop(pend, &np, victim);
       }
+      if ((fd = cc__sock_accept(lfd)) < 0) break;
+      memset(&pend[np], 0, sizeof pend[np]);
+      pend[np].fd = fd;
+      pend[np].born = pend[np].last = cc__now_ns();
+      st = cc__pend_pump(v, &pend[np]);   /* a cc rank's hello is usually there already */
+      np++;
+      if (st == 1) { kept++; np--; }
+      else if (st == -1) cc__pend_drop(pend, &np, np - 1);
     }
   }
-  for (i = 0; i < np; i++) cc__fd_close(pend[i].fd);
+  for (i = 0; i < np; i++) { cc__fd_close(pend[i].fd); cc__sec_free(pend[i].sec); }
   CC_FREE(pend);
   return kept >= want ? 0 : -1;
+}
+
+/* ---------------------------------------------------------------- sealed messages to many, from one */
+
+/* One connection of cc__send_many. */
+typedef struct cc__out {
+  int fd;                              /* < 0: skipped */
+  int ok;                              /* 1 all sent, 0 not yet, -1 failed (or not done by the deadline) */
+  cc__sec *sec;                        /* NULL: the bytes as they are */
+  size_t pos;                          /* bytes of the message sent (no sec) or sealed into buf */
+  size_t boff, blen;                   /* sec: buf's bytes sent, held */
+  int fin;                             /* sec: the tag is in buf */
+  unsigned char buf[4096 + CC__TAG];
+} cc__out;
+
+/* Write what out o's socket takes: 1 all sent, 0 not yet, -1 failed. */
+static int cc__out_pump(cc__out *o, const unsigned char *msg, size_t len) {
+  for (;;) {
+    const unsigned char *p;
+    size_t m;
+    long w;
+    if (!o->sec) { p = msg + o->pos; m = len - o->pos; }
+    else {
+      if (o->boff == o->blen) {
+        size_t k;
+        if (o->fin) return 1;
+        k = CC__MIN((size_t)4096, len - o->pos);
+        if (o->sec->encrypt) (void)cc__aead_encrypt(&o->sec->txs, msg + o->pos, o->buf, k);
+        else { memcpy(o->buf, msg + o->pos, k); (void)cc__aead_aad(&o->sec->txs, o->buf, k); }
+        o->pos += k;
+        o->boff = 0;
+        o->blen = k;
+        if (o->pos == len) { (void)cc__aead_final(&o->sec->txs, o->buf + k); o->blen += CC__TAG; o->fin = 1; }
+      }
+      p = o->buf + o->boff; m = o->blen - o->boff;
+    }
+    if (!m) return 1;
+    w = cc__sock_send2(o->fd, p, m, NULL, 0);
+    if (w > 0) { if (o->sec) o->boff += (size_t)w; else o->pos += (size_t)w; continue; }
+    return w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
+  }
+}
+
+/* Send one message (len bytes at msg) to n connections at once, each sealed
+   as one AEAD message with its own keys where it has them, all bounded by one
+   deadline: a slow or silent reader delays nobody else. Sets each out's ok;
+   returns how many did not take it all (0, or -1 when out of memory). */
+static int cc__send_many(cc__out *o, int n, const unsigned char *msg, size_t len, uint64_t deadline) {
+  struct pollfd *pf = (struct pollfd *)CC_MALLOC(sizeof(struct pollfd) * (size_t)(n > 0 ? n : 1));
+  int *who = (int *)CC_MALLOC(sizeof(int) * (size_t)(n > 0 ? n : 1)), i, bad = 0;
+  if (!pf || !who) { CC_FREE(pf); CC_FREE(who); return -1; }
+  for (i = 0; i < n; i++) {
+    o[i].ok = o[i].fd < 0 ? 1 : 0;
+    o[i].pos = o[i].boff = o[i].blen = 0;
+    o[i].fin = 0;
+    if (o[i].fd >= 0 && o[i].sec) cc__sec_begin(o[i].sec, 1);
+  }
+  for (;;) {
+    int np = 0;
+    uint64_t now;
+    for (i = 0; i < n; i++) {
+      if (o[i].ok) continue;
+      o[i].ok = cc__out_pump(&o[i], msg, len);
+      if (o[i].ok) continue;
+      pf[np].fd = o[i].fd; pf[np].events = POLLOUT; pf[np].revents = 0;
+      who[np++] = i;
+    }
+    if (!np) break;
+    now = cc__now_ns();
+    if (now >= deadline) {
+      for (i = 0; i < np; i++) o[who[i]].ok = -1;
+      break;
+    }
+    (void)cc__poll(pf, np, CC__MIN(deadline - now, 100 * CC__MS) + 1000);
+  }
+  for (i = 0; i < n; i++) bad += o[i].ok < 0;
+  CC_FREE(pf);
+  CC_FREE(who);
+  return bad;
+}
+
+/* Read n bytes of a sealed message from fd (sec NULL: as they are): the
+   message's first piece when begin, its last (then its tag is read and
+   checked) when end. 0; -1 with errno (ETIMEDOUT, ECONNRESET); -2 when the
+   message is not authentic. */
+static int cc__recv_sealed(int fd, cc__sec *sec, unsigned char *p, size_t n, int begin, int end, uint64_t deadline) {
+  unsigned char tag[CC__TAG];
+  if (cc__sock_recv_all(fd, p, n, deadline) != 0) return -1;
+  if (!sec) return 0;
+  if (begin) cc__sec_begin(sec, 0);
+  if (sec->encrypt) (void)cc__aead_decrypt(&sec->rxs, p, p, n);
+  else (void)cc__aead_aad(&sec->rxs, p, n);
+  if (!end) return 0;
+  if (cc__sock_recv_all(fd, tag, sizeof tag, deadline) != 0) return -1;
+  return cc__aead_verify(&sec->rxs, tag) == 0 ? 0 : -2;
 }
 
 /* ---------------------------------------------------------------- records */
@@ -3047,13 +4765,47 @@ static int cc__abort_decode(const unsigned char *p, size_t len, cc_result *code,
   return 0;
 }
 
+/* ---------------------------------------------------------------- authenticated frames
+   On a TCP link with a token (peer->sec, made by the handshake) a frame is
+     header (48) | tag of the header (16) | payload | tag of the payload (16, when there is a payload)
+   two AEAD messages of the connection (@tcp): the header as associated data,
+   then the payload as associated data (integrity) or encrypted
+   (CC_NET_ENCRYPT=1). The receiver checks the header's tag before it acts on
+   the header; it writes the payload where it belongs as it arrives (MACed or
+   decrypted in place) and completes the receive only once the payload's tag
+   is right: a frame whose tag is wrong is CC_ERR_AUTH naming the sender, and
+   the connection ends (the stream can no longer be trusted). Every message
+   takes the next number of its direction as its nonce, so a frame replayed,
+   reordered or dropped fails too. Encrypted payloads are limited to what the
+   suite allows per message (64 GiB for AES-256-GCM, 256 GiB for
+   ChaCha20-Poly1305): a larger send fails with CC_ERR_UNSUPPORTED. */
+
+/* A whole small frame (header, n bytes of payload) sealed into out: its
+   length. */
+static size_t cc__sec_frame(cc__sec *s, const unsigned char *hdr, const unsigned char *pay, size_t n,
+                            unsigned char *out) {
+  memcpy(out, hdr, CC__FRAME);
+  cc__sec_begin(s, 1);
+  (void)cc__aead_aad(&s->txs, out, CC__FRAME);
+  (void)cc__aead_final(&s->txs, out + CC__FRAME);
+  if (!n) return CC__FRAME + CC__TAG;
+  cc__sec_seal(s, pay, n, out + CC__FRAME + CC__TAG);
+  return CC__FRAME + 2 * CC__TAG + n;
+}
+
+/* The most a frame's payload may be on this link. */
+static uint64_t cc__sec_limit(const cc__sec *s) {
+  if (!s || !s->encrypt) return CC__MAX_FRAME;
+  return s->suite == CC__AEAD_AES256_GCM ? CC__GCM_PMAX : CC__CHACHA_PMAX;
+}
+
 /* ---------------------------------------------------------------- failures */
 
 /* The communicator failed: tell every rank on another host (an abort frame
    where its stream is between frames), then shut every connection, so that
    no peer waits for this rank. */
 static void cc__propagate(cc_comm *c, cc_result code, int who, const char *msg) {
-  unsigned char f[CC__FRAME + CC__ABORT_MAX];
+  unsigned char f[CC__FRAME + CC__ABORT_MAX], g[CC__FRAME + CC__ABORT_MAX + 2 * CC__TAG];
   cc__frame fr;
   size_t len;
   int r;
@@ -3067,7 +4819,8 @@ static void cc__propagate(cc_comm *c, cc_result code, int who, const char *msg) 
   for (r = 0; r < c->size; r++) {
     cc__peer *p = &c->peers[r];
     if (p->link != CC__LINK_TCP || p->fd < 0) continue;
-    if (!p->tx_mid) (void)cc__sock_send_small(p->fd, f, CC__FRAME + len);
+    if (!p->tx_mid && p->sec) (void)cc__sock_send_small(p->fd, g, cc__sec_frame(p->sec, f, f + CC__FRAME, len, g));
+    else if (!p->tx_mid) (void)cc__sock_send_small(p->fd, f, CC__FRAME + len);
     cc__sock_shutdown(p->fd);
   }
 }
@@ -3332,11 +5085,73 @@ static int cc__link_has_bytes(cc_comm *c, int p) {
   return pe->link == CC__LINK_TCP && pe->st_beg < pe->st_end;
 }
 
+/* Has send m written all of its frame? */
+static int cc__sent_all(const cc__msg *m) {
+  return m->hdr_sent == m->hdr_len && m->moved == m->bytes && !m->tag_left;
+}
+
+/* A send on an authenticated TCP link (see "authenticated frames"): the
+   header's tag and the frame's two nonces are taken at its first write; a
+   small payload is MACed (or encrypted) at once, so that the whole frame goes
+   in one sendmsg; a large one is MACed just after the socket took it (the
+   bytes are still in the cache), or encrypted a stage at a time into the
+   connection's stage. Bytes written, or -1 (errno). */
+static long cc__sec_write(cc__peer *pe, cc__msg *m) {
+  cc__sec *s = pe->sec;
+  const unsigned char *pay;
+  size_t plen, hleft, tlen = 0, k;
+  long w;
+  if (!m->sealed) {
+    cc__sec_begin(s, 1);
+    (void)cc__aead_aad(&s->txs, m->hdr, CC__FRAME);
+    (void)cc__aead_final(&s->txs, m->hdr + CC__FRAME);
+    m->hdr_len = CC__FRAME + CC__TAG;
+    m->sealed = 1;
+    pe->tx_mid = 1;                    /* its numbers are taken: nothing else may go first (an abort frame) */
+    m->macd = m->st_off = 0;
+    m->tag_left = m->bytes ? CC__TAG : 0;
+    if (m->bytes) {
+      cc__sec_begin(s, 1);
+      if (!s->encrypt && m->bytes <= CC__STAGE) {
+        (void)cc__aead_aad(&s->txs, m->buf, m->bytes);
+        (void)cc__aead_final(&s->txs, s->tx_tag);
+        m->macd = m->bytes;
+      }
+    }
+  }
+  if (s->encrypt && m->moved == m->macd && m->macd < m->bytes) {   /* the stage is empty: fill it */
+    k = CC__MIN(m->bytes - m->macd, (size_t)CC__SEC_STAGE);
+    (void)cc__aead_encrypt(&s->txs, m->buf + m->macd, s->stage, k);
+    m->st_off = m->macd;
+    m->macd += k;
+    if (m->macd == m->bytes) (void)cc__aead_final(&s->txs, s->tx_tag);
+  }
+  hleft = m->hdr_len - m->hdr_sent;
+  if (s->encrypt) { pay = s->stage + (m->moved - m->st_off); plen = m->macd - m->moved; }
+  else { pay = m->buf + m->moved; plen = CC__MIN(m->bytes - m->moved, (size_t)1 << 30); }
+  if (m->tag_left && m->macd == m->bytes && m->moved + plen == m->bytes) tlen = m->tag_left;
+  w = cc__sock_send3(pe->fd, m->hdr + m->hdr_sent, hleft, pay, plen, s->tx_tag + CC__TAG - m->tag_left, tlen);
+  if (w < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+  k = (size_t)w;
+  m->hdr_sent += CC__MIN(k, hleft);
+  k -= CC__MIN(k, hleft);
+  m->moved += CC__MIN(k, plen);
+  k -= CC__MIN(k, plen);
+  m->tag_left -= k;
+  if (!s->encrypt && m->moved > m->macd) {   /* MAC what the socket just took */
+    (void)cc__aead_aad(&s->txs, m->buf + m->macd, m->moved - m->macd);
+    m->macd = m->moved;
+    if (m->macd == m->bytes) (void)cc__aead_final(&s->txs, s->tx_tag);
+  }
+  pe->tx_mid = !cc__sent_all(m);
+  return w;
+}
+
 /* Write what the link to m->peer takes of send m (its header, then its
    payload): bytes written, or -1 when the link broke (errno). */
 static long cc__link_write(cc_comm *c, cc__msg *m) {
   cc__peer *pe = &c->peers[m->peer];
-  size_t hleft = CC__FRAME - m->hdr_sent, pleft = m->bytes - m->moved;
+  size_t hleft = m->hdr_len - m->hdr_sent, pleft = m->bytes - m->moved;
   long w = 0;
   if (pe->link == CC__LINK_SHM) {
     cc__chan *ch = cc__ring_out(c, m->peer);
@@ -3350,6 +5165,8 @@ static long cc__link_write(cc_comm *c, cc__msg *m) {
       CC__STORE_SC(&ch->head, head + (uint64_t)w);
       cc__notify(c->shm);
     }
+  } else if (pe->link == CC__LINK_TCP && pe->sec) {
+    return cc__sec_write(pe, m);
   } else if (pe->link == CC__LINK_TCP) {
     w = cc__sock_send2(pe->fd, m->hdr + m->hdr_sent, hleft, m->buf + m->moved, CC__MIN(pleft, (size_t)1 << 30));
     if (w < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
@@ -3358,7 +5175,7 @@ static long cc__link_write(cc_comm *c, cc__msg *m) {
     size_t h = CC__MIN((size_t)w, hleft);
     m->hdr_sent += h;
     m->moved += (size_t)w - h;
-    pe->tx_mid = m->hdr_sent < CC__FRAME || m->moved < m->bytes;
+    pe->tx_mid = !cc__sent_all(m);
   }
   return w;
 }
@@ -3382,12 +5199,43 @@ static void cc__umsg_free(cc__umsg *u) {
   if (u) { CC_FREE(u->data); CC_FREE(u); }
 }
 
+/* What a queued message of `bytes` costs against CC_MAX_UNEXPECTED: its
+   bytes and a fixed overhead (its record and the allocator's), so that empty
+   frames count too. */
+#define CC__UQ_OVERHEAD 128
+
+/* Count a message of `bytes` from rank p (itself: a send to itself) against
+   CC_MAX_UNEXPECTED; *cost what it counts. Over the limit the communicator
+   fails everywhere, naming p: a rank that keeps sending what nobody receives
+   ends in an error, not in this rank's memory growing without bound. */
+static cc_result cc__uq_charge(cc__run *x, int p, uint64_t bytes, size_t *cost) {
+  cc_comm *c = x->c;
+  uint64_t k = bytes + CC__UQ_OVERHEAD, lim = c->set.max_unexpected;
+  if (k > lim || (uint64_t)c->uq_bytes > lim - k)
+    return cc__fail_all(c, CC_ERR_NO_MEMORY, p, x->what, "rank %d sent more than this rank holds of messages that no "
+                        "receive has taken yet: %zu bytes are held and a message of %llu more would pass "
+                        "CC_MAX_UNEXPECTED (%llu bytes; raise it if the program means to)", p, c->uq_bytes,
+                        (unsigned long long)bytes, (unsigned long long)lim);
+  c->uq_bytes += (size_t)k;
+  *cost = (size_t)k;
+  return CC_OK;
+}
+
 /* The peer closed or broke the link this run needs. */
 static cc_result cc__lost(cc__run *x, int p, int err) {
   char why[96];
   if (err) cc__strerr(err, why, sizeof why); else snprintf(why, sizeof why, "connection closed");
   return cc__fail_all(x->c, CC_ERR_PEER_LOST, p, x->what, "lost its connection to rank %d (%s): rank %d exited, "
                       "was killed or destroyed its communicator", p, why, p);
+}
+
+/* A frame from rank p failed its tag: its bytes were changed on the way,
+   or do not come from rank p. The communicator fails everywhere and every
+   connection ends (this one's stream cannot be trusted any more). */
+static cc_result cc__auth_fail(cc__run *x, int p, const char *part) {
+  return cc__fail_all(x->c, CC_ERR_AUTH, p, x->what, "%s from rank %d failed its integrity check: its bytes were "
+                      "changed on the way, or it was not sent by rank %d (with this job's token); connection closed",
+                      part, p, p);
 }
 
 /* Does frame f fit receive m? CC_OK, or the mismatch (failed everywhere). */
@@ -3425,6 +5273,7 @@ static cc_result cc__take_unexp(cc__run *x, cc__msg *m) {
     if (u->f.tag != m->tag) continue;
     CC__TRY(cc__frame_fits(x, m->peer, &u->f, m));
     if (m->bytes) memcpy(m->buf, u->data, m->bytes);
+    x->c->uq_bytes -= u->cost;
     if (prev) prev->next = u->next; else pe->uq_head = u->next;
     if (pe->uq_tail == u) pe->uq_tail = prev;
     cc__umsg_free(u);
@@ -3474,23 +5323,37 @@ static cc_result cc__start(cc__run *x, int *progress) {
       m->started = 1;
       m->done = m->matched = 0;
       m->moved = m->hdr_sent = 0;
+      m->hdr_len = CC__FRAME;
+      m->sealed = 0;
+      m->tag_left = 0;
       if (m->is_send) {
         cc__frame f;
+        const cc__sec *s = c->peers[m->peer].link == CC__LINK_TCP ? c->peers[m->peer].sec : NULL;
         memset(&f, 0, sizeof f);
         f.tag = m->tag;
         f.bytes = m->bytes;
         if (m->tag == CC__TAG_COLL && x->id) { f.seq = c->seq; f.id = *x->id; }
         cc__frame_encode(m->hdr, &f);
+        if ((uint64_t)m->bytes > cc__sec_limit(s))
+          return cc__fail_all(c, CC_ERR_UNSUPPORTED, c->rank, x->what, "a message of %zu bytes to rank %d is larger than "
+                              "one encrypted frame may be (%llu bytes with %s): send it in pieces, or without "
+                              "CC_NET_ENCRYPT=1", m->bytes, m->peer, (unsigned long long)cc__sec_limit(s),
+                              s->suite == CC__AEAD_AES256_GCM ? "AES-256-GCM" : "ChaCha20-Poly1305");
         if (m->peer == c->rank) {      /* to itself: queue a copy */
-          cc__umsg *u = (cc__umsg *)CC_MALLOC(sizeof *u);
+          size_t cost;
+          cc__umsg *u;
+          CC__TRY(cc__uq_charge(x, c->rank, m->bytes, &cost));
+          u = (cc__umsg *)CC_MALLOC(sizeof *u);
           if (u) u->data = (unsigned char *)CC_MALLOC(m->bytes ? m->bytes : 1);
           if (!u || !u->data) {
             CC_FREE(u);
+            c->uq_bytes -= cost;
             return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: no memory to send %zu bytes to itself", x->what,
                             c->rank, m->bytes);
           }
           u->f = f;
           u->cap = m->bytes;
+          u->cost = cost;
           if (m->bytes) memcpy(u->data, m->buf, m->bytes);
           cc__uq_append(&c->peers[c->rank], u);
           m->done = 1;
@@ -3534,10 +5397,13 @@ static cc_result cc__rx_begin(cc__run *x, int p) {
     }
   }
   {
-    /* what a header claims is allocated as it arrives (from 1 MiB, doubling),
-       so a corrupt length cannot reserve memory ahead of the bytes */
-    cc__umsg *u = (cc__umsg *)CC_MALLOC(sizeof *u);
-    size_t cap = (size_t)CC__MIN(pe->rx.bytes, (uint64_t)1 << 20);
+    /* what a header claims counts against CC_MAX_UNEXPECTED at once, and is
+       allocated as it arrives (from 1 MiB, doubling), so a corrupt length
+       cannot reserve memory ahead of the bytes */
+    cc__umsg *u;
+    size_t cap = (size_t)CC__MIN(pe->rx.bytes, (uint64_t)1 << 20), cost = 0;
+    if (pe->rx.tag != CC__TAG_ABORT) CC__TRY(cc__uq_charge(x, p, pe->rx.bytes, &cost));
+    u = (cc__umsg *)CC_MALLOC(sizeof *u);
     if (u) u->data = (unsigned char *)CC_MALLOC(cap ? cap : 1);
     if (!u || !u->data) {
       CC_FREE(u);
@@ -3547,6 +5413,7 @@ static cc_result cc__rx_begin(cc__run *x, int p) {
     u->next = NULL;
     u->f = pe->rx;
     u->cap = cap;
+    u->cost = cost;
     pe->rx_unexp = u;
   }
   return CC_OK;
@@ -3629,13 +5496,15 @@ static int cc__rx_wanted(const cc__run *x, int p, int sending) {
 static cc_result cc__rx_pull(cc__run *x, int p, int *progress) {
   cc_comm *c = x->c;
   cc__peer *pe = &c->peers[p];
+  cc__sec *s = pe->link == CC__LINK_TCP ? pe->sec : NULL;
+  size_t hlen = s ? CC__FRAME + CC__TAG : CC__FRAME;
   int sending = cc__sending(x);
   for (;;) {
     long k;
     if (pe->link == CC__LINK_SHM && pe->rx_state == 0 && pe->rx_hdr_got == 0 && !cc__rx_wanted(x, p, sending))
       return CC_OK;
     if (pe->rx_state == 0) {
-      k = cc__link_read(c, p, pe->rx_hdr + pe->rx_hdr_got, CC__FRAME - pe->rx_hdr_got);
+      k = cc__link_read(c, p, pe->rx_hdr + pe->rx_hdr_got, hlen - pe->rx_hdr_got);
       if (k < 0) {                     /* the end: between frames, lost only if needed (cc__run_check); */
         if (pe->rx_hdr_got)            /* in a header, the next call (or this one, if it waits) fails */
           cc__post_fail_msg(c, CC_ERR_PEER_LOST, p, "rank %d closed its connection in the middle of a message: it "
@@ -3645,11 +5514,36 @@ static cc_result cc__rx_pull(cc__run *x, int p, int *progress) {
       if (k == 0) return CC_OK;
       *progress = 1;
       pe->rx_hdr_got += (size_t)k;
-      if (pe->rx_hdr_got < CC__FRAME) continue;
+      if (pe->rx_hdr_got < hlen) continue;
+      if (s) {                         /* the header is acted on only once its tag is right */
+        cc__sec_begin(s, 0);
+        (void)cc__aead_aad(&s->rxs, pe->rx_hdr, CC__FRAME);
+        if (cc__aead_verify(&s->rxs, pe->rx_hdr + CC__FRAME) != 0) return cc__auth_fail(x, p, "a frame header");
+      }
       CC__TRY(cc__rx_begin(x, p));
       pe->rx_state = 1;
+      if (s && pe->rx.bytes) cc__sec_begin(s, 0);
     }
-    if (pe->rx_done == pe->rx.bytes) { CC__TRY(cc__rx_end(x, p)); continue; }
+    if (pe->rx_state == 2) {           /* the payload's tag */
+      k = cc__link_read(c, p, pe->rx_tag + pe->rx_hdr_got, CC__TAG - pe->rx_hdr_got);
+      if (k < 0 && !pe->rx_target) {
+        cc__post_fail_msg(c, CC_ERR_PEER_LOST, p, "rank %d closed its connection in the middle of a message: it "
+                          "failed, exited or was killed", p);
+        return CC_OK;
+      }
+      if (k < 0) return cc__lost(x, p, errno);
+      if (k == 0) return CC_OK;
+      *progress = 1;
+      if ((pe->rx_hdr_got += (size_t)k) < CC__TAG) continue;
+      if (cc__aead_verify(&s->rxs, pe->rx_tag) != 0) return cc__auth_fail(x, p, "a message");
+      CC__TRY(cc__rx_end(x, p));
+      continue;
+    }
+    if (pe->rx_done == pe->rx.bytes) {
+      if (s && pe->rx.bytes) { pe->rx_state = 2; pe->rx_hdr_got = 0; continue; }
+      CC__TRY(cc__rx_end(x, p));
+      continue;
+    }
     {
       unsigned char *dst;
       size_t want = (size_t)(pe->rx.bytes - pe->rx_done);
@@ -3668,6 +5562,8 @@ static cc_result cc__rx_pull(cc__run *x, int p, int *progress) {
       if (k < 0) return cc__lost(x, p, errno);
       if (k == 0) return CC_OK;
       *progress = 1;
+      if (s && s->encrypt) (void)cc__aead_decrypt(&s->rxs, dst + pe->rx_done, dst + pe->rx_done, (size_t)k);
+      else if (s) (void)cc__aead_aad(&s->rxs, dst + pe->rx_done, (size_t)k);
       pe->rx_done += (uint64_t)k;
       if (pe->rx_target) pe->rx_target->moved = (size_t)pe->rx_done;
     }
@@ -3759,7 +5655,7 @@ static cc_result cc__run_send(cc__run *x, int *progress) {
     if (c->peers[s->peer].link == CC__LINK_TCP && c->peers[s->peer].eof) return cc__lost_send(x, s->peer, 0);
     if ((w = cc__link_write(c, s)) < 0) return cc__lost_send(x, s->peer, errno);
     if (w > 0) *progress = 1;
-    if (s->hdr_sent == CC__FRAME && s->moved == s->bytes) s->done = 1;
+    if (cc__sent_all(s)) s->done = 1;
   }
   return CC_OK;
 }
@@ -4923,6 +6819,7 @@ static void cc__comm_free(cc_comm *c) {
     cc__umsg_free(p->rx_unexp);
     if (p->link == CC__LINK_TCP) cc__sock_close(p->fd);
     CC_FREE(p->stage);
+    cc__sec_free(p->sec);
   }
   if (c->net) {
     cc__net *nt = c->net;
@@ -4949,6 +6846,7 @@ static void cc__comm_free(cc_comm *c) {
   CC_FREE(c->srcs); CC_FREE(c->scals); CC_FREE(c->scratch); CC_FREE(c->peers); CC_FREE(c->ops);
   CC_FREE(c->scalbuf); CC_FREE(c->pfd); CC_FREE(c->pfd_rank); CC_FREE(c->one);
   cc__settings_clear(&c->set);
+  cc__crypto_wipe(c->shmkey, sizeof c->shmkey);
   CC_FREE(c);
 }
 
@@ -5005,45 +6903,60 @@ static cc_result cc__exchange_shm(cc_comm *w, const cc__rec *mine, cc__rec *recs
 
 typedef struct cc__mesh_take_ctx { cc_comm *c; int me; } cc__mesh_take_ctx;
 
-static int cc__mesh_take(void *ctx, const cc__hello_t *h, int fd, const unsigned char *rec) {
+static int cc__mesh_take(void *ctx, const cc__hello_t *h, int fd, const unsigned char *rec, cc__sec *sec) {
   cc__mesh_take_ctx *x = (cc__mesh_take_ctx *)ctx;
   cc_comm *c = x->c;
   (void)rec;
   if (h->from <= x->me || c->net->grp[h->from] == c->net->grp[x->me] || c->peers[h->from].fd >= 0) return 0;
   c->peers[h->from].fd = fd;
   c->peers[h->from].link = CC__LINK_TCP;
+  c->peers[h->from].sec = sec;
   return 1;
 }
 
-/* Connect to rank j (a lower rank of another host), retrying while it is not
-   up yet, until the deadline. */
+/* Connect to rank j (a lower rank of another host) until the deadline,
+   retrying whatever goes wrong but an authentication failure: a connection
+   dropped by a flooded listener, a refusal (a stranger could send one), no
+   answer. Its port was open before it sent its record and stays open until
+   every higher rank is in, so a port that refuses connections means that
+   rank j is gone: CC_ERR_PEER_LOST at once. */
 static cc_result cc__mesh_connect(cc_comm *c, int j, const cc__rec *rec, uint64_t deadline, const char *what) {
   const char *token = c->set.token[0] ? c->set.token : NULL;
   uint64_t pause = 10 * CC__MS;
-  char why[160];
+  char why[160] = "";
   cc__hello_t h;
   cc_result r;
+  int refused = 0;
   memset(&h, 0, sizeof h);
   h.kind = CC__HELLO_DATA; h.world = (uint32_t)c->size; h.from = c->rank; h.to = j;
   memcpy(h.job, c->jobid, 33);
-  cc__random(h.nonce, 16);
   for (;;) {
     int fd = cc__sock_connect(rec->ip, (int)rec->port, CC__MIN(deadline, cc__now_ns() + CC__S));
     if (fd >= 0) {
-      r = cc__hs_client(fd, &h, token, deadline, why, sizeof why);
+      cc__sec *sec = NULL;
+      refused = 0;
+      cc__random(h.nonce, 16);
+      r = cc__hs_client(fd, &h, token, c->set.net_encrypt, CC__MIN(deadline, cc__now_ns() + 10 * CC__S), &sec, why,
+                        sizeof why);
       if (r == CC_OK) {
         c->peers[j].fd = fd;
         c->peers[j].link = CC__LINK_TCP;
+        c->peers[j].sec = sec;
         return CC_OK;
       }
       cc__fd_close(fd);
-      return cc__fail(c, r, "%s: rank %d: rank %d at %s port %u: %s", what, c->rank, j, rec->ip, rec->port, why);
+      if (r == CC_ERR_AUTH || r == CC_ERR_NO_MEMORY)
+        return cc__fail(c, r, "%s: rank %d: rank %d at %s port %u: %s", what, c->rank, j, rec->ip, rec->port, why);
+    } else {
+      int e = errno;
+      cc__strerr(e, why, sizeof why);
+      if (e == ECONNREFUSED && ++refused >= 3)
+        return cc__fail(c, CC_ERR_PEER_LOST, "%s: rank %d: rank %d at %s port %u refuses connections (%s): it exited "
+                        "or failed before this rank could connect", what, c->rank, j, rec->ip, rec->port, why);
     }
-    if (cc__now_ns() + pause >= deadline) {
-      cc__strerr(errno, why, sizeof why);
+    if (cc__now_ns() + pause >= deadline)
       return cc__fail(c, CC_ERR_TIMEOUT, "%s: rank %d: cannot connect to rank %d at %s port %u within the timeout: %s",
                       what, c->rank, j, rec->ip, rec->port, why);
-    }
     cc__sleep_ns(pause);
     pause = CC__MIN(pause * 2, 200 * CC__MS);
   }
@@ -5092,9 +7005,13 @@ static cc_result cc__mesh_build(cc_comm *c, const cc__rec *recs, int lfd, int tc
   for (j = me + 1; j < n; j++) if (nt && nt->grp[j] != nt->grp[me]) want++;
   if (r == CC_OK && want) {
     cc__mesh_take_ctx x;
+    cc__hs_srv v;
     x.c = c; x.me = me;
-    if (cc__hs_serve(c, lfd, CC__HELLO_DATA, (uint32_t)n, me, c->jobid, c->set.token[0] ? c->set.token : NULL, 0, want,
-                     deadline, cc__mesh_take, &x) != 0) {
+    memset(&v, 0, sizeof v);
+    v.c = c; v.kind = CC__HELLO_DATA; v.world = (uint32_t)n; v.me = me; v.job = c->jobid;
+    v.token = c->set.token[0] ? c->set.token : NULL; v.encrypt = c->set.net_encrypt;
+    v.take = cc__mesh_take; v.ctx = &x;
+    if (cc__hs_serve(&v, lfd, want, deadline) != 0) {
       int missing = me + 1;
       while (missing < n && (nt->grp[missing] == nt->grp[me] || c->peers[missing].fd >= 0)) missing++;
       r = cc__fail(c, CC_ERR_TIMEOUT, "%s: rank %d: rank %d did not connect within the timeout", what, me, missing);
@@ -5106,18 +7023,25 @@ static cc_result cc__mesh_build(cc_comm *c, const cc__rec *recs, int lfd, int tc
     cc__sock_bufsize(c->peers[j].fd, c->set.net_sockbuf);
     if (!(c->peers[j].stage = (unsigned char *)CC_MALLOC(CC__STAGE)))
       r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
+    else if (c->peers[j].sec)
+      cc__log(c, CC__LOG_INFO, "%s: rank %d: the connection to rank %d is authenticated: %s, %s", what, me, j,
+              c->peers[j].sec->suite == CC__AEAD_AES256_GCM ? "AES-256-GCM" : "ChaCha20-Poly1305",
+              c->peers[j].sec->encrypt ? "payloads encrypted" : "integrity only");
+    else
+      cc__log(c, CC__LOG_INFO, "%s: rank %d: the connection to rank %d is not authenticated (no token)", what, me, j);
   }
   if (r == CC_OK && nt->gsize[nt->grp[me]] > 1) {  /* the host's segment */
     char name[128];
     cc_comm *l = cc__comm_new(nt->lrank[me], nt->gsize[nt->grp[me]], &c->set);
     if (!l) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
     memcpy(l->jobid, c->jobid, sizeof l->jobid);
+    cc__shmkey_copy(l, c);
     nt->local = l;
     snprintf(name, sizeof name, "%s-g%d", prefix, nt->gfirst[nt->grp[me]]);
     r = cc__shm_join(l, name, nt->lrank[me] == 0, what);
     if (r == CC_OK) r = cc__comm_ready(l);
     if (r != CC_OK) {
-      if (nt->lrank[me] == 0) cc__shm_unlink(name);
+      if (nt->lrank[me] == 0) cc__shm_forget(l, name);
       return cc__fail(c, r, "%s", l->err);
     }
     c->hdr = l->hdr;
@@ -5131,13 +7055,15 @@ static cc_result cc__mesh_build(cc_comm *c, const cc__rec *recs, int lfd, int tc
 /* ---------------------------------------------------------------- the rendezvous
    Rank 0 listens (env:// and tcp://: on MASTER_ADDR:MASTER_PORT; file://: on
    a port it writes into the file; a unique id: where cc_get_unique_id
-   listens), every other rank connects (retrying with backoff until it is
-   up), shakes hands and sends its record; once all are in, rank 0 answers
-   each with the job identity and every record:
-     reply {magic, status, world, missing, job[40]} + world records
-   and closes the port. */
+   listens), every other rank connects (retrying everything but an
+   authentication failure, with backoff, until it is in), shakes hands and
+   sends its record; once all are in, rank 0 answers all of them at once with
+   the job identity, the key that names the job's segments, and every record:
+     reply {magic, status, world, missing, job[40], shmkey[32]} + world records
+   and closes the port. With a token the record and the reply are sealed with
+   the connection's keys (@tcp). */
 
-#define CC__REPLY 56
+#define CC__REPLY 88
 
 typedef struct cc__rdv {
   const char *host;                    /* where rank 0 listens (env://, tcp://, unique id) */
@@ -5148,31 +7074,50 @@ typedef struct cc__rdv {
   char where[300];                     /* for messages */
 } cc__rdv;
 
-typedef struct cc__rdv_take_ctx { int *fds, got; cc__rec *recs; } cc__rdv_take_ctx;
+typedef struct cc__rdv_take_ctx { int *fds, got; cc__sec **secs; cc__rec *recs; } cc__rdv_take_ctx;
 
-static int cc__rdv_take(void *ctx, const cc__hello_t *h, int fd, const unsigned char *rec) {
+static int cc__rdv_take(void *ctx, const cc__hello_t *h, int fd, const unsigned char *rec, cc__sec *sec) {
   cc__rdv_take_ctx *x = (cc__rdv_take_ctx *)ctx;
   if (x->fds[h->from] >= 0 || cc__rec_decode(rec, &x->recs[h->from]) != 0) return 0;   /* a second or bad one */
   x->fds[h->from] = fd;
+  x->secs[h->from] = sec;
   x->got++;
   return 1;
 }
 
+/* Without a token, a job whose rank 0 listens on an address other hosts can
+   reach lets anyone in: say so once (rank 0, on stderr, whatever CC_DEBUG). */
+static int cc__warned_no_token;
+
+static void cc__warn_no_token(cc_comm *c, const char *ip, const cc__rdv *v) {
+  if (c->set.token[0] || !ip[0] || cc__ip_is_loopback(ip)) return;
+  if (__atomic_exchange_n(&cc__warned_no_token, 1, __ATOMIC_RELAXED)) return;
+  fprintf(stderr, "[cc rank %d] WARNING comm_init: this job has no token (CC_TOKEN) and its rendezvous at %s is on "
+          "%s, not loopback: any process that can reach it can join as a rank and read or change the job's data. "
+          "Give every rank the same token (`ccrun --make-token`); docs/security.md says more\n", c->rank, v->where, ip);
+}
+
 static cc_result cc__rdv_serve(cc_comm *c, int lfd, const cc__rdv *v, cc__rec *recs, char *jobid) {
   uint64_t deadline = cc__now_ns() + c->timeout_ns;
-  int n = c->size, i, *fds = (int *)CC_MALLOC(sizeof(int) * (size_t)n), missing = -1;
+  int n = c->size, i, *fds = (int *)CC_MALLOC(sizeof(int) * (size_t)n), missing = -1, bad;
+  cc__sec **secs = (cc__sec **)CC_MALLOC(sizeof(cc__sec *) * (size_t)n);
+  cc__out *outs = (cc__out *)CC_MALLOC(sizeof(cc__out) * (size_t)n);
   unsigned char *table = (unsigned char *)CC_MALLOC((size_t)n * CC__REC + CC__REPLY);
   cc_result r = CC_OK;
-  if (!fds || !table) {
-    CC_FREE(fds); CC_FREE(table);
+  if (!fds || !table || !secs || !outs) {
+    CC_FREE(fds); CC_FREE(table); CC_FREE(secs); CC_FREE(outs);
     return cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: rank 0: out of memory");
   }
-  for (i = 0; i < n; i++) fds[i] = -1;
+  for (i = 0; i < n; i++) { fds[i] = -1; secs[i] = NULL; }
   {
     cc__rdv_take_ctx x;
-    x.fds = fds; x.recs = recs; x.got = 0;
-    if (cc__hs_serve(c, lfd, CC__HELLO_RDV, (uint32_t)n, 0, v->nonce, c->set.token[0] ? c->set.token : NULL, 1, n - 1,
-                     deadline, cc__rdv_take, &x) != 0) {
+    cc__hs_srv s;
+    x.fds = fds; x.secs = secs; x.recs = recs; x.got = 0;
+    memset(&s, 0, sizeof s);
+    s.c = c; s.kind = CC__HELLO_RDV; s.world = (uint32_t)n; s.me = 0; s.job = v->nonce;
+    s.token = c->set.token[0] ? c->set.token : NULL; s.encrypt = c->set.net_encrypt; s.with_rec = 1;
+    s.take = cc__rdv_take; s.ctx = &x;
+    if (cc__hs_serve(&s, lfd, n - 1, deadline) != 0) {
       for (missing = 1; missing < n && fds[missing] >= 0; missing++) {}
       if (n - 2 - x.got > 0)
         r = cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank 0: rank %d and %d more did not join the rendezvous at %s "
@@ -5182,82 +7127,109 @@ static cc_result cc__rdv_serve(cc_comm *c, int lfd, const cc__rdv *v, cc__rec *r
                      "timeout", missing, v->where);
     }
   }
-  if (r == CC_OK) cc__random_hex(jobid, 32);
+  if (r == CC_OK) {
+    cc__random_hex(jobid, 32);
+    cc__random(c->shmkey, sizeof c->shmkey);
+    c->has_shmkey = 1;
+  }
   memset(table, 0, CC__REPLY);
   cc__put32(table, CC__HS_MAGIC);
   cc__put32(table + 4, (uint32_t)r);
   cc__put32(table + 8, (uint32_t)n);
   cc__put32(table + 12, (uint32_t)missing);
-  if (r == CC_OK) memcpy(table + 16, jobid, 33);
+  if (r == CC_OK) { memcpy(table + 16, jobid, 33); memcpy(table + 56, c->shmkey, 32); }
   for (i = 0; i < n; i++) cc__rec_encode(table + CC__REPLY + (size_t)i * CC__REC, &recs[i]);
-  for (i = 1; i < n; i++) {            /* answer everyone who came, even on failure */
-    if (fds[i] < 0) continue;
-    if (cc__sock_send_all(fds[i], table, r == CC_OK ? CC__REPLY + (size_t)n * CC__REC : CC__REPLY,
-                          cc__now_ns() + 5 * CC__S) != 0 && r == CC_OK)
-      r = cc__fail(c, CC_ERR_PEER_LOST, "comm_init: rank 0: rank %d hung up during the rendezvous", i);
-    cc__fd_close(fds[i]);
-  }
-  CC_FREE(fds);
+  /* answer everyone who came, even on failure, all at once */
+  for (i = 0; i < n; i++) { outs[i].fd = i ? fds[i] : -1; outs[i].sec = secs[i]; }
+  bad = cc__send_many(outs, n, table, r == CC_OK ? CC__REPLY + (size_t)n * CC__REC : CC__REPLY,
+                      cc__now_ns() + CC__MIN(c->timeout_ns, 10 * CC__S));
+  for (i = 1; i < n && r == CC_OK && bad; i++)
+    if (bad < 0 || outs[i].ok < 0)
+      r = cc__fail(c, bad < 0 ? CC_ERR_NO_MEMORY : CC_ERR_PEER_LOST, "comm_init: rank 0: rank %d %s", i,
+                   bad < 0 ? "could not be answered: out of memory" : "hung up during the rendezvous (or did not take "
+                   "its answer within 10 s)");
+  for (i = 1; i < n; i++) { cc__fd_close(fds[i]); cc__sec_free(secs[i]); }
+  cc__crypto_wipe(table + 56, 32);
+  CC_FREE(fds); CC_FREE(secs); CC_FREE(outs);
   CC_FREE(table);
   return r;
 }
 
-/* One attempt to join at ip:port: CC_OK, or a code (CC_ERR_INVALID_ARG: a
-   stale file:// rendezvous; the caller retries). *connected: a socket was made. */
+/* One attempt to join at ip:port: CC_OK, or a code. *retry: the attempt
+   failed in a way that may pass (the port not open yet, a connection dropped,
+   refused for a stale file:// rendezvous, no answer), with the reason in why;
+   else the failure is final and set on c. */
 static cc_result cc__rdv_join(cc_comm *c, const char *ip, int port, const cc__rdv *v, cc__rec *recs, char *jobid,
-                              uint64_t deadline, int *connected) {
-  int n = c->size, fd, i;
+                              uint64_t deadline, int *retry, char *why, size_t whylen) {
+  int n = c->size, fd, i, st;
   cc__hello_t h;
-  unsigned char reply[CC__REPLY], rb[CC__REC];
-  char why[160];
+  cc__sec *sec = NULL;
+  unsigned char reply[CC__REPLY], rb[CC__REC + CC__TAG], *all;
   cc_result r;
-  *connected = 0;
+  *retry = 1;
   fd = cc__sock_connect(ip, port, CC__MIN(deadline, cc__now_ns() + CC__S));
-  if (fd < 0) return CC_ERR_TIMEOUT;
-  *connected = 1;
+  if (fd < 0) { cc__strerr(errno, why, whylen); return CC_ERR_TIMEOUT; }
   memset(&h, 0, sizeof h);
   h.kind = CC__HELLO_RDV; h.world = (uint32_t)n; h.from = c->rank; h.to = 0;
   snprintf(h.job, sizeof h.job, "%s", v->nonce);
   cc__random(h.nonce, 16);
-  r = cc__hs_client(fd, &h, c->set.token[0] ? c->set.token : NULL, deadline, why, sizeof why);
+  r = cc__hs_client(fd, &h, c->set.token[0] ? c->set.token : NULL, c->set.net_encrypt,
+                    CC__MIN(deadline, cc__now_ns() + 10 * CC__S), &sec, why, whylen);
   if (r != CC_OK) {
     cc__fd_close(fd);
-    if (r == CC_ERR_INVALID_ARG) return r;
+    if (r != CC_ERR_AUTH && r != CC_ERR_NO_MEMORY) return r;
+    *retry = 0;
     return cc__fail(c, r, "comm_init: rank %d: rank 0 at %s: %s", c->rank, v->where, why);
   }
+  *retry = 0;
   cc__rec_encode(rb, &recs[c->rank]);
+  if (sec) cc__sec_seal(sec, rb, CC__REC, rb);
   /* rank 0 answers everyone once all are in, at the latest when its own
      timeout ends: wait a little longer than ours */
-  if (cc__sock_send_all(fd, rb, sizeof rb, deadline) != 0 ||
-      cc__sock_recv_all(fd, reply, sizeof reply, deadline + 2 * CC__S) != 0) {
+  if (cc__sock_send_all(fd, rb, CC__REC + (sec ? CC__TAG : 0), deadline) != 0 ||
+      (st = cc__recv_sealed(fd, sec, reply, sizeof reply, 1, 0, deadline + 2 * CC__S)) != 0) {
     int timed_out = errno == ETIMEDOUT;
     cc__fd_close(fd);
+    cc__sec_free(sec);
     return cc__fail(c, timed_out ? CC_ERR_TIMEOUT : CC_ERR_PEER_LOST, "comm_init: rank %d: rank 0 at %s %s",
                     c->rank, v->where, timed_out ? "did not answer within the timeout" : "hung up during the rendezvous");
   }
-  if (cc__get32(reply) != CC__HS_MAGIC || cc__get32(reply + 8) != (uint32_t)n) {
-    cc__fd_close(fd);
-    return cc__fail(c, CC_ERR_AUTH, "comm_init: rank %d: %s is not the rank 0 of this job (bad answer)", c->rank, v->where);
+  all = (unsigned char *)CC_MALLOC((size_t)n * CC__REC + 1);
+  if (!all) { cc__fd_close(fd); cc__sec_free(sec); return cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", c->rank); }
+  /* the reply's status says whether the records follow; nothing is acted on
+     before the whole message's tag is checked */
+  st = cc__get32(reply + 4) != 0 ? cc__recv_sealed(fd, sec, all, 0, 0, 1, deadline + 2 * CC__S)
+                                  : cc__recv_sealed(fd, sec, all, (size_t)n * CC__REC, 0, 1, deadline + 2 * CC__S);
+  cc__fd_close(fd);
+  cc__sec_free(sec);
+  r = CC_OK;
+  if (st == -2)
+    r = cc__fail(c, CC_ERR_AUTH, "comm_init: rank %d: the answer from rank 0 at %s failed its integrity check: it was "
+                 "changed on the way, or does not come from this job's rank 0", c->rank, v->where);
+  else if (st != 0)
+    r = cc__fail(c, CC_ERR_PEER_LOST, "comm_init: rank %d: the table from rank 0 at %s is cut short", c->rank, v->where);
+  else if (cc__get32(reply) != CC__HS_MAGIC || cc__get32(reply + 8) != (uint32_t)n)
+    r = cc__fail(c, CC_ERR_AUTH, "comm_init: rank %d: %s is not the rank 0 of this job (bad answer)", c->rank, v->where);
+  else if (cc__get32(reply + 4) != 0) {
+    uint32_t s4 = cc__get32(reply + 4);
+    if (s4 == (uint32_t)CC_ERR_TIMEOUT)
+      r = cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank %d: rank %d did not join the rendezvous at %s within the "
+                   "timeout", c->rank, (int)cc__get32(reply + 12), v->where);
+    else
+      r = cc__fail(c, s4 < (uint32_t)CC_RESULT_COUNT ? (cc_result)s4 : CC_ERR_SYSTEM,
+                   "comm_init: rank %d: rank 0 failed the rendezvous", c->rank);
   }
-  if (cc__get32(reply + 4) != 0) {
-    uint32_t st = cc__get32(reply + 4);
-    cc__fd_close(fd);
-    if (st == (uint32_t)CC_ERR_TIMEOUT)
-      return cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank %d: rank %d did not join the rendezvous at %s within the "
-                      "timeout", c->rank, (int)cc__get32(reply + 12), v->where);
-    return cc__fail(c, st < (uint32_t)CC_RESULT_COUNT ? (cc_result)st : CC_ERR_SYSTEM,
-                    "comm_init: rank %d: rank 0 failed the rendezvous", c->rank);
-  }
+  for (i = 0; r == CC_OK && i < n; i++)
+    if (cc__rec_decode(all + (size_t)i * CC__REC, &recs[i]) != 0)
+      r = cc__fail(c, CC_ERR_PEER_LOST, "comm_init: rank %d: the table from rank 0 at %s is malformed", c->rank,
+                   v->where);
+  CC_FREE(all);
+  if (r != CC_OK) return r;
   memcpy(jobid, reply + 16, 40);
   jobid[39] = 0;
-  for (i = 0; i < n; i++) {
-    if (cc__sock_recv_all(fd, rb, sizeof rb, deadline + 2 * CC__S) != 0 || cc__rec_decode(rb, &recs[i]) != 0) {
-      cc__fd_close(fd);
-      return cc__fail(c, CC_ERR_PEER_LOST, "comm_init: rank %d: the table from rank 0 at %s is cut short or "
-                      "malformed", c->rank, v->where);
-    }
-  }
-  cc__fd_close(fd);
+  memcpy(c->shmkey, reply + 56, 32);
+  c->has_shmkey = 1;
+  cc__crypto_wipe(reply, sizeof reply);
   if (!cc__is_jobid(jobid))
     return cc__fail(c, CC_ERR_AUTH, "comm_init: rank %d: rank 0 at %s sent a malformed job id", c->rank, v->where);
   return CC_OK;
@@ -5279,31 +7251,34 @@ static int cc__file_parse(const char *s, char *ip, size_t iplen, int *port, char
   return 0;
 }
 
-/* Rank 0 of a file:// rendezvous: listen, write the file, serve, remove the
-   file if it is still ours. */
+/* Rank 0 of a file:// rendezvous: listen, write the file (created new, or one
+   of this user's own from an earlier job; never through a symbolic link),
+   serve, remove the file if it is still ours. */
 static cc_result cc__rdv_file_serve(cc_comm *c, cc__rdv *v, cc__rec *recs, char *jobid, uint64_t deadline) {
-  char why[128], line[160], nonce[40], buf[160];
+  char why[200], fwhy[200], line[160], nonce[40], buf[160];
   int lfd, ffd, port = 0;
   cc_result r;
   if ((lfd = cc__sock_listen(recs[0].ip, 0, 256, &port)) < 0) {
     cc__strerr(errno, why, sizeof why);
     return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank 0: cannot listen on %s: %s", recs[0].ip, why);
   }
+  cc__warn_no_token(c, recs[0].ip, v);
   cc__random_hex(nonce, 32);
   v->nonce = nonce;
   snprintf(line, sizeof line, "cc-rendezvous 2 %s %d %s\n", recs[0].ip, port, nonce);
-  ffd = cc__file_open(v->path, 1);
+  ffd = cc__file_open(v->path, 1, fwhy, sizeof fwhy);
   if (ffd < 0 || cc__file_lock(ffd, 1, deadline) != 0 || cc__file_write(ffd, line) != 0) {
     cc__strerr(errno, why, sizeof why);
     cc__fd_close(ffd);
     cc__fd_close(lfd);
-    return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank 0: cannot write the rendezvous file %s: %s", v->path, why);
+    return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank 0: %s the rendezvous file %s: %s", fwhy[0] ? "refusing" :
+                    "cannot write", v->path, fwhy[0] ? fwhy : why);
   }
   cc__file_unlock(ffd);
   r = cc__rdv_serve(c, lfd, v, recs, jobid);
   cc__fd_close(lfd);
   if (cc__file_lock(ffd, 1, cc__now_ns() + CC__S) == 0) {
-    if (cc__file_read(ffd, buf, sizeof buf) == 0 && strstr(buf, nonce)) cc__file_unlink(v->path);
+    if (cc__file_read(ffd, buf, sizeof buf) == 0 && strstr(buf, nonce)) cc__file_unlink(v->path, ffd);
     cc__file_unlock(ffd);
   }
   cc__fd_close(ffd);
@@ -5315,11 +7290,12 @@ static cc_result cc__rdv_file_serve(cc_comm *c, cc__rdv *v, cc__rec *recs, char 
    success recs holds every rank's and jobid the job identity. */
 static cc_result cc__rendezvous(cc_comm *c, cc__rdv *v, cc__rec *recs, char *jobid) {
   uint64_t deadline = cc__now_ns() + c->timeout_ns, pause = 10 * CC__MS;
-  char why[128], ip[64], nonce[40];
+  char why[200] = "", ip[64], nonce[40];
   if (c->rank == 0) {
     int lfd = v->lfd;
     cc_result r;
     if (v->path) return cc__rdv_file_serve(c, v, recs, jobid, deadline);
+    if (cc__sock_lookup(v->host, ip, sizeof ip, why, sizeof why) == 0) cc__warn_no_token(c, ip, v);
     if (lfd < 0 && (lfd = cc__sock_listen(v->host, v->port, 256, NULL)) < 0) {
       cc__strerr(errno, why, sizeof why);
       return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank 0: cannot listen on %s port %d%s: %s", v->host, v->port,
@@ -5332,12 +7308,15 @@ static cc_result cc__rendezvous(cc_comm *c, cc__rdv *v, cc__rec *recs, char *job
   if (!v->path && cc__sock_lookup(v->host, ip, sizeof ip, why, sizeof why) != 0)
     return cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank %d: cannot resolve %s: %s", c->rank, v->host, why);
   for (;;) {
-    int connected = 0, ok = 1, port = v->port;
+    int retry = 1, ok = 1, port = v->port;
     cc_result r;
     if (v->path) {                     /* read the file afresh every time: a stale one may be replaced */
-      char buf[160];
-      int fd = cc__file_open(v->path, 0);
+      char buf[160], fwhy[200];
+      int fd = cc__file_open(v->path, 0, fwhy, sizeof fwhy);
       ok = 0;
+      if (fd < 0 && fwhy[0])
+        return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank %d: refusing the rendezvous file %s: %s", c->rank, v->path,
+                        fwhy);
       if (fd >= 0) {
         buf[0] = 0;
         if (cc__file_lock(fd, 0, deadline) == 0) {
@@ -5349,15 +7328,13 @@ static cc_result cc__rendezvous(cc_comm *c, cc__rdv *v, cc__rec *recs, char *job
       }
     }
     if (ok) {
-      r = cc__rdv_join(c, ip, port, v, recs, jobid, deadline, &connected);
-      if (r == CC_OK) return r;
-      if (connected && r != CC_ERR_INVALID_ARG) return r;
+      r = cc__rdv_join(c, ip, port, v, recs, jobid, deadline, &retry, why, sizeof why);
+      if (r == CC_OK || !retry) return r;
     }
-    if (cc__now_ns() + pause >= deadline) {
-      cc__strerr(errno, why, sizeof why);
+    if (cc__now_ns() + pause >= deadline)
       return cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank %d: cannot reach rank 0 at %s within the timeout%s%s",
-                      c->rank, v->where, v->path && !ok ? " (no valid rendezvous file)" : ": ", v->path && !ok ? "" : why);
-    }
+                      c->rank, v->where, v->path && !ok ? " (no valid rendezvous file)" : ": ",
+                      v->path && !ok ? "" : why);
     cc__sleep_ns(pause);
     pause = CC__MIN(pause * 2, 500 * CC__MS);
   }
@@ -5375,6 +7352,8 @@ static cc_result cc__init_single(cc_comm *c) {
   if (!seg) return cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: cannot map %zu bytes", bytes);
   if (cc__is_jobid(c->set.job_id)) snprintf(c->jobid, sizeof c->jobid, "%s", c->set.job_id);
   else cc__random_hex(c->jobid, 32);   /* split segments are named after it: ccrun cleans by job */
+  cc__random(c->shmkey, sizeof c->shmkey);
+  c->has_shmkey = 1;
   if ((r = cc__seg_attach(c, seg, bytes, "comm_init")) != CC_OK) { cc__shm_unmap(seg, bytes); return r; }
   return cc__comm_ready(c);
 }
@@ -5398,6 +7377,7 @@ static cc_result cc__init_tcp_from_shm(cc_comm **pc, int idx) {
   nc = cc__comm_new(w->rank, w->size, &w->set);
   if (!nc) { cc__fd_close(lfd); CC_FREE(recs); return cc__fail(w, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", w->rank); }
   memcpy(nc->jobid, w->jobid, sizeof nc->jobid);
+  cc__shmkey_copy(nc, w);
   snprintf(prefix, sizeof prefix, "/cc-%s-t%d", w->jobid, idx);
   r = cc__mesh_build(nc, recs, lfd, 1, prefix, "comm_init");
   CC_FREE(recs);
@@ -5424,10 +7404,16 @@ static cc_result cc__init_shm_job(cc_comm **pc, int idx) {
     return cc__fail(c, CC_ERR_UNSUPPORTED, "comm_init: rank %d: %d ranks on one host; at most %d are supported",
                     c->rank, c->size, CC__MAX_LOCAL);
   snprintf(c->jobid, sizeof c->jobid, "%s", c->set.job_id);
+  if (c->set.token[0]) {               /* the segments' names: from the token, which only the job's ranks know */
+    const void *part = c->jobid;
+    size_t plen = strlen(c->jobid);
+    cc__hmac_sha256(c->set.token, strlen(c->set.token), &part, &plen, 1, c->shmkey);
+    c->has_shmkey = 1;
+  }
   snprintf(name, sizeof name, "/cc-%s-w%d", c->jobid, idx);
   r = cc__shm_join(c, name, c->rank == 0, "comm_init");
   if (r == CC_OK) r = cc__comm_ready(c);
-  if (r != CC_OK) { if (c->size > 1) cc__shm_unlink(name); return r; }   /* a rank that never came: leave nothing */
+  if (r != CC_OK) { if (c->size > 1) cc__shm_forget(c, name); return r; }   /* a rank that never came: leave nothing */
   return c->set.transport == CC__TR_TCP ? cc__init_tcp_from_shm(pc, idx) : CC_OK;
 }
 
@@ -5457,7 +7443,7 @@ static cc_result cc__init_rendezvous(cc_comm *c, cc__rdv *v) {
     else {
       r = cc__shm_join(c, name, c->rank == 0, "comm_init");
       if (r == CC_OK) r = cc__comm_ready(c);
-      if (r != CC_OK) cc__shm_unlink(name);
+      if (r != CC_OK) cc__shm_forget(c, name);
     }
   } else if (r == CC_OK) {
     r = cc__mesh_build(c, recs, lfd, tcp_only, name, "comm_init");
@@ -5568,7 +7554,7 @@ CC_API cc_result cc_get_unique_id(cc_unique_id *id) {
   memcpy(p + 8, a, fam == 4 ? 4 : 16);
   memcpy(p + 24, nonce, 16);
   memcpy(p + 40, secret, 32);
-  memset(secret, 0, sizeof secret);
+  cc__crypto_wipe(secret, sizeof secret);
   return CC_OK;
 }
 
@@ -5692,7 +7678,7 @@ CC_API cc_result cc_comm_init_rank(cc_comm **out, int nranks, const cc_unique_id
   if (rank == 0) u.lfd = cc__uid_take_fd(u.nonce);
   if (nranks == 1 && u.lfd >= 0) { cc__fd_close(u.lfd); u.lfd = -1; }
   r = cc__init(out, &c2, &u);
-  memset(u.secret, 0, sizeof u.secret);
+  cc__crypto_wipe(u.secret, sizeof u.secret);
   return r;
 }
 
@@ -5739,6 +7725,7 @@ static cc_result cc__split_shm(cc_comm *c, int color, int key, cc_comm **out) {
     nc->oversub = c->oversub;
     nc->spin_ns = c->spin_ns;
     nc->small_bytes = c->small_bytes;
+    cc__shmkey_copy(nc, c);
   }
   if ((r = cc__ph_begin(c, &mine, what)) != CC_OK) goto out;
   memset(CC__DATA(mine), 0, 96);
@@ -5797,10 +7784,10 @@ static cc_result cc__split_net(cc_comm *c, int color, int key, cc_comm **out) {
   mine = all + rb * (size_t)n;
   memset(&rec, 0, sizeof rec);
   if (color != CC_UNDEFINED) r = cc__rec_mine(c, nt->ip, &rec, &lfd, what);
-  if (color == CC_UNDEFINED || r != CC_OK) {     /* still take part, so that no rank waits */
+  if (color == CC_UNDEFINED || r != CC_OK) {     /* still take part, so that no rank waits: port 0 says "no port" */
     cc__host_id(rec.host, sizeof rec.host);
     snprintf(rec.ip, sizeof rec.ip, "%s", nt->ip);
-    rec.port = 1;
+    rec.port = 0;
   }
   cc__random_hex(rec.extra, 10);
   cc__put32(mine, (uint32_t)color);
@@ -5826,6 +7813,11 @@ static cc_result cc__split_net(cc_comm *c, int color, int key, cc_comm **out) {
     m++;
   }
   for (j = 0; j < m; j++) {
+    if (cc__get32(all + rb * (size_t)order[j] + 8 + 240) == 0) {
+      r = cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: rank %d could not listen for the new communicator's connections "
+                   "(its error says why)", what, me, order[j]);
+      goto out;
+    }
     if (cc__rec_decode(all + rb * (size_t)order[j] + 8, &recs[j]) != 0) {
       r = cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: rank %d's record is malformed", what, me, order[j]);
       goto out;
@@ -5837,6 +7829,7 @@ static cc_result cc__split_net(cc_comm *c, int color, int key, cc_comm **out) {
   nc->oversub = c->oversub;
   nc->spin_ns = c->spin_ns;
   memcpy(nc->jobid, c->jobid, sizeof c->jobid);
+  cc__shmkey_copy(nc, c);
   snprintf(prefix, sizeof prefix, "/cc-%s-s%s", c->jobid, recs[0].extra);
   if (one_host && !nt->tcp_only) {
     cc__fd_close(lfd);
@@ -6584,7 +8577,7 @@ CC_API cc_result cc_comm_split(cc_comm *c, int color, int key, cc_comm **out) {
    those is removed here by prefix. The settings are read once, in the parent. */
 
 static void cc__spawn_child(int rank, int n, unsigned char *seg, size_t bytes, const char *jobid, int parent,
-                            const cc__settings *s, cc_main_fn fn, void *arg) {
+                            const unsigned char *shmkey, const cc__settings *s, cc_main_fn fn, void *arg) {
   char num[32];
   cc_comm *c;
   cc_result r;
@@ -6600,6 +8593,8 @@ static void cc__spawn_child(int rank, int n, unsigned char *seg, size_t bytes, c
   c = cc__comm_new(rank, n, s);
   if (!c) { fprintf(stderr, "cc_spawn: rank %d: out of memory\n", rank); cc__proc_exit(1); }
   memcpy(c->jobid, jobid, 33);
+  memcpy(c->shmkey, shmkey, sizeof c->shmkey);
+  c->has_shmkey = 1;
   r = cc__seg_attach(c, seg, bytes, "cc_spawn");
   if (r == CC_OK) {
     CC__ADD(&c->hdr->mapped, 1u);
@@ -6650,7 +8645,7 @@ static int cc__spawn_reap(int *pids, int nprocs, uint64_t grace_ns, int *failed)
 CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg) {
   char jobid[40], prefix[64], why[128];
   size_t bytes;
-  unsigned char *seg;
+  unsigned char *seg, shmkey[32];
   int *pids, parent = cc__getpid();
   int i, status, failed = -1;
   cc__settings s;
@@ -6662,6 +8657,7 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg) {
   if (!fn) { cc__fail(NULL, CC_ERR_INVALID_ARG, "cc_spawn: fn is NULL"); return 1; }
   if (cc__settings_lib(NULL, &s) != CC_OK) return 1;
   cc__random_hex(jobid, 32);
+  cc__random(shmkey, sizeof shmkey);
   snprintf(prefix, sizeof prefix, "cc-%s", jobid);
   seg = cc__seg_anon(nprocs, s.shm_chunk, &bytes);
   pids = (int *)CC_MALLOC(sizeof(int) * (size_t)nprocs);
@@ -6674,7 +8670,7 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg) {
   }
   for (i = 0; i < nprocs; i++) {
     int p = cc__proc_fork();
-    if (p == 0) cc__spawn_child(i, nprocs, seg, bytes, jobid, parent, &s, fn, arg);
+    if (p == 0) cc__spawn_child(i, nprocs, seg, bytes, jobid, parent, shmkey, &s, fn, arg);
     if (p < 0) {
       int e = errno, j, code, sig;
       for (j = 0; j < i; j++) cc__proc_kill(pids[j]);

@@ -87,7 +87,7 @@ else
   if [ "$ranks" != "0 1 2 3 " ]; then fail "env -n 4" "RANKs are '$ranks'"
   elif [ -n "$bad" ]; then fail "env -n 4" "bad line '$bad'"
   elif ! [[ "$ids" =~ ^[0-9a-f]{32}$ ]]; then fail "env -n 4" "CC_JOB_ID '$ids'"
-  elif ! [[ "$tokens" =~ ^[0-9a-f]{32}$ ]]; then fail "env -n 4" "CC_TOKEN '$tokens'"
+  elif ! [[ "$tokens" =~ ^[0-9a-f]{64}$ ]]; then fail "env -n 4" "CC_TOKEN '$tokens' (want 64 hex digits)"
   elif [ "$ids" = "$tokens" ]; then fail "env -n 4" "CC_TOKEN equals CC_JOB_ID"
   else pass "env -n 4 (RANK, WORLD_SIZE, LOCAL_*, GROUP_RANK, CC_JOB_ID, CC_TOKEN, CC_TIMEOUT)"
   fi
@@ -99,19 +99,45 @@ else
   fi
 fi
 
-tok=$(CC_TOKEN=secret42 timeout 20 "$CCRUN" -n 2 sh -c 'echo $CC_TOKEN' 2>/dev/null | sort -u)
-[ "$tok" = "secret42" ] && pass "CC_TOKEN passed through" \
+strong=0f1e2d3c4b5a69788796a5b4c3d2e1f0
+tok=$(CC_TOKEN=$strong timeout 20 "$CCRUN" -n 2 sh -c 'echo $CC_TOKEN' 2>/dev/null | sort -u)
+[ "$tok" = "$strong" ] && pass "CC_TOKEN passed through" \
                         || fail "CC_TOKEN passed through" "got '$tok'"
 
+# ---------------------------------------------------------------- tokens (docs/security.md)
+t1=$(timeout 10 "$CCRUN" --make-token 2>&1); rc1=$?
+t2=$(timeout 10 "$CCRUN" --make-token 2>&1)
+if [ $rc1 -eq 0 ] && [[ "$t1" =~ ^[0-9a-f]{64}$ ]] && [ "$t1" != "$t2" ]; then pass "--make-token prints a fresh 256-bit hex token"
+else fail "--make-token" "exit $rc1, '$t1' then '$t2'"; fi
+# several hosts without a token: refused (exit 2) with a message saying how to make one
+env -u CC_TOKEN timeout 10 "$CCRUN" --nnodes 2 --node-rank 1 --master-addr 10.1.2.3 --master-port 29501 -n 1 \
+  sh -c 'echo started' >"$T/out" 2>"$T/err"
+rc=$?
+if [ $rc -eq 2 ] && [ ! -s "$T/out" ] && grep -q -- '--make-token' "$T/err" && grep -q -- '--insecure-no-token' "$T/err"; then
+  pass "--nnodes 2 without CC_TOKEN refuses to start: $(cut -c1-100 "$T/err")..."
+else fail "--nnodes 2 without CC_TOKEN" "exit $rc (want 2), out '$(cat "$T/out")', err '$(cat "$T/err")'"; fi
+out=$(env -u CC_TOKEN timeout 10 "$CCRUN" --insecure-no-token --nnodes 2 --node-rank 1 --master-addr 10.1.2.3 \
+      --master-port 29501 -n 1 sh -c 'echo "started ${CC_TOKEN-none}"' 2>&1)
+[ "$out" = "started none" ] && pass "--insecure-no-token: --nnodes 2 starts without a token" \
+                             || fail "--insecure-no-token" "got '$out'"
+# a weak token is refused (on one host too: the ranks would refuse it)
+for weak in s3cret 0123456789abcdef aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa; do
+  CC_TOKEN=$weak timeout 10 "$CCRUN" -n 1 sh -c 'echo started' >"$T/out" 2>"$T/err"
+  rc=$?
+  if [ $rc -eq 2 ] && [ ! -s "$T/out" ] && grep -q 'too weak' "$T/err" && grep -q -- '--make-token' "$T/err"; then
+    pass "CC_TOKEN=$weak refused as too weak: $(grep -o 'about [0-9]* bits' "$T/err")"
+  else fail "weak CC_TOKEN=$weak" "exit $rc (want 2), err '$(cat "$T/err")'"; fi
+done
+
 # ---------------------------------------------------------------- multi-host
-out=$(CC_JOB_ID=stale timeout 20 "$CCRUN" --nnodes 2 --node-rank 1 \
+out=$(CC_JOB_ID=stale CC_TOKEN=$strong timeout 20 "$CCRUN" --nnodes 2 --node-rank 1 \
       --master-addr 10.1.2.3 --master-port=29501 -n 2 sh -c "$ENVLINE" 2>"$T/err")
 rc=$?
-got=$(echo "$out" | awk '{print $1, $2, $3, $4, $5, $6, $7, $8}' | sort)
-want=$'2 4 0 2 1 unset 10.1.2.3 29501\n3 4 1 2 1 unset 10.1.2.3 29501'
+got=$(echo "$out" | awk '{print $1, $2, $3, $4, $5, $6, $7, $8, $9}' | sort)
+want=$'2 4 0 2 1 unset 10.1.2.3 29501 '"$strong"$'\n3 4 1 2 1 unset 10.1.2.3 29501 '"$strong"
 if [ $rc -ne 0 ]; then fail "multi-host env" "exit $rc: $(head -3 "$T/err")"
 elif [ "$got" != "$want" ]; then fail "multi-host env" "got '$got'"
-else pass "multi-host env (RANK, WORLD_SIZE, GROUP_RANK, MASTER_*, no CC_JOB_ID)"
+else pass "multi-host env (RANK, WORLD_SIZE, GROUP_RANK, MASTER_*, CC_TOKEN passed, no CC_JOB_ID)"
 fi
 
 # ---------------------------------------------------------------- argument handling

@@ -88,10 +88,11 @@ finish
 begin ccrun-nnodes
 p=$(port)
 t0=$(cc_now_ms)
-launch n0.out -- "$ccrun" --tag-output --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 \
+tok=$("$ccrun" --make-token)          # several hosts: ccrun wants a token (docs/security.md)
+launch n0.out CC_TOKEN="$tok" -- "$ccrun" --tag-output --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 \
   --master-port "$p" -n 2 "$probe" all
 p0=$last_pid
-launch n1.out -- "$ccrun" --tag-output --nnodes 2 --node-rank 1 --master-addr 127.0.0.1 \
+launch n1.out CC_TOKEN="$tok" -- "$ccrun" --tag-output --nnodes 2 --node-rank 1 --master-addr 127.0.0.1 \
   --master-port "$p" -n 2 "$probe" all
 p1=$last_pid
 wait "$p0"; s0=$?

@@ -8,7 +8,9 @@
 #   - in a TU that includes it for the declarations first and implements it
 #     after; and after <stdio.h> with -D_GNU_SOURCE (as the header asks);
 #   - at -O0, -O1, -Os and -O3 as well (compiled only);
-#   - with -DCC_NO_TCP and with -DCC_NO_SHM (compiled only).
+#   - with -DCC_NO_TCP and with -DCC_NO_SHM (compiled only);
+#   - tests/test_crypto.c with -DCC_CRYPTO_PORTABLE -DCC_CRYPTO_NO_INT128, with
+#     -DCC_CRYPTO_NO_INT128 (clang) and as C++ (g++): built and run.
 # One PASS or FAIL line per combination; a SKIP line for an absent compiler.
 # CC_TEST_QUICK set (the sanitizer runs): skipped, the flags change nothing here.
 set -u
@@ -150,6 +152,23 @@ for comp in gcc clang g++ clang++; do
       "$comp $f -D$macro -I$root -c impl.$e -o impl-$comp-$macro.o"
   done
 done
+# @crypto's portable builds: no x86 intrinsics (CC_CRYPTO_PORTABLE: ChaCha20-
+# Poly1305 in plain C, AES-256-GCM unavailable) and no unsigned __int128
+# (CC_CRYPTO_NO_INT128: Poly1305's portable 64x64 multiply), with its vector
+# tests run on each; and the tests as C++.
+if have gcc; then
+  fc=$(lang_flags gcc c99)
+  job "gcc -DCC_CRYPTO_PORTABLE -DCC_CRYPTO_NO_INT128: tests/test_crypto.c (RFC 8439 vectors, portable C) builds and passes" \
+    "gcc $fc -DCC_CRYPTO_PORTABLE -DCC_CRYPTO_NO_INT128 -I$root -o crypto-portable $root/tests/test_crypto.c ${libs[*]} && ./crypto-portable >crypto-portable.out && ! grep -q '^FAIL' crypto-portable.out"
+fi
+if have clang; then
+  job "clang -DCC_CRYPTO_NO_INT128: tests/test_crypto.c builds and passes" \
+    "clang $(lang_flags clang c99) -DCC_CRYPTO_NO_INT128 -I$root -o crypto-noint128 $root/tests/test_crypto.c ${libs[*]} && ./crypto-noint128 >crypto-noint128.out && ! grep -q '^FAIL' crypto-noint128.out"
+fi
+if have g++; then
+  job "g++ -std=c++11: tests/test_crypto.c as C++ builds and passes" \
+    "g++ -x c++ $(lang_flags g++ c++11) -I$root -o crypto-cxx $root/tests/test_crypto.c ${libs[*]} && ./crypto-cxx >crypto-cxx.out && ! grep -q '^FAIL' crypto-cxx.out"
+fi
 # Implemented in one language, used from the other: extern "C" must line up.
 if have gcc && have g++; then
   fc=$(lang_flags gcc c99) fx=$(lang_flags g++ c++11)

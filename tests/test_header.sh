@@ -11,8 +11,9 @@
 #   platform   no section but @platform makes a system call: none of the
 #              calls below appears, as a call, after the @platform section
 #              (comments and strings aside)
-#   ifs        above @platform only @base and @reduce have an #if, and those
-#              only on the compiler (CUDA, GCC attributes), never on the OS
+#   ifs        above @platform only @base, @reduce and @crypto have an #if, and
+#              those only on the compiler (CUDA, GCC attributes) or, in @crypto,
+#              the CPU architecture (x86-64 intrinsics, __int128), never on the OS
 # Plain bash, grep, sed and awk: nothing to install.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -95,9 +96,10 @@ fi
 bad_ifs=$(awk '/^\/\* =+ @/ { sec = $3 } /^#[[:space:]]*if/ { print NR ": [" sec "] " $0 }' "$h" |
           grep -vE '\[(@api|@platform)\]|^[0-9]+: \[\] ' |
           grep -vE '\[(@base|@reduce)\] #(if defined\(__GNUC__\) \|\| defined\(__clang__\)|ifdef __CUDACC__)$' |
+          grep -vE '\[@crypto\] #(if CC__CRYPTO_X86|if defined\(__SIZEOF_INT128__\) && !defined\(CC_CRYPTO_NO_INT128\))$' |
           grep -vE '\[@spawn\] #ifdef __cplusplus$')
 if [ -z "$bad_ifs" ]; then
-  pass "no #if on the platform above @platform (only @base's and @reduce's compiler checks)"
+  pass "no #if on the platform above @platform (only @base's and @reduce's compiler checks, @crypto's CPU ones)"
 else
   fail "#if outside @platform: $bad_ifs"
 fi

@@ -86,10 +86,11 @@ for coll in gather recv all_to_all; do
     case_id=2hosts-$coll
     shm_before=$(cc_shm_snapshot)
     p=$(cc_free_port)
-    launch a.out -- "$ccrun" --tag-output --kill-grace 5000 --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 \
+    tok=$("$ccrun" --make-token)      # several hosts: ccrun wants a token
+    launch a.out CC_TOKEN="$tok" -- "$ccrun" --tag-output --kill-grace 5000 --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 \
       --master-port "$p" -n 2 "$probe" diein "$coll" 1
     pa=$last_pid
-    launch b.out -- unshare --ipc "$ccrun" --tag-output --kill-grace 5000 --nnodes 2 --node-rank 1 \
+    launch b.out CC_TOKEN="$tok" -- unshare --ipc "$ccrun" --tag-output --kill-grace 5000 --nnodes 2 --node-rank 1 \
       --master-addr 127.0.0.1 --master-port "$p" -n 2 "$probe" diein "$coll" 1
     pb=$last_pid
     wait "$pa" "$pb"

@@ -14,8 +14,10 @@
 #   a) 2 hosts x 2 ranks, `all`: both ccruns exit 0; `info: size 4 local_size 2`
 #   b) the same with CC_TRANSPORT=tcp
 #   c) 3 hosts x 1 rank, `all`
-#   f) CC_TOKEN=aaaa on host 0, bbbb on host 1: rank 1 gets CC_ERR_AUTH, nobody
-#      succeeds, nobody waits past CC_TIMEOUT=5; matching tokens succeed
+#   f) two different tokens on host 0 and host 1: rank 1 gets CC_ERR_AUTH,
+#      nobody succeeds, nobody waits past CC_TIMEOUT=5; matching tokens succeed
+#      (every other job has one token for all its hosts: ccrun --nnodes wants
+#      one, and with it every frame between hosts is authenticated)
 #   g) garbage clients (junk bytes, huge lengths, silence, held open) on the
 #      rendezvous port and on every port the ranks listen on: the job succeeds
 #   d) rank 3 (host 1) SIGKILLs itself: ranks 0-2 report CC_ERR_PEER_LOST (or
@@ -68,6 +70,9 @@ clean_env=(env -u RANK -u WORLD_SIZE -u LOCAL_RANK -u LOCAL_WORLD_SIZE -u GROUP_
   -u OMPI_COMM_WORLD_LOCAL_SIZE -u PMI_RANK -u PMI_SIZE -u SLURM_PROCID
   -u SLURM_NTASKS -u SLURM_LOCALID CC_TIMEOUT=20)
 limit=60                      # seconds any one process may run
+# Jobs on several hosts need a token (ccrun refuses to start without one):
+# every job gets this one, but case f's
+token=$("$build/ccrun" --make-token 2>/dev/null)
 
 # ip with a bound: nothing here should take long
 nsip() { timeout 10 ip "$@"; }
@@ -224,7 +229,7 @@ job() {
   shift
   job_pids=()
   for k in $(seq 0 $((nn - 1))); do
-    launch "$k" "h$k.out" "${vars[@]}" -- "$ccrun" --tag-output --kill-grace 5 --nnodes "$nn" \
+    launch "$k" "h$k.out" CC_TOKEN="$token" "${vars[@]}" -- "$ccrun" --tag-output --kill-grace 5 --nnodes "$nn" \
       --node-rank "$k" --master-addr "$net.1" --master-port "$p" -n "$per" "${probe_cmd[@]}" "$@"
     job_pids+=("$last_pid")
   done
@@ -398,10 +403,11 @@ all_case c 3 1 'size 3 local_size 1'
 begin f-token
 p=$(port)
 t0=$(cc_now_ms)
-launch 0 h0.out CC_TOKEN=aaaa CC_TIMEOUT=5 -- "$ccrun" --tag-output --nnodes 2 --node-rank 0 \
+tok_a=$("$ccrun" --make-token) tok_b=$("$ccrun" --make-token)
+launch 0 h0.out CC_TOKEN="$tok_a" CC_TIMEOUT=5 -- "$ccrun" --tag-output --nnodes 2 --node-rank 0 \
   --master-addr "$net.1" --master-port "$p" -n 1 "${probe_cmd[@]}" token
 p0=$last_pid
-launch 1 h1.out CC_TOKEN=bbbb CC_TIMEOUT=5 -- "$ccrun" --tag-output --nnodes 2 --node-rank 1 \
+launch 1 h1.out CC_TOKEN="$tok_b" CC_TIMEOUT=5 -- "$ccrun" --tag-output --nnodes 2 --node-rank 1 \
   --master-addr "$net.1" --master-port "$p" -n 1 "${probe_cmd[@]}" token
 p1=$last_pid
 wait_all "$p0" "$p1"
@@ -410,9 +416,9 @@ r0=$(result_of "$work/h0.out" 0)
 r1=$(result_of "$work/h1.out" 1)
 if [[ $r1 == CC_ERR_AUTH* ]] && [ -n "$r0" ] && [[ $r0 != CC_OK* ]] &&
    [ "${statuses[0]}" -ne 0 ] && [ "${statuses[1]}" -ne 0 ] && [ "$ms" -lt 8000 ]; then
-  pass "f: CC_TOKEN aaaa on host 0, bbbb on host 1: rank 1 '$r1', rank 0 '$r0' ($ms ms)"
+  pass "f: one CC_TOKEN on host 0, another on host 1: rank 1 '$r1', rank 0 '$r0' ($ms ms)"
 else
-  fail "f: CC_TOKEN aaaa/bbbb: rank 0 '$r0', rank 1 '$r1', statuses ${statuses[*]} after $ms ms; expected rank 1 CC_ERR_AUTH, rank 0 an error, both nonzero within 8 s (CC_TIMEOUT=5)"
+  fail "f: two tokens: rank 0 '$r0', rank 1 '$r1', statuses ${statuses[*]} after $ms ms; expected rank 1 CC_ERR_AUTH, rank 0 an error, both nonzero within 8 s (CC_TIMEOUT=5)"
   show "$work"/h*.out
 fi
 finish
@@ -420,7 +426,7 @@ finish
 begin f-token-same
 p=$(port)
 t0=$(cc_now_ms)
-job 2 1 "$p" CC_TOKEN=cccc CC_TIMEOUT=5 -- token
+job 2 1 "$p" CC_TIMEOUT=5 -- token
 wait_all "${job_pids[@]}"
 ms=$(($(cc_now_ms) - t0))
 r0=$(result_of "$work/h0.out" 0)
@@ -457,7 +463,7 @@ begin g-garbage
 p=$(port)
 poke_pids=()
 t0=$(cc_now_ms)
-launch 0 h0.out -- "$ccrun" --tag-output --kill-grace 5 --nnodes 2 --node-rank 0 \
+launch 0 h0.out CC_TOKEN="$token" -- "$ccrun" --tag-output --kill-grace 5 --nnodes 2 --node-rank 0 \
   --master-addr "$net.1" --master-port "$p" -n 2 "${probe_cmd[@]}" all hold 3000
 pj0=$last_pid
 # The rendezvous port, before host 1's ranks come
@@ -472,7 +478,7 @@ while [ "$(cc_now_ms)" -lt "$end" ] && alive "$pj0"; do
 done
 for kind in junk huge silent close; do poke "rdv-$kind" "$net.1" "$p" "$kind"; done
 sleep 0.3
-launch 1 h1.out -- "$ccrun" --tag-output --kill-grace 5 --nnodes 2 --node-rank 1 \
+launch 1 h1.out CC_TOKEN="$token" -- "$ccrun" --tag-output --kill-grace 5 --nnodes 2 --node-rank 1 \
   --master-addr "$net.1" --master-port "$p" -n 2 "${probe_cmd[@]}" all hold 3000
 pj1=$last_pid
 # Then every other port a rank listens on, while the ranks hold

@@ -21,6 +21,13 @@
    - with --tag-output every line a rank writes is prefixed with "[RANK] ";
      lines are passed on whole (a line longer than 1 MiB is cut there).
 
+   Tokens (docs/security.md): on one host ccrun makes a fresh CC_TOKEN when
+   none is set. A job on several hosts (--nnodes > 1) needs the same CC_TOKEN
+   on every host, of at least 128 bits: without one ccrun refuses to start
+   (anyone who can reach the rendezvous port could join the job and read and
+   change its data) unless --insecure-no-token says that is meant.
+   `ccrun --make-token` prints a fresh 256-bit token.
+
    Exit status: the job's as above; 2 for bad usage; 1 when ccrun itself fails.
    This file is standalone: it does not include cc.h. Linux only (signalfd,
    prctl, getrandom). Single-threaded, so strerror and setenv are safe here. */
@@ -30,6 +37,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -70,7 +78,7 @@ typedef struct rank {
 
 static struct {
   /* options */
-  int nproc, nnodes, node_rank, tag_output;
+  int nproc, nnodes, node_rank, tag_output, insecure_no_token;
   const char *master_addr, *master_port, *timeout;
   int64_t grace_ms;
   char **argv;                  /* the program and its arguments */
@@ -162,13 +170,17 @@ static void usage(void) {
     "  --master-port PORT      its TCP port (required when --nnodes > 1)\n"
     "  --timeout SEC           set CC_TIMEOUT for the ranks\n"
     "  --kill-grace SEC        SIGTERM to SIGKILL when stopping ranks (default 3)\n"
+    "  --make-token            print a fresh 256-bit token for CC_TOKEN and exit\n"
+    "  --insecure-no-token     allow --nnodes > 1 without CC_TOKEN: anyone who can\n"
+    "                          reach the rendezvous port can join the job\n"
     "  -h, --help              this text\n"
     "  --version               print the version\n"
     "\n"
     "Each rank gets RANK, WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, GROUP_RANK;\n"
     "on one host also CC_JOB_ID (and CC_TOKEN if unset), on several MASTER_ADDR\n"
-    "and MASTER_PORT. When a rank fails, the others are stopped and ccrun exits\n"
-    "with the failed rank's status (128 + signal if it was killed).\n";
+    "and MASTER_PORT. On several hosts set the same CC_TOKEN on every host\n"
+    "(CC_TOKEN=$(ccrun --make-token)). When a rank fails, the others are stopped\n"
+    "and ccrun exits with the failed rank's status (128 + signal if it was killed).\n";
   emit(1, text, sizeof text - 1);
 }
 
@@ -197,6 +209,69 @@ static const char *sig_name(int sig) {
   else
     snprintf(other, sizeof other, "%d", sig);
   return other;
+}
+
+/* ------------------------------------------------------------ tokens */
+
+/* n random bytes as 2n hex digits into out (2n + 1 bytes). */
+static void random_hex(char *out, size_t n) {
+  unsigned char b[64];
+  size_t got = 0;
+  if (n > sizeof b) n = sizeof b;
+  while (got < n) {
+    ssize_t k = getrandom(b + got, n - got, 0);
+    if (k < 0) {
+      if (errno == EINTR) continue;
+      msg("getrandom: %s", strerror(errno));
+      exit(1);
+    }
+    got += (size_t)k;
+  }
+  for (size_t i = 0; i < n; i++) snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+/* The same estimate of a token's entropy in bits as cc.h's cc__token_bits:
+ * 4 bits a character for hex digits, else log2 of the character classes used
+ * (26 lower, 26 upper, 10 digits, 33 others), at most log2 of four times the
+ * number of distinct characters. */
+static int token_bits(const char *t) {
+  int lower = 0, upper = 0, digit = 0, other = 0, hex = 1, distinct = 0, seen[256] = {0}, alpha;
+  size_t n = strlen(t);
+  for (size_t i = 0; i < n; i++) {
+    unsigned char ch = (unsigned char)t[i];
+    if (!seen[ch]) { seen[ch] = 1; distinct++; }
+    if (ch >= 'a' && ch <= 'z') lower = 1;
+    else if (ch >= 'A' && ch <= 'Z') upper = 1;
+    else if (ch >= '0' && ch <= '9') digit = 1;
+    else other = 1;
+    if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F'))) hex = 0;
+  }
+  alpha = hex ? 16 : 26 * lower + 26 * upper + 10 * digit + 33 * other;
+  if (alpha > 4 * distinct) alpha = 4 * distinct;
+  if (alpha < 2) return 0;
+  return (int)(log((double)alpha) / log(2.0) * (double)n);
+}
+
+/* A job on several hosts needs a token (or --insecure-no-token); a token
+ * needs 128 bits. */
+static void check_token(void) {
+  const char *t = getenv("CC_TOKEN");
+  if (t && *t) {
+    int bits = token_bits(t);
+    if (bits < 128) {
+      msg("CC_TOKEN is too weak: about %d bits of entropy, and a token needs at least 128 (a guessable one lets "
+          "a stranger into the job); make one with `ccrun --make-token` or `head -c 16 /dev/urandom | xxd -p`", bits);
+      exit(2);
+    }
+    return;
+  }
+  if (g.nnodes > 1 && !g.insecure_no_token) {
+    msg("--nnodes %d without CC_TOKEN: anyone who can reach %s port %s could join this job and read or change "
+        "its data. Set the same token on every host: export CC_TOKEN=$(ccrun --make-token) (or head -c 16 "
+        "/dev/urandom | xxd -p); or pass --insecure-no-token to run without one", g.nnodes, g.master_addr,
+        g.master_port);
+    exit(2);
+  }
 }
 
 /* ------------------------------------------------------------ options */
@@ -231,6 +306,18 @@ static void parse_args(int argc, char **argv) {
     if (strcmp(name, "--tag-output") == 0) {
       if (val) usage_error("--tag-output takes no value");
       g.tag_output = 1;
+      continue;
+    }
+    if (strcmp(name, "--make-token") == 0) {
+      char tok[65];
+      if (val) usage_error("--make-token takes no value");
+      random_hex(tok, 32);
+      printf("%s\n", tok);
+      exit(fflush(stdout) == 0 ? 0 : 1);
+    }
+    if (strcmp(name, "--insecure-no-token") == 0) {
+      if (val) usage_error("--insecure-no-token takes no value");
+      g.insecure_no_token = 1;
       continue;
     }
     if (strcmp(name, "--nproc-per-node") && strcmp(name, "--nnodes") &&
@@ -270,24 +357,10 @@ static void parse_args(int argc, char **argv) {
   if (g.nnodes > 1 && (!g.master_addr || !g.master_port))
     usage_error("--nnodes %d needs --master-addr and --master-port", g.nnodes);
   g.argv = argv + i;
+  check_token();
 }
 
 /* ------------------------------------------------------------ environment */
-
-static void random_hex(char out[33]) {
-  unsigned char b[16];
-  size_t got = 0;
-  while (got < sizeof b) {
-    ssize_t n = getrandom(b + got, sizeof b - got, 0);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      msg("getrandom: %s", strerror(errno));
-      exit(1);
-    }
-    got += (size_t)n;
-  }
-  for (int i = 0; i < 16; i++) snprintf(out + 2 * i, 3, "%02x", b[i]);
-}
 
 static void set_env(const char *name, const char *value) {
   if (setenv(name, value, 1) != 0) {
@@ -312,11 +385,11 @@ static void setup_env(void) {
   if (g.master_port) set_env("MASTER_PORT", g.master_port);
   if (g.nnodes == 1) {
     /* Ranks meet in shared memory named after the job id: no port to collide. */
-    random_hex(g.job_id);
+    random_hex(g.job_id, 16);
     set_env("CC_JOB_ID", g.job_id);
     if (!getenv("CC_TOKEN")) {
-      char token[33];
-      random_hex(token);
+      char token[65];
+      random_hex(token, 32);
       set_env("CC_TOKEN", token);
     }
   } else {

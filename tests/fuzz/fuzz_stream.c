@@ -463,6 +463,12 @@ static void model_run(model *M) {
       }
     }
     M->target = t;
+    if (t < 0 && f.tag != CC__TAG_ABORT) {  /* held unexpected: counted against CC_MAX_UNEXPECTED at its header */
+      uint64_t held = 0, lim = (uint64_t)1 << 30, k = f.bytes + 128;
+      for (i = 0; i < M->nq1; i++) held += M->q1[i].f.bytes + 128;
+      for (i = 0; i < M->nq0; i++) held += M->q0[i].f.bytes + 128;
+      if (k > lim || held > lim - k) { m_fail_all(M, CC_ERR_NO_MEMORY, 1); return; }
+    }
     M->stop = 2;
     bytes = f.bytes;
     if (bytes > M->len - M->hend) {    /* the stream ends in this payload */
@@ -625,6 +631,7 @@ static void fz_one(int mode, int setup, const unsigned char *s, size_t len) {
   set.small_bytes = -1;
   set.timeout_ns = 2 * CC__S;
   set.transport = CC__TR_TCP;
+  set.max_unexpected = (size_t)1 << 30;   /* the default of CC_MAX_UNEXPECTED (the model has no limit) */
   c = cc__comm_new(0, 2, &set);
   FZ_CHECK(c != NULL);
   nt = (cc__net *)CC_MALLOC(sizeof *nt);
