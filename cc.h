@@ -60,8 +60,9 @@
        CC_STREAM_BYTES   messages this large are staged with non-temporal stores (512K)
        CC_SHM_DIRECT_BYTES  messages this large are read from the peers' buffers
                          directly, with one copy, instead of through the arena (256K)
-       CC_SHM_CMA        1: read peers' buffers with cross-memory attach
-                         (process_vm_readv) where allowed; 0: never (default 1)
+       CC_SHM_CMA        1: read peers' plain buffers with cross-memory attach
+                         (process_vm_readv) where allowed; 0: never (default 0:
+                         slower than the arena's two copies on the VMs measured)
        CC_NET_CHUNK      bytes of one pipelined piece over TCP (1M)
        CC_NET_SMALL_BYTES  largest message sent whole to every peer over TCP (64K)
        CC_NET_SOCKBUF    TCP socket buffer bytes (default: the kernel's autotuning)
@@ -1895,7 +1896,7 @@ static cc_result cc__settings_lib(const cc_config *cfg, cc__settings *s) {
   s->small_bytes = cc__env_size_or("CC_SMALL_BYTES", -1, 0, 64u << 20);
   s->shm_chunk = cc__env_size("CC_SHM_CHUNK", 0, 16 << 10, 64 << 20);
   s->stream_bytes = cc__env_size("CC_STREAM_BYTES", 512u << 10, 0, (size_t)1 << 40);
-  s->shm_cma = (int)cc__env_size("CC_SHM_CMA", 1, 0, 1);
+  s->shm_cma = (int)cc__env_size("CC_SHM_CMA", 0, 0, 1);
   s->direct_bytes = cc__env_size("CC_SHM_DIRECT_BYTES", 256u << 10, 0, (size_t)1 << 40);
   s->net_chunk = cc__env_size("CC_NET_CHUNK", 1u << 20, 4096, (size_t)1 << 30);
   s->net_small_bytes = cc__env_size("CC_NET_SMALL_BYTES", 64u << 10, 0, (size_t)1 << 40);
@@ -4323,12 +4324,14 @@ static void cc__direct_need(const cc_comm *c, const cc__call *k, int j, int put,
 }
 
 /* The collectives whose reading run may use cross-memory attach (a plain
-   buffer): those where one copy by the kernel beats the arena's two by the
-   CPU on this project's machines (docs/performance.md). reduce has no
-   reading run: its partial results need a place in the root's recvbuf. */
+   buffer, CC_SHM_CMA=1; off by default: on this project's VM the kernel's
+   one copy, 4-8 GB/s, lost to the arena's two memcpys nearly everywhere,
+   docs/performance.md). broadcast: the arena's pipelined copies are faster
+   still; reduce has no reading run (its partial results need a place in the
+   root's recvbuf). */
 static int cc__direct_cma(int coll) {
   return coll == CC__ALL_REDUCE || coll == CC__REDUCE_SCATTER || coll == CC__ALL_GATHER || coll == CC__ALL_TO_ALL ||
-         coll == CC__BROADCAST || coll == CC__GATHER || coll == CC__SCATTER;
+         coll == CC__GATHER || coll == CC__SCATTER;
 }
 
 /* The message size of k as nccl-tests counts it (the largest buffer), when

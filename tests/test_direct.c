@@ -4,6 +4,7 @@
  *
  * CC_SHM_DIRECT_BYTES=1 sends every call that can go direct down the direct
  * path, so small counts exercise it; a few counts span several fold pieces.
+ * CC_SHM_CMA=1 (off by default) turns cross-memory attach on, but where said.
  * Every result is compared bitwise with test_ref.h's reference.
  *
  *   cma.nN       worlds of 2, 3, 4: broadcast, reduce, all_reduce,
@@ -474,6 +475,7 @@ int main(void) {
   single *s;
   world *w = &g_world;
   setenv("CC_SHM_DIRECT_BYTES", "1", 1);
+  setenv("CC_SHM_CMA", "1", 1);          /* off by default: these worlds test it */
   w->quick = tu_quick();
 
   for (si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
@@ -508,7 +510,7 @@ int main(void) {
   tr_report_group(w->tab, 3, G_SYM, "direct.nocma.sym.n3", "CC_SHM_CMA=0: cc_mem_alloc memory still mapped", rc);
   if (w->tab->scratch[0] == 10) tu_pass("direct.nocma.agreed", "no rank used cross-memory attach");
   else tu_fail("direct.nocma.agreed", "c->cma %ld", (long)w->tab->scratch[0] - 10);
-  unsetenv("CC_SHM_CMA");
+  setenv("CC_SHM_CMA", "1", 1);
   w->quick = tu_quick();
 
   /* process_vm_readv refused */
