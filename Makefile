@@ -153,13 +153,14 @@ test: all
 # built by torch.utils.cpp_extension against the torch that TORCH_PYTHON
 # imports, into $(BUILD)/python: `PYTHONPATH=$(BUILD)/python python3 prog.py`
 # with init_process_group("cc"). `make test` builds it first where torch
-# imports (not in the sanitizer builds).
+# imports (not in the sanitizer builds). --force: setuptools would keep an
+# extension whose .cpp is older than it, though cc.h changed.
 TORCH_PYTHON ?= /usr/bin/python3
 .PHONY: torch
 torch: $(BUILD)/python/torch_cc/.built
 $(BUILD)/python/torch_cc/.built: cc.h torch_cc/setup.py $(wildcard torch_cc/csrc/*.cpp torch_cc/torch_cc/*.py)
 	@mkdir -p $(BUILD)/python
-	cd torch_cc && $(TORCH_PYTHON) setup.py -q build --build-base $(abspath $(BUILD))/torch_cc \
+	cd torch_cc && $(TORCH_PYTHON) setup.py -q build --force --build-base $(abspath $(BUILD))/torch_cc \
 	  --build-lib $(abspath $(BUILD))/python
 	@touch $@
 

@@ -63,6 +63,11 @@
                          ranks, 256K per two ranks beyond, at most 2M)
        CC_SMALL_BYTES    largest message every rank reduces in one phase (16K)
        CC_STREAM_BYTES   messages this large are staged with non-temporal stores (512K)
+       CC_SHM_DIRECT_BYTES  messages this large are read from the peers' buffers
+                         directly, with one copy, instead of through the arena (256K)
+       CC_SHM_CMA        1: read peers' plain buffers with cross-memory attach
+                         (process_vm_readv) where allowed; 0: never (default 0:
+                         slower than the arena's two copies on the VMs measured)
        CC_NET_CHUNK      bytes of one pipelined piece over TCP (1M)
        CC_NET_SMALL_BYTES  largest message sent whole to every peer over TCP (64K)
        CC_NET_SOCKBUF    TCP socket buffer bytes (default: the kernel's autotuning)
@@ -343,6 +348,26 @@ CC_API cc_result cc_test(cc_request *req, int *done);
  *   done, and for NULL. */
 CC_API const char *cc_request_error(const cc_request *req);
 
+/* cc_mem_alloc - memory that every rank of c on this host maps (symmetric memory,
+ *   the CPU twin of NCCL's ncclMemAlloc): a collective whose buffers lie in such
+ *   memory, at any offset, reads and writes the other ranks' buffers in place
+ *   instead of copying through shared memory or the kernel.
+ *   bytes             this rank's size (ranks may ask for different sizes); > 0
+ *   *ptr              this rank's memory: zeroed, page-aligned
+ *   Collective        every rank of c calls it, in the same order as c's
+ *                     collectives; a rank alone on its host (or CC_TRANSPORT=tcp)
+ *                     gets plain memory, and collectives on it work as on any buffer
+ *   Returns           CC_OK; CC_ERR_INVALID_ARG (ptr NULL, bytes 0, in a group);
+ *                     CC_ERR_NO_MEMORY, CC_ERR_SYSTEM on every rank when one
+ *                     rank could not create or map it */
+CC_API cc_result cc_mem_alloc(cc_comm *c, size_t bytes, void **ptr);
+/* cc_mem_free - free memory from cc_mem_alloc on c (every rank, in the same order;
+ *   ranks that free different allocations get CC_ERR_MISMATCH). Refused, with
+ *   CC_ERR_INVALID_ARG and the communicator usable, when ptr is not such memory
+ *   or a request not yet complete (cc_group_end with a request) uses it. Memory
+ *   not freed is freed by cc_comm_destroy. */
+CC_API cc_result cc_mem_free(cc_comm *c, void *ptr);
+
 /* cc_spawn - fork `nprocs` ranks on this host (as torch's mp.spawn); each calls
  *   fn(c, arg) with a ready communicator. Returns 0 when every rank returned 0;
  *   when a rank fails or dies the others are stopped at once and cc_spawn returns
@@ -387,6 +412,7 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg);
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <sys/prctl.h>
+#include <sys/uio.h>
 #include <linux/futex.h>
 #if defined(__SSE2__)
 #  include <emmintrin.h>
@@ -411,7 +437,6 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg);
 #  include <netinet/in.h>
 #  include <netinet/tcp.h>
 #  include <sys/socket.h>
-#  include <sys/uio.h>
 #  include <ifaddrs.h>
 #  include <net/if.h>
 #endif
@@ -762,6 +787,39 @@ static void cc__shm_unlink_prefix(const char *prefix) {
   closedir(d);
 #else
   (void)prefix;
+#endif
+}
+
+/* ---------------------------------------------------------------- another process's memory */
+/* Cross-memory attach (process_vm_readv, Linux 3.2): copy len bytes at
+   remote_src in process pid to dst here, continuing short transfers. 0, or -1
+   with errno: EPERM (the ptrace rules forbid it: Yama's ptrace_scope, another
+   user, a process that is not dumpable, a container without CAP_SYS_PTRACE),
+   ESRCH (the process is gone), EFAULT (an address is not mapped there),
+   ENOSYS (CC_NO_SHM, or a kernel without it). Only reads: a process never
+   writes into another's private memory, which it may have reused already. */
+static int cc__vm_read(int pid, void *dst, const void *remote_src, size_t len) {
+#ifdef CC_NO_SHM
+  (void)pid; (void)dst; (void)remote_src; (void)len;
+  errno = ENOSYS;
+  return -1;
+#else
+  unsigned char *d = (unsigned char *)dst;
+  uintptr_t src = (uintptr_t)remote_src;
+  while (len) {
+    struct iovec l, r;
+    ssize_t k;
+    l.iov_base = d; l.iov_len = len;
+    r.iov_base = (void *)src; r.iov_len = len;
+    k = process_vm_readv((pid_t)pid, &l, 1, &r, 1, 0);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) return -1;
+    if (k == 0) { errno = EFAULT; return -1; }
+    d += k;
+    src += (uintptr_t)k;
+    len -= (size_t)k;
+  }
+  return 0;
 #endif
 }
 
@@ -2550,12 +2608,12 @@ enum {
   CC__NONE, CC__BARRIER, CC__BROADCAST, CC__REDUCE, CC__ALL_REDUCE, CC__GATHER,
   CC__ALL_GATHER, CC__SCATTER, CC__REDUCE_SCATTER, CC__ALL_TO_ALL, CC__GATHER_V,
   CC__ALL_GATHER_V, CC__SCATTER_V, CC__ALL_TO_ALL_V, CC__SEND, CC__RECV,
-  CC__SPLIT, CC__INIT, CC__COLL_COUNT
+  CC__SPLIT, CC__INIT, CC__MEM_ALLOC, CC__MEM_FREE, CC__COLL_COUNT
 };
 static const char *const cc__coll_names[CC__COLL_COUNT] = {
   "?", "barrier", "broadcast", "reduce", "all_reduce", "gather", "all_gather",
   "scatter", "reduce_scatter", "all_to_all", "gather_v", "all_gather_v",
-  "scatter_v", "all_to_all_v", "send", "recv", "comm_split", "comm_init"
+  "scatter_v", "all_to_all_v", "send", "recv", "comm_split", "comm_init", "mem_alloc", "mem_free"
 };
 
 static const char *cc__coll_name(int coll) {
@@ -2597,6 +2655,8 @@ typedef struct cc__settings {
   long spin_us, small_bytes;           /* -1: the default for the oversubscription */
   size_t shm_chunk;                    /* 0: the default for the number of ranks */
   size_t stream_bytes, net_chunk, net_small_bytes, net_sockbuf;
+  int shm_cma;                         /* CC_SHM_CMA: 0 never read peers' memory by cross-memory attach */
+  size_t direct_bytes;                 /* CC_SHM_DIRECT_BYTES: from this size, read peers' buffers directly */
   char ifname[64];
   uint64_t spawn_grace_ns;
   uint64_t warn_ns;                    /* a wait this long prints a warning (0: never) */
@@ -2652,9 +2712,11 @@ typedef struct cc__ctl {
   char pad0[CC__LINE - 8];
   int32_t pid;
   uint32_t departed;                   /* called cc_comm_destroy */
-  uint64_t seq;                        /* the last collective it entered: its number ... */
-  uint32_t coll;                       /* ... and which (for a timeout's summary) */
-  char pad1[CC__LINE - 20];
+  uint64_t seq;                        /* the last collective it entered: its number (coll: which one) */
+  uint64_t probe_at;                   /* where probe lies in this rank's address space */
+  uint64_t probe;                      /* a random word peers read there (cross-memory attach allowed?) */
+  uint32_t coll;                       /* (both for a timeout's summary) */
+  char pad1[CC__LINE - 36];
 } cc__ctl;
 
 typedef struct cc__chan {              /* single producer, single consumer byte ring */
@@ -2663,6 +2725,28 @@ typedef struct cc__chan {              /* single producer, single consumer byte 
   uint64_t tail;                       /* bytes consumed, by the receiver */
   char pad1[CC__LINE - 8];
 } cc__chan;
+
+/* Memory from cc_mem_alloc: one segment per allocation, every rank of the
+   host's communicator maps all of it; rank r's own part starts at
+   base + r * slot. On a rank alone on its host, plain memory (base only). */
+typedef struct cc__mem {
+  struct cc__mem *next;
+  uint32_t id;                         /* the same on every rank: allocations are collective */
+  unsigned char *base;                 /* this rank's mapping */
+  size_t map_bytes, slot;
+  size_t *bytes;                       /* per rank of the host: what it asked for */
+  int nranks, me;
+  int mapped;                          /* 1: base maps every rank's part (shared memory) */
+} cc__mem;
+
+/* Where rank j's buffers of the call running are (arena, direct mode). */
+typedef struct cc__pbuf {
+  uint64_t sa, ra;                     /* sendbuf and recvbuf in rank j's address space */
+  const unsigned char *s;              /* j's sendbuf mapped here (cc_mem_alloc), else NULL */
+  unsigned char *r;                    /* j's recvbuf mapped here, else NULL */
+  size_t s_max, r_max;                 /* bytes from s and r inside j's allocation */
+  int pid;
+} cc__pbuf;
 
 /* ---------------------------------------------------------------- messages */
 
@@ -2796,6 +2880,13 @@ struct cc_comm {
   const void **scals;
   unsigned char *scalbuf;              /* size x 16: the call's premul scalars, copied */
   size_t *scratch;                     /* 4 x size entries: move plans */
+  int cma;                             /* cross-memory attach to every rank: -1 not known yet, 0 no, 1 yes */
+  int cma_mine;                        /* this rank may read every rank's memory: -1 not probed yet */
+  size_t direct_bytes;                 /* arena: messages this large read peers' buffers directly */
+  cc__pbuf *pb;                        /* size entries: the ranks' buffers of the call (direct mode) */
+  cc__mem *mem;                        /* cc_mem_alloc'd, not yet freed */
+  int nmem;
+  uint32_t mem_seq;                    /* allocations so far (their ids) */
   /* messages */
   cc__peer *peers;                     /* per rank */
   cc_comm *shm;                        /* whose segment holds this rank's rings: itself, net->local or NULL */
@@ -3185,6 +3276,8 @@ static cc_result cc__settings_lib(const cc_config *cfg, cc__settings *s) {
   s->small_bytes = cc__env_size_or("CC_SMALL_BYTES", -1, 0, 64u << 20);
   s->shm_chunk = cc__env_size("CC_SHM_CHUNK", 0, 16 << 10, 64 << 20);
   s->stream_bytes = cc__env_size("CC_STREAM_BYTES", 512u << 10, 0, (size_t)1 << 40);
+  s->shm_cma = (int)cc__env_size("CC_SHM_CMA", 0, 0, 1);
+  s->direct_bytes = cc__env_size("CC_SHM_DIRECT_BYTES", 256u << 10, 0, (size_t)1 << 40);
   s->net_chunk = cc__env_size("CC_NET_CHUNK", 1u << 20, 4096, (size_t)1 << 30);
   s->net_small_bytes = cc__env_size("CC_NET_SMALL_BYTES", 64u << 10, 0, (size_t)1 << 40);
   s->net_sockbuf = cc__env_size("CC_NET_SOCKBUF", 0, 0, 1u << 30);
@@ -3644,7 +3737,7 @@ static void cc__ident_of(const cc__call *k, cc__ident *id) {
   switch (k->coll) {
   case CC__GATHER_V: case CC__ALL_GATHER_V: id->count = k->scount; break;
   case CC__SCATTER_V: id->count = k->rcount; break;
-  case CC__ALL_TO_ALL_V: case CC__BARRIER: case CC__SPLIT: case CC__INIT: id->count = 0; break;
+  case CC__ALL_TO_ALL_V: case CC__BARRIER: case CC__SPLIT: case CC__INIT: case CC__MEM_ALLOC: id->count = 0; break;
   default: id->count = k->count;
   }
 }
@@ -3654,8 +3747,10 @@ static void cc__ident_str(const cc__ident *d, char *buf, size_t len) {
   const char *op = d->op < CC_OP_BUILTIN_COUNT ? cc__op_name(d->op) : "user";
   unsigned long long n = (unsigned long long)d->count;
   switch (d->coll) {
-  case CC__BARRIER: case CC__INIT: case CC__SPLIT:
+  case CC__BARRIER: case CC__INIT: case CC__SPLIT: case CC__MEM_ALLOC:
     snprintf(buf, len, "%s", cn); break;
+  case CC__MEM_FREE:
+    snprintf(buf, len, "%s(allocation #%llu)", cn, n); break;
   case CC__REDUCE:
     snprintf(buf, len, "%s(count %llu, %s, op %s, root %d)", cn, n, dt, op, (int)d->root); break;
   case CC__ALL_REDUCE: case CC__REDUCE_SCATTER:
@@ -3809,7 +3904,7 @@ CC__COMPANION size_t cc__plan_extent(cc_comm *c, const cc__call *k, int side) {
    waits and the protocols live above it. docs/shm.md draws it. */
 
 #define CC__SHM_MAGIC   0x31306d6873636300ull   /* "\0ccshm01" */
-#define CC__SHM_VERSION 1u
+#define CC__SHM_VERSION 2u
 
 typedef struct cc__layout { size_t ctl, regions, chans, total; } cc__layout;
 
@@ -3880,6 +3975,11 @@ static cc_result cc__seg_attach(cc_comm *c, unsigned char *seg, size_t bytes, co
   c->chans = seg + L.chans;
   c->chan_bytes = (size_t)h->chan_bytes;
   c->shm = c;
+  {                                    /* what peers read to learn whether cross-memory attach works */
+    cc__ctl *me = &c->ctl[c->rank];
+    cc__random(&me->probe, sizeof me->probe);
+    me->probe_at = (uint64_t)(uintptr_t)&me->probe;
+  }
   CC__STORE(&c->ctl[c->rank].pid, (int32_t)cc__getpid());
   return CC_OK;
 }
@@ -4060,6 +4160,26 @@ static void cc__awaited_first(cc_comm *c, const void *arg, char *buf, size_t len
   buf[0] = 0;
   for (r = 0; r < c->size && used + 12 < len; r++)
     if (CC__LOAD(&cc__desc_at(c, r, s)->step) < s) used += (size_t)snprintf(buf + used, len - used, "%s%d", used ? ", " : "", r);
+}
+
+/* ---------------------------------------------------------------- cc_mem_alloc's memory */
+
+/* Unmap an allocation and forget it. */
+static void cc__mem_drop(cc__mem *m) {
+  if (!m) return;
+  cc__shm_unmap(m->base, m->map_bytes);
+  CC_FREE(m->bytes);
+  CC_FREE(m);
+}
+
+/* Every allocation of a communicator being freed. */
+static void cc__mem_drop_all(cc_comm *c) {
+  while (c->mem) {
+    cc__mem *m = c->mem;
+    c->mem = m->next;
+    cc__mem_drop(m);
+  }
+  c->nmem = 0;
 }
 
 /* ---------------------------------------------------------------- rings */
@@ -5942,9 +6062,13 @@ static void cc__apply(cc_comm *c, const cc__call *k, void *dst, size_t count) {
   }
 }
 
-/* Stage `n` bytes of a message of `total` bytes into this rank's half. */
+/* Stage `n` bytes of a message of `total` bytes into this rank's half:
+   large ones with streaming stores, unless ranks outnumber CPUs. Then two
+   ranks share a core and its caches, and the reader finds the data there:
+   streaming it to memory made 4 ranks on 2 cores 1.3-2.2x slower (all_to_all,
+   gather, scatter, reduce_scatter, all_reduce at 1-64 MiB). */
 static void cc__stage(cc_comm *c, void *half_data, const void *src, size_t n, size_t total) {
-  if (total >= c->stream_bytes) cc__copy_stream(half_data, src, n);
+  if (total >= c->stream_bytes && !c->oversub) cc__copy_stream(half_data, src, n);
   else memcpy(half_data, src, n);
 }
 
@@ -6153,8 +6277,461 @@ static cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
   return CC_OK;
 }
 
+/* ---------------------------------------------------------------- arena: direct access to peers' buffers */
+/* Large messages skip the arena's two copies: each rank reads (or writes) its
+   peers' buffers itself, once. A peer's buffer inside a cc_mem_alloc
+   allocation is mapped here and used in place; any other is copied by
+   cross-memory attach (process_vm_readv / writev, cc__vm_read). The call's
+   first phase carries, after the descriptor, a record of where this rank's
+   buffers are (cc__drec); once every rank has published it and the
+   identities agree, the ranks move the data and meet once more at the end,
+   so that no rank returns while a peer still reads or writes its buffers.
+   Whether a call goes direct depends only on what every rank sees alike: the
+   call, the records, c->nmem (allocations are collective) and c->cma, which
+   every rank sets at the same call, the first direct one, from the probes in
+   the records. */
+
+#define CC__DR_CMA   1u   /* this rank may read every rank's memory by cross-memory attach */
+#define CC__DR_CALL  2u   /* this rank's part of the call can go direct */
+#define CC__DR_PIECE ((size_t)256 << 10)   /* bytes of one source per fold step */
+
+typedef struct cc__drec {              /* 48 bytes after the descriptor of a direct call's first phase */
+  uint64_t sa, ra;                     /* sendbuf and recvbuf in this rank's address space */
+  uint64_t soff, roff;                 /* their offsets in this rank's part of allocations sid, rid */
+  uint32_t sid, rid;                   /* allocation id + 1; 0: not inside one */
+  uint32_t flags;                      /* CC__DR_* */
+  uint32_t pad;
+} cc__drec;
+
+/* May this rank read every rank's memory? One INFO line when it may not. */
+static void cc__cma_probe(cc_comm *c) {
+  int j;
+  c->cma_mine = c->set.shm_cma ? 1 : 0;
+  for (j = 0; c->cma_mine && j < c->size; j++) {
+    const cc__ctl *t = &c->ctl[j];
+    uint64_t v = 0;
+    char why[96];
+    if (j == c->rank) continue;
+    errno = 0;
+    if (cc__vm_read(CC__LOAD(&t->pid), &v, (const void *)(uintptr_t)t->probe_at, sizeof v) == 0 && v == t->probe)
+      continue;
+    if (errno) cc__strerr(errno, why, sizeof why);
+    else snprintf(why, sizeof why, "read a wrong value");
+    cc__log(c, CC__LOG_INFO, "shm: rank %d: cannot read rank %d's memory (process_vm_readv: %s): large messages "
+            "go through the arena (two copies)", c->rank, j, why);
+    c->cma_mine = 0;
+  }
+}
+
+/* The allocation of this rank that holds [p, p + len): its id + 1 and the
+   offset of p in this rank's part; 0 when none does. */
+static uint32_t cc__mem_find(const cc_comm *c, const void *p, size_t len, uint64_t *off) {
+  const cc__mem *m;
+  uintptr_t a = (uintptr_t)p;
+  for (m = c->mem; m && p; m = m->next) {
+    uintptr_t b = (uintptr_t)(m->base + (size_t)m->me * m->slot);
+    if (m->mapped && a >= b && a - b <= m->bytes[m->me] && len <= m->bytes[m->me] - (a - b)) {
+      *off = (uint64_t)(a - b);
+      return m->id + 1;
+    }
+  }
+  return 0;
+}
+
+/* Rank j's part of allocation id - 1 at offset off, as mapped here; *max: the
+   bytes from there to the end of j's part. NULL when not mapped here. */
+static unsigned char *cc__mem_peer(const cc_comm *c, uint32_t id, int j, uint64_t off, size_t *max) {
+  const cc__mem *m;
+  *max = 0;
+  for (m = c->mem; m && id; m = m->next)
+    if (m->id + 1 == id && m->mapped && j < m->nranks && off <= m->bytes[j]) {
+      *max = m->bytes[j] - (size_t)off;
+      return m->base + (size_t)j * m->slot + (size_t)off;
+    }
+  return NULL;
+}
+
+/* Bytes of rank j's sendbuf (*s) and recvbuf (*r) that other ranks touch in
+   a direct run of k. put 0: the run that only reads peers' buffers; put 1:
+   the run that writes results into the peers' recvbufs, which must then be
+   mapped (cross-memory attach only ever reads). */
+static void cc__direct_need(const cc_comm *c, const cc__call *k, int j, int put, size_t *s, size_t *r) {
+  size_t b = k->count * cc__dtype_bytes(k->t), all = b * (size_t)c->size;
+  int root = j == k->root;
+  *s = *r = 0;
+  switch (k->coll) {
+  case CC__ALL_REDUCE: *s = b; *r = b; break;
+  case CC__REDUCE: *s = b; *r = root ? b : 0; break;
+  case CC__REDUCE_SCATTER: case CC__ALL_TO_ALL: *s = all; break;
+  case CC__ALL_GATHER: *s = b; break;
+  case CC__GATHER: if (put) *r = root ? all : 0; else *s = root ? 0 : b; break;
+  case CC__SCATTER: *s = root ? all : 0; break;
+  case CC__BROADCAST: *r = root ? b : 0; break;
+  default: break;
+  }
+}
+
+/* The collectives whose reading run may use cross-memory attach (a plain
+   buffer, CC_SHM_CMA=1; off by default: on this project's VM the kernel's
+   one copy, 4-8 GB/s, lost to the arena's two memcpys nearly everywhere,
+   docs/performance.md). broadcast: the arena's pipelined copies are faster
+   still; reduce has no reading run (its partial results need a place in the
+   root's recvbuf). */
+static int cc__direct_cma(int coll) {
+  return coll == CC__ALL_REDUCE || coll == CC__REDUCE_SCATTER || coll == CC__ALL_GATHER || coll == CC__ALL_TO_ALL ||
+         coll == CC__GATHER || coll == CC__SCATTER;
+}
+
+/* The message size of k as nccl-tests counts it (the largest buffer), when
+   k can run direct; 0 when it cannot. */
+static size_t cc__direct_size(const cc_comm *c, const cc__call *k) {
+  size_t b = k->count * cc__dtype_bytes(k->t);
+  switch (k->coll) {
+  case CC__BROADCAST: case CC__REDUCE: case CC__ALL_REDUCE: return b;
+  case CC__GATHER: case CC__ALL_GATHER: case CC__SCATTER: case CC__REDUCE_SCATTER: case CC__ALL_TO_ALL:
+    return b * (size_t)c->size;
+  default: return 0;
+  }
+}
+
+/* Does call k begin with a direct first phase? The same answer on every rank. */
+static int cc__direct_try(const cc_comm *c, const cc__call *k) {
+  size_t b = cc__direct_size(c, k);
+  return c->size > 1 && b && b >= c->direct_bytes && ((c->cma != 0 && cc__direct_cma(k->coll)) || c->nmem > 0);
+}
+
+/* Cross-memory attach failed on rank j's buffer. A failure posted meanwhile
+   explains it (the peer left the call and freed the buffer): that one. */
+static cc_result cc__cma_fail(cc_comm *c, int j, int side, const char *what) {
+  int e = errno;
+  char why[96];
+  if (CC__LOAD(&c->hdr->fail_code)) return cc__take_fail(c, what);
+  cc__strerr(e, why, sizeof why);
+  if (e == ESRCH) {
+    CC__TRY(cc__check_peer(c, j, what));
+    return cc__fail_all(c, CC_ERR_PEER_LOST, j, what, "rank %d lost (its memory is gone: %s)", j, why);
+  }
+  return cc__fail_all(c, CC_ERR_SYSTEM, j, what, "cannot read rank %d's %s (process_vm_readv: %s)", j,
+                      side ? "recvbuf" : "sendbuf", why);
+}
+
+/* Rank j's bytes [off, off + len) of its sendbuf (side 0) or recvbuf (1):
+   in place where mapped here (*out points there), else read into tmp. */
+static cc_result cc__peer_src(cc_comm *c, int j, int side, size_t off, size_t len, unsigned char *tmp,
+                              const void **out, const char *what) {
+  const cc__pbuf *b = &c->pb[j];
+  const unsigned char *m = side ? b->r : b->s;
+  if (m && off + len <= (side ? b->r_max : b->s_max)) { *out = m + off; return CC_OK; }
+  if (cc__vm_read(b->pid, tmp, (const void *)(uintptr_t)((side ? b->ra : b->sa) + off), len) != 0)
+    return cc__cma_fail(c, j, side, what);
+  *out = tmp;
+  return CC_OK;
+}
+
+/* Copy rank j's bytes [off, off + len) of its sendbuf or recvbuf into dst. */
+static cc_result cc__peer_get(cc_comm *c, int j, int side, size_t off, void *dst, size_t len, const char *what) {
+  const cc__pbuf *b = &c->pb[j];
+  const unsigned char *m = side ? b->r : b->s;
+  if (!len) return CC_OK;
+  if (m && off + len <= (side ? b->r_max : b->s_max)) { memcpy(dst, m + off, len); return CC_OK; }
+  if (cc__vm_read(b->pid, dst, (const void *)(uintptr_t)((side ? b->ra : b->sa) + off), len) != 0)
+    return cc__cma_fail(c, j, side, what);
+  return CC_OK;
+}
+
+/* Write len bytes into rank j's recvbuf at off: it is mapped here (a putting
+   run is only chosen when every recvbuf it writes is). */
+static void cc__peer_put(cc_comm *c, int j, size_t off, const void *src, size_t len) {
+  if (len) memcpy(c->pb[j].r + off, src, len);
+}
+
+/* Can this rank reach `need` bytes of a peer's buffer: mapped here, or by
+   cross-memory attach? */
+static int cc__reach(const unsigned char *m, size_t max, size_t need, int cma) {
+  return !need || cma || (m && max >= need);
+}
+
+/* The first phase of a direct call: the descriptor and where this rank's
+   buffers are; then every rank's. *go: 0 the call runs through the arena
+   instead (from a first phase of its own), 1 the reading run, 2 the putting
+   run. Every rank computes the same answer from the same records. */
+static cc_result cc__direct_begin(cc_comm *c, const cc__call *k, int *go) {
+  const char *what = cc__coll_name(k->coll);
+  int n = c->size, me = c->rank, j, all_cma = 1, call_ok = 1, cma, rd = 1, pt;
+  size_t sn, rn, sp, rp;
+  unsigned char *mine;
+  cc__drec d;
+  *go = 0;
+  if (!c->pb && !(c->pb = (cc__pbuf *)CC_MALLOC(sizeof(cc__pbuf) * (size_t)n)))
+    return cc__fail_all(c, CC_ERR_NO_MEMORY, me, what, "out of memory");
+  if (c->cma_mine < 0) cc__cma_probe(c);
+  memset(&d, 0, sizeof d);
+  d.sa = (uint64_t)(uintptr_t)k->sbuf;
+  d.ra = (uint64_t)(uintptr_t)k->rbuf;
+  d.flags = (c->cma_mine > 0 ? CC__DR_CMA : 0u) | (k->coll == CC__ALL_TO_ALL && k->sbuf == k->rbuf ? 0u : CC__DR_CALL);
+  cc__direct_need(c, k, me, 0, &sn, &rn);
+  cc__direct_need(c, k, me, 1, &sp, &rp);
+  sn = CC__MAX(sn, sp);
+  rn = CC__MAX(rn, rp);
+  if (sn) d.sid = cc__mem_find(c, k->sbuf, sn, &d.soff);
+  if (rn) d.rid = cc__mem_find(c, k->rbuf, rn, &d.roff);
+  CC__TRY(cc__first_begin(c, k, k->count, 0, &mine));
+  memcpy(CC__DATA(mine), &d, sizeof d);
+  CC__TRY(cc__first_end(c, k));
+  for (j = 0; j < n; j++) {
+    cc__pbuf *b = &c->pb[j];
+    cc__drec e;
+    memcpy(&e, CC__DATA(cc__half(c, j, c->step)), sizeof e);
+    all_cma &= (e.flags & CC__DR_CMA) != 0;
+    call_ok &= (e.flags & CC__DR_CALL) != 0;
+    b->sa = e.sa;
+    b->ra = e.ra;
+    b->pid = CC__LOAD(&c->ctl[j].pid);
+    b->s = cc__mem_peer(c, e.sid, j, e.soff, &b->s_max);
+    b->r = cc__mem_peer(c, e.rid, j, e.roff, &b->r_max);
+  }
+  if (c->cma < 0) c->cma = all_cma;
+  cma = all_cma && cc__direct_cma(k->coll);
+  pt = k->coll == CC__ALL_REDUCE || k->coll == CC__REDUCE || k->coll == CC__GATHER;
+  for (j = 0; j < n; j++) {            /* every rank's buffers, this one's included: the same answer everywhere */
+    const cc__pbuf *b = &c->pb[j];
+    cc__direct_need(c, k, j, 0, &sn, &rn);
+    rd &= cc__reach(b->s, b->s_max, sn, cma) && cc__reach(b->r, b->r_max, rn, cma);
+    cc__direct_need(c, k, j, 1, &sp, &rp);
+    pt &= cc__reach(b->s, b->s_max, sp, all_cma) && cc__reach(b->r, b->r_max, rp, 0);
+  }
+  if (k->coll == CC__REDUCE) rd = 0;
+  *go = !call_ok ? 0 : pt ? 2 : rd ? 1 : 0;
+  return CC_OK;
+}
+
+/* A phase without data: every rank is done with what came before. The last
+   one of a direct run: no rank returns while another still reads its
+   buffers. */
+static cc_result cc__direct_sync(cc_comm *c, const char *what) {
+  cc__ph_arrive(c);
+  return cc__ph_wait(c, -1, what);
+}
+
+/* Scratch of a direct run: this rank's other half, which no rank reads
+   until this rank writes a phase into it again. */
+static unsigned char *cc__direct_tmp(cc_comm *c, size_t *piece) {
+  size_t pc = ((c->half - CC__DESC_BYTES) / (size_t)c->size) & ~(size_t)63;
+  *piece = CC__MIN(pc, CC__DR_PIECE);
+  return CC__DATA(cc__half(c, c->rank, c->step + 1));
+}
+
+/* reduce (root >= 0), all_reduce (root -1), reduce_scatter (root -2): each
+   rank folds its share from every rank's sendbuf, in rank order, into its
+   recvbuf. The putting run (put) also writes it into every other rank's
+   recvbuf (all_reduce) or the root's (reduce); the reading run of
+   all_reduce has every rank copy the other shares from their owners'
+   recvbufs after a phase. One rank folds each element: the same bits
+   everywhere. */
+static cc_result cc__direct_reduce(cc_comm *c, const cc__call *k, int root, int put) {
+  const char *what = cc__coll_name(k->coll);
+  int n = c->size, me = c->rank, j, t, rs = root == -2, keep = root < 0 || me == root;
+  int user = k->op >= CC__OP_FIRST_USER && !cc__is_premul(c, k->op);
+  size_t es = cc__dtype_bytes(k->t), pc, per, lo, hi, off, m, base;
+  unsigned char *tmp = cc__direct_tmp(c, &pc), *rb = (unsigned char *)k->rbuf;
+  const unsigned char *sb = (const unsigned char *)k->sbuf;
+  per = pc / es;
+  lo = rs ? 0 : cc__part(k->count, n, me);
+  hi = rs ? k->count : cc__part(k->count, n, me + 1);
+  base = rs ? (size_t)me * k->count * es : 0;    /* where this rank's share lies in every sendbuf */
+  for (off = lo; off < hi; off += m) {
+    unsigned char *dst;
+    m = CC__MIN(per, hi - off);
+    for (j = 0, t = 0; j < n; j++) {
+      if (j == me) c->srcs[j] = sb + base + off * es;
+      else CC__TRY(cc__peer_src(c, j, 0, base + off * es, m * es, tmp + (size_t)(t++) * pc, &c->srcs[j], what));
+    }
+    /* the result in recvbuf when this rank keeps it; but a user op's fold
+       starts with a copy of the first source, which must not land on another */
+    dst = keep && !user ? rb + off * es : tmp + (size_t)(n - 1) * pc;
+    cc__apply(c, k, dst, m);
+    if (keep && dst != rb + off * es) memcpy(rb + off * es, dst, m * es);
+    for (j = 0; put && root == -1 && j < n; j++)
+      if (j != me) cc__peer_put(c, j, off * es, dst, m * es);
+    if (root >= 0 && me != root) cc__peer_put(c, root, off * es, dst, m * es);
+  }
+  if (root == -1 && !put) {            /* every share folded: copy the others' from their recvbufs */
+    CC__TRY(cc__direct_sync(c, what));
+    for (t = 1; t < n; t++) {
+      j = (me + t) % n;
+      lo = cc__part(k->count, n, j);
+      hi = cc__part(k->count, n, j + 1);
+      CC__TRY(cc__peer_get(c, j, 1, lo * es, rb + lo * es, (hi - lo) * es, what));
+    }
+  }
+  return cc__direct_sync(c, what);
+}
+
+/* broadcast, gather, all_gather, scatter, all_to_all: each rank fetches what
+   it receives from its senders' buffers (the putting gather: writes its
+   piece into the root's recvbuf), then its own piece as the plan says. */
+static cc_result cc__direct_move(cc_comm *c, const cc__call *k, int put) {
+  const char *what = cc__coll_name(k->coll);
+  size_t bytes = k->count * cc__dtype_bytes(k->t);
+  int n = c->size, me = c->rank, j, root = k->root;
+  unsigned char *rb = (unsigned char *)k->rbuf;
+  cc__plan p;
+  switch (k->coll) {
+  case CC__BROADCAST:
+    if (me != root) CC__TRY(cc__peer_get(c, root, 1, 0, rb, bytes, what));
+    return cc__direct_sync(c, what);
+  case CC__GATHER:
+    if (put && me != root) cc__peer_put(c, root, (size_t)me * bytes, k->sbuf, bytes);
+    for (j = 0; !put && me == root && j < n; j++)
+      if (j != me) CC__TRY(cc__peer_get(c, j, 0, 0, rb + (size_t)j * bytes, bytes, what));
+    break;
+  case CC__SCATTER:
+    if (me != root) CC__TRY(cc__peer_get(c, root, 0, (size_t)me * bytes, rb, bytes, what));
+    break;
+  default:                             /* all_gather, all_to_all */
+    for (j = 1; j < n; j++) {          /* rank me+1 first, so that the ranks start on different peers */
+      int from = (me + j) % n;
+      CC__TRY(cc__peer_get(c, from, 0, cc__plan_src_off(c, k, from), rb + (size_t)from * bytes, bytes, what));
+    }
+  }
+  cc__plan_move(c, k, &p);
+  cc__plan_own(c, k, &p);
+  return cc__direct_sync(c, what);
+}
+
+/* A call that cc__direct_try picked: direct when every rank can, else
+   through the arena as usual. */
+static cc_result cc__direct_run(cc_comm *c, const cc__call *k, int *done) {
+  int go;
+  cc_result r = cc__direct_begin(c, k, &go);
+  *done = r != CC_OK || go;
+  if (r != CC_OK || !go) return r;
+  switch (k->coll) {
+  case CC__ALL_REDUCE: return cc__direct_reduce(c, k, -1, go == 2);
+  case CC__REDUCE: return cc__direct_reduce(c, k, k->root, go == 2);
+  case CC__REDUCE_SCATTER: return cc__direct_reduce(c, k, -2, 0);
+  default: return cc__direct_move(c, k, go == 2);
+  }
+}
+
+/* ---------------------------------------------------------------- arena: symmetric memory */
+/* cc_mem_alloc on a communicator of ranks on one host. One segment per
+   allocation, every rank's part `slot` bytes (the largest request, in whole
+   pages): local rank 0 creates it and names it in a phase, the others map
+   it, and a last phase tells every rank whether all could (then the name is
+   unlinked: nothing is left in /dev/shm). Every rank fails alike, or none. */
+static cc_result cc__arena_mem_alloc(cc_comm *c, size_t bytes, void **ptr) {
+  const char *what = "mem_alloc";
+  int n = c->size, me = c->rank, j, bad = -1, err = 0;
+  size_t slot = 4096, total = 0, got = 0;
+  unsigned char *mine, *base = NULL;
+  cc__mem *m = (cc__mem *)CC_MALLOC(sizeof(cc__mem));
+  size_t *sizes = (size_t *)CC_MALLOC(sizeof(size_t) * (size_t)n);
+  char name[96];
+  cc__call k;
+  cc_result r;
+  if (!m || !sizes) err = ENOMEM;
+  memset(&k, 0, sizeof k);
+  k.coll = CC__MEM_ALLOC;
+  k.t = CC_UINT8;
+  c->seq++;
+  cc__ident_of(&k, &c->cur);
+  if ((r = cc__first_begin(c, &k, 0, 0, &mine)) != CC_OK) goto out;
+  memcpy(CC__DATA(mine), &bytes, sizeof bytes);
+  if ((r = cc__first_end(c, &k)) != CC_OK) goto out;
+  for (j = 0; j < n; j++) {
+    size_t b;
+    memcpy(&b, CC__DATA(cc__half(c, j, c->step)), sizeof b);
+    if (sizes) sizes[j] = b;
+    slot = CC__MAX(slot, b);
+  }
+  if (slot > ((size_t)1 << 46) / (size_t)n) err = err ? err : ENOMEM;   /* the same on every rank */
+  else slot = cc__align(slot, 4096);
+  total = slot * (size_t)n;
+  if ((r = cc__ph_begin(c, &mine, what)) != CC_OK) goto out;
+  name[0] = 0;
+  if (me == 0 && !err && slot <= ((size_t)1 << 46) / (size_t)n) {
+    char rnd[20];
+    cc__random_hex(rnd, 16);
+    snprintf(name, sizeof name, "/cc-%s-m%s", c->jobid, rnd);
+    if ((base = (unsigned char *)cc__shm_create(name, total)) == NULL) { err = errno; name[0] = 0; }
+    got = total;
+  }
+  memcpy(CC__DATA(mine), name, sizeof name);
+  cc__ph_arrive(c);
+  if ((r = cc__ph_wait(c, 0, what)) != CC_OK) goto out;
+  if (me != 0) {
+    memcpy(name, CC__DATA(cc__half(c, 0, c->step)), sizeof name);
+    name[sizeof name - 1] = 0;
+    if (name[0] && !err && (base = (unsigned char *)cc__shm_open(name, total, &got)) == NULL) err = errno ? errno : ENOENT;
+  }
+  if ((r = cc__ph_begin(c, &mine, what)) != CC_OK) goto out;
+  memcpy(CC__DATA(mine), &err, sizeof err);
+  cc__ph_arrive(c);
+  if ((r = cc__ph_wait(c, -1, what)) != CC_OK) goto out;
+  if (me == 0 && name[0]) cc__shm_unlink(name);
+  for (j = 0; j < n && bad < 0; j++) {
+    int e;
+    memcpy(&e, CC__DATA(cc__half(c, j, c->step)), sizeof e);
+    if (e) { bad = j; err = e; }
+  }
+  if (bad < 0 && !name[0]) bad = 0;   /* rank 0 says why: never reached */
+  if (bad >= 0) {
+    char why[96];
+    cc__strerr(err ? err : EIO, why, sizeof why);
+    r = cc__fail(c, err == ENOMEM ? CC_ERR_NO_MEMORY : CC_ERR_SYSTEM, "%s: rank %d: rank %d could not %s the "
+                 "shared memory of %zu bytes per rank: %s", what, me, bad, bad == 0 ? "create" : "map", slot, why);
+    goto out;
+  }
+  m->id = c->mem_seq++;
+  m->base = base;
+  m->map_bytes = got;
+  m->slot = slot;
+  m->bytes = sizes;
+  m->nranks = n;
+  m->me = me;
+  m->mapped = 1;
+  m->next = c->mem;
+  c->mem = m;
+  c->nmem++;
+  *ptr = base + (size_t)me * slot;
+  return CC_OK;
+out:
+  if (base) cc__shm_unmap(base, got);
+  CC_FREE(m);
+  CC_FREE(sizes);
+  return r;
+}
+
+/* cc_mem_free's phase on the host's communicator: every rank frees the same
+   allocation (else CC_ERR_MISMATCH), and none of them still uses the others'
+   parts (their collectives are over), so each unmaps it at once. */
+static cc_result cc__arena_mem_free(cc_comm *c, cc__mem *m) {
+  cc__mem **pp;
+  unsigned char *mine;
+  cc__call k;
+  memset(&k, 0, sizeof k);
+  k.coll = CC__MEM_FREE;
+  k.count = m->id;
+  k.t = CC_UINT8;
+  c->seq++;
+  cc__ident_of(&k, &c->cur);
+  CC__TRY(cc__first_begin(c, &k, k.count, 0, &mine));
+  CC__TRY(cc__first_end(c, &k));
+  for (pp = &c->mem; *pp && *pp != m; pp = &(*pp)->next) {}
+  if (*pp) *pp = m->next;
+  c->nmem--;
+  cc__mem_drop(m);
+  return CC_OK;
+}
+
 /* A call on a communicator of ranks on one host. */
 static cc_result cc__arena_run(cc_comm *c, const cc__call *k) {
+  if (cc__direct_try(c, k)) {
+    int done;
+    cc_result r = cc__direct_run(c, k, &done);
+    if (done) return r;
+  }
   switch (k->coll) {
   case CC__BARRIER: case CC__INIT: return cc__run_barrier(c, k);
   case CC__BROADCAST: return cc__run_broadcast(c, k);
@@ -6781,6 +7358,8 @@ static cc_comm *cc__comm_new(int rank, int size, const cc__settings *s) {
   c->spin_ns = (uint64_t)(s->spin_us >= 0 ? s->spin_us : c->oversub ? 2 : 50) * 1000;
   c->small_bytes = s->small_bytes >= 0 ? (size_t)s->small_bytes : c->oversub ? (64u << 10) : (16u << 10);
   c->stream_bytes = s->stream_bytes;
+  c->direct_bytes = s->direct_bytes;
+  c->cma = c->cma_mine = -1;
   c->srcs = (const void **)CC_MALLOC(sizeof(void *) * n);
   c->scals = (const void **)CC_MALLOC(sizeof(void *) * n);
   c->scratch = (size_t *)CC_MALLOC(sizeof(size_t) * 4 * n);
@@ -6844,7 +7423,8 @@ static void cc__comm_free(cc_comm *c) {
   pthread_mutex_destroy(&c->qlock);
   pthread_cond_destroy(&c->qcond);
   CC_FREE(c->srcs); CC_FREE(c->scals); CC_FREE(c->scratch); CC_FREE(c->peers); CC_FREE(c->ops);
-  CC_FREE(c->scalbuf); CC_FREE(c->pfd); CC_FREE(c->pfd_rank); CC_FREE(c->one);
+  CC_FREE(c->scalbuf); CC_FREE(c->pfd); CC_FREE(c->pfd_rank); CC_FREE(c->one); CC_FREE(c->pb);
+  cc__mem_drop_all(c);
   cc__settings_clear(&c->set);
   cc__crypto_wipe(c->shmkey, sizeof c->shmkey);
   CC_FREE(c);
@@ -8568,6 +9148,94 @@ CC_API cc_result cc_comm_split(cc_comm *c, int color, int key, cc_comm **out) {
   cc__drain(c);
   CC__TRY(cc__ready(c, what));
   return c->net ? cc__split_net(c, color, key, out) : cc__split_shm(c, color, key, out);
+}
+
+/* ---------------------------------------------------------------- symmetric memory */
+
+/* Where c's allocations are mapped and listed: c itself (one host), the
+   host's communicator, or NULL (a rank alone on its host: plain memory, in
+   c's own list). */
+static cc_comm *cc__mem_home(cc_comm *c) {
+  if (c->net) return c->net->local;
+  return c->seg ? c : NULL;
+}
+
+static int cc__in(const void *p, const unsigned char *lo, size_t len) {
+  return p && (const unsigned char *)p >= lo && (const unsigned char *)p < lo + len;
+}
+
+CC_API cc_result cc_mem_alloc(cc_comm *c, size_t bytes, void **ptr) {
+  const char *what = "mem_alloc";
+  cc_comm *h;
+  cc_result r;
+  CC__CHECK_COMM(c);
+  if (!ptr) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: ptr is NULL", what);
+  *ptr = NULL;
+  if (!bytes) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: bytes is 0", what);
+  if (c->group_depth > 0) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: not allowed inside a group", what);
+  cc__drain(c);
+  CC__TRY(cc__ready(c, what));
+  if ((h = cc__mem_home(c)) == NULL) {          /* plain memory, listed so that cc_mem_free knows it */
+    size_t b = cc__align(bytes, 4096);
+    cc__mem *m = (cc__mem *)CC_MALLOC(sizeof(cc__mem));
+    size_t *sz = (size_t *)CC_MALLOC(sizeof(size_t));
+    unsigned char *p = m && sz ? (unsigned char *)cc__shm_map_anon(b) : NULL;
+    if (!p) {
+      CC_FREE(m); CC_FREE(sz);
+      return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory (%zu bytes)", what, c->rank, bytes);
+    }
+    memset(m, 0, sizeof *m);
+    *sz = bytes;
+    m->id = c->mem_seq++; m->base = p; m->map_bytes = b; m->slot = b; m->bytes = sz; m->nranks = 1;
+    m->next = c->mem;
+    c->mem = m;
+    *ptr = p;
+    return CC_OK;
+  }
+  if ((r = cc__arena_mem_alloc(h, bytes, ptr)) != CC_OK && h != c && !c->failed) cc__fail(c, r, "%s", h->err);
+  return r;
+}
+
+CC_API cc_result cc_mem_free(cc_comm *c, void *ptr) {
+  const char *what = "mem_free";
+  cc_comm *h, *o;
+  cc__mem *m;
+  cc_request *q;
+  unsigned char *mine = NULL;
+  int busy = 0, i;
+  cc_result r;
+  CC__CHECK_COMM(c);
+  if (!ptr) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: ptr is NULL", what);
+  if (c->group_depth > 0) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: not allowed inside a group", what);
+  o = (h = cc__mem_home(c)) != NULL ? h : c;
+  for (m = o->mem; m; m = m->next) {
+    mine = m->base + (m->mapped ? (size_t)m->me * m->slot : 0);
+    if (mine == (unsigned char *)ptr) break;
+  }
+  if (!m)
+    return cc__fail(c, CC_ERR_INVALID_ARG, "%s: rank %d: %p is not memory from cc_mem_alloc on this communicator "
+                    "(or it was freed already)", what, c->rank, ptr);
+  if (c->worker_started) {             /* a request not yet complete that uses it */
+    pthread_mutex_lock(&c->qlock);
+    for (q = c->q_head; q && !busy; q = q->next)
+      for (i = 0; i < q->batch.n && !busy; i++)
+        busy = cc__in(q->batch.calls[i].sbuf, mine, m->bytes[m->me]) || cc__in(q->batch.calls[i].rbuf, mine, m->bytes[m->me]);
+    pthread_mutex_unlock(&c->qlock);
+  }
+  if (busy)
+    return cc__fail(c, CC_ERR_INVALID_ARG, "%s: rank %d: the memory at %p is in use by a request that is not "
+                    "complete (cc_wait for it first)", what, c->rank, ptr);
+  cc__drain(c);
+  CC__TRY(cc__ready(c, what));
+  if (!m->mapped) {
+    cc__mem **pp;
+    for (pp = &o->mem; *pp != m; pp = &(*pp)->next) {}
+    *pp = m->next;
+    cc__mem_drop(m);
+    return CC_OK;
+  }
+  if ((r = cc__arena_mem_free(o, m)) != CC_OK && o != c && !c->failed) cc__fail(c, r, "%s", o->err);
+  return r;
 }
 
 /* ============================================================== @spawn */

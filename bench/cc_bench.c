@@ -47,9 +47,12 @@
      -m --agg_iters 1      one call per iteration (cc does not group collectives)
      -p --parallel_init 0|1   accepted; one thread per rank inits alone anyway
      -y --stream_null 0|1  GPU mode: 1 issues on the legacy default stream
-     -R --local_register 1|0  GPU mode: 1 buffers from cc_cuda_malloc, which every
-                           peer maps once (default); 0 plain cudaMalloc, mapped on
-                           first use. nccl-tests' default is 0 (unregistered)
+     -R --local_register 1|0  CPU mode: 1 buffers from cc_mem_alloc, which every
+                           rank on the host maps (symmetric memory); 0 plain
+                           memory (default). GPU mode: 1 buffers from
+                           cc_cuda_malloc, which every peer maps once (default);
+                           0 plain cudaMalloc, mapped on first use. nccl-tests'
+                           default is 0 (unregistered)
      -G --cudagraph 0      CUDA graph capture is not done; only 0 is accepted
    and cc_bench's own, letters nccl-tests does not use:
      -k --coll C[,C]|all   cc_bench: the collectives: all_reduce all_gather
@@ -393,7 +396,7 @@ static void set_defaults(options *o, int perf)
   o->check = 1;
   o->average = 3;
   o->cycles = 1;
-  o->local_register = 1;
+  o->local_register = -1;   /* CPU mode 0, GPU mode 1 */
   o->perf = perf;
   for (i = 0; i < K_COUNT; i++) o->sel_coll[i] = i == (perf >= 0 ? perf : K_ALL_REDUCE);
   for (i = 0; i < N_DTYPES; i++) o->sel_dt[i] = dtypes[i].t == CC_FLOAT32;
@@ -983,6 +986,26 @@ static const backend cpu_backend = {
   "cc_", "memcpy", cpu_alloc, free, cpu_put, cpu_fill, NULL, case_run, cpu_sync, NULL, NULL, NULL
 };
 
+/* -R 1 in CPU mode: sbuf and rbuf from cc_mem_alloc (symmetric memory). */
+static void *sym_alloc(size_t bytes)
+{
+  void *p = NULL;
+  if (cc_mem_alloc(g_comm, bytes, &p) != CC_OK) {
+    fprintf(stderr, "%s: rank %d: cc_mem_alloc: %s\n", g_prog, g_rank, cc_comm_last_error(g_comm));
+    return NULL;
+  }
+  return p;
+}
+static void sym_release(void *p)
+{
+  if (p) CHECK(cc_mem_free(g_comm, p));
+}
+static void sym_header(void) { printf("# buffers: cc_mem_alloc (-R 1): every rank on the host maps them\n"); }
+
+static const backend cpu_sym_backend = {
+  "cc_", "memcpy", sym_alloc, sym_release, cpu_put, cpu_fill, NULL, case_run, cpu_sync, NULL, sym_header, NULL
+};
+
 /* ------------------------------------------------------------------ CUDA */
 
 #ifdef __CUDACC__
@@ -1189,7 +1212,7 @@ static const backend *gpu_backend(const options *o)
     CHECK(cc_barrier(g_comm));   /* before anyone exits, so that ccrun cannot cut the message */
     exit(2);
   }
-  g_cc_malloc = o->local_register;
+  g_cc_malloc = o->local_register != 0;
   g_stream_null = o->stream_null;
   g_dev = cc_comm_local_rank(g_comm) % count;
   snprintf(g_ctx, sizeof g_ctx, "cc_bench startup: device %d, its stream, cc_cuda_comm_init", g_dev);
@@ -1492,6 +1515,7 @@ int main(int argc, char **argv)
 
   /* ---- GPU mode: exits 2 without a device */
   if (opt.ngpus) g_be = gpu_backend(&opt);
+  else if (opt.local_register == 1) g_be = &cpu_sym_backend;
 
   /* ---- buffers: the largest block rounded up to n elements, of the widest dtype;
      sbuf and rbuf from the backend, the others on the host (res for GPU mode only) */

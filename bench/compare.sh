@@ -8,10 +8,11 @@
 #   make plot                                  # then: docs/perf.png from the latest run
 #
 # Configurations (ONLY picks some, in this order by default):
-#   cc_shm_np2 openmpi_shm_np2 mpich_shm_np2 cc_shm_np4 openmpi_shm_np4 mpich_shm_np4
+#   cc_shm_np2 ccmem_shm_np2 openmpi_shm_np2 mpich_shm_np2 cc_shm_np4 openmpi_shm_np4 mpich_shm_np4
 #   cc_tcp_np2 openmpi_tcp_np2 mpich_tcp_np2 gloo_tcp_np2 gloo_tcp_np4
 # cc_*: build/ccrun -n N build/cc_bench, with CC_TRANSPORT=shm or tcp (TCP on
-# loopback); the others: bench/peers/run.sh NAME (bench/peers/README.md says how
+# loopback); ccmem_*: the same with buffers from cc_mem_alloc (cc_bench -R 1:
+# symmetric memory, which every rank on the host maps); the others: bench/peers/run.sh NAME (bench/peers/README.md says how
 # each library runs). Each needs nothing beside this repository: the peers'
 # Debian packages are installed when missing if this runs as root (apt-get
 # update, then apt-get install), else the apt-get line to run is printed and
@@ -61,7 +62,7 @@ R=${RESULTS:-$BUILD/compare/$(date +%Y%m%d-%H%M%S)}
 TO=${TIMEOUT:-600}
 BENCH_ARGS=${BENCH_ARGS:-}
 CC_BENCH_ARGS=${CC_BENCH_ARGS:-}
-ALL="cc_shm_np2 openmpi_shm_np2 mpich_shm_np2 cc_shm_np4 openmpi_shm_np4 mpich_shm_np4"
+ALL="cc_shm_np2 ccmem_shm_np2 openmpi_shm_np2 mpich_shm_np2 cc_shm_np4 openmpi_shm_np4 mpich_shm_np4"
 ALL="$ALL cc_tcp_np2 openmpi_tcp_np2 mpich_tcp_np2 gloo_tcp_np2 gloo_tcp_np4"
 ONLY=${ONLY:-$ALL}
 COLLS=all_reduce,all_gather,reduce_scatter,broadcast,all_to_all,gather,scatter,barrier
@@ -76,11 +77,11 @@ nc=${#configs[@]}
 [ "$nc" -gt 0 ] || { echo "compare.sh: ONLY names no configuration" >&2; exit 2; }
 libs=()
 for c in "${configs[@]}"; do
-    if [[ ! $c =~ ^(cc|openmpi|mpich|gloo)_(shm|tcp)_np([0-9]+)$ ]] || [[ $c == gloo_shm_* ]]; then
-        echo "compare.sh: '$c' is not a configuration (cc, openmpi, mpich _shm_ or _tcp_npN; gloo_tcp_npN)" >&2
+    if [[ ! $c =~ ^(cc|ccmem|openmpi|mpich|gloo)_(shm|tcp)_np([0-9]+)$ ]] || [[ $c == gloo_shm_* ]]; then
+        echo "compare.sh: '$c' is not a configuration (cc, ccmem, openmpi, mpich _shm_ or _tcp_npN; gloo_tcp_npN)" >&2
         exit 2
     fi
-    case ${BASH_REMATCH[1]} in cc) ;; *) [[ " ${libs[*]-} " == *" ${BASH_REMATCH[1]} "* ]] || libs+=("${BASH_REMATCH[1]}") ;; esac
+    case ${BASH_REMATCH[1]} in cc|ccmem) ;; *) [[ " ${libs[*]-} " == *" ${BASH_REMATCH[1]} "* ]] || libs+=("${BASH_REMATCH[1]}") ;; esac
 done
 mkdir -p "$R" || exit 1
 R=$(cd "$R" && pwd)
@@ -118,17 +119,17 @@ run_one() {   # run_one NAME DIR
     err=$dir/$name.err
     np=${name##*_np}
     case $name in
-    cc_*)
+    cc_*|ccmem_*)
         # shellcheck disable=SC2206  # the flag lists are meant to split
         cmd=(env CC_TRANSPORT="$(echo "$name" | cut -d_ -f2)" OMP_NUM_THREADS=1 "$CCRUN" -n "$np" "$CCBENCH"
-             $COMMON $BENCH_ARGS $CC_BENCH_ARGS) ;;
+             $COMMON $([[ $name == ccmem_* ]] && echo "-R 1") $BENCH_ARGS $CC_BENCH_ARGS) ;;
     *)
         # shellcheck disable=SC2206
         cmd=(bash "$HERE/peers/run.sh" "$name" $COMMON $BENCH_ARGS) ;;
     esac
     {
         echo "# run: $name"
-        if [[ $name == cc_* ]]; then echo "# cmd: ${cmd[*]}"; else echo "# cmd: $(bash "$HERE/peers/run.sh" --cmd "$name" $COMMON $BENCH_ARGS)"; fi
+        if [[ $name == cc_* || $name == ccmem_* ]]; then echo "# cmd: ${cmd[*]}"; else echo "# cmd: $(bash "$HERE/peers/run.sh" --cmd "$name" $COMMON $BENCH_ARGS)"; fi
         echo "# date: $(date -Is)"
         echo "# c2c before: $(c2c)"
     } > "$out"

@@ -8,8 +8,8 @@ RESULTS is the run's folder (or its results.tsv); default build/compare/latest,
 the latest run. OUT defaults to docs/perf.png. Needs matplotlib (Debian's
 python3-matplotlib; bash bench/peers/install.sh plot installs it).
 
-Each line is one configuration: the colour says the library (cc, Open MPI,
-MPICH, Gloo), the line style the transport and rank count (shared memory 2
+Each line is one configuration: the colour says the library (cc, cc on
+buffers from cc_mem_alloc, Open MPI, MPICH, Gloo), the line style the transport and rank count (shared memory 2
 ranks solid, 4 ranks dashed; TCP on loopback 2 ranks dotted, 4 ranks
 dash-dotted). A point is the median over the passes of busbw (GB/s, nccl-tests'
 factors) at that size, out of place; where a library has no out-of-place form
@@ -23,7 +23,7 @@ import statistics
 import sys
 
 COLLS = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "gather", "scatter"]
-LIBS = {"cc": ("cc", "#d62728"), "openmpi": ("Open MPI", "#1f77b4"), "mpich": ("MPICH", "#2ca02c"),
+LIBS = {"cc": ("cc", "#d62728"), "ccmem": ("cc, cc_mem_alloc buffers", "#9467bd"), "openmpi": ("Open MPI", "#1f77b4"), "mpich": ("MPICH", "#2ca02c"),
         "gloo": ("Gloo", "#ff7f0e")}
 STYLES = {("shm", 2): "-", ("shm", 4): "--", ("tcp", 2): ":", ("tcp", 4): "-."}
 

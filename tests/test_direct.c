@@ -1,0 +1,565 @@
+/* test_direct - the arena's direct paths: large messages read from the peers'
+ * buffers with one copy (cross-memory attach), and symmetric memory from
+ * cc_mem_alloc read and written in place.
+ *
+ * CC_SHM_DIRECT_BYTES=1 sends every call that can go direct down the direct
+ * path, so small counts exercise it; a few counts span several fold pieces.
+ * CC_SHM_CMA=1 (off by default) turns cross-memory attach on, but where said.
+ * Every result is compared bitwise with test_ref.h's reference.
+ *
+ *   cma.nN       worlds of 2, 3, 4: broadcast, reduce, all_reduce,
+ *                reduce_scatter, gather, all_gather, scatter, all_to_all x
+ *                every dtype (x every op the dtype allows, a user op and
+ *                premul_sum for the reductions), in place and out of place,
+ *                on plain buffers; the ranks agreed on cross-memory attach
+ *   sym.nN       the same on buffers inside cc_mem_alloc memory, at offsets
+ *                that differ from rank to rank; the peers' buffers were used
+ *                mapped (no copy)
+ *   rules.nN     cc_mem_free refuses memory that is not from cc_mem_alloc, a
+ *                double free, and memory a pending request uses (then frees it
+ *                once the request is done); cc_mem_alloc on a split
+ *                communicator; memory of one communicator used by another
+ *   nocma        CC_SHM_CMA=0: the same calls, right, through the arena; with
+ *                symmetric memory still direct (mapped)
+ *   eperm        the ranks drop CAP_SYS_PTRACE and become non-dumpable, so
+ *                process_vm_readv is refused (EPERM): every rank logs one INFO
+ *                line, and the calls are right, through the arena
+ *   peer_lost    a rank dies after publishing its buffers, while its peer
+ *                reads them (cross-memory attach, and mapped): CC_ERR_PEER_LOST
+ *                naming it, never CC_OK or a crash
+ *   mismatch     ranks that free different allocations: CC_ERR_MISMATCH
+ *   tcp          CC_TRANSPORT=tcp: cc_mem_alloc gives plain memory, and
+ *                collectives on it are right
+ *
+ *   CC_TEST_QUICK=1   fewer ops and dtypes (sanitizer builds) */
+#define _GNU_SOURCE
+#define CC_IMPLEMENTATION
+#include "cc.h"
+#include "test_util.h"
+#include "test_ref.h"
+
+#include <fcntl.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+
+enum { G_CMA, G_SYM, G_RULES, G_COUNT };
+static const char *const g_names[G_COUNT] = {"cma", "sym", "rules"};
+static const char *const g_cover[G_COUNT] = {
+  "8 collectives x dtypes x ops, in place and out, plain buffers, one copy",
+  "8 collectives x dtypes x ops, in place and out, cc_mem_alloc buffers at per-rank offsets",
+  "cc_mem_free refusals, split communicator, memory of another communicator"};
+
+enum { K_BCAST, K_REDUCE, K_ALLRED, K_RS, K_GATHER, K_ALLGATHER, K_SCATTER, K_A2A, K_N };
+static const char *const k_names[K_N] = {"broadcast", "reduce", "all_reduce", "reduce_scatter",
+                                          "gather", "all_gather", "scatter", "all_to_all"};
+
+#define OP_USER (-10)    /* a user op that sums float64 */
+#define OP_PREMUL (-11)  /* premul_sum, float32 */
+
+typedef struct world {
+  tr_table *tab;
+  int quick;
+  int sym;   /* 1: run the matrix on cc_mem_alloc memory only; 0: plain only; 2: both */
+  int expect_cma; /* 1: the ranks must agree on cross-memory attach; 0: must not; -1: either */
+} world;
+
+static world g_world;
+
+static void user_sum(void *inout, const void *in, size_t count, cc_dtype t, void *u) {
+  size_t i;
+  (void)u;
+  (void)t;
+  for (i = 0; i < count; i++) ((double *)inout)[i] += ((const double *)in)[i];
+}
+
+/* The buffers of one case: sym: inside the rank's allocation, at offsets that
+   depend on the rank; else heap memory. */
+typedef struct bufs {
+  unsigned char *mem;     /* cc_mem_alloc'd */
+  size_t mem_bytes;
+  unsigned char *heap_s, *heap_r;
+} bufs;
+
+static unsigned char *buf_send(bufs *b, int sym, int rank) {
+  return sym ? b->mem + 64 + 192 * (size_t)rank : b->heap_s;
+}
+static unsigned char *buf_recv(bufs *b, int sym, int rank, int n) {
+  return sym ? b->mem + b->mem_bytes / 2 + 128 * (size_t)(n - rank) : b->heap_r;
+}
+
+static int is_reduction(int k) { return k == K_REDUCE || k == K_ALLRED || k == K_RS; }
+
+/* One case: fill, call, check. */
+static void run_case(tr_ctx *x, bufs *b, int sym, int k, cc_dtype t, int opk, size_t count, int inplace,
+                     uint64_t seed) {
+  cc_comm *c = x->c;
+  int n = x->n, me = x->rank, root = n - 1, j;
+  size_t es = tr_size(t), one = count * es, all = one * (size_t)n;
+  unsigned char *sb = buf_send(b, sym, me), *rb = buf_recv(b, sym, me, n), *want;
+  cc_op op = opk >= 0 ? opk : CC_SUM;
+  cc_op made = -1;
+  cc_result rc = CC_OK;
+  unsigned char scal[TR_MAXR][16];
+  int kind = opk == CC_PROD || opk == OP_PREMUL ? TR_GEN_NEAR_ONE : TR_GEN_ANY;
+  tr_label(x, "%s %s %s count %zu %s%s", k_names[k], tr_dtype_name(t),
+           opk == OP_USER ? "user" : opk == OP_PREMUL ? "premul_sum" : is_reduction(k) ? tr_op_name(op) : "-",
+           count, inplace ? "in place" : "out of place", sym ? " (cc_mem_alloc)" : "");
+  want = (unsigned char *)malloc(all + 16);
+  if (!want) { tr_fail(x, "malloc"); return; }
+  if (opk == OP_USER && !tr_ok(x, cc_op_create(c, user_sum, NULL, &made), "cc_op_create")) goto out;
+  if (opk == OP_PREMUL) {
+    for (j = 0; j < n; j++) { float s = 0.5f + (float)j; memcpy(scal[j], &s, 4); }
+    if (!tr_ok(x, cc_op_create_premul_sum(c, t, scal[me], &made), "cc_op_create_premul_sum")) goto out;
+  }
+  if (made >= 0) op = made;
+  memset(rb, 0xA5, k == K_RS || k == K_SCATTER ? one : all);
+  switch (k) {
+  case K_BCAST:
+    if (me == root) tr_fill(rb, t, kind, seed, root, 0, count);
+    rc = cc_broadcast(c, rb, count, t, root);
+    tr_fill(want, t, kind, seed, root, 0, count);
+    break;
+  case K_REDUCE: case K_ALLRED: {
+    unsigned char *s = inplace ? rb : sb;
+    tr_fill(s, t, kind, seed, me, 0, count);
+    rc = k == K_REDUCE ? cc_reduce(c, s, rb, count, t, op, root) : cc_all_reduce(c, s, rb, count, t, op);
+    if (opk == OP_PREMUL) {
+      size_t i;
+      for (i = 0; i < count; i++) tr_premul_reference(want + i * es, t, kind, seed, n, i, (const unsigned char (*)[16])scal);
+    } else {
+      tr_reference(want, t, op >= CC_OP_BUILTIN_COUNT ? CC_SUM : op, kind, seed, n, 0, count);
+    }
+    break;
+  }
+  case K_RS:                           /* in place, recvbuf is block `me` of sendbuf */
+    tr_fill(sb, t, kind, seed, me, 0, (size_t)n * count);
+    if (inplace) rb = sb + (size_t)me * one;
+    rc = cc_reduce_scatter(c, sb, rb, count, t, op);
+    if (opk == OP_PREMUL) {
+      size_t i;
+      for (i = 0; i < count; i++)
+        tr_premul_reference(want + i * es, t, kind, seed, n, (size_t)me * count + i, (const unsigned char (*)[16])scal);
+    } else {
+      tr_reference(want, t, op >= CC_OP_BUILTIN_COUNT ? CC_SUM : op, kind, seed, n, (size_t)me * count, count);
+    }
+    break;
+  case K_GATHER: case K_ALLGATHER: {
+    unsigned char *s = inplace && (k == K_ALLGATHER || me == root) ? rb + (size_t)me * one : sb;
+    tr_fill(s, t, kind, seed, me, 0, count);
+    rc = k == K_GATHER ? cc_gather(c, s, rb, count, t, root) : cc_all_gather(c, s, rb, count, t);
+    for (j = 0; j < n; j++) tr_fill(want + (size_t)j * one, t, kind, seed, j, 0, count);
+    break;
+  }
+  case K_SCATTER: {
+    unsigned char *r = inplace && me == root ? sb + (size_t)me * one : rb;
+    if (me == root) tr_fill(sb, t, kind, seed, root, 0, (size_t)n * count);
+    rc = cc_scatter(c, sb, r, count, t, root);
+    rb = r;
+    tr_fill(want, t, kind, seed, root, (size_t)me * count, count);
+    break;
+  }
+  case K_A2A: {
+    unsigned char *s = inplace ? rb : sb;
+    tr_fill(s, t, kind, seed, me, 0, (size_t)n * count);
+    rc = cc_all_to_all(c, s, rb, count, t);
+    for (j = 0; j < n; j++) tr_fill(want + (size_t)j * one, t, kind, seed, j, (size_t)me * count, count);
+    break;
+  }
+  default: break;
+  }
+  if (!tr_ok(x, rc, k_names[k])) goto out;
+  {
+    size_t len = k == K_GATHER || k == K_ALLGATHER || k == K_A2A ? (size_t)n * count : count;
+    char m[300];
+    if ((k != K_REDUCE && k != K_GATHER) || me == root)
+      if (tr_compare(rb, want, len, t, m, sizeof m)) tr_fail(x, "%s", m);
+  }
+out:
+  if (made >= 0) cc_op_destroy(c, made);
+  free(want);
+}
+
+/* Every collective x dtype x op, in place and out, on one kind of buffer. */
+static void run_matrix(tr_ctx *x, bufs *b, int sym, int quick) {
+  static const cc_dtype quick_dt[] = {CC_INT8, CC_FLOAT16, CC_FLOAT32, CC_COMPLEX128};
+  int k, d, o, ip, ndt = quick ? (int)(sizeof quick_dt / sizeof quick_dt[0]) : CC_DTYPE_COUNT;
+  uint64_t seed = 1000u * (uint64_t)x->n + (uint64_t)sym;
+  for (k = 0; k < K_N; k++)
+    for (d = 0; d < ndt; d++) {
+      cc_dtype t = quick ? quick_dt[d] : (cc_dtype)d;
+      size_t count = 777 + (size_t)d;
+      for (ip = 0; ip < 2; ip++) {
+        if (!is_reduction(k)) {
+          run_case(x, b, sym, k, t, -1, count, ip, ++seed);
+          continue;
+        }
+        for (o = 0; o < CC_OP_BUILTIN_COUNT; o++) {
+          if (!tr_valid_pair(t, o) || (quick && o != CC_SUM && o != CC_MAX)) continue;
+          run_case(x, b, sym, k, t, o, count, ip, ++seed);
+        }
+        if (t == CC_FLOAT64) run_case(x, b, sym, k, t, OP_USER, count, ip, ++seed);
+        if (t == CC_FLOAT32) run_case(x, b, sym, k, t, OP_PREMUL, count, ip, ++seed);
+      }
+    }
+  /* several fold pieces (256 KiB each) and pieces that end mid-element row */
+  for (ip = 0; ip < 2; ip++) {
+    run_case(x, b, sym, K_ALLRED, CC_FLOAT32, CC_SUM, 200003, ip, ++seed);
+    run_case(x, b, sym, K_REDUCE, CC_FLOAT16, CC_MAX, 150001, ip, ++seed);
+    run_case(x, b, sym, K_RS, CC_FLOAT64, CC_SUM, 70001, ip, ++seed);
+    run_case(x, b, sym, K_ALLGATHER, CC_UINT8, -1, 300001, ip, ++seed);
+    run_case(x, b, sym, K_A2A, CC_INT32, -1, 70001, ip, ++seed);
+  }
+}
+
+/* Memory of the matrix: big enough for the largest case of the largest world. */
+#define MEM_BYTES ((size_t)8 << 20)
+
+static int matrix_main(cc_comm *c, void *arg) {
+  world *w = (world *)arg;
+  tr_ctx x;
+  bufs b;
+  int g, j, sym;
+  tr_ctx_init(&x, c, w->tab);
+  memset(&b, 0, sizeof b);
+  b.mem_bytes = MEM_BYTES;
+  b.heap_s = (unsigned char *)malloc(MEM_BYTES / 2);
+  b.heap_r = (unsigned char *)malloc(MEM_BYTES / 2);
+  for (sym = w->sym == 1 ? 1 : 0; sym <= (w->sym ? 1 : 0); sym++) {
+    g = sym ? G_SYM : G_CMA;
+    if (!tr_group_begin(&x, g)) return 1;
+    if (sym && !tr_ok(&x, cc_mem_alloc(c, MEM_BYTES, (void **)&b.mem), "cc_mem_alloc")) { tr_group_end(&x); continue; }
+    run_matrix(&x, &b, sym, w->quick);
+    if (sym) {                /* the peers' parts were mapped: pb points into them */
+      tr_label(&x, "the last call used the peers' buffers in place");
+      for (j = 0; j < x.n; j++)
+        if (j != x.rank && (!c->pb || (!c->pb[j].s && !c->pb[j].r))) tr_fail(&x, "rank %d's buffers were not mapped", j);
+      if (!tr_ok(&x, cc_mem_free(c, b.mem), "cc_mem_free")) {}
+    } else if (x.rank == 0) {
+      w->tab->scratch[0] = 10 + c->cma;   /* what the ranks agreed on: the parent judges it */
+      w->tab->scratch[1] = 10 + c->cma_mine;
+    }
+    tr_group_end(&x);
+  }
+  free(b.heap_s);
+  free(b.heap_r);
+  return tr_failed_any(&x, G_COUNT);
+}
+
+/* ---------------------------------------------------------------- rules */
+
+static void expect_refused(tr_ctx *x, cc_result rc, const char *need) {
+  const char *e = cc_comm_last_error(x->c);
+  if (rc != CC_ERR_INVALID_ARG) tr_fail(x, "returned %s, expected CC_ERR_INVALID_ARG", cc_strerror(rc));
+  else if (!strstr(e, need) || !strstr(e, "mem_free")) tr_fail(x, "message \"%s\" lacks \"%s\"", e, need);
+}
+
+static int rules_main(cc_comm *c, void *arg) {
+  world *w = (world *)arg;
+  tr_ctx x;
+  int n = cc_comm_size(c), me = cc_comm_rank(c);
+  float *p = NULL, *q = NULL, *sp = NULL, heap[8];
+  cc_request *req = NULL;
+  cc_comm *sub = NULL;
+  size_t i;
+  tr_ctx_init(&x, c, w->tab);
+  if (!tr_group_begin(&x, G_RULES)) return 1;
+
+  tr_label(&x, "cc_mem_free of heap memory");
+  expect_refused(&x, cc_mem_free(c, heap), "not memory from cc_mem_alloc");
+
+  tr_label(&x, "cc_mem_alloc, zeroed and page-aligned");
+  if (!tr_ok(&x, cc_mem_alloc(c, 4096 * 3 + 8 * (size_t)me, (void **)&p), "cc_mem_alloc")) goto done;
+  if ((uintptr_t)p % 4096) tr_fail(&x, "%p is not page-aligned", (void *)p);
+  for (i = 0; i < 3072; i++) if (p[i] != 0.0f) { tr_fail(&x, "not zeroed at %zu", i); break; }
+
+  tr_label(&x, "cc_mem_free while a request uses it, then after cc_wait");
+  for (i = 0; i < 3072; i++) p[i] = (float)(me + 1);
+  if (tr_ok(&x, cc_group_begin(c), "cc_group_begin")) {
+    cc_all_reduce(c, p, p, 3072, CC_FLOAT32, CC_SUM);
+    if (tr_ok(&x, cc_group_end(c, &req), "cc_group_end")) {
+      cc_result rc = cc_mem_free(c, p + 100);
+      if (rc != CC_ERR_INVALID_ARG) tr_fail(&x, "an inner pointer was not refused (%s)", cc_strerror(rc));
+      rc = cc_mem_free(c, p);
+      /* the request may have finished already: then the free is fine */
+      if (rc == CC_ERR_INVALID_ARG) {
+        expect_refused(&x, rc, "in use by a request");
+        tr_ok(&x, cc_wait(req), "cc_wait");
+        req = NULL;
+        rc = cc_mem_free(c, p);
+      }
+      if (!tr_ok(&x, rc, "cc_mem_free after the request")) goto done;
+      if (req) tr_ok(&x, cc_wait(req), "cc_wait");
+    }
+  }
+  tr_label(&x, "cc_mem_free twice");
+  expect_refused(&x, cc_mem_free(c, p), "not memory from cc_mem_alloc");
+
+  tr_label(&x, "symmetric memory on a split communicator");
+  if (tr_ok(&x, cc_comm_split(c, me % 2, me, &sub), "cc_comm_split") && sub) {
+    int sn = cc_comm_size(sub), sr = cc_comm_rank(sub);
+    if (tr_ok(&x, cc_mem_alloc(sub, 1 << 20, (void **)&sp), "cc_mem_alloc(sub)")) {
+      float *in = sp + 1000 + 16 * (size_t)sr, *out = sp + 100000;
+      for (i = 0; i < 50000; i++) in[i] = (float)(i % 97) + (float)cc_comm_rank(c);
+      if (tr_ok(&x, cc_all_reduce(sub, in, out, 50000, CC_FLOAT32, CC_SUM), "all_reduce(sub)")) {
+        float base = 0;
+        int r2;
+        for (r2 = me % 2; r2 < n; r2 += 2) base += (float)r2;
+        for (i = 0; i < 50000; i++)
+          if (out[i] != (float)(i % 97) * (float)sn + base) { tr_fail(&x, "sub all_reduce wrong at %zu", i); break; }
+        if (sn > 1 && (!sub->pb || !sub->pb[(sr + 1) % sn].s)) tr_fail(&x, "the peer's sendbuf was not mapped");
+      }
+      tr_label(&x, "memory of the split communicator in a collective of the parent");
+      if (!tr_ok(&x, cc_mem_alloc(c, 1 << 20, (void **)&q), "cc_mem_alloc(world)")) goto done;
+      for (i = 0; i < 60000; i++) in[i] = (float)me;
+      if (tr_ok(&x, cc_all_gather(c, in, q, 60000 / (size_t)n, CC_FLOAT32), "all_gather(world)")) {
+        for (i = 0; i < 60000 / (size_t)n * (size_t)n; i++)
+          if (q[i] != (float)(i / (60000 / (size_t)n))) { tr_fail(&x, "world all_gather wrong at %zu", i); break; }
+      }
+      tr_ok(&x, cc_mem_free(c, q), "cc_mem_free(world)");
+      tr_label(&x, "cc_mem_free of the split's memory on the parent");
+      expect_refused(&x, cc_mem_free(c, sp), "not memory from cc_mem_alloc");
+      tr_ok(&x, cc_mem_free(sub, sp), "cc_mem_free(sub)");
+    }
+    tr_label(&x, "memory left to cc_comm_destroy");
+    tr_ok(&x, cc_mem_alloc(sub, 12345, (void **)&sp), "cc_mem_alloc(sub) again");
+    cc_comm_destroy(sub);
+  }
+done:
+  tr_group_end(&x);
+  return tr_failed_any(&x, G_COUNT);
+}
+
+/* ---------------------------------------------------------------- single worlds */
+
+static int drop_ptrace(void) {
+  struct __user_cap_header_struct h;
+  struct __user_cap_data_struct d[2];
+  memset(&h, 0, sizeof h);
+  h.version = _LINUX_CAPABILITY_VERSION_3;
+  if (syscall(SYS_capget, &h, d) != 0) return -1;
+  d[0].effective &= ~(1u << CAP_SYS_PTRACE);
+  d[0].permitted &= ~(1u << CAP_SYS_PTRACE);
+  d[0].inheritable &= ~(1u << CAP_SYS_PTRACE);
+  if (syscall(SYS_capset, &h, d) != 0) return -1;
+  return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+}
+
+typedef struct single {
+  int mode;              /* 0 eperm, 1 peer_lost (plain), 2 peer_lost (cc_mem_alloc), 3 mismatch */
+  int cma, cma_mine, rc[TR_MAXR], dropped[TR_MAXR];
+  long wrong[TR_MAXR];
+  char err[TR_MAXR][CC__ERR_BYTES];
+} single;
+
+static int eperm_main(cc_comm *c, void *arg) {
+  single *s = (single *)arg;
+  int me = cc_comm_rank(c), n = cc_comm_size(c);
+  size_t count = 100000, i;
+  float *a = (float *)malloc(count * 4), *r = (float *)malloc(count * 4 * (size_t)n);
+  s->dropped[me] = drop_ptrace() == 0;
+  cc_barrier(c);
+  for (i = 0; i < count; i++) a[i] = (float)(i % 13 + (size_t)me);
+  s->rc[me] = cc_all_reduce(c, a, r, count, CC_FLOAT32, CC_SUM);
+  for (i = 0; i < count; i++)
+    if (r[i] != (float)((i % 13) * (size_t)n) + (float)(n * (n - 1) / 2)) s->wrong[me]++;
+  if (s->rc[me] == CC_OK) s->rc[me] = cc_all_gather(c, a, r, count, CC_FLOAT32);
+  for (i = 0; i < count * (size_t)n; i++)
+    if (r[i] != (float)((i % count) % 13 + i / count)) s->wrong[me]++;
+  if (me == 0) { s->cma = c->cma; s->cma_mine = c->cma_mine; }
+  snprintf(s->err[me], sizeof s->err[me], "%s", cc_comm_last_error(c));
+  free(a);
+  free(r);
+  return 0;
+}
+
+static int lost_main(cc_comm *c, void *arg) {
+  single *s = (single *)arg;
+  int me = cc_comm_rank(c), sym = s->mode == 2;
+  size_t count = (size_t)4 << 20, i;    /* 16 MiB of float per rank */
+  float *a = NULL, *r = NULL;
+  if (sym) {
+    if (cc_mem_alloc(c, count * 4, (void **)&a) != CC_OK || cc_mem_alloc(c, count * 8, (void **)&r) != CC_OK) {
+      s->rc[me] = -1;
+      return 1;
+    }
+  } else {
+    a = (float *)malloc(count * 4);
+    r = (float *)malloc(count * 8);
+  }
+  for (i = 0; i < count; i++) a[i] = 1.0f;
+  cc_barrier(c);
+  if (me == 1) {                     /* publish its buffers, then die while rank 0 reads them */
+    cc__call k;
+    int go = 0;
+    cc__mk_all_gather(c, a, r, count, CC_FLOAT32, &k);
+    c->seq++;
+    cc__ident_of(&k, &c->cur);
+    cc__direct_begin(c, &k, &go);
+    tu_sleep_us(1000);
+    _exit(9);
+  }
+  s->rc[0] = cc_all_gather(c, a, r, count, CC_FLOAT32);
+  snprintf(s->err[0], sizeof s->err[0], "%s", cc_comm_last_error(c));
+  return 0;
+}
+
+static int mismatch_main(cc_comm *c, void *arg) {
+  single *s = (single *)arg;
+  int me = cc_comm_rank(c);
+  void *p1 = NULL, *p2 = NULL;
+  if (cc_mem_alloc(c, 4096, &p1) != CC_OK || cc_mem_alloc(c, 4096, &p2) != CC_OK) { s->rc[me] = -1; return 0; }
+  s->rc[me] = cc_mem_free(c, me == 0 ? p1 : p2);
+  snprintf(s->err[me], sizeof s->err[me], "%s", cc_comm_last_error(c));
+  return 0;
+}
+
+static int tcp_main(cc_comm *c, void *arg) {
+  single *s = (single *)arg;
+  int me = cc_comm_rank(c), n = cc_comm_size(c);
+  size_t count = 300000, i;
+  float *a = NULL, *r = NULL;
+  s->rc[me] = cc_mem_alloc(c, count * 4, (void **)&a);
+  if (s->rc[me] == CC_OK) s->rc[me] = cc_mem_alloc(c, count * 4, (void **)&r);
+  if (s->rc[me] != CC_OK) { snprintf(s->err[me], sizeof s->err[me], "%s", cc_comm_last_error(c)); return 0; }
+  for (i = 0; i < count; i++) a[i] = (float)(i % 7 + (size_t)me);
+  s->rc[me] = cc_all_reduce(c, a, r, count, CC_FLOAT32, CC_SUM);
+  for (i = 0; i < count; i++)
+    if (r[i] != (float)((i % 7) * (size_t)n) + (float)(n * (n - 1) / 2)) s->wrong[me]++;
+  if (s->rc[me] == CC_OK) s->rc[me] = cc_mem_free(c, a);
+  if (s->rc[me] == CC_OK) s->rc[me] = cc_mem_free(c, r);
+  snprintf(s->err[me], sizeof s->err[me], "%s", cc_comm_last_error(c));
+  return 0;
+}
+
+/* Run fn in a world of n with stderr into a file; returns the spawn status and
+   the number of lines of that stderr that hold `grep` (when not NULL). */
+static int spawn_capture(int n, cc_main_fn fn, void *arg, const char *grep, int *lines) {
+  char path[] = "/tmp/cc-test-direct-XXXXXX", line[1024];
+  int fd = mkstemp(path), saved, rc;
+  FILE *f;
+  *lines = 0;
+  if (fd < 0) return tu_spawn(n, fn, arg);
+  fflush(stderr);
+  saved = dup(2);
+  dup2(fd, 2);
+  rc = tu_spawn(n, fn, arg);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  close(fd);
+  if ((f = fopen(path, "r")) != NULL) {
+    while (fgets(line, sizeof line, f)) {
+      if (grep && strstr(line, grep)) (*lines)++;
+      else if (!strstr(line, "INFO") && !strstr(line, "comm_init")) fputs(line, stderr);   /* anything unexpected */
+    }
+    fclose(f);
+  }
+  unlink(path);
+  return rc;
+}
+
+static int world_n(int n, world *w) {
+  int rc;
+  w->tab = (tr_table *)tu_shared_alloc(sizeof(tr_table));
+  if (!w->tab) { tu_fail("direct.setup", "cannot map shared memory"); return -1; }
+  rc = tu_spawn(n, matrix_main, w);
+  return rc;
+}
+
+int main(void) {
+  static const int sizes[] = {2, 3, 4};
+  size_t si;
+  int rc, r, lines;
+  char name[96];
+  single *s;
+  world *w = &g_world;
+  setenv("CC_SHM_DIRECT_BYTES", "1", 1);
+  setenv("CC_SHM_CMA", "1", 1);          /* off by default: these worlds test it */
+  w->quick = tu_quick();
+
+  for (si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+    int n = sizes[si], g;
+    w->sym = 2;
+    w->expect_cma = 1;
+    rc = world_n(n, w);
+    if (rc < 0) break;
+    for (g = G_CMA; g <= G_SYM; g++) {
+      snprintf(name, sizeof name, "direct.%s.n%d", g_names[g], n);
+      tr_report_group(w->tab, n, g, name, g_cover[g], rc);
+    }
+    snprintf(name, sizeof name, "direct.cma_agreed.n%d", n);
+    if (w->tab->scratch[0] == 11) tu_pass(name, "every rank reads its peers' buffers by cross-memory attach");
+    else if (w->tab->scratch[1] == 10) tu_skip(name, "process_vm_readv is not allowed here: the arena took over");
+    else tu_fail(name, "c->cma %ld, c->cma_mine %ld", (long)w->tab->scratch[0] - 10, (long)w->tab->scratch[1] - 10);
+    if (n == 2 || n == 4) {
+      w->tab = (tr_table *)tu_shared_alloc(sizeof(tr_table));
+      rc = tu_spawn(n, rules_main, w);
+      snprintf(name, sizeof name, "direct.rules.n%d", n);
+      tr_report_group(w->tab, n, G_RULES, name, g_cover[G_RULES], rc);
+    }
+  }
+
+  /* CC_SHM_CMA=0: plain buffers through the arena, symmetric memory still direct */
+  setenv("CC_SHM_CMA", "0", 1);
+  w->sym = 2;
+  w->expect_cma = 0;
+  w->quick = 1;
+  rc = world_n(3, w);
+  tr_report_group(w->tab, 3, G_CMA, "direct.nocma.plain.n3", "CC_SHM_CMA=0: through the arena, right", rc);
+  tr_report_group(w->tab, 3, G_SYM, "direct.nocma.sym.n3", "CC_SHM_CMA=0: cc_mem_alloc memory still mapped", rc);
+  if (w->tab->scratch[0] == 10) tu_pass("direct.nocma.agreed", "no rank used cross-memory attach");
+  else tu_fail("direct.nocma.agreed", "c->cma %ld", (long)w->tab->scratch[0] - 10);
+  setenv("CC_SHM_CMA", "1", 1);
+  w->quick = tu_quick();
+
+  /* process_vm_readv refused */
+  s = (single *)tu_shared_alloc(sizeof(single));
+  setenv("CC_DEBUG", "INFO", 1);
+  rc = spawn_capture(3, eperm_main, s, "cannot read rank", &lines);
+  unsetenv("CC_DEBUG");
+  if (!s->dropped[0] || s->cma_mine == 1) {
+    tu_skip("direct.eperm", "could not take cross-memory attach away (capset: %d, probe %d)", s->dropped[0], s->cma_mine);
+  } else {
+    int ok = rc == 0 && s->cma == 0 && lines == 3;
+    for (r = 0; r < 3; r++) ok = ok && s->rc[r] == CC_OK && s->wrong[r] == 0;
+    if (ok) tu_pass("direct.eperm", "process_vm_readv refused: one INFO line per rank, results right through the arena");
+    else tu_fail("direct.eperm", "spawn %d, cma %d, INFO lines %d (want 3), rank 0: %s, %ld wrong (%s)", rc, s->cma,
+                 lines, cc_strerror((cc_result)s->rc[0]), s->wrong[0], s->err[0]);
+  }
+
+  /* a rank dies while its peer reads its buffers */
+  setenv("CC_SPAWN_GRACE_MS", "5000", 1);
+  for (r = 1; r <= 2; r++) {
+    s = (single *)tu_shared_alloc(sizeof(single));
+    s->mode = r;
+    rc = tu_spawn(2, lost_main, s);
+    snprintf(name, sizeof name, "direct.peer_lost.%s", r == 1 ? "cma" : "mapped");
+    if (s->rc[0] == CC_ERR_PEER_LOST && strstr(s->err[0], "rank 1") && rc != 0)
+      tu_pass(name, "rank 0: %s", s->err[0]);
+    else
+      tu_fail(name, "rank 0 got %s (%s), spawn %d", s->rc[0] >= 0 ? cc_strerror((cc_result)s->rc[0]) : "setup failure",
+              s->err[0], rc);
+  }
+  unsetenv("CC_SPAWN_GRACE_MS");
+
+  /* different allocations freed */
+  s = (single *)tu_shared_alloc(sizeof(single));
+  rc = tu_spawn(2, mismatch_main, s);
+  if (s->rc[0] == CC_ERR_MISMATCH && s->rc[1] == CC_ERR_MISMATCH && strstr(s->err[0], "mem_free(allocation #"))
+    tu_pass("direct.mismatch", "%s", s->err[0]);
+  else
+    tu_fail("direct.mismatch", "%s / %s: %s", cc_strerror((cc_result)s->rc[0]), cc_strerror((cc_result)s->rc[1]), s->err[0]);
+
+  /* TCP: plain memory */
+  s = (single *)tu_shared_alloc(sizeof(single));
+  setenv("CC_TRANSPORT", "tcp", 1);
+  rc = tu_spawn(2, tcp_main, s);
+  unsetenv("CC_TRANSPORT");
+  if (rc == 0 && s->rc[0] == CC_OK && s->rc[1] == CC_OK && !s->wrong[0] && !s->wrong[1])
+    tu_pass("direct.tcp", "cc_mem_alloc memory over CC_TRANSPORT=tcp: all_reduce right, freed");
+  else
+    tu_fail("direct.tcp", "spawn %d: %s / %s, %ld wrong: %s", rc, cc_strerror((cc_result)s->rc[0]),
+            cc_strerror((cc_result)s->rc[1]), s->wrong[0] + s->wrong[1], s->err[0]);
+  return tu_exit_code();
+}
