@@ -1198,10 +1198,11 @@ static int cc__sock_send_small(int fd, const void *p, size_t n) {
   return cc__sock_send2(fd, p, n, NULL, 0) == (long)n ? 0 : -1;
 }
 
-/* No more from this side (and the peer sees the end of the stream). */
+/* No more from this side: the peer sees the end of the stream after what
+   was written. The read side stays open (see cc__tcp_linger). */
 static void cc__sock_shutdown(int fd) {
 #ifndef CC_NO_TCP
-  shutdown(fd, SHUT_RDWR);
+  shutdown(fd, SHUT_WR);
 #else
   (void)fd;
 #endif
@@ -2600,6 +2601,7 @@ static __attribute__((unused)) int cc__aead_open(const cc__aead_key *k, const un
 #define CC__MAX_LOCAL     256                  /* ranks of one communicator on one host */
 #define CC__FRAME         48                   /* a message's header on every link */
 #define CC__TAG           16                   /* an AEAD tag (TCP links with a token) */
+#define CC__ABORT_MAX     300                  /* an abort frame's payload, at most */
 #define CC__ERR_BYTES     320
 
 /* The calls. A rank's descriptor carries its call, so that ranks whose calls
@@ -2787,6 +2789,7 @@ typedef struct cc__peer {              /* the link to one rank, and what arrives
   int fd;                              /* TCP: the connection */
   int eof;                             /* TCP: the peer closed its side */
   int tx_mid;                          /* TCP: a frame to it is partly written */
+  int abort_owed;                      /* TCP: the abort frame waits for that frame's end (cc__run_settle) */
   int rx_state;                        /* 0: reading a header, 1: a payload, 2: its tag */
   size_t rx_hdr_got;                   /* bytes of the header (or of the tag) read */
   unsigned char rx_hdr[CC__FRAME + CC__TAG];   /* the header, and its tag on an authenticated link */
@@ -2848,6 +2851,8 @@ typedef struct cc__net {
   cc_comm *local;
   cc__hdr own_hdr;                     /* the failure word when there is no local */
   int propagated;                      /* the failure went to every peer */
+  unsigned char abort_f[CC__FRAME + CC__ABORT_MAX];   /* ... as this abort frame (header, payload) */
+  size_t abort_len;
   int tcp_only;                        /* CC_TRANSPORT=tcp: every rank its own group */
   unsigned char *tmp, *tmp2;           /* scratch of the algorithms, kept between calls */
   size_t tmp_bytes, tmp2_bytes;
@@ -4820,7 +4825,6 @@ static int cc__rec_decode(const unsigned char *p, cc__rec *r) {
 
 #define CC__FRAME_MAGIC 0x32466363u          /* "ccF2" */
 #define CC__MAX_FRAME   ((uint64_t)1 << 44)  /* 16 TiB: larger is corrupt */
-#define CC__ABORT_MAX   300
 #define CC__STAGE       (64u << 10)
 
 /* ---------------------------------------------------------------- frames
@@ -4921,27 +4925,39 @@ static uint64_t cc__sec_limit(const cc__sec *s) {
 
 /* ---------------------------------------------------------------- failures */
 
-/* The communicator failed: tell every rank on another host (an abort frame
-   where its stream is between frames), then shut every connection, so that
-   no peer waits for this rank. */
+/* The abort frame to rank r (where its stream is between frames), then the
+   connection's end. */
+static void cc__abort_send(cc_comm *c, int r) {
+  unsigned char g[CC__FRAME + CC__ABORT_MAX + 2 * CC__TAG];
+  cc__peer *p = &c->peers[r];
+  size_t len = c->net->abort_len;
+  const unsigned char *f = c->net->abort_f;
+  p->abort_owed = 0;
+  if (!p->tx_mid && p->sec) (void)cc__sock_send_small(p->fd, g, cc__sec_frame(p->sec, f, f + CC__FRAME, len, g));
+  else if (!p->tx_mid) (void)cc__sock_send_small(p->fd, f, CC__FRAME + len);
+  cc__sock_shutdown(p->fd);
+}
+
+/* The communicator failed: tell every rank on another host, with an abort
+   frame, then shut every connection, so that no peer waits for this rank.
+   Where a frame is partly written the abort cannot go first: the message
+   engine finishes that frame when its run ends (cc__run_settle), then sends
+   it, so that the peer learns why rather than only that the stream broke. */
 static void cc__propagate(cc_comm *c, cc_result code, int who, const char *msg) {
-  unsigned char f[CC__FRAME + CC__ABORT_MAX], g[CC__FRAME + CC__ABORT_MAX + 2 * CC__TAG];
   cc__frame fr;
-  size_t len;
   int r;
   if (!c->net || c->net->propagated) return;
   c->net->propagated = 1;
-  len = cc__abort_encode(f + CC__FRAME, code, who, msg);
+  c->net->abort_len = cc__abort_encode(c->net->abort_f + CC__FRAME, code, who, msg);
   memset(&fr, 0, sizeof fr);
   fr.tag = CC__TAG_ABORT;
-  fr.bytes = len;
-  cc__frame_encode(f, &fr);
+  fr.bytes = c->net->abort_len;
+  cc__frame_encode(c->net->abort_f, &fr);
   for (r = 0; r < c->size; r++) {
     cc__peer *p = &c->peers[r];
     if (p->link != CC__LINK_TCP || p->fd < 0) continue;
-    if (!p->tx_mid && p->sec) (void)cc__sock_send_small(p->fd, g, cc__sec_frame(p->sec, f, f + CC__FRAME, len, g));
-    else if (!p->tx_mid) (void)cc__sock_send_small(p->fd, f, CC__FRAME + len);
-    cc__sock_shutdown(p->fd);
+    if (p->tx_mid) p->abort_owed = 1;
+    else cc__abort_send(c, r);
   }
 }
 
@@ -5780,8 +5796,21 @@ static cc_result cc__run_send(cc__run *x, int *progress) {
   return CC_OK;
 }
 
+/* Does the run still wait on a message to or from a TCP link? */
+static int cc__tcp_pending(const cc__run *x) {
+  int i;
+  for (i = 0; i < x->n; i++) {
+    const cc__msg *m = &x->m[i];
+    if (m->live && !m->done && x->c->peers[m->peer].link == CC__LINK_TCP) return 1;
+  }
+  return 0;
+}
+
 /* Receives: pull what the run wants from this host's rings, and from the TCP
-   links that poll() says have something (their fds in c->pfd[0..*np)). */
+   links that poll() says have something (their fds in c->pfd[0..*np), which
+   an idle wait watches too: a failure report wakes it). poll() is asked only
+   while a message of the run waits on TCP: a run whose TCP part is done
+   (a root's sends written) ends without another system call. */
 static cc_result cc__run_recv(cc__run *x, int sending, int *progress, int *np) {
   cc_comm *c = x->c;
   int i;
@@ -5800,7 +5829,7 @@ static cc_result cc__run_recv(cc__run *x, int sending, int *progress, int *np) {
       c->pfd_rank[(*np)++] = i;
     }
   }
-  if (*np && cc__poll(c->pfd, *np, 0) > 0)
+  if (*np && cc__tcp_pending(x) && cc__poll(c->pfd, *np, 0) > 0)
     for (i = 0; i < *np; i++)
       if (c->pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) CC__TRY(cc__rx_pull(x, c->pfd_rank[i], progress));
   return CC_OK;
@@ -5884,6 +5913,55 @@ static cc_result cc__engine_poll(cc_comm *c, const char *what) {
   return CC_OK;
 }
 
+/* The run failed while frames to some peers were partly written (their
+   abort frames are owed, see cc__propagate): write the rest of each (the
+   bytes are the caller's, still valid inside the call; the peer may take a
+   complete frame of true data, never a cut one), reading meanwhile what those
+   peers send, so that two ranks finishing toward each other both move; for at
+   most CC__SETTLE_NS. Then the abort frames and the connections' ends. A
+   peer that reads nothing by then sees its stream end in the middle of a
+   frame (CC_ERR_PEER_LOST there). */
+#ifndef CC__SETTLE_NS
+#define CC__SETTLE_NS (500 * CC__MS)
+#endif
+static void cc__run_settle(cc__run *x) {
+  cc_comm *c = x->c;
+  uint64_t until = cc__now_ns() + CC__SETTLE_NS;
+  int i, p, np, progress;
+  x->cb = NULL;                        /* nothing more starts */
+  for (;;) {
+    np = 0;
+    for (p = 0; p < c->size; p++) {
+      cc__peer *pe = &c->peers[p];
+      cc__msg *m = NULL;
+      if (!pe->abort_owed) continue;
+      for (i = 0; i < x->n && !m; i++)
+        if (x->m[i].live && x->m[i].started && x->m[i].is_send && !x->m[i].done && x->m[i].peer == p &&
+            cc__first_send(x, i))
+          m = &x->m[i];
+      if (m && pe->tx_mid && !pe->eof && cc__now_ns() < until) {
+        long w = cc__link_write(c, m);
+        if (w >= 0 && !cc__sent_all(m)) {
+          c->pfd[np].fd = pe->fd;
+          c->pfd[np].events = POLLIN | POLLOUT;
+          c->pfd[np].revents = 0;
+          c->pfd_rank[np++] = p;
+          continue;
+        }
+        if (w >= 0) m->done = 1;
+      }
+      cc__abort_send(c, p);            /* (after a broken write or past the time: the end alone) */
+    }
+    if (!np) return;
+    if (cc__poll(c->pfd, np, CC__MS) > 0)
+      for (i = 0; i < np; i++)
+        if (c->pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) {
+          progress = 0;
+          (void)cc__rx_pull(x, c->pfd_rank[i], &progress);
+        }
+  }
+}
+
 /* Run the live messages until all are done. cb (if any) is called when a
    receive completes and may make more messages live. id: the collective this
    run belongs to (its frames carry it), or NULL for the user's messages. */
@@ -5908,6 +5986,7 @@ static cc_result cc__engine_run(cc_comm *c, cc__msg *m, int n, cc__done_fn cb, v
     }
     r = cc__run_idle(&x, np, sending);
   }
+  if (r != CC_OK && c->net) cc__run_settle(&x);
   CC_FREE(x.seen);
   return r;
 }
@@ -7389,9 +7468,44 @@ static void cc__links_shm(cc_comm *c) {
   }
 }
 
+/* A failed communicator's connections are closed once the peers ended
+   theirs, or after CC__LINGER_NS: a socket closed while bytes wait to be
+   read makes the kernel reset the connection and drop what this rank wrote
+   last, its abort frame among them, and the peer would learn only that the
+   connection broke, not why. What arrives meanwhile is read and dropped. */
+#define CC__LINGER_NS (1000 * CC__MS)
+static void cc__tcp_linger(cc_comm *c) {
+  unsigned char sink[4096];
+  uint64_t until = cc__now_ns() + CC__LINGER_NS, now;
+  int i, np;
+  if (!c->pfd || !c->pfd_rank) return;
+  for (;;) {
+    np = 0;
+    for (i = 0; i < c->size; i++) {
+      cc__peer *p = &c->peers[i];
+      if (p->link != CC__LINK_TCP || p->fd < 0 || p->eof) continue;
+      c->pfd[np].fd = p->fd;
+      c->pfd[np].events = POLLIN;
+      c->pfd[np].revents = 0;
+      c->pfd_rank[np++] = i;
+    }
+    now = cc__now_ns();
+    if (!np || now >= until) return;
+    if (cc__poll(c->pfd, np, CC__MIN(until - now, 10 * CC__MS)) <= 0) continue;
+    for (i = 0; i < np; i++) {
+      cc__peer *p = &c->peers[c->pfd_rank[i]];
+      long k;
+      if (!(c->pfd[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      while ((k = cc__sock_recv(p->fd, sink, sizeof sink)) > 0) {}
+      if (k == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) p->eof = 1;
+    }
+  }
+}
+
 static void cc__comm_free(cc_comm *c) {
   int i;
   if (!c) return;
+  if (c->net && c->net->propagated) cc__tcp_linger(c);
   for (i = 0; i < c->size; i++) {
     cc__peer *p = &c->peers[i];
     while (p->uq_head) { cc__umsg *u = p->uq_head; p->uq_head = u->next; cc__umsg_free(u); }

@@ -71,6 +71,8 @@
    which start when the reader runs out of bytes, where the run also ends
    once all its messages are done (the messages made live by the last
    completions start before the end is judged). */
+/* a failed run finishes a frame partly written for at most this long (cc__run_settle): here nobody reads */
+#define CC__SETTLE_NS 1000000
 #include "fuzz_util.h"
 
 #include <fcntl.h>
@@ -769,6 +771,7 @@ static void fz_one(int mode, int setup, const unsigned char *s, size_t len) {
       FZ_CHECK(ended);
     }
   }
+  if (r != CC_OK) cc__run_settle(&x);   /* as cc__engine_run ends a failed run */
 
   /* the model, with the stops the run had */
   M.bound = bound;
@@ -934,8 +937,8 @@ static void fz_one(int mode, int setup, const unsigned char *s, size_t len) {
     if (!defs[i].is_send) free(M.buf[i]);
     free(ctx.snap[i]);
   }
+  close(sv[1]);                        /* first: a failed communicator's end waits for its peers' (cc__tcp_linger) */
   cc__comm_free(c);                    /* closes sv[0]; frees the queues, the stage, the net */
-  close(sv[1]);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
