@@ -4559,8 +4559,8 @@ static void cc__refusal_text(const cc__refusal *f, int me, uint32_t world, char 
   }
 }
 
-/* A serve's log of refusals: one WARN line per (address, rank, reason), at
-   most CC__REF_LOGGED of them; the rest at TRACE. */
+/* A serve's log of refusals: one WARN line per (address, rank, reason),
+   whatever CC_DEBUG, at most CC__REF_LOGGED of them; the rest at TRACE. */
 #define CC__REF_LOGGED 16
 typedef struct cc__hs_log {
   unsigned warned;
@@ -4587,7 +4587,7 @@ static void cc__hs_refused(const cc__hs_srv *v, const cc__pend *q, int reason) {
   cc__refusal f, *slot = NULL;
   char key[80], what[200];
   unsigned i;
-  int level = CC__LOG_WARN;
+  int level = CC__LOG_WARN;            /* printed whatever CC_DEBUG (CC__LOG_ALWAYS) */
   memset(&f, 0, sizeof f);
   f.reason = reason; f.rank = (int)q->h.from; f.world = q->h.world; f.first = cc__now_ns();
   cc__sock_peer(q->fd, f.addr, sizeof f.addr);
@@ -4596,11 +4596,11 @@ static void cc__hs_refused(const cc__hs_srv *v, const cc__pend *q, int reason) {
   for (i = 0; i < v->log->warned && i < CC__REF_LOGGED; i++) if (strcmp(v->log->seen[i], key) == 0) level = CC__LOG_TRACE;
   if (level == CC__LOG_WARN && v->log->warned > CC__REF_LOGGED) level = CC__LOG_TRACE;
   if (level == CC__LOG_WARN && v->log->warned == CC__REF_LOGGED) {
-    cc__log(c, CC__LOG_WARN, "comm_init: rank %d: more connections refused: logged at CC_DEBUG=TRACE only", c->rank);
+    cc__log(c, CC__LOG_ALWAYS, "comm_init: rank %d: more connections refused: logged at CC_DEBUG=TRACE only", c->rank);
     v->log->warned++;
     level = CC__LOG_TRACE;
   }
-  if (level == CC__LOG_WARN) memcpy(v->log->seen[v->log->warned++], key, sizeof key);
+  if (level == CC__LOG_WARN) { memcpy(v->log->seen[v->log->warned++], key, sizeof key); level = CC__LOG_ALWAYS; }
   cc__log(c, level, "comm_init: rank %d: refused a connection from %s claiming to be rank %d of %u: %s", c->rank,
           f.addr, f.rank, f.world, what);
   if (!v->refs || q->h.to != v->me || q->h.from == v->me) return;
