@@ -76,6 +76,10 @@
        CC_WARN_AFTER     seconds a wait lasts before it prints a warning naming the
                          ranks it waits for, again at twice that, ... (default 10;
                          0: never)
+       CC_REFUSED_GRACE  seconds a rendezvous waits for a rank whose connection it
+                         refused (a token that differs, none, another world
+                         size) before it fails on every rank (default 5; 0:
+                         the whole timeout, as a stranger's hello could be it)
        CC_REQUIRE_LAUNCHER  1: a process without a launcher's variables (RANK,
                          WORLD_SIZE...) fails cc_comm_init instead of being a world
                          of one
@@ -131,7 +135,7 @@ extern "C" {
 #define CC__RESULTS(X)                                                              \
   X(CC_OK,               "success")                                                 \
   X(CC_ERR_INVALID_ARG,  "bad pointer, count, rank, root, dtype or op")             \
-  X(CC_ERR_MISMATCH,     "ranks called different collectives, counts or roots")     \
+  X(CC_ERR_MISMATCH,     "ranks disagree: collectives, counts, roots or world size")\
   X(CC_ERR_TIMEOUT,      "a peer did not arrive within the timeout")                \
   X(CC_ERR_PEER_LOST,    "a peer process died or its connection broke")             \
   X(CC_ERR_ABORTED,      "cc_comm_abort was called, or an earlier error")           \
@@ -1100,6 +1104,23 @@ static int cc__sock_accept(int lfd) {
   (void)lfd;
   errno = ENOSYS;
   return -1;
+#endif
+}
+
+/* The address of a connection's other end, as text ("?" when unknown). */
+static void cc__sock_peer(int fd, char *ip, size_t iplen) {
+  snprintf(ip, iplen, "?");
+#ifndef CC_NO_TCP
+  {
+    struct sockaddr_storage sa;
+    socklen_t len = sizeof sa;
+    memset(&sa, 0, sizeof sa);
+    if (getpeername(fd, (struct sockaddr *)(void *)&sa, &len) == 0 &&
+        (sa.ss_family == AF_INET || sa.ss_family == AF_INET6))
+      cc__sock_ntop(&sa, ip, iplen);
+  }
+#else
+  (void)fd;
 #endif
 }
 
@@ -2662,6 +2683,7 @@ typedef struct cc__settings {
   char ifname[64];
   uint64_t spawn_grace_ns;
   uint64_t warn_ns;                    /* a wait this long prints a warning (0: never) */
+  uint64_t refused_grace_ns;           /* CC_REFUSED_GRACE: a refused rank this long absent fails the rendezvous (0: never) */
   int require_launcher;                /* no launcher's variables is an error */
   int no_launcher;                     /* none were set: a world of one */
 } cc__settings;
@@ -3289,6 +3311,7 @@ static cc_result cc__settings_lib(const cc_config *cfg, cc__settings *s) {
   s->net_sockbuf = cc__env_size("CC_NET_SOCKBUF", 0, 0, 1u << 30);
   s->spawn_grace_ns = (uint64_t)cc__env_size("CC_SPAWN_GRACE_MS", 1000, 0, 60000) * CC__MS;
   s->warn_ns = (uint64_t)cc__env_size("CC_WARN_AFTER", 10, 0, 1u << 30) * CC__S;
+  s->refused_grace_ns = (uint64_t)cc__env_size("CC_REFUSED_GRACE", 5, 0, 1u << 30) * CC__S;
   s->require_launcher = cc__env_size("CC_REQUIRE_LAUNCHER", 0, 0, 1) != 0;
   s->max_unexpected = cc__env_size("CC_MAX_UNEXPECTED", (size_t)1 << 30, 4096, (size_t)1 << 62);
   if (cc__env_long("CC_NET_ENCRYPT", &enc) < 0 || enc < 0 || enc > 1)
@@ -4444,8 +4467,13 @@ static cc_result cc__hs_client(int fd, const cc__hello_t *h, const char *token, 
     return CC_ERR_AUTH;
   }
   if (status != 0) {
-    snprintf(why, whylen, "it refused the connection: %s", status == (uint32_t)CC_ERR_INVALID_ARG ?
-             "a stale rendezvous (another job)" : "another world size or job");
+    uint32_t theirs = cc__get32(chal + 36);
+    if (status == (uint32_t)CC_ERR_MISMATCH && theirs && theirs != h->world)
+      snprintf(why, whylen, "it says the world has %u ranks, this rank says %u (the hosts were started with different "
+               "sizes)", theirs, h->world);
+    else
+      snprintf(why, whylen, "it refused the connection: %s", status == (uint32_t)CC_ERR_INVALID_ARG ?
+               "a stale rendezvous (another job)" : "another world size or job");
     return status == (uint32_t)CC_ERR_INVALID_ARG ? CC_ERR_INVALID_ARG : CC_ERR_MISMATCH;
   }
   if (token ? !(suite == CC__AEAD_CHACHA20_POLY1305 || (suite == CC__AEAD_AES256_GCM && gcm)) : suite != 0) {
@@ -4505,6 +4533,46 @@ typedef struct cc__pend {
 
 typedef int (*cc__take_fn)(void *ctx, const cc__hello_t *h, int fd, const unsigned char *rec, cc__sec *sec);
 
+/* Why a connection with a well-formed hello was refused. The reply of a
+   failed rendezvous carries it (@bootstrap), so keep the numbers. */
+enum { CC__REF_NONE, CC__REF_TOKEN, CC__REF_NO_TOKEN, CC__REF_HAS_TOKEN, CC__REF_ENCRYPT, CC__REF_WORLD,
+       CC__REF_OTHER, CC__REF_STALE, CC__REF_COUNT };
+
+/* The first refusal of a connection claiming one rank. */
+typedef struct cc__refusal {
+  int reason;                          /* CC__REF_*; NONE: none yet */
+  int rank;                            /* the rank it claimed */
+  uint32_t world;                      /* the world size it claimed */
+  unsigned count;                      /* refusals of connections claiming that rank */
+  uint64_t first;                      /* when the first came */
+  char addr[64];                       /* where it came from */
+} cc__refusal;
+
+/* What a refusal means, from the side of rank `me` (world size `world`),
+   e.g. "its CC_TOKEN differs from rank 0's". */
+static void cc__refusal_text(const cc__refusal *f, int me, uint32_t world, char *buf, size_t len) {
+  switch (f->reason) {
+  case CC__REF_TOKEN: snprintf(buf, len, "its CC_TOKEN differs from rank %d's", me); break;
+  case CC__REF_NO_TOKEN: snprintf(buf, len, "it has no CC_TOKEN, while rank %d has one", me); break;
+  case CC__REF_HAS_TOKEN: snprintf(buf, len, "it has a CC_TOKEN, while rank %d has none", me); break;
+  case CC__REF_ENCRYPT: snprintf(buf, len, "its CC_NET_ENCRYPT differs from rank %d's", me); break;
+  case CC__REF_WORLD:
+    snprintf(buf, len, "it says the world has %u ranks, rank %d says %u (the hosts were started with different "
+             "sizes)", f->world, me, world);
+    break;
+  case CC__REF_STALE: snprintf(buf, len, "it came for another rendezvous (a stale file:// rendezvous)"); break;
+  default: snprintf(buf, len, "it belongs to another job, or named another rank"); break;
+  }
+}
+
+/* A serve's log of refusals: one WARN line per (address, rank, reason),
+   whatever CC_DEBUG, at most CC__REF_LOGGED of them; the rest at TRACE. */
+#define CC__REF_LOGGED 16
+typedef struct cc__hs_log {
+  unsigned warned;
+  char seen[CC__REF_LOGGED][80];
+} cc__hs_log;
+
 typedef struct cc__hs_srv {            /* what every connection of one cc__hs_serve is checked against */
   cc_comm *c;
   uint32_t kind, world;
@@ -4513,7 +4581,39 @@ typedef struct cc__hs_srv {            /* what every connection of one cc__hs_se
   int encrypt, with_rec;
   cc__take_fn take;
   void *ctx;
+  cc__refusal *refs;                   /* NULL, or world + 1: the first refusal claiming each rank; [world]: claiming one beyond */
+  int (*give_up)(void *ctx);           /* NULL, or nonzero: stop serving (cc__hs_serve returns -2) */
+  cc__hs_log *log;                     /* cc__hs_serve's own */
 } cc__hs_srv;
+
+/* Connection q is refused for `reason`: log it (rate limited), and record it
+   against the rank it claims (the rendezvous' rule, @bootstrap). */
+static void cc__hs_refused(const cc__hs_srv *v, const cc__pend *q, int reason) {
+  cc_comm *c = v->c;
+  cc__refusal f, *slot = NULL;
+  char key[80], what[200];
+  unsigned i;
+  int level = CC__LOG_WARN;            /* printed whatever CC_DEBUG (CC__LOG_ALWAYS) */
+  memset(&f, 0, sizeof f);
+  f.reason = reason; f.rank = (int)q->h.from; f.world = q->h.world; f.first = cc__now_ns();
+  cc__sock_peer(q->fd, f.addr, sizeof f.addr);
+  cc__refusal_text(&f, c->rank, v->world, what, sizeof what);
+  snprintf(key, sizeof key, "%.63s %d %d", f.addr, f.rank, reason);
+  for (i = 0; i < v->log->warned && i < CC__REF_LOGGED; i++) if (strcmp(v->log->seen[i], key) == 0) level = CC__LOG_TRACE;
+  if (level == CC__LOG_WARN && v->log->warned > CC__REF_LOGGED) level = CC__LOG_TRACE;
+  if (level == CC__LOG_WARN && v->log->warned == CC__REF_LOGGED) {
+    cc__log(c, CC__LOG_ALWAYS, "comm_init: rank %d: more connections refused: logged at CC_DEBUG=TRACE only", c->rank);
+    v->log->warned++;
+    level = CC__LOG_TRACE;
+  }
+  if (level == CC__LOG_WARN) { memcpy(v->log->seen[v->log->warned++], key, sizeof key); level = CC__LOG_ALWAYS; }
+  cc__log(c, level, "comm_init: rank %d: refused a connection from %s claiming to be rank %d of %u: %s", c->rank,
+          f.addr, f.rank, f.world, what);
+  if (!v->refs || q->h.to != v->me || q->h.from == v->me) return;
+  slot = (uint32_t)q->h.from < v->world ? &v->refs[q->h.from] : &v->refs[v->world];
+  if (!slot->count) *slot = f;
+  slot->count++;
+}
 
 /* Bytes connection q waits for in its state. */
 static size_t cc__pend_need(const cc__hs_srv *v, const cc__pend *q) {
@@ -4528,15 +4628,27 @@ static int cc__pend_step(const cc__hs_srv *v, cc__pend *q) {
   if (q->state == 0) {
     uint32_t status = 0, suite = 0;
     memcpy(q->hello, q->in, CC__HELLO);
+    int reason = CC__REF_NONE;
     if (cc__hello_decode(q->hello, &q->h) != 0) {
-      cc__log(c, CC__LOG_WARN, "comm_init: rank %d: dropped a connection that is not a cc rank (no well-formed hello)", c->rank);
+      char addr[64];
+      cc__sock_peer(q->fd, addr, sizeof addr);
+      if (cc__get32(q->hello) == CC__HS_MAGIC && cc__get32(q->hello + 4) != CC__NET_VERSION)
+        cc__log(c, CC__LOG_WARN, "comm_init: rank %d: refused a connection from %s: it speaks cc protocol version %u, "
+                "this rank %u (another version of cc.h)", c->rank, addr, cc__get32(q->hello + 4), CC__NET_VERSION);
+      else
+        cc__log(c, CC__LOG_INFO, "comm_init: rank %d: dropped a connection from %s that is not a cc rank (no "
+                "well-formed hello)", c->rank, addr);
       return -1;
     }
-    if (q->h.kind != v->kind || q->h.world != v->world || (v->me >= 0 && q->h.to != v->me)) status = (uint32_t)CC_ERR_MISMATCH;
-    else if (strncmp(q->h.job, v->job, 40) != 0)
+    if (q->h.world != v->world) { status = (uint32_t)CC_ERR_MISMATCH; reason = CC__REF_WORLD; }
+    else if (q->h.kind != v->kind || (v->me >= 0 && q->h.to != v->me)) { status = (uint32_t)CC_ERR_MISMATCH; reason = CC__REF_OTHER; }
+    else if (strncmp(q->h.job, v->job, 40) != 0) {
       status = v->kind == CC__HELLO_DATA ? (uint32_t)CC_ERR_MISMATCH : (uint32_t)CC_ERR_INVALID_ARG;
-    else if (!(q->h.flags & CC__HS_TOKEN) != !v->token || !(q->h.flags & CC__HS_ENCRYPT) != !v->encrypt)
+      reason = v->kind == CC__HELLO_DATA ? CC__REF_OTHER : CC__REF_STALE;
+    } else if (!(q->h.flags & CC__HS_TOKEN) != !v->token) {
       status = (uint32_t)CC_ERR_AUTH;
+      reason = v->token ? CC__REF_NO_TOKEN : CC__REF_HAS_TOKEN;
+    } else if (!(q->h.flags & CC__HS_ENCRYPT) != !v->encrypt) { status = (uint32_t)CC_ERR_AUTH; reason = CC__REF_ENCRYPT; }
     if (v->token) suite = (q->h.flags & CC__HS_GCM) && cc__aead_have_gcm() ? CC__AEAD_AES256_GCM : CC__AEAD_CHACHA20_POLY1305;
     memset(q->chal, 0, sizeof q->chal);
     cc__put32(q->chal, CC__HS_MAGIC);
@@ -4545,15 +4657,9 @@ static int cc__pend_step(const cc__hs_srv *v, cc__pend *q) {
     cc__put32(q->chal + 12, (v->token ? CC__HS_TOKEN : 0) | (v->encrypt ? CC__HS_ENCRYPT : 0));
     cc__random(q->chal + 16, 16);
     cc__put32(q->chal + 32, suite);
-    if (cc__sock_send_small(q->fd, q->chal, sizeof q->chal) != 0) return -1;
-    if (status != 0) {
-      cc__log(c, CC__LOG_WARN, "comm_init: rank %d: refused a connection claiming to be rank %d: %s", c->rank,
-              (int)q->h.from, status == (uint32_t)CC_ERR_MISMATCH ? "another job or world size" :
-              status == (uint32_t)CC_ERR_INVALID_ARG ? "a stale rendezvous" :
-              (q->h.flags & CC__HS_TOKEN) != (v->token ? CC__HS_TOKEN : 0u) ? "one side has a token, the other none" :
-              "CC_NET_ENCRYPT differs");
-      return -1;
-    }
+    if (reason == CC__REF_WORLD) cc__put32(q->chal + 36, v->world);   /* a refusal for the world size says this one */
+    if (status != 0) cc__hs_refused(v, q, reason);
+    if (cc__sock_send_small(q->fd, q->chal, sizeof q->chal) != 0 || status != 0) return -1;
     q->state = 1;
     return 0;
   }
@@ -4569,9 +4675,8 @@ static int cc__pend_step(const cc__hs_srv *v, cc__pend *q) {
       ok = cc__ct_equal(mac, q->resp + 8, 32);
       if (!ok) {
         cc__put32(verd + 4, (uint32_t)CC_ERR_AUTH);
+        cc__hs_refused(v, q, CC__REF_TOKEN);
         (void)cc__sock_send_small(q->fd, verd, sizeof verd);
-        cc__log(c, CC__LOG_WARN, "comm_init: rank %d: refused a connection claiming to be rank %d: wrong token",
-                c->rank, (int)q->h.from);
         cc__crypto_wipe(mac, sizeof mac);
         return -1;
       }
@@ -4627,17 +4732,23 @@ static void cc__pend_drop(cc__pend *pend, int *np, int i) {
   pend[i] = pend[--*np];
 }
 
-/* Serve until `want` connections were kept (0), or the deadline (-1). */
-static int cc__hs_serve(const cc__hs_srv *v, int lfd, int want, uint64_t deadline) {
-  cc_comm *c = v->c;
+/* Serve until `want` connections were kept (0), the deadline (-1), or until
+   give_up says so (-2). */
+static int cc__hs_serve(const cc__hs_srv *vv, int lfd, int want, uint64_t deadline) {
+  cc_comm *c = vv->c;
   cc__pend *pend = (cc__pend *)CC_MALLOC(sizeof(cc__pend) * CC__PEND_MAX);
   struct pollfd pf[CC__PEND_MAX + 1];
-  int np = 0, kept = 0, i;
+  int np = 0, kept = 0, i, gave_up = 0;
+  cc__hs_log log;
+  cc__hs_srv sv = *vv, *v = &sv;
+  memset(&log, 0, sizeof log);
+  sv.log = &log;
   if (!pend) return -1;
   while (kept < want) {
     uint64_t now = cc__now_ns(), next = deadline, when;
     int nf = 0, lis, victim = -1, taken;
     if (now >= deadline) break;
+    if (v->give_up && v->give_up(v->ctx)) { gave_up = 1; break; }
     if (np == CC__PEND_MAX) {
       victim = cc__pend_victim(pend, np, now, &when);
       next = CC__MIN(next, when);
@@ -4674,7 +4785,7 @@ static int cc__hs_serve(const cc__hs_srv *v, int lfd, int want, uint64_t deadlin
   }
   for (i = 0; i < np; i++) { cc__fd_close(pend[i].fd); cc__sec_free(pend[i].sec); }
   CC_FREE(pend);
-  return kept >= want ? 0 : -1;
+  return kept >= want ? 0 : gave_up ? -2 : -1;
 }
 
 /* ---------------------------------------------------------------- sealed messages to many, from one */
@@ -7813,7 +7924,34 @@ typedef struct cc__rdv {
   char where[300];                     /* for messages */
 } cc__rdv;
 
-typedef struct cc__rdv_take_ctx { int *fds, got; cc__sec **secs; cc__rec *recs; } cc__rdv_take_ctx;
+typedef struct cc__rdv_take_ctx {
+  int *fds, got, n;
+  cc__sec **secs;
+  cc__rec *recs;
+  cc__refusal *refs, *refused;         /* n + 1 (cc__hs_srv); the one the rendezvous fails for */
+  uint64_t grace;                      /* CC_REFUSED_GRACE; 0: never fail for a refusal */
+} cc__rdv_take_ctx;
+
+/* The rule for refused ranks: a connection claiming rank r that was refused
+   (a token that differs or is missing, another world size...) may be a
+   stranger's, and the real rank r may still come; but if rank r has not
+   joined CC_REFUSED_GRACE after the first such refusal, the rendezvous fails
+   on every rank, saying which rank was refused and why. A claim of a rank
+   beyond this world (the claimant's world is larger) counts the same while
+   any rank is missing. */
+static int cc__rdv_give_up(void *ctx) {
+  cc__rdv_take_ctx *x = (cc__rdv_take_ctx *)ctx;
+  uint64_t now = cc__now_ns();
+  int r;
+  if (!x->grace) return 0;
+  for (r = 1; r <= x->n; r++) {
+    cc__refusal *f = &x->refs[r];
+    if (!f->count || now < f->first + x->grace || (r < x->n && x->fds[r] >= 0)) continue;
+    x->refused = f;
+    return 1;
+  }
+  return 0;
+}
 
 static int cc__rdv_take(void *ctx, const cc__hello_t *h, int fd, const unsigned char *rec, cc__sec *sec) {
   cc__rdv_take_ctx *x = (cc__rdv_take_ctx *)ctx;
@@ -7841,22 +7979,37 @@ static cc_result cc__rdv_serve(cc_comm *c, int lfd, const cc__rdv *v, cc__rec *r
   int n = c->size, i, *fds = (int *)CC_MALLOC(sizeof(int) * (size_t)n), missing = -1, bad;
   cc__sec **secs = (cc__sec **)CC_MALLOC(sizeof(cc__sec *) * (size_t)n);
   cc__out *outs = (cc__out *)CC_MALLOC(sizeof(cc__out) * (size_t)n);
+  cc__refusal *refs = (cc__refusal *)CC_MALLOC(sizeof(cc__refusal) * (size_t)(n + 1)), refused;
   unsigned char *table = (unsigned char *)CC_MALLOC((size_t)n * CC__REC + CC__REPLY);
   cc_result r = CC_OK;
-  if (!fds || !table || !secs || !outs) {
-    CC_FREE(fds); CC_FREE(table); CC_FREE(secs); CC_FREE(outs);
+  if (!fds || !table || !secs || !outs || !refs) {
+    CC_FREE(fds); CC_FREE(table); CC_FREE(secs); CC_FREE(outs); CC_FREE(refs);
     return cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: rank 0: out of memory");
   }
   for (i = 0; i < n; i++) { fds[i] = -1; secs[i] = NULL; }
+  memset(refs, 0, sizeof(cc__refusal) * (size_t)(n + 1));
+  memset(&refused, 0, sizeof refused);
   {
     cc__rdv_take_ctx x;
     cc__hs_srv s;
-    x.fds = fds; x.secs = secs; x.recs = recs; x.got = 0;
+    int st;
+    x.fds = fds; x.secs = secs; x.recs = recs; x.got = 0; x.n = n;
+    x.refs = refs; x.refused = NULL; x.grace = c->set.refused_grace_ns;
     memset(&s, 0, sizeof s);
     s.c = c; s.kind = CC__HELLO_RDV; s.world = (uint32_t)n; s.me = 0; s.job = v->nonce;
     s.token = c->set.token[0] ? c->set.token : NULL; s.encrypt = c->set.net_encrypt; s.with_rec = 1;
-    s.take = cc__rdv_take; s.ctx = &x;
-    if (cc__hs_serve(&s, lfd, n - 1, deadline) != 0) {
+    s.take = cc__rdv_take; s.ctx = &x; s.refs = refs; s.give_up = cc__rdv_give_up;
+    if ((st = cc__hs_serve(&s, lfd, n - 1, deadline)) == -2 && x.refused) {
+      char what[200];
+      refused = *x.refused;
+      missing = refused.rank;
+      cc__refusal_text(&refused, 0, (uint32_t)n, what, sizeof what);
+      r = cc__fail(c, refused.reason == CC__REF_TOKEN || refused.reason == CC__REF_NO_TOKEN ||
+                   refused.reason == CC__REF_HAS_TOKEN || refused.reason == CC__REF_ENCRYPT ? CC_ERR_AUTH :
+                   CC_ERR_MISMATCH, "comm_init: rank 0: rank %d (from %s) was refused at the rendezvous at %s: %s; "
+                   "no rank %d joined within %.0f s of that (CC_REFUSED_GRACE)", refused.rank, refused.addr, v->where,
+                   what, refused.rank, (double)x.grace / 1e9);
+    } else if (st != 0) {
       for (missing = 1; missing < n && fds[missing] >= 0; missing++) {}
       if (n - 2 - x.got > 0)
         r = cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank 0: rank %d and %d more did not join the rendezvous at %s "
@@ -7877,6 +8030,11 @@ static cc_result cc__rdv_serve(cc_comm *c, int lfd, const cc__rdv *v, cc__rec *r
   cc__put32(table + 8, (uint32_t)n);
   cc__put32(table + 12, (uint32_t)missing);
   if (r == CC_OK) { memcpy(table + 16, jobid, 33); memcpy(table + 56, c->shmkey, 32); }
+  else if (refused.reason) {           /* who was refused and why, in place of the job's identity */
+    cc__put32(table + 16, (uint32_t)refused.reason);
+    cc__put32(table + 20, refused.world);
+    memcpy(table + 24, refused.addr, 63);
+  }
   for (i = 0; i < n; i++) cc__rec_encode(table + CC__REPLY + (size_t)i * CC__REC, &recs[i]);
   /* answer everyone who came, even on failure, all at once */
   for (i = 0; i < n; i++) { outs[i].fd = i ? fds[i] : -1; outs[i].sec = secs[i]; }
@@ -7889,7 +8047,7 @@ static cc_result cc__rdv_serve(cc_comm *c, int lfd, const cc__rdv *v, cc__rec *r
                    "its answer within 10 s)");
   for (i = 1; i < n; i++) { cc__fd_close(fds[i]); cc__sec_free(secs[i]); }
   cc__crypto_wipe(table + 56, 32);
-  CC_FREE(fds); CC_FREE(secs); CC_FREE(outs);
+  CC_FREE(fds); CC_FREE(secs); CC_FREE(outs); CC_FREE(refs);
   CC_FREE(table);
   return r;
 }
@@ -7951,10 +8109,22 @@ static cc_result cc__rdv_join(cc_comm *c, const char *ip, int port, const cc__rd
     r = cc__fail(c, CC_ERR_AUTH, "comm_init: rank %d: %s is not the rank 0 of this job (bad answer)", c->rank, v->where);
   else if (cc__get32(reply + 4) != 0) {
     uint32_t s4 = cc__get32(reply + 4);
+    uint32_t why4 = cc__get32(reply + 16);
     if (s4 == (uint32_t)CC_ERR_TIMEOUT)
       r = cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank %d: rank %d did not join the rendezvous at %s within the "
                    "timeout", c->rank, (int)cc__get32(reply + 12), v->where);
-    else
+    else if (why4 > CC__REF_NONE && why4 < CC__REF_COUNT && (s4 == (uint32_t)CC_ERR_AUTH || s4 == (uint32_t)CC_ERR_MISMATCH)) {
+      cc__refusal f;
+      char what[200];
+      memset(&f, 0, sizeof f);
+      f.reason = (int)why4;
+      f.rank = (int)cc__get32(reply + 12);
+      f.world = cc__get32(reply + 20);
+      memcpy(f.addr, reply + 24, 63);
+      cc__refusal_text(&f, 0, (uint32_t)n, what, sizeof what);
+      r = cc__fail(c, (cc_result)s4, "comm_init: rank %d: rank 0 failed the rendezvous at %s: rank %d (from %s) was "
+                   "refused: %s", c->rank, v->where, f.rank, f.addr, what);
+    } else
       r = cc__fail(c, s4 < (uint32_t)CC_RESULT_COUNT ? (cc_result)s4 : CC_ERR_SYSTEM,
                    "comm_init: rank %d: rank 0 failed the rendezvous", c->rank);
   }
@@ -8028,8 +8198,8 @@ static cc_result cc__rdv_file_serve(cc_comm *c, cc__rdv *v, cc__rec *recs, char 
 /* The rendezvous itself. recs[c->rank] is this rank's record on entry; on
    success recs holds every rank's and jobid the job identity. */
 static cc_result cc__rendezvous(cc_comm *c, cc__rdv *v, cc__rec *recs, char *jobid) {
-  uint64_t deadline = cc__now_ns() + c->timeout_ns, pause = 10 * CC__MS;
-  char why[200] = "", ip[64], nonce[40];
+  uint64_t deadline = cc__now_ns() + c->timeout_ns, pause = 10 * CC__MS, refused_since = 0;
+  char why[200] = "", ip[64], nonce[40], refused_why[200] = "";
   if (c->rank == 0) {
     int lfd = v->lfd;
     cc_result r;
@@ -8048,7 +8218,7 @@ static cc_result cc__rendezvous(cc_comm *c, cc__rdv *v, cc__rec *recs, char *job
     return cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank %d: cannot resolve %s: %s", c->rank, v->host, why);
   for (;;) {
     int retry = 1, ok = 1, port = v->port;
-    cc_result r;
+    cc_result r = CC_ERR_TIMEOUT;
     if (v->path) {                     /* read the file afresh every time: a stale one may be replaced */
       char buf[160], fwhy[200];
       int fd = cc__file_open(v->path, 0, fwhy, sizeof fwhy);
@@ -8070,6 +8240,18 @@ static cc_result cc__rendezvous(cc_comm *c, cc__rdv *v, cc__rec *recs, char *job
       r = cc__rdv_join(c, ip, port, v, recs, jobid, deadline, &retry, why, sizeof why);
       if (r == CC_OK || !retry) return r;
     }
+    /* refused for the world size (or as another job): the refusal carries
+       no proof, but a rank 0 that said so CC_REFUSED_GRACE ago, with nothing
+       else heard since but silence or a closed port (it fails by the same
+       rule, and closes its port), is believed */
+    if (r == CC_ERR_MISMATCH) {
+      if (!refused_since) refused_since = cc__now_ns();
+      snprintf(refused_why, sizeof refused_why, "%s", why);
+    } else if (r == CC_ERR_INVALID_ARG) refused_since = 0;
+    if (refused_since && c->set.refused_grace_ns && cc__now_ns() - refused_since >= c->set.refused_grace_ns)
+      return cc__fail(c, CC_ERR_MISMATCH, "comm_init: rank %d: rank 0 at %s refused this rank (it kept doing so for "
+                      "%.0f s, CC_REFUSED_GRACE): %s", c->rank, v->where, (double)c->set.refused_grace_ns / 1e9,
+                      refused_why);
     if (cc__now_ns() + pause >= deadline)
       return cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank %d: cannot reach rank 0 at %s within the timeout%s%s",
                       c->rank, v->where, v->path && !ok ? " (no valid rendezvous file)" : ": ",

@@ -14,8 +14,9 @@
 #   a) 2 hosts x 2 ranks, `all`: both ccruns exit 0; `info: size 4 local_size 2`
 #   b) the same with CC_TRANSPORT=tcp
 #   c) 3 hosts x 1 rank, `all`
-#   f) two different tokens on host 0 and host 1: rank 1 gets CC_ERR_AUTH,
-#      nobody succeeds, nobody waits past CC_TIMEOUT=5; matching tokens succeed
+#   f) two different tokens on host 0 and host 1: rank 1 gets CC_ERR_AUTH at
+#      once, rank 0 CC_ERR_AUTH naming rank 1, its address and its token within
+#      8 s (CC_TIMEOUT=120: CC_REFUSED_GRACE, 5 s); matching tokens succeed
 #      (every other job has one token for all its hosts: ccrun --nnodes wants
 #      one, and with it every frame between hosts is authenticated)
 #   g) garbage clients (junk bytes, huge lengths, silence, held open) on the
@@ -28,7 +29,7 @@
 # TCP transport: while a 2-host job gets CC_ERR_UNSUPPORTED ("no TCP transport
 # yet") they are skipped, unless CC_TEST_REQUIRE_TCP=1. CC_MH_SAME_HOST=1 is a
 # dry run of the harness itself (see in_ns below).
-# Takes about 20-30 s when everything passes (f waits out CC_TIMEOUT=5 on rank 0,
+# Takes about 20-30 s when everything passes (f waits out CC_REFUSED_GRACE=5 on rank 0,
 # e waits out CC_TIMEOUT=3, g holds the ranks 3 s).
 # SKIP when not root or when `ip netns add` fails. Everything created (namespaces,
 # processes) is removed on exit, failure or interrupt; after each case no
@@ -404,21 +405,21 @@ begin f-token
 p=$(port)
 t0=$(cc_now_ms)
 tok_a=$("$ccrun" --make-token) tok_b=$("$ccrun" --make-token)
-launch 0 h0.out CC_TOKEN="$tok_a" CC_TIMEOUT=5 -- "$ccrun" --tag-output --nnodes 2 --node-rank 0 \
+launch 0 h0.out CC_TOKEN="$tok_a" CC_TIMEOUT=120 -- "$ccrun" --tag-output --nnodes 2 --node-rank 0 \
   --master-addr "$net.1" --master-port "$p" -n 1 "${probe_cmd[@]}" token
 p0=$last_pid
-launch 1 h1.out CC_TOKEN="$tok_b" CC_TIMEOUT=5 -- "$ccrun" --tag-output --nnodes 2 --node-rank 1 \
+launch 1 h1.out CC_TOKEN="$tok_b" CC_TIMEOUT=120 -- "$ccrun" --tag-output --nnodes 2 --node-rank 1 \
   --master-addr "$net.1" --master-port "$p" -n 1 "${probe_cmd[@]}" token
 p1=$last_pid
 wait_all "$p0" "$p1"
 ms=$(($(cc_now_ms) - t0))
 r0=$(result_of "$work/h0.out" 0)
 r1=$(result_of "$work/h1.out" 1)
-if [[ $r1 == CC_ERR_AUTH* ]] && [ -n "$r0" ] && [[ $r0 != CC_OK* ]] &&
+if [[ $r1 == CC_ERR_AUTH* ]] && [[ $r0 == CC_ERR_AUTH*rank\ 1\ \(from\ $net.2\)\ was\ refused*CC_TOKEN\ differs* ]] &&
    [ "${statuses[0]}" -ne 0 ] && [ "${statuses[1]}" -ne 0 ] && [ "$ms" -lt 8000 ]; then
   pass "f: one CC_TOKEN on host 0, another on host 1: rank 1 '$r1', rank 0 '$r0' ($ms ms)"
 else
-  fail "f: two tokens: rank 0 '$r0', rank 1 '$r1', statuses ${statuses[*]} after $ms ms; expected rank 1 CC_ERR_AUTH, rank 0 an error, both nonzero within 8 s (CC_TIMEOUT=5)"
+  fail "f: two tokens: rank 0 '$r0', rank 1 '$r1', statuses ${statuses[*]} after $ms ms; expected rank 1 CC_ERR_AUTH, rank 0 CC_ERR_AUTH naming rank 1 from $net.2 and its token, both nonzero within 8 s (CC_TIMEOUT=120, CC_REFUSED_GRACE 5 s)"
   show "$work"/h*.out
 fi
 finish

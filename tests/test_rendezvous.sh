@@ -90,5 +90,62 @@ else bad "port in use: the second rank 0 said: $(head -c 300 "$dir/second")"; fi
 env RANK=1 WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$p CC_TIMEOUT=5 timeout 20 "$probe" token > /dev/null 2>&1
 wait "$holder"
 
+# A rank that is refused at the rendezvous fails the whole job within seconds,
+# on every rank, each saying which rank was refused and why (CC_TIMEOUT=120:
+# waiting out the timeout fails the test). Four jobs of 3 ranks at once:
+#   token     rank 1 has another CC_TOKEN
+#   notoken   rank 1 has no CC_TOKEN, the others one
+#   notoken0  rank 0 has no CC_TOKEN, the others one
+#   world     rank 2 says WORLD_SIZE=4, the others 3
+# refused_job NAME: start it; refused_check NAME WANT0 WANT1 WANT2 (regexes
+# each rank's `result:` line must match)
+tok_a=$("$build/ccrun" --make-token) tok_b=$("$build/ccrun" --make-token)
+refused_job() {
+  local name=$1 r p vars
+  p=$(port)
+  for r in 0 1 2; do
+    vars=(RANK=$r WORLD_SIZE=3 MASTER_ADDR=127.0.0.1 MASTER_PORT=$p CC_TIMEOUT=120 CC_TOKEN=$tok_a)
+    case $name$r in
+      token1) vars+=(CC_TOKEN=$tok_b) ;;
+      notoken1 | notoken00) vars=(-u CC_TOKEN "${vars[@]:0:5}") ;;
+      world2) vars+=(WORLD_SIZE=4) ;;
+    esac
+    ( t0=$(date +%s%N); env -u CC_TOKEN "${vars[@]}" timeout 20 "$probe" token > "$dir/$name.$r" 2>&1
+      echo "exit $? after $((($(date +%s%N) - t0) / 1000000)) ms" >> "$dir/$name.$r" ) &
+  done
+}
+refused_check() {
+  local name=$1 r ok=1 res ms st summary=""
+  shift
+  for r in 0 1 2; do
+    res=$(grep -m1 '^result: ' "$dir/$name.$r")
+    st=$(sed -n 's/^exit \([0-9]*\) after.*/\1/p' "$dir/$name.$r")
+    ms=$(sed -n 's/^exit [0-9]* after \([0-9]*\) ms/\1/p' "$dir/$name.$r")
+    [ "${st:-0}" -ne 0 ] && [ "${ms:-99999}" -lt 10000 ] && [[ $res =~ $1 ]] || ok=0
+    summary="$summary; rank $r (exit ${st:-?}, ${ms:-?} ms): ${res#result: }"
+    shift
+  done
+  if [ $ok = 1 ]; then ok "refused rank, $name: every rank fails within 10 s (CC_TIMEOUT=120)${summary}"
+  else bad "refused rank, $name: expected every rank nonzero within 10 s naming the refused rank and why${summary}"; fi
+}
+t0=$(date +%s)
+for name in token notoken notoken0 world; do refused_job "$name"; done
+wait
+tk='CC_ERR_AUTH.*rank 1 \(from 127\.0\.0\.1\) was refused.*CC_TOKEN differs'
+refused_check token "$tk" 'CC_ERR_AUTH.*CC_TOKEN differs' "$tk"
+tk='CC_ERR_AUTH.*rank 1 \(from 127\.0\.0\.1\) was refused.*it has no CC_TOKEN, while rank 0 has one'
+refused_check notoken "$tk" 'CC_ERR_AUTH.*requires a token.*this rank has none' "$tk"
+tk='CC_ERR_AUTH.*rank 0 at .*it has no token \(CC_TOKEN\) and this rank has one'
+refused_check notoken0 'CC_ERR_AUTH.*rank [12] \(from 127\.0\.0\.1\) was refused.*it has a CC_TOKEN, while rank 0 has none' "$tk" "$tk"
+refused_check world 'CC_ERR_MISMATCH.*rank 2 \(from 127\.0\.0\.1\) was refused.*says the world has 4 ranks, rank 0 says 3' \
+  'CC_ERR_MISMATCH.*rank 0 failed the rendezvous.*rank 2 .*was refused.*world has 4 ranks, rank 0 says 3' \
+  'CC_ERR_MISMATCH.*rank 0 .*refused this rank.*says the world has 3 ranks, this rank says 4'
+# rank 0 logs each refusal (WARN, the default level) naming the address and the claimed rank
+if grep -q 'WARN comm_init: rank 0: refused a connection from 127\.0\.0\.1 claiming to be rank 1 of 3: its CC_TOKEN differs' "$dir/token.0" &&
+   [ "$(grep -c 'refused a connection from' "$dir/world.0")" -le 2 ]; then
+  ok "refused rank: rank 0 logs the refusal with the address and claimed rank, once per address, rank and reason ($(grep -c 'refused a connection from' "$dir/world.0") line(s) for rank 2's repeated tries)"
+else bad "refused rank: rank 0's log: $(grep -h 'refused a connection' "$dir/token.0" "$dir/world.0" | head -5)"; fi
+echo "(the four refused-rank jobs took $(($(date +%s) - t0)) s together)"
+
 echo "rendezvous: $pass passed, $fail failed"
 [ "$fail" -eq 0 ]

@@ -15,6 +15,9 @@
 #           hello (token flag set) gets the challenge, and its response with a
 #           random MAC gets a refusal whose MAC field is zero; the job then
 #           succeeds with the right data
+#   refused a stranger's hellos claiming rank 1 again and again while the job
+#           starts (rank 1 1.5 s late): logged once, the job succeeds; with
+#           CC_REFUSED_GRACE=1 and rank 1 3 s late the job fails naming rank 1
 #   tamper  one byte flipped in what rank 0 receives (an LD_PRELOAD interposer
 #           on recv: a payload byte, a frame header byte, an encrypted payload
 #           byte) makes rank 0 fail with CC_ERR_AUTH naming rank 1, and no rank
@@ -185,6 +188,53 @@ if [ "${statuses[*]}" = "0 0" ] && grep -q '^data: ok' "$work/r0.out" && grep -q
   pass "oracle: after both strangers the real rank 1 joins: all_reduce CC_OK with the right data on both ranks ($(grep -c 'refused a connection' "$work/r0.out") refusals logged by rank 0)"
 else
   fail "oracle: the job after the strangers: statuses ${statuses[*]}, expected 0 0 and the right data"
+  show "$work"/r*.out
+fi
+finish
+
+# A stranger's hellos claiming rank 1 (a MAC it cannot compute), again and
+# again while the job starts, rank 1 itself 1.5 s after the first: refused and
+# logged (once per address, rank and reason), and the job succeeds - a refused
+# claim fails the rendezvous only if no rank 1 joins within CC_REFUSED_GRACE
+# (5 s). With CC_REFUSED_GRACE=1 and rank 1 3 s late, the same stranger fails
+# the job (the documented price of failing fast: docs/security.md).
+begin refused-stranger
+p=$(port)
+args=(allreduce 1000)
+rank 0 2 "$p" r0.out CC_TOKEN="$token"; p0=$last_pid
+for _ in $(seq 100); do grep -q ":$(printf '%04X' "$p") " /proc/net/tcp 2>/dev/null && break; sleep 0.05; done
+( for _ in $(seq 12); do "$probe" stranger 127.0.0.1 "$p" 2 >> "$work/str.out" 2>&1; sleep 0.2; done ) &
+ps=$!
+sleep 1.5
+rank 1 2 "$p" r1.out CC_TOKEN="$token"; p1=$last_pid
+wait_all "$p0" "$p1"
+wait "$ps"
+nlog=$(grep -c 'refused a connection from 127\.0\.0\.1 claiming to be rank 1 of 2: its CC_TOKEN differs' "$work/r0.out")
+if [ "${statuses[*]}" = "0 0" ] && grep -q '^data: ok' "$work/r0.out" && grep -q '^data: ok' "$work/r1.out" &&
+   [ "$(grep -c 'verdict 40 bytes status 7' "$work/str.out")" -ge 5 ] && [ "$nlog" = 1 ]; then
+  pass "refused: a stranger's hellos as rank 1 (wrong MAC, $(grep -c 'verdict 40 bytes status 7' "$work/str.out") of them) while the job starts, rank 1 1.5 s late: the job succeeds; rank 0 logged the refusal once"
+else
+  fail "refused: stranger hammering as rank 1: statuses ${statuses[*]} (want 0 0), refusals logged $nlog (want 1), stranger: $(sort "$work/str.out" | uniq -c | head -3)"
+  show "$work"/r*.out
+fi
+finish
+
+begin refused-grace
+p=$(port)
+args=(allreduce 1000)
+rank 0 2 "$p" r0.out CC_TOKEN="$token" CC_REFUSED_GRACE=1 CC_TIMEOUT=60; p0=$last_pid
+for _ in $(seq 100); do grep -q ":$(printf '%04X' "$p") " /proc/net/tcp 2>/dev/null && break; sleep 0.05; done
+t0=$(cc_now_ms)
+"$probe" stranger 127.0.0.1 "$p" 2 > "$work/str.out" 2>&1
+sleep 3
+rank 1 2 "$p" r1.out CC_TOKEN="$token" CC_TIMEOUT=3; p1=$last_pid
+wait_all "$p0" "$p1"
+ms=$(($(cc_now_ms) - t0))
+r0=$(res r0.out)
+if [ "${statuses[0]}" -ne 0 ] && [ "${statuses[1]}" -ne 0 ] && [[ $r0 == CC_ERR_AUTH:*rank\ 1\ \(from\ 127.0.0.1\)\ was\ refused*CC_TOKEN\ differs* ]]; then
+  pass "refused: with CC_REFUSED_GRACE=1 a stranger's claim of rank 1, the real one 3 s late, fails the job: '${r0:0:160}...' ($ms ms)"
+else
+  fail "refused: CC_REFUSED_GRACE=1, stranger then rank 1 3 s late: statuses ${statuses[*]}, rank 0 '$r0'; expected both nonzero, rank 0 CC_ERR_AUTH naming rank 1"
   show "$work"/r*.out
 fi
 finish
