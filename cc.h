@@ -2885,6 +2885,7 @@ struct cc_comm {
   int rank, size, local_rank, local_size;
   cc__settings set;                    /* as read at init (a split inherits them) */
   uint64_t timeout_ns, spin_ns;
+  uint64_t settle_ns;                  /* a failed run finishes a frame partly written for at most this long */
   int oversub, debug;
   size_t small_bytes;                  /* arena: largest message every rank reduces in one phase */
   size_t stream_bytes;                 /* arena: messages this large stage with non-temporal stores */
@@ -5908,21 +5909,20 @@ static cc_result cc__run_send(cc__run *x, int *progress) {
   return CC_OK;
 }
 
-/* Does the run still wait on a message to or from a TCP link? */
-static int cc__tcp_pending(const cc__run *x) {
+/* Is some message of the run not done? */
+static int cc__run_pending(const cc__run *x) {
   int i;
-  for (i = 0; i < x->n; i++) {
-    const cc__msg *m = &x->m[i];
-    if (m->live && !m->done && x->c->peers[m->peer].link == CC__LINK_TCP) return 1;
-  }
+  for (i = 0; i < x->n; i++)
+    if (x->m[i].live && !x->m[i].done) return 1;
   return 0;
 }
 
 /* Receives: pull what the run wants from this host's rings, and from the TCP
    links that poll() says have something (their fds in c->pfd[0..*np), which
-   an idle wait watches too: a failure report wakes it). poll() is asked only
-   while a message of the run waits on TCP: a run whose TCP part is done
-   (a root's sends written) ends without another system call. */
+   an idle wait watches too: a failure report wakes it, and is read here).
+   poll() is asked only while a message of the run is not done: a run whose
+   sends are all written (a root's broadcast) ends without another system
+   call. */
 static cc_result cc__run_recv(cc__run *x, int sending, int *progress, int *np) {
   cc_comm *c = x->c;
   int i;
@@ -5941,7 +5941,7 @@ static cc_result cc__run_recv(cc__run *x, int sending, int *progress, int *np) {
       c->pfd_rank[(*np)++] = i;
     }
   }
-  if (*np && cc__tcp_pending(x) && cc__poll(c->pfd, *np, 0) > 0)
+  if (*np && cc__run_pending(x) && cc__poll(c->pfd, *np, 0) > 0)
     for (i = 0; i < *np; i++)
       if (c->pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) CC__TRY(cc__rx_pull(x, c->pfd_rank[i], progress));
   return CC_OK;
@@ -6030,15 +6030,12 @@ static cc_result cc__engine_poll(cc_comm *c, const char *what) {
    bytes are the caller's, still valid inside the call; the peer may take a
    complete frame of true data, never a cut one), reading meanwhile what those
    peers send, so that two ranks finishing toward each other both move; for at
-   most CC__SETTLE_NS. Then the abort frames and the connections' ends. A
+   most c->settle_ns (0.5 s). Then the abort frames and the connections' ends. A
    peer that reads nothing by then sees its stream end in the middle of a
    frame (CC_ERR_PEER_LOST there). */
-#ifndef CC__SETTLE_NS
-#define CC__SETTLE_NS (500 * CC__MS)
-#endif
 static void cc__run_settle(cc__run *x) {
   cc_comm *c = x->c;
-  uint64_t until = cc__now_ns() + CC__SETTLE_NS;
+  uint64_t until = cc__now_ns() + c->settle_ns;
   int i, p, np, progress;
   x->cb = NULL;                        /* nothing more starts */
   for (;;) {
@@ -6322,7 +6319,12 @@ static cc_result cc__run_broadcast(cc_comm *c, const cc__call *k) {
   if (r != CC_OK) return r;
   n = CC__MIN(bytes, cap);
   if (me == root && n) memcpy(CC__DATA(mine), buf, n);
-  if ((r = cc__first_end_root(c, k, root)) != CC_OK) return r;
+  /* one phase: the root waits for nobody (cc__first_end_root); more: every
+     rank's call is compared first (a non-root arrives at the next phases
+     without beginning them, so a comparison left for later would read
+     halves rewritten meanwhile) */
+  r = bytes <= cap ? cc__first_end_root(c, k, root) : cc__first_end(c, k);
+  if (r != CC_OK) return r;
   if (me != root && n) memcpy(buf, CC__DATA(cc__half(c, root, c->step)), n);
   for (off = n; off < bytes; off += n) {
     n = CC__MIN(cap, bytes - off);
@@ -7591,6 +7593,7 @@ static cc_comm *cc__comm_new(int rank, int size, const cc__settings *s) {
   c->timeout_ns = s->timeout_ns;
   c->oversub = size > cc__ncpus();
   c->spin_ns = (uint64_t)(s->spin_us >= 0 ? s->spin_us : c->oversub ? 2 : 50) * 1000;
+  c->settle_ns = 500 * CC__MS;
   c->small_bytes = s->small_bytes >= 0 ? (size_t)s->small_bytes : c->oversub ? (64u << 10) : (16u << 10);
   c->stream_bytes = s->stream_bytes;
   c->direct_bytes = s->direct_bytes;
