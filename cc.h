@@ -6857,6 +6857,34 @@ static cc_result cc__direct_run(cc_comm *c, const cc__call *k, int *done) {
    pages): local rank 0 creates it and names it in a phase, the others map
    it, and a last phase tells every rank whether all could (then the name is
    unlinked: nothing is left in /dev/shm). Every rank fails alike, or none. */
+/* cc_mem_alloc's second phase: rank 0 creates the segment of `total` bytes
+   and publishes its name, the others map it. *base and *got: the mapping
+   (NULL when it failed: *err says why); name: the segment's name, empty when
+   rank 0 did not create one. */
+static cc_result cc__mem_share(cc_comm *c, size_t total, unsigned char **base, size_t *got, char *name, size_t nlen,
+                               int *err) {
+  const char *what = "mem_alloc";
+  unsigned char *mine;
+  CC__TRY(cc__ph_begin(c, &mine, what));
+  name[0] = 0;
+  if (c->rank == 0 && !*err) {
+    char rnd[20];
+    cc__random_hex(rnd, 16);
+    snprintf(name, nlen, "/cc-%s-m%s", c->jobid, rnd);
+    if ((*base = (unsigned char *)cc__shm_create(name, total)) == NULL) { *err = errno; name[0] = 0; }
+    *got = total;
+  }
+  memcpy(CC__DATA(mine), name, nlen);
+  cc__ph_arrive(c);
+  CC__TRY(cc__ph_wait(c, 0, what));
+  if (c->rank != 0) {
+    memcpy(name, CC__DATA(cc__half(c, 0, c->step)), nlen);
+    name[nlen - 1] = 0;
+    if (name[0] && !*err && (*base = (unsigned char *)cc__shm_open(name, total, got)) == NULL) *err = errno ? errno : ENOENT;
+  }
+  return CC_OK;
+}
+
 static cc_result cc__arena_mem_alloc(cc_comm *c, size_t bytes, void **ptr) {
   const char *what = "mem_alloc";
   int n = c->size, me = c->rank, j, bad = -1, err = 0;
@@ -6885,23 +6913,7 @@ static cc_result cc__arena_mem_alloc(cc_comm *c, size_t bytes, void **ptr) {
   if (slot > ((size_t)1 << 46) / (size_t)n) err = err ? err : ENOMEM;   /* the same on every rank */
   else slot = cc__align(slot, 4096);
   total = slot * (size_t)n;
-  if ((r = cc__ph_begin(c, &mine, what)) != CC_OK) goto out;
-  name[0] = 0;
-  if (me == 0 && !err && slot <= ((size_t)1 << 46) / (size_t)n) {
-    char rnd[20];
-    cc__random_hex(rnd, 16);
-    snprintf(name, sizeof name, "/cc-%s-m%s", c->jobid, rnd);
-    if ((base = (unsigned char *)cc__shm_create(name, total)) == NULL) { err = errno; name[0] = 0; }
-    got = total;
-  }
-  memcpy(CC__DATA(mine), name, sizeof name);
-  cc__ph_arrive(c);
-  if ((r = cc__ph_wait(c, 0, what)) != CC_OK) goto out;
-  if (me != 0) {
-    memcpy(name, CC__DATA(cc__half(c, 0, c->step)), sizeof name);
-    name[sizeof name - 1] = 0;
-    if (name[0] && !err && (base = (unsigned char *)cc__shm_open(name, total, &got)) == NULL) err = errno ? errno : ENOENT;
-  }
+  if ((r = cc__mem_share(c, total, &base, &got, name, sizeof name, &err)) != CC_OK) goto out;
   if ((r = cc__ph_begin(c, &mine, what)) != CC_OK) goto out;
   memcpy(CC__DATA(mine), &err, sizeof err);
   cc__ph_arrive(c);
@@ -8692,6 +8704,28 @@ out:
 /* comm_split of ranks on several hosts: every rank's (color, key) and a fresh
    record go round in an all_gather; each new communicator is then built like
    a world: shared memory alone when its ranks share a host, else the mesh. */
+/* The ranks of `color` in the records of a split (rb bytes each: color, key,
+   ...), ordered by (key, rank), into order[]; how many; *newrank: where rank
+   me (of that color, with that key) stands among them. */
+static int cc__split_order(const unsigned char *all, size_t rb, int n, int me, int color, int key, int *order,
+                           int *newrank) {
+  int j, m = 0;
+  *newrank = 0;
+  for (j = 0; j < n; j++) {
+    int cj = (int)cc__get32(all + rb * (size_t)j), kj = (int)cc__get32(all + rb * (size_t)j + 4), i;
+    if (cj != color) continue;
+    if (kj < key || (kj == key && j < me)) (*newrank)++;
+    for (i = m; i > 0; i--) {          /* insertion by (key, rank) */
+      int ko = (int)cc__get32(all + rb * (size_t)order[i - 1] + 4);
+      if (ko <= kj) break;
+      order[i] = order[i - 1];
+    }
+    order[i] = j;
+    m++;
+  }
+  return m;
+}
+
 static cc_result cc__split_net(cc_comm *c, int color, int key, cc_comm **out) {
   const char *what = "comm_split";
   cc__net *nt = c->net;
@@ -8724,18 +8758,7 @@ static cc_result cc__split_net(cc_comm *c, int color, int key, cc_comm **out) {
   k.coll = CC__ALL_GATHER; k.sbuf = mine; k.rbuf = all; k.count = rb;
   if ((r2 = cc__msg_flat(c, &k)) != CC_OK) { r = r2; goto out; }
   if (r != CC_OK || color == CC_UNDEFINED) goto out;
-  for (j = 0; j < n; j++) {            /* my group, ordered by (key, rank) */
-    int cj = (int)cc__get32(all + rb * (size_t)j), kj = (int)cc__get32(all + rb * (size_t)j + 4), i;
-    if (cj != color) continue;
-    if (kj < key || (kj == key && j < me)) newrank++;
-    for (i = m; i > 0; i--) {          /* insertion by (key, rank) */
-      int ko = (int)cc__get32(all + rb * (size_t)order[i - 1] + 4);
-      if (ko <= kj) break;
-      order[i] = order[i - 1];
-    }
-    order[i] = j;
-    m++;
-  }
+  m = cc__split_order(all, rb, n, me, color, key, order, &newrank);   /* my group */
   for (j = 0; j < m; j++) {
     if (cc__get32(all + rb * (size_t)order[j] + 8 + 240) == 0) {
       r = cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: rank %d could not listen for the new communicator's connections "
