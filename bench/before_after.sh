@@ -43,7 +43,9 @@ git -C "$TOP" show "$REV:cc.h" > "$R/before/cc.h" || { echo "before_after.sh: no
 cp "$TOP/cc.h" "$R/after/cc.h"
 make -s -C "$TOP" BUILD="$BUILD" "$BUILD/ccrun" "$BUILD/peers/c2c_latency" || exit 1
 for side in before after; do
-  ${CC:-cc} -std=c99 -O2 -I"$R/$side" -o "$R/$side/cc_bench" "$TOP/bench/cc_bench.c" -pthread -lm ||
+  extra=()   # a cc.h from before cc_mem_alloc: cc_bench without -R 1 in CPU mode
+  grep -q 'cc_mem_alloc(cc_comm' "$R/$side/cc.h" || extra=(-DCC_BENCH_NO_MEM_ALLOC)
+  ${CC:-cc} -std=c99 -O2 ${extra[@]+"${extra[@]}"} -I"$R/$side" -o "$R/$side/cc_bench" "$TOP/bench/cc_bench.c" -pthread -lm ||
     { echo "before_after.sh: cc_bench does not build against the $side cc.h" >&2; exit 1; }
 done
 C2C=$BUILD/peers/c2c_latency

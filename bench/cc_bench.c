@@ -986,7 +986,18 @@ static const backend cpu_backend = {
   "cc_", "memcpy", cpu_alloc, free, cpu_put, cpu_fill, NULL, case_run, cpu_sync, NULL, NULL, NULL
 };
 
-/* -R 1 in CPU mode: sbuf and rbuf from cc_mem_alloc (symmetric memory). */
+/* -R 1 in CPU mode: sbuf and rbuf from cc_mem_alloc (symmetric memory).
+   CC_BENCH_NO_MEM_ALLOC: built against a cc.h from before cc_mem_alloc
+   (bench/before_after.sh), where -R 1 fails. */
+#ifdef CC_BENCH_NO_MEM_ALLOC
+static void *sym_alloc(size_t bytes)
+{
+  (void)bytes;
+  fprintf(stderr, "%s: -R 1: this cc_bench was built against a cc.h without cc_mem_alloc\n", g_prog);
+  return NULL;
+}
+static void sym_release(void *p) { (void)p; }
+#else
 static void *sym_alloc(size_t bytes)
 {
   void *p = NULL;
@@ -1000,6 +1011,7 @@ static void sym_release(void *p)
 {
   if (p) CHECK(cc_mem_free(g_comm, p));
 }
+#endif
 static void sym_header(void) { printf("# buffers: cc_mem_alloc (-R 1): every rank on the host maps them\n"); }
 
 static const backend cpu_sym_backend = {
