@@ -2904,7 +2904,6 @@ struct cc_comm {
   /* arena state */
   uint64_t step;                       /* last phase this rank arrived at */
   uint64_t seen_all;                   /* every rank is known to have arrived here */
-  uint64_t check_step;                 /* a first phase whose descriptors are compared at the next phase */
   const void **srcs;                   /* size entries: reduction sources */
   const void **scals;
   unsigned char *scalbuf;              /* size x 16: the call's premul scalars, copied */
@@ -6155,34 +6154,10 @@ static cc_result cc__ph_wait_at(cc_comm *c, int who, uint64_t step, const char *
   return r;
 }
 
-/* The calls of a first phase that waited for the root alone (cc__first_end_root),
-   compared now that every rank has arrived past it: their halves hold them
-   until every rank has arrived at the phase after (this rank has not). */
-static cc_result cc__check_late(cc_comm *c, const char *what) {
-  uint64_t s = c->check_step;
-  cc__ident me, them;
-  char a[128], b[128];
-  int j;
-  c->check_step = 0;
-  cc__ident_of_desc(cc__desc_at(c, c->rank, s), &me);
-  for (j = 0; j < c->size; j++) {
-    cc__ident_of_desc(cc__desc_at(c, j, s), &them);
-    if (them.coll == me.coll && them.dtype == me.dtype && them.root == me.root && them.op == me.op &&
-        them.count == me.count)
-      continue;
-    cc__ident_str(&them, a, sizeof a);
-    cc__ident_str(&me, b, sizeof b);
-    return cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: the call before this one did not match: rank %d called %s "
-                    "while this rank called %s", what, c->rank, j, a, b);
-  }
-  return CC_OK;
-}
-
 /* Begin the next phase: returns this rank's half once it is free to write. */
 static cc_result cc__ph_begin(cc_comm *c, unsigned char **mine, const char *what) {
   uint64_t s = c->step + 1;
   if (s >= 2) CC__TRY(cc__ph_wait_at(c, -1, s - 1, what));
-  if (c->check_step) CC__TRY(cc__check_late(c, what));
   *mine = cc__half(c, c->rank, s);
   return CC_OK;
 }
@@ -6258,26 +6233,6 @@ static cc_result cc__first_end(cc_comm *c, const cc__call *k) {
   return CC_OK;
 }
 
-/* The first phase of a call that reads the root's half only (broadcast):
-   publish; the root returns at once, the others wait for the root alone and
-   compare their call with its. Every rank's call is compared with every
-   other's at this rank's next phase (cc__check_late): a disagreement the
-   root's descriptor does not show (two ranks that both say they are the
-   root) fails the next call, on every rank, with CC_ERR_MISMATCH. */
-static cc_result cc__first_end_root(cc_comm *c, const cc__call *k, int root) {
-  const char *what = cc__coll_name(k->coll);
-  cc__ident me, them;
-  uint64_t s = c->step + 1;
-  CC__STORE_SC(&cc__desc_at(c, c->rank, s)->step, s);
-  cc__ph_arrive(c);
-  c->check_step = s;
-  if (c->rank == root) return CC_OK;
-  CC__TRY(cc__ph_wait_at(c, root, s, what));
-  cc__ident_of_desc(cc__desc_of(c, c->rank), &me);
-  cc__ident_of_desc(cc__desc_of(c, root), &them);
-  return cc__ident_agree(c, what, &me, &them, root);
-}
-
 /* dst = fold of c->srcs[0..n) with the call's op. */
 static void cc__apply(cc_comm *c, const cc__call *k, void *dst, size_t count) {
   int n = c->size;
@@ -6321,12 +6276,7 @@ static cc_result cc__run_broadcast(cc_comm *c, const cc__call *k) {
   if (r != CC_OK) return r;
   n = CC__MIN(bytes, cap);
   if (me == root && n) memcpy(CC__DATA(mine), buf, n);
-  /* one phase: the root waits for nobody (cc__first_end_root); more: every
-     rank's call is compared first (a non-root arrives at the next phases
-     without beginning them, so a comparison left for later would read
-     halves rewritten meanwhile) */
-  r = bytes <= cap ? cc__first_end_root(c, k, root) : cc__first_end(c, k);
-  if (r != CC_OK) return r;
+  if ((r = cc__first_end(c, k)) != CC_OK) return r;
   if (me != root && n) memcpy(buf, CC__DATA(cc__half(c, root, c->step)), n);
   for (off = n; off < bytes; off += n) {
     n = CC__MIN(cap, bytes - off);

@@ -47,7 +47,7 @@ def free_port():
     return port
 
 
-def _child(fn, rank, ws, port, path, args, env):
+def _child(fn, rank, ws, port, path, args, env, done=None):
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.dup2(fd, 1)
     os.dup2(fd, 2)
@@ -66,6 +66,16 @@ def _child(fn, rank, ws, port, path, args, env):
         traceback.print_exc()
         code = 1
     sys.stdout.flush()
+    # Every rank leaves together (at most 10 s apart): with env:// torch 1.13's
+    # store lives in rank 0, and its _store_based_barrier polls it every 10 ms,
+    # so a rank 0 that is done first (a send, or a broadcast's root, returns
+    # once its data is written) would take the store away from a rank still
+    # polling there ("Connection reset by peer" in init_process_group).
+    if done is not None:
+        try:
+            done.wait(10)
+        except Exception:
+            pass
     os._exit(code)
 
 
@@ -96,7 +106,8 @@ def run_job(fn, ws, args=(), timeout=60.0, env=None, kill=None):
     port = free_port()
     tmp = tempfile.mkdtemp(prefix="cc-torch-test-")
     paths = [os.path.join(tmp, f"rank{r}.out") for r in range(ws)]
-    procs = [ctx.Process(target=_child, args=(fn, r, ws, port, paths[r], args, env)) for r in range(ws)]
+    done = ctx.Barrier(ws) if kill is None else None
+    procs = [ctx.Process(target=_child, args=(fn, r, ws, port, paths[r], args, env, done)) for r in range(ws)]
     t0 = time.monotonic()
     for p in procs:
         p.start()

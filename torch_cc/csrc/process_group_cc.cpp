@@ -808,9 +808,33 @@ class ProcessGroupCC : public CCBase {
     // completion thread, which may be running a future's Python callback.
     if (Py_IsInitialized() && PyGILState_Check()) {
       pybind11::gil_scoped_release nogil;
+      leave_together();
       comm_->shutdown();
     } else {
+      leave_together();
       comm_->shutdown();
+    }
+  }
+
+  // With env:// rank 0 hosts torch's store, and torch 1.13's
+  // init_process_group ends in a barrier that polls the store every 10 ms. A
+  // rank 0 that is done first (a send, a broadcast's root: they return once
+  // the data is written) and destroys its group would take the store away
+  // from a rank still polling it ("Connection reset by peer" there). So every
+  // other rank says so when it destroys its group, and rank 0 waits for
+  // that, at most 10 s, before its group (and the store it holds) goes.
+  void leave_together() {
+    try {
+      const std::string pre = "cc_left/";
+      if (getRank() != 0) {
+        store_->set(pre + std::to_string(getRank()), std::vector<uint8_t>{1});
+      } else {
+        std::vector<std::string> keys;
+        for (int r = 1; r < getSize(); r++) keys.push_back(pre + std::to_string(r));
+        if (!keys.empty()) store_->wait(keys, std::chrono::milliseconds(10000));
+      }
+    } catch (...) {
+      // a rank that is gone, or a store that is: nothing to wait for
     }
   }
 
