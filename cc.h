@@ -1124,29 +1124,9 @@ static void cc__sock_peer(int fd, char *ip, size_t iplen) {
 #endif
 }
 
-/* Non-blocking send of a then b: bytes written, or -1 with errno (EAGAIN:
-   the socket is full). */
-static long cc__sock_send2(int fd, const void *a, size_t alen, const void *b, size_t blen) {
-#ifndef CC_NO_TCP
-  struct iovec iov[2];
-  struct msghdr mh;
-  ssize_t w;
-  int k = 0;
-  if (alen) { iov[k].iov_base = (void *)(uintptr_t)a; iov[k++].iov_len = alen; }
-  if (blen) { iov[k].iov_base = (void *)(uintptr_t)b; iov[k++].iov_len = blen; }
-  memset(&mh, 0, sizeof mh);
-  mh.msg_iov = iov;
-  mh.msg_iovlen = (size_t)k;
-  do w = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT); while (w < 0 && errno == EINTR);
-  return (long)w;
-#else
-  (void)fd; (void)a; (void)alen; (void)b; (void)blen;
-  errno = ENOSYS;
-  return -1;
-#endif
-}
-
-/* The same with three buffers (a frame's header, payload and tag). */
+/* Non-blocking send of a, b, then c (a frame's header, payload and tag; an
+   empty one is left out): bytes written, or -1 with errno (EAGAIN: the
+   socket is full). */
 static long cc__sock_send3(int fd, const void *a, size_t alen, const void *b, size_t blen, const void *c, size_t clen) {
 #ifndef CC_NO_TCP
   struct iovec iov[3];
@@ -1166,6 +1146,11 @@ static long cc__sock_send3(int fd, const void *a, size_t alen, const void *b, si
   errno = ENOSYS;
   return -1;
 #endif
+}
+
+/* The same with two buffers. */
+static long cc__sock_send2(int fd, const void *a, size_t alen, const void *b, size_t blen) {
+  return cc__sock_send3(fd, a, alen, b, blen, NULL, 0);
 }
 
 /* Non-blocking receive: bytes read, 0 at the end of the stream, or -1 with
