@@ -65,6 +65,9 @@
        CC_STREAM_BYTES   messages this large are staged with non-temporal stores (512K)
        CC_SHM_DIRECT_BYTES  messages this large are read from the peers' buffers
                          directly, with one copy, instead of through the arena (256K)
+       CC_SHM_QUEUE_BYTES  broadcasts this small (scatters, gathers: all parts)
+                         go queued through the rings: the root returns at once
+                         (4K; 0: never)
        CC_SHM_CMA        1: read peers' plain buffers with cross-memory attach
                          (process_vm_readv) where allowed; 0: never (default 0:
                          slower than the arena's two copies on the VMs measured)
@@ -2602,9 +2605,10 @@ static __attribute__((unused)) int cc__aead_open(const cc__aead_key *k, const un
 #endif
 
 #define CC__LINE          64
-#define CC__DESC_BYTES    48                   /* call descriptor at the head of a half */
+#define CC__DESC_BYTES    56                   /* call descriptor at the head of a half */
 #define CC__OP_FIRST_USER CC_OP_BUILTIN_COUNT
 #define CC__MAX_LOCAL     256                  /* ranks of one communicator on one host */
+#define CC__QUEUE_RANKS   16                   /* queued calls (@algo) up to this many ranks: a root sends n-1 frames */
 #define CC__FRAME         48                   /* a message's header on every link */
 #define CC__TAG           16                   /* an AEAD tag (TCP links with a token) */
 #define CC__ABORT_MAX     300                  /* an abort frame's payload, at most */
@@ -2665,6 +2669,7 @@ typedef struct cc__settings {
   size_t stream_bytes, net_chunk, net_small_bytes, net_sockbuf;
   int shm_cma;                         /* CC_SHM_CMA: 0 never read peers' memory by cross-memory attach */
   size_t direct_bytes;                 /* CC_SHM_DIRECT_BYTES: from this size, read peers' buffers directly */
+  size_t queue_bytes;                  /* CC_SHM_QUEUE_BYTES: broadcasts up to this (scatters, gathers: all parts) go queued */
   char ifname[64];
   uint64_t spawn_grace_ns;
   uint64_t warn_ns;                    /* a wait this long prints a warning (0: never) */
@@ -2684,12 +2689,13 @@ typedef struct cc__ident {
   uint8_t coll, dtype;
 } cc__ident;
 
-/* A call's descriptor in the arena, 48 bytes at the head of a rank's half (a
+/* A call's descriptor in the arena, 56 bytes at the head of a rank's half (a
    small message's data shares its cache line). */
 typedef struct cc__desc {
   uint64_t step;              /* the phase it belongs to, stored last: the first phase's wait */
   uint64_t count;             /* as cc__ident */
   uint64_t aux;               /* v: largest block this rank sends, in bytes */
+  uint64_t qhist;             /* the digest of this rank's queued calls so far (@algo) */
   unsigned char scal[16];     /* premul_sum: this rank's scalar */
   int32_t op;
   int16_t root;               /* ranks on one host are at most CC__MAX_LOCAL */
@@ -2725,7 +2731,8 @@ typedef struct cc__ctl {
   uint64_t probe_at;                   /* where probe lies in this rank's address space */
   uint64_t probe;                      /* a random word peers read there (cross-memory attach allowed?) */
   uint32_t coll;                       /* (both for a timeout's summary) */
-  char pad1[CC__LINE - 36];
+  uint64_t call;                       /* its collective now: cc__call_word */
+  char pad1[CC__LINE - 44];
 } cc__ctl;
 
 typedef struct cc__chan {              /* single producer, single consumer byte ring */
@@ -2798,6 +2805,7 @@ typedef struct cc__peer {              /* the link to one rank, and what arrives
   int tx_mid;                          /* TCP: a frame to it is partly written */
   int abort_owed;                      /* TCP: the abort frame waits for that frame's end (cc__run_settle) */
   int rx_state;                        /* 0: reading a header, 1: a payload, 2: its tag */
+  int rx_dead;                         /* its stream stopped making sense: nothing more is read from it */
   size_t rx_hdr_got;                   /* bytes of the header (or of the tag) read */
   unsigned char rx_hdr[CC__FRAME + CC__TAG];   /* the header, and its tag on an authenticated link */
   unsigned char rx_tag[CC__TAG];       /* the payload's tag */
@@ -2809,6 +2817,7 @@ typedef struct cc__peer {              /* the link to one rank, and what arrives
   cc__umsg *uq_head, *uq_tail;         /* complete unexpected messages, oldest first */
   unsigned char *stage;                /* TCP: bytes read ahead of the parser */
   size_t st_beg, st_end;
+  uint64_t seen_tail, seen_head;       /* SHM, the short way: the ring's tail (out) and head (in) when last read */
 } cc__peer;
 
 /* ---------------------------------------------------------------- calls */
@@ -2876,6 +2885,8 @@ struct cc_comm {
   size_t stream_bytes;                 /* arena: messages this large stage with non-temporal stores */
   char jobid[40];
   uint64_t seq;                        /* collectives run so far: the number of the current one */
+  uint64_t qhist;                      /* a digest of the queued calls so far: their numbers, kinds and roots */
+  uint64_t call_word;                  /* the collective under way (cc__algo_run), 0 between them */
   cc__ident cur;                       /* the collective running (its frames carry it) */
   /* the segment (shared memory of this communicator's ranks on one host) */
   unsigned char *seg;
@@ -2906,6 +2917,7 @@ struct cc_comm {
   cc__net *net;                        /* ranks on several hosts, or TCP only */
   cc__msg *one;                        /* scratch of the message engine */
   int one_cap;
+  size_t queue_bytes;                  /* CC_SHM_QUEUE_BYTES: broadcasts (scatters, gathers: all parts) up to this go queued */
   struct pollfd *pfd;
   int *pfd_rank;
   /* ops */
@@ -3291,6 +3303,7 @@ static cc_result cc__settings_lib(const cc_config *cfg, cc__settings *s) {
   s->stream_bytes = cc__env_size("CC_STREAM_BYTES", 512u << 10, 0, (size_t)1 << 40);
   s->shm_cma = (int)cc__env_size("CC_SHM_CMA", 0, 0, 1);
   s->direct_bytes = cc__env_size("CC_SHM_DIRECT_BYTES", 256u << 10, 0, (size_t)1 << 40);
+  s->queue_bytes = cc__env_size("CC_SHM_QUEUE_BYTES", 4096, 0, 1u << 20);
   s->net_chunk = cc__env_size("CC_NET_CHUNK", 1u << 20, 4096, (size_t)1 << 30);
   s->net_small_bytes = cc__env_size("CC_NET_SMALL_BYTES", 64u << 10, 0, (size_t)1 << 40);
   s->net_sockbuf = cc__env_size("CC_NET_SOCKBUF", 0, 0, 1u << 30);
@@ -3909,8 +3922,9 @@ CC__COMPANION size_t cc__plan_extent(cc_comm *c, const cc__call *k, int side) {
 
    - the header holds the failure word (the first failure any rank posts) and
      the bell, a futex word that publishers ring only when someone sleeps;
-   - ctl[r] holds rank r's pid, its phase counter (arrive) and whether it left;
-   - the arena: two halves per rank, each a 48-byte call descriptor and a
+   - ctl[r] holds rank r's pid, its phase counter (arrive), whether it left,
+     and the collective it is in (call);
+   - the arena: two halves per rank, each a 56-byte call descriptor and a
      chunk of data, used by the arena executor (@algo) phase after phase;
    - one single-producer single-consumer byte ring per ordered pair of ranks,
      which the message engine (@engine) uses as a link.
@@ -4119,6 +4133,7 @@ static unsigned char *cc__half(cc_comm *c, int r, uint64_t step) {
   return c->regions + (size_t)r * 2 * c->half + (size_t)(step & 1) * c->half;
 }
 #define CC__DATA(p) ((p) + CC__DESC_BYTES)
+typedef char cc__desc_fits[sizeof(cc__desc) <= CC__DESC_BYTES ? 1 : -1];
 
 static cc__desc *cc__desc_at(cc_comm *c, int r, uint64_t step) {
   return (cc__desc *)cc__half(c, r, step);
@@ -5135,9 +5150,6 @@ typedef struct cc__waitfor {
   int shm;                             /* shared memory may end it (rings, the arena) */
 } cc__waitfor;
 
-static cc_result cc__wait_alive(cc_comm *c, const cc__waitfor *w, int who, const char *what) {
-  return w->alive ? w->alive(c, w->arg, what) : cc__check_peer(c, who, what);
-}
 
 /* Append to buf (a list being built). */
 static void cc__cat(char *buf, size_t len, const char *fmt, ...) {
@@ -5147,6 +5159,45 @@ static void cc__cat(char *buf, size_t len, const char *fmt, ...) {
   va_start(ap, fmt);
   vsnprintf(buf + used, len - used, fmt, ap);
   va_end(ap);
+}
+
+/* A rank's collective as one word in its control block, stored when it
+   enters the call: its number, queued or not (@algo), kind and root. */
+static uint64_t cc__call_word(uint64_t seq, int queued, int coll, int root) {
+  return seq << 24 | (uint64_t)(queued != 0) << 23 | (uint64_t)(coll & 0x7f) << 16 | (uint64_t)(root & 0xffff);
+}
+
+static void cc__call_word_str(uint64_t w, char *buf, size_t len) {
+  int coll = (int)(w >> 16 & 0x7f), q = (int)(w >> 23 & 1);
+  snprintf(buf, len, "%s", cc__coll_name(coll));
+  if (cc__rooted(coll)) cc__cat(buf, len, "(root %d%s)", (int)(w & 0xffff), q ? ", queued" : "");
+  else if (q) cc__cat(buf, len, "(queued)");
+}
+
+/* In a collective on one host, the rank waited for, `who`, is in another
+   call, or past this one without doing what this rank waits for: the two
+   can never meet (a queued call against an arena one, say). Checked when the
+   wait has lasted; `pending` is asked again after the other's word was read,
+   since what it did before moving on is visible then. */
+static cc_result cc__check_call(cc_comm *c, const cc__waitfor *w, int who, const char *what) {
+  uint64_t theirs;
+  char a[96], b[96];
+  if (!c->call_word || c->net || !c->ctl || who < 0 || who >= c->size || who == c->rank) return CC_OK;
+  theirs = CC__LOAD(&c->ctl[who].call);
+  if (theirs >> 24 < c->seq || theirs == c->call_word || w->pending(c, w->arg) < 0) return CC_OK;
+  cc__call_word_str(theirs, a, sizeof a);
+  cc__call_word_str(c->call_word, b, sizeof b);
+  if (theirs >> 24 == c->seq)
+    return cc__fail_all(c, CC_ERR_MISMATCH, who, what, "rank %d called %s as collective #%llu while this rank "
+                        "called %s", who, a, (unsigned long long)c->seq, b);
+  return cc__fail_all(c, CC_ERR_MISMATCH, who, what, "rank %d went on to its collective #%llu, %s, without what "
+                      "this rank waits for from it in #%llu, %s", who, (unsigned long long)(theirs >> 24), a,
+                      (unsigned long long)c->seq, b);
+}
+
+static cc_result cc__wait_alive(cc_comm *c, const cc__waitfor *w, int who, const char *what) {
+  CC__TRY(w->alive ? w->alive(c, w->arg, what) : cc__check_peer(c, who, what));
+  return cc__check_call(c, w, who, what);
 }
 
 /* Where the ranks are: the collective each last entered, as far as this rank
@@ -5415,6 +5466,75 @@ static long cc__link_write(cc_comm *c, cc__msg *m) {
   return w;
 }
 
+/* ---------------------------------------------------------------- the short way
+
+   A whole small frame straight into a ring, or out of one, without a run of
+   the engine: what the queued collectives (@algo) do on every call. Each
+   takes the short way only when nothing else is under way on the link and
+   the frame fits (a send) or is the very one expected (a receive); else it
+   returns 0 and the caller runs the engine, which does the same thing the
+   long way, or says what went wrong. Each reads the other side's counter
+   only when the value it read last does not show room (a send) or the
+   whole frame (a receive): a root far ahead, or a receiver far behind, then
+   moves many frames without pulling that cache line across. */
+
+/* Send a collective frame of this rank's call `id` (number c->seq) to rank
+   `to`: 1 when all of it is in the ring. */
+static int cc__ring_send_now(cc_comm *c, int to, const cc__ident *id, const void *buf, size_t bytes) {
+  cc__peer *pe = &c->peers[to];
+  cc__chan *ch;
+  unsigned char hdr[CC__FRAME];
+  cc__frame f;
+  uint64_t head;
+  if (pe->link != CC__LINK_SHM || pe->tx_mid || CC__LOAD(&c->shm->hdr->fail_code)) return 0;
+  ch = cc__ring_out(c, to);
+  head = ch->head;
+  if (CC__FRAME + bytes > c->shm->chan_bytes) return 0;
+  if (head - pe->seen_tail > c->shm->chan_bytes - CC__FRAME - bytes) {  /* the tail only grows: read it again */
+    pe->seen_tail = CC__LOAD(&ch->tail);
+    if (head - pe->seen_tail > c->shm->chan_bytes - CC__FRAME - bytes) return 0;
+  }
+  memset(&f, 0, sizeof f);
+  f.tag = CC__TAG_COLL;
+  f.bytes = bytes;
+  f.seq = c->seq;
+  f.id = *id;
+  cc__frame_encode(hdr, &f);
+  cc__ring_put(c->shm, ch, head, hdr, CC__FRAME);
+  if (bytes) cc__ring_put(c->shm, ch, head + CC__FRAME, buf, bytes);
+  CC__STORE_SC(&ch->head, head + CC__FRAME + bytes);
+  cc__notify(c->shm);
+  return 1;
+}
+
+/* Receive from rank `from` the collective frame of call `id` (number c->seq)
+   into buf: 1 when it was next in the ring, whole, and fits exactly. */
+static int cc__ring_recv_now(cc_comm *c, int from, const cc__ident *id, void *buf, size_t bytes) {
+  cc__peer *pe = &c->peers[from];
+  cc__chan *ch;
+  unsigned char hdr[CC__FRAME];
+  cc__frame f;
+  uint64_t tail;
+  if (pe->link != CC__LINK_SHM || pe->rx_state || pe->rx_hdr_got || pe->uq_head || pe->rx_unexp ||
+      CC__LOAD(&c->shm->hdr->fail_code))
+    return 0;
+  ch = cc__ring_in(c, from);
+  tail = ch->tail;
+  if (pe->seen_head < tail || (size_t)(pe->seen_head - tail) < CC__FRAME + bytes) {
+    pe->seen_head = CC__LOAD(&ch->head);
+    if ((size_t)(pe->seen_head - tail) < CC__FRAME + bytes) return 0;
+  }
+  cc__ring_get(c->shm, ch, tail, hdr, CC__FRAME);
+  if (cc__frame_decode(hdr, &f) != 0 || f.tag != CC__TAG_COLL || f.seq != c->seq || f.bytes != bytes ||
+      f.id.coll != id->coll || f.id.dtype != id->dtype || f.id.root != id->root || f.id.op != id->op ||
+      f.id.count != id->count)
+    return 0;
+  if (bytes) cc__ring_get(c->shm, ch, tail + CC__FRAME, buf, bytes);
+  CC__STORE_SC(&ch->tail, tail + CC__FRAME + bytes);
+  cc__notify(c->shm);
+  return 1;
+}
+
 /* ---------------------------------------------------------------- the engine's run */
 
 typedef cc_result (*cc__done_fn)(void *ctx, cc__msg *m, int i);
@@ -5678,7 +5798,10 @@ static cc_result cc__rx_end(cc__run *x, int p) {
     int bad = cc__abort_decode(u->data, (size_t)pe->rx.bytes, &code, &who, msg, sizeof msg);
     pe->rx_unexp = NULL;
     cc__umsg_free(u);
-    if (bad) return cc__fail_all(c, CC_ERR_SYSTEM, p, x->what, "corrupt abort message from rank %d", p);
+    if (bad) {                         /* as after a corrupt header: what follows is not read */
+      pe->rx_dead = 1;
+      return cc__fail_all(c, CC_ERR_SYSTEM, p, x->what, "corrupt abort message from rank %d", p);
+    }
     cc__post_fail_msg(c, code, who, "%.*s (reported by rank %d)", CC__ABORT_MAX - 1, msg, p);
     return CC_OK;
   }
@@ -5734,6 +5857,7 @@ static cc_result cc__rx_pull(cc__run *x, int p, int *progress) {
   cc__sec *s = pe->link == CC__LINK_TCP ? pe->sec : NULL;
   size_t hlen = s ? CC__FRAME + CC__TAG : CC__FRAME;
   int sending = cc__sending(x);
+  if (pe->rx_dead) return CC_OK;
   for (;;) {
     long k;
     if (pe->link == CC__LINK_SHM && pe->rx_state == 0 && pe->rx_hdr_got == 0 && !cc__rx_wanted(x, p, sending))
@@ -6177,6 +6301,7 @@ static cc_result cc__first_begin(cc_comm *c, const cc__call *k, uint64_t count, 
   d.root = (int16_t)id.root;
   d.count = count;
   d.aux = aux;
+  d.qhist = c->qhist;
   if (cc__reduces(k->coll) && o && o->kind == CC__OPK_PREMUL) memcpy(d.scal, o->scal, sizeof d.scal);
   memcpy(*mine + sizeof d.step, (const unsigned char *)&d + sizeof d.step, sizeof d - sizeof d.step);
   return CC_OK;
@@ -6210,6 +6335,10 @@ static cc_result cc__first_end(cc_comm *c, const cc__call *k) {
     const cc__desc *d = cc__desc_of(c, j);
     cc__ident_of_desc(d, &them);
     CC__TRY(cc__ident_agree(c, what, &me, &them, j));
+    if (d->qhist != c->qhist)
+      return cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d's last queued calls (small broadcast, gather, "
+                      "scatter) differ from this rank's: a root, a kind or their order was not the same on every rank",
+                      what, c->rank, j);
     if (k->op >= CC__OP_FIRST_USER) {    /* premul scalars: the halves are reused later */
       memcpy(c->scalbuf + 16 * (size_t)j, d->scal, 16);
       c->scals[j] = c->scalbuf + 16 * (size_t)j;
@@ -7478,19 +7607,24 @@ static cc_result cc__msg_run(cc_comm *c, const cc__call *k) {
   }
 }
 
-/* Sends and receives (a group's, or one), over every link together. */
-static cc_result cc__p2p_run(cc_comm *c, const cc__call *calls, int ncalls, const char *what) {
-  cc__msg *m;
-  int i, n = 0;
-  cc_result r;
-  if (c->one_cap < ncalls) {
-    cc__msg *g = (cc__msg *)CC_MALLOC(sizeof(cc__msg) * (size_t)ncalls);
-    if (!g) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
+/* Room for n messages of a run, kept from call to call: NULL without memory. */
+static cc__msg *cc__msgs(cc_comm *c, int n) {
+  if (c->one_cap < n) {
+    cc__msg *g = (cc__msg *)CC_MALLOC(sizeof(cc__msg) * (size_t)n);
+    if (!g) return NULL;
     CC_FREE(c->one);
     c->one = g;
-    c->one_cap = ncalls;
+    c->one_cap = n;
   }
-  m = c->one;
+  return c->one;
+}
+
+/* Sends and receives (a group's, or one), over every link together. */
+static cc_result cc__p2p_run(cc_comm *c, const cc__call *calls, int ncalls, const char *what) {
+  cc__msg *m = cc__msgs(c, ncalls);
+  int i, n = 0;
+  cc_result r;
+  if (!m) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
   for (i = 0; i < ncalls; i++) {
     const cc__call *k = &calls[i];
     if (k->coll != CC__SEND && k->coll != CC__RECV) continue;
@@ -7501,9 +7635,63 @@ static cc_result cc__p2p_run(cc_comm *c, const cc__call *calls, int ncalls, cons
   return r;
 }
 
+/* ---------------------------------------------------------------- queued calls
+
+   Small broadcasts, scatters and gathers on one host go as frames through
+   the rings, which queue them: a root that broadcasts or scatters, and a
+   rank that sends its part of a gather, return once the bytes are in the
+   rings, without waiting for anyone; a root may run as many calls ahead as
+   the rings hold. A receiver compares each frame's call with its own
+   (CC_ERR_MISMATCH on a difference), and every rank mixes the number, kind
+   and root of each queued call into c->qhist, which the next arena call
+   compares across ranks: ranks that disagreed on a root, where no frame
+   could show it, fail there. */
+
+static int cc__queued(const cc_comm *c, const cc__call *k) {
+  size_t bytes = k->count * cc__dtype_bytes(k->t);
+  if (c->net || !c->ctl || c->size < 2 || c->size > CC__QUEUE_RANKS) return 0;
+  if (k->coll == CC__BROADCAST) return bytes <= c->queue_bytes;
+  if (k->coll == CC__SCATTER || k->coll == CC__GATHER) return bytes * (size_t)c->size <= c->queue_bytes;
+  return 0;
+}
+
+static cc_result cc__queued_run(cc_comm *c, const cc__call *k) {
+  const char *what = cc__coll_name(k->coll);
+  size_t bytes = k->count * cc__dtype_bytes(k->t);
+  int me = c->rank, root = k->root, j, n = 0, gather = k->coll == CC__GATHER;
+  const unsigned char *sb = (const unsigned char *)k->sbuf;
+  unsigned char *rb = (unsigned char *)k->rbuf;
+  cc__msg *m = cc__msgs(c, c->size);
+  c->qhist = (c->qhist ^ (c->seq * 0x9E3779B97F4A7C15ull + (uint64_t)k->coll * 0x100000001B3ull +
+                          (uint64_t)root)) * 0xBF58476D1CE4E5B9ull;
+  c->qhist ^= c->qhist >> 31;
+  if (!m) return cc__oom(c, what);
+  if (me != root && gather) {          /* a part of a gather: to the root */
+    if (!cc__ring_send_now(c, root, &c->cur, sb, bytes)) cc__msg_send(&m[n++], root, CC__TAG_COLL, sb, bytes);
+  } else if (me != root) {             /* broadcast, scatter: from the root */
+    if (!cc__ring_recv_now(c, root, &c->cur, rb, bytes)) cc__msg_recv(&m[n++], root, CC__TAG_COLL, rb, bytes);
+  } else {
+    for (j = 0; j < c->size; j++) {
+      const unsigned char *piece = k->coll == CC__BROADCAST ? rb : sb + (size_t)j * bytes;
+      if (j == me) continue;
+      if (gather) {
+        if (!cc__ring_recv_now(c, j, &c->cur, rb + (size_t)j * bytes, bytes))
+          cc__msg_recv(&m[n++], j, CC__TAG_COLL, rb + (size_t)j * bytes, bytes);
+      } else if (!cc__ring_send_now(c, j, &c->cur, piece, bytes)) {
+        cc__msg_send(&m[n++], j, CC__TAG_COLL, piece, bytes);
+      }
+    }
+    if (gather && rb + (size_t)me * bytes != sb && bytes) memmove(rb + (size_t)me * bytes, sb, bytes);
+    if (k->coll == CC__SCATTER && rb != sb + (size_t)me * bytes && bytes) memmove(rb, sb + (size_t)me * bytes, bytes);
+  }
+  return n ? cc__engine_run(c, m, n, NULL, NULL, &c->cur, what) : CC_OK;
+}
+
 /* Run collective k: the arena when every rank shares this host, else messages.
    Each collective gets the next number (its frames carry it). */
 static cc_result cc__algo_run(cc_comm *c, const cc__call *k) {
+  int queued = cc__queued(c, k);
+  cc_result r;
   c->seq++;
   cc__ident_of(k, &c->cur);
   if (c->shm) {                        /* where this rank is, for a timeout's summary on its host */
@@ -7511,7 +7699,12 @@ static cc_result cc__algo_run(cc_comm *c, const cc__call *k) {
     __atomic_store_n(&me->coll, (uint32_t)k->coll, __ATOMIC_RELAXED);
     __atomic_store_n(&me->seq, c->seq, __ATOMIC_RELAXED);
   }
-  return c->net ? cc__msg_run(c, k) : cc__arena_run(c, k);
+  if (c->net) return cc__msg_run(c, k);
+  c->call_word = cc__call_word(c->seq, queued, k->coll, c->cur.root);
+  CC__STORE(&c->ctl[c->rank].call, c->call_word);
+  r = queued ? cc__queued_run(c, k) : cc__arena_run(c, k);
+  c->call_word = 0;
+  return r;
 }
 /* ============================================================== @bootstrap */
 /* How communicators come to be. cc_comm_init reads the settings once, then
@@ -7546,6 +7739,7 @@ static cc_comm *cc__comm_new(int rank, int size, const cc__settings *s) {
   c->small_bytes = s->small_bytes >= 0 ? (size_t)s->small_bytes : c->oversub ? (64u << 10) : (16u << 10);
   c->stream_bytes = s->stream_bytes;
   c->direct_bytes = s->direct_bytes;
+  c->queue_bytes = s->queue_bytes;
   c->cma = c->cma_mine = -1;
   c->srcs = (const void **)CC_MALLOC(sizeof(void *) * n);
   c->scals = (const void **)CC_MALLOC(sizeof(void *) * n);

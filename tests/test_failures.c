@@ -837,8 +837,10 @@ static void case_mismatch(int kind) {
     }
     /* Over messages (TCP) a rank that exchanges no data with the disagreeing
        rank in this call may only learn it from its next call (docs/errors.md):
-       CC_OK here (no data of another call), CC_ERR_MISMATCH there. */
-    if (tcp_world && m->code == CC_OK && m->code2 == CC_ERR_MISMATCH && d <= 2.0 && m->d2 <= 2 * SEC) {
+       CC_OK here (no data of another call), CC_ERR_MISMATCH there. So may
+       every rank of a small broadcast on one host, which is queued: its root
+       returns without waiting, and a rank that takes the root for itself too. */
+    if ((tcp_world || kind == MM_ROOT) && m->code == CC_OK && m->code2 == CC_ERR_MISMATCH && d <= 2.0 && m->d2 <= 2 * SEC) {
       late++;
       continue;
     }

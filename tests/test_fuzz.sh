@@ -14,7 +14,10 @@
 # BUILD_DIR/fuzz/corpus-NAME is seeded with a few valid encodings (written here,
 # so no binary file is committed; what the fuzzer adds stays for the next run),
 # then all targets run side by side for CC_FUZZ_SECONDS each (default 8; 3 with
-# CC_TEST_QUICK=1). One line per target: `PASS: fuzz NAME (N runs in S s)`, or
+# CC_TEST_QUICK=1), from the fixed seed CC_FUZZ_SEED (default 1): the suite
+# explores the same inputs on every run, so a new finding fails it on the
+# machine that found it first, never at random in CI; CC_FUZZ_SEED=0 (random)
+# with a longer CC_FUZZ_SECONDS explores further. One line per target: `PASS: fuzz NAME (N runs in S s)`, or
 # `FAIL: ...` with the input that failed (kept in BUILD_DIR/fuzz/crash-NAME/)
 # and the tail of the log; `SKIP: fuzz: ...` when clang or libFuzzer is missing
 # (Debian: the libclang-rt-dev package).
@@ -213,7 +216,7 @@ for t in "${targets[@]}"; do
   esac
   # -malloc_limit_mb: the targets refuse more than 64 MiB in one piece (see
   # fuzz_util.h), so a larger request is a bug in the target or in cc.h.
-  nice -n "$prio" timeout -k 5 $((secs + 60)) "$out/fuzz_$t" -max_total_time="$secs" -timeout=5 -rss_limit_mb=1024 \
+  nice -n "$prio" timeout -k 5 $((secs + 60)) "$out/fuzz_$t" -seed="${CC_FUZZ_SEED:-1}" -max_total_time="$secs" -timeout=5 -rss_limit_mb=1024 \
     -malloc_limit_mb=256 -max_len=$maxlen -print_final_stats=1 -artifact_prefix="$out/crash-$t/" \
     "$out/corpus-$t" >"$out/run-$t.log" 2>&1 </dev/null &
   pid[$t]=$!

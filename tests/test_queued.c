@@ -1,0 +1,229 @@
+/* test_queued.c - small broadcasts, scatters and gathers, which on one host
+   go queued through the rings (docs/shm.md): a root that runs far ahead of
+   its receivers, more than the rings hold; roots that change from call to
+   call, with arena calls between; a user message ahead of a collective frame
+   in the same ring; a root that leaves once its frames are sent; and the
+   mismatches that only a queued call can make (two ranks each taking itself
+   for the root, calls in another order). Each received byte is checked
+   against a formula of (call, element); on every transport (tests/run.sh
+   runs it again with CC_TRANSPORT=tcp, where nothing is queued and the same
+   results must hold). */
+#define _POSIX_C_SOURCE 200809L
+#define CC_IMPLEMENTATION
+#include "cc.h"
+#include "test_util.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define CALLS 3000
+#define MAXC  1000                       /* int32 elements: 4000 bytes, under CC_SHM_QUEUE_BYTES */
+
+static int32_t value(int call, int part, size_t i) {
+  return (int32_t)((uint32_t)call * 2654435761u ^ (uint32_t)part * 40503u ^ (uint32_t)i * 2246822519u);
+}
+
+static int tcp(void) {
+  const char *t = getenv("CC_TRANSPORT");
+  return t && !strcmp(t, "tcp");
+}
+
+static int bad(cc_comm *c, int call, const char *what, size_t i, int32_t got, int32_t want) {
+  fprintf(stderr, "rank %d: call %d: %s: element %zu is %d, expected %d\n", cc_comm_rank(c), call, what, i, got, want);
+  return 1;
+}
+
+/* CALLS calls: first 300 broadcasts of MAXC from rank 0, while rank 1
+   sleeps (they fill the rings, many times over: the root waits for room);
+   then broadcast, scatter, gather in turn, the root moving, counts from 1 to
+   MAXC / n, an all_reduce every 500. */
+static int stream(cc_comm *c, void *arg) {
+  int me = cc_comm_rank(c), n = cc_comm_size(c), call, j;
+  int32_t *s = (int32_t *)malloc(sizeof(int32_t) * MAXC), *r = (int32_t *)malloc(sizeof(int32_t) * MAXC);
+  static const size_t counts[] = {1, 7, 64, 250};
+  (void)arg;
+  if (me == 1) tu_sleep_us(100000);
+  for (call = 0; call < CALLS; call++) {
+    int kind = call < 300 ? 0 : call % 3, root = call < 300 ? 0 : (call / 3) % n;
+    size_t cnt = call < 300 ? MAXC : counts[call % 4] * (kind == 0 ? 4 : 1), i;
+    cc_result rc;
+    if (cnt * (size_t)n > MAXC) cnt = MAXC / (size_t)n;
+    memset(r, 0x5a, sizeof(int32_t) * MAXC);
+    if (kind == 0) {                     /* broadcast */
+      if (me == root) for (i = 0; i < cnt; i++) r[i] = value(call, 0, i);
+      rc = cc_broadcast(c, r, cnt, CC_INT32, root);
+    } else if (kind == 1) {              /* scatter: part j to rank j */
+      if (me == root) for (j = 0; j < n; j++) for (i = 0; i < cnt; i++) s[(size_t)j * cnt + i] = value(call, j, i);
+      rc = cc_scatter(c, s, r, cnt, CC_INT32, root);
+    } else {                             /* gather: rank j's part */
+      for (i = 0; i < cnt; i++) s[i] = value(call, me, i);
+      rc = cc_gather(c, s, r, cnt, CC_INT32, root);
+    }
+    if (rc != CC_OK) {
+      fprintf(stderr, "rank %d: call %d: %s\n", me, call, cc_comm_last_error(c));
+      return 1;
+    }
+    if (kind == 0) {
+      for (i = 0; i < cnt; i++) if (r[i] != value(call, 0, i)) return bad(c, call, "broadcast", i, r[i], value(call, 0, i));
+    } else if (kind == 1) {
+      for (i = 0; i < cnt; i++) if (r[i] != value(call, me, i)) return bad(c, call, "scatter", i, r[i], value(call, me, i));
+    } else if (me == root) {
+      for (i = 0; i < cnt * (size_t)n; i++)
+        if (r[i] != value(call, (int)(i / cnt), i % cnt)) return bad(c, call, "gather", i, r[i], value(call, (int)(i / cnt), i % cnt));
+    }
+    if (call % 500 == 499) {
+      int32_t x = me + 1;
+      if (cc_all_reduce(c, &x, &x, 1, CC_INT32, CC_SUM) != CC_OK || x != n * (n + 1) / 2) {
+        fprintf(stderr, "rank %d: call %d: all_reduce gave %d (%s)\n", me, call, x, cc_comm_last_error(c));
+        return 1;
+      }
+    }
+  }
+  free(s);
+  free(r);
+  return cc_barrier(c) != CC_OK;
+}
+
+/* Rank 0 sends rank 1 a user message, then broadcasts; rank 1 takes the
+   broadcast first (the message waits in its queue), then the message. */
+static int p2p_first(cc_comm *c, void *arg) {
+  int me = cc_comm_rank(c), i;
+  int32_t msg[16], b[16];
+  (void)arg;
+  for (i = 0; i < 16; i++) { msg[i] = value(-1, 0, (size_t)i); b[i] = me == 0 ? value(-2, 0, (size_t)i) : 0; }
+  if (me == 0 && cc_send(c, msg, 16, CC_INT32, 1, 5) != CC_OK) return 1;
+  if (me == 1) tu_sleep_us(20000);
+  if (cc_broadcast(c, b, 16, CC_INT32, 0) != CC_OK) {
+    fprintf(stderr, "rank %d: broadcast: %s\n", me, cc_comm_last_error(c));
+    return 1;
+  }
+  for (i = 0; i < 16; i++) if (b[i] != value(-2, 0, (size_t)i)) return bad(c, 0, "broadcast", (size_t)i, b[i], value(-2, 0, (size_t)i));
+  if (me == 1) {
+    memset(msg, 0, sizeof msg);
+    if (cc_recv(c, msg, 16, CC_INT32, 0, 5) != CC_OK) return 1;
+    for (i = 0; i < 16; i++) if (msg[i] != value(-1, 0, (size_t)i)) return bad(c, 1, "message", (size_t)i, msg[i], value(-1, 0, (size_t)i));
+  }
+  return cc_barrier(c) != CC_OK;
+}
+
+/* The root broadcasts 50 times and returns (cc_spawn destroys its
+   communicator); the others start 100 ms later and must still get all 50. */
+static int root_leaves(cc_comm *c, void *arg) {
+  int me = cc_comm_rank(c), call, i;
+  int32_t b[8];
+  (void)arg;
+  if (me != 0) tu_sleep_us(100000);
+  for (call = 0; call < 50; call++) {
+    for (i = 0; i < 8; i++) b[i] = me == 0 ? value(call, 0, (size_t)i) : 0;
+    if (cc_broadcast(c, b, 8, CC_INT32, 0) != CC_OK) {
+      fprintf(stderr, "rank %d: broadcast %d: %s\n", me, call, cc_comm_last_error(c));
+      return 1;
+    }
+    for (i = 0; i < 8; i++) if (b[i] != value(call, 0, (size_t)i)) return bad(c, call, "broadcast", (size_t)i, b[i], value(call, 0, (size_t)i));
+  }
+  return 0;
+}
+
+/* ---------------------------------------------------------------- mismatches */
+
+struct outcome { int code1, code2; char err[CC__ERR_BYTES]; };
+static struct outcome *out;
+
+enum { MM_REORDER, MM_TWO_ROOTS, MM_SCATTER_ROOTS, MM_KINDS };
+static const char *const mm_names[MM_KINDS] = {
+    "rank 0 broadcasts then all_reduces, rank 1 the other way round",
+    "gather: ranks 0 and 1 each say it is the root",
+    "scatter: rank 1 says root 1, the others root 0",
+};
+
+static int mismatch(cc_comm *c, void *arg) {
+  int kind = *(const int *)arg, me = cc_comm_rank(c);
+  int32_t a[8] = {0}, g[64] = {0};
+  float x = 1.0f;
+  cc_result r1 = CC_OK, r2;
+  if (cc_barrier(c) != CC_OK) return 1;
+  switch (kind) {
+  case MM_REORDER:
+    if (me == 0) {
+      r1 = cc_broadcast(c, a, 8, CC_INT32, 0);
+      if (r1 == CC_OK) r1 = cc_all_reduce(c, &x, &x, 1, CC_FLOAT32, CC_SUM);
+    } else {
+      r1 = cc_all_reduce(c, &x, &x, 1, CC_FLOAT32, CC_SUM);
+      if (r1 == CC_OK) r1 = cc_broadcast(c, a, 8, CC_INT32, 0);
+    }
+    break;
+  case MM_TWO_ROOTS:
+    r1 = cc_gather(c, a, g, 8, CC_INT32, me == 1 ? 1 : 0);
+    break;
+  default:
+    r1 = cc_scatter(c, g, a, 8, CC_INT32, me == 1 ? 1 : 0);
+    break;
+  }
+  r2 = cc_all_reduce(c, &x, &x, 1, CC_FLOAT32, CC_SUM);
+  out[me].code1 = r1;
+  out[me].code2 = r2;
+  snprintf(out[me].err, sizeof out[me].err, "%s", cc_comm_last_error(c));
+  return 0;
+}
+
+/* Every rank fails, with CC_ERR_MISMATCH in this call or its next one (on
+   TCP, where two roots of a gather both wait to receive, by the timeout). */
+static void case_mismatch(int kind, int n) {
+  char name[160];
+  int r, ok = 1, rc;
+  double t0 = tu_now(), d;
+  char why[1024] = "";
+  memset(out, 0, sizeof(struct outcome) * 8);
+  snprintf(name, sizeof name, "queued.mismatch/%s (n=%d)", mm_names[kind], n);
+  rc = tu_spawn(n, mismatch, &kind);
+  d = tu_now() - t0;
+  for (r = 0; r < n; r++) {
+    int want = tcp() && kind == MM_TWO_ROOTS ? CC_ERR_TIMEOUT : CC_ERR_MISMATCH;
+    int c1 = out[r].code1, c2 = out[r].code2;
+    int good = (c1 == want || c1 == CC_ERR_MISMATCH) ? c2 == CC_ERR_ABORTED
+               : c1 == CC_OK && (c2 == want || c2 == CC_ERR_MISMATCH);
+    if (!good) {
+      ok = 0;
+      snprintf(why + strlen(why), sizeof why - strlen(why), "rank %d: %s then %s (%s); ", r,
+               cc_strerror((cc_result)c1), cc_strerror((cc_result)c2), out[r].err);
+    }
+  }
+  if (rc != 0) { ok = 0; snprintf(why + strlen(why), sizeof why - strlen(why), "cc_spawn returned %d", rc); }
+  if (ok && d > (tcp() && kind == MM_TWO_ROOTS ? 10.0 : 5.0)) { ok = 0; snprintf(why, sizeof why, "took %.1f s", d); }
+  if (ok) tu_pass(name, "every rank fails in this call or the next, none with data (%.2f s; rank 0: %s)", d, out[0].err);
+  else tu_fail(name, "%s", why);
+}
+
+int main(void) {
+  static const int sizes[] = {2, 3, 4};
+  char name[96];
+  size_t i;
+  int k;
+  double t0;
+  setenv("CC_TIMEOUT", "20", 0);
+  out = (struct outcome *)tu_shared_alloc(sizeof(struct outcome) * 8);
+  if (!out) { tu_fail("queued", "no shared memory for the outcomes"); return 1; }
+  for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++) {
+    snprintf(name, sizeof name, "queued.stream (n=%d)", sizes[i]);
+    t0 = tu_now();
+    if (tu_spawn(sizes[i], stream, NULL) == 0)
+      tu_pass(name, "%d broadcasts, scatters and gathers of 4 B to 4000 B, the first 300 (1.2 MB) from one root "
+              "while a receiver sleeps, then the root moving: every element right (%.2f s)", CALLS, tu_now() - t0);
+    else
+      tu_fail(name, "%s", cc_comm_last_error(NULL));
+  }
+  t0 = tu_now();
+  if (tu_spawn(2, p2p_first, NULL) == 0)
+    tu_pass("queued.p2p_first", "a user message ahead of the broadcast's frame: both arrive whole (%.2f s)", tu_now() - t0);
+  else
+    tu_fail("queued.p2p_first", "%s", cc_comm_last_error(NULL));
+  t0 = tu_now();
+  if (tu_spawn(3, root_leaves, NULL) == 0)
+    tu_pass("queued.root_leaves", "the root's 50 broadcasts reach ranks that start after it left (%.2f s)", tu_now() - t0);
+  else
+    tu_fail("queued.root_leaves", "%s", cc_comm_last_error(NULL));
+  if (tcp()) setenv("CC_TIMEOUT", "3", 1);
+  for (k = 0; k < MM_KINDS; k++) case_mismatch(k, 3);
+  return tu_exit_code();
+}
