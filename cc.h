@@ -4666,7 +4666,7 @@ static int cc__pend_step(const cc__hs_srv *v, cc__pend *q) {
   if (q->state == 1) {
     unsigned char verd[CC__VERD], mac[32];
     memcpy(q->resp, q->in, CC__RESP);
-    if (cc__get32(q->resp) != CC__HS_MAGIC) return -1;
+    if (cc__get32(q->resp) != CC__HS_MAGIC || cc__get32(q->resp + 4) != 0) return -1;   /* no MAC covers the zero */
     memset(verd, 0, sizeof verd);
     cc__put32(verd, CC__HS_MAGIC);
     if (v->token) {
