@@ -851,7 +851,7 @@ static cc_result cc_cuda__fail(cc_cuda_comm *g, cc_result code, const char *fmt,
   va_start(ap, fmt);
   vsnprintf(g->err, sizeof g->err, fmt, ap);
   va_end(ap);
-  cc__log(g->host, 1, "%s (%s)", g->err, cc_strerror(code));
+  cc__log(g->host, CC__LOG_WARN, "%s (%s)", g->err, cc_strerror(code));
   return code;
 }
 
@@ -906,7 +906,7 @@ static cc_result cc_cuda__abort(cc_cuda_comm *g, cc_result code, const char *fmt
   vsnprintf(g->err, sizeof g->err, fmt, ap);
   va_end(ap);
   if (!g->failed) g->failed = code;
-  cc__log(g->host, 1, "%s (%s)", g->err, cc_strerror(code));
+  cc__log(g->host, CC__LOG_WARN, "%s (%s)", g->err, cc_strerror(code));
   cc_cuda__spread(g, code);
   return code;
 }
@@ -1052,7 +1052,7 @@ static cc_result cc_cuda__describe(cc_cuda_comm *g, const char *what, const char
     e->ok = cudaIpcGetMemHandle(&e->h, (void *)(uintptr_t)start) == cudaSuccess;
     if (!e->ok) {
       cc_cuda__forgive(before);
-      cc__log(g->host, 2, "%s: rank %d: %s %p cannot be shared through CUDA IPC; this call goes through the host",
+      cc__log(g->host, CC__LOG_INFO, "%s: rank %d: %s %p cannot be shared through CUDA IPC; this call goes through the host",
               what, g->rank, name, p);
     }
   } else {
@@ -1127,7 +1127,7 @@ static void cc_cuda__reap_closes(cc_cuda_comm *g, int all) {
     }
     if (c->ev) cudaEventDestroy(c->ev);
     if (cudaIpcCloseMemHandle(c->base) != cudaSuccess)
-      cc__log(g->host, 1, "rank %d: cudaIpcCloseMemHandle of rank %d's buffer failed", g->rank, c->owner);
+      cc__log(g->host, CC__LOG_WARN, "rank %d: cudaIpcCloseMemHandle of rank %d's buffer failed", g->rank, c->owner);
   }
   g->ncloses = n;
   if (!g->page) return;
@@ -1502,7 +1502,7 @@ static void cc_cuda__declare(cc_cuda_comm *g, cc_result code, const char *fmt, .
     g->page->abort_rank = g->rank;
     snprintf(g->page->abort_msg, sizeof g->page->abort_msg, "%s", msg);
     __atomic_store_n(&g->page->abort, (unsigned int)code, __ATOMIC_RELEASE);
-    cc__log(g->host, 1, "%s (%s)", msg, cc_strerror(code));
+    cc__log(g->host, CC__LOG_WARN, "%s (%s)", msg, cc_strerror(code));
   }
 }
 
@@ -1701,7 +1701,7 @@ static int cc_cuda__reach(cc_cuda_comm *g, const cc_cuda__hello *all) {
     }
     if (why) {
       cc_cuda__forgive(before);
-      cc__log(g->host, 2, "cuda_comm_init: rank %d: GPU %s cannot reach rank %d's GPU %s (%s): staged mode", g->rank,
+      cc__log(g->host, CC__LOG_INFO, "cuda_comm_init: rank %d: GPU %s cannot reach rank %d's GPU %s (%s): staged mode", g->rank,
               all[g->rank].busid, p, all[p].busid, why);
       return 0;
     }
@@ -1807,13 +1807,76 @@ static void cc_cuda__free_all(cc_cuda_comm *g) {
   CC_FREE(g);
 }
 
+/* Which mode the ranks run in, decided together: every rank learns who
+   cannot join and why, then whether every pair reaches the other's GPU, the
+   flag page, and what CC_CUDA_TRANSPORT asks. *ipc: 1 for ipc mode. */
+static cc_result cc_cuda__pick_mode(cc_cuda_comm *g, cc_cuda__hello *mine, cc_cuda__hello *all, void *probe, int *ipc) {
+  const char *w = "cuda_comm_init";
+  cc_comm *host = g->host;
+  cc_result r = cc_all_gather(host, mine, all, sizeof *mine, CC_UINT8);
+  int p, reach = 0;
+  *ipc = 1;
+  for (p = 0; r == CC_OK && p < g->size; p++) {
+    if (all[p].code == CC_OK) { *ipc &= all[p].ipc; continue; }
+    r = (cc_result)all[p].code;
+    if (r == CC_ERR_INVALID_ARG) cc__fail(host, CC_ERR_INVALID_ARG, "%s: rank %d: %s", w, p, all[p].msg);
+    else snprintf(host->err, sizeof host->err, "%s: rank %d: %s", w, p, all[p].msg);
+  }
+  if (r == CC_OK && *ipc) {
+    reach = cc_cuda__reach(g, all);
+    r = cc_all_reduce(host, &reach, ipc, 1, CC_INT32, CC_MIN);   /* also: every rank is done with the probes */
+  }
+  if (probe) {
+    cudaError_t before = cudaPeekAtLastError();
+    if (cudaFree(probe) != cudaSuccess) cc_cuda__forgive(before);
+  }
+  if (r == CC_OK && *ipc) {
+    int got = cc_cuda__page_setup(g);
+    if (got < 0) r = host->failed ? host->failed : CC_ERR_SYSTEM;
+    else if (!got) {
+      *ipc = 0;
+      cc__log(host, CC__LOG_WARN, "%s: rank %d: the shared flag page could not be set up: staged mode", w, g->rank);
+    }
+  }
+  if (r == CC_OK) {
+    const char *mode = getenv("CC_CUDA_TRANSPORT");
+    if (!*ipc && mode && !strcmp(mode, "ipc")) {
+      r = CC_ERR_UNSUPPORTED;
+      snprintf(host->err, sizeof host->err, "%s: rank %d: CC_CUDA_TRANSPORT=ipc, but ipc mode is not possible here "
+               "(ranks on several hosts, GPUs without peer access, more than %d ranks, or no CUDA IPC)", w, g->rank,
+               CC_CUDA__MAXR);
+    }
+  }
+  return r;
+}
+
+/* The mode's state: the call records, the flag counters and, in ipc mode,
+   the peers' pids and the watchdog. */
+static cc_result cc_cuda__start(cc_cuda_comm *g, int ipc, const cc_cuda__hello *all) {
+  const char *w = "cuda_comm_init";
+  int p;
+  g->mode = ipc ? CC_CUDA__IPC : CC_CUDA__STAGED;
+  g->rec_bytes = sizeof(cc_cuda__rec) + (size_t)g->size * 16;
+  g->recs = (unsigned char *)CC_MALLOC(g->rec_bytes * (size_t)(g->size + 1));
+  g->hi = (unsigned int *)CC_MALLOC(sizeof *g->hi * 2 * CC_CUDA__NFLAGS);
+  if (!g->recs || !g->hi) return cc__fail(g->host, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", w, g->rank);
+  if (g->mode != CC_CUDA__IPC) return CC_OK;
+  memset(g->hi, 0, sizeof *g->hi * 2 * CC_CUDA__NFLAGS);
+  for (p = 0; p < g->size; p++) g->pids[p] = all[p].pid;
+  g->memops = cc_cuda__memops_work(g);
+  if (pthread_create(&g->wd, NULL, cc_cuda__watchdog, g) != 0)
+    return cc__fail(g->host, CC_ERR_SYSTEM, "%s: rank %d: cannot start the watchdog thread", w, g->rank);
+  g->wd_started = 1;
+  return CC_OK;
+}
+
 CC_API cc_result cc_cuda_comm_init(cc_comm *host, int device, cc_cuda_comm **out) {
   const char *w = "cuda_comm_init";
   cc_cuda__hello mine, *all;
   cc_cuda_comm *g;
   cc_result r;
   void *probe = NULL;
-  int p, ipc = 1, reach = 0;
+  int ipc = 0;
   if (!out) return cc__fail(host, CC_ERR_INVALID_ARG, "%s: out is NULL", w);
   *out = NULL;
   if (!host) return cc__fail(NULL, CC_ERR_INVALID_ARG, "%s: host communicator is NULL", w);
@@ -1836,61 +1899,14 @@ CC_API cc_result cc_cuda_comm_init(cc_comm *host, int device, cc_cuda_comm **out
   g->sms = 1;
   g->oneshot = cc__env_size("CC_CUDA_ONESHOT_BYTES", 256u << 10, 0, (size_t)1 << 40);
   cc_cuda__init_local(g, &mine, &probe);
-  /* everyone learns who cannot join, and why */
-  r = cc_all_gather(host, &mine, all, sizeof mine, CC_UINT8);
-  for (p = 0; r == CC_OK && p < g->size; p++) {
-    if (all[p].code == CC_OK) { ipc &= all[p].ipc; continue; }
-    r = (cc_result)all[p].code;
-    if (r == CC_ERR_INVALID_ARG) cc__fail(host, CC_ERR_INVALID_ARG, "%s: rank %d: %s", w, p, all[p].msg);
-    else snprintf(host->err, sizeof host->err, "%s: rank %d: %s", w, p, all[p].msg);
-  }
-  if (r == CC_OK && ipc) {
-    reach = cc_cuda__reach(g, all);
-    r = cc_all_reduce(host, &reach, &ipc, 1, CC_INT32, CC_MIN);   /* also: every rank is done with the probes */
-  }
-  if (probe) {
-    cudaError_t before = cudaPeekAtLastError();
-    if (cudaFree(probe) != cudaSuccess) cc_cuda__forgive(before);
-  }
-  if (r == CC_OK && ipc) {
-    int got = cc_cuda__page_setup(g);
-    if (got < 0) r = host->failed ? host->failed : CC_ERR_SYSTEM;
-    else if (!got) {
-      ipc = 0;
-      cc__log(host, 1, "%s: rank %d: the shared flag page could not be set up: staged mode", w, g->rank);
-    }
-  }
-  if (r == CC_OK) {
-    const char *mode = getenv("CC_CUDA_TRANSPORT");
-    if (!ipc && mode && !strcmp(mode, "ipc")) {
-      r = CC_ERR_UNSUPPORTED;
-      snprintf(host->err, sizeof host->err, "%s: rank %d: CC_CUDA_TRANSPORT=ipc, but ipc mode is not possible here "
-               "(ranks on several hosts, GPUs without peer access, more than %d ranks, or no CUDA IPC)", w, g->rank,
-               CC_CUDA__MAXR);
-    }
-  }
-  if (r == CC_OK) {
-    g->mode = ipc ? CC_CUDA__IPC : CC_CUDA__STAGED;
-    g->rec_bytes = sizeof(cc_cuda__rec) + (size_t)g->size * 16;
-    g->recs = (unsigned char *)CC_MALLOC(g->rec_bytes * (size_t)(g->size + 1));
-    g->hi = (unsigned int *)CC_MALLOC(sizeof *g->hi * 2 * CC_CUDA__NFLAGS);
-    if (!g->recs || !g->hi) r = cc__fail(host, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", w, g->rank);
-  }
-  if (r == CC_OK && g->mode == CC_CUDA__IPC) {
-    memset(g->hi, 0, sizeof *g->hi * 2 * CC_CUDA__NFLAGS);
-    for (p = 0; p < g->size; p++) g->pids[p] = all[p].pid;
-    g->memops = cc_cuda__memops_work(g);
-    if (pthread_create(&g->wd, NULL, cc_cuda__watchdog, g) != 0)
-      r = cc__fail(host, CC_ERR_SYSTEM, "%s: rank %d: cannot start the watchdog thread", w, g->rank);
-    else
-      g->wd_started = 1;
-  }
+  r = cc_cuda__pick_mode(g, &mine, all, probe, &ipc);
+  if (r == CC_OK) r = cc_cuda__start(g, ipc, all);
   CC_FREE(all);
   if (r != CC_OK) {
     cc_cuda__free_all(g);
     return r;
   }
-  cc__log(host, 2, "%s: rank %d: device %d (%s), %s mode, %s waits%s", w, g->rank, g->dev, mine.busid,
+  cc__log(host, CC__LOG_INFO, "%s: rank %d: device %d (%s), %s mode, %s waits%s", w, g->rank, g->dev, mine.busid,
           g->mode == CC_CUDA__IPC ? "ipc" : "staged", g->memops ? "stream-memop" : "kernel",
           g->memops && g->flush ? " (flushing remote writes)" : "");
   *out = g;
@@ -1948,7 +1964,7 @@ static int cc_cuda__call_reduces(const cc__call *k) {
 /* The fold's op: a premul_sum op (created on the host communicator) folds as
    CC__OP_PREMUL with every rank's scalar from its record. */
 static int cc_cuda__gpu_op(const cc_cuda_comm *g, cc_op op) {
-  if (op >= CC__OP_FIRST_USER && g->host->ops[op - CC__OP_FIRST_USER].kind == 2) return CC__OP_PREMUL;
+  if (op >= CC__OP_FIRST_USER && g->host->ops[op - CC__OP_FIRST_USER].kind == CC__OPK_PREMUL) return CC__OP_PREMUL;
   return op;
 }
 
@@ -1990,20 +2006,20 @@ static cc_result cc_cuda__agree(cc_cuda_comm *g, const char *what, const cc__cal
    once and written once (the closing barrier then flushes those writes). */
 static cc_result cc_cuda__staged(cc_cuda_comm *g, const cc__call *k, cudaStream_t s);
 
-static cc_result cc_cuda__ipc_coll(cc_cuda_comm *g, const cc__call *k, cudaStream_t s) {
-  const char *what = cc__coll_names[k->coll];
-  size_t es = cc__dtype_bytes(k->t), one = k->count * es, sx, rx;
-  const void *sbuf = k->sbuf, *src[CC_CUDA__MAXR];
+/* This rank's record of the call (its buffers, counts, op; a copy of an
+   input that the peers read while this rank overwrites it), swapped with
+   every rank's through the host communicator and checked. *staged: some
+   rank needs the staged path. */
+static cc_result cc_cuda__coll_swap(cc_cuda_comm *g, const char *what, const cc__call *k, cudaStream_t s, int twoshot,
+                                    int *staged) {
+  size_t sx, rx;
+  const void *sbuf = k->sbuf;
   unsigned char *rbuf = (unsigned char *)k->rbuf;
   cc_cuda__rec *me = cc_cuda__recp(g, g->size);
-  cc_cuda__copies cp;
-  int n = g->size, p, root = k->root, twoshot = 0, j;
+  int n = g->size, p, j;
   cc_result res;
   unsigned int nomem = 0;
   cc_cuda__extents(g, k, &sx, &rx);
-  twoshot = k->coll == CC__ALL_REDUCE && one > g->oneshot && n > 1;
-  CC__TRY(cc_cuda__order(g, what, s));
-  CC__TRY(cc_cuda__peer_frees(g, what));
   /* an input that the peers read while this rank overwrites it: read a copy
      (once the caller's buffer is known to be device memory). Without memory
      for it, the peers learn it from the record and nobody runs the call. */
@@ -2030,12 +2046,12 @@ static cc_result cc_cuda__ipc_coll(cc_cuda_comm *g, const cc__call *k, cudaStrea
   me->count = cc__is_v(k->coll) ? (k->coll == CC__SCATTER_V ? k->rcount : k->scount) : k->count;
   if (k->op >= CC__OP_FIRST_USER && cc_cuda__call_reduces(k)) {
     const cc__opinfo *o = &g->host->ops[k->op - CC__OP_FIRST_USER];
-    if (o->kind == 2) memcpy(me->scal, o->scal, 16);
+    if (o->kind == CC__OPK_PREMUL) memcpy(me->scal, o->scal, sizeof me->scal);
     else me->flags |= CC_CUDA__STAGE;  /* a user function runs on the CPU */
   }
   CC__TRY(cc_cuda__describe(g, what, "sendbuf", sbuf, sx, &me->b[0], &me->flags));
   if (k->coll != CC__BROADCAST) CC__TRY(cc_cuda__describe(g, what, "recvbuf", rbuf, rx, &me->b[1], &me->flags));
-  if ((k->coll == CC__SCATTER_V && g->rank == root) || k->coll == CC__ALL_TO_ALL_V)
+  if ((k->coll == CC__SCATTER_V && g->rank == k->root) || k->coll == CC__ALL_TO_ALL_V)
     for (j = 0; j < n; j++) {
       cc_cuda__tab(g, g->size, j)[0] = k->sd[j];
       cc_cuda__tab(g, g->size, j)[1] = k->sc[j];
@@ -2048,14 +2064,21 @@ static cc_result cc_cuda__ipc_coll(cc_cuda_comm *g, const cc__call *k, cudaStrea
       return cc_cuda__fail(g, CC_ERR_NO_MEMORY, "%s: rank %d could not allocate %llu bytes of device memory for the "
                            "call's scratch; no rank ran the call", what, p, cc_cuda__recp(g, p)->need);
   for (p = 0; p < n; p++)
-    if (cc_cuda__recp(g, p)->flags & CC_CUDA__STAGE) return cc_cuda__staged(g, k, s);
-  if (!cc__is_v(k->coll) && k->coll != CC__BARRIER && !k->count) return CC_OK;
-  memset(&cp, 0, sizeof cp);
-  CC__TRY(cc_cuda__bar(g, what, s, 0));
+    if (cc_cuda__recp(g, p)->flags & CC_CUDA__STAGE) *staged = 1;
+  return CC_OK;
+}
+
+/* The copies and folds of a collective, each rank reading its peers'
+   buffers in place (between the two barriers of cc_cuda__ipc_coll). */
+static cc_result cc_cuda__coll_moves(cc_cuda_comm *g, const char *what, const cc__call *k, cudaStream_t s, int twoshot,
+                                     cc_cuda__copies *cp) {
+  size_t es = cc__dtype_bytes(k->t), one = k->count * es;
+  const void *src[CC_CUDA__MAXR];
+  unsigned char *rbuf = (unsigned char *)k->rbuf;
+  int n = g->size, p, root = k->root;
 #define CC_CUDA__AT(p, side, off, len, out) CC__TRY(cc_cuda__peer(g, what, p, &cc_cuda__recp(g, p)->b[side], off, len, out))
-#define CC_CUDA__COPY(srcp, dst, len) CC__TRY(cc_cuda__copy_add(g, what, s, &cp, srcp, dst, len))
+#define CC_CUDA__COPY(srcp, dst, len) CC__TRY(cc_cuda__copy_add(g, what, s, cp, srcp, dst, len))
   switch (k->coll) {
-    case CC__BARRIER: return cc_cuda__ordered(g, what, s);
     case CC__BROADCAST:
       if (g->rank != root) { CC_CUDA__AT(root, 0, 0, one, &src[0]); CC_CUDA__COPY(src[0], rbuf, one); }
       break;
@@ -2100,6 +2123,22 @@ static cc_result cc_cuda__ipc_coll(cc_cuda_comm *g, const cc__call *k, cudaStrea
   }
 #undef CC_CUDA__AT
 #undef CC_CUDA__COPY
+  return CC_OK;
+}
+
+static cc_result cc_cuda__ipc_coll(cc_cuda_comm *g, const cc__call *k, cudaStream_t s) {
+  const char *what = cc__coll_names[k->coll];
+  cc_cuda__copies cp;
+  int twoshot = k->coll == CC__ALL_REDUCE && k->count * cc__dtype_bytes(k->t) > g->oneshot && g->size > 1, staged = 0;
+  CC__TRY(cc_cuda__order(g, what, s));
+  CC__TRY(cc_cuda__peer_frees(g, what));
+  CC__TRY(cc_cuda__coll_swap(g, what, k, s, twoshot, &staged));
+  if (staged) return cc_cuda__staged(g, k, s);
+  if (!cc__is_v(k->coll) && k->coll != CC__BARRIER && !k->count) return CC_OK;
+  CC__TRY(cc_cuda__bar(g, what, s, 0));
+  if (k->coll == CC__BARRIER) return cc_cuda__ordered(g, what, s);
+  memset(&cp, 0, sizeof cp);
+  CC__TRY(cc_cuda__coll_moves(g, what, k, s, twoshot, &cp));
   CC__TRY(cc_cuda__copy_flush(g, what, s, &cp));
   CC__TRY(cc_cuda__bar(g, what, s, 1));
   return cc_cuda__ordered(g, what, s);
@@ -2114,25 +2153,19 @@ static cc_result cc_cuda__ipc_coll(cc_cuda_comm *g, const cc__call *k, cudaStrea
    the sender's buffer may be reused once its stream has passed the call. A
    send buffer that cannot be shared is first copied to the sender's scratch,
    each one to its own part of it. */
-static cc_result cc_cuda__ipc_p2p(cc_cuda_comm *g, cc_cuda__p2p *ops, int nops, cudaStream_t s) {
-  const char *what = nops == 1 ? (ops[0].send ? "send" : "recv") : "group_end";
-  cc_cuda__rec *recs;
-  cc_cuda__copies cp;
+
+/* The outgoing records: each send's buffer described; a buffer CUDA IPC
+   cannot share is copied into its own part of one scratch, grown before any
+   part is named. When the scratch cannot grow, *nomem is this rank and
+   those sends are marked (both sides skip them). */
+static cc_result cc_cuda__p2p_records(cc_cuda_comm *g, const char *what, cc_cuda__p2p *ops, int nops, cudaStream_t s,
+                                      cc_cuda__rec *recs, int *nomem) {
   cc_result r = CC_OK;
-  size_t *at = NULL, total = 0;
+  size_t *at = (size_t *)CC_MALLOC(sizeof(size_t) * (size_t)nops), total = 0;
   unsigned char *w = NULL;
-  int i, me = g->rank, nomem = -1;
-  CC__TRY(cc_cuda__order(g, what, s));
-  CC__TRY(cc_cuda__peer_frees(g, what));
-  recs = (cc_cuda__rec *)CC_MALLOC(sizeof *recs * (size_t)nops);
-  at = (size_t *)CC_MALLOC(sizeof *at * (size_t)nops);
-  if (!recs || !at) {
-    CC_FREE(recs);
-    CC_FREE(at);
-    return cc_cuda__abort(g, CC_ERR_NO_MEMORY, "%s: rank %d: out of host memory", what, me);
-  }
-  memset(recs, 0, sizeof *recs * (size_t)nops);
-  for (i = 0; i < nops && r == CC_OK; i++) {   /* the outgoing records */
+  int i, me = g->rank;
+  if (!at) return cc_cuda__abort(g, CC_ERR_NO_MEMORY, "%s: rank %d: out of host memory", what, me);
+  for (i = 0; i < nops && r == CC_OK; i++) {
     cc_cuda__p2p *o = &ops[i];
     size_t bytes = o->count * cc__dtype_bytes(o->t);
     at[i] = (size_t)-1;
@@ -2147,13 +2180,13 @@ static cc_result cc_cuda__ipc_p2p(cc_cuda_comm *g, cc_cuda__p2p *ops, int nops, 
       total += (bytes + 255) & ~(size_t)255;
     }
   }
-  if (r == CC_OK && total) {           /* one scratch for every such send, grown before any is named */
+  if (r == CC_OK && total) {
     r = cc_cuda__work(g, what, total, (void **)&w);
-    if (r == CC_ERR_NO_MEMORY) nomem = me;
-    for (i = 0; i < nops && (r == CC_OK || nomem >= 0); i++) {
+    if (r == CC_ERR_NO_MEMORY) *nomem = me;
+    for (i = 0; i < nops && (r == CC_OK || *nomem >= 0); i++) {
       size_t bytes = ops[i].count * cc__dtype_bytes(ops[i].t);
       if (at[i] == (size_t)-1) continue;
-      if (nomem >= 0) {
+      if (*nomem >= 0) {
         recs[i].flags = CC_CUDA__NOMEM;
         recs[i].need = total;
         continue;
@@ -2167,25 +2200,32 @@ static cc_result cc_cuda__ipc_p2p(cc_cuda_comm *g, cc_cuda__p2p *ops, int nops, 
       if (r == CC_OK && recs[i].flags)
         r = cc_cuda__abort(g, CC_ERR_UNSUPPORTED, "%s: rank %d: device memory cannot be shared here", what, me);
     }
-    if (nomem >= 0) r = CC_OK;
+    if (*nomem >= 0) r = CC_OK;
   }
   CC_FREE(at);
-  if (r == CC_OK) {
-    /* one host group: record numbers are given here, in issue order */
-    cc_group_begin(g->host);
-    for (i = 0; i < nops; i++) {
-      if (ops[i].send) {
-        recs[i].seq = ops[i].peer == me ? 0 : ++g->tx[ops[i].peer];
-        ops[i].rec = recs[i];
-        cc_send(g->host, &recs[i], sizeof recs[i], CC_UINT8, ops[i].peer, CC_CUDA__TAG);
-      } else {
-        cc_recv(g->host, &ops[i].rec, sizeof ops[i].rec, CC_UINT8, ops[i].peer, CC_CUDA__TAG);
-      }
+  return r;
+}
+
+/* The records through one host group (record numbers are given here, in
+   issue order), then: does each incoming record match its receive? *nomem:
+   a sender that had no scratch for its message, if this rank had none. */
+static cc_result cc_cuda__p2p_swap(cc_cuda_comm *g, const char *what, cc_cuda__p2p *ops, int nops, cc_cuda__rec *recs,
+                                   int *nomem) {
+  cc_result r;
+  int i, me = g->rank;
+  cc_group_begin(g->host);
+  for (i = 0; i < nops; i++) {
+    if (ops[i].send) {
+      recs[i].seq = ops[i].peer == me ? 0 : ++g->tx[ops[i].peer];
+      ops[i].rec = recs[i];
+      cc_send(g->host, &recs[i], sizeof recs[i], CC_UINT8, ops[i].peer, CC_CUDA__TAG);
+    } else {
+      cc_recv(g->host, &ops[i].rec, sizeof ops[i].rec, CC_UINT8, ops[i].peer, CC_CUDA__TAG);
     }
-    r = cc_group_end(g->host, NULL);
-    if (r != CC_OK) r = cc_cuda__host_failed(g, r);
   }
-  for (i = 0; i < nops && r == CC_OK; i++) {   /* do the incoming records match the receives? */
+  r = cc_group_end(g->host, NULL);
+  if (r != CC_OK) return cc_cuda__host_failed(g, r);
+  for (i = 0; i < nops && r == CC_OK; i++) {
     cc_cuda__p2p *o = &ops[i];
     const cc_cuda__rec *in = &o->rec;
     unsigned long long expect;
@@ -2196,11 +2236,19 @@ static cc_result cc_cuda__ipc_p2p(cc_cuda_comm *g, cc_cuda__p2p *ops, int nops, 
                          "%s: rank %d receives %zu %s with tag %d from rank %d, whose message %llu is %llu %s with tag %d",
                          what, me, o->count, cc__dtype_name(o->t), o->tag, o->peer, in->seq, in->count,
                          cc__dtype_name((cc_dtype)in->dtype), in->tag);
-    else if (in->flags & CC_CUDA__NOMEM && nomem < 0)
-      nomem = o->peer;
+    else if (in->flags & CC_CUDA__NOMEM && *nomem < 0)
+      *nomem = o->peer;
   }
-  CC_FREE(recs);
-  /* on the stream; a message whose sender had no scratch for it is skipped by both sides */
+  return r;
+}
+
+/* On the stream: sends post ready, receives post want, wait for ready, copy
+   and post done, sends wait for done. A message whose sender had no scratch
+   for it is skipped by both sides. */
+static cc_result cc_cuda__p2p_stream(cc_cuda_comm *g, const char *what, cc_cuda__p2p *ops, int nops, cudaStream_t s) {
+  cc_cuda__copies cp;
+  cc_result r = CC_OK;
+  int i, me = g->rank;
   memset(&cp, 0, sizeof cp);
   for (i = 0; i < nops && r == CC_OK; i++)
     if (ops[i].send && ops[i].peer != me && !(ops[i].rec.flags & CC_CUDA__NOMEM))
@@ -2228,6 +2276,23 @@ static cc_result cc_cuda__ipc_p2p(cc_cuda_comm *g, cc_cuda__p2p *ops, int nops, 
     v = (unsigned int)ops[i].rec.seq;
     r = cc_cuda__sync(g, what, s, NULL, 0, &wt, &v, 1, 0);
   }
+  return r;
+}
+
+static cc_result cc_cuda__ipc_p2p(cc_cuda_comm *g, cc_cuda__p2p *ops, int nops, cudaStream_t s) {
+  const char *what = nops == 1 ? (ops[0].send ? "send" : "recv") : "group_end";
+  cc_cuda__rec *recs;
+  cc_result r;
+  int nomem = -1;
+  CC__TRY(cc_cuda__order(g, what, s));
+  CC__TRY(cc_cuda__peer_frees(g, what));
+  recs = (cc_cuda__rec *)CC_MALLOC(sizeof *recs * (size_t)nops);
+  if (!recs) return cc_cuda__abort(g, CC_ERR_NO_MEMORY, "%s: rank %d: out of host memory", what, g->rank);
+  memset(recs, 0, sizeof *recs * (size_t)nops);
+  r = cc_cuda__p2p_records(g, what, ops, nops, s, recs, &nomem);
+  if (r == CC_OK) r = cc_cuda__p2p_swap(g, what, ops, nops, recs, &nomem);
+  CC_FREE(recs);
+  if (r == CC_OK) r = cc_cuda__p2p_stream(g, what, ops, nops, s);
   if (r == CC_OK) r = cc_cuda__ordered(g, what, s);
   if (r == CC_OK && nomem >= 0)
     r = cc_cuda__fail(g, CC_ERR_NO_MEMORY, "%s: rank %d could not allocate device memory to send from buffers CUDA "
