@@ -19,8 +19,12 @@ endif
 EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
 # tests/*_probe.c are helpers that the shell tests start (with arguments and an
 # environment), so they are built outside build/tests, which run.sh runs bare.
-TESTS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter-out tests/%_probe.c,$(wildcard tests/*.c)))
+TESTS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter-out tests/%_probe.c tests/cc_impl.c,$(wildcard tests/*.c)))
 PROBES   := $(patsubst tests/%.c,$(BUILD)/probes/%,$(wildcard tests/*_probe.c))
+# The tests and probes that use only the public API: they link cc.h's
+# implementation from one object (tests/cc_impl.c) instead of each compiling it.
+LINKED   := $(patsubst %,$(BUILD)/tests/%,test_collectives test_determinism test_failures test_ops test_p2p_blocking \
+              test_split_group test_vcoll) $(patsubst %,$(BUILD)/probes/%,init_probe net_probe newcomer_probe)
 # bench/cc_bench.c is nccl-tests for cc: build/cc_bench, linked under
 # nccl-tests' names (the name picks the collective: build/all_reduce_perf ...).
 PERF_NAMES = all_reduce all_gather broadcast reduce reduce_scatter alltoall gather scatter sendrecv
@@ -134,20 +138,30 @@ $(BUILD)/examples/%: examples/%.c cc.h $(wildcard examples/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(WARN) $(CFLAGS) -I. -o $@ $< $(LDLIBS)
 
+$(BUILD)/cc_impl.o: tests/cc_impl.c cc.h
+	@mkdir -p $(@D)
+	$(CC) $(CSTD) $(WARN) $(CFLAGS) -I. -c -o $@ $<
+
+$(LINKED): $(BUILD)/cc_impl.o
+
 $(BUILD)/tests/%: tests/%.c cc.h $(wildcard tests/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) $(CFLAGS) -I. -o $@ $< $(LDLIBS)
+	$(CC) $(CSTD) $(WARN) $(CFLAGS) -I. -o $@ $< $(filter $(BUILD)/cc_impl.o,$^) $(LDLIBS)
 
 $(BUILD)/probes/%: tests/%.c cc.h $(wildcard tests/*.h)
 	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) $(CFLAGS) -I. -o $@ $< $(LDLIBS)
+	$(CC) $(CSTD) $(WARN) $(CFLAGS) -I. -o $@ $< $(filter $(BUILD)/cc_impl.o,$^) $(LDLIBS)
 
 # The test suite: every program in build/tests and every tests/*.sh; ends with
 # "N passed, N failed".
-test: all
+# make test builds everything; the sanitizer runs leave out the examples
+# (TEST_EXAMPLES=: 31 more builds of the implementation each), which make
+# test builds and runs.
+TEST_EXAMPLES ?= $(EXAMPLES)
+test: $(TOOLS) $(TEST_EXAMPLES) $(TESTS) $(PROBES)
 	@$(if $(findstring -fsanitize,$(CFLAGS)),,if $(TORCH_PYTHON) -c 'import torch' 2>/dev/null; then \
 	  $(MAKE) --no-print-directory torch || echo "make torch failed: tests/test_torch.sh says so"; fi)
-	@bash tests/run.sh $(BUILD)
+	@CC_TEST_EXAMPLES=$(if $(TEST_EXAMPLES),1,0) bash tests/run.sh $(BUILD)
 
 # torch_cc (docs/torch.md): cc as a torch.distributed backend, a C++ extension
 # built by torch.utils.cpp_extension against the torch that TORCH_PYTHON
@@ -180,10 +194,10 @@ plot:
 	/usr/bin/python3 bench/plot.py $(RESULTS) docs/perf.png
 
 sanitize:
-	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" test
+	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" TEST_EXAMPLES= test
 
 tsan:
-	$(MAKE) BUILD=build-tsan CFLAGS="-O1 -g -fsanitize=thread" test
+	$(MAKE) BUILD=build-tsan CFLAGS="-O1 -g -fsanitize=thread" TEST_EXAMPLES= test
 
 clean:
 	rm -rf build build-asan build-tsan

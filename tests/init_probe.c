@@ -15,8 +15,7 @@
  *
  * Built into BUILD/probes, not BUILD/tests: it is no test on its own. */
 #define _POSIX_C_SOURCE 200809L
-#define CC_IMPLEMENTATION
-#include "cc.h"
+#include "cc.h"   /* the declarations: the implementation is linked (tests/cc_impl.c) */
 
 #include <errno.h>
 #include <signal.h>

@@ -12,8 +12,7 @@
  *
  * It uses the public API only. Built into BUILD/probes (no test on its own). */
 #define _POSIX_C_SOURCE 200809L
-#define CC_IMPLEMENTATION
-#include "cc.h"
+#include "cc.h"   /* the declarations: the implementation is linked (tests/cc_impl.c) */
 
 #include <errno.h>
 #include <stdio.h>

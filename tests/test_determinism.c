@@ -14,8 +14,7 @@
  *
  * World sizes 2, 3, 5, 8 (large counts at 3 and 8). */
 #define _POSIX_C_SOURCE 200809L
-#define CC_IMPLEMENTATION
-#include "cc.h"
+#include "cc.h"   /* the declarations: the implementation is linked (tests/cc_impl.c) */
 #include "test_util.h"
 #include "test_ref.h"
 

@@ -17,8 +17,7 @@
  *
  * One PASS/FAIL line per (group, world size). */
 #define _POSIX_C_SOURCE 200809L
-#define CC_IMPLEMENTATION
-#include "cc.h"
+#include "cc.h"   /* the declarations: the implementation is linked (tests/cc_impl.c) */
 #include "test_util.h"
 #include "test_ref.h"
 

@@ -21,8 +21,7 @@
  *
  * World sizes 1, 2, 3, 4, 5, 7, 8; one PASS/FAIL line per (group, size). */
 #define _POSIX_C_SOURCE 200809L
-#define CC_IMPLEMENTATION
-#include "cc.h"
+#include "cc.h"   /* the declarations: the implementation is linked (tests/cc_impl.c) */
 #include "test_util.h"
 #include "test_ref.h"
 
