@@ -5850,21 +5850,17 @@ static int cc__rx_wanted(const cc__run *x, int p, int sending) {
 }
 
 /* Read what rank p sent: into receives, the queue or an abort. *progress
-   when bytes moved. Between frames, a ring is read only for what the run
-   wants; a socket whenever something arrived, but once a frame was read and
-   nothing more is wanted, not again (a read that finds nothing costs a
-   system call; what follows is read by the next run or call). */
+   when bytes moved. */
 static cc_result cc__rx_pull(cc__run *x, int p, int *progress) {
   cc_comm *c = x->c;
   cc__peer *pe = &c->peers[p];
   cc__sec *s = pe->link == CC__LINK_TCP ? pe->sec : NULL;
   size_t hlen = s ? CC__FRAME + CC__TAG : CC__FRAME;
-  int sending = cc__sending(x), frames = 0;
+  int sending = cc__sending(x);
   if (pe->rx_dead) return CC_OK;
   for (;;) {
     long k;
-    if (pe->rx_state == 0 && pe->rx_hdr_got == 0 && (pe->link == CC__LINK_SHM || (frames && pe->st_beg == pe->st_end)) &&
-        !cc__rx_wanted(x, p, sending))
+    if (pe->link == CC__LINK_SHM && pe->rx_state == 0 && pe->rx_hdr_got == 0 && !cc__rx_wanted(x, p, sending))
       return CC_OK;
     if (pe->rx_state == 0) {
       k = cc__link_read(c, p, pe->rx_hdr + pe->rx_hdr_got, hlen - pe->rx_hdr_got);
@@ -5885,7 +5881,6 @@ static cc_result cc__rx_pull(cc__run *x, int p, int *progress) {
       }
       CC__TRY(cc__rx_begin(x, p));
       pe->rx_state = 1;
-      frames = 1;
       if (s && pe->rx.bytes) cc__sec_begin(s, 0);
     }
     if (pe->rx_state == 2) {           /* the payload's tag */
@@ -6037,7 +6032,7 @@ static int cc__run_pending(const cc__run *x) {
    an idle wait watches too: a failure report wakes it, and is read here).
    poll() is asked only while a message of the run is not done: a run whose
    sends are all written (a root's broadcast) ends without another system
-   call. With one TCP link, its socket is read instead of asked. */
+   call. */
 static cc_result cc__run_recv(cc__run *x, int sending, int *progress, int *np) {
   cc_comm *c = x->c;
   int i;
@@ -6056,9 +6051,7 @@ static cc_result cc__run_recv(cc__run *x, int sending, int *progress, int *np) {
       c->pfd_rank[(*np)++] = i;
     }
   }
-  if (*np == 1 && cc__run_pending(x))  /* one socket: a read costs what poll() would */
-    CC__TRY(cc__rx_pull(x, c->pfd_rank[0], progress));
-  else if (*np && cc__run_pending(x) && cc__poll(c->pfd, *np, 0) > 0)
+  if (*np && cc__run_pending(x) && cc__poll(c->pfd, *np, 0) > 0)
     for (i = 0; i < *np; i++)
       if (c->pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) CC__TRY(cc__rx_pull(x, c->pfd_rank[i], progress));
   return CC_OK;
