@@ -34,6 +34,10 @@
        CC_MALLOC(n)      allocator; define CC_FREE(p) too (both or neither)
        CC_NO_SHM         leave out the shared-memory transport
        CC_NO_TCP         leave out the TCP transport (bootstrap of env:// jobs)
+       CC_NO_IMPLEMENTATION  declarations only, even where CC_IMPLEMENTATION is
+                         defined: for builds that link one compiled implementation
+                         into many single-file programs (as this project's
+                         Makefile builds its examples)
 
    Environment (read once by cc_comm_init; a value in cc_config wins over it):
 
@@ -105,7 +109,7 @@
        @licence      changelog and licence
 */
 
-#if defined(CC_IMPLEMENTATION) && !defined(CC__IMPLEMENTED) && !defined(_GNU_SOURCE)
+#if defined(CC_IMPLEMENTATION) && !defined(CC_NO_IMPLEMENTATION) && !defined(CC__IMPLEMENTED) && !defined(_GNU_SOURCE)
 #  define _GNU_SOURCE 1   /* the implementation uses Linux and POSIX interfaces */
 #endif
 
@@ -389,7 +393,7 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg);
 /* ====================================================================== */
 /* Implementation                                                          */
 /* ====================================================================== */
-#if defined(CC_IMPLEMENTATION) && !defined(CC__IMPLEMENTED)
+#if defined(CC_IMPLEMENTATION) && !defined(CC_NO_IMPLEMENTATION) && !defined(CC__IMPLEMENTED)
 #define CC__IMPLEMENTED
 
 #if defined(__GLIBC__) && !defined(__USE_GNU)

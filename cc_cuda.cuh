@@ -173,7 +173,7 @@ CC_API cc_result cc_cuda_group_end(cc_cuda_comm *g);
 #endif /* CC_CUDA_H_INCLUDED */
 
 /* ================================================================== implementation */
-#if defined(CC_IMPLEMENTATION) && !defined(CC_CUDA__IMPLEMENTED)
+#if defined(CC_IMPLEMENTATION) && !defined(CC_NO_IMPLEMENTATION) && !defined(CC_CUDA__IMPLEMENTED)
 #define CC_CUDA__IMPLEMENTED
 
 #ifndef CC__IMPLEMENTED

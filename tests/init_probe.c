@@ -15,7 +15,8 @@
  *
  * Built into BUILD/probes, not BUILD/tests: it is no test on its own. */
 #define _POSIX_C_SOURCE 200809L
-#include "cc.h"   /* the declarations: the implementation is linked (tests/cc_impl.c) */
+#define CC_IMPLEMENTATION
+#include "cc.h"
 
 #include <errno.h>
 #include <signal.h>

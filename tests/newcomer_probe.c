@@ -12,7 +12,8 @@
  *
  * It uses the public API only. Built into BUILD/probes (no test on its own). */
 #define _POSIX_C_SOURCE 200809L
-#include "cc.h"   /* the declarations: the implementation is linked (tests/cc_impl.c) */
+#define CC_IMPLEMENTATION
+#include "cc.h"
 
 #include <errno.h>
 #include <stdio.h>

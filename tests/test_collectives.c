@@ -17,7 +17,8 @@
  *   CC_TEST_QUICK=1             fewer large cases (sanitizer builds)
  *   CC_TEST_VERBOSE=1           timings per group and per large case on stderr */
 #define _POSIX_C_SOURCE 200809L
-#include "cc.h"   /* the declarations: the implementation is linked (tests/cc_impl.c) */
+#define CC_IMPLEMENTATION
+#include "cc.h"
 #include "test_util.h"
 #include "test_ref.h"
 

@@ -14,7 +14,8 @@
  *
  * World sizes 2, 3, 5, 8 (large counts at 3 and 8). */
 #define _POSIX_C_SOURCE 200809L
-#include "cc.h"   /* the declarations: the implementation is linked (tests/cc_impl.c) */
+#define CC_IMPLEMENTATION
+#include "cc.h"
 #include "test_util.h"
 #include "test_ref.h"
 

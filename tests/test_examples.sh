@@ -10,8 +10,7 @@
 # comparison; the expected files are sorted the same way. One line per
 # example: `PASS: example NAME`, or `FAIL: example NAME: why` followed by the
 # first lines of the difference or of stderr. An example without an expected
-# file is a SKIP. Exits 1 if any example failed. CC_TEST_EXAMPLES=0 (the
-# sanitizer runs, which do not build the examples): one SKIP line.
+# file is a SKIP. Exits 1 if any example failed.
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -20,10 +19,6 @@ build=${1:-build}
 limit=60
 failed=0
 
-if [ "${CC_TEST_EXAMPLES:-1}" = 0 ]; then   # (make sanitize, make tsan: see the Makefile's TEST_EXAMPLES)
-  echo "SKIP: example: the examples are not built in this run (make test builds and runs them; the sanitizer runs leave them out)"
-  exit 0
-fi
 if [ ! -d "$build" ]; then
   echo "FAIL: example: no build directory '$build' (run make first)"
   exit 1

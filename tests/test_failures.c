@@ -39,7 +39,8 @@
  * with cc_spawn: cc_spawn stops the survivors as soon as a rank dies, so there
  * they may not live to report. kill/spawn checks what cc_spawn itself does. */
 #define _GNU_SOURCE
-#include "cc.h"   /* the declarations: the implementation is linked (tests/cc_impl.c) */
+#define CC_IMPLEMENTATION
+#include "cc.h"
 
 #include <dirent.h>
 #include <errno.h>

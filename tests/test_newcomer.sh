@@ -35,10 +35,10 @@ clean_env=(env -u RANK -u WORLD_SIZE -u LOCAL_RANK -u LOCAL_WORLD_SIZE -u MASTER
 # --- make run builds only what it runs --------------------------------------------
 out=$(cd "$root" && make -n run BUILD="$work/b" 2>&1)
 built=$(printf '%s\n' "$out" | grep -oE -- "-o $work/b/[^ ]+" | sed "s|-o $work/b/||" | sort -u | tr '\n' ' ')
-if [ "$built" = "ccrun examples/tour " ]; then
-  pass "make run builds only ccrun and examples/tour"
+if [ "$built" = "cc_impl.o ccrun examples/tour " ]; then
+  pass "make run builds only ccrun, examples/tour and the implementation it links"
 else
-  fail "make run would build: ${built:-nothing} (expected ccrun and examples/tour only)"
+  fail "make run would build: ${built:-nothing} (expected cc_impl.o, ccrun and examples/tour only)"
 fi
 
 # --- nccl-tests' flags ---------------------------------------------------------------

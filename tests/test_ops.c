@@ -17,7 +17,8 @@
  *
  * One PASS/FAIL line per (group, world size). */
 #define _POSIX_C_SOURCE 200809L
-#include "cc.h"   /* the declarations: the implementation is linked (tests/cc_impl.c) */
+#define CC_IMPLEMENTATION
+#include "cc.h"
 #include "test_util.h"
 #include "test_ref.h"
 

@@ -5,7 +5,8 @@
    rank takes the bytes in while it is itself blocked in its own send. Checks
    the data, the per-tag order, and that nothing waits for the timeout. */
 #define _POSIX_C_SOURCE 200809L
-#include "cc.h"   /* the declarations: the implementation is linked (tests/cc_impl.c) */
+#define CC_IMPLEMENTATION
+#include "cc.h"
 #include "test_util.h"
 
 #include <stdio.h>

@@ -21,7 +21,8 @@
  *
  * World sizes 1, 2, 3, 4, 5, 7, 8; one PASS/FAIL line per (group, size). */
 #define _POSIX_C_SOURCE 200809L
-#include "cc.h"   /* the declarations: the implementation is linked (tests/cc_impl.c) */
+#define CC_IMPLEMENTATION
+#include "cc.h"
 #include "test_util.h"
 #include "test_ref.h"
 

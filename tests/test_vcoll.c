@@ -13,7 +13,8 @@
  *   test_vcoll 3 8        only world sizes 3 and 8
  *   CC_TEST_QUICK=1       large blocks only at sizes 3 and 8 */
 #define _POSIX_C_SOURCE 200809L
-#include "cc.h"   /* the declarations: the implementation is linked (tests/cc_impl.c) */
+#define CC_IMPLEMENTATION
+#include "cc.h"
 #include "test_util.h"
 #include "test_ref.h"
 
