@@ -160,7 +160,8 @@ $(BUILD)/probes/%: tests/%.c cc.h $(wildcard tests/*.h)
 test: all
 	@$(if $(findstring -fsanitize,$(CFLAGS)),,if $(TORCH_PYTHON) -c 'import torch' 2>/dev/null; then \
 	  $(MAKE) --no-print-directory torch || echo "make torch failed: tests/test_torch.sh says so"; fi)
-	@bash tests/run.sh $(BUILD)
+	@CC_TEST_SANITIZER=$(if $(findstring -fsanitize=thread,$(CFLAGS)),thread,$(if $(findstring -fsanitize,$(CFLAGS)),address)) \
+	  bash tests/run.sh $(BUILD)
 
 # torch_cc (docs/torch.md): cc as a torch.distributed backend, a C++ extension
 # built by torch.utils.cpp_extension against the torch that TORCH_PYTHON

@@ -11,6 +11,8 @@
 # whose log holds a sanitizer report, or that leaves a process running or an
 # entry in /dev/shm/cc-*, fails too (the leftovers are then removed). The last line is the summary `N passed, N failed` (with
 # `, N skipped` when some were skipped); the exit status is 1 if any failed.
+# CC_TEST_SANITIZER (address or thread: make sanitize, make tsan) leaves out
+# the scripts that left_out names, with a SKIP line each.
 set -u
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -109,6 +111,23 @@ run_one() {
   echo "=== $name: status $st, $p passed, $f failed, $s skipped, $(( ($(cc_now_ms) - t0) / 1000 )) s"
 }
 
+# left_out NAME - why a script does not run in this sanitizer run (make
+# sanitize, make tsan set CC_TEST_SANITIZER), or status 1. The fuzz targets
+# are one build whatever the run (clang, ASan+UBSan): make test runs them.
+# Under ThreadSanitizer, the scripts that start jobs to test processes' lives
+# (start-up, rendezvous, several hosts, dead peers, the newcomer's paths):
+# the code they reach runs on one thread per process, which ASan+UBSan and the
+# plain run check; TSan's runtime made them the slowest part of the run.
+left_out() {
+  case ${CC_TEST_SANITIZER:-}:$1 in
+    ?*:test_fuzz.sh) echo "the fuzz targets are the same build in every run; make test runs them" ;;
+    thread:test_ccrun_nnodes.sh | thread:test_init.sh | thread:test_liveness.sh | thread:test_multihost.sh | \
+      thread:test_newcomer.sh | thread:test_rendezvous.sh | thread:test_security.sh)
+      echo "not under ThreadSanitizer: its processes run one thread each (make test and make sanitize run it)" ;;
+    *) return 1 ;;
+  esac
+}
+
 shm_start=$(cc_shm_snapshot)
 ntests=0
 for t in "$build"/tests/*; do
@@ -118,6 +137,11 @@ for t in "$build"/tests/*; do
 done
 for t in "$here"/*.sh; do
   [ "${t##*/}" = run.sh ] && continue
+  if why=$(left_out "${t##*/}"); then
+    echo "SKIP: ${t##*/}: $why"
+    skipped=$((skipped + 1))
+    continue
+  fi
   run_one "${t##*/}" bash "$t" "$build"
   ntests=$((ntests + 1))
 done
