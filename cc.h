@@ -2731,13 +2731,14 @@ typedef struct cc__ctl {
   char pad0[CC__LINE - 8];
   int32_t pid;
   uint32_t departed;                   /* called cc_comm_destroy */
-  uint64_t seq;                        /* the last collective it entered: its number (coll: which one) */
+  uint64_t call;                       /* the last collective it entered: cc__call_word */
   uint64_t probe_at;                   /* where probe lies in this rank's address space */
   uint64_t probe;                      /* a random word peers read there (cross-memory attach allowed?) */
-  uint32_t coll;                       /* (both for a timeout's summary) */
-  uint64_t call;                       /* its collective now: cc__call_word */
-  char pad1[CC__LINE - 44];
+  char pad1[CC__LINE - 32];
 } cc__ctl;
+/* Two whole lines: what a rank stores on every phase (arrive) and on every
+   call (call) never shares a line with another rank's. */
+typedef char cc__ctl_lines[sizeof(cc__ctl) == 2 * CC__LINE ? 1 : -1];
 
 typedef struct cc__chan {              /* single producer, single consumer byte ring */
   uint64_t head;                       /* bytes written, by the sender */
@@ -3758,19 +3759,26 @@ static int cc__wire_op(const cc_comm *c, cc_op op) {
 
 /* ---------------------------------------------------------------- identity */
 
+/* The parts of call k's identity (cc__ident) as this rank makes it. */
+static uint64_t cc__ident_count(const cc__call *k) {
+  switch (k->coll) {
+  case CC__GATHER_V: case CC__ALL_GATHER_V: return k->scount;
+  case CC__SCATTER_V: return k->rcount;
+  case CC__ALL_TO_ALL_V: case CC__BARRIER: case CC__SPLIT: case CC__INIT: case CC__MEM_ALLOC: return 0;
+  default: return k->count;
+  }
+}
+static int32_t cc__ident_op(const cc__call *k) { return cc__reduces(k->coll) ? (int32_t)k->op : 0; }
+static int32_t cc__ident_root(const cc__call *k) { return cc__rooted(k->coll) ? (int32_t)k->root : 0; }
+
 /* Call k as this rank makes it. */
 static void cc__ident_of(const cc__call *k, cc__ident *id) {
   memset(id, 0, sizeof *id);
   id->coll = (uint8_t)k->coll;
   id->dtype = (uint8_t)k->t;
-  id->op = cc__reduces(k->coll) ? (int32_t)k->op : 0;
-  id->root = cc__rooted(k->coll) ? (int32_t)k->root : 0;
-  switch (k->coll) {
-  case CC__GATHER_V: case CC__ALL_GATHER_V: id->count = k->scount; break;
-  case CC__SCATTER_V: id->count = k->rcount; break;
-  case CC__ALL_TO_ALL_V: case CC__BARRIER: case CC__SPLIT: case CC__INIT: case CC__MEM_ALLOC: id->count = 0; break;
-  default: id->count = k->count;
-  }
+  id->op = cc__ident_op(k);
+  id->root = cc__ident_root(k);
+  id->count = cc__ident_count(k);
 }
 
 static void cc__ident_str(const cc__ident *d, char *buf, size_t len) {
@@ -3936,7 +3944,7 @@ CC__COMPANION size_t cc__plan_extent(cc_comm *c, const cc__call *k, int side) {
    waits and the protocols live above it. docs/shm.md draws it. */
 
 #define CC__SHM_MAGIC   0x31306d6873636300ull   /* "\0ccshm01" */
-#define CC__SHM_VERSION 2u
+#define CC__SHM_VERSION 3u
 
 typedef struct cc__layout { size_t ctl, regions, chans, total; } cc__layout;
 
@@ -5215,9 +5223,9 @@ static void cc__where(cc_comm *c, char *buf, size_t len) {
     int coll;
     if (j == c->rank) { seq = c->seq; coll = c->cur.coll; }
     else if (c->shm && p->link == CC__LINK_SHM) {
-      const cc__ctl *t = &c->shm->ctl[p->ch];
-      seq = __atomic_load_n(&t->seq, __ATOMIC_RELAXED);
-      coll = (int)__atomic_load_n(&t->coll, __ATOMIC_RELAXED);
+      uint64_t call = __atomic_load_n(&c->shm->ctl[p->ch].call, __ATOMIC_RELAXED);
+      seq = call >> 24;
+      coll = (int)(call >> 16 & 0x7f);
     } else { away++; continue; }
     if (seq) cc__cat(buf, len, "%srank %d in %s #%llu", buf[0] ? ", " : "", j, cc__coll_name(coll), (unsigned long long)seq);
     else cc__cat(buf, len, "%srank %d in no collective yet", buf[0] ? ", " : "", j);
@@ -6293,16 +6301,14 @@ static cc_result cc__ph_wait(cc_comm *c, int who, const char *what) {
 static cc_result cc__first_begin(cc_comm *c, const cc__call *k, uint64_t count, uint64_t aux,
                                  unsigned char **mine) {
   cc__desc d;
-  cc__ident id;
   const cc__opinfo *o = cc__opinfo_of(c, k->op);
   cc_result r = cc__ph_begin(c, mine, cc__coll_name(k->coll));
   if (r != CC_OK) return r;
-  cc__ident_of(k, &id);
-  memset(&d, 0, sizeof d);
-  d.coll = id.coll;
-  d.dtype = id.dtype;
-  d.op = id.op;
-  d.root = (int16_t)id.root;
+  memset(&d, 0, sizeof d);             /* the fields of cc__ident_of(k), but the count */
+  d.coll = (uint8_t)k->coll;
+  d.dtype = (uint8_t)k->t;
+  d.op = cc__ident_op(k);
+  d.root = (int16_t)cc__ident_root(k);
   d.count = count;
   d.aux = aux;
   d.qhist = c->qhist;
@@ -6321,24 +6327,35 @@ static const cc__desc *cc__desc_of(cc_comm *c, int r) {
 static cc_result cc__first_end(cc_comm *c, const cc__call *k) {
   const char *what = cc__coll_name(k->coll);
   cc__ident me, them;
+  const cc__desc *mine;
   uint64_t s = c->step + 1;
   cc__waitfor w;
   cc_result r;
-  int j;
+  int j, v;
   CC__STORE_SC(&cc__desc_at(c, c->rank, s)->step, s);
   cc__ph_arrive(c);
-  memset(&w, 0, sizeof w);
-  w.pending = cc__pending_first;
-  w.awaited = cc__awaited_first;
-  w.arg = &s;
-  w.shm = 1;
-  if ((r = cc__wait(c, &w, what)) != CC_OK) return r;
+  for (j = c->oversub ? 64 : 0; j < 64 && cc__pending_first(c, &s) >= 0; j++) {   /* the usual case, */
+    cc__cpu_relax(); cc__cpu_relax(); cc__cpu_relax(); cc__cpu_relax();            /* spun here */
+  }
+  if (j == 64) {
+    memset(&w, 0, sizeof w);
+    w.pending = cc__pending_first;
+    w.awaited = cc__awaited_first;
+    w.arg = &s;
+    w.shm = 1;
+    if ((r = cc__wait(c, &w, what)) != CC_OK) return r;
+  }
   if (c->seen_all < s) c->seen_all = s;
-  cc__ident_of_desc(cc__desc_of(c, c->rank), &me);
+  mine = cc__desc_of(c, c->rank);
+  v = cc__is_v(mine->coll);
   for (j = 0; j < c->size; j++) {
     const cc__desc *d = cc__desc_of(c, j);
-    cc__ident_of_desc(d, &them);
-    CC__TRY(cc__ident_agree(c, what, &me, &them, j));
+    if (d->coll != mine->coll || d->dtype != mine->dtype || d->root != mine->root || d->op != mine->op ||
+        (!v && d->count != mine->count)) {   /* cc__ident_agree's test, on the descriptors themselves */
+      cc__ident_of_desc(mine, &me);
+      cc__ident_of_desc(d, &them);
+      CC__TRY(cc__ident_agree(c, what, &me, &them, j));
+    }
     if (d->qhist != c->qhist)
       return cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d's last queued calls (small broadcast, gather, "
                       "scatter) differ from this rank's: a root, a kind or their order was not the same on every rank",
@@ -6510,11 +6527,10 @@ static cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
   size_t es = cc__dtype_bytes(k->t), pc = c->half - CC__DESC_BYTES, off = 0, maxlen = 0, own = 0;
   int n = c->size, me = c->rank, j, i, first = 1, writes, reads;
   unsigned char *mine;
-  cc__ident id;
+  uint64_t count = cc__ident_count(k);
   cc__plan p;
   cc_result r;
   cc__plan_move(c, k, &p);
-  cc__ident_of(k, &id);
   writes = (p.writer < 0 || p.writer == me) && !(p.one_piece && p.reader == me);
   reads = p.reader < 0 || p.reader == me;
   if (!p.one_piece) pc = (pc / (size_t)n) & ~(size_t)63;
@@ -6523,7 +6539,7 @@ static cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
   } else {                             /* the counts: [0,n) what this rank sends, [n,2n) what it expects */
     uint64_t *arr;
     for (j = 0; j < n; j++) own = CC__MAX(own, p.slen[j]);
-    CC__TRY(cc__first_begin(c, k, id.count, own, &mine));
+    CC__TRY(cc__first_begin(c, k, count, own, &mine));
     arr = (uint64_t *)CC__DATA(mine);
     for (j = 0; j < 2 * n; j++) arr[j] = 0;
     for (j = 0; j < n; j++) {
@@ -6550,7 +6566,7 @@ static cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
     first = 0;
   }
   while (first || off < maxlen) {
-    if (first) r = cc__first_begin(c, k, id.count, maxlen, &mine);
+    if (first) r = cc__first_begin(c, k, count, maxlen, &mine);
     else if (writes) r = cc__ph_begin(c, &mine, what);
     else r = CC_OK;
     if (r != CC_OK) return r;
@@ -7698,14 +7714,13 @@ static cc_result cc__algo_run(cc_comm *c, const cc__call *k) {
   cc_result r;
   c->seq++;
   cc__ident_of(k, &c->cur);
-  if (c->shm) {                        /* where this rank is, for a timeout's summary on its host */
-    cc__ctl *me = &c->shm->ctl[c->shm->rank];
-    __atomic_store_n(&me->coll, (uint32_t)k->coll, __ATOMIC_RELAXED);
-    __atomic_store_n(&me->seq, c->seq, __ATOMIC_RELAXED);
-  }
-  if (c->net) return cc__msg_run(c, k);
   c->call_word = cc__call_word(c->seq, queued, k->coll, c->cur.root);
-  CC__STORE(&c->ctl[c->rank].call, c->call_word);
+  if (c->shm)                          /* where this rank is: its host's ranks read it (a timeout's summary, */
+    CC__STORE(&c->shm->ctl[c->shm->rank].call, c->call_word);   /* cc__check_call) */
+  if (c->net) {
+    c->call_word = 0;
+    return cc__msg_run(c, k);
+  }
   r = queued ? cc__queued_run(c, k) : cc__arena_run(c, k);
   c->call_word = 0;
   return r;

@@ -13,6 +13,10 @@
 # fingerprint (build/peers/c2c_latency, ns) before and after every run: on this
 # VM the host moves the vCPUs, and results move 2-4x with them.
 #
+# BENCH_ARGS="-e 64 -l 0.03 -N 15" measures small sizes only, each value the
+# median of 15 sweeps of 0.03 s (robust to the host taking a vCPU away for a
+# few ms, which moves a 0.5 s mean).
+#
 # Configurations (ONLY picks some): shm_np2 shm_np4 tcp_np2 (CC_TRANSPORT=shm or
 # tcp, N ranks on this host). The benchmark: float32 sum, all_reduce,
 # all_gather, reduce_scatter, broadcast, all_to_all, gather, scatter, barrier,
@@ -84,18 +88,22 @@ done >> "$R/SUMMARY.txt"
 
 # rows: "# Collective test: NAME" sections; size count type redop root, out-of-place time algbw busbw #wrong, ...
 awk -v passes="$PASSES" -v only="$ONLY" -v R="$R" '
-function val(side, conf, coll, size, col,   p, f, line, n, a, cur, v, out) {
+function val(side, conf, coll, size, col,   p, f, line, n, a, cur, v, out, first) {
   out = ""
   for (p = 1; p <= passes; p++) {
-    f = R "/" side "_" conf "_pass" p ".txt"; cur = ""; v = "-"
+    f = R "/" side "_" conf "_pass" p ".txt"; cur = ""; v = ""; first = ""
     while ((getline line < f) > 0) {
       if (line ~ /^# Collective test: /) { split(line, a, " "); cur = a[4] }
       n = split(line, a, " ")
-      # size "min": the first row of the collective (8 B, or the least that np ranks can split)
-      if (cur == coll && n >= 9 && a[1] ~ /^[0-9]+$/ && (a[1] == size || (size == "min" && v == "-"))) v = a[col]
+      # size "min": the collective'"'"'s first size (8 B, or the least that np
+      # ranks can split); with -N, one row per sweep: their median
+      if (cur == coll && n >= 9 && a[1] ~ /^[0-9]+$/) {
+        if (first == "") first = a[1]
+        if (a[1] == size || (size == "min" && a[1] == first)) v = v (v == "" ? "" : "/") a[col]
+      }
     }
     close(f)
-    out = out (out == "" ? "" : "/") v
+    out = out (out == "" ? "" : "/") (v == "" ? "-" : med(v))
   }
   return out
 }
