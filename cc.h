@@ -1241,6 +1241,15 @@ static void cc__sock_bufsize(int fd, size_t bytes) {
 #endif
 }
 
+/* What poll() says of a socket whose peer closed its side, where it can
+   (Linux's POLLRDHUP), else 0: a reader then knows the end is due and asks
+   until it reads it. */
+#ifdef POLLRDHUP
+#define CC__POLL_END POLLRDHUP
+#else
+#define CC__POLL_END 0
+#endif
+
 /* poll() with a timeout in nanoseconds: the number of ready entries, 0, or -1. */
 static int cc__poll(struct pollfd *pfd, int n, uint64_t timeout_ns) {
   struct timespec ts;
@@ -2807,6 +2816,9 @@ typedef struct cc__peer {              /* the link to one rank, and what arrives
   int ch;                              /* SHM: the peer's index in the host segment */
   int fd;                              /* TCP: the connection */
   int eof;                             /* TCP: the peer closed its side */
+  int drained;                         /* TCP: the last read took all the socket held: the next
+                                          waits for poll() to say more came (cc__rx_pull_ready) */
+  int ending;                          /* TCP: poll() said the peer closed its side: read to the end */
   int tx_mid;                          /* TCP: a frame to it is partly written */
   int abort_owed;                      /* TCP: the abort frame waits for that frame's end (cc__run_settle) */
   int rx_state;                        /* 0: reading a header, 1: a payload, 2: its tag */
@@ -5351,11 +5363,15 @@ static long cc__link_read(cc_comm *c, int p, void *dst, size_t max) {
       return (long)n;
     }
     if (pe->eof) { errno = 0; return -1; }
+    if (pe->drained) return 0;         /* a read now would only say EAGAIN */
     if (max >= 4096) {                 /* a large payload: straight to its place */
-      k = cc__sock_recv(pe->fd, dst, CC__MIN(max, (size_t)1 << 30));
+      size_t ask = CC__MIN(max, (size_t)1 << 30);
+      k = cc__sock_recv(pe->fd, dst, ask);
+      if (k > 0 && (size_t)k < ask && !pe->ending) pe->drained = 1;
     } else {
       k = cc__sock_recv(pe->fd, pe->stage, CC__STAGE);
       if (k > 0) {
+        if ((size_t)k < CC__STAGE && !pe->ending) pe->drained = 1;
         size_t n = CC__MIN((size_t)k, max);
         memcpy(dst, pe->stage, n);
         pe->st_beg = n;
@@ -5366,7 +5382,7 @@ static long cc__link_read(cc_comm *c, int p, void *dst, size_t max) {
     }
     if (k > 0) return k;
     if (k == 0) { pe->eof = 1; errno = 0; return -1; }
-    if (errno == EAGAIN || errno == EWOULDBLOCK) return 0;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) { pe->drained = !pe->ending; return 0; }
     pe->eof = 1;
     return -1;
   }
@@ -5941,6 +5957,18 @@ static cc_result cc__rx_pull(cc__run *x, int p, int *progress) {
   }
 }
 
+/* cc__rx_pull once poll() said rank p's socket is readable, with what it
+   said (revents): its reads ask the socket again, and read on until the end
+   of the stream when the peer closed its side. (A read that took less than
+   it asked for took all there was: the next one waits for poll() to say
+   more came, instead of a system call that would say EAGAIN.) */
+static cc_result cc__rx_pull_ready(cc__run *x, int p, int revents, int *progress) {
+  cc__peer *pe = &x->c->peers[p];
+  pe->drained = 0;
+  if (revents & (POLLHUP | POLLERR | CC__POLL_END)) pe->ending = 1;
+  return cc__rx_pull(x, p, progress);
+}
+
 /* The first unfinished send to m's peer is m itself (sends to one peer go in order). */
 static int cc__first_send(const cc__run *x, int i) {
   int j;
@@ -6009,7 +6037,7 @@ static cc_result cc__alive_run(cc_comm *c, const void *arg, const char *what) {
    and said why before it closed: read that first, and report it if so. */
 static cc_result cc__lost_send(cc__run *x, int p, int err) {
   int progress = 0;
-  cc_result r = cc__rx_pull(x, p, &progress);
+  cc_result r = cc__rx_pull_ready(x, p, POLLHUP, &progress);
   if (r != CC_OK) return r;
   if (CC__LOAD_RLX(&x->c->hdr->fail_code)) return cc__take_fail(x->c, x->what);
   return cc__lost(x, p, err);
@@ -6058,14 +6086,15 @@ static cc_result cc__run_recv(cc__run *x, int sending, int *progress, int *np) {
       if (pe->st_beg < pe->st_end) CC__TRY(cc__rx_pull(x, i, progress));   /* a read-ahead may hold whole frames */
       if (pe->eof) continue;
       c->pfd[*np].fd = pe->fd;
-      c->pfd[*np].events = POLLIN;
+      c->pfd[*np].events = POLLIN | CC__POLL_END;
       c->pfd[*np].revents = 0;
       c->pfd_rank[(*np)++] = i;
     }
   }
   if (*np && cc__run_pending(x) && cc__poll(c->pfd, *np, 0) > 0)
     for (i = 0; i < *np; i++)
-      if (c->pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) CC__TRY(cc__rx_pull(x, c->pfd_rank[i], progress));
+      if (c->pfd[i].revents & (POLLIN | POLLHUP | POLLERR | CC__POLL_END))
+        CC__TRY(cc__rx_pull_ready(x, c->pfd_rank[i], c->pfd[i].revents, progress));
   return CC_OK;
 }
 
@@ -6137,13 +6166,14 @@ static cc_result cc__engine_poll(cc_comm *c, const char *what) {
     if (pe->link != CC__LINK_TCP || pe->fd < 0 || pe->eof) continue;
     if (pe->st_beg < pe->st_end) CC__TRY(cc__rx_pull(&x, i, &progress));
     c->pfd[np].fd = pe->fd;
-    c->pfd[np].events = POLLIN;
+    c->pfd[np].events = POLLIN | CC__POLL_END;
     c->pfd[np].revents = 0;
     c->pfd_rank[np++] = i;
   }
   if (np && cc__poll(c->pfd, np, 0) > 0)
     for (i = 0; i < np; i++)
-      if (c->pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) CC__TRY(cc__rx_pull(&x, c->pfd_rank[i], &progress));
+      if (c->pfd[i].revents & (POLLIN | POLLHUP | POLLERR | CC__POLL_END))
+        CC__TRY(cc__rx_pull_ready(&x, c->pfd_rank[i], c->pfd[i].revents, &progress));
   return CC_OK;
 }
 
@@ -6174,7 +6204,7 @@ static void cc__run_settle(cc__run *x) {
         long w = cc__link_write(c, m);
         if (w >= 0 && !cc__sent_all(m)) {
           c->pfd[np].fd = pe->fd;
-          c->pfd[np].events = POLLIN | POLLOUT;
+          c->pfd[np].events = POLLIN | POLLOUT | CC__POLL_END;
           c->pfd[np].revents = 0;
           c->pfd_rank[np++] = p;
           continue;
@@ -6186,9 +6216,9 @@ static void cc__run_settle(cc__run *x) {
     if (!np) return;
     if (cc__poll(c->pfd, np, CC__MS) > 0)
       for (i = 0; i < np; i++)
-        if (c->pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) {
+        if (c->pfd[i].revents & (POLLIN | POLLHUP | POLLERR | CC__POLL_END)) {
           progress = 0;
-          (void)cc__rx_pull(x, c->pfd_rank[i], &progress);
+          (void)cc__rx_pull_ready(x, c->pfd_rank[i], c->pfd[i].revents, &progress);
         }
   }
 }
