@@ -94,13 +94,18 @@ hb_check() {
 if [ "$tsan_only" = 1 ]; then
   release=$("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
   make --no-print-directory -s -C "$root" BUILD="$build" "$build/ccrun" >/dev/null 2>&1
+  for t in test_cuda_emu_tsan test_cuda_hb_tsan; do   # both at once
+    make --no-print-directory -s -C "$root" BUILD="$build" NVCC="$nvcc" "$out/$t" >"$out/$t.build.log" 2>&1 &
+    eval "pid_$t=\$!"
+  done
   for t in test_cuda_emu_tsan test_cuda_hb_tsan; do
-    if make --no-print-directory -s -C "$root" BUILD="$build" NVCC="$nvcc" "$out/$t" >"$out/$t.build.log" 2>&1; then
+    if eval "wait \$pid_$t"; then
       src=tests/test_cuda.cu
       [ "$t" = test_cuda_hb_tsan ] && src=tests/test_cuda_hb.cu
       echo "PASS: cuda build: $src with tests/cuda_emu.cpp and TSan, nvcc $release"
     else
       echo "FAIL: cuda build: $t: $(tail -n 5 "$out/$t.build.log" | tr '\n' ' ')"
+      wait
       exit 1
     fi
   done
@@ -112,15 +117,18 @@ if [ "$tsan_only" = 1 ]; then
   exit $rc
 fi
 
-# ---- builds, as many at once as there are CPUs (nvcc is slow). The example
-# is built as make builds it by default (a fat binary); where no NVIDIA driver
-# is, the GPU suite and the benchmark, which cannot run there, are built for
-# one architecture only (the fat binary of each costs about a minute of CPU).
+# ---- builds, as many at once as there are CPUs (nvcc is slow), the longest
+# first. The example is built as make builds it by default (a fat binary);
+# where no NVIDIA driver is, the GPU suite and the benchmark, which cannot run
+# there, are built for one architecture only (the fat binary of each costs
+# about a minute of CPU) and with the host side unoptimized (-O0: nvcc's host
+# compile of cc.h at -O2 is half a build).
 fat=1
 [ -e /dev/nvidiactl ] || fat=0
 built=1 srcs=() bins=() pids=() archs=()
 make --no-print-directory -s -C "$root" BUILD="$build" "$build/ccrun" >/dev/null 2>&1
-for t in tests/cuda_emu.cpp $(cd "$root" && ls tests/*.cu examples/*.cu) bench/cc_bench.c; do
+for t in tests/cuda_emu.cpp $(cd "$root" && ls examples/*.cu) tests/test_cuda_hb.cu tests/test_cuda.cu bench/cc_bench.c \
+         $(cd "$root" && ls tests/*.cu | grep -v -e '^tests/test_cuda.cu$' -e '^tests/test_cuda_hb.cu$'); do
   case $t in
     bench/*) bin=cc_bench_cuda ;;
     tests/cuda_emu.cpp) bin=test_cuda_emu t="tests/test_cuda.cu with tests/cuda_emu.cpp, ASan and UBSan" ;;
@@ -128,7 +136,7 @@ for t in tests/cuda_emu.cpp $(cd "$root" && ls tests/*.cu examples/*.cu) bench/c
   esac
   one=()
   case $bin in
-    test_cuda | cc_bench_cuda) [ "$fat" = 1 ] || one=('NVCC_ARCH=$(EMU_ARCH)') ;;
+    test_cuda | cc_bench_cuda) [ "$fat" = 1 ] || one=('NVCC_ARCH=$(EMU_ARCH)' 'NVFLAGS=-O0 -g') ;;
   esac
   while [ "$(jobs -rp | wc -l)" -ge "$(nproc 2>/dev/null || echo 2)" ]; do wait -n; done
   make --no-print-directory -s -C "$root" BUILD="$build" NVCC="$nvcc" ${one[@]+"${one[@]}"} "$build/cuda/$bin" \

@@ -184,6 +184,24 @@ static inline float tu_bf16_to_f32(uint16_t b) { return tu_bits_f32((uint32_t)b 
 
 /* ------------------------------------------------------------ misc */
 
+/* Built with ThreadSanitizer? It sees the threads of one process (the
+   caller's and cc's worker), not the memory ranks share: worlds of more ranks
+   add time under it, not checks (tr_run_worlds and test_collectives stop at 4). */
+static inline int tu_tsan(void) {
+#if defined(__SANITIZE_THREAD__)
+  return 1;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+  return 1;
+#else
+  return 0;
+#endif
+#else
+  return 0;
+#endif
+}
+#define TU_TSAN_MAX_WORLD 4
+
 /* CC_TEST_QUICK set (and not "0"): the sanitizer runs; shrink the heavy loops. */
 static inline int tu_quick(void) {
   const char *q = getenv("CC_TEST_QUICK");
