@@ -159,9 +159,7 @@ $(BUILD)/probes/%: tests/%.c cc.h $(wildcard tests/*.h)
 
 # The test suite: every program in build/tests and every tests/*.sh; ends with
 # "N passed, N failed".
-test: all
-	@$(if $(findstring -fsanitize,$(CFLAGS)),,if $(TORCH_PYTHON) -c 'import torch' 2>/dev/null; then \
-	  $(MAKE) --no-print-directory torch || echo "make torch failed: tests/test_torch.sh says so"; fi)
+test: all torch-if-here
 	@CC_TEST_SANITIZER=$(if $(findstring -fsanitize=thread,$(CFLAGS)),thread,$(if $(findstring -fsanitize,$(CFLAGS)),address)) \
 	  bash tests/run.sh $(BUILD)
 
@@ -172,7 +170,11 @@ test: all
 # imports (not in the sanitizer builds). --force: setuptools would keep an
 # extension whose .cpp is older than it, though cc.h changed.
 TORCH_PYTHON ?= /usr/bin/python3
-.PHONY: torch
+.PHONY: torch torch-if-here
+# (a prerequisite of test beside all: with -j its one compiler runs beside the others)
+torch-if-here:
+	@$(if $(findstring -fsanitize,$(CFLAGS)),,if $(TORCH_PYTHON) -c 'import torch' 2>/dev/null; then \
+	  $(MAKE) --no-print-directory torch || echo "make torch failed: tests/test_torch.sh says so"; fi)
 torch: $(BUILD)/python/torch_cc/.built
 $(BUILD)/python/torch_cc/.built: cc.h torch_cc/setup.py $(wildcard torch_cc/csrc/*.cpp torch_cc/torch_cc/*.py)
 	@mkdir -p $(BUILD)/python

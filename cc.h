@@ -8251,6 +8251,30 @@ static cc_result cc__rdv_serve(cc_comm *c, int lfd, const cc__rdv *v, cc__rec *r
    failed in a way that may pass (the port not open yet, a connection dropped,
    refused for a stale file:// rendezvous, no answer), with the reason in why;
    else the failure is final and set on c. */
+/* Rank 0's answer says the rendezvous failed (its status word is not 0):
+   the failure it names, on this rank. */
+static cc_result cc__rdv_failed(cc_comm *c, const cc__rdv *v, const unsigned char *reply) {
+  uint32_t s4 = cc__get32(reply + 4);
+  uint32_t why4 = cc__get32(reply + 16);
+  if (s4 == (uint32_t)CC_ERR_TIMEOUT)
+    return cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank %d: rank %d did not join the rendezvous at %s within the "
+                    "timeout", c->rank, (int)cc__get32(reply + 12), v->where);
+  if (why4 > CC__REF_NONE && why4 < CC__REF_COUNT && (s4 == (uint32_t)CC_ERR_AUTH || s4 == (uint32_t)CC_ERR_MISMATCH)) {
+    cc__refusal f;
+    char what[200];
+    memset(&f, 0, sizeof f);
+    f.reason = (int)why4;
+    f.rank = (int)cc__get32(reply + 12);
+    f.world = cc__get32(reply + 20);
+    memcpy(f.addr, reply + 24, 63);
+    cc__refusal_text(&f, 0, (uint32_t)c->size, what, sizeof what);
+    return cc__fail(c, (cc_result)s4, "comm_init: rank %d: rank 0 failed the rendezvous at %s: rank %d (from %s) was "
+                    "refused: %s", c->rank, v->where, f.rank, f.addr, what);
+  }
+  return cc__fail(c, s4 < (uint32_t)CC_RESULT_COUNT ? (cc_result)s4 : CC_ERR_SYSTEM,
+                  "comm_init: rank %d: rank 0 failed the rendezvous", c->rank);
+}
+
 static cc_result cc__rdv_join(cc_comm *c, const char *ip, int port, const cc__rdv *v, cc__rec *recs, char *jobid,
                               uint64_t deadline, int *retry, char *why, size_t whylen) {
   int n = c->size, fd, i, st;
@@ -8302,27 +8326,8 @@ static cc_result cc__rdv_join(cc_comm *c, const char *ip, int port, const cc__rd
     r = cc__fail(c, CC_ERR_PEER_LOST, "comm_init: rank %d: the table from rank 0 at %s is cut short", c->rank, v->where);
   else if (cc__get32(reply) != CC__HS_MAGIC || cc__get32(reply + 8) != (uint32_t)n)
     r = cc__fail(c, CC_ERR_AUTH, "comm_init: rank %d: %s is not the rank 0 of this job (bad answer)", c->rank, v->where);
-  else if (cc__get32(reply + 4) != 0) {
-    uint32_t s4 = cc__get32(reply + 4);
-    uint32_t why4 = cc__get32(reply + 16);
-    if (s4 == (uint32_t)CC_ERR_TIMEOUT)
-      r = cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank %d: rank %d did not join the rendezvous at %s within the "
-                   "timeout", c->rank, (int)cc__get32(reply + 12), v->where);
-    else if (why4 > CC__REF_NONE && why4 < CC__REF_COUNT && (s4 == (uint32_t)CC_ERR_AUTH || s4 == (uint32_t)CC_ERR_MISMATCH)) {
-      cc__refusal f;
-      char what[200];
-      memset(&f, 0, sizeof f);
-      f.reason = (int)why4;
-      f.rank = (int)cc__get32(reply + 12);
-      f.world = cc__get32(reply + 20);
-      memcpy(f.addr, reply + 24, 63);
-      cc__refusal_text(&f, 0, (uint32_t)n, what, sizeof what);
-      r = cc__fail(c, (cc_result)s4, "comm_init: rank %d: rank 0 failed the rendezvous at %s: rank %d (from %s) was "
-                   "refused: %s", c->rank, v->where, f.rank, f.addr, what);
-    } else
-      r = cc__fail(c, s4 < (uint32_t)CC_RESULT_COUNT ? (cc_result)s4 : CC_ERR_SYSTEM,
-                   "comm_init: rank %d: rank 0 failed the rendezvous", c->rank);
-  }
+  else if (cc__get32(reply + 4) != 0)
+    r = cc__rdv_failed(c, v, reply);
   for (i = 0; r == CC_OK && i < n; i++)
     if (cc__rec_decode(all + (size_t)i * CC__REC, &recs[i]) != 0)
       r = cc__fail(c, CC_ERR_PEER_LOST, "comm_init: rank %d: the table from rank 0 at %s is malformed", c->rank,

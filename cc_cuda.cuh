@@ -981,6 +981,9 @@ static cc_cuda__alloc *cc_cuda__find_alloc(cc_cuda_comm *g, const void *p) {
   return NULL;
 }
 
+static void cc_cuda__export(cc_cuda_comm *g, const char *what, const char *name, const void *p,
+                            unsigned long long start, cc_cuda__buf *b, unsigned int *flags);
+
 /* Describe own buffer p (bytes long) for the peers: which allocation, where in
    it, its IPC handle (cached per allocation). Refuses host memory and memory
    of another device; sets CC_CUDA__STAGE in *flags where the memory cannot be
@@ -990,10 +993,9 @@ static cc_result cc_cuda__describe(cc_cuda_comm *g, const char *what, const char
                                    size_t bytes, cc_cuda__buf *b, unsigned int *flags) {
   unsigned int mtype = 0, managed = 0;
   unsigned long long id = 0;
-  int ord = -1, i, slot = 0;
+  int ord = -1;
   CUdeviceptr start = 0;
   size_t rsize = 0;
-  cc_cuda__exp *e;
   memset(b, 0, sizeof *b);
   if (!p || !bytes) return CC_OK;
   b->ptr = (unsigned long long)(uintptr_t)p;
@@ -1038,6 +1040,19 @@ static cc_result cc_cuda__describe(cc_cuda_comm *g, const char *what, const char
   b->off = (uintptr_t)p - (uintptr_t)start;
   b->size = rsize;
   if (g->mode != CC_CUDA__IPC) return CC_OK;   /* staged: checked, nothing to share */
+  cc_cuda__export(g, what, name, p, (unsigned long long)start, b, flags);
+  return CC_OK;
+}
+
+/* ipc mode: the IPC handle of b's allocation (which starts at `start`), from
+   the cache of exported allocations or got now; an allocation CUDA will not
+   share sends this call through the host (CC_CUDA__STAGE in *flags). */
+static void cc_cuda__export(cc_cuda_comm *g, const char *what, const char *name, const void *p,
+                            unsigned long long start, cc_cuda__buf *b, unsigned int *flags) {
+  unsigned long long id = b->id;
+  size_t rsize = b->size;
+  int i, slot = 0;
+  cc_cuda__exp *e;
   for (i = 0; i < CC_CUDA__NEXP; i++) {
     if (g->exps[i].id == id) break;
     if (g->exps[i].used < g->exps[slot].used) slot = i;
@@ -1069,7 +1084,6 @@ static cc_result cc_cuda__describe(cc_cuda_comm *g, const char *what, const char
       if (a) a->named = 1;
     }
   }
-  return CC_OK;
 }
 
 static unsigned long long cc_cuda__buffer_id(cc_cuda_comm *g, const void *p) {
