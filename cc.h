@@ -8247,10 +8247,6 @@ static cc_result cc__rdv_serve(cc_comm *c, int lfd, const cc__rdv *v, cc__rec *r
   return r;
 }
 
-/* One attempt to join at ip:port: CC_OK, or a code. *retry: the attempt
-   failed in a way that may pass (the port not open yet, a connection dropped,
-   refused for a stale file:// rendezvous, no answer), with the reason in why;
-   else the failure is final and set on c. */
 /* Rank 0's answer says the rendezvous failed (its status word is not 0):
    the failure it names, on this rank. */
 static cc_result cc__rdv_failed(cc_comm *c, const cc__rdv *v, const unsigned char *reply) {
@@ -8275,6 +8271,10 @@ static cc_result cc__rdv_failed(cc_comm *c, const cc__rdv *v, const unsigned cha
                   "comm_init: rank %d: rank 0 failed the rendezvous", c->rank);
 }
 
+/* One attempt to join at ip:port: CC_OK, or a code. *retry: the attempt
+   failed in a way that may pass (the port not open yet, a connection dropped,
+   refused for a stale file:// rendezvous, no answer), with the reason in why;
+   else the failure is final and set on c. */
 static cc_result cc__rdv_join(cc_comm *c, const char *ip, int port, const cc__rdv *v, cc__rec *recs, char *jobid,
                               uint64_t deadline, int *retry, char *why, size_t whylen) {
   int n = c->size, fd, i, st;

@@ -981,8 +981,47 @@ static cc_cuda__alloc *cc_cuda__find_alloc(cc_cuda_comm *g, const void *p) {
   return NULL;
 }
 
+/* ipc mode: the IPC handle of b's allocation (which starts at `start`), from
+   the cache of exported allocations or got now; an allocation CUDA will not
+   share sends this call through the host (CC_CUDA__STAGE in *flags). */
 static void cc_cuda__export(cc_cuda_comm *g, const char *what, const char *name, const void *p,
-                            unsigned long long start, cc_cuda__buf *b, unsigned int *flags);
+                            unsigned long long start, cc_cuda__buf *b, unsigned int *flags) {
+  unsigned long long id = b->id;
+  size_t rsize = b->size;
+  int i, slot = 0;
+  cc_cuda__exp *e;
+  for (i = 0; i < CC_CUDA__NEXP; i++) {
+    if (g->exps[i].id == id) break;
+    if (g->exps[i].used < g->exps[slot].used) slot = i;
+  }
+  if (i == CC_CUDA__NEXP) {            /* first use of this allocation: get its handle */
+    cudaError_t before = cudaPeekAtLastError();
+    e = &g->exps[slot];
+    memset(e, 0, sizeof *e);
+    e->id = id;
+    e->base = (unsigned long long)start;
+    e->size = rsize;
+    e->ok = cudaIpcGetMemHandle(&e->h, (void *)(uintptr_t)start) == cudaSuccess;
+    if (!e->ok) {
+      cc_cuda__forgive(before);
+      cc__log(g->host, CC__LOG_INFO, "%s: rank %d: %s %p cannot be shared through CUDA IPC; this call goes through the host",
+              what, g->rank, name, p);
+    }
+  } else {
+    e = &g->exps[i];
+  }
+  e->used = ++g->clock;
+  if (!e->ok) {
+    *flags |= CC_CUDA__STAGE;
+  } else {
+    b->h = e->h;
+    if (!e->named) {                   /* cc_cuda_free must now wait for the peers to close it */
+      cc_cuda__alloc *a = cc_cuda__find_alloc(g, (const void *)(uintptr_t)start);
+      e->named = 1;
+      if (a) a->named = 1;
+    }
+  }
+}
 
 /* Describe own buffer p (bytes long) for the peers: which allocation, where in
    it, its IPC handle (cached per allocation). Refuses host memory and memory
@@ -1044,47 +1083,6 @@ static cc_result cc_cuda__describe(cc_cuda_comm *g, const char *what, const char
   return CC_OK;
 }
 
-/* ipc mode: the IPC handle of b's allocation (which starts at `start`), from
-   the cache of exported allocations or got now; an allocation CUDA will not
-   share sends this call through the host (CC_CUDA__STAGE in *flags). */
-static void cc_cuda__export(cc_cuda_comm *g, const char *what, const char *name, const void *p,
-                            unsigned long long start, cc_cuda__buf *b, unsigned int *flags) {
-  unsigned long long id = b->id;
-  size_t rsize = b->size;
-  int i, slot = 0;
-  cc_cuda__exp *e;
-  for (i = 0; i < CC_CUDA__NEXP; i++) {
-    if (g->exps[i].id == id) break;
-    if (g->exps[i].used < g->exps[slot].used) slot = i;
-  }
-  if (i == CC_CUDA__NEXP) {            /* first use of this allocation: get its handle */
-    cudaError_t before = cudaPeekAtLastError();
-    e = &g->exps[slot];
-    memset(e, 0, sizeof *e);
-    e->id = id;
-    e->base = (unsigned long long)start;
-    e->size = rsize;
-    e->ok = cudaIpcGetMemHandle(&e->h, (void *)(uintptr_t)start) == cudaSuccess;
-    if (!e->ok) {
-      cc_cuda__forgive(before);
-      cc__log(g->host, CC__LOG_INFO, "%s: rank %d: %s %p cannot be shared through CUDA IPC; this call goes through the host",
-              what, g->rank, name, p);
-    }
-  } else {
-    e = &g->exps[i];
-  }
-  e->used = ++g->clock;
-  if (!e->ok) {
-    *flags |= CC_CUDA__STAGE;
-  } else {
-    b->h = e->h;
-    if (!e->named) {                   /* cc_cuda_free must now wait for the peers to close it */
-      cc_cuda__alloc *a = cc_cuda__find_alloc(g, (const void *)(uintptr_t)start);
-      e->named = 1;
-      if (a) a->named = 1;
-    }
-  }
-}
 
 static unsigned long long cc_cuda__buffer_id(cc_cuda_comm *g, const void *p) {
   unsigned long long id = 0;
