@@ -94,12 +94,14 @@ hb_check() {
 if [ "$tsan_only" = 1 ]; then
   release=$("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
   make --no-print-directory -s -C "$root" BUILD="$build" "$build/ccrun" >/dev/null 2>&1
-  for t in test_cuda_emu_tsan test_cuda_hb_tsan; do   # both at once
+  tsan_builds=(test_cuda_emu_tsan test_cuda_hb_tsan) tsan_pids=()
+  for t in "${tsan_builds[@]}"; do   # both at once
     make --no-print-directory -s -C "$root" BUILD="$build" NVCC="$nvcc" "$out/$t" >"$out/$t.build.log" 2>&1 &
-    eval "pid_$t=\$!"
+    tsan_pids+=($!)
   done
-  for t in test_cuda_emu_tsan test_cuda_hb_tsan; do
-    if eval "wait \$pid_$t"; then
+  for i in "${!tsan_builds[@]}"; do
+    t=${tsan_builds[$i]}
+    if wait "${tsan_pids[$i]}"; then
       src=tests/test_cuda.cu
       [ "$t" = test_cuda_hb_tsan ] && src=tests/test_cuda_hb.cu
       echo "PASS: cuda build: $src with tests/cuda_emu.cpp and TSan, nvcc $release"

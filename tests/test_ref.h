@@ -598,11 +598,7 @@ static inline int tr_run_worlds(const char *prefix, const int *sizes, size_t nsi
     fprintf(stderr, "%s: world size %d took %.2f s\n", prefix, n, tu_now() - t1);
     tu_shared_free(arg.tab, sizeof(tr_table));
   }
-  if (big[0]) {
-    snprintf(name, sizeof name, "%s.tsan", prefix);
-    tu_skip(name, "worlds of %s ranks under ThreadSanitizer (it checks each process's threads, which do "
-            "not depend on the world's size; make test and make sanitize run them)", big);
-  }
+  if (big[0]) tu_tsan_skip(prefix, big);
   fprintf(stderr, "test_%s: %.2f s\n", prefix, tu_now() - t0);
   return tu_exit_code();
 }

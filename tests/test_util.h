@@ -202,6 +202,15 @@ static inline int tu_tsan(void) {
 }
 #define TU_TSAN_MAX_WORLD 4
 
+/* The SKIP line for the worlds (`worlds`: "5, 6, 8", or "5 to 8") that a
+   test leaves out under ThreadSanitizer: PREFIX.tsan. */
+static inline void tu_tsan_skip(const char *prefix, const char *worlds) {
+  char name[96];
+  snprintf(name, sizeof name, "%s.tsan", prefix);
+  tu_skip(name, "worlds of %s ranks under ThreadSanitizer (it checks each process's threads, which do not depend "
+          "on the world's size; make test and make sanitize run them)", worlds);
+}
+
 /* CC_TEST_QUICK set (and not "0"): the sanitizer runs; shrink the heavy loops. */
 static inline int tu_quick(void) {
   const char *q = getenv("CC_TEST_QUICK");
