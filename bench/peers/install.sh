@@ -18,9 +18,10 @@ want=("$@")
 missing=()
 for w in "${want[@]}"; do
     case $w in
-    openmpi) command -v mpicc.openmpi >/dev/null && command -v mpirun.openmpi >/dev/null ||
+    # the compiler wrapper comes with the -bin package, mpi.h with the -dev one
+    openmpi) command -v mpirun.openmpi >/dev/null && echo '#include <mpi.h>' | mpicc.openmpi -x c -E - >/dev/null 2>&1 ||
                  missing+=(openmpi-bin libopenmpi-dev) ;;
-    mpich)   command -v mpicc.mpich >/dev/null && command -v mpirun.mpich >/dev/null ||
+    mpich)   command -v mpirun.mpich >/dev/null && echo '#include <mpi.h>' | mpicc.mpich -x c -E - >/dev/null 2>&1 ||
                  missing+=(mpich libmpich-dev) ;;
     gloo)    /usr/bin/python3 -c 'import torch.distributed' >/dev/null 2>&1 || missing+=(python3-torch) ;;
     plot)    /usr/bin/python3 -c 'import matplotlib' >/dev/null 2>&1 || missing+=(python3-matplotlib) ;;
