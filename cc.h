@@ -480,6 +480,7 @@ extern "C" {
    peer's step and publishing the next one, and each of them is latency. */
 #define CC__COLD __attribute__((cold, noinline))
 #define CC__NOINLINE __attribute__((noinline))   /* a big callee kept out of its small caller */
+#define CC__INLINE inline __attribute__((always_inline))   /* a small dispatcher folded into its caller */
 
 #define CC__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define CC__MAX(a, b) ((a) > (b) ? (a) : (b))
@@ -6330,7 +6331,7 @@ static cc_result cc__ph_wait_at(cc_comm *c, int who, uint64_t step, const char *
 }
 
 /* Begin the next phase: returns this rank's half once it is free to write. */
-static cc_result cc__ph_begin(cc_comm *c, unsigned char **mine, const char *what) {
+static CC__INLINE cc_result cc__ph_begin(cc_comm *c, unsigned char **mine, const char *what) {
   uint64_t s = c->step + 1;
   if (s >= 2 && c->seen_all < s - 1) CC__TRY(cc__ph_wait_at(c, -1, s - 1, what));
   *mine = cc__half(c, c->rank, s);
@@ -6784,7 +6785,7 @@ static size_t cc__direct_size(const cc_comm *c, const cc__call *k) {
 }
 
 /* Does call k begin with a direct first phase? The same answer on every rank. */
-static int cc__direct_try(const cc_comm *c, const cc__call *k) {
+static CC__INLINE int cc__direct_try(const cc_comm *c, const cc__call *k) {
   size_t b;
   if (k->count * cc__dtype_bytes(k->t) * (size_t)c->size < c->direct_bytes) return 0;   /* small: at most this */
   b = cc__direct_size(c, k);
@@ -7129,7 +7130,7 @@ static cc_result cc__arena_mem_free(cc_comm *c, cc__mem *m) {
 }
 
 /* A call on a communicator of ranks on one host. */
-static cc_result cc__arena_run(cc_comm *c, const cc__call *k) {
+static CC__INLINE cc_result cc__arena_run(cc_comm *c, const cc__call *k) {
   if (cc__direct_try(c, k)) {
     int done;
     cc_result r = cc__direct_run(c, k, &done);
@@ -7735,7 +7736,7 @@ static cc_result cc__p2p_run(cc_comm *c, const cc__call *calls, int ncalls, cons
    compares across ranks: ranks that disagreed on a root, where no frame
    could show it, fail there. */
 
-static int cc__queued(const cc_comm *c, const cc__call *k) {
+static CC__INLINE int cc__queued(const cc_comm *c, const cc__call *k) {
   size_t bytes = k->count * cc__dtype_bytes(k->t);
   if (c->net || !c->ctl || c->size < 2 || c->size > CC__QUEUE_RANKS) return 0;
   if (k->coll == CC__BROADCAST) return bytes <= c->queue_bytes;
@@ -7777,7 +7778,7 @@ static CC__NOINLINE cc_result cc__queued_run(cc_comm *c, const cc__call *k) {
 
 /* Run collective k: the arena when every rank shares this host, else messages.
    Each collective gets the next number (its frames carry it). */
-static cc_result cc__algo_run(cc_comm *c, const cc__call *k) {
+static CC__INLINE cc_result cc__algo_run(cc_comm *c, const cc__call *k) {
   int queued = cc__queued(c, k);
   uint64_t word;
   cc_result r;
@@ -9031,7 +9032,7 @@ out:
    split. Nothing here knows a transport. */
 
 /* Run one call now. */
-static cc_result cc__exec(cc_comm *c, const cc__call *k) {
+static CC__INLINE cc_result cc__exec(cc_comm *c, const cc__call *k) {
   if (k->coll == CC__SEND || k->coll == CC__RECV) return cc__p2p_run(c, k, 1, cc__coll_name(k->coll));
   return cc__algo_run(c, k);
 }
@@ -9106,7 +9107,7 @@ static CC__COLD cc_result cc__ready_check(cc_comm *c, const char *what) {
 }
 
 /* May a call run? A failed communicator answers CC_ERR_ABORTED at once. */
-static cc_result cc__ready(cc_comm *c, const char *what) {
+static CC__INLINE cc_result cc__ready(cc_comm *c, const char *what) {
   if (c->failed || c->net || CC__LOAD(&c->abort_flag) || CC__LOAD_RLX(&c->hdr->fail_code)) return cc__ready_check(c, what);
   return CC_OK;
 }
