@@ -25,21 +25,15 @@ N1=${N1:-1000} N2=${N2:-11000}
 W=${BUILD:-$TOP/build}/call_cost
 mkdir -p "$W" || exit 1
 
-names=()
-build() {   # build NAME HEADER
-  mkdir -p "$W/$1" && cp "$2" "$W/$1/cc.h" || exit 1
-  printf '#define CC_IMPLEMENTATION\n#include "cc.h"\n' > "$W/$1/impl.c"
-  sed 's|"../cc.h"|"cc.h"|' "$HERE/call_cost.c" > "$W/$1/call_cost.c"
-  ${CC:-cc} -std=c99 -O2 -I"$W/$1" -o "$W/$1/call_cost" "$W/$1/call_cost.c" "$W/$1/impl.c" -pthread -lm ||
-    { echo "call_cost.sh: cc.h of $1 does not build" >&2; exit 1; }
-  names+=("$1")
-}
-for rev in "$@"; do
-  git -C "$TOP" show "$rev:cc.h" > "$W/cc.h.tmp" || { echo "call_cost.sh: no cc.h at $rev" >&2; exit 2; }
-  build "$(git -C "$TOP" rev-parse --short "$rev")" "$W/cc.h.tmp"
+. "$HERE/revisions.bash"
+revisions_headers "$W" "$@" || exit $?
+names=("${rev_names[@]}")
+for n in "${names[@]}"; do
+  printf '#define CC_IMPLEMENTATION\n#include "cc.h"\n' > "$W/$n/impl.c"
+  sed 's|"../cc.h"|"cc.h"|' "$HERE/call_cost.c" > "$W/$n/call_cost.c"
+  ${CC:-cc} -std=c99 -O2 -I"$W/$n" -o "$W/$n/call_cost" "$W/$n/call_cost.c" "$W/$n/impl.c" -pthread -lm ||
+    { echo "call_cost.sh: cc.h of $n does not build" >&2; exit 1; }
 done
-build work "$TOP/cc.h"
-rm -f "$W/cc.h.tmp"
 
 ir() {   # ir NAME KIND N: instructions of the whole run
   RANK=0 WORLD_SIZE=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null "$W/$1/call_cost" "$2" "$3" 2>&1 |

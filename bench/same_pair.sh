@@ -28,20 +28,15 @@ mkdir -p "$W" || exit 1
 OUT=${RESULTS:-$W/$(date +%Y%m%d-%H%M%S).txt}
 make -s -C "$TOP" BUILD="$BUILD" "$BUILD/peers/c2c_latency" || exit 1
 
-libs=() names=()
-build_lib() {   # build_lib NAME HEADER
-  mkdir -p "$W/$1" && cp "$2" "$W/$1/cc.h" || exit 1
-  printf '#define CC_IMPLEMENTATION\n#include "cc.h"\n' > "$W/$1/lib.c"
-  ${CC:-cc} -std=c99 -O2 -shared -fPIC -I"$W/$1" -o "$W/$1/libcc.so" "$W/$1/lib.c" -pthread -lm ||
-    { echo "same_pair.sh: cc.h of $1 does not build" >&2; exit 1; }
-  libs+=("$W/$1/libcc.so") names+=("$1")
-}
-for rev in "$@"; do
-  git -C "$TOP" show "$rev:cc.h" > "$W/cc.h.tmp" || { echo "same_pair.sh: no cc.h at $rev" >&2; exit 2; }
-  build_lib "$(git -C "$TOP" rev-parse --short "$rev")" "$W/cc.h.tmp"
+. "$HERE/revisions.bash"
+revisions_headers "$W" "$@" || exit $?
+names=("${rev_names[@]}") libs=()
+for n in "${names[@]}"; do   # each cc.h as a shared library
+  printf '#define CC_IMPLEMENTATION\n#include "cc.h"\n' > "$W/$n/lib.c"
+  ${CC:-cc} -std=c99 -O2 -shared -fPIC -I"$W/$n" -o "$W/$n/libcc.so" "$W/$n/lib.c" -pthread -lm ||
+    { echo "same_pair.sh: cc.h of $n does not build" >&2; exit 1; }
+  libs+=("$W/$n/libcc.so")
 done
-build_lib work "$TOP/cc.h"
-rm -f "$W/cc.h.tmp"
 ${CC:-cc} -std=c99 -O2 -Wall -Wextra -Wpedantic -Werror -o "$W/same_pair" "$HERE/same_pair.c" -ldl || exit 1
 
 args=()
