@@ -6341,7 +6341,8 @@ static CC__INLINE cc_result cc__ph_begin(cc_comm *c, unsigned char **mine, const
 /* The line at byte `off` of this rank's next half, made this core's for the
    writes of the next phase, once every rank is done reading that half (they
    all reached this phase): the peers' copies go now, not when the write comes
-   and its store must wait for them. 8-byte calls at 2 ranks: 5-15% faster. */
+   and its store must wait for them. 8-byte calls at 2 ranks on cores far
+   apart: up to 5-13% faster (bench/same_pair.sh); none where they share one. */
 static void cc__ph_prefetch(cc_comm *c, size_t off) {
   if (c->seen_all >= c->step) cc__prefetch_write(cc__half(c, c->rank, c->step + 1) + off);
 }
@@ -9091,24 +9092,22 @@ static void cc__drain(cc_comm *c) {
   pthread_mutex_unlock(&c->qlock);
 }
 
-/* cc__ready, when something is to be done first: an earlier failure, an
-   abort, a failure posted by another rank, TCP connections to read. */
-static CC__COLD cc_result cc__ready_check(cc_comm *c, const char *what) {
+/* cc__ready's rare answers: an earlier failure, an abort. */
+static CC__COLD cc_result cc__not_ready(cc_comm *c, const char *what) {
   if (c->failed) {
     char prev[sizeof c->err];
     memcpy(prev, c->err, sizeof prev);
     return cc__fail(c, CC_ERR_ABORTED, "%s: rank %d: the communicator failed earlier: %.200s", what, c->rank, prev);
   }
-  if (CC__LOAD(&c->abort_flag))
-    return cc__fail(c, CC_ERR_ABORTED, "%s: rank %d: cc_comm_abort was called", what, c->rank);
-  if (c->net) CC__TRY(cc__engine_poll(c, what));
-  if (CC__LOAD_RLX(&c->hdr->fail_code)) return cc__take_fail(c, what);
-  return CC_OK;
+  return cc__fail(c, CC_ERR_ABORTED, "%s: rank %d: cc_comm_abort was called", what, c->rank);
 }
 
-/* May a call run? A failed communicator answers CC_ERR_ABORTED at once. */
+/* May a call run? A failed communicator answers CC_ERR_ABORTED at once; on
+   TCP, what the sockets hold is taken in first (every call: not a rare path). */
 static CC__INLINE cc_result cc__ready(cc_comm *c, const char *what) {
-  if (c->failed || c->net || CC__LOAD(&c->abort_flag) || CC__LOAD_RLX(&c->hdr->fail_code)) return cc__ready_check(c, what);
+  if (c->failed || CC__LOAD(&c->abort_flag)) return cc__not_ready(c, what);
+  if (c->net) CC__TRY(cc__engine_poll(c, what));
+  if (CC__LOAD_RLX(&c->hdr->fail_code)) return cc__take_fail(c, what);
   return CC_OK;
 }
 
