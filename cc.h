@@ -2852,6 +2852,8 @@ typedef struct cc__peer {              /* the link to one rank, and what arrives
   unsigned char *stage;                /* TCP: bytes read ahead of the parser */
   size_t st_beg, st_end;
   uint64_t seen_tail, seen_head;       /* SHM, the short way: the ring's tail (out) and head (in) when last read */
+  uint64_t rx_lag;                     /* in c->shm's peers, by ring: bytes the short way took from the ring from
+                                          this rank and did not yet give back (its tail lags by that much) */
 } cc__peer;
 
 /* ---------------------------------------------------------------- calls */
@@ -2948,6 +2950,7 @@ struct cc_comm {
   /* messages */
   cc__peer *peers;                     /* per rank */
   cc_comm *shm;                        /* whose segment holds this rank's rings: itself, net->local or NULL */
+  int rx_lagged;                       /* (the segment's own comm) some ring's tail lags: cc__rings_give_back */
   cc__net *net;                        /* ranks on several hosts, or TCP only */
   cc__msg *one;                        /* scratch of the message engine */
   int one_cap;
@@ -5290,12 +5293,37 @@ static void cc__wait_warn(cc_comm *c, const cc__waitfor *w, int who, const char 
    sockets can (with short timeouts while shared memory can too). Checks the
    failure word every few spins and on every wake-up, the peer's life every
    100 ms, and fails with CC_ERR_TIMEOUT naming the rank after the timeout. */
+/* The short way (cc__ring_recv_now) gives the bytes it read back to the
+   sender, by moving the ring's tail, only a quarter of the ring at a time:
+   the tail's line then stays in the sender's cache between calls instead of
+   crossing twice per frame. Everything else that reads or waits on a ring
+   (every run of the engine, every wait: cc__wait) gives back first, so
+   that only the short way ever sees a lagging tail, and a sender waiting
+   for room is never left waiting on bytes already read. (A sender short of
+   room while the tail lags finds frames not yet read, which this rank's
+   next calls read.) */
+static void cc__rings_give_back(cc_comm *s) {
+  int i;
+  for (i = 0; i < s->size; i++) {
+    cc__peer *lp = &s->peers[i];
+    if (lp->rx_lag) {
+      cc__chan *ch = cc__chan_at(s, i, s->rank);
+      CC__STORE_SC(&ch->tail, ch->tail + lp->rx_lag);
+      lp->rx_lag = 0;
+    }
+  }
+  s->rx_lagged = 0;
+  cc__notify(s);
+}
+
 static cc_result cc__wait(cc_comm *c, const cc__waitfor *w, const char *what) {
   cc__hdr *bellh = c->shm ? c->shm->hdr : NULL;
   uint64_t t0, now, next_check, next_warn, deadline, nap = 20000;
   unsigned i;
-  int who = w->pending(c, w->arg);
+  int who;
   cc_result r;
+  if (c->shm && c->shm->rx_lagged) cc__rings_give_back(c->shm);
+  who = w->pending(c, w->arg);
   if (who < 0) return CC_OK;
   t0 = cc__now_ns();
   deadline = t0 + c->timeout_ns;
@@ -5595,6 +5623,7 @@ static int cc__ring_send_now(cc_comm *c, int to, const cc__ident *id, const void
 static int cc__ring_recv_now(cc_comm *c, int from, const cc__ident *id, void *buf, size_t bytes) {
   cc__peer *pe = &c->peers[from];
   cc__chan *ch;
+  cc__peer *lp;
   unsigned char want[CC__FRAME], hdr[CC__FRAME];
   const unsigned char *s;
   uint64_t tail;
@@ -5603,7 +5632,8 @@ static int cc__ring_recv_now(cc_comm *c, int from, const cc__ident *id, void *bu
       CC__LOAD(&c->shm->hdr->fail_code))
     return 0;
   ch = cc__ring_in(c, from);
-  tail = ch->tail;
+  lp = &c->shm->peers[pe->ch];
+  tail = ch->tail + lp->rx_lag;
   if (pe->seen_head < tail || (size_t)(pe->seen_head - tail) < CC__FRAME + bytes) {
     pe->seen_head = CC__LOAD(&ch->head);
     if ((size_t)(pe->seen_head - tail) < CC__FRAME + bytes) return 0;
@@ -5619,8 +5649,14 @@ static int cc__ring_recv_now(cc_comm *c, int from, const cc__ident *id, void *bu
     if (!cc__hdr_same(hdr, want)) return 0;
     if (bytes) cc__ring_get(c->shm, ch, tail + CC__FRAME, buf, bytes);
   }
-  CC__STORE_SC(&ch->tail, tail + CC__FRAME + bytes);
-  cc__notify(c->shm);
+  lp->rx_lag += CC__FRAME + bytes;
+  if (lp->rx_lag >= chan / 4) {
+    CC__STORE_SC(&ch->tail, tail + CC__FRAME + bytes);
+    lp->rx_lag = 0;
+    cc__notify(c->shm);
+  } else {
+    c->shm->rx_lagged = 1;
+  }
   return 1;
 }
 
@@ -6293,6 +6329,7 @@ static cc_result cc__engine_run(cc_comm *c, cc__msg *m, int n, cc__done_fn cb, v
   int i, all = 0;
   cc_result r = CC_OK;
   x.c = c; x.m = m; x.n = n; x.cb = cb; x.ctx = ctx; x.what = what; x.id = id; x.seen = NULL;
+  if (c->shm && c->shm->rx_lagged) cc__rings_give_back(c->shm);
   for (i = 0; i < n; i++) m[i].started = 0;
   while (r == CC_OK) {
     int progress = 0, np = 0, sending;
