@@ -5284,15 +5284,6 @@ static void cc__wait_warn(cc_comm *c, const cc__waitfor *w, int who, const char 
           strchr(awaited, ',') ? "s" : "", awaited, (double)c->timeout_ns / 1e9, where);
 }
 
-/* Wait until w->pending says done or a socket is ready. Spins for spin_ns
-   (yielding the CPU when ranks outnumber CPUs, or when it takes long: when
-   the rank waited for shares this CPU, the yield hands it over; sockets are
-   asked with poll() that does not sleep: a wake-up from a sleeping poll()
-   costs about 15 us a hop on this VM), then sleeps:
-   on the bell when only shared memory can end the wait, in poll() when
-   sockets can (with short timeouts while shared memory can too). Checks the
-   failure word every few spins and on every wake-up, the peer's life every
-   100 ms, and fails with CC_ERR_TIMEOUT naming the rank after the timeout. */
 /* The short way (cc__ring_recv_now) gives the bytes it read back to the
    sender, by moving the ring's tail, only a quarter of the ring at a time:
    the tail's line then stays in the sender's cache between calls instead of
@@ -5316,6 +5307,15 @@ static void cc__rings_give_back(cc_comm *s) {
   cc__notify(s);
 }
 
+/* Wait until w->pending says done or a socket is ready. Spins for spin_ns
+   (yielding the CPU when ranks outnumber CPUs, or when it takes long: when
+   the rank waited for shares this CPU, the yield hands it over; sockets are
+   asked with poll() that does not sleep: a wake-up from a sleeping poll()
+   costs about 15 us a hop on this VM), then sleeps:
+   on the bell when only shared memory can end the wait, in poll() when
+   sockets can (with short timeouts while shared memory can too). Checks the
+   failure word every few spins and on every wake-up, the peer's life every
+   100 ms, and fails with CC_ERR_TIMEOUT naming the rank after the timeout. */
 static cc_result cc__wait(cc_comm *c, const cc__waitfor *w, const char *what) {
   cc__hdr *bellh = c->shm ? c->shm->hdr : NULL;
   uint64_t t0, now, next_check, next_warn, deadline, nap = 20000;
