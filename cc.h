@@ -5660,17 +5660,15 @@ static int cc__ring_recv_now(cc_comm *c, int from, const cc__ident *id, void *bu
   return 1;
 }
 
-/* cc__ring_recv_now, and when the frame is not in the ring yet, the same
-   again as soon as the ring's head moves, for up to 2 us (not on an
-   oversubscribed host, where this rank's spinning would hold back the
-   sender): a receiver a little ahead of its root takes the short way
-   instead of a run of the engine. */
-static int cc__ring_recv_soon(cc_comm *c, int from, const cc__ident *id, void *buf, size_t bytes) {
+/* After cc__ring_recv_now found no frame: the same again as soon as the
+   ring's head moves, for up to 2 us (not on an oversubscribed host, where
+   this rank's spinning would hold back the sender): a receiver a little
+   ahead of its root takes the short way instead of a run of the engine. */
+static CC__NOINLINE int cc__ring_recv_watch(cc_comm *c, int from, const cc__ident *id, void *buf, size_t bytes) {
   cc__peer *pe = &c->peers[from];
   const cc__chan *ch;
   uint64_t t0 = 0, head;
   unsigned i;
-  if (cc__ring_recv_now(c, from, id, buf, bytes)) return 1;
   if (c->oversub || pe->link != CC__LINK_SHM) return 0;
   ch = cc__ring_in(c, from);
   head = pe->seen_head;
@@ -7857,13 +7855,15 @@ static CC__NOINLINE cc_result cc__queued_run(cc_comm *c, const cc__call *k) {
   if (me != root && gather) {          /* a part of a gather: to the root */
     if (!cc__ring_send_now(c, root, &c->cur, sb, bytes)) cc__msg_send(&m[n++], root, CC__TAG_COLL, sb, bytes);
   } else if (me != root) {             /* broadcast, scatter: from the root */
-    if (!cc__ring_recv_soon(c, root, &c->cur, rb, bytes)) cc__msg_recv(&m[n++], root, CC__TAG_COLL, rb, bytes);
+    if (!cc__ring_recv_now(c, root, &c->cur, rb, bytes) && !cc__ring_recv_watch(c, root, &c->cur, rb, bytes))
+      cc__msg_recv(&m[n++], root, CC__TAG_COLL, rb, bytes);
   } else {
     for (j = 0; j < c->size; j++) {
       const unsigned char *piece = k->coll == CC__BROADCAST ? rb : sb + (size_t)j * bytes;
       if (j == me) continue;
       if (gather) {
-        if (!cc__ring_recv_soon(c, j, &c->cur, rb + (size_t)j * bytes, bytes))
+        if (!cc__ring_recv_now(c, j, &c->cur, rb + (size_t)j * bytes, bytes) &&
+            !cc__ring_recv_watch(c, j, &c->cur, rb + (size_t)j * bytes, bytes))
           cc__msg_recv(&m[n++], j, CC__TAG_COLL, rb + (size_t)j * bytes, bytes);
       } else if (!cc__ring_send_now(c, j, &c->cur, piece, bytes)) {
         cc__msg_send(&m[n++], j, CC__TAG_COLL, piece, bytes);

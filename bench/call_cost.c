@@ -5,11 +5,19 @@
    the same count on every run.
 
      RANK=0 WORLD_SIZE=1 call_cost KIND N      KIND: all_reduce all_gather
-       reduce_scatter broadcast all_to_all gather scatter barrier (8 B blocks) */
+       reduce_scatter broadcast all_to_all gather scatter barrier (8 B blocks)
+
+   With a third argument, `late`, in a world of two (broadcast, gather,
+   scatter: the queued calls): the rank that receives (gather: the root)
+   starts its calls 300 ms after the other, which by then has put all N
+   frames into the ring (N at most about 1100: the ring holds 64 KiB); so
+   neither waits inside the N calls. */
+#define _POSIX_C_SOURCE 200809L
 #include "../cc.h"
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 int main(int argc, char **argv) {
   static const char *const kinds[] = {"all_reduce", "all_gather", "reduce_scatter", "broadcast",
@@ -17,9 +25,9 @@ int main(int argc, char **argv) {
   float s[2] = {1, 2}, r[2];
   cc_comm *c;
   long i, n;
-  int k;
-  if (argc != 3) {
-    fprintf(stderr, "usage: call_cost KIND N\n");
+  int k, late = argc == 4 && !strcmp(argv[3], "late");
+  if (argc != 3 && !late) {
+    fprintf(stderr, "usage: call_cost KIND N [late]\n");
     return 2;
   }
   for (k = 0; k < 8 && strcmp(argv[1], kinds[k]) != 0; k++) {}
@@ -31,6 +39,11 @@ int main(int argc, char **argv) {
   if (cc_comm_init(&c, NULL) != CC_OK) {
     fprintf(stderr, "call_cost: %s\n", cc_comm_last_error(NULL));
     return 1;
+  }
+  if (late && cc_barrier(c) != CC_OK) return 1;
+  if (late && (k == 5) == (cc_comm_rank(c) == 0)) {
+    struct timespec ts = {0, 300000000};
+    nanosleep(&ts, NULL);
   }
   for (i = 0; i < n; i++) {
     cc_result e;

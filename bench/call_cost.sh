@@ -4,6 +4,7 @@
 #
 #   bash bench/call_cost.sh REV...              # each REV's cc.h, then the working tree's
 #   KINDS="all_reduce barrier" bash bench/call_cost.sh 0bcc014
+#   QUEUED=1 bash bench/call_cost.sh e30397c     # the queued calls, 2 ranks
 #
 # Each cc.h builds bench/call_cost.c (-O2); in a world of one (RANK=0
 # WORLD_SIZE=1: the arena path, the queued calls need two ranks) it runs N1
@@ -14,14 +15,26 @@
 # about 600-900 of these between seeing the peer's step and publishing the
 # next one, a few hundred nanoseconds with the cache line's trip: 100
 # instructions are 10-15% of an 8-byte call (docs/performance.md).
+# QUEUED=1: broadcast, gather and scatter as they go at 2 ranks, queued
+# through the rings: both ranks under callgrind (env:// on 127.0.0.1), the
+# receiving rank (gather: the root) 300 ms late, so that the frames of all
+# N1 (100) or N2 (1100) calls are in the ring before it starts and neither
+# rank waits inside them; only the instructions inside cc_broadcast (...)
+# count (--toggle-collect); each cell is sender/receiver.
 # Needs valgrind (Debian's package).
 set -u
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/.." && pwd)
 [ $# -ge 1 ] || { echo "usage: bash bench/call_cost.sh REV... (git revisions of cc.h)" >&2; exit 2; }
 command -v valgrind >/dev/null || { echo "call_cost.sh: needs valgrind (apt-get install valgrind)" >&2; exit 2; }
-KINDS=${KINDS:-"all_reduce all_gather reduce_scatter broadcast all_to_all gather scatter barrier"}
-N1=${N1:-1000} N2=${N2:-11000}
+QUEUED=${QUEUED:-}
+if [ -n "$QUEUED" ]; then
+  KINDS=${KINDS:-"broadcast gather scatter"}
+  N1=${N1:-100} N2=${N2:-1100}
+else
+  KINDS=${KINDS:-"all_reduce all_gather reduce_scatter broadcast all_to_all gather scatter barrier"}
+  N1=${N1:-1000} N2=${N2:-11000}
+fi
 W=${BUILD:-$TOP/build}/call_cost
 mkdir -p "$W" || exit 1
 
@@ -35,10 +48,42 @@ for n in "${names[@]}"; do
     { echo "call_cost.sh: cc.h of $n does not build" >&2; exit 1; }
 done
 
+ir2() {   # ir2 NAME KIND N: instructions of the whole run of each rank, "sender receiver"
+  local port=$((20000 + RANDOM % 20000)) r out=() pids=()
+  for r in 0 1; do
+    RANK=$r WORLD_SIZE=2 LOCAL_RANK=$r LOCAL_WORLD_SIZE=2 MASTER_ADDR=127.0.0.1 MASTER_PORT=$port \
+      valgrind --tool=callgrind --toggle-collect="cc_$2" --callgrind-out-file=/dev/null "$W/$1/call_cost" "$2" "$3" late > "$W/rank$r.out" 2>&1 &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+  for r in 0 1; do out+=("$(sed -n 's/.*Collected : *\([0-9]*\).*/\1/p' "$W/rank$r.out")"); done
+  if [ "$2" = gather ]; then echo "${out[1]} ${out[0]}"; else echo "${out[0]} ${out[1]}"; fi
+}
+
 ir() {   # ir NAME KIND N: instructions of the whole run
   RANK=0 WORLD_SIZE=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null "$W/$1/call_cost" "$2" "$3" 2>&1 |
     sed -n 's/.*Collected : *\([0-9]*\).*/\1/p'
 }
+if [ -n "$QUEUED" ]; then
+  echo "# call_cost.sh $(date -Is): instructions per 8-byte queued call, 2 ranks, sender/receiver (work = the working tree's cc.h, $(git -C "$TOP" log -1 --format=%h HEAD))"
+  printf '%-15s' collective
+  for n in "${names[@]}"; do printf ' %15s' "$n"; done
+  echo
+  for k in $KINDS; do
+    printf '%-15s' "$k"
+    for n in "${names[@]}"; do
+      read -r a0 a1 <<< "$(ir2 "$n" "$k" "$N1")"
+      read -r b0 b1 <<< "$(ir2 "$n" "$k" "$N2")"
+      if [ -n "$a0" ] && [ -n "$a1" ] && [ -n "$b0" ] && [ -n "$b1" ]; then
+        printf ' %15s' "$(( (b0 - a0) / (N2 - N1) ))/$(( (b1 - a1) / (N2 - N1) ))"
+      else
+        printf ' %15s' failed
+      fi
+    done
+    echo
+  done
+  exit 0
+fi
 echo "# call_cost.sh $(date -Is): instructions per 8-byte call, a world of one (work = the working tree's cc.h, $(git -C "$TOP" log -1 --format=%h HEAD))"
 printf '%-15s' collective
 for n in "${names[@]}"; do printf ' %10s' "$n"; done
