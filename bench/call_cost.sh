@@ -64,35 +64,27 @@ ir() {   # ir NAME KIND N: instructions of the whole run
   RANK=0 WORLD_SIZE=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null "$W/$1/call_cost" "$2" "$3" 2>&1 |
     sed -n 's/.*Collected : *\([0-9]*\).*/\1/p'
 }
-if [ -n "$QUEUED" ]; then
-  echo "# call_cost.sh $(date -Is): instructions per 8-byte queued call, 2 ranks, sender/receiver (work = the working tree's cc.h, $(git -C "$TOP" log -1 --format=%h HEAD))"
-  printf '%-15s' collective
-  for n in "${names[@]}"; do printf ' %15s' "$n"; done
-  echo
-  for k in $KINDS; do
-    printf '%-15s' "$k"
-    for n in "${names[@]}"; do
-      read -r a0 a1 <<< "$(ir2 "$n" "$k" "$N1")"
-      read -r b0 b1 <<< "$(ir2 "$n" "$k" "$N2")"
-      if [ -n "$a0" ] && [ -n "$a1" ] && [ -n "$b0" ] && [ -n "$b1" ]; then
-        printf ' %15s' "$(( (b0 - a0) / (N2 - N1) ))/$(( (b1 - a1) / (N2 - N1) ))"
-      else
-        printf ' %15s' failed
-      fi
-    done
-    echo
-  done
-  exit 0
-fi
-echo "# call_cost.sh $(date -Is): instructions per 8-byte call, a world of one (work = the working tree's cc.h, $(git -C "$TOP" log -1 --format=%h HEAD))"
+cell() {   # cell NAME KIND: instructions per call (QUEUED: sender/receiver), or "failed"
+  local a0 a1 b0 b1
+  if [ -n "$QUEUED" ]; then
+    read -r a0 a1 <<< "$(ir2 "$1" "$2" "$N1")"
+    read -r b0 b1 <<< "$(ir2 "$1" "$2" "$N2")"
+  else
+    a0=$(ir "$1" "$2" "$N1") a1=0 b0=$(ir "$1" "$2" "$N2") b1=0
+  fi
+  if [ -z "$a0" ] || [ -z "$a1" ] || [ -z "$b0" ] || [ -z "$b1" ]; then echo failed
+  elif [ -n "$QUEUED" ]; then echo "$(( (b0 - a0) / (N2 - N1) ))/$(( (b1 - a1) / (N2 - N1) ))"
+  else echo "$(( (b0 - a0) / (N2 - N1) ))"
+  fi
+}
+
+if [ -n "$QUEUED" ]; then what="queued call, 2 ranks, sender/receiver" w=15; else what="call, a world of one" w=10; fi
+echo "# call_cost.sh $(date -Is): instructions per 8-byte $what (work = the working tree's cc.h, $(git -C "$TOP" log -1 --format=%h HEAD))"
 printf '%-15s' collective
-for n in "${names[@]}"; do printf ' %10s' "$n"; done
+for n in "${names[@]}"; do printf " %${w}s" "$n"; done
 echo
 for k in $KINDS; do
   printf '%-15s' "$k"
-  for n in "${names[@]}"; do
-    a=$(ir "$n" "$k" "$N1") b=$(ir "$n" "$k" "$N2")
-    if [ -n "$a" ] && [ -n "$b" ]; then printf ' %10d' $(( (b - a) / (N2 - N1) )); else printf ' %10s' failed; fi
-  done
+  for n in "${names[@]}"; do printf " %${w}s" "$(cell "$n" "$k")"; done
   echo
 done
