@@ -6678,6 +6678,12 @@ static CC__NOINLINE cc_result cc__run_reduce_scatter(cc_comm *c, const cc__call 
   return CC_OK;
 }
 
+/* A small all_to_all (all of a rank's pieces this many bytes or fewer)
+   stages its pieces side by side, right after the descriptor, where a
+   reader finds its own in the lines it reads anyway; larger ones give each
+   piece a line-aligned n-th of the half. */
+#define CC__PACKED_BYTES 4096u
+
 /* Data movement without reduction: gather, all_gather, scatter, all_to_all
    and their v forms, as cc__plan_move lays them out. A rank's pieces are
    staged chunk by chunk (pc bytes of each piece per phase); readers copy out
@@ -6695,7 +6701,10 @@ static CC__NOINLINE cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
   cc__plan_move(c, k, &p);
   writes = (p.writer < 0 || p.writer == me) && !(p.one_piece && p.reader == me);
   reads = p.reader < 0 || p.reader == me;
-  if (!p.one_piece) pc = (pc / (size_t)n) & ~(size_t)63;
+  if (k->coll == CC__ALL_TO_ALL && k->count && k->count * es * (size_t)n <= CC__PACKED_BYTES)
+    pc = k->count * es;                /* small: the pieces side by side, the first in the descriptor's line */
+  else if (!p.one_piece)
+    pc = (pc / (size_t)n) & ~(size_t)63;
   if (!cc__is_v(k->coll)) {
     maxlen = k->count * es;
   } else {                             /* the counts: [0,n) what this rank sends, [n,2n) what it expects */
