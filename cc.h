@@ -6705,10 +6705,8 @@ static CC__NOINLINE cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
   cc__plan_move(c, k, &p);
   writes = (p.writer < 0 || p.writer == me) && !(p.one_piece && p.reader == me);
   reads = p.reader < 0 || p.reader == me;
-  if (k->coll == CC__ALL_TO_ALL && k->count && k->count * es * (size_t)n <= CC__PACKED_BYTES)
-    pc = k->count * es;                /* small: the pieces side by side, the first in the descriptor's line */
-  else if (!p.one_piece)
-    pc = (pc / (size_t)n) & ~(size_t)63;
+  if (k->coll == CC__ALL_TO_ALL && k->count * es * (size_t)n <= CC__PACKED_BYTES && k->count) pc = k->count * es;
+  else if (!p.one_piece) pc = (pc / (size_t)n) & ~(size_t)63;   /* above: a small all_to_all, side by side */
   if (!cc__is_v(k->coll)) {
     maxlen = k->count * es;
   } else {                             /* the counts: [0,n) what this rank sends, [n,2n) what it expects */
