@@ -5293,16 +5293,15 @@ static void cc__wait_warn(cc_comm *c, const cc__waitfor *w, int who, const char 
    for room is never left waiting on bytes already read. (A sender short of
    room while the tail lags finds frames not yet read, which this rank's
    next calls read.) */
+static void cc__ring_give(cc__chan *ch, cc__peer *lp) {   /* one ring's (lp: its entry in the segment's peers) */
+  CC__STORE_SC(&ch->tail, ch->tail + lp->rx_lag);
+  lp->rx_lag = 0;
+}
+
 static void cc__rings_give_back(cc_comm *s) {
   int i;
-  for (i = 0; i < s->size; i++) {
-    cc__peer *lp = &s->peers[i];
-    if (lp->rx_lag) {
-      cc__chan *ch = cc__chan_at(s, i, s->rank);
-      CC__STORE_SC(&ch->tail, ch->tail + lp->rx_lag);
-      lp->rx_lag = 0;
-    }
-  }
+  for (i = 0; i < s->size; i++)
+    if (s->peers[i].rx_lag) cc__ring_give(cc__chan_at(s, i, s->rank), &s->peers[i]);
   s->rx_lagged = 0;
   cc__notify(s);
 }
@@ -5651,8 +5650,7 @@ static int cc__ring_recv_now(cc_comm *c, int from, const cc__ident *id, void *bu
   }
   lp->rx_lag += CC__FRAME + bytes;
   if (lp->rx_lag >= chan / 4) {
-    CC__STORE_SC(&ch->tail, tail + CC__FRAME + bytes);
-    lp->rx_lag = 0;
+    cc__ring_give(ch, lp);
     cc__notify(c->shm);
   } else {
     c->shm->rx_lagged = 1;
@@ -6659,18 +6657,23 @@ static cc_result cc__run_reduce(cc_comm *c, const cc__call *k, int root) {
    reduce_scatter were 1-6% slower, 128-byte ones -4% to +12%). */
 #define CC__PACKED_BYTES 64u
 
+/* Bytes between a rank's pieces in its half, for pieces of `bytes` each. */
+static size_t cc__piece_cap(const cc_comm *c, size_t bytes) {
+  if (bytes && bytes * (size_t)c->size <= CC__PACKED_BYTES) return bytes;
+  return ((c->half - CC__DESC_BYTES) / (size_t)c->size) & ~(size_t)63;
+}
+
 /* reduce_scatter: per phase, every rank stages chunk p of each of its n
    blocks; rank r folds block r's chunk from every half. Small blocks lie
    side by side after the descriptor (CC__PACKED_BYTES). */
 static CC__NOINLINE cc_result cc__run_reduce_scatter(cc_comm *c, const cc__call *k) {
   const char *what = "reduce_scatter";
   size_t es = cc__dtype_bytes(k->t), bytes = k->count * es;
-  size_t pcap = ((c->half - CC__DESC_BYTES) / (size_t)c->size) & ~(size_t)63, off = 0, m;
+  size_t pcap = cc__piece_cap(c, bytes), off = 0, m;
   const unsigned char *sb = (const unsigned char *)k->sbuf;
   unsigned char *rb = (unsigned char *)k->rbuf, *mine;
   int n = c->size, me = c->rank, j;
   cc_result r;
-  if (bytes && bytes * (size_t)n <= CC__PACKED_BYTES) pcap = bytes;   /* small: the blocks side by side */
   do {
     m = CC__MIN(pcap, bytes - off);
     if (off == 0) r = cc__first_begin(c, k, k->count, 0, &mine);
@@ -6705,8 +6708,7 @@ static CC__NOINLINE cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
   cc__plan_move(c, k, &p);
   writes = (p.writer < 0 || p.writer == me) && !(p.one_piece && p.reader == me);
   reads = p.reader < 0 || p.reader == me;
-  if (k->coll == CC__ALL_TO_ALL && k->count * es * (size_t)n <= CC__PACKED_BYTES && k->count) pc = k->count * es;
-  else if (!p.one_piece) pc = (pc / (size_t)n) & ~(size_t)63;   /* above: a small all_to_all, side by side */
+  if (!p.one_piece) pc = cc__piece_cap(c, k->coll == CC__ALL_TO_ALL ? k->count * es : 0);   /* packed: all_to_all only */
   if (!cc__is_v(k->coll)) {
     maxlen = k->count * es;
   } else {                             /* the counts: [0,n) what this rank sends, [n,2n) what it expects */

@@ -48,6 +48,8 @@ for n in "${names[@]}"; do
     { echo "call_cost.sh: cc.h of $n does not build" >&2; exit 1; }
 done
 
+collected() { sed -n 's/.*Collected : *\([0-9]*\).*/\1/p' "$@"; }   # callgrind's total, from its report
+
 ir2() {   # ir2 NAME KIND N: instructions of the whole run of each rank, "sender receiver"
   local port=$((20000 + RANDOM % 20000)) r out=() pids=()
   for r in 0 1; do
@@ -56,13 +58,12 @@ ir2() {   # ir2 NAME KIND N: instructions of the whole run of each rank, "sender
     pids+=($!)
   done
   wait "${pids[@]}"
-  for r in 0 1; do out+=("$(sed -n 's/.*Collected : *\([0-9]*\).*/\1/p' "$W/rank$r.out")"); done
+  for r in 0 1; do out+=("$(collected "$W/rank$r.out")"); done
   if [ "$2" = gather ]; then echo "${out[1]} ${out[0]}"; else echo "${out[0]} ${out[1]}"; fi
 }
 
 ir() {   # ir NAME KIND N: instructions of the whole run
-  RANK=0 WORLD_SIZE=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null "$W/$1/call_cost" "$2" "$3" 2>&1 |
-    sed -n 's/.*Collected : *\([0-9]*\).*/\1/p'
+  RANK=0 WORLD_SIZE=1 valgrind --tool=callgrind --callgrind-out-file=/dev/null "$W/$1/call_cost" "$2" "$3" 2>&1 | collected
 }
 cell() {   # cell NAME KIND: instructions per call (QUEUED: sender/receiver), or "failed"
   local a0 a1 b0 b1
