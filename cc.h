@@ -72,9 +72,11 @@
        CC_SHM_QUEUE_BYTES  broadcasts this small (scatters, gathers: all parts)
                          go queued through the rings: the root returns at once
                          (4K; 0: never)
-       CC_SHM_CMA        1: read peers' plain buffers with cross-memory attach
-                         (process_vm_readv) where allowed; 0: never (default 0:
-                         slower than the arena's two copies on the VMs measured)
+       CC_SHM_CMA        auto: for large messages on plain buffers, choose
+                         between cross-memory attach (process_vm_readv, one
+                         copy) and the arena (two) by timing the calls, per
+                         collective and size; 1: cross-memory attach wherever
+                         allowed; 0: never (default auto)
        CC_NET_CHUNK      bytes of one pipelined piece over TCP (1M)
        CC_NET_SMALL_BYTES  largest message sent whole to every peer over TCP (64K)
        CC_NET_SOCKBUF    TCP socket buffer bytes (default: the kernel's autotuning)
@@ -2671,6 +2673,7 @@ typedef enum cc__link { CC__LINK_NONE, CC__LINK_SELF, CC__LINK_SHM, CC__LINK_TCP
 typedef enum cc__transport { CC__TR_AUTO, CC__TR_SHM, CC__TR_TCP } cc__transport;
 
 enum { CC__LOG_OFF, CC__LOG_WARN, CC__LOG_INFO, CC__LOG_TRACE };
+#define CC__CMA_AUTO 2                 /* CC_SHM_CMA=auto: cross-memory attach where measured faster */
 #define CC__LOG_ALWAYS CC__LOG_OFF     /* a warning shown whatever CC_DEBUG says */
 
 /* Message tags: >= 0 the user's; these below carry the library's own. */
@@ -2697,7 +2700,8 @@ typedef struct cc__settings {
   long spin_us, small_bytes;           /* -1: the default for the oversubscription */
   size_t shm_chunk;                    /* 0: the default for the number of ranks */
   size_t stream_bytes, net_chunk, net_small_bytes, net_sockbuf;
-  int shm_cma;                         /* CC_SHM_CMA: 0 never read peers' memory by cross-memory attach */
+  int shm_cma;                         /* CC_SHM_CMA: 0 never read peers' memory by cross-memory attach, 1 where
+                                          allowed, CC__CMA_AUTO where measured faster (the default) */
   size_t direct_bytes;                 /* CC_SHM_DIRECT_BYTES: from this size, read peers' buffers directly */
   size_t queue_bytes;                  /* CC_SHM_QUEUE_BYTES: broadcasts up to this (scatters, gathers: all parts) go queued */
   char ifname[64];
@@ -2721,10 +2725,11 @@ typedef struct cc__ident {
 
 /* A call's descriptor in the arena, 56 bytes at the head of a rank's half (a
    small message's data shares its cache line). */
+#define CC__AUX_DIRECT (~(uint64_t)0)   /* cc__desc.aux of a direct call's first phase (cc__first_end) */
 typedef struct cc__desc {
   uint64_t step;              /* the phase it belongs to, stored last: the first phase's wait */
   uint64_t count;             /* as cc__ident */
-  uint64_t aux;               /* v: largest block this rank sends, in bytes */
+  uint64_t aux;               /* v: largest block this rank sends, in bytes; CC__AUX_DIRECT: a direct first phase */
   uint64_t qhist;             /* the digest of this rank's queued calls so far (@algo) */
   unsigned char scal[16];     /* premul_sum: this rank's scalar */
   int32_t op;
@@ -2794,6 +2799,22 @@ typedef struct cc__pbuf {
   size_t s_max, r_max;                 /* bytes from s and r inside j's allocation */
   int pid;
 } cc__pbuf;
+
+/* CC_SHM_CMA=auto: how one collective at one size class goes (arena: cross-
+   memory attach chosen by measuring). */
+#define CC__TUNE_KEEP 3                /* calls kept each way */
+typedef struct cc__tune {
+  uint32_t wait;                       /* every rank alike: calls that go through the arena without asking rank 0 */
+  uint8_t way;                         /* every rank alike: 0 the arena's two copies, 1 cross-memory attach */
+  uint8_t trying;                      /* rank 0: this call tries the other way */
+  uint8_t want, ran;                   /* rank 0: the way this call was to go, and went (2: neither, buffers mapped) */
+  uint8_t nsamp[2];                    /* rank 0: calls timed each way (at most CC__TUNE_KEEP) */
+  uint32_t every, left;                /* rank 0: calls between tries of the other way (0: still learning), until the next */
+  float ref;                           /* rank 0: the way's ns per byte when last chosen or confirmed */
+  float ns[2][CC__TUNE_KEEP];          /* rank 0: ns per byte of the last calls each way, the newest first */
+} cc__tune;
+#define CC__TUNE_COLLS 6               /* the collectives cross-memory attach serves (cc__tune_coll) */
+#define CC__TUNE_SIZES 24              /* size classes: [1 KiB << i, 2 KiB << i) */
 
 /* ---------------------------------------------------------------- messages */
 
@@ -2944,6 +2965,7 @@ struct cc_comm {
   int cma_mine;                        /* this rank may read every rank's memory: -1 not probed yet */
   size_t direct_bytes;                 /* arena: messages this large read peers' buffers directly */
   cc__pbuf *pb;                        /* size entries: the ranks' buffers of the call (direct mode) */
+  cc__tune *tune;                      /* CC_SHM_CMA=auto: CC__TUNE_COLLS x CC__TUNE_SIZES, once used */
   cc__mem *mem;                        /* cc_mem_alloc'd, not yet freed */
   int nmem;
   uint32_t mem_seq;                    /* allocations so far (their ids) */
@@ -3251,6 +3273,12 @@ static size_t cc__env_size(const char *name, size_t def, size_t lo, size_t hi) {
   return (size_t)v;
 }
 
+/* Is the variable unset (then: unset) or exactly value? */
+static int cc__env_is(const char *name, const char *value, int unset) {
+  const char *s = getenv(name);
+  return !s || !*s ? unset : !strcmp(s, value);
+}
+
 static long cc__env_size_or(const char *name, long unset, size_t lo, size_t hi) {
   const char *s = getenv(name);
   return s && *s ? (long)cc__env_size(name, 0, lo, hi) : unset;
@@ -3338,7 +3366,7 @@ static cc_result cc__settings_lib(const cc_config *cfg, cc__settings *s) {
   s->small_bytes = cc__env_size_or("CC_SMALL_BYTES", -1, 0, 64u << 20);
   s->shm_chunk = cc__env_size("CC_SHM_CHUNK", 0, 16 << 10, 64 << 20);
   s->stream_bytes = cc__env_size("CC_STREAM_BYTES", 512u << 10, 0, (size_t)1 << 40);
-  s->shm_cma = (int)cc__env_size("CC_SHM_CMA", 0, 0, 1);
+  s->shm_cma = cc__env_is("CC_SHM_CMA", "auto", 1) ? CC__CMA_AUTO : (int)cc__env_size("CC_SHM_CMA", 0, 0, 1);
   s->direct_bytes = cc__env_size("CC_SHM_DIRECT_BYTES", 256u << 10, 0, (size_t)1 << 40);
   s->queue_bytes = cc__env_size("CC_SHM_QUEUE_BYTES", 4096, 0, 1u << 20);
   s->net_chunk = cc__env_size("CC_NET_CHUNK", 1u << 20, 4096, (size_t)1 << 30);
@@ -6509,10 +6537,15 @@ static cc_result cc__first_end(cc_comm *c, const cc__call *k) {
   for (j = 0; j < c->size; j++) {
     const cc__desc *d = cc__desc_of(c, j);
     if (d->coll != mine->coll || d->dtype != mine->dtype || d->root != mine->root || d->op != mine->op ||
-        (!v && d->count != mine->count)) {   /* cc__ident_agree's test, on the descriptors themselves */
-      cc__ident_of_desc(mine, &me);
+        (!v && (d->count != mine->count || d->aux != mine->aux))) {   /* cc__ident_agree's test, on the */
+      cc__ident_of_desc(mine, &me);                                   /* descriptors themselves */
       cc__ident_of_desc(d, &them);
       CC__TRY(cc__ident_agree(c, what, &me, &them, j));
+      if (!v && d->aux != mine->aux)
+        return cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d began this call %s, this rank %s: CC_SHM_CMA or "
+                        "CC_SHM_DIRECT_BYTES differ between the ranks", what, c->rank, j,
+                        mine->aux == CC__AUX_DIRECT ? "through the arena" : "reading the peers' buffers",
+                        mine->aux == CC__AUX_DIRECT ? "reading the peers' buffers" : "through the arena");
     }
     if (d->qhist != c->qhist)
       return cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d's last queued calls (small broadcast, gather, "
@@ -6793,6 +6826,7 @@ static CC__NOINLINE cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
 
 #define CC__DR_CMA   1u   /* this rank may read every rank's memory by cross-memory attach */
 #define CC__DR_CALL  2u   /* this rank's part of the call can go direct */
+#define CC__DR_TUNED 4u   /* rank 0, CC_SHM_CMA=auto: `tune` says how this call goes */
 #define CC__DR_PIECE ((size_t)256 << 10)   /* bytes of one source per fold step */
 
 typedef struct cc__drec {              /* 48 bytes after the descriptor of a direct call's first phase */
@@ -6800,7 +6834,7 @@ typedef struct cc__drec {              /* 48 bytes after the descriptor of a dir
   uint64_t soff, roff;                 /* their offsets in this rank's part of allocations sid, rid */
   uint32_t sid, rid;                   /* allocation id + 1; 0: not inside one */
   uint32_t flags;                      /* CC__DR_* */
-  uint32_t pad;
+  uint32_t tune;                       /* rank 0, CC__DR_TUNED: wait << 2 | way << 1 | this call by cross-memory attach */
 } cc__drec;
 
 /* May this rank read every rank's memory? One INFO line when it may not. */
@@ -6894,6 +6928,148 @@ static size_t cc__direct_size(const cc_comm *c, const cc__call *k) {
   }
 }
 
+/* ---------------------------------------------------------------- arena: cross-memory attach chosen by measuring */
+/* CC_SHM_CMA=auto (the default): for each collective and size class (a
+   power of two), the calls themselves choose between the arena's two copies
+   and cross-memory attach's one. Neither wins everywhere: on this project's
+   VM, with memory three times slower one hour than another, cross-memory
+   attach was 1.2-3.4x faster than the arena in the slow hours and lost
+   nearly everywhere in the fast ones (docs/performance.md).
+   Rank 0 times its calls and chooses; its record in the direct first phase
+   carries the way of the call and the class's state after it, which every
+   rank takes, so that every rank goes the same way. While the arena is the
+   way, the calls skip the direct first phase (wait: how many, the same count
+   on every rank) until the next try of the other way. Learning: two calls
+   the way the next smaller class chose (the first call each way is cold),
+   two the other, then the faster of their last calls; after that the other
+   way is tried once after 16 calls, then 32, ... up to 1024, and taken when
+   that call beats the best of the last three the current way by 5%; it is
+   tried at once when the best of the last three calls the current way is
+   half again slower than when that way was last chosen or confirmed. The
+   arena's way asks rank 0 every 16th call, so that it can see that.
+   Reductions fold in rank order either way: the same bits (docs/api.md). */
+
+#define CC__TUNE_FIRST 16u             /* calls before the first try of the other way */
+#define CC__TUNE_MOST  1024u           /* the longest run between tries */
+#define CC__TUNE_ASK   16u             /* the arena's way asks rank 0 this often */
+
+/* The class's table index of a collective, or -1 when cross-memory attach
+   does not serve it (cc__direct_cma). */
+static int cc__tune_coll(int coll) {
+  switch (coll) {
+  case CC__ALL_REDUCE: return 0;
+  case CC__REDUCE_SCATTER: return 1;
+  case CC__ALL_GATHER: return 2;
+  case CC__ALL_TO_ALL: return 3;
+  case CC__GATHER: return 4;
+  case CC__SCATTER: return 5;
+  default: return -1;
+  }
+}
+
+static int cc__tune_size(size_t bytes) {
+  int i = 0;
+  for (bytes >>= 11; bytes && i < CC__TUNE_SIZES - 1; bytes >>= 1) i++;
+  return i;
+}
+
+/* The best (least) of the last calls one way. */
+static float cc__tune_best(const cc__tune *t, int way) {
+  float b = t->ns[way][0];
+  int i;
+  for (i = 1; i < t->nsamp[way]; i++) b = CC__MIN(b, t->ns[way][i]);
+  return b;
+}
+
+static void cc__tune_push(cc__tune *t, int way, float ns) {
+  int i;
+  for (i = CC__TUNE_KEEP - 1; i > 0; i--) t->ns[way][i] = t->ns[way][i - 1];
+  t->ns[way][0] = ns;
+  if (t->nsamp[way] < CC__TUNE_KEEP) t->nsamp[way]++;
+}
+
+/* Rank 0: the call of t's class just done went t->ran (2: neither way, its
+   buffers were mapped) in ns nanoseconds per byte. A call that could not go
+   the way it was to (an in-place all_to_all cannot go direct) counts as
+   endless that way. */
+static void cc__tune_note(cc__tune *t, float ns) {
+  if (t->ran > 1) return;
+  if (t->ran != t->want) cc__tune_push(t, t->want, 1e30f);
+  cc__tune_push(t, t->ran, ns);
+}
+
+/* Rank 0, asked by a call of t's class: the way this call goes (1: cross-
+   memory attach); t->way and t->wait become the class's state after it.
+   prior: the way to learn first. *chose: 1 when t->way was decided or
+   changed (a log line). */
+static int cc__tune_step(cc__tune *t, int prior, int *chose) {
+  int use;
+  *chose = 0;
+  if (t->wait) {                       /* asked although waiting: the call may use mapped memory */
+    t->wait--;
+    return t->way;
+  }
+  if (!t->every && !t->nsamp[0] && !t->nsamp[1]) t->way = (uint8_t)prior;
+  if (!t->every && (t->nsamp[t->way] < 2 || t->nsamp[!t->way] < 2))
+    return t->nsamp[t->way] < 2 ? t->way : !t->way;     /* learning: every call asks */
+  if (!t->every) {
+    t->way = cc__tune_best(t, 1) < cc__tune_best(t, 0);
+    t->every = t->left = CC__TUNE_FIRST;
+    t->ref = cc__tune_best(t, t->way);
+    *chose = 1;
+  } else if (t->trying) {
+    float tried = t->ns[!t->way][0];
+    t->trying = 0;
+    if (tried < 0.95f * cc__tune_best(t, t->way)) {
+      t->way = !t->way;
+      t->every = CC__TUNE_FIRST;
+      t->ref = tried;
+      *chose = 1;
+    } else {
+      t->every = CC__MIN(2 * t->every, CC__TUNE_MOST);
+      t->ref = cc__tune_best(t, t->way);
+    }
+    t->left = t->every;
+  } else if (t->nsamp[t->way] == CC__TUNE_KEEP && cc__tune_best(t, t->way) > 1.5f * t->ref) {
+    t->left = 0;                       /* the way in use got slower: try the other now */
+  }
+  if (!t->left) {
+    t->trying = 1;
+    return !t->way;                    /* wait stays 0: the next call asks, and is compared */
+  }
+  use = t->way;
+  if (use) {
+    t->left--;                         /* cross-memory attach: every call asks anyway */
+  } else {                             /* the arena: this call and the next wait calls do not ask */
+    uint32_t run = CC__MIN(t->left, CC__TUNE_ASK);
+    t->wait = run - 1;
+    t->left -= run;
+  }
+  return use;
+}
+
+/* The class of call k when its way is chosen by measuring, else NULL. */
+static cc__tune *cc__tune_of(const cc_comm *c, const cc__call *k) {
+  int ci = cc__tune_coll(k->coll);
+  if (!c->tune || c->cma == 0 || ci < 0) return NULL;
+  return &c->tune[ci * CC__TUNE_SIZES + cc__tune_size(cc__direct_size(c, k))];
+}
+
+/* Rank 0: the word its record carries for call k of class t (cc__drec.tune).
+   A class learns first the way the nearest smaller class chose. */
+static uint32_t cc__tune_ask(const cc_comm *c, const cc__call *k, cc__tune *t) {
+  int si = (int)(t - c->tune) % CC__TUNE_SIZES, prior = 0, chose, use, i;
+  for (i = si - 1; i >= 0; i--)
+    if (t[i - si].every) { prior = t[i - si].way; break; }
+  use = cc__tune_step(t, prior, &chose);
+  t->want = (uint8_t)use;
+  if (chose)
+    cc__log(c, CC__LOG_INFO, "shm: %s of %zu KiB and more: %s, %.2f GB/s against %.2f (CC_SHM_CMA=auto)",
+            cc__coll_name(k->coll), (size_t)1 << si, t->way ? "cross-memory attach" : "through the arena",
+            1.0 / cc__tune_best(t, t->way), 1.0 / cc__tune_best(t, !t->way));
+  return t->wait << 2 | (uint32_t)t->way << 1 | (uint32_t)use;
+}
+
 /* Does call k begin with a direct first phase? The same answer on every rank. */
 static CC__INLINE int cc__direct_try(const cc_comm *c, const cc__call *k) {
   size_t b;
@@ -6957,9 +7133,10 @@ static int cc__reach(const unsigned char *m, size_t max, size_t need, int cma) {
    buffers are; then every rank's. *go: 0 the call runs through the arena
    instead (from a first phase of its own), 1 the reading run, 2 the putting
    run. Every rank computes the same answer from the same records. */
-static cc_result cc__direct_begin(cc_comm *c, const cc__call *k, int *go) {
+static cc_result cc__direct_begin(cc_comm *c, const cc__call *k, cc__tune *t, int *go) {
   const char *what = cc__coll_name(k->coll);
-  int n = c->size, me = c->rank, j, all_cma = 1, call_ok = 1, cma, rd = 1, pt;
+  int n = c->size, me = c->rank, j, all_cma = 1, call_ok = 1, cma, rd = 1, rdm = 1, pt;
+  uint32_t tw = 1;                     /* rank 0's word on the class (cc__drec.tune); untuned: this call may */
   size_t sn, rn, sp, rp;
   unsigned char *mine;
   cc__drec d;
@@ -6977,7 +7154,11 @@ static cc_result cc__direct_begin(cc_comm *c, const cc__call *k, int *go) {
   rn = CC__MAX(rn, rp);
   if (sn) d.sid = cc__mem_find(c, k->sbuf, sn, &d.soff);
   if (rn) d.rid = cc__mem_find(c, k->rbuf, rn, &d.roff);
-  CC__TRY(cc__first_begin(c, k, k->count, 0, &mine));
+  if (t && me == 0) {
+    d.flags |= CC__DR_TUNED;
+    d.tune = cc__tune_ask(c, k, t);
+  }
+  CC__TRY(cc__first_begin(c, k, k->count, CC__AUX_DIRECT, &mine));
   memcpy(CC__DATA(mine), &d, sizeof d);
   CC__TRY(cc__first_end(c, k));
   for (j = 0; j < n; j++) {
@@ -6986,6 +7167,7 @@ static cc_result cc__direct_begin(cc_comm *c, const cc__call *k, int *go) {
     memcpy(&e, CC__DATA(cc__half(c, j, c->step)), sizeof e);
     all_cma &= (e.flags & CC__DR_CMA) != 0;
     call_ok &= (e.flags & CC__DR_CALL) != 0;
+    if (j == 0 && (e.flags & CC__DR_TUNED)) tw = e.tune;   /* rank 0 chooses, for every rank */
     b->sa = e.sa;
     b->ra = e.ra;
     b->pid = CC__LOAD(&c->ctl[j].pid);
@@ -6993,17 +7175,23 @@ static cc_result cc__direct_begin(cc_comm *c, const cc__call *k, int *go) {
     b->r = cc__mem_peer(c, e.rid, j, e.roff, &b->r_max);
   }
   if (c->cma < 0) c->cma = all_cma;
-  cma = all_cma && cc__direct_cma(k->coll);
+  cma = all_cma && cc__direct_cma(k->coll) && (tw & 1u);
+  if (t) {                             /* rank 0 untuned (CC_SHM_CMA=1 there): ask every call */
+    t->way = (uint8_t)((tw >> 1) & 1u);
+    t->wait = tw >> 2;
+  }
   pt = k->coll == CC__ALL_REDUCE || k->coll == CC__REDUCE || k->coll == CC__GATHER;
   for (j = 0; j < n; j++) {            /* every rank's buffers, this one's included: the same answer everywhere */
     const cc__pbuf *b = &c->pb[j];
     cc__direct_need(c, k, j, 0, &sn, &rn);
     rd &= cc__reach(b->s, b->s_max, sn, cma) && cc__reach(b->r, b->r_max, rn, cma);
+    rdm &= cc__reach(b->s, b->s_max, sn, 0) && cc__reach(b->r, b->r_max, rn, 0);
     cc__direct_need(c, k, j, 1, &sp, &rp);
     pt &= cc__reach(b->s, b->s_max, sp, all_cma) && cc__reach(b->r, b->r_max, rp, 0);
   }
   if (k->coll == CC__REDUCE) rd = 0;
   *go = !call_ok ? 0 : pt ? 2 : rd ? 1 : 0;
+  if (t) t->ran = (uint8_t)(!*go ? 0 : *go == 1 && !rdm ? 1 : 2);
   return CC_OK;
 }
 
@@ -7101,19 +7289,53 @@ static cc_result cc__direct_move(cc_comm *c, const cc__call *k, int put) {
   return cc__direct_sync(c, what);
 }
 
-/* A call that cc__direct_try picked: direct when every rank can, else
-   through the arena as usual. */
-static CC__NOINLINE cc_result cc__direct_run(cc_comm *c, const cc__call *k, int *done) {
-  int go;
-  cc_result r = cc__direct_begin(c, k, &go);
-  *done = r != CC_OK || go;
-  if (r != CC_OK || !go) return r;
+/* The data of a direct call whose first phase chose go (1: the reading run,
+   2: the putting run). */
+static cc_result cc__direct_body(cc_comm *c, const cc__call *k, int go) {
   switch (k->coll) {
   case CC__ALL_REDUCE: return cc__direct_reduce(c, k, -1, go == 2);
   case CC__REDUCE: return cc__direct_reduce(c, k, k->root, go == 2);
   case CC__REDUCE_SCATTER: return cc__direct_reduce(c, k, -2, 0);
   default: return cc__direct_move(c, k, go == 2);
   }
+}
+
+static cc_result cc__arena_algo(cc_comm *c, const cc__call *k);
+
+/* A call whose way rank 0 chooses by measuring (CC_SHM_CMA=auto): it asks
+   (the direct first phase) unless the class goes through the arena for a
+   while; rank 0 times it. */
+static cc_result cc__tuned_run(cc_comm *c, const cc__call *k, cc__tune *t) {
+  uint64_t t0 = c->rank == 0 ? cc__now_ns() : 0;
+  int go = 0;
+  cc_result r = CC_OK;
+  if (t->way || !t->wait || c->nmem) {   /* mapped memory: always ask, it may be read in place */
+    r = cc__direct_begin(c, k, t, &go);
+    if (r == CC_OK && go) r = cc__direct_body(c, k, go);
+  } else {
+    t->wait--;
+    t->want = t->ran = 0;
+  }
+  if (r == CC_OK && !go) r = cc__arena_algo(c, k);
+  if (r == CC_OK && c->rank == 0)
+    cc__tune_note(t, (float)(cc__now_ns() - t0) / (float)cc__direct_size(c, k));
+  return r;
+}
+
+/* A call that cc__direct_try picked: direct when every rank can, else
+   through the arena as usual (*done 0). */
+static CC__NOINLINE cc_result cc__direct_run(cc_comm *c, const cc__call *k, int *done) {
+  int go;
+  cc__tune *t = cc__tune_of(c, k);
+  cc_result r;
+  if (t) {
+    *done = 1;
+    return cc__tuned_run(c, k, t);
+  }
+  r = cc__direct_begin(c, k, NULL, &go);
+  *done = r != CC_OK || go;
+  if (r != CC_OK || !go) return r;
+  return cc__direct_body(c, k, go);
 }
 
 /* ---------------------------------------------------------------- arena: symmetric memory */
@@ -7239,13 +7461,8 @@ static cc_result cc__arena_mem_free(cc_comm *c, cc__mem *m) {
   return CC_OK;
 }
 
-/* A call on a communicator of ranks on one host. */
-static CC__INLINE cc_result cc__arena_run(cc_comm *c, const cc__call *k) {
-  if (cc__direct_try(c, k)) {
-    int done;
-    cc_result r = cc__direct_run(c, k, &done);
-    if (done) return r;
-  }
+/* A call on a communicator of ranks on one host, through the arena. */
+static CC__INLINE cc_result cc__arena_algo(cc_comm *c, const cc__call *k) {
   switch (k->coll) {
   case CC__BARRIER: case CC__INIT: return cc__run_barrier(c, k);
   case CC__BROADCAST: return cc__run_broadcast(c, k);
@@ -7258,6 +7475,16 @@ static CC__INLINE cc_result cc__arena_run(cc_comm *c, const cc__call *k) {
   default:
     return cc__fail(c, CC_ERR_INVALID_ARG, "%s: rank %d: internal: not an arena collective", cc__coll_name(k->coll), c->rank);
   }
+}
+
+/* A call on a communicator of ranks on one host. */
+static CC__INLINE cc_result cc__arena_run(cc_comm *c, const cc__call *k) {
+  if (cc__direct_try(c, k)) {
+    int done;
+    cc_result r = cc__direct_run(c, k, &done);
+    if (done) return r;
+  }
+  return cc__arena_algo(c, k);
 }
 
 /* ---------------------------------------------------------------- messages: helpers */
@@ -7948,9 +8175,12 @@ static cc_comm *cc__comm_new(int rank, int size, const cc__settings *s) {
   c->peers = (cc__peer *)CC_MALLOC(sizeof(cc__peer) * n);
   c->pfd = (struct pollfd *)CC_MALLOC(sizeof(struct pollfd) * n);
   c->pfd_rank = (int *)CC_MALLOC(sizeof(int) * n);
-  if (!c->srcs || !c->scals || !c->scratch || !c->peers || !c->scalbuf || !c->pfd || !c->pfd_rank) {
+  if (s->shm_cma == CC__CMA_AUTO && (c->tune = (cc__tune *)CC_MALLOC(sizeof(cc__tune) * CC__TUNE_COLLS * CC__TUNE_SIZES)))
+    memset(c->tune, 0, sizeof(cc__tune) * CC__TUNE_COLLS * CC__TUNE_SIZES);
+  if (!c->srcs || !c->scals || !c->scratch || !c->peers || !c->scalbuf || !c->pfd || !c->pfd_rank ||
+      (s->shm_cma == CC__CMA_AUTO && !c->tune)) {
     CC_FREE(c->srcs); CC_FREE(c->scals); CC_FREE(c->scratch); CC_FREE(c->peers); CC_FREE(c->scalbuf);
-    CC_FREE(c->pfd); CC_FREE(c->pfd_rank); CC_FREE(c);
+    CC_FREE(c->pfd); CC_FREE(c->pfd_rank); CC_FREE(c->tune); CC_FREE(c);
     return NULL;
   }
   memset(c->peers, 0, sizeof(cc__peer) * n);
@@ -8039,7 +8269,7 @@ static void cc__comm_free(cc_comm *c) {
   pthread_mutex_destroy(&c->qlock);
   pthread_cond_destroy(&c->qcond);
   CC_FREE(c->srcs); CC_FREE(c->scals); CC_FREE(c->scratch); CC_FREE(c->peers); CC_FREE(c->ops);
-  CC_FREE(c->scalbuf); CC_FREE(c->pfd); CC_FREE(c->pfd_rank); CC_FREE(c->one); CC_FREE(c->pb);
+  CC_FREE(c->scalbuf); CC_FREE(c->pfd); CC_FREE(c->pfd_rank); CC_FREE(c->one); CC_FREE(c->pb); CC_FREE(c->tune);
   cc__mem_drop_all(c);
   cc__settings_clear(&c->set);
   cc__crypto_wipe(c->shmkey, sizeof c->shmkey);

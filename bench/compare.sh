@@ -12,9 +12,12 @@
 #   cc_tcp_np2 openmpi_tcp_np2 mpich_tcp_np2 gloo_tcp_np2 gloo_tcp_np4
 # cc_*: build/ccrun -n N build/cc_bench, with CC_TRANSPORT=shm or tcp (TCP on
 # loopback); ccmem_*: the same with buffers from cc_mem_alloc (cc_bench -R 1:
-# symmetric memory, which every rank on the host maps); cccma_*: plain
-# buffers with CC_SHM_CMA=1 (large messages read from the peers' buffers by
-# cross-memory attach, as Open MPI does; not in ALL: ONLY names it); the others: bench/peers/run.sh NAME (bench/peers/README.md says how
+# symmetric memory, which every rank on the host maps); cc_* runs cc's
+# default, CC_SHM_CMA=auto (large messages on plain buffers by cross-memory
+# attach or through the arena, whichever cc measures faster); cccma_*: plain
+# buffers with CC_SHM_CMA=1 (always read from the peers' buffers by
+# cross-memory attach, as Open MPI does), ccarena_*: CC_SHM_CMA=0 (always
+# through the arena) (those two not in ALL: ONLY names them); the others: bench/peers/run.sh NAME (bench/peers/README.md says how
 # each library runs). Each needs nothing beside this repository: the peers'
 # Debian packages are installed when missing if this runs as root (apt-get
 # update, then apt-get install), else the apt-get line to run is printed and
@@ -79,11 +82,11 @@ nc=${#configs[@]}
 [ "$nc" -gt 0 ] || { echo "compare.sh: ONLY names no configuration" >&2; exit 2; }
 libs=()
 for c in "${configs[@]}"; do
-    if [[ ! $c =~ ^(cc|ccmem|cccma|openmpi|mpich|gloo)_(shm|tcp)_np([0-9]+)$ ]] || [[ $c == gloo_shm_* ]]; then
-        echo "compare.sh: '$c' is not a configuration (cc, ccmem, cccma, openmpi, mpich _shm_ or _tcp_npN; gloo_tcp_npN)" >&2
+    if [[ ! $c =~ ^(cc|ccmem|cccma|ccarena|openmpi|mpich|gloo)_(shm|tcp)_np([0-9]+)$ ]] || [[ $c == gloo_shm_* ]]; then
+        echo "compare.sh: '$c' is not a configuration (cc, ccmem, cccma, ccarena, openmpi, mpich _shm_ or _tcp_npN; gloo_tcp_npN)" >&2
         exit 2
     fi
-    case ${BASH_REMATCH[1]} in cc|ccmem|cccma) ;; *) [[ " ${libs[*]-} " == *" ${BASH_REMATCH[1]} "* ]] || libs+=("${BASH_REMATCH[1]}") ;; esac
+    case ${BASH_REMATCH[1]} in cc|ccmem|cccma|ccarena) ;; *) [[ " ${libs[*]-} " == *" ${BASH_REMATCH[1]} "* ]] || libs+=("${BASH_REMATCH[1]}") ;; esac
 done
 mkdir -p "$R" || exit 1
 R=$(cd "$R" && pwd)
@@ -121,9 +124,10 @@ run_one() {   # run_one NAME DIR
     err=$dir/$name.err
     np=${name##*_np}
     case $name in
-    cc_*|ccmem_*|cccma_*)
+    cc_*|ccmem_*|cccma_*|ccarena_*)
+        case $name in cccma_*) cma=1 ;; ccarena_*) cma=0 ;; *) cma=auto ;; esac
         # shellcheck disable=SC2206  # the flag lists are meant to split
-        cmd=(env CC_TRANSPORT="$(echo "$name" | cut -d_ -f2)" OMP_NUM_THREADS=1 CC_SHM_CMA="$([[ $name == cccma_* ]] && echo 1 || echo 0)" "$CCRUN" -n "$np" "$CCBENCH"
+        cmd=(env CC_TRANSPORT="$(echo "$name" | cut -d_ -f2)" OMP_NUM_THREADS=1 CC_SHM_CMA="$cma" "$CCRUN" -n "$np" "$CCBENCH"
              $COMMON $([[ $name == ccmem_* ]] && echo "-R 1") $BENCH_ARGS $CC_BENCH_ARGS) ;;
     *)
         # shellcheck disable=SC2206
@@ -131,7 +135,7 @@ run_one() {   # run_one NAME DIR
     esac
     {
         echo "# run: $name"
-        if [[ $name == cc_* || $name == ccmem_* || $name == cccma_* ]]; then echo "# cmd: ${cmd[*]}"; else echo "# cmd: $(bash "$HERE/peers/run.sh" --cmd "$name" $COMMON $BENCH_ARGS)"; fi
+        if [[ $name == cc_* || $name == ccmem_* || $name == cccma_* || $name == ccarena_* ]]; then echo "# cmd: ${cmd[*]}"; else echo "# cmd: $(bash "$HERE/peers/run.sh" --cmd "$name" $COMMON $BENCH_ARGS)"; fi
         echo "# date: $(date -Is)"
         echo "# c2c before: $(c2c)"
     } > "$out"

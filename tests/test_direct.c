@@ -28,8 +28,26 @@
  *                reads them (cross-memory attach, and mapped): CC_ERR_PEER_LOST
  *                naming it, never CC_OK or a crash
  *   mismatch     ranks that free different allocations: CC_ERR_MISMATCH
+ *   differ       settings that differ between the ranks (set by hand on one
+ *                rank): another CC_SHM_DIRECT_BYTES; CC_SHM_CMA=auto on rank
+ *                0 only, whose timings send the calls through the arena
+ *                without asking: CC_ERR_MISMATCH on both ranks naming the
+ *                settings, no wrong element before it
  *   tcp          CC_TRANSPORT=tcp: cc_mem_alloc gives plain memory, and
  *                collectives on it are right
+ *   auto.policy  CC_SHM_CMA=auto's choice (cc__tune_step, cc__tune_note) on
+ *                made-up timings: the learning order, the faster way kept,
+ *                the slower one tried ever more rarely (at most 1024 calls
+ *                apart), a change of the faster way followed, the way in use
+ *                half again slower: the other tried at once (within the 16
+ *                calls the arena's way goes without asking), a way that
+ *                could not be taken counted as endless
+ *   auto.nN      CC_SHM_CMA=auto on worlds of 2 and 3: the matrix right;
+ *                then 600 all_gathers over three size classes, every element
+ *                checked, while rank 0's timings are overwritten so that the
+ *                faster way flips every 150 calls: every rank held the same
+ *                state of every class after every call (a hash), rank 0
+ *                changed ways, and the slower way took under half of the calls
  *
  *   CC_TEST_QUICK=1   fewer ops and dtypes (sanitizer builds) */
 #define _GNU_SOURCE
@@ -43,12 +61,13 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 
-enum { G_CMA, G_SYM, G_RULES, G_COUNT };
-static const char *const g_names[G_COUNT] = {"cma", "sym", "rules"};
+enum { G_CMA, G_SYM, G_RULES, G_AUTO, G_COUNT };
+static const char *const g_names[G_COUNT] = {"cma", "sym", "rules", "auto"};
 static const char *const g_cover[G_COUNT] = {
   "8 collectives x dtypes x ops, in place and out, plain buffers, one copy",
   "8 collectives x dtypes x ops, in place and out, cc_mem_alloc buffers at per-rank offsets",
-  "cc_mem_free refusals, split communicator, memory of another communicator"};
+  "cc_mem_free refusals, split communicator, memory of another communicator",
+  "600 all_gathers, 3 size classes, the faster way flipped every 150 calls: right, ways agreed"};
 
 enum { K_BCAST, K_REDUCE, K_ALLRED, K_RS, K_GATHER, K_ALLGATHER, K_SCATTER, K_A2A, K_N };
 static const char *const k_names[K_N] = {"broadcast", "reduce", "all_reduce", "reduce_scatter",
@@ -246,6 +265,174 @@ static int matrix_main(cc_comm *c, void *arg) {
   return tr_failed_any(&x, G_COUNT);
 }
 
+/* ---------------------------------------------------------------- CC_SHM_CMA=auto */
+
+/* One call of a class as cc__tuned_run makes it, on made-up timings: cost[w]
+   ns per byte each way. Returns the way it went. */
+static int policy_call(cc__tune *t, int prior, const float cost[2], int *chose) {
+  *chose = 0;
+  if (!t->way && t->wait) {
+    t->wait--;
+    t->want = t->ran = 0;
+  } else {
+    t->want = t->ran = (uint8_t)cc__tune_step(t, prior, chose);
+  }
+  cc__tune_note(t, cost[t->ran]);
+  return t->ran;
+}
+
+static void policy_unit(void) {
+  static const float cma_fast[2] = {2.0f, 1.0f}, arena_fast[2] = {1.0f, 2.0f};
+  cc__tune t;
+  int i, chose, way, seq[4], ok, changes, slow, slow_before = 0, last_try = -1, gap_max = 0;
+  /* learning: the prior way twice, the other twice */
+  for (way = 0; way < 2; way++) {
+    memset(&t, 0, sizeof t);
+    for (i = 0; i < 4; i++) seq[i] = policy_call(&t, way, cma_fast, &chose);
+    ok = seq[0] == way && seq[1] == way && seq[2] == !way && seq[3] == !way && t.every == 0;
+    (void)policy_call(&t, way, cma_fast, &chose);
+    ok = ok && chose && t.way == 1;
+    if (ok) tu_pass(way ? "direct.auto.policy.learn_prior1" : "direct.auto.policy.learn_prior0",
+                    "ways %d %d %d %d, then cross-memory attach (faster)", seq[0], seq[1], seq[2], seq[3]);
+    else tu_fail(way ? "direct.auto.policy.learn_prior1" : "direct.auto.policy.learn_prior0",
+                 "ways %d %d %d %d, chose %d, way %d", seq[0], seq[1], seq[2], seq[3], chose, t.way);
+  }
+  /* 20000 calls, the arena faster for the first 10000, then cross-memory attach */
+  memset(&t, 0, sizeof t);
+  changes = slow = 0;
+  for (i = 0; i < 20000; i++) {
+    const float *cost = i < 10000 ? arena_fast : cma_fast;
+    way = policy_call(&t, 1, cost, &chose);
+    changes += chose && i > 4;
+    if (cost[way] > 1.5f) {
+      slow++;
+      slow_before += i < 10000;
+      if (last_try >= 0 && i - last_try > gap_max) gap_max = i - last_try;
+      last_try = i;
+    }
+    if (i == 9999 && (t.way != 0 || t.every != 1024)) break;
+  }
+  if (i == 20000 && t.way == 1 && changes == 1 && slow_before <= 30 && slow - slow_before <= 1024 + 30 &&
+      gap_max <= 1025 && t.every >= 512)
+    tu_pass("direct.auto.policy.follow", "20000 calls, the faster way flipped at 10000: %d change, %d calls the slower "
+            "way before the flip and %d after, tries at most %d calls apart", changes, slow_before, slow - slow_before,
+            gap_max);
+  else
+    tu_fail("direct.auto.policy.follow", "stopped at %d: way %d every %u, %d changes, %d + %d slow calls, gap %d", i,
+            t.way, t.every, changes, slow_before, slow - slow_before, gap_max);
+  /* the way in use gets three times slower: the other is tried at once */
+  memset(&t, 0, sizeof t);
+  for (i = 0; i < 3000; i++) {
+    static const float slower[2] = {3.0f, 2.0f};
+    way = policy_call(&t, 0, i < 2000 ? arena_fast : slower, &chose);
+    if (i >= 2000 && t.way == 1) break;
+  }
+  if (i >= 2000 && i <= 2000 + (int)CC__TUNE_ASK + 3)   /* the arena's way asks every 16th call */
+    tu_pass("direct.auto.policy.slower", "the arena three times slower from call 2000: cross-memory attach taken at "
+            "call %d", i);
+  else
+    tu_fail("direct.auto.policy.slower", "the arena three times slower from call 2000: still the arena at %d", i);
+  /* a way that cannot be taken (want 1, ran 0) loses */
+  memset(&t, 0, sizeof t);
+  for (i = 0; i < 8; i++) {
+    if (!t.way && t.wait) { t.wait--; t.want = t.ran = 0; }
+    else t.want = (uint8_t)cc__tune_step(&t, 1, &chose);
+    t.ran = 0;                         /* as an in-place all_to_all: always through the arena */
+    cc__tune_note(&t, 5.0f);
+  }
+  if (t.every && t.way == 0 && cc__tune_best(&t, 1) > 1e29f)
+    tu_pass("direct.auto.policy.cannot", "a way the calls could not take counted as endless: the arena kept");
+  else
+    tu_fail("direct.auto.policy.cannot", "way %d every %u best(1) %g", t.way, t.every, (double)cc__tune_best(&t, 1));
+}
+
+#define AUTO_CALLS 600
+
+static int world_n(int n, world *w);
+
+static uint64_t fnv(uint64_t h, uint64_t v) {
+  int i;
+  for (i = 0; i < 8; i++) h = (h ^ ((v >> (8 * i)) & 0xff)) * 1099511628211ull;
+  return h;
+}
+
+/* scratch: [0..3] each rank's hash of the classes' states; [4] rank 0's way
+   changes; [5] its calls the slower way; [6] calls that asked; [7] c->cma. */
+static int auto_main(cc_comm *c, void *arg) {
+  static const size_t counts[3] = {16, 2000, 70001};
+  world *w = (world *)arg;
+  tr_ctx x;
+  int i, j, me = cc_comm_rank(c), n = cc_comm_size(c);
+  uint64_t h = 14695981039346656037ull;
+  int32_t *sb = (int32_t *)malloc(70001 * 4), *rb = (int32_t *)malloc(70001 * 4 * (size_t)n);
+  tr_ctx_init(&x, c, w->tab);
+  if (!tr_group_begin(&x, G_AUTO)) return 1;
+  for (i = 0; i < AUTO_CALLS && sb && rb; i++) {
+    size_t cnt = counts[i % 3], e;
+    int cma_faster = (i / 150) % 2 == 0, old_way;
+    cc__call k;
+    cc__tune *t;
+    memset(&k, 0, sizeof k);
+    k.coll = CC__ALL_GATHER;
+    k.count = cnt;
+    k.t = CC_INT32;
+    t = cc__tune_of(c, &k);
+    old_way = t ? t->way : -1;
+    for (e = 0; e < cnt; e++) sb[e] = (int32_t)(e * 31 + (size_t)me * 1000003 + (size_t)i);
+    tr_label(&x, "all_gather call %d, count %zu", i, cnt);
+    if (!tr_ok(&x, cc_all_gather(c, sb, rb, cnt, CC_INT32), "cc_all_gather")) break;
+    for (j = 0; j < n; j++)
+      for (e = 0; e < cnt; e++)
+        if (rb[(size_t)j * cnt + e] != (int32_t)(e * 31 + (size_t)j * 1000003 + (size_t)i)) {
+          tr_fail(&x, "element %zu of rank %d's part: %d", e, j, (int)rb[(size_t)j * cnt + e]);
+          j = n;
+          break;
+        }
+    if (!t) continue;
+    h = fnv(fnv(h, t->way), t->wait);
+    if (me == 0 && t->ran < 2) {       /* made-up timings: the faster way flips every 150 calls */
+      t->ns[t->ran][0] = (t->ran == 1) == cma_faster ? 1.0f : 3.0f;
+      w->tab->scratch[4] += old_way >= 0 && t->way != old_way && t->every;
+      w->tab->scratch[5] += (t->ran == 1) != cma_faster;
+      w->tab->scratch[6] += t->way || t->ran || t->want;
+    }
+  }
+  w->tab->scratch[me] = (int64_t)h;
+  if (me == 0) w->tab->scratch[7] = c->cma;
+  free(sb);
+  free(rb);
+  tr_group_end(&x);
+  return tr_failed_any(&x, G_COUNT);
+}
+
+static void auto_worlds(world *w) {
+  int n, rc, j, same;
+  char name[64];
+  setenv("CC_SHM_CMA", "auto", 1);
+  for (n = 2; n <= 3; n++) {
+    w->sym = 0;
+    w->quick = 1;
+    rc = world_n(n, w);
+    snprintf(name, sizeof name, "direct.auto.matrix.n%d", n);
+    tr_report_group(w->tab, n, G_CMA, name, "CC_SHM_CMA=auto: 8 collectives x dtypes, right", rc);
+    w->tab = (tr_table *)tu_shared_alloc(sizeof(tr_table));
+    rc = tu_spawn(n, auto_main, w);
+    snprintf(name, sizeof name, "direct.auto.n%d", n);
+    tr_report_group(w->tab, n, G_AUTO, name, g_cover[G_AUTO], rc);
+    snprintf(name, sizeof name, "direct.auto.agreed.n%d", n);
+    for (j = 1, same = 1; j < n; j++) same &= w->tab->scratch[j] == w->tab->scratch[0];
+    if (w->tab->scratch[7] != 1)
+      tu_skip(name, "process_vm_readv is not allowed here (c->cma %d): nothing to choose", (int)w->tab->scratch[7]);
+    else if (same && w->tab->scratch[4] >= 3 && w->tab->scratch[5] <= AUTO_CALLS / 2)
+      tu_pass(name, "every rank held the same state after every call; %d changes of way, %d of %d calls the slower way",
+              (int)w->tab->scratch[4], (int)w->tab->scratch[5], AUTO_CALLS);
+    else
+      tu_fail(name, "states %s; %d changes of way (want >= 3), %d of %d calls the slower way", same ? "agreed" : "DIFFER",
+              (int)w->tab->scratch[4], (int)w->tab->scratch[5], AUTO_CALLS);
+  }
+  setenv("CC_SHM_CMA", "1", 1);
+}
+
 /* ---------------------------------------------------------------- rules */
 
 static void expect_refused(tr_ctx *x, cc_result rc, const char *need) {
@@ -395,12 +582,49 @@ static int lost_main(cc_comm *c, void *arg) {
     cc__mk_all_gather(c, a, r, count, CC_FLOAT32, &k);
     c->seq++;
     cc__ident_of(&k, &c->cur);
-    cc__direct_begin(c, &k, &go);
+    cc__direct_begin(c, &k, NULL, &go);
     tu_sleep_us(1000);
     _exit(9);
   }
   s->rc[0] = cc_all_gather(c, a, r, count, CC_FLOAT32);
   snprintf(s->err[0], sizeof s->err[0], "%s", cc_comm_last_error(c));
+  return 0;
+}
+
+/* Settings that differ between the ranks (made here by hand on rank 1):
+   mode 4, rank 1 never goes direct (another CC_SHM_DIRECT_BYTES); mode 5,
+   rank 1 does not choose by measuring (CC_SHM_CMA=1 there) while rank 0
+   does, and its timings say the arena is faster, so that it goes through
+   the arena without asking. Every call is right or fails with
+   CC_ERR_MISMATCH on every rank; wrong[]: elements wrong in calls that
+   returned CC_OK. */
+static int differ_main(cc_comm *c, void *arg) {
+  single *s = (single *)arg;
+  int me = cc_comm_rank(c), i, j;
+  size_t cnt = 1024, e;
+  int32_t sb[1024], rb[2048];
+  if (me == 1 && s->mode == 4) c->direct_bytes = (size_t)1 << 40;
+  if (me == 1 && s->mode == 5) {
+    free(c->tune);
+    c->tune = NULL;
+  }
+  s->rc[me] = CC_OK;
+  for (i = 0; i < 200 && s->rc[me] == CC_OK; i++) {
+    cc__call k;
+    cc__tune *t;
+    for (e = 0; e < cnt; e++) sb[e] = (int32_t)(e + (size_t)me * 7919 + (size_t)i);
+    s->rc[me] = cc_all_gather(c, sb, rb, cnt, CC_INT32);
+    if (s->rc[me] != CC_OK) break;
+    for (j = 0; j < 2; j++)
+      for (e = 0; e < cnt; e++) s->wrong[me] += rb[(size_t)j * cnt + e] != (int32_t)(e + (size_t)j * 7919 + (size_t)i);
+    memset(&k, 0, sizeof k);
+    k.coll = CC__ALL_GATHER;
+    k.count = cnt;
+    k.t = CC_INT32;
+    if (me == 0 && (t = cc__tune_of(c, &k)) != NULL && t->ran < 2) t->ns[t->ran][0] = t->ran ? 3.0f : 1.0f;
+  }
+  s->cma = c->cma;
+  snprintf(s->err[me], sizeof s->err[me], "%s", cc_comm_last_error(c));
   return 0;
 }
 
@@ -500,6 +724,10 @@ int main(void) {
     }
   }
 
+  policy_unit();
+  auto_worlds(w);
+  w->quick = tu_quick();
+
   /* CC_SHM_CMA=0: plain buffers through the arena, symmetric memory still direct */
   setenv("CC_SHM_CMA", "0", 1);
   w->sym = 2;
@@ -550,6 +778,24 @@ int main(void) {
     tu_pass("direct.mismatch", "%s", s->err[0]);
   else
     tu_fail("direct.mismatch", "%s / %s: %s", cc_strerror((cc_result)s->rc[0]), cc_strerror((cc_result)s->rc[1]), s->err[0]);
+
+  /* settings that differ between the ranks */
+  for (r = 4; r <= 5; r++) {
+    s = (single *)tu_shared_alloc(sizeof(single));
+    s->mode = r;
+    if (r == 5) setenv("CC_SHM_CMA", "auto", 1);
+    rc = tu_spawn(2, differ_main, s);
+    setenv("CC_SHM_CMA", "1", 1);
+    snprintf(name, sizeof name, "direct.differ.%s", r == 4 ? "direct_bytes" : "auto_one_rank");
+    if (r == 5 && s->cma != 1)
+      tu_skip(name, "process_vm_readv is not allowed here: nothing to choose");
+    else if (s->rc[0] == CC_ERR_MISMATCH && s->rc[1] == CC_ERR_MISMATCH && !s->wrong[0] && !s->wrong[1] &&
+             strstr(s->err[0], "differ between the ranks"))
+      tu_pass(name, "CC_ERR_MISMATCH on both ranks, no wrong element before it: %s", s->err[0]);
+    else
+      tu_fail(name, "%s / %s, %ld + %ld wrong: %s", s->rc[0] >= 0 ? cc_strerror((cc_result)s->rc[0]) : "?",
+              s->rc[1] >= 0 ? cc_strerror((cc_result)s->rc[1]) : "?", s->wrong[0], s->wrong[1], s->err[0]);
+  }
 
   /* TCP: plain memory */
   s = (single *)tu_shared_alloc(sizeof(single));
