@@ -6943,10 +6943,13 @@ static size_t cc__direct_size(const cc_comm *c, const cc__call *k) {
    the way the next smaller class chose (the first call each way is cold),
    two the other, then the faster of their last calls; after that the other
    way is tried once after 16 calls, then 32, ... up to 1024, and taken when
-   that call beats the best of the last three the current way by 5%; it is
-   tried at once when the best of the last three calls the current way is
-   half again slower than when that way was last chosen or confirmed. The
-   arena's way asks rank 0 every 16th call, so that it can see that.
+   that call beats the median of the last three the current way by 10%; it
+   is tried at once when that median is half again slower than when the way
+   was last chosen or confirmed. The arena's way asks rank 0 every 16th
+   call, so that it can see that. A call that asks is timed from the end of
+   its first phase (every rank has arrived: what the last call left undone,
+   a root that returned before its readers, is not counted to this one) to
+   a phase that ends it on every rank, through the arena as directly.
    Reductions fold in rank order either way: the same bits (docs/api.md). */
 
 #define CC__TUNE_FIRST 16u             /* calls before the first try of the other way */
@@ -6973,12 +6976,12 @@ static int cc__tune_size(size_t bytes) {
   return i;
 }
 
-/* The best (least) of the last calls one way. */
-static float cc__tune_best(const cc__tune *t, int way) {
-  float b = t->ns[way][0];
-  int i;
-  for (i = 1; i < t->nsamp[way]; i++) b = CC__MIN(b, t->ns[way][i]);
-  return b;
+/* What a call one way costs: the median of its last three calls; the
+   least while it has fewer (learning: the first call each way is cold). */
+static float cc__tune_est(const cc__tune *t, int way) {
+  const float *v = t->ns[way];
+  if (t->nsamp[way] < CC__TUNE_KEEP) return t->nsamp[way] > 1 ? CC__MIN(v[0], v[1]) : v[0];
+  return CC__MAX(CC__MIN(v[0], v[1]), CC__MIN(CC__MAX(v[0], v[1]), v[2]));
 }
 
 static void cc__tune_push(cc__tune *t, int way, float ns) {
@@ -7013,24 +7016,24 @@ static int cc__tune_step(cc__tune *t, int prior, int *chose) {
   if (!t->every && (t->nsamp[t->way] < 2 || t->nsamp[!t->way] < 2))
     return t->nsamp[t->way] < 2 ? t->way : !t->way;     /* learning: every call asks */
   if (!t->every) {
-    t->way = cc__tune_best(t, 1) < cc__tune_best(t, 0);
+    t->way = cc__tune_est(t, 1) < cc__tune_est(t, 0);
     t->every = t->left = CC__TUNE_FIRST;
-    t->ref = cc__tune_best(t, t->way);
+    t->ref = cc__tune_est(t, t->way);
     *chose = 1;
   } else if (t->trying) {
     float tried = t->ns[!t->way][0];
     t->trying = 0;
-    if (tried < 0.95f * cc__tune_best(t, t->way)) {
+    if (tried < 0.9f * cc__tune_est(t, t->way)) {
       t->way = !t->way;
       t->every = CC__TUNE_FIRST;
       t->ref = tried;
       *chose = 1;
     } else {
       t->every = CC__MIN(2 * t->every, CC__TUNE_MOST);
-      t->ref = cc__tune_best(t, t->way);
+      t->ref = cc__tune_est(t, t->way);
     }
     t->left = t->every;
-  } else if (t->nsamp[t->way] == CC__TUNE_KEEP && cc__tune_best(t, t->way) > 1.5f * t->ref) {
+  } else if (t->nsamp[t->way] == CC__TUNE_KEEP && cc__tune_est(t, t->way) > 1.5f * t->ref) {
     t->left = 0;                       /* the way in use got slower: try the other now */
   }
   if (!t->left) {
@@ -7066,7 +7069,7 @@ static uint32_t cc__tune_ask(const cc_comm *c, const cc__call *k, cc__tune *t) {
   if (chose)
     cc__log(c, CC__LOG_INFO, "shm: %s of %zu KiB and more: %s, %.2f GB/s against %.2f (CC_SHM_CMA=auto)",
             cc__coll_name(k->coll), (size_t)1 << si, t->way ? "cross-memory attach" : "through the arena",
-            1.0 / cc__tune_best(t, t->way), 1.0 / cc__tune_best(t, !t->way));
+            1.0 / cc__tune_est(t, t->way), 1.0 / cc__tune_est(t, !t->way));
   return t->wait << 2 | (uint32_t)t->way << 1 | (uint32_t)use;
 }
 
@@ -7132,11 +7135,14 @@ static int cc__reach(const unsigned char *m, size_t max, size_t need, int cma) {
 /* The first phase of a direct call: the descriptor and where this rank's
    buffers are; then every rank's. *go: 0 the call runs through the arena
    instead (from a first phase of its own), 1 the reading run, 2 the putting
-   run. Every rank computes the same answer from the same records. */
+   run, 3 the arena with a last phase (rank 0 chose it by measuring). Every
+   rank computes the same answer from the same records; t (this rank's state
+   of the call's class, CC_SHM_CMA=auto) takes rank 0's word. */
 static cc_result cc__direct_begin(cc_comm *c, const cc__call *k, cc__tune *t, int *go) {
   const char *what = cc__coll_name(k->coll);
   int n = c->size, me = c->rank, j, all_cma = 1, call_ok = 1, cma, rd = 1, rdm = 1, pt;
   uint32_t tw = 1;                     /* rank 0's word on the class (cc__drec.tune); untuned: this call may */
+  int tuned = 0;                       /* rank 0 chose this call's way (its record says CC__DR_TUNED) */
   size_t sn, rn, sp, rp;
   unsigned char *mine;
   cc__drec d;
@@ -7167,7 +7173,10 @@ static cc_result cc__direct_begin(cc_comm *c, const cc__call *k, cc__tune *t, in
     memcpy(&e, CC__DATA(cc__half(c, j, c->step)), sizeof e);
     all_cma &= (e.flags & CC__DR_CMA) != 0;
     call_ok &= (e.flags & CC__DR_CALL) != 0;
-    if (j == 0 && (e.flags & CC__DR_TUNED)) tw = e.tune;   /* rank 0 chooses, for every rank */
+    if (j == 0 && (e.flags & CC__DR_TUNED)) {   /* rank 0 chooses, for every rank */
+      tw = e.tune;
+      tuned = 1;
+    }
     b->sa = e.sa;
     b->ra = e.ra;
     b->pid = CC__LOAD(&c->ctl[j].pid);
@@ -7190,8 +7199,8 @@ static cc_result cc__direct_begin(cc_comm *c, const cc__call *k, cc__tune *t, in
     pt &= cc__reach(b->s, b->s_max, sp, all_cma) && cc__reach(b->r, b->r_max, rp, 0);
   }
   if (k->coll == CC__REDUCE) rd = 0;
-  *go = !call_ok ? 0 : pt ? 2 : rd ? 1 : 0;
-  if (t) t->ran = (uint8_t)(!*go ? 0 : *go == 1 && !rdm ? 1 : 2);
+  *go = !call_ok ? (tuned ? 3 : 0) : pt ? 2 : rd ? 1 : tuned ? 3 : 0;
+  if (t) t->ran = (uint8_t)(!*go || *go == 3 ? 0 : *go == 1 && !rdm ? 1 : 2);
   return CC_OK;
 }
 
@@ -7289,9 +7298,16 @@ static cc_result cc__direct_move(cc_comm *c, const cc__call *k, int put) {
   return cc__direct_sync(c, what);
 }
 
-/* The data of a direct call whose first phase chose go (1: the reading run,
-   2: the putting run). */
+static cc_result cc__arena_algo(cc_comm *c, const cc__call *k);
+
+/* The rest of a call whose direct first phase chose go: 1 the reading run, 2
+   the putting run, 3 the arena, then a phase that ends it on every rank at
+   once, as a direct run ends (rank 0 times it: CC_SHM_CMA=auto). */
 static cc_result cc__direct_body(cc_comm *c, const cc__call *k, int go) {
+  if (go == 3) {
+    CC__TRY(cc__arena_algo(c, k));
+    return cc__direct_sync(c, cc__coll_name(k->coll));
+  }
   switch (k->coll) {
   case CC__ALL_REDUCE: return cc__direct_reduce(c, k, -1, go == 2);
   case CC__REDUCE: return cc__direct_reduce(c, k, k->root, go == 2);
@@ -7299,8 +7315,6 @@ static cc_result cc__direct_body(cc_comm *c, const cc__call *k, int go) {
   default: return cc__direct_move(c, k, go == 2);
   }
 }
-
-static cc_result cc__arena_algo(cc_comm *c, const cc__call *k);
 
 /* A call whose way rank 0 chooses by measuring (CC_SHM_CMA=auto): it asks
    (the direct first phase) unless the class goes through the arena for a
@@ -7311,12 +7325,13 @@ static cc_result cc__tuned_run(cc_comm *c, const cc__call *k, cc__tune *t) {
   cc_result r = CC_OK;
   if (t->way || !t->wait || c->nmem) {   /* mapped memory: always ask, it may be read in place */
     r = cc__direct_begin(c, k, t, &go);
-    if (r == CC_OK && go) r = cc__direct_body(c, k, go);
+    if (c->rank == 0) t0 = cc__now_ns();
+    if (r == CC_OK) r = go ? cc__direct_body(c, k, go) : cc__arena_algo(c, k);
   } else {
     t->wait--;
     t->want = t->ran = 0;
+    r = cc__arena_algo(c, k);
   }
-  if (r == CC_OK && !go) r = cc__arena_algo(c, k);
   if (r == CC_OK && c->rank == 0)
     cc__tune_note(t, (float)(cc__now_ns() - t0) / (float)cc__direct_size(c, k));
   return r;
