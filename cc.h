@@ -5487,9 +5487,11 @@ static int cc__sent_all(const cc__msg *m) {
 /* A send on an authenticated TCP link (see "authenticated frames"): the
    header's tag and the frame's two nonces are taken at its first write; a
    small payload is MACed (or encrypted) at once, so that the whole frame goes
-   in one sendmsg; a large one is MACed just after the socket took it (the
-   bytes are still in the cache), or encrypted a stage at a time into the
-   connection's stage. Bytes written, or -1 (errno). */
+   in one sendmsg; a large one is MACed just after the socket took it, at
+   most CC__SEC_STAGE bytes a write so that the bytes are still in the cache
+   (the receiver reads as much at a time, for the same reason), or encrypted
+   a stage at a time into the connection's stage. Bytes written, or -1
+   (errno). */
 static long cc__sec_write(cc__peer *pe, cc__msg *m) {
   cc__sec *s = pe->sec;
   const unsigned char *pay;
@@ -5522,7 +5524,7 @@ static long cc__sec_write(cc__peer *pe, cc__msg *m) {
   }
   hleft = m->hdr_len - m->hdr_sent;
   if (s->encrypt) { pay = s->stage + (m->moved - m->st_off); plen = m->macd - m->moved; }
-  else { pay = m->buf + m->moved; plen = CC__MIN(m->bytes - m->moved, (size_t)1 << 30); }
+  else { pay = m->buf + m->moved; plen = CC__MIN(m->bytes - m->moved, (size_t)CC__SEC_STAGE); }
   if (m->tag_left && m->macd == m->bytes && m->moved + plen == m->bytes) tlen = m->tag_left;
   w = cc__sock_send3(pe->fd, m->hdr + m->hdr_sent, hleft, pay, plen, s->tx_tag + CC__TAG - m->tag_left, tlen);
   if (w < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
@@ -6086,6 +6088,7 @@ static cc_result cc__rx_pull(cc__run *x, int p, int *progress) {
         dst = pe->rx_unexp->data;
         want = CC__MIN(want, pe->rx_unexp->cap - (size_t)pe->rx_done);
       }
+      if (s) want = CC__MIN(want, (size_t)CC__SEC_STAGE);   /* MACed while the cache still holds it */
       k = cc__link_read(c, p, dst + pe->rx_done, want);
       if (k < 0 && !pe->rx_target) {   /* cut short in a frame nobody waits for yet */
         cc__post_fail_msg(c, CC_ERR_PEER_LOST, p, "rank %d closed its connection in the middle of a message: it "
