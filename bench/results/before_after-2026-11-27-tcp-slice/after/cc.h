@@ -1,0 +1,10356 @@
+/* cc.h - v0.1.0 - collective communication for C processes - MIT licence (end of file)
+
+   Usage: in exactly one C or C++ file of your program
+
+       #define CC_IMPLEMENTATION
+       #include "cc.h"
+
+   and plain `#include "cc.h"` everywhere else. Link with -pthread.
+
+   Example: four ranks add up their numbers (build, then `ccrun -n 4 ./sum`)
+
+       #define CC_IMPLEMENTATION
+       #include "cc.h"
+       #include <stdio.h>
+       int main(void) {
+           cc_comm *c;
+           if (cc_comm_init(&c, NULL) != CC_OK) {       // rank, size from the environment
+               fprintf(stderr, "%s\n", cc_comm_last_error(NULL));
+               return 1;
+           }
+           float x = (float)(cc_comm_rank(c) + 1);
+           cc_all_reduce(c, &x, &x, 1, CC_FLOAT32, CC_SUM);   // in place
+           printf("rank %d: %g\n", cc_comm_rank(c), x);       // 10 on every rank
+           return cc_comm_destroy(c);
+       }
+
+   Or, without a launcher, `cc_spawn(4, fn, arg)` forks four ranks that each run fn.
+
+   Compile-time configuration (define before the implementation):
+
+       CC_API            storage class of the public functions (default: extern)
+       CC_STATIC         make every function static to the including file
+       CC_ASSERT(x)      internal invariant check (default: assert)
+       CC_MALLOC(n)      allocator; define CC_FREE(p) too (both or neither)
+       CC_NO_SHM         leave out the shared-memory transport
+       CC_NO_TCP         leave out the TCP transport (bootstrap of env:// jobs)
+       CC_NO_IMPLEMENTATION  declarations only, even where CC_IMPLEMENTATION is
+                         defined: for builds that link one compiled implementation
+                         into many single-file programs (as this project's
+                         Makefile builds its examples)
+
+   Environment (read once by cc_comm_init; a value in cc_config wins over it):
+
+       RANK, WORLD_SIZE, LOCAL_WORLD_SIZE   as torchrun sets them;
+           else OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE,
+           PMI_RANK, PMI_SIZE, MPI_LOCALNRANKS, SLURM_PROCID, SLURM_NTASKS
+       MASTER_ADDR, MASTER_PORT   rendezvous of jobs not started by ccrun/cc_spawn;
+                         under Slurm SLURM_JOB_NODELIST's first host and a port from
+                         SLURM_JOB_ID by default
+       CC_JOB_ID         job identity set by ccrun (32 hex digits); ranks of one job
+                         meet in shared memory named after it, never on a fixed port
+       CC_TIMEOUT        seconds any wait may last without progress (default 600)
+       CC_TRANSPORT      auto | shm | tcp
+       CC_TOKEN          job secret (at least 128 bits: `ccrun --make-token`): every TCP
+                         connection proves it, and every byte on it is authenticated;
+                         removed from the environment once read
+       CC_NET_ENCRYPT    1: encrypt TCP payloads too (needs a token; default 0)
+       CC_MAX_UNEXPECTED bytes of messages no receive has taken yet that a communicator
+                         holds before it fails the sender (default 1G; K, M, G)
+       CC_SOCKET_IFNAME  the interface whose address the ranks listen on (default:
+                         the address of the route to MASTER_ADDR)
+       CC_DEBUG          WARN | INFO | TRACE: log lines on stderr, prefixed with the rank
+       CC_SPIN_US        microseconds a wait polls (2 on the cache line, then between
+                         sched_yield calls) before it sleeps on a futex (default 50;
+                         2 when there are more local ranks than CPUs)
+       CC_SHM_CHUNK      bytes of one pipeline stage per rank (default 1M for two
+                         ranks, 256K per two ranks beyond, at most 2M)
+       CC_SMALL_BYTES    largest message every rank reduces in one phase (16K)
+       CC_STREAM_BYTES   messages this large are staged with non-temporal stores (512K)
+       CC_SHM_DIRECT_BYTES  messages this large are read from the peers' buffers
+                         directly, with one copy, instead of through the arena (256K)
+       CC_SHM_QUEUE_BYTES  broadcasts this small (scatters, gathers: all parts)
+                         go queued through the rings: the root returns at once
+                         (4K; 0: never)
+       CC_SHM_CMA        auto: for large messages on plain buffers, choose
+                         between cross-memory attach (process_vm_readv, one
+                         copy) and the arena (two) by timing the calls, per
+                         collective and size; 1: cross-memory attach wherever
+                         allowed; 0: never (default auto)
+       CC_NET_CHUNK      bytes of one pipelined piece over TCP (1M)
+       CC_NET_SMALL_BYTES  largest message sent whole to every peer over TCP (64K)
+       CC_NET_SOCKBUF    TCP socket buffer bytes (default: the kernel's autotuning)
+       CC_SPAWN_GRACE_MS how long cc_spawn lets the other ranks notice a failed rank
+                         before it kills them (default 1000)
+       CC_WARN_AFTER     seconds a wait lasts before it prints a warning naming the
+                         ranks it waits for, again at twice that, ... (default 10;
+                         0: never)
+       CC_REFUSED_GRACE  seconds a rendezvous waits for a rank whose connection it
+                         refused (a token that differs, none, another world
+                         size) before it fails on every rank (default 5; 0:
+                         the whole timeout, as a stranger's hello could be it)
+       CC_REQUIRE_LAUNCHER  1: a process without a launcher's variables (RANK,
+                         WORLD_SIZE...) fails cc_comm_init instead of being a world
+                         of one
+
+   CONTENTS (search for the tag)
+
+       @api          public declarations
+       @platform     every system call: time, futex, processes, shared memory, files, sockets
+       @crypto       SHA-256, HMAC, HKDF, ChaCha20-Poly1305, AES-256-GCM
+       @base         internal types, errors and logging, the settings (read once)
+       @reduce       the reduction kernels for every dtype and op
+       @plan         what a call means: its identity, its data movement, v counts
+       @shm          the shared-memory transport: segments, arena, rings, the bell
+       @tcp          TCP connections: handshakes and the accepting state machine
+       @engine       messages over every link, the one wait, failures for every rank
+       @algo         collectives: arena, message and hierarchical executors
+       @bootstrap    init paths, rendezvous, mesh, split
+       @comm         the public calls, groups, requests, ops, lifecycle
+       @spawn        cc_spawn
+       @licence      changelog and licence
+*/
+
+#if defined(CC_IMPLEMENTATION) && !defined(CC_NO_IMPLEMENTATION) && !defined(CC__IMPLEMENTED) && !defined(_GNU_SOURCE)
+#  define _GNU_SOURCE 1   /* the implementation uses Linux and POSIX interfaces */
+#endif
+
+/* ============================================================== @api */
+#ifndef CC_H_INCLUDED
+#define CC_H_INCLUDED
+
+#include <stddef.h>   /* size_t; nothing else, so that the implementation can still pick its features */
+
+#define CC_VERSION_MAJOR 0
+#define CC_VERSION_MINOR 1
+#define CC_VERSION_PATCH 0
+#define CC_VERSION_STRING "0.1.0"
+
+#ifndef CC_API
+#  if defined(CC_STATIC) && (defined(__GNUC__) || defined(__clang__))
+#    define CC_API static __attribute__((unused))
+#  elif defined(CC_STATIC)
+#    define CC_API static
+#  else
+#    define CC_API extern
+#  endif
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Results. The X-macro keeps the enum and its strings together. */
+#define CC__RESULTS(X)                                                              \
+  X(CC_OK,               "success")                                                 \
+  X(CC_ERR_INVALID_ARG,  "bad pointer, count, rank, root, dtype or op")             \
+  X(CC_ERR_MISMATCH,     "ranks disagree: collectives, counts, roots or world size")\
+  X(CC_ERR_TIMEOUT,      "a peer did not arrive within the timeout")                \
+  X(CC_ERR_PEER_LOST,    "a peer process died or its connection broke")             \
+  X(CC_ERR_ABORTED,      "cc_comm_abort was called, or an earlier error")           \
+  X(CC_ERR_SYSTEM,       "an operating-system call failed")                         \
+  X(CC_ERR_AUTH,         "handshake refused, or data failed its integrity check")   \
+  X(CC_ERR_NO_MEMORY,    "out of memory")                                           \
+  X(CC_ERR_UNSUPPORTED,  "not built in, or not possible on this platform")
+
+typedef enum cc_result {
+#define CC__RESULT_ENUM(name, text) name,
+  CC__RESULTS(CC__RESULT_ENUM)
+#undef CC__RESULT_ENUM
+  CC_RESULT_COUNT
+} cc_result;
+
+typedef enum cc_dtype {
+  CC_INT8, CC_UINT8, CC_INT32, CC_UINT32, CC_INT64, CC_UINT64,
+  CC_FLOAT16, CC_BFLOAT16, CC_FLOAT32, CC_FLOAT64,
+  CC_COMPLEX64, CC_COMPLEX128,           /* interleaved (re, im) pairs */
+  CC_DTYPE_COUNT
+} cc_dtype;
+
+typedef int cc_op;
+enum { CC_SUM, CC_PROD, CC_MIN, CC_MAX, CC_AVG, CC_BAND, CC_BOR, CC_BXOR,
+       CC_OP_BUILTIN_COUNT };
+
+#define CC_UNDEFINED (-1)
+
+typedef struct cc_comm cc_comm;
+typedef struct cc_request cc_request;
+
+typedef struct cc_config {
+  int rank;                 /* -1: from the environment                    */
+  int world_size;           /* -1: from the environment                    */
+  const char *init_method;  /* NULL or "env://", "tcp://HOST:PORT",
+                               "file:///PATH"                               */
+  int timeout_ms;           /* 0: CC_TIMEOUT (seconds) or 600 s            */
+  const char *transport;    /* NULL or "auto", "shm", "tcp"                */
+  const char *token;        /* job secret; NULL: CC_TOKEN or none          */
+} cc_config;
+
+typedef void (*cc_reduce_fn)(void *inout, const void *in, size_t count,
+                             cc_dtype dtype, void *user);
+typedef int (*cc_main_fn)(cc_comm *c, void *arg);
+
+/* cc_strerror - name and meaning of a result, e.g. "CC_ERR_TIMEOUT: a peer did not ...".
+ *   Returns           a static string; never NULL */
+CC_API const char *cc_strerror(cc_result r);
+
+/* cc_comm_last_error - detail of the last failure on `c`, naming the rank, the peer
+ *   and what was being done, e.g. "all_reduce: rank 3 lost (pid 4711 exited)".
+ *   c                 NULL gives the last cc_comm_init / cc_spawn failure of this thread
+ *   Returns           a string owned by the communicator; "" when nothing failed */
+CC_API const char *cc_comm_last_error(const cc_comm *c);
+
+/* cc_dtype_size - bytes of one element of `t`; 0 for an unknown dtype. */
+CC_API size_t cc_dtype_size(cc_dtype t);
+
+/* cc_config_init - fill `cfg` with the defaults: everything from the environment. */
+CC_API void cc_config_init(cc_config *cfg);
+
+/* cc_comm_init - join the job and return its world communicator in *out.
+ *   cfg               NULL: everything from the environment (see the table above)
+ *   Collective        every rank of the job calls it
+ *   Returns           CC_OK, or an error (then *out is NULL and cc_comm_last_error(NULL)
+ *                     says why) */
+CC_API cc_result cc_comm_init(cc_comm **out, const cc_config *cfg);
+
+/* cc_unique_id - what every rank of a new job needs to find the others (as
+ *   ncclUniqueId): where rank 0 listens, the job's nonce and a fresh random
+ *   secret that every connection of the job must prove it knows. Opaque; copy
+ *   it as bytes. Keep it as private as the job's data: who has it can join. */
+#define CC_UNIQUE_ID_BYTES 128
+typedef struct cc_unique_id { char internal[CC_UNIQUE_ID_BYTES]; } cc_unique_id;
+
+/* cc_get_unique_id - make a new job's identity (as ncclGetUniqueId) and start
+ *   listening for its rendezvous. Call it in the process that will be rank 0,
+ *   then give the id to every rank by your own means (a file, a pipe, a
+ *   key-value store) for cc_comm_init_rank.
+ *   Address           CC_SOCKET_IFNAME's address, else the one of the route to
+ *                     MASTER_ADDR, else the first non-loopback IPv4 address of
+ *                     an interface that is up, else 127.0.0.1
+ *   Returns           CC_OK, or an error with detail in cc_comm_last_error(NULL) */
+CC_API cc_result cc_get_unique_id(cc_unique_id *id);
+
+/* cc_comm_init_rank - join the job of `id` as rank `rank` of `nranks` (as
+ *   ncclCommInitRank). Rank, size and rendezvous come from the arguments, never
+ *   from the environment; the rest of cfg (timeout, transport, a token that
+ *   replaces the id's secret) applies as in cc_comm_init. cfg may be NULL.
+ *   Collective        every rank of the job calls it, rank 0 in the process that
+ *                     called cc_get_unique_id
+ *   Returns           as cc_comm_init */
+CC_API cc_result cc_comm_init_rank(cc_comm **out, int nranks, const cc_unique_id *id, int rank,
+                                   const cc_config *cfg);
+
+/* cc_comm_destroy - finish pending requests and free the communicator. Local: it
+ *   does not wait for the other ranks. Peers still waiting for this rank fail. */
+CC_API cc_result cc_comm_destroy(cc_comm *c);
+
+/* cc_comm_abort - fail the communicator on every rank: pending and later calls
+ *   return CC_ERR_ABORTED. Safe to call from another thread or a signal handler. */
+CC_API void cc_comm_abort(cc_comm *c);
+
+/* cc_comm_rank, cc_comm_size - this rank's number (0 .. size-1) and the number
+ *   of ranks; cc_comm_local_rank, cc_comm_local_size - the same among the ranks
+ *   on this host. Never fail: a NULL communicator gives rank -1 and size 0 (so
+ *   that `malloc(n * cc_comm_size(c))` is never asked for a huge size). */
+CC_API int cc_comm_rank(const cc_comm *c);
+CC_API int cc_comm_size(const cc_comm *c);
+CC_API int cc_comm_local_rank(const cc_comm *c);
+CC_API int cc_comm_local_size(const cc_comm *c);
+
+/* cc_comm_split - as MPI_Comm_split: ranks with the same `color` form a new
+ *   communicator, ordered by `key` then by their rank in `c`.
+ *   color             >= 0, or CC_UNDEFINED to take part in no new communicator
+ *                     (then *out is NULL)
+ *   Collective        every rank of `c` calls it */
+CC_API cc_result cc_comm_split(cc_comm *c, int color, int key, cc_comm **out);
+
+/* cc_op_create - a user reduction op: fn(inout, in, count, dtype, user) must
+ *   combine `in` into `inout`; assumed associative and commutative.
+ *   Collective        every rank creates the same ops in the same order
+ *   out               the new op, valid on `c` until cc_op_destroy */
+CC_API cc_result cc_op_create(cc_comm *c, cc_reduce_fn fn, void *user, cc_op *out);
+
+/* cc_op_create_premul_sum - the sum of (scalar * x), scalar of dtype `t` (each
+ *   rank multiplies its own input by its own scalar). Valid for dtype `t` only. */
+CC_API cc_result cc_op_create_premul_sum(cc_comm *c, cc_dtype t, const void *scalar,
+                                         cc_op *out);
+CC_API cc_result cc_op_destroy(cc_comm *c, cc_op op);
+
+/* Collectives. Counts are in elements. In place as NCCL: sendbuf == recvbuf for
+ * all_reduce, reduce, broadcast, all_to_all; sendbuf == recvbuf + rank*count for
+ * all_gather (and on the root of gather); recvbuf == sendbuf + rank*count for
+ * reduce_scatter (and on the root of scatter). Other overlaps are
+ * CC_ERR_INVALID_ARG. A count of 0 is valid and buffers may then be NULL. Every
+ * rank calls each collective with the same count, dtype, op and root; where the
+ * ranks can tell they do not, they return CC_ERR_MISMATCH. Results are bitwise
+ * identical on every rank: element i is reduced as ((x0 op x1) op x2) ... in rank
+ * order. Returns CC_OK, or an error with detail in cc_comm_last_error. */
+
+/* cc_barrier - return once every rank has entered the barrier. */
+CC_API cc_result cc_barrier(cc_comm *c);
+/* cc_broadcast - copy `count` elements of `buf` on `root` to `buf` on every rank. */
+CC_API cc_result cc_broadcast(cc_comm *c, void *buf, size_t count, cc_dtype t, int root);
+/* cc_reduce - combine every rank's `sendbuf` with `op` into `recvbuf` on `root`. */
+CC_API cc_result cc_reduce(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count,
+                           cc_dtype t, cc_op op, int root);
+/* cc_all_reduce - combine every rank's `sendbuf` with `op`; all receive it. */
+CC_API cc_result cc_all_reduce(cc_comm *c, const void *sendbuf, void *recvbuf,
+                               size_t count, cc_dtype t, cc_op op);
+/* cc_gather - rank r's `count` elements land at recvbuf + r*count on `root`. */
+CC_API cc_result cc_gather(cc_comm *c, const void *sendbuf, void *recvbuf,
+                           size_t count, cc_dtype t, int root);
+/* cc_all_gather - rank r's `count` elements land at recvbuf + r*count everywhere. */
+CC_API cc_result cc_all_gather(cc_comm *c, const void *sendbuf, void *recvbuf,
+                               size_t count, cc_dtype t);
+/* cc_scatter - sendbuf + r*count on `root` lands in rank r's `recvbuf`. */
+CC_API cc_result cc_scatter(cc_comm *c, const void *sendbuf, void *recvbuf,
+                            size_t count, cc_dtype t, int root);
+/* cc_reduce_scatter - block r (count elements) of the reduction lands on rank r;
+ *   sendbuf holds size*count elements. */
+CC_API cc_result cc_reduce_scatter(cc_comm *c, const void *sendbuf, void *recvbuf,
+                                   size_t count, cc_dtype t, cc_op op);
+/* cc_all_to_all - block j of rank r's sendbuf lands in block r of rank j's recvbuf;
+ *   `count` elements per block. */
+CC_API cc_result cc_all_to_all(cc_comm *c, const void *sendbuf, void *recvbuf,
+                               size_t count, cc_dtype t);
+
+/* Variable sizes: arrays of cc_comm_size(c) entries, counts and displacements in
+ * elements. Root-only arrays may be NULL on the other ranks. */
+CC_API cc_result cc_gather_v(cc_comm *c, const void *sendbuf, size_t send_count,
+                             void *recvbuf, const size_t *recv_counts,
+                             const size_t *displs, cc_dtype t, int root);
+CC_API cc_result cc_all_gather_v(cc_comm *c, const void *sendbuf, size_t send_count,
+                                 void *recvbuf, const size_t *recv_counts,
+                                 const size_t *displs, cc_dtype t);
+CC_API cc_result cc_scatter_v(cc_comm *c, const void *sendbuf, const size_t *send_counts,
+                              const size_t *displs, void *recvbuf, size_t recv_count,
+                              cc_dtype t, int root);
+CC_API cc_result cc_all_to_all_v(cc_comm *c, const void *sendbuf,
+                                 const size_t *send_counts, const size_t *send_displs,
+                                 void *recvbuf, const size_t *recv_counts,
+                                 const size_t *recv_displs, cc_dtype t);
+
+/* cc_send, cc_recv - point to point. Messages between one pair with one tag arrive
+ *   in order; a receive takes the oldest message of its tag. The counts must agree.
+ *   peer              0 .. size-1; a rank may send to itself
+ *   tag               >= 0
+ *   Blocking          outside a group, returns when `buf` may be reused; while a
+ *                     send waits for room it takes in what other ranks send, so
+ *                     ranks that all send before they receive do not deadlock */
+CC_API cc_result cc_send(cc_comm *c, const void *buf, size_t count, cc_dtype t,
+                         int peer, int tag);
+CC_API cc_result cc_recv(cc_comm *c, void *buf, size_t count, cc_dtype t,
+                         int peer, int tag);
+
+/* cc_group_begin, cc_group_end - calls in between are queued, not run. The group's
+ *   collectives run in issue order, then its sends and receives all progress
+ *   together (a ring exchange in one group never deadlocks).
+ *   req               NULL: run the group and return when it is done;
+ *                     else return at once with a request for cc_wait / cc_test
+ *   Groups nest; only the outermost cc_group_end runs the work. */
+CC_API cc_result cc_group_begin(cc_comm *c);
+CC_API cc_result cc_group_end(cc_comm *c, cc_request **req);
+
+/* cc_wait - wait for the request, free it, and return its result. */
+CC_API cc_result cc_wait(cc_request *req);
+/* cc_test - *done = 1 when the request has finished; never blocks. */
+CC_API cc_result cc_test(cc_request *req, int *done);
+/* cc_request_error - once cc_test said done: the detail of the request's own
+ *   failure ("" when it succeeded), which a later failure on the communicator
+ *   does not overwrite. Valid until cc_wait frees the request; "" before it is
+ *   done, and for NULL. */
+CC_API const char *cc_request_error(const cc_request *req);
+
+/* cc_mem_alloc - memory that every rank of c on this host maps (symmetric memory,
+ *   the CPU twin of NCCL's ncclMemAlloc): a collective whose buffers lie in such
+ *   memory, at any offset, reads and writes the other ranks' buffers in place
+ *   instead of copying through shared memory or the kernel.
+ *   bytes             this rank's size (ranks may ask for different sizes); > 0
+ *   *ptr              this rank's memory: zeroed, page-aligned
+ *   Collective        every rank of c calls it, in the same order as c's
+ *                     collectives; a rank alone on its host (or CC_TRANSPORT=tcp)
+ *                     gets plain memory, and collectives on it work as on any buffer
+ *   Returns           CC_OK; CC_ERR_INVALID_ARG (ptr NULL, bytes 0, in a group);
+ *                     CC_ERR_NO_MEMORY, CC_ERR_SYSTEM on every rank when one
+ *                     rank could not create or map it */
+CC_API cc_result cc_mem_alloc(cc_comm *c, size_t bytes, void **ptr);
+/* cc_mem_free - free memory from cc_mem_alloc on c (every rank, in the same order;
+ *   ranks that free different allocations get CC_ERR_MISMATCH). Refused, with
+ *   CC_ERR_INVALID_ARG and the communicator usable, when ptr is not such memory
+ *   or a request not yet complete (cc_group_end with a request) uses it. Memory
+ *   not freed is freed by cc_comm_destroy. */
+CC_API cc_result cc_mem_free(cc_comm *c, void *ptr);
+
+/* cc_spawn - fork `nprocs` ranks on this host (as torch's mp.spawn); each calls
+ *   fn(c, arg) with a ready communicator. Returns 0 when every rank returned 0;
+ *   when a rank fails or dies the others are stopped at once and cc_spawn returns
+ *   nonzero (that rank's exit status, or 128 + its signal). No process and no
+ *   /dev/shm entry is left behind. */
+CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CC_H_INCLUDED */
+/* ====================================================================== */
+/* Implementation                                                          */
+/* ====================================================================== */
+#if defined(CC_IMPLEMENTATION) && !defined(CC_NO_IMPLEMENTATION) && !defined(CC__IMPLEMENTED)
+#define CC__IMPLEMENTED
+
+#if defined(__GLIBC__) && !defined(__USE_GNU)
+#  error "cc.h: in the file that defines CC_IMPLEMENTATION, include cc.h before any system header (or compile with -D_GNU_SOURCE)"
+#endif
+
+#include <errno.h>
+#include <stdint.h>
+#include <fcntl.h>
+#include <float.h>
+#include <limits.h>
+#include <math.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <dirent.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <sys/prctl.h>
+#include <sys/uio.h>
+#include <linux/futex.h>
+#if defined(__SSE2__)
+#  include <emmintrin.h>
+#endif
+/* @crypto's AES-NI, PCLMULQDQ and AVX2 paths (chosen at run time by CPUID) */
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && !defined(CC_CRYPTO_PORTABLE)
+#  define CC__CRYPTO_X86 1
+#  include <cpuid.h>
+#  include <immintrin.h>
+#  include <wmmintrin.h>
+#  define CC__TARGET_AVX2 __attribute__((target("avx2")))
+#  define CC__TARGET_GCM __attribute__((target("aes,pclmul,sse4.1")))
+#  define CC__INLINE_GCM inline __attribute__((always_inline, target("aes,pclmul,sse4.1")))
+#  define CC__TARGET_VCLMUL __attribute__((target("aes,pclmul,sse4.1,avx2,vpclmulqdq")))
+#  define CC__TARGET_VAES __attribute__((target("aes,pclmul,sse4.1,avx2,vpclmulqdq,vaes")))
+#else
+#  define CC__CRYPTO_X86 0
+#endif
+#ifndef CC_NO_TCP
+#  include <arpa/inet.h>
+#  include <netdb.h>
+#  include <netinet/in.h>
+#  include <netinet/tcp.h>
+#  include <sys/socket.h>
+#  include <ifaddrs.h>
+#  include <net/if.h>
+#endif
+
+#ifndef CC_ASSERT
+#  include <assert.h>
+#  define CC_ASSERT(x) assert(x)
+#endif
+#if defined(CC_MALLOC) != defined(CC_FREE)
+#  error "cc.h: define both CC_MALLOC and CC_FREE, or neither"
+#endif
+#ifndef CC_MALLOC
+#  define CC_MALLOC(n) malloc(n)
+#  define CC_FREE(p) free(p)
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* Atomics on plain integers (shared between processes): the GCC/Clang builtins,
+   which C99 and C++ accept alike. */
+#define CC__LOAD(p)        __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define CC__LOAD_RLX(p)    __atomic_load_n((p), __ATOMIC_RELAXED)
+#define CC__STORE(p, v)    __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define CC__STORE_SC(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
+#define CC__ADD(p, v)      __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
+/* A rare path (a failure, a mismatch), out of line: a hot caller's frame
+   stays small. An 8-byte call is about 600 instructions between seeing the
+   peer's step and publishing the next one, and each of them is latency. */
+#define CC__COLD __attribute__((cold, noinline))
+#define CC__NOINLINE __attribute__((noinline))   /* a big callee kept out of its small caller */
+#define CC__INLINE inline __attribute__((always_inline))   /* a small dispatcher folded into its caller */
+
+#define CC__MIN(a, b) ((a) < (b) ? (a) : (b))
+#define CC__MAX(a, b) ((a) > (b) ? (a) : (b))
+#define CC__MS 1000000ull
+#define CC__S  1000000000ull
+
+/* The accepting side of the handshakes (@tcp): connections handled at once,
+   and how long one may be silent (or live) before a newer one may take its
+   place while the table is full. A test may define smaller ones. */
+#ifndef CC__PEND_MAX
+#  define CC__PEND_MAX 128
+#endif
+#ifndef CC__HS_IDLE
+#  define CC__HS_IDLE (200 * CC__MS)
+#endif
+#ifndef CC__HS_AGE
+#  define CC__HS_AGE (2 * CC__S)
+#endif
+
+/* ============================================================== @platform */
+/* Everything that touches the operating system lives here, behind a small
+   static interface: clocks, futex waits, randomness, processes, shared-memory
+   segments, files, sockets and poll. No section below makes a system call or
+   includes a system header; none but the settings reads the environment.
+   Every call that can be interrupted retries EINTR; failures return -1 (or
+   NULL) with errno set, and the callers say what was being done.
+   With CC_NO_SHM or CC_NO_TCP the functions of that part fail with ENOSYS,
+   so the sections above need no #if of their own. */
+
+/* ---------------------------------------------------------------- time, CPU */
+
+static uint64_t cc__now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * CC__S + (uint64_t)ts.tv_nsec;
+}
+
+static void cc__sleep_ns(uint64_t ns) {
+  struct timespec ts;
+  ts.tv_sec = (time_t)(ns / CC__S);
+  ts.tv_nsec = (long)(ns % CC__S);
+  while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {}
+}
+
+static void cc__yield(void) { sched_yield(); }
+
+static void cc__cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  __asm__ __volatile__("yield");
+#endif
+}
+
+/* Ask for the line at p to be this core's alone, for a write to come: the
+   peers that read it last drop their copies now, not when the write comes
+   (x86 PREFETCHW, a no-op where the CPU lacks it; a write prefetch elsewhere). */
+static void cc__prefetch_write(const void *p) {
+#if defined(__x86_64__) || defined(__i386__)
+  __asm__ __volatile__("prefetchw %0" : : "m"(*(const char *)p));
+#else
+  __builtin_prefetch(p, 1, 3);
+#endif
+}
+
+/* Copy with non-temporal stores (x86 SSE2; memcpy elsewhere): the data goes
+   towards memory instead of staying dirty in this core's cache, so that a rank
+   on a far core streams it from memory rather than pulling line by line from
+   this cache. Ends with a store fence: the data is visible before any later
+   store (an arrive) is. */
+static void cc__copy_stream(void *dst, const void *src, size_t n) {
+#if defined(__SSE2__)
+  unsigned char *d = (unsigned char *)dst;
+  const unsigned char *s = (const unsigned char *)src;
+  size_t head = (16 - ((uintptr_t)d & 15)) & 15;
+  if (n < 1024) { memcpy(dst, src, n); return; }
+  memcpy(d, s, head);
+  d += head; s += head; n -= head;
+  for (; n >= 64; n -= 64, d += 64, s += 64) {
+    __m128i a = _mm_loadu_si128((const __m128i *)s), b = _mm_loadu_si128((const __m128i *)(s + 16));
+    __m128i c = _mm_loadu_si128((const __m128i *)(s + 32)), e = _mm_loadu_si128((const __m128i *)(s + 48));
+    _mm_stream_si128((__m128i *)d, a);
+    _mm_stream_si128((__m128i *)(d + 16), b);
+    _mm_stream_si128((__m128i *)(d + 32), c);
+    _mm_stream_si128((__m128i *)(d + 48), e);
+  }
+  memcpy(d, s, n);
+  _mm_sfence();
+#else
+  memcpy(dst, src, n);
+#endif
+}
+
+static int cc__ncpus(void) {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0) {
+    int n = CPU_COUNT(&set);
+    if (n > 0) return n;
+  }
+  {
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n > 0 ? (int)n : 1;
+  }
+}
+
+/* Sleep while *addr == val, at most timeout_ns. The word may live in memory
+   shared between processes, so the futex is not PRIVATE. */
+static void cc__futex_wait(uint32_t *addr, uint32_t val, uint64_t timeout_ns) {
+  struct timespec ts;
+  ts.tv_sec = (time_t)(timeout_ns / CC__S);
+  ts.tv_nsec = (long)(timeout_ns % CC__S);
+  syscall(SYS_futex, addr, FUTEX_WAIT, val, &ts, NULL, 0);
+}
+
+static void cc__futex_wake(uint32_t *addr) {
+  syscall(SYS_futex, addr, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+static void cc__strerr(int err, char *buf, size_t len) {
+  /* strerror_r comes in two flavours; this form works with both. */
+#if defined(__GLIBC__) && defined(_GNU_SOURCE)
+  const char *s = strerror_r(err, buf, len);
+  if (s != buf) snprintf(buf, len, "%s", s);
+#else
+  if (strerror_r(err, buf, len) != 0) snprintf(buf, len, "errno %d", err);
+#endif
+}
+
+static void cc__random(void *out, size_t len) {
+  unsigned char *p = (unsigned char *)out;
+  size_t got = 0;
+  while (got < len) {
+    long r = syscall(SYS_getrandom, p + got, len - got, 0);
+    if (r > 0) { got += (size_t)r; continue; }
+    if (r < 0 && errno == EINTR) continue;
+    break;
+  }
+  if (got < len) {                       /* no getrandom: /dev/urandom */
+    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    while (fd >= 0 && got < len) {
+      ssize_t r = read(fd, p + got, len - got);
+      if (r > 0) got += (size_t)r;
+      else if (!(r < 0 && errno == EINTR)) break;
+    }
+    if (fd >= 0) close(fd);
+  }
+  if (got < len) {                       /* last resort: time and pid, mixed */
+    uint64_t x = cc__now_ns() ^ ((uint64_t)getpid() << 32);
+    for (; got < len; got++) {
+      x ^= x << 13; x ^= x >> 7; x ^= x << 17;
+      p[got] = (unsigned char)x;
+    }
+  }
+}
+
+/* ---------------------------------------------------------------- processes */
+
+static int cc__getpid(void) { return (int)getpid(); }
+
+/* 1: process exists and has not exited; 0: gone (exited, even if not yet reaped). */
+static int cc__pid_alive(int pid) {
+  if (pid <= 0) return 1;
+#ifdef SYS_pidfd_open
+  {
+    int fd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (fd >= 0) {
+      struct pollfd p;
+      int r;
+      p.fd = fd; p.events = POLLIN; p.revents = 0;
+      r = poll(&p, 1, 0);
+      close(fd);
+      return r > 0 ? 0 : 1;
+    }
+    if (errno == ESRCH) return 0;
+  }
+#endif
+  if (kill(pid, 0) != 0 && errno == ESRCH) return 0;
+  {                                     /* a zombie has exited too */
+    char path[64], buf[256];
+    int fd;
+    ssize_t n;
+    snprintf(path, sizeof path, "/proc/%d/stat", pid);
+    fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0) return 1;
+    n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n > 0) {
+      char *rp;
+      buf[n] = 0;
+      rp = strrchr(buf, ')');
+      if (rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X')) return 0;
+    }
+  }
+  return 1;
+}
+
+/* A child process (cc_spawn): -1 with errno, 0 in the child, its pid in the parent. */
+static int cc__proc_fork(void) {
+  fflush(NULL);                         /* or the child prints the parent's buffers again */
+  return (int)fork();
+}
+
+/* In a child: die with the parent (SIGKILL); 1 when the parent is already gone. */
+static int cc__proc_tie_to_parent(int parent) {
+  prctl(PR_SET_PDEATHSIG, SIGKILL);
+  return getppid() != (pid_t)parent;
+}
+
+/* Reap pid without waiting: 1 reaped (*exit_code, or *signo > 0 when killed),
+   0 still running, -1 error. */
+static int cc__proc_reap(int pid, int *exit_code, int *signo) {
+  int st;
+  pid_t w;
+  do w = waitpid((pid_t)pid, &st, WNOHANG); while (w < 0 && errno == EINTR);
+  if (w == 0) return 0;
+  if (w < 0) return -1;
+  *signo = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
+  *exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
+  return 1;
+}
+
+static void cc__proc_kill(int pid) { if (pid > 0) kill((pid_t)pid, SIGKILL); }
+
+static void cc__proc_exit(int code) {
+  fflush(NULL);
+  _exit(code);
+}
+
+static void cc__env_set(const char *name, const char *value) { setenv(name, value, 1); }
+static void cc__env_unset(const char *name) { unsetenv(name); }
+
+/* ---------------------------------------------------------------- shared memory */
+/* Segments are created mode 0600 with O_EXCL under a random name, and
+   unlinked as soon as every rank has mapped them. */
+
+static void *cc__shm_map_anon(size_t bytes) {
+  void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  return p == MAP_FAILED ? NULL : p;
+}
+
+static void cc__shm_unmap(void *p, size_t bytes) {
+  if (p) munmap(p, bytes);
+}
+
+/* Create name (O_EXCL) of `bytes` and map it. Returns NULL with errno set. */
+static void *cc__shm_create(const char *name, size_t bytes) {
+#ifdef CC_NO_SHM
+  (void)name; (void)bytes;
+  errno = ENOSYS;
+  return NULL;
+#else
+  void *p;
+  int e, fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0) return NULL;
+  if (ftruncate(fd, (off_t)bytes) != 0) {
+    e = errno; close(fd); shm_unlink(name); errno = e;
+    return NULL;
+  }
+  p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  e = errno;
+  close(fd);
+  if (p == MAP_FAILED) { shm_unlink(name); errno = e; return NULL; }
+  return p;
+#endif
+}
+
+/* Map an existing segment of at least `min_bytes`; *bytes gets its size.
+   Returns NULL with errno ENOENT while it does not exist (yet) or is still
+   being sized by its creator, and with EPERM (what is wrong in why) when it
+   is not one this user made: another owner, or a mode that lets others in
+   (the creator makes them 0600), or not a plain file. Nothing is mapped
+   then. */
+static void *cc__shm_open_why(const char *name, size_t min_bytes, size_t *bytes, char *why, size_t whylen) {
+#ifdef CC_NO_SHM
+  (void)name; (void)min_bytes; (void)bytes; (void)why; (void)whylen;
+  errno = ENOSYS;
+  return NULL;
+#else
+  struct stat st;
+  void *p;
+  int e, fd = shm_open(name, O_RDWR | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0) return NULL;
+  if (fstat(fd, &st) != 0) { close(fd); errno = ENOENT; return NULL; }
+  if (!S_ISREG(st.st_mode) || st.st_uid != geteuid() || (st.st_mode & 077)) {
+    snprintf(why, whylen, "it belongs to uid %u with mode %04o, and this process runs as uid %u and creates its "
+             "segments mode 0600", (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), (unsigned)geteuid());
+    close(fd); errno = EPERM;
+    return NULL;
+  }
+  if ((size_t)st.st_size < min_bytes) {
+    close(fd); errno = ENOENT;
+    return NULL;
+  }
+  p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  e = errno;
+  close(fd);
+  if (p == MAP_FAILED) { errno = e; return NULL; }
+  *bytes = (size_t)st.st_size;
+  return p;
+#endif
+}
+
+/* The same, without the reason (cc_cuda.cuh's pages). */
+static __attribute__((unused)) void *cc__shm_open(const char *name, size_t min_bytes, size_t *bytes) {
+  char why[160];
+  return cc__shm_open_why(name, min_bytes, bytes, why, sizeof why);
+}
+
+static void cc__shm_unlink(const char *name) {
+#ifndef CC_NO_SHM
+  shm_unlink(name);
+#else
+  (void)name;
+#endif
+}
+
+/* Remove every /dev/shm entry whose name starts with `prefix` (no slash):
+   what a rank killed during start-up may leave behind. */
+static void cc__shm_unlink_prefix(const char *prefix) {
+#ifndef CC_NO_SHM
+  DIR *d = opendir("/dev/shm");
+  struct dirent *e;
+  size_t n = strlen(prefix);
+  if (!d) return;
+  while ((e = readdir(d)) != NULL) {
+    if (strncmp(e->d_name, prefix, n) == 0) {
+      char name[300];
+      snprintf(name, sizeof name, "/%s", e->d_name);
+      shm_unlink(name);
+    }
+  }
+  closedir(d);
+#else
+  (void)prefix;
+#endif
+}
+
+/* ---------------------------------------------------------------- another process's memory */
+/* Cross-memory attach (process_vm_readv, Linux 3.2): copy len bytes at
+   remote_src in process pid to dst here, continuing short transfers. 0, or -1
+   with errno: EPERM (the ptrace rules forbid it: Yama's ptrace_scope, another
+   user, a process that is not dumpable, a container without CAP_SYS_PTRACE),
+   ESRCH (the process is gone), EFAULT (an address is not mapped there),
+   ENOSYS (CC_NO_SHM, or a kernel without it). Only reads: a process never
+   writes into another's private memory, which it may have reused already. */
+static int cc__vm_read(int pid, void *dst, const void *remote_src, size_t len) {
+#ifdef CC_NO_SHM
+  (void)pid; (void)dst; (void)remote_src; (void)len;
+  errno = ENOSYS;
+  return -1;
+#else
+  unsigned char *d = (unsigned char *)dst;
+  uintptr_t src = (uintptr_t)remote_src;
+  while (len) {
+    struct iovec l, r;
+    ssize_t k;
+    l.iov_base = d; l.iov_len = len;
+    r.iov_base = (void *)src; r.iov_len = len;
+    k = process_vm_readv((pid_t)pid, &l, 1, &r, 1, 0);
+    if (k < 0 && errno == EINTR) continue;
+    if (k < 0) return -1;
+    if (k == 0) { errno = EFAULT; return -1; }
+    d += k;
+    src += (uintptr_t)k;
+    len -= (size_t)k;
+  }
+  return 0;
+#endif
+}
+
+/* A host identity: ranks with equal ones share /dev/shm and a pid namespace:
+   host name | boot id | pid, mount and IPC namespaces, cut to len. */
+static void cc__host_id(char *out, size_t len) {
+  char boot[64] = "", host[128] = "", ns[3][64];
+  const char *nsname[3] = {"/proc/self/ns/pid", "/proc/self/ns/mnt", "/proc/self/ns/ipc"};
+  const char *parts[5];
+  size_t k, used = 0;
+  int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC), i;
+  if (fd >= 0) {
+    ssize_t n = read(fd, boot, sizeof boot - 1);
+    if (n > 0) boot[n] = 0;
+    if (n > 0 && boot[n - 1] == '\n') boot[n - 1] = 0;
+    close(fd);
+  }
+  gethostname(host, sizeof host - 1);
+  host[sizeof host - 1] = 0;
+  for (i = 0; i < 3; i++) {
+    ssize_t n = readlink(nsname[i], ns[i], sizeof ns[i] - 1);
+    ns[i][n > 0 ? n : 0] = 0;
+  }
+  out[0] = 0;
+  parts[0] = host; parts[1] = boot; parts[2] = ns[0]; parts[3] = ns[1]; parts[4] = ns[2];
+  for (k = 0; k < 5 && used + 1 < len; k++) {
+    size_t m = strlen(parts[k]);
+    if (k) out[used++] = '|';
+    if (m > len - 1 - used) m = len - 1 - used;
+    memcpy(out + used, parts[k], m);
+    used += m;
+    out[used] = 0;
+  }
+}
+
+/* ---------------------------------------------------------------- files
+   The file:// rendezvous: a small file on a shared filesystem, written under
+   an fcntl write lock and read under a read lock (locks die with their
+   process). */
+
+/* Is the open file fd one this user may trust: a plain file of its own with
+   one name? 0, or -1 with errno EPERM and what is wrong in why. */
+static int cc__file_trusted(int fd, char *why, size_t whylen) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) { snprintf(why, whylen, "fstat failed"); return -1; }
+  if (!S_ISREG(st.st_mode)) snprintf(why, whylen, "it is not a plain file");
+  else if (st.st_uid != geteuid())
+    snprintf(why, whylen, "it belongs to uid %u, not to this user (uid %u): whoever owns it could send every rank "
+             "to an address of theirs", (unsigned)st.st_uid, (unsigned)geteuid());
+  else if (st.st_nlink != 1) snprintf(why, whylen, "it has %lu hard links", (unsigned long)st.st_nlink);
+  else return 0;
+  errno = EPERM;
+  return -1;
+}
+
+/* Open the rendezvous file: create (rank 0) or read. Never follows a
+   symbolic link (ELOOP); rank 0 creates it new (O_EXCL, mode 0600), or opens
+   one that is already there and that cc__file_trusted accepts; a reader opens
+   it only when cc__file_trusted accepts it. -1 with errno (and why when the
+   file is there but refused). */
+static int cc__file_open(const char *path, int create, char *why, size_t whylen) {
+  int fd;
+  why[0] = 0;
+  do fd = open(path, create ? O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC : O_RDONLY | O_NOFOLLOW | O_CLOEXEC, 0600);
+  while (fd < 0 && errno == EINTR);
+  if (fd < 0 && create && errno == EEXIST)
+    do fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC); while (fd < 0 && errno == EINTR);
+  if (fd < 0) {
+    if (errno == ELOOP) snprintf(why, whylen, "it is a symbolic link (never followed)");
+    return -1;
+  }
+  if (cc__file_trusted(fd, why, whylen) != 0) { int e = errno; close(fd); errno = e; return -1; }
+  return fd;
+}
+
+static int cc__file_lock(int fd, int write, uint64_t deadline) {
+  struct flock fl;
+  memset(&fl, 0, sizeof fl);
+  fl.l_type = write ? F_WRLCK : F_RDLCK;
+  fl.l_whence = SEEK_SET;
+  while (fcntl(fd, F_SETLK, &fl) != 0) {
+    if (errno != EACCES && errno != EAGAIN && errno != EINTR) return -1;
+    if (cc__now_ns() >= deadline) { errno = ETIMEDOUT; return -1; }
+    cc__sleep_ns(2 * CC__MS);
+  }
+  return 0;
+}
+
+static void cc__file_unlock(int fd) {
+  struct flock fl;
+  memset(&fl, 0, sizeof fl);
+  fl.l_type = F_UNLCK;
+  fl.l_whence = SEEK_SET;
+  fcntl(fd, F_SETLK, &fl);
+}
+
+/* The whole file, as a string (at most len - 1 bytes). -1 with errno. */
+static int cc__file_read(int fd, char *buf, size_t len) {
+  ssize_t k;
+  do k = pread(fd, buf, len - 1, 0); while (k < 0 && errno == EINTR);
+  buf[k > 0 ? k : 0] = 0;
+  return k < 0 ? -1 : 0;
+}
+
+/* Replace the file's content by s. */
+static int cc__file_write(int fd, const char *s) {
+  size_t n = strlen(s);
+  if (ftruncate(fd, 0) != 0) return -1;
+  return pwrite(fd, s, n, 0) == (ssize_t)n ? 0 : -1;
+}
+
+/* Remove path if it still names the file open as fd (not a file put in its
+   place meanwhile). */
+static void cc__file_unlink(const char *path, int fd) {
+  struct stat a, b;
+  if (fstat(fd, &a) == 0 && lstat(path, &b) == 0 && a.st_dev == b.st_dev && a.st_ino == b.st_ino) unlink(path);
+}
+static void cc__fd_close(int fd) { if (fd >= 0) close(fd); }
+
+/* ---------------------------------------------------------------- sockets
+   Addresses travel as text (IPv4 or IPv6 literals); these functions resolve
+   and parse them. Sockets are non-blocking; every blocking step is bounded by
+   a deadline on the monotonic clock. */
+
+#ifndef CC_NO_TCP
+/* Resolve host:port (IPv4 or IPv6). Returns 0 or a getaddrinfo error. */
+static int cc__sock_resolve(const char *host, int port, struct sockaddr_storage *sa, socklen_t *salen) {
+  struct addrinfo hints, *res = NULL;
+  char ps[16];
+  int r;
+  memset(&hints, 0, sizeof hints);
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  snprintf(ps, sizeof ps, "%d", port);
+  r = getaddrinfo(host, ps, &hints, &res);
+  if (r != 0) return r;
+  memcpy(sa, res->ai_addr, res->ai_addrlen);
+  *salen = (socklen_t)res->ai_addrlen;
+  freeaddrinfo(res);
+  return 0;
+}
+
+static void cc__sock_ntop(const struct sockaddr_storage *sa, char *ip, size_t iplen) {
+  if (sa->ss_family == AF_INET) inet_ntop(AF_INET, &((const struct sockaddr_in *)(const void *)sa)->sin_addr, ip, (socklen_t)iplen);
+  else inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)(const void *)sa)->sin6_addr, ip, (socklen_t)iplen);
+}
+#endif
+
+/* host (a name or a literal) to an address literal; 0, or a message in why. */
+static int cc__sock_lookup(const char *host, char *ip, size_t iplen, char *why, size_t whylen) {
+#ifndef CC_NO_TCP
+  struct sockaddr_storage sa;
+  socklen_t salen;
+  int r = cc__sock_resolve(host, 1, &sa, &salen);
+  if (r != 0) { snprintf(why, whylen, "%s", gai_strerror(r)); return -1; }
+  cc__sock_ntop(&sa, ip, iplen);
+  return 0;
+#else
+  (void)host; (void)ip; (void)iplen;
+  snprintf(why, whylen, "this build has no TCP transport (CC_NO_TCP)");
+  return -1;
+#endif
+}
+
+/* 4 or 6 for an IPv4 or IPv6 literal (its 4 or 16 bytes in bin, when not NULL), else 0. */
+static int cc__ip_parse(const char *ip, unsigned char *bin) {
+#ifndef CC_NO_TCP
+  unsigned char a[16];
+  if (inet_pton(AF_INET, ip, a) == 1) { if (bin) memcpy(bin, a, 4); return 4; }
+  if (inet_pton(AF_INET6, ip, a) == 1) { if (bin) memcpy(bin, a, 16); return 6; }
+#else
+  (void)ip; (void)bin;
+#endif
+  return 0;
+}
+
+/* 1 when the literal is a loopback address (127/8, ::1, ::ffff:127/104). */
+static int cc__ip_is_loopback(const char *ip) {
+  unsigned char a[16];
+  static const unsigned char v6lo[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  static const unsigned char v4map[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+  int f = cc__ip_parse(ip, a);
+  if (f == 4) return a[0] == 127;
+  if (f == 6) return memcmp(a, v6lo, 16) == 0 || (memcmp(a, v4map, 12) == 0 && a[12] == 127);
+  return 0;
+}
+
+/* The literal of 4 or 16 bytes; 0, or -1. */
+static int cc__ip_format(int family, const unsigned char *bin, char *ip, size_t iplen) {
+#ifndef CC_NO_TCP
+  return inet_ntop(family == 4 ? AF_INET : AF_INET6, bin, ip, (socklen_t)iplen) ? 0 : -1;
+#else
+  (void)family; (void)bin; (void)ip; (void)iplen;
+  return -1;
+#endif
+}
+
+/* Listen on ip:port (port 0: the kernel picks; *bound gets it). Never on all
+   interfaces. -1 with errno. */
+static int cc__sock_listen(const char *ip, int port, int backlog, int *bound) {
+#ifndef CC_NO_TCP
+  struct sockaddr_storage sa;
+  socklen_t salen;
+  int one = 1, e, fd;
+  if (cc__sock_resolve(ip, port, &sa, &salen) != 0) { errno = EADDRNOTAVAIL; return -1; }
+  fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -1;
+  setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  if (bind(fd, (const struct sockaddr *)&sa, salen) != 0 || listen(fd, backlog) != 0) {
+    e = errno; close(fd); errno = e;
+    return -1;
+  }
+  if (bound) {
+    salen = sizeof sa;
+    if (getsockname(fd, (struct sockaddr *)&sa, &salen) != 0) { e = errno; close(fd); errno = e; return -1; }
+    *bound = ntohs(sa.ss_family == AF_INET ? ((struct sockaddr_in *)(void *)&sa)->sin_port
+                                           : ((struct sockaddr_in6 *)(void *)&sa)->sin6_port);
+  }
+  return fd;
+#else
+  (void)ip; (void)port; (void)backlog; (void)bound;
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+/* Wait until fd is ready for `events` (POLLIN, POLLOUT), at most until the
+   deadline: 0, or -1 with errno (ETIMEDOUT). */
+static int cc__sock_wait(int fd, short events, uint64_t deadline) {
+  for (;;) {
+    struct pollfd p;
+    uint64_t now = cc__now_ns();
+    int r, ms;
+    if (now >= deadline) { errno = ETIMEDOUT; return -1; }
+    ms = (int)CC__MIN((deadline - now) / CC__MS + 1, (uint64_t)1000);
+    p.fd = fd; p.events = events; p.revents = 0;
+    r = poll(&p, 1, ms);
+    if (r > 0) return 0;
+    if (r < 0 && errno != EINTR) return -1;
+  }
+}
+
+/* One connection attempt to ip:port, bounded by the deadline. -1 with errno. */
+static int cc__sock_connect(const char *ip, int port, uint64_t deadline) {
+#ifndef CC_NO_TCP
+  struct sockaddr_storage sa;
+  socklen_t salen, elen;
+  int one = 1, e, err = 0, fd;
+  if (cc__sock_resolve(ip, port, &sa, &salen) != 0) { errno = EADDRNOTAVAIL; return -1; }
+  fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) return -1;
+  if (connect(fd, (const struct sockaddr *)&sa, salen) != 0) {
+    if (errno != EINPROGRESS && errno != EINTR) { e = errno; close(fd); errno = e; return -1; }
+    if (cc__sock_wait(fd, POLLOUT, deadline) != 0) { e = errno; close(fd); errno = e; return -1; }
+    elen = sizeof err;
+    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0 || err != 0) {
+      close(fd); errno = err ? err : ECONNREFUSED;
+      return -1;
+    }
+  }
+  setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return fd;
+#else
+  (void)ip; (void)port; (void)deadline;
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+/* A connection waiting on a listening socket, or -1 (errno EAGAIN: none). */
+static int cc__sock_accept(int lfd) {
+#ifndef CC_NO_TCP
+  int one = 1, fd;
+  do fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK); while (fd < 0 && errno == EINTR);
+  if (fd >= 0) setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  return fd;
+#else
+  (void)lfd;
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+/* The address of a connection's other end, as text ("?" when unknown). */
+static void cc__sock_peer(int fd, char *ip, size_t iplen) {
+  snprintf(ip, iplen, "?");
+#ifndef CC_NO_TCP
+  {
+    struct sockaddr_storage sa;
+    socklen_t len = sizeof sa;
+    memset(&sa, 0, sizeof sa);
+    if (getpeername(fd, (struct sockaddr *)(void *)&sa, &len) == 0 &&
+        (sa.ss_family == AF_INET || sa.ss_family == AF_INET6))
+      cc__sock_ntop(&sa, ip, iplen);
+  }
+#else
+  (void)fd;
+#endif
+}
+
+/* Non-blocking send of a, b, then c (a frame's header, payload and tag; an
+   empty one is left out): bytes written, or -1 with errno (EAGAIN: the
+   socket is full). */
+static long cc__sock_send3(int fd, const void *a, size_t alen, const void *b, size_t blen, const void *c, size_t clen) {
+#ifndef CC_NO_TCP
+  struct iovec iov[3];
+  struct msghdr mh;
+  ssize_t w;
+  int k = 0;
+  if (alen) { iov[k].iov_base = (void *)(uintptr_t)a; iov[k++].iov_len = alen; }
+  if (blen) { iov[k].iov_base = (void *)(uintptr_t)b; iov[k++].iov_len = blen; }
+  if (clen) { iov[k].iov_base = (void *)(uintptr_t)c; iov[k++].iov_len = clen; }
+  memset(&mh, 0, sizeof mh);
+  mh.msg_iov = iov;
+  mh.msg_iovlen = (size_t)k;
+  do w = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT); while (w < 0 && errno == EINTR);
+  return (long)w;
+#else
+  (void)fd; (void)a; (void)alen; (void)b; (void)blen; (void)c; (void)clen;
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+/* The same with two buffers. */
+static long cc__sock_send2(int fd, const void *a, size_t alen, const void *b, size_t blen) {
+  return cc__sock_send3(fd, a, alen, b, blen, NULL, 0);
+}
+
+/* Non-blocking receive: bytes read, 0 at the end of the stream, or -1 with
+   errno (EAGAIN: nothing there). */
+static long cc__sock_recv(int fd, void *buf, size_t len) {
+#ifndef CC_NO_TCP
+  ssize_t k;
+  do k = recv(fd, buf, len, MSG_DONTWAIT); while (k < 0 && errno == EINTR);
+  return (long)k;
+#else
+  (void)fd; (void)buf; (void)len;
+  errno = ENOSYS;
+  return -1;
+#endif
+}
+
+/* All of buf, bounded by the deadline: 0, or -1 with errno. */
+static int cc__sock_send_all(int fd, const void *buf, size_t len, uint64_t deadline) {
+  const char *p = (const char *)buf;
+  while (len > 0) {
+    long n = cc__sock_send2(fd, p, len, NULL, 0);
+    if (n > 0) { p += n; len -= (size_t)n; continue; }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (cc__sock_wait(fd, POLLOUT, deadline) != 0) return -1;
+      continue;
+    }
+    return -1;
+  }
+  return 0;
+}
+
+/* All of len bytes, bounded by the deadline: 0, or -1 with errno (ECONNRESET
+   when the stream ended first). */
+static int cc__sock_recv_all(int fd, void *buf, size_t len, uint64_t deadline) {
+  char *p = (char *)buf;
+  while (len > 0) {
+    long n = cc__sock_recv(fd, p, len);
+    if (n > 0) { p += n; len -= (size_t)n; continue; }
+    if (n == 0) { errno = ECONNRESET; return -1; }
+    if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      if (cc__sock_wait(fd, POLLIN, deadline) != 0) return -1;
+      continue;
+    }
+    return -1;
+  }
+  return 0;
+}
+
+/* Into an empty socket buffer: all or nothing. */
+static int cc__sock_send_small(int fd, const void *p, size_t n) {
+  return cc__sock_send2(fd, p, n, NULL, 0) == (long)n ? 0 : -1;
+}
+
+/* No more from this side: the peer sees the end of the stream after what
+   was written. The read side stays open (see cc__tcp_linger). */
+static void cc__sock_shutdown(int fd) {
+#ifndef CC_NO_TCP
+  shutdown(fd, SHUT_WR);
+#else
+  (void)fd;
+#endif
+}
+
+static void cc__sock_close(int fd) {
+#ifndef CC_NO_TCP
+  if (fd >= 0) { shutdown(fd, SHUT_WR); close(fd); }
+#else
+  (void)fd;
+#endif
+}
+
+/* Kernel buffer sizes (0: leave the kernel's autotuning). */
+static void cc__sock_bufsize(int fd, size_t bytes) {
+#ifndef CC_NO_TCP
+  int v = (int)bytes;
+  if (!bytes) return;
+  setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
+  setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
+#else
+  (void)fd; (void)bytes;
+#endif
+}
+
+/* What poll() says of a socket whose peer closed its side, where it can
+   (Linux's POLLRDHUP), else 0: a reader then knows the end is due and asks
+   until it reads it. */
+#ifdef POLLRDHUP
+#define CC__POLL_END POLLRDHUP
+#else
+#define CC__POLL_END 0
+#endif
+
+/* poll() with a timeout in nanoseconds: the number of ready entries, 0, or -1. */
+static int cc__poll(struct pollfd *pfd, int n, uint64_t timeout_ns) {
+  struct timespec ts;
+  int r;
+  ts.tv_sec = (time_t)(timeout_ns / CC__S);
+  ts.tv_nsec = (long)(timeout_ns % CC__S);
+  r = ppoll(pfd, (nfds_t)n, &ts, NULL);
+  return r < 0 && errno == EINTR ? 0 : r;
+}
+
+/* The address this rank listens on: ifname's (IPv4 first), else the one its
+   route to `toward` leaves from, else the first non-loopback IPv4 address of
+   an interface that is up (when first_iface), else loopback. 0, or -1 with a
+   message in why. */
+static int cc__sock_pick_addr(const char *ifname, const char *toward, int first_iface, char *ip, size_t iplen,
+                              char *why, size_t whylen) {
+#ifndef CC_NO_TCP
+  snprintf(ip, iplen, "127.0.0.1");
+  if ((ifname && *ifname) || first_iface) {
+    struct ifaddrs *ifa = NULL, *i;
+    int found = 0, by_name = ifname && *ifname;
+    if (getifaddrs(&ifa) != 0) { snprintf(why, whylen, "getifaddrs failed"); return -1; }
+    for (i = ifa; i && found < 2; i = i->ifa_next) {
+      if (!i->ifa_addr) continue;
+      if (by_name ? strcmp(i->ifa_name, ifname) != 0 : (!(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK)))
+        continue;
+      if (i->ifa_addr->sa_family == AF_INET) {
+        inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, ip, (socklen_t)iplen);
+        found = 2;
+      } else if (i->ifa_addr->sa_family == AF_INET6 && !found && by_name) {
+        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr, ip, (socklen_t)iplen);
+        found = 1;
+      }
+    }
+    freeifaddrs(ifa);
+    if (!found && by_name) {
+      snprintf(why, whylen, "CC_SOCKET_IFNAME=%s: no such interface with an address", ifname);
+      return -1;
+    }
+    return 0;
+  }
+  if (toward && *toward) {
+    struct sockaddr_storage sa, me;
+    socklen_t salen, mlen = sizeof me;
+    int fd;
+    if (cc__sock_resolve(toward, 9, &sa, &salen) != 0) return 0;
+    fd = socket(sa.ss_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) return 0;
+    if (connect(fd, (struct sockaddr *)&sa, salen) == 0 && getsockname(fd, (struct sockaddr *)&me, &mlen) == 0)
+      cc__sock_ntop(&me, ip, iplen);
+    close(fd);
+  }
+  return 0;
+#else
+  (void)ifname; (void)toward; (void)first_iface; (void)iplen;
+  snprintf(ip, iplen, "127.0.0.1");
+  snprintf(why, whylen, "this build has no TCP transport (CC_NO_TCP)");
+  return -1;
+#endif
+}
+
+#ifdef CC_NO_TCP
+#  define CC__HAVE_TCP 0
+#else
+#  define CC__HAVE_TCP 1
+#endif
+/* ============================================================== @crypto */
+/* SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104), which authenticate the
+   handshakes; cc__ct_equal compares MACs in constant time; then HKDF-SHA256
+   (RFC 5869), which derives each connection's keys, and the two AEAD suites
+   that authenticate (and with CC_NET_ENCRYPT=1 encrypt) every frame on a TCP
+   link: ChaCha20-Poly1305 (RFC 8439) and AES-256-GCM (SP 800-38D, AES-NI and
+   PCLMULQDQ only). Pure computation: no system call, no allocation. The #ifs
+   here are on the compiler and the CPU architecture (the x86-64 intrinsics,
+   unsigned __int128), never on the operating system; the CPU's features are
+   read once with CPUID. */
+
+typedef struct cc__sha256 {
+  uint32_t h[8];
+  uint64_t len;            /* bytes hashed so far */
+  unsigned char buf[64];   /* partial block */
+  size_t nbuf;
+} cc__sha256;
+
+static const uint32_t cc__sha256_k[64] = {
+  0x428a2f98u, 0x71374491u, 0xb5c0fbcfu, 0xe9b5dba5u, 0x3956c25bu, 0x59f111f1u, 0x923f82a4u, 0xab1c5ed5u,
+  0xd807aa98u, 0x12835b01u, 0x243185beu, 0x550c7dc3u, 0x72be5d74u, 0x80deb1feu, 0x9bdc06a7u, 0xc19bf174u,
+  0xe49b69c1u, 0xefbe4786u, 0x0fc19dc6u, 0x240ca1ccu, 0x2de92c6fu, 0x4a7484aau, 0x5cb0a9dcu, 0x76f988dau,
+  0x983e5152u, 0xa831c66du, 0xb00327c8u, 0xbf597fc7u, 0xc6e00bf3u, 0xd5a79147u, 0x06ca6351u, 0x14292967u,
+  0x27b70a85u, 0x2e1b2138u, 0x4d2c6dfcu, 0x53380d13u, 0x650a7354u, 0x766a0abbu, 0x81c2c92eu, 0x92722c85u,
+  0xa2bfe8a1u, 0xa81a664bu, 0xc24b8b70u, 0xc76c51a3u, 0xd192e819u, 0xd6990624u, 0xf40e3585u, 0x106aa070u,
+  0x19a4c116u, 0x1e376c08u, 0x2748774cu, 0x34b0bcb5u, 0x391c0cb3u, 0x4ed8aa4au, 0x5b9cca4fu, 0x682e6ff3u,
+  0x748f82eeu, 0x78a5636fu, 0x84c87814u, 0x8cc70208u, 0x90befffau, 0xa4506cebu, 0xbef9a3f7u, 0xc67178f2u
+};
+
+#define CC__ROR32(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
+
+/* One 64-byte block into the state. */
+static void cc__sha256_block(uint32_t h[8], const unsigned char *p) {
+  uint32_t w[64], a, b, c, d, e, f, g, hh, t1, t2;
+  int i;
+  for (i = 0; i < 16; i++)
+    w[i] = (uint32_t)p[4 * i] << 24 | (uint32_t)p[4 * i + 1] << 16 |
+           (uint32_t)p[4 * i + 2] << 8 | (uint32_t)p[4 * i + 3];
+  for (i = 16; i < 64; i++) {
+    uint32_t s0 = CC__ROR32(w[i - 15], 7) ^ CC__ROR32(w[i - 15], 18) ^ (w[i - 15] >> 3);
+    uint32_t s1 = CC__ROR32(w[i - 2], 17) ^ CC__ROR32(w[i - 2], 19) ^ (w[i - 2] >> 10);
+    w[i] = w[i - 16] + s0 + w[i - 7] + s1;
+  }
+  a = h[0]; b = h[1]; c = h[2]; d = h[3]; e = h[4]; f = h[5]; g = h[6]; hh = h[7];
+  for (i = 0; i < 64; i++) {
+    t1 = hh + (CC__ROR32(e, 6) ^ CC__ROR32(e, 11) ^ CC__ROR32(e, 25)) +
+         ((e & f) ^ (~e & g)) + cc__sha256_k[i] + w[i];
+    t2 = (CC__ROR32(a, 2) ^ CC__ROR32(a, 13) ^ CC__ROR32(a, 22)) + ((a & b) ^ (a & c) ^ (b & c));
+    hh = g; g = f; f = e; e = d + t1; d = c; c = b; b = a; a = t1 + t2;
+  }
+  h[0] += a; h[1] += b; h[2] += c; h[3] += d; h[4] += e; h[5] += f; h[6] += g; h[7] += hh;
+}
+
+static void cc__sha256_init(cc__sha256 *s) {
+  static const uint32_t iv[8] = { 0x6a09e667u, 0xbb67ae85u, 0x3c6ef372u, 0xa54ff53au,
+                                  0x510e527fu, 0x9b05688cu, 0x1f83d9abu, 0x5be0cd19u };
+  memcpy(s->h, iv, sizeof iv);
+  s->len = 0;
+  s->nbuf = 0;
+}
+
+static void cc__sha256_update(cc__sha256 *s, const void *data, size_t len) {
+  const unsigned char *p = (const unsigned char *)data;
+  s->len += len;
+  if (s->nbuf) {                        /* top up the partial block */
+    size_t k = 64 - s->nbuf < len ? 64 - s->nbuf : len;
+    memcpy(s->buf + s->nbuf, p, k);
+    s->nbuf += k; p += k; len -= k;
+    if (s->nbuf < 64) return;
+    cc__sha256_block(s->h, s->buf);
+    s->nbuf = 0;
+  }
+  for (; len >= 64; p += 64, len -= 64) cc__sha256_block(s->h, p);
+  if (len) { memcpy(s->buf, p, len); s->nbuf = len; }
+}
+
+static void cc__sha256_final(cc__sha256 *s, unsigned char out[32]) {
+  uint64_t bits = s->len * 8;
+  int i;
+  s->buf[s->nbuf++] = 0x80;             /* nbuf < 64 always holds here */
+  if (s->nbuf > 56) {
+    memset(s->buf + s->nbuf, 0, 64 - s->nbuf);
+    cc__sha256_block(s->h, s->buf);
+    s->nbuf = 0;
+  }
+  memset(s->buf + s->nbuf, 0, 56 - s->nbuf);
+  for (i = 0; i < 8; i++) s->buf[56 + i] = (unsigned char)(bits >> (56 - 8 * i));
+  cc__sha256_block(s->h, s->buf);
+  for (i = 0; i < 8; i++) {
+    out[4 * i] = (unsigned char)(s->h[i] >> 24);
+    out[4 * i + 1] = (unsigned char)(s->h[i] >> 16);
+    out[4 * i + 2] = (unsigned char)(s->h[i] >> 8);
+    out[4 * i + 3] = (unsigned char)s->h[i];
+  }
+}
+
+/* HMAC-SHA256 of parts[0] || ... || parts[nparts-1] under key. */
+static void cc__hmac_sha256(const void *key, size_t keylen, const void *const *parts,
+                            const size_t *lens, int nparts, unsigned char out[32]) {
+  unsigned char k0[64], pad[64], inner[32];
+  cc__sha256 s;
+  int i;
+  memset(k0, 0, sizeof k0);
+  if (keylen > 64) {                    /* long keys are hashed first */
+    cc__sha256_init(&s);
+    cc__sha256_update(&s, key, keylen);
+    cc__sha256_final(&s, k0);
+  } else if (keylen) {
+    memcpy(k0, key, keylen);
+  }
+  for (i = 0; i < 64; i++) pad[i] = (unsigned char)(k0[i] ^ 0x36);
+  cc__sha256_init(&s);
+  cc__sha256_update(&s, pad, 64);
+  for (i = 0; i < nparts; i++) cc__sha256_update(&s, parts[i], lens[i]);
+  cc__sha256_final(&s, inner);
+  for (i = 0; i < 64; i++) pad[i] = (unsigned char)(k0[i] ^ 0x5c);
+  cc__sha256_init(&s);
+  cc__sha256_update(&s, pad, 64);
+  cc__sha256_update(&s, inner, 32);
+  cc__sha256_final(&s, out);
+  {                                     /* no copy of the key left on the stack */
+    volatile unsigned char *v = k0;
+    for (i = 0; i < 64; i++) v[i] = 0;
+    v = pad;
+    for (i = 0; i < 64; i++) v[i] = 0;
+  }
+}
+
+/* 1 when the n bytes at a and b are equal; time depends on n only. */
+static int cc__ct_equal(const void *a, const void *b, size_t n) {
+  const volatile unsigned char *x = (const volatile unsigned char *)a;
+  const volatile unsigned char *y = (const volatile unsigned char *)b;
+  unsigned char d = 0;
+  size_t i;
+  for (i = 0; i < n; i++) d = (unsigned char)(d | (x[i] ^ y[i]));
+  return d == 0;
+}
+
+/* ------------------------------------------------------------------ crypto */
+/* Key derivation and authenticated encryption for the TCP transport.
+
+     HKDF-SHA256                 RFC 5869, on cc__hmac_sha256
+     ChaCha20, Poly1305          RFC 8439 sections 2.3-2.6 (portable C; ChaCha20
+                                 also 4 blocks at a time with SSE2 and 8 with AVX2)
+     AEAD_CHACHA20_POLY1305      RFC 8439 section 2.8
+     AES-256-GCM                 FIPS 197 + NIST SP 800-38D, with AES-NI and
+                                 PCLMULQDQ only (x86-64, GCC/Clang, chosen at run
+                                 time): 8 blocks per GHASH reduction, and where
+                                 the CPU has VPCLMULQDQ (and VAES) 16 blocks in
+                                 256-bit registers. There is deliberately no
+                                 table-based software AES: where the
+                                 instructions are missing, GCM is unavailable
+                                 and the caller uses ChaCha20-Poly1305
+
+   One streaming AEAD interface covers both suites:
+
+     cc__aead_key k;   cc__aead_setkey(&k, suite, key32)      once per key
+     cc__aead st;      cc__aead_begin(&st, &k, nonce12)        per message
+                       cc__aead_aad(&st, p, n)          any number of times, first
+                       cc__aead_encrypt(&st, in, out, n)  or cc__aead_decrypt(...)
+                       cc__aead_final(&st, tag16)  or  cc__aead_verify(&st, tag16)
+
+   Any split of the AAD and of the payload gives the same output and tag as
+   one call. Integrity only = all data as AAD, no payload (GMAC for GCM; for
+   ChaCha20-Poly1305 the Poly1305 pass under the per-message key). in == out
+   is allowed; other overlaps are not. Everything returns 0, or -1 on misuse,
+   an over-long message, an unavailable suite or (verify) a wrong tag; after a
+   -1 the message state refuses everything until the next begin.
+
+   Constant time: no branch or memory index depends on a key, a keystream, a
+   plaintext or a tag (ChaCha20: add/xor/rotate; Poly1305: fixed carry chains
+   and a masked final select; AES and GHASH: AES-NI and carry-less multiply;
+   tags compared by cc__ct_equal). Branches depend on lengths and the suite. */
+
+
+#define CC__AEAD_CHACHA20_POLY1305 1
+#define CC__AEAD_AES256_GCM        2
+
+/* -------- small helpers */
+static uint32_t cc__ld32le(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static void cc__st32le(unsigned char *p, uint32_t v) {
+  p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8); p[2] = (unsigned char)(v >> 16); p[3] = (unsigned char)(v >> 24);
+}
+static uint64_t cc__ld64le(const unsigned char *p) { return (uint64_t)cc__ld32le(p) | (uint64_t)cc__ld32le(p + 4) << 32; }
+static void cc__st64le(unsigned char *p, uint64_t v) { cc__st32le(p, (uint32_t)v); cc__st32le(p + 4, (uint32_t)(v >> 32)); }
+static void cc__st64be(unsigned char *p, uint64_t v) {
+  int i;
+  for (i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (56 - 8 * i));
+}
+
+/* Zeroes n bytes in a way the compiler cannot drop as a dead store. */
+static void cc__crypto_wipe(void *p, size_t n) {
+  memset(p, 0, n);
+  __asm__ __volatile__("" : : "r"(p) : "memory");
+}
+
+/* out = a ^ b over n bytes (any alignment; out may equal a or b). */
+static void cc__xor_bytes(unsigned char *out, const unsigned char *a, const unsigned char *b, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t x, y;
+    memcpy(&x, a + i, 8);
+    memcpy(&y, b + i, 8);
+    x ^= y;
+    memcpy(out + i, &x, 8);
+  }
+  for (; i < n; i++) out[i] = (unsigned char)(a[i] ^ b[i]);
+}
+
+/* -------- CPU features: computed once, then only read. A race between two
+   first callers is harmless (both store the same value, atomically). */
+#define CC__CPU_SSE2 1                   /* x86-64 baseline: ChaCha20 x4 */
+#define CC__CPU_AVX2 2                   /* ChaCha20 x8 */
+#define CC__CPU_GCM  4                   /* AES-NI + PCLMULQDQ + SSE4.1: AES-256-GCM */
+#define CC__CPU_VCLMUL 8                 /* and AVX2 + VPCLMULQDQ: GHASH 2 blocks per multiply */
+#define CC__CPU_VAES 16                  /* and VAES too: AES-CTR 2 blocks per instruction */
+static int cc__crypto_cpu_flags = -1;
+
+static int cc__crypto_cpu(void) {
+  int f = __atomic_load_n(&cc__crypto_cpu_flags, __ATOMIC_RELAXED);
+  if (f < 0) {
+    f = 0;
+#if CC__CRYPTO_X86
+    __builtin_cpu_init();
+    f |= CC__CPU_SSE2;
+    if (__builtin_cpu_supports("avx2")) f |= CC__CPU_AVX2;
+    if (__builtin_cpu_supports("aes") && __builtin_cpu_supports("pclmul") && __builtin_cpu_supports("sse4.1")) {
+      unsigned a, b, c, d;
+      f |= CC__CPU_GCM;
+      /* VPCLMULQDQ: CPUID.(7,0):ECX bit 10 (Clang 14 has no
+         __builtin_cpu_supports name for it); "avx2" above includes the OS
+         check for the 256-bit registers. */
+      if ((f & CC__CPU_AVX2) && __get_cpuid_count(7, 0, &a, &b, &c, &d) && ((c >> 10) & 1)) {
+        f |= CC__CPU_VCLMUL;
+        if ((c >> 9) & 1) f |= CC__CPU_VAES;            /* VAES: CPUID.(7,0):ECX bit 9 */
+      }
+    }
+#endif
+    __atomic_store_n(&cc__crypto_cpu_flags, f, __ATOMIC_RELAXED);
+  }
+  return f;
+}
+
+/* ================================================================ HKDF */
+/* RFC 5869 section 2.2: PRK = HMAC-SHA256(salt, IKM). An empty salt is the
+   same as 32 zero bytes (HMAC pads keys with zeros). */
+static __attribute__((unused)) void cc__hkdf_sha256_extract(const void *salt, size_t saltlen, const void *ikm,
+                                                            size_t ikmlen, unsigned char prk[32]) {
+  const void *parts[1];
+  size_t lens[1];
+  parts[0] = ikm;
+  lens[0] = ikmlen;
+  cc__hmac_sha256(salt, saltlen, parts, lens, ikmlen ? 1 : 0, prk);
+}
+
+/* RFC 5869 section 2.3: OKM = T(1) | T(2) | ... truncated to outlen, where
+   T(i) = HMAC-SHA256(PRK, T(i-1) | info | i). 0, or -1 if outlen > 255*32. */
+static __attribute__((unused)) int cc__hkdf_sha256_expand(const unsigned char *prk, size_t prklen, const void *info,
+                                                          size_t infolen, unsigned char *out, size_t outlen) {
+  unsigned char t[32], ctr = 0;
+  size_t done = 0;
+  if (outlen > 255 * 32) return -1;
+  while (done < outlen) {
+    const void *parts[3];
+    size_t lens[3], k;
+    int n = 0;
+    if (ctr) { parts[n] = t; lens[n++] = 32; }
+    if (infolen) { parts[n] = info; lens[n++] = infolen; }
+    ctr++;
+    parts[n] = &ctr; lens[n++] = 1;
+    cc__hmac_sha256(prk, prklen, parts, lens, n, t);
+    k = CC__MIN((size_t)32, outlen - done);
+    memcpy(out + done, t, k);
+    done += k;
+  }
+  cc__crypto_wipe(t, sizeof t);
+  return 0;
+}
+
+/* Extract then expand. */
+static __attribute__((unused)) int cc__hkdf_sha256(const void *salt, size_t saltlen, const void *ikm, size_t ikmlen,
+                                                   const void *info, size_t infolen, unsigned char *out, size_t outlen) {
+  unsigned char prk[32];
+  int rc;
+  cc__hkdf_sha256_extract(salt, saltlen, ikm, ikmlen, prk);
+  rc = cc__hkdf_sha256_expand(prk, 32, info, infolen, out, outlen);
+  cc__crypto_wipe(prk, sizeof prk);
+  return rc;
+}
+
+/* ============================================================ ChaCha20 */
+#define CC__ROL32(x, n) (((x) << (n)) | ((x) >> (32 - (n))))
+/* RFC 8439 section 2.1: the quarter round. */
+#define CC__CHACHA_QR(a, b, c, d)                \
+  a += b; d ^= a; d = CC__ROL32(d, 16);          \
+  c += d; b ^= c; b = CC__ROL32(b, 12);          \
+  a += b; d ^= a; d = CC__ROL32(d, 8);           \
+  c += d; b ^= c; b = CC__ROL32(b, 7)
+
+/* RFC 8439 section 2.3: constants, key, block counter, nonce. */
+static void cc__chacha20_init(uint32_t st[16], const unsigned char key[32], uint32_t counter,
+                              const unsigned char nonce[12]) {
+  int i;
+  st[0] = 0x61707865u; st[1] = 0x3320646eu; st[2] = 0x79622d32u; st[3] = 0x6b206574u;
+  for (i = 0; i < 8; i++) st[4 + i] = cc__ld32le(key + 4 * i);
+  st[12] = counter;
+  for (i = 0; i < 3; i++) st[13 + i] = cc__ld32le(nonce + 4 * i);
+}
+
+/* RFC 8439 section 2.3: the 64-byte block for state st (20 rounds, add the
+   input, serialize little-endian). */
+static void cc__chacha20_block(const uint32_t st[16], unsigned char out[64]) {
+  uint32_t x[16];
+  int i;
+  memcpy(x, st, sizeof x);
+  for (i = 0; i < 10; i++) {
+    CC__CHACHA_QR(x[0], x[4], x[8], x[12]);       /* column round */
+    CC__CHACHA_QR(x[1], x[5], x[9], x[13]);
+    CC__CHACHA_QR(x[2], x[6], x[10], x[14]);
+    CC__CHACHA_QR(x[3], x[7], x[11], x[15]);
+    CC__CHACHA_QR(x[0], x[5], x[10], x[15]);      /* diagonal round */
+    CC__CHACHA_QR(x[1], x[6], x[11], x[12]);
+    CC__CHACHA_QR(x[2], x[7], x[8], x[13]);
+    CC__CHACHA_QR(x[3], x[4], x[9], x[14]);
+  }
+  for (i = 0; i < 16; i++) cc__st32le(out + 4 * i, x[i] + st[i]);
+  cc__crypto_wipe(x, sizeof x);
+}
+
+#if CC__CRYPTO_X86
+/* Four blocks (counters st[12] .. st[12]+3) with SSE2: vector j holds word j
+   of the four blocks; a 4x4 transpose per group of four words serializes. */
+#define CC__ROTV(x, n) _mm_or_si128(_mm_slli_epi32(x, n), _mm_srli_epi32(x, 32 - (n)))
+#define CC__QRV(a, b, c, d)                                                          \
+  a = _mm_add_epi32(a, b); d = _mm_xor_si128(d, a); d = CC__ROTV(d, 16);             \
+  c = _mm_add_epi32(c, d); b = _mm_xor_si128(b, c); b = CC__ROTV(b, 12);             \
+  a = _mm_add_epi32(a, b); d = _mm_xor_si128(d, a); d = CC__ROTV(d, 8);              \
+  c = _mm_add_epi32(c, d); b = _mm_xor_si128(b, c); b = CC__ROTV(b, 7)
+
+static void cc__chacha20_x4(const uint32_t st[16], const unsigned char *in, unsigned char *out) {
+  __m128i x[16], o[16];
+  int i;
+  for (i = 0; i < 16; i++) x[i] = o[i] = _mm_set1_epi32((int)st[i]);
+  x[12] = o[12] = _mm_add_epi32(o[12], _mm_set_epi32(3, 2, 1, 0));
+  for (i = 0; i < 10; i++) {
+    CC__QRV(x[0], x[4], x[8], x[12]);
+    CC__QRV(x[1], x[5], x[9], x[13]);
+    CC__QRV(x[2], x[6], x[10], x[14]);
+    CC__QRV(x[3], x[7], x[11], x[15]);
+    CC__QRV(x[0], x[5], x[10], x[15]);
+    CC__QRV(x[1], x[6], x[11], x[12]);
+    CC__QRV(x[2], x[7], x[8], x[13]);
+    CC__QRV(x[3], x[4], x[9], x[14]);
+  }
+  for (i = 0; i < 16; i++) x[i] = _mm_add_epi32(x[i], o[i]);
+  for (i = 0; i < 4; i++) {               /* words 4i..4i+3 of blocks 0..3 */
+    __m128i t0 = _mm_unpacklo_epi32(x[4 * i], x[4 * i + 1]), t1 = _mm_unpackhi_epi32(x[4 * i], x[4 * i + 1]);
+    __m128i t2 = _mm_unpacklo_epi32(x[4 * i + 2], x[4 * i + 3]), t3 = _mm_unpackhi_epi32(x[4 * i + 2], x[4 * i + 3]);
+    __m128i b[4];
+    int j;
+    b[0] = _mm_unpacklo_epi64(t0, t2); b[1] = _mm_unpackhi_epi64(t0, t2);
+    b[2] = _mm_unpacklo_epi64(t1, t3); b[3] = _mm_unpackhi_epi64(t1, t3);
+    for (j = 0; j < 4; j++) {
+      const unsigned char *ip = in + 64 * j + 16 * i;
+      _mm_storeu_si128((__m128i *)(void *)(out + 64 * j + 16 * i),
+                       _mm_xor_si128(_mm_loadu_si128((const __m128i *)(const void *)ip), b[j]));
+    }
+  }
+}
+
+/* Eight blocks with AVX2: lane 0 of each vector holds blocks 0-3, lane 1
+   blocks 4-7; the 16- and 8-bit rotations are byte shuffles. */
+#define CC__ROTV8(x, n) _mm256_or_si256(_mm256_slli_epi32(x, n), _mm256_srli_epi32(x, 32 - (n)))
+#define CC__QRV8(a, b, c, d)                                                                       \
+  a = _mm256_add_epi32(a, b); d = _mm256_xor_si256(d, a); d = _mm256_shuffle_epi8(d, r16);         \
+  c = _mm256_add_epi32(c, d); b = _mm256_xor_si256(b, c); b = CC__ROTV8(b, 12);                    \
+  a = _mm256_add_epi32(a, b); d = _mm256_xor_si256(d, a); d = _mm256_shuffle_epi8(d, r8);          \
+  c = _mm256_add_epi32(c, d); b = _mm256_xor_si256(b, c); b = CC__ROTV8(b, 7)
+
+static CC__TARGET_AVX2 void cc__chacha20_x8(const uint32_t st[16], const unsigned char *in, unsigned char *out) {
+  const __m256i r16 = _mm256_setr_epi8(2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13,
+                                       2, 3, 0, 1, 6, 7, 4, 5, 10, 11, 8, 9, 14, 15, 12, 13);
+  const __m256i r8 = _mm256_setr_epi8(3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14,
+                                      3, 0, 1, 2, 7, 4, 5, 6, 11, 8, 9, 10, 15, 12, 13, 14);
+  __m256i x[16], o[16], u[4][4];
+  int i;
+  for (i = 0; i < 16; i++) x[i] = o[i] = _mm256_set1_epi32((int)st[i]);
+  x[12] = o[12] = _mm256_add_epi32(o[12], _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  for (i = 0; i < 10; i++) {
+    CC__QRV8(x[0], x[4], x[8], x[12]);
+    CC__QRV8(x[1], x[5], x[9], x[13]);
+    CC__QRV8(x[2], x[6], x[10], x[14]);
+    CC__QRV8(x[3], x[7], x[11], x[15]);
+    CC__QRV8(x[0], x[5], x[10], x[15]);
+    CC__QRV8(x[1], x[6], x[11], x[12]);
+    CC__QRV8(x[2], x[7], x[8], x[13]);
+    CC__QRV8(x[3], x[4], x[9], x[14]);
+  }
+  for (i = 0; i < 16; i++) x[i] = _mm256_add_epi32(x[i], o[i]);
+  /* u[g][j]: words 4g..4g+3 of block j (lane 0) and block j+4 (lane 1); written
+     out so that the indices are constants and the values stay in registers */
+#define CC__T8(g)                                                                                              \
+  {                                                                                                          \
+    __m256i t0 = _mm256_unpacklo_epi32(x[4 * (g)], x[4 * (g) + 1]), t1 = _mm256_unpackhi_epi32(x[4 * (g)], x[4 * (g) + 1]); \
+    __m256i t2 = _mm256_unpacklo_epi32(x[4 * (g) + 2], x[4 * (g) + 3]), t3 = _mm256_unpackhi_epi32(x[4 * (g) + 2], x[4 * (g) + 3]); \
+    u[g][0] = _mm256_unpacklo_epi64(t0, t2); u[g][1] = _mm256_unpackhi_epi64(t0, t2);                          \
+    u[g][2] = _mm256_unpacklo_epi64(t1, t3); u[g][3] = _mm256_unpackhi_epi64(t1, t3);                          \
+  }
+  CC__T8(0) CC__T8(1) CC__T8(2) CC__T8(3)
+#undef CC__T8
+#define CC__XS8(off, v)                                                                                        \
+  _mm256_storeu_si256((__m256i *)(void *)(out + (off)),                                                        \
+                      _mm256_xor_si256(_mm256_loadu_si256((const __m256i *)(const void *)(in + (off))), v));
+#define CC__O8(j)                                                                                              \
+  CC__XS8(64 * (j), _mm256_permute2x128_si256(u[0][j], u[1][j], 0x20))        /* block j, bytes 0-31 */       \
+  CC__XS8(64 * (j) + 32, _mm256_permute2x128_si256(u[2][j], u[3][j], 0x20))   /* block j, bytes 32-63 */      \
+  CC__XS8(64 * (j) + 256, _mm256_permute2x128_si256(u[0][j], u[1][j], 0x31))  /* block j+4 */                 \
+  CC__XS8(64 * (j) + 288, _mm256_permute2x128_si256(u[2][j], u[3][j], 0x31))
+  CC__O8(0) CC__O8(1) CC__O8(2) CC__O8(3)
+#undef CC__O8
+#undef CC__XS8
+}
+#endif /* CC__CRYPTO_X86 */
+
+/* XORs nblocks*64 bytes of keystream (blocks st[12], st[12]+1, ...) from in
+   into out and advances st[12]. The caller keeps the counter from wrapping. */
+static void cc__chacha20_xor_blocks(uint32_t st[16], const unsigned char *in, unsigned char *out, size_t nblocks) {
+  unsigned char ks[64];
+#if CC__CRYPTO_X86
+  int f = cc__crypto_cpu();
+  if (f & CC__CPU_AVX2)
+    for (; nblocks >= 8; nblocks -= 8, in += 512, out += 512, st[12] += 8) cc__chacha20_x8(st, in, out);
+  if (f & CC__CPU_SSE2)
+    for (; nblocks >= 4; nblocks -= 4, in += 256, out += 256, st[12] += 4) cc__chacha20_x4(st, in, out);
+#endif
+  if (!nblocks) return;
+  for (; nblocks; nblocks--, in += 64, out += 64, st[12]++) {
+    cc__chacha20_block(st, ks);
+    cc__xor_bytes(out, in, ks, 64);
+  }
+  cc__crypto_wipe(ks, sizeof ks);
+}
+
+/* RFC 8439 section 2.4: ChaCha20 encryption (= decryption) of len bytes. */
+static __attribute__((unused)) void cc__chacha20_xor(const unsigned char key[32], uint32_t counter,
+                                                     const unsigned char nonce[12], const void *inv, void *outv,
+                                                     size_t len) {
+  const unsigned char *in = (const unsigned char *)inv;
+  unsigned char *out = (unsigned char *)outv, ks[64];
+  uint32_t st[16];
+  cc__chacha20_init(st, key, counter, nonce);
+  cc__chacha20_xor_blocks(st, in, out, len / 64);
+  if (len % 64) {
+    cc__chacha20_block(st, ks);
+    cc__xor_bytes(out + (len & ~(size_t)63), in + (len & ~(size_t)63), ks, len % 64);
+  }
+  cc__crypto_wipe(ks, sizeof ks);
+  cc__crypto_wipe(st, sizeof st);
+}
+
+/* ============================================================ Poly1305 */
+/* RFC 8439 section 2.5, in radix 2^44 (limbs of 44, 44 and 42 bits, as in
+   poly1305-donna's 64-bit version). The 64x64->128 multiplies use unsigned
+   __int128 where the compiler has it and a portable 32-bit-halves product
+   otherwise (define CC_CRYPTO_NO_INT128 to force the latter). */
+#if defined(__SIZEOF_INT128__) && !defined(CC_CRYPTO_NO_INT128)
+__extension__ typedef unsigned __int128 cc__u128;
+static cc__u128 cc__mul64(uint64_t a, uint64_t b) { return (cc__u128)a * b; }
+static cc__u128 cc__add128(cc__u128 a, cc__u128 b) { return a + b; }
+static cc__u128 cc__add128_64(cc__u128 a, uint64_t b) { return a + b; }
+static uint64_t cc__shr128(cc__u128 a, int s) { return (uint64_t)(a >> s); }
+static uint64_t cc__lo128(cc__u128 a) { return (uint64_t)a; }
+#else
+typedef struct cc__u128 { uint64_t lo, hi; } cc__u128;
+static cc__u128 cc__mul64(uint64_t a, uint64_t b) {
+  uint64_t a0 = a & 0xffffffffu, a1 = a >> 32, b0 = b & 0xffffffffu, b1 = b >> 32;
+  uint64_t p00 = a0 * b0, p01 = a0 * b1, p10 = a1 * b0, p11 = a1 * b1;
+  uint64_t mid = (p00 >> 32) + (p01 & 0xffffffffu) + (p10 & 0xffffffffu);
+  cc__u128 r;
+  r.lo = (mid << 32) | (p00 & 0xffffffffu);
+  r.hi = p11 + (p01 >> 32) + (p10 >> 32) + (mid >> 32);
+  return r;
+}
+static cc__u128 cc__add128(cc__u128 a, cc__u128 b) {
+  cc__u128 r;
+  r.lo = a.lo + b.lo;
+  r.hi = a.hi + b.hi + (r.lo < a.lo);
+  return r;
+}
+static cc__u128 cc__add128_64(cc__u128 a, uint64_t b) {
+  cc__u128 r;
+  r.lo = a.lo + b;
+  r.hi = a.hi + (r.lo < a.lo);
+  return r;
+}
+static uint64_t cc__shr128(cc__u128 a, int s) { return (a.lo >> s) | (a.hi << (64 - s)); }   /* 0 < s < 64 */
+static uint64_t cc__lo128(cc__u128 a) { return a.lo; }
+#endif
+
+#define CC__M44 0xfffffffffffull
+#define CC__M42 0x3ffffffffffull
+
+typedef struct cc__poly1305 {
+  uint64_t r0, r1, r2;                  /* clamped r */
+  uint64_t s1, s2;                      /* 20*r1, 20*r2: 2^132 = 4*2^130 = 4*5 mod p */
+  uint64_t q0, q1, q2, t1, t2;          /* r^2 mod p (limbs carried, below 2^44, 2^44+1, 2^42) and 20*q1, 20*q2 */
+  uint64_t h0, h1, h2;                  /* accumulator, partially reduced */
+  uint64_t pad0, pad1;                  /* s, the second half of the key */
+} cc__poly1305;
+
+/* Carries d0, d1, d2 (128-bit column sums) into 44/44/42-bit limbs, folding
+   the part above 2^130 back in times 5. */
+#define CC__POLY_CARRY(d0, d1, d2, h0, h1, h2)                                   \
+  do {                                                                          \
+    uint64_t c_;                                                                \
+    c_ = cc__shr128(d0, 44); h0 = cc__lo128(d0) & CC__M44;                       \
+    d1 = cc__add128_64(d1, c_); c_ = cc__shr128(d1, 44); h1 = cc__lo128(d1) & CC__M44; \
+    d2 = cc__add128_64(d2, c_); c_ = cc__shr128(d2, 42); h2 = cc__lo128(d2) & CC__M42; \
+    h0 += c_ * 5; c_ = h0 >> 44; h0 &= CC__M44;                                  \
+    h1 += c_;                                                                   \
+  } while (0)
+
+/* RFC 8439 section 2.5: r = key[0..15] clamped, s = key[16..31]. */
+static void cc__poly1305_init(cc__poly1305 *p, const unsigned char key[32]) {
+  uint64_t t0 = cc__ld64le(key), t1 = cc__ld64le(key + 8);
+  p->r0 = t0 & 0xffc0fffffffull;                          /* r &= 0x0ffffffc0ffffffc0ffffffc0fffffff */
+  p->r1 = ((t0 >> 44) | (t1 << 20)) & 0xfffffc0ffffull;
+  p->r2 = (t1 >> 24) & 0x00ffffffc0full;
+  p->s1 = p->r1 * 20;
+  p->s2 = p->r2 * 20;
+  {                                                       /* r^2, for two blocks per step */
+    cc__u128 d0 = cc__add128(cc__add128(cc__mul64(p->r0, p->r0), cc__mul64(p->r1, p->s2)), cc__mul64(p->r2, p->s1));
+    cc__u128 d1 = cc__add128(cc__add128(cc__mul64(p->r0, p->r1), cc__mul64(p->r1, p->r0)), cc__mul64(p->r2, p->s2));
+    cc__u128 d2 = cc__add128(cc__add128(cc__mul64(p->r0, p->r2), cc__mul64(p->r1, p->r1)), cc__mul64(p->r2, p->r0));
+    CC__POLY_CARRY(d0, d1, d2, p->q0, p->q1, p->q2);
+    p->t1 = p->q1 * 20;
+    p->t2 = p->q2 * 20;
+  }
+  p->h0 = p->h1 = p->h2 = 0;
+  p->pad0 = cc__ld64le(key + 16);
+  p->pad1 = cc__ld64le(key + 24);
+}
+
+/* Acc = ((Acc + block + hibit) * r) mod 2^130-5 for each 16-byte block;
+   hibit is 2^128 (1 << 40 in the top limb) for whole blocks, 0 for a final
+   short block that the caller padded with 0x01 0x00...
+   Two blocks per step as Acc = (Acc + m1)*r^2 + m2*r: the same value, but the
+   m2*r products do not wait for the accumulator, which halves the length of
+   the dependency chain per block. Bounds: accumulator limbs < 2^45 after the
+   add, q and r limbs < 2^44+1, 20*q and 20*r < 2^50, so each of the six
+   products per column is < 2^95 and a column sum < 2^98. */
+static void cc__poly1305_blocks(cc__poly1305 *p, const unsigned char *m, size_t nblocks, uint64_t hibit) {
+  uint64_t r0 = p->r0, r1 = p->r1, r2 = p->r2, s1 = p->s1, s2 = p->s2;
+  uint64_t q0 = p->q0, q1 = p->q1, q2 = p->q2, t1 = p->t1, t2 = p->t2;
+  uint64_t h0 = p->h0, h1 = p->h1, h2 = p->h2;
+  for (; nblocks >= 2; nblocks -= 2, m += 32) {
+    uint64_t a0 = cc__ld64le(m), a1 = cc__ld64le(m + 8), b0 = cc__ld64le(m + 16), b1 = cc__ld64le(m + 24);
+    uint64_t g0, g1, g2;
+    cc__u128 d0, d1, d2;
+    h0 += a0 & CC__M44;
+    h1 += ((a0 >> 44) | (a1 << 20)) & CC__M44;
+    h2 += ((a1 >> 24) & CC__M42) | hibit;
+    g0 = b0 & CC__M44;
+    g1 = ((b0 >> 44) | (b1 << 20)) & CC__M44;
+    g2 = ((b1 >> 24) & CC__M42) | hibit;
+    d0 = cc__add128(cc__add128(cc__add128(cc__mul64(h0, q0), cc__mul64(h1, t2)), cc__mul64(h2, t1)),
+                    cc__add128(cc__add128(cc__mul64(g0, r0), cc__mul64(g1, s2)), cc__mul64(g2, s1)));
+    d1 = cc__add128(cc__add128(cc__add128(cc__mul64(h0, q1), cc__mul64(h1, q0)), cc__mul64(h2, t2)),
+                    cc__add128(cc__add128(cc__mul64(g0, r1), cc__mul64(g1, r0)), cc__mul64(g2, s2)));
+    d2 = cc__add128(cc__add128(cc__add128(cc__mul64(h0, q2), cc__mul64(h1, q1)), cc__mul64(h2, q0)),
+                    cc__add128(cc__add128(cc__mul64(g0, r2), cc__mul64(g1, r1)), cc__mul64(g2, r0)));
+    CC__POLY_CARRY(d0, d1, d2, h0, h1, h2);
+  }
+  if (nblocks) {
+    uint64_t a0 = cc__ld64le(m), a1 = cc__ld64le(m + 8);
+    cc__u128 d0, d1, d2;
+    h0 += a0 & CC__M44;
+    h1 += ((a0 >> 44) | (a1 << 20)) & CC__M44;
+    h2 += ((a1 >> 24) & CC__M42) | hibit;
+    d0 = cc__add128(cc__add128(cc__mul64(h0, r0), cc__mul64(h1, s2)), cc__mul64(h2, s1));
+    d1 = cc__add128(cc__add128(cc__mul64(h0, r1), cc__mul64(h1, r0)), cc__mul64(h2, s2));
+    d2 = cc__add128(cc__add128(cc__mul64(h0, r2), cc__mul64(h1, r1)), cc__mul64(h2, r0));
+    CC__POLY_CARRY(d0, d1, d2, h0, h1, h2);
+  }
+  p->h0 = h0; p->h1 = h1; p->h2 = h2;
+}
+
+/* Full reduction mod 2^130-5 (a masked select, no branch), + s mod 2^128. */
+static void cc__poly1305_finish(cc__poly1305 *p, unsigned char tag[16]) {
+  uint64_t h0 = p->h0, h1 = p->h1, h2 = p->h2, g0, g1, g2, c, t0, t1;
+  c = h1 >> 44; h1 &= CC__M44;
+  h2 += c; c = h2 >> 42; h2 &= CC__M42;
+  h0 += c * 5; c = h0 >> 44; h0 &= CC__M44;
+  h1 += c; c = h1 >> 44; h1 &= CC__M44;
+  h2 += c; c = h2 >> 42; h2 &= CC__M42;
+  h0 += c * 5; c = h0 >> 44; h0 &= CC__M44;
+  h1 += c;
+  g0 = h0 + 5; c = g0 >> 44; g0 &= CC__M44;             /* g = h + 5 - 2^130 */
+  g1 = h1 + c; c = g1 >> 44; g1 &= CC__M44;
+  g2 = h2 + c - ((uint64_t)1 << 42);
+  c = (g2 >> 63) - 1;                                     /* all ones when h >= p */
+  g0 &= c; g1 &= c; g2 &= c;
+  c = ~c;
+  h0 = (h0 & c) | g0; h1 = (h1 & c) | g1; h2 = (h2 & c) | g2;
+  t0 = p->pad0; t1 = p->pad1;
+  h0 += t0 & CC__M44; c = h0 >> 44; h0 &= CC__M44;
+  h1 += (((t0 >> 44) | (t1 << 20)) & CC__M44) + c; c = h1 >> 44; h1 &= CC__M44;
+  h2 += ((t1 >> 24) & CC__M42) + c; h2 &= CC__M42;
+  cc__st64le(tag, h0 | (h1 << 44));
+  cc__st64le(tag + 8, (h1 >> 20) | (h2 << 24));
+}
+
+/* RFC 8439 section 2.5.1: the one-shot MAC of any message (a short last
+   block gets a 0x01 byte after it). */
+static __attribute__((unused)) void cc__poly1305_mac(const unsigned char key[32], const void *msg, size_t len,
+                                                     unsigned char tag[16]) {
+  const unsigned char *m = (const unsigned char *)msg;
+  cc__poly1305 p;
+  cc__poly1305_init(&p, key);
+  cc__poly1305_blocks(&p, m, len / 16, (uint64_t)1 << 40);
+  if (len % 16) {
+    unsigned char b[16];
+    memset(b, 0, sizeof b);
+    memcpy(b, m + (len & ~(size_t)15), len % 16);
+    b[len % 16] = 1;
+    cc__poly1305_blocks(&p, b, 1, 0);
+  }
+  cc__poly1305_finish(&p, tag);
+  cc__crypto_wipe(&p, sizeof p);
+}
+
+/* ========================================================= AES-256-GCM */
+#if CC__CRYPTO_X86
+/* FIPS 197 section 5.2, AES-256 key expansion with AESKEYGENASSIST: a new
+   round key is the running XOR of the one two steps back, XORed with the
+   broadcast SubWord(RotWord(w)) ^ Rcon (even steps) or SubWord(w) (odd). */
+static CC__TARGET_GCM __m128i cc__aes_kx(__m128i k, __m128i t) {
+  __m128i s = _mm_slli_si128(k, 4);
+  k = _mm_xor_si128(k, s); s = _mm_slli_si128(s, 4);
+  k = _mm_xor_si128(k, s); s = _mm_slli_si128(s, 4);
+  k = _mm_xor_si128(k, s);
+  return _mm_xor_si128(k, t);
+}
+#define CC__AES_KX2(i, rcon)                                                                        \
+  k[i] = cc__aes_kx(k[(i) - 2], _mm_shuffle_epi32(_mm_aeskeygenassist_si128(k[(i) - 1], rcon), 0xff)); \
+  k[(i) + 1] = cc__aes_kx(k[(i) - 1], _mm_shuffle_epi32(_mm_aeskeygenassist_si128(k[i], 0), 0xaa))
+
+static CC__TARGET_GCM void cc__aes256_expand(const unsigned char key[32], unsigned char rk[240]) {
+  __m128i k[15];
+  int i;
+  k[0] = _mm_loadu_si128((const __m128i *)(const void *)key);
+  k[1] = _mm_loadu_si128((const __m128i *)(const void *)(key + 16));
+  CC__AES_KX2(2, 0x01); CC__AES_KX2(4, 0x02); CC__AES_KX2(6, 0x04); CC__AES_KX2(8, 0x08);
+  CC__AES_KX2(10, 0x10); CC__AES_KX2(12, 0x20);
+  k[14] = cc__aes_kx(k[12], _mm_shuffle_epi32(_mm_aeskeygenassist_si128(k[13], 0x40), 0xff));
+  for (i = 0; i < 15; i++) _mm_storeu_si128((__m128i *)(void *)(rk + 16 * i), k[i]);
+  cc__crypto_wipe(k, sizeof k);
+}
+
+#define CC__CRY_LD(p) _mm_loadu_si128((const __m128i *)(const void *)(p))
+#define CC__CRY_ST(p, v) _mm_storeu_si128((__m128i *)(void *)(p), v)
+
+/* One AES-256 block (FIPS 197 section 5.1): 14 rounds. */
+static CC__INLINE_GCM __m128i cc__aes256_block(const unsigned char *rk, __m128i b) {
+  int i;
+  b = _mm_xor_si128(b, CC__CRY_LD(rk));
+  for (i = 1; i < 14; i++) b = _mm_aesenc_si128(b, CC__CRY_LD(rk + 16 * i));
+  return _mm_aesenclast_si128(b, CC__CRY_LD(rk + 224));
+}
+
+/* GHASH (SP 800-38D section 6.4) in GF(2^128) mod x^128 + x^7 + x^2 + x + 1.
+   Blocks are byte-reversed on load, so bit i of a register holds the
+   coefficient of x^(127-i): the bit-reflected form. The carry-less product
+   of two reflected values is the reflected product shifted right by one
+   bit, hence the 1-bit left shift before the reduction (the method of
+   Gueron and Kounavis, "Intel Carry-Less Multiplication Instruction and its
+   Usage for Computing the GCM Mode", Algorithm 5). */
+static CC__INLINE_GCM void cc__clmul_acc(__m128i a, __m128i b, __m128i *lo, __m128i *mid, __m128i *hi) {
+  *lo = _mm_xor_si128(*lo, _mm_clmulepi64_si128(a, b, 0x00));
+  *hi = _mm_xor_si128(*hi, _mm_clmulepi64_si128(a, b, 0x11));
+  *mid = _mm_xor_si128(*mid, _mm_xor_si128(_mm_clmulepi64_si128(a, b, 0x01), _mm_clmulepi64_si128(a, b, 0x10)));
+}
+
+/* The same with Karatsuba: 3 multiplies; hk = hi64 ^ lo64 of b (low half).
+   mid collects (a.hi^a.lo)(b.hi^b.lo) = cross + lo + hi: the caller XORs lo
+   and hi into it before reducing. */
+static CC__INLINE_GCM void cc__clmul_acc_k(__m128i a, __m128i b, __m128i hk, __m128i *lo, __m128i *mid, __m128i *hi) {
+  *lo = _mm_xor_si128(*lo, _mm_clmulepi64_si128(a, b, 0x00));
+  *hi = _mm_xor_si128(*hi, _mm_clmulepi64_si128(a, b, 0x11));
+  *mid = _mm_xor_si128(*mid, _mm_clmulepi64_si128(_mm_xor_si128(a, _mm_shuffle_epi32(a, 0x4e)), hk, 0x00));
+}
+
+/* (lo + mid*2^64 + hi*2^128), the sum of one or more unreduced products,
+   to one reduced reflected field element. */
+static CC__INLINE_GCM __m128i cc__gf_reduce(__m128i lo, __m128i mid, __m128i hi) {
+  __m128i cl, ch, cx, a, b, c;
+  lo = _mm_xor_si128(lo, _mm_slli_si128(mid, 8));
+  hi = _mm_xor_si128(hi, _mm_srli_si128(mid, 8));
+  cl = _mm_srli_epi32(lo, 31);                   /* shift hi:lo left by one bit */
+  ch = _mm_srli_epi32(hi, 31);
+  lo = _mm_slli_epi32(lo, 1);
+  hi = _mm_slli_epi32(hi, 1);
+  cx = _mm_srli_si128(cl, 12);
+  cl = _mm_slli_si128(cl, 4);
+  ch = _mm_slli_si128(ch, 4);
+  lo = _mm_or_si128(lo, cl);
+  hi = _mm_or_si128(_mm_or_si128(hi, ch), cx);
+  a = _mm_slli_epi32(lo, 31);                    /* fold the low half: x^128 = x^7 + x^2 + x + 1 */
+  b = _mm_slli_epi32(lo, 30);
+  c = _mm_slli_epi32(lo, 25);
+  a = _mm_xor_si128(_mm_xor_si128(a, b), c);
+  b = _mm_srli_si128(a, 4);
+  a = _mm_slli_si128(a, 12);
+  lo = _mm_xor_si128(lo, a);
+  c = _mm_xor_si128(_mm_xor_si128(_mm_srli_epi32(lo, 1), _mm_srli_epi32(lo, 2)), _mm_srli_epi32(lo, 7));
+  c = _mm_xor_si128(c, b);
+  lo = _mm_xor_si128(lo, c);
+  return _mm_xor_si128(hi, lo);
+}
+
+static CC__INLINE_GCM __m128i cc__gf_mul(__m128i a, __m128i b) {
+  __m128i lo = _mm_setzero_si128(), mid = lo, hi = lo;
+  cc__clmul_acc(a, b, &lo, &mid, &hi);
+  return cc__gf_reduce(lo, mid, hi);
+}
+
+static CC__INLINE_GCM __m128i cc__bswap128(__m128i v) {
+  return _mm_shuffle_epi8(v, _mm_set_epi8(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15));
+}
+
+/* X = (X ^ B1)*H^8 ^ B2*H^7 ^ ... ^ B8*H for each 8 blocks (one reduction per
+   8 blocks, Karatsuba products), then X = (X ^ B)*H per block. hp holds
+   H^16..H^1 (so H^8..H^1 from entry 8, H at entry 15), hk their Karatsuba
+   halves. */
+#define CC__CRY_X8(S) S(0) S(1) S(2) S(3) S(4) S(5) S(6) S(7)
+static CC__TARGET_GCM __m128i cc__ghash_blocks(const unsigned char *hp, const unsigned char *hk, __m128i x,
+                                              const unsigned char *p, size_t n) {
+  for (; n >= 8; n -= 8, p += 128) {
+    __m128i lo = _mm_setzero_si128(), mid = lo, hi = lo, b0, b1, b2, b3, b4, b5, b6, b7;
+#define CC__H_LOAD(j) b##j = cc__bswap128(CC__CRY_LD(p + 16 * (j)));
+#define CC__H_MUL(j) cc__clmul_acc_k(b##j, CC__CRY_LD(hp + 16 * (8 + (j))), CC__CRY_LD(hk + 16 * (8 + (j))), &lo, &mid, &hi);
+    CC__CRY_X8(CC__H_LOAD)
+    b0 = _mm_xor_si128(b0, x);
+    CC__CRY_X8(CC__H_MUL)
+#undef CC__H_LOAD
+#undef CC__H_MUL
+    x = cc__gf_reduce(lo, _mm_xor_si128(mid, _mm_xor_si128(lo, hi)), hi);
+  }
+  for (; n; n--, p += 16) x = cc__gf_mul(_mm_xor_si128(x, cc__bswap128(CC__CRY_LD(p))), CC__CRY_LD(hp + 240));
+  return x;
+}
+
+/* 16 blocks per reduction with 256-bit VPCLMULQDQ: register j holds blocks
+   2j and 2j+1, multiplied by H^(16-2j) and H^(15-2j), which are adjacent in
+   the descending table. The two 128-bit halves are summed before reducing. */
+static CC__TARGET_VCLMUL __m128i cc__ghash_blocks16(const unsigned char *hp, const unsigned char *hk, __m128i x,
+                                                   const unsigned char *p, size_t n16) {
+  const __m256i bs = _mm256_setr_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0,
+                                      15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  for (; n16; n16--, p += 256) {
+    __m256i lo = _mm256_setzero_si256(), mid = lo, hi = lo, a0, a1, a2, a3, a4, a5, a6, a7;
+    __m128i l, m, h;
+#define CC__V_LOAD(j) a##j = _mm256_shuffle_epi8(_mm256_loadu_si256((const __m256i *)(const void *)(p + 32 * (j))), bs);
+#define CC__V_MUL(j)                                                                                              \
+    {                                                                                                             \
+      __m256i hj = _mm256_loadu_si256((const __m256i *)(const void *)(hp + 32 * (j)));                            \
+      __m256i kj = _mm256_loadu_si256((const __m256i *)(const void *)(hk + 32 * (j)));                            \
+      lo = _mm256_xor_si256(lo, _mm256_clmulepi64_epi128(a##j, hj, 0x00));                                       \
+      hi = _mm256_xor_si256(hi, _mm256_clmulepi64_epi128(a##j, hj, 0x11));                                       \
+      mid = _mm256_xor_si256(mid, _mm256_clmulepi64_epi128(_mm256_xor_si256(a##j, _mm256_shuffle_epi32(a##j, 0x4e)), kj, 0x00)); \
+    }
+    CC__CRY_X8(CC__V_LOAD)
+    a0 = _mm256_xor_si256(a0, _mm256_set_m128i(_mm_setzero_si128(), x));
+    CC__CRY_X8(CC__V_MUL)
+#undef CC__V_LOAD
+#undef CC__V_MUL
+    l = _mm_xor_si128(_mm256_castsi256_si128(lo), _mm256_extracti128_si256(lo, 1));
+    m = _mm_xor_si128(_mm256_castsi256_si128(mid), _mm256_extracti128_si256(mid, 1));
+    h = _mm_xor_si128(_mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1));
+    x = cc__gf_reduce(l, _mm_xor_si128(m, _mm_xor_si128(l, h)), h);
+  }
+  return x;
+}
+
+static CC__TARGET_GCM void cc__ghash_update(unsigned char xs[16], const unsigned char *hp, const unsigned char *hk,
+                                            const unsigned char *p, size_t n) {
+  __m128i x = CC__CRY_LD(xs);
+  if (n >= 16 && (cc__crypto_cpu() & CC__CPU_VCLMUL)) {
+    x = cc__ghash_blocks16(hp, hk, x, p, n / 16);
+    p += (n & ~(size_t)15) * 16;
+    n &= 15;
+  }
+  CC__CRY_ST(xs, cc__ghash_blocks(hp, hk, x, p, n));
+}
+
+/* Round keys, then H = E(K, 0^128) and its powers H^1..H^16, reflected. */
+static CC__TARGET_GCM void cc__gcm_setkey(unsigned char rk[240], unsigned char hp[256], unsigned char hk[256],
+                                          const unsigned char key[32]) {
+  __m128i h, p = _mm_setzero_si128();
+  int i;
+  cc__aes256_expand(key, rk);
+  h = cc__bswap128(cc__aes256_block(rk, _mm_setzero_si128()));
+  for (i = 1; i <= 16; i++) {                            /* H^i at entry 16 - i */
+    p = i > 1 ? cc__gf_mul(p, h) : h;
+    CC__CRY_ST(hp + 16 * (16 - i), p);
+    CC__CRY_ST(hk + 16 * (16 - i), _mm_xor_si128(p, _mm_shuffle_epi32(p, 0x4e)));
+  }
+}
+
+/* The counter block: the 12 bytes of nonce, then ctr big-endian. */
+static CC__INLINE_GCM __m128i cc__gcm_ctr(__m128i base, uint32_t ctr) {
+  return _mm_insert_epi32(base, (int)__builtin_bswap32(ctr), 3);
+}
+
+/* SP 800-38D section 7.1 step 2: J0 for an IV of any length. For a 12-byte
+   IV it is IV || 0^31 || 1; otherwise GHASH(IV || 0-pad || 0^64 || [len(IV) in bits]64). */
+static CC__TARGET_GCM void cc__gcm_j0(const unsigned char *hp, const unsigned char *hk, const unsigned char *iv, size_t ivlen,
+                                      unsigned char j0[16]) {
+  if (ivlen == 12) {
+    memcpy(j0, iv, 12);
+    j0[12] = j0[13] = j0[14] = 0;
+    j0[15] = 1;
+  } else {
+    unsigned char b[16];
+    __m128i x = _mm_setzero_si128();
+    x = cc__ghash_blocks(hp, hk, x, iv, ivlen / 16);
+    if (ivlen % 16) {
+      memset(b, 0, sizeof b);
+      memcpy(b, iv + (ivlen & ~(size_t)15), ivlen % 16);
+      x = cc__ghash_blocks(hp, hk, x, b, 1);
+    }
+    memset(b, 0, 8);
+    cc__st64be(b + 8, (uint64_t)ivlen * 8);
+    x = cc__ghash_blocks(hp, hk, x, b, 1);
+    CC__CRY_ST(j0, cc__bswap128(x));
+  }
+}
+
+/* CTR keystream XOR + GHASH of the ciphertext over nblocks whole blocks,
+   8 at a time: E(K, nonce||ctr), E(K, nonce||ctr+1), ... (inc32). All loads of
+   a group come before its stores, so in == out is fine. Returns the new X.
+   The 8 lanes are written out (CC__CRY_X8) so that they stay in registers. */
+static CC__TARGET_GCM __m128i cc__gcm_crypt_blocks(const unsigned char *rk, const unsigned char *hp,
+                                                  const unsigned char *hk, __m128i x,
+                                                  const unsigned char nonce[12], uint32_t ctr,
+                                                  const unsigned char *in, unsigned char *out, size_t nblocks,
+                                                  int enc) {
+  unsigned char nb[16];
+  __m128i base;
+  memcpy(nb, nonce, 12);
+  memset(nb + 12, 0, 4);
+  base = CC__CRY_LD(nb);
+  for (; nblocks >= 8; nblocks -= 8, in += 128, out += 128, ctr += 8) {
+    __m128i b0, b1, b2, b3, b4, b5, b6, b7, d0, d1, d2, d3, d4, d5, d6, d7, lo, mid, hi, k;
+    int r;
+    k = CC__CRY_LD(rk);
+#define CC__G_CTR(j) b##j = _mm_xor_si128(cc__gcm_ctr(base, ctr + (uint32_t)(j)), k);
+#define CC__G_ENC(j) b##j = _mm_aesenc_si128(b##j, k);
+#define CC__G_LAST(j) d##j = CC__CRY_LD(in + 16 * (j)); b##j = _mm_xor_si128(_mm_aesenclast_si128(b##j, k), d##j);
+#define CC__G_STORE(j) CC__CRY_ST(out + 16 * (j), b##j);
+#define CC__G_HASH(j) \
+    cc__clmul_acc_k(cc__bswap128(enc ? b##j : d##j), CC__CRY_LD(hp + 16 * (8 + (j))), CC__CRY_LD(hk + 16 * (8 + (j))), &lo, &mid, &hi);
+    CC__CRY_X8(CC__G_CTR)
+    for (r = 1; r < 14; r++) {
+      k = CC__CRY_LD(rk + 16 * r);
+      CC__CRY_X8(CC__G_ENC)
+    }
+    k = CC__CRY_LD(rk + 224);
+    CC__CRY_X8(CC__G_LAST)                                        /* b: the output blocks */
+    CC__CRY_X8(CC__G_STORE)
+    lo = mid = hi = _mm_setzero_si128();
+    if (enc) b0 = _mm_xor_si128(b0, cc__bswap128(x));          /* GHASH runs over the ciphertext */
+    else d0 = _mm_xor_si128(d0, cc__bswap128(x));
+    CC__CRY_X8(CC__G_HASH)
+    x = cc__gf_reduce(lo, _mm_xor_si128(mid, _mm_xor_si128(lo, hi)), hi);
+#undef CC__G_CTR
+#undef CC__G_ENC
+#undef CC__G_LAST
+#undef CC__G_STORE
+#undef CC__G_HASH
+  }
+  for (; nblocks; nblocks--, in += 16, out += 16, ctr++) {
+    __m128i d = CC__CRY_LD(in), o = _mm_xor_si128(cc__aes256_block(rk, cc__gcm_ctr(base, ctr)), d);
+    CC__CRY_ST(out, o);
+    x = cc__gf_mul(_mm_xor_si128(x, cc__bswap128(enc ? o : d)), CC__CRY_LD(hp + 240));
+  }
+  return x;
+}
+
+/* The same, 16 blocks per step with 256-bit VAES and VPCLMULQDQ: register j
+   holds counter blocks ctr+2j and ctr+2j+1 (the counter kept as host-order
+   32-bit lanes, incremented mod 2^32 as inc32 wants, and byte-swapped into
+   place), then the 16 ciphertext blocks are hashed as in cc__ghash_blocks16. */
+static CC__TARGET_VAES __m128i cc__gcm_crypt16(const unsigned char *rk, const unsigned char *hp,
+                                              const unsigned char *hk, __m128i x, const unsigned char nonce[12],
+                                              uint32_t ctr, const unsigned char *in, unsigned char *out, size_t n16,
+                                              int enc) {
+  const __m256i bs = _mm256_setr_epi8(15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0,
+                                      15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0);
+  const __m256i cswap = _mm256_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 15, 14, 13, 12,
+                                         -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 15, 14, 13, 12);
+  const __m256i two = _mm256_setr_epi32(0, 0, 0, 2, 0, 0, 0, 2);
+  unsigned char nb[16];
+  __m256i base, cv;
+  memcpy(nb, nonce, 12);
+  memset(nb + 12, 0, 4);
+  base = _mm256_broadcastsi128_si256(CC__CRY_LD(nb));
+  cv = _mm256_setr_epi32(0, 0, 0, (int)ctr, 0, 0, 0, (int)(ctr + 1));
+  for (; n16; n16--, in += 256, out += 256) {
+    __m256i b0, b1, b2, b3, b4, b5, b6, b7, d0, d1, d2, d3, d4, d5, d6, d7, k;
+    __m256i lo = _mm256_setzero_si256(), mid = lo, hi = lo;
+    __m128i l, m, h;
+    int r;
+    k = _mm256_broadcastsi128_si256(CC__CRY_LD(rk));
+#define CC__W_CTR(j) b##j = _mm256_xor_si256(_mm256_or_si256(base, _mm256_shuffle_epi8(cv, cswap)), k); cv = _mm256_add_epi32(cv, two);
+#define CC__W_ENC(j) b##j = _mm256_aesenc_epi128(b##j, k);
+#define CC__W_LAST(j)                                                                                          \
+    d##j = _mm256_loadu_si256((const __m256i *)(const void *)(in + 32 * (j)));                                   \
+    b##j = _mm256_xor_si256(_mm256_aesenclast_epi128(b##j, k), d##j);
+#define CC__W_STORE(j) _mm256_storeu_si256((__m256i *)(void *)(out + 32 * (j)), b##j);
+#define CC__W_HASH(j)                                                                                          \
+    {                                                                                                          \
+      __m256i a_ = _mm256_shuffle_epi8(enc ? b##j : d##j, bs);                                                 \
+      __m256i hj = _mm256_loadu_si256((const __m256i *)(const void *)(hp + 32 * (j)));                         \
+      __m256i kj = _mm256_loadu_si256((const __m256i *)(const void *)(hk + 32 * (j)));                         \
+      if ((j) == 0) a_ = _mm256_xor_si256(a_, _mm256_set_m128i(_mm_setzero_si128(), x));                       \
+      lo = _mm256_xor_si256(lo, _mm256_clmulepi64_epi128(a_, hj, 0x00));                                       \
+      hi = _mm256_xor_si256(hi, _mm256_clmulepi64_epi128(a_, hj, 0x11));                                       \
+      mid = _mm256_xor_si256(mid, _mm256_clmulepi64_epi128(_mm256_xor_si256(a_, _mm256_shuffle_epi32(a_, 0x4e)), kj, 0x00)); \
+    }
+    CC__CRY_X8(CC__W_CTR)
+    for (r = 1; r < 14; r++) {
+      k = _mm256_broadcastsi128_si256(CC__CRY_LD(rk + 16 * r));
+      CC__CRY_X8(CC__W_ENC)
+    }
+    k = _mm256_broadcastsi128_si256(CC__CRY_LD(rk + 224));
+    CC__CRY_X8(CC__W_LAST)
+    CC__CRY_X8(CC__W_STORE)
+    CC__CRY_X8(CC__W_HASH)
+#undef CC__W_CTR
+#undef CC__W_ENC
+#undef CC__W_LAST
+#undef CC__W_STORE
+#undef CC__W_HASH
+    l = _mm_xor_si128(_mm256_castsi256_si128(lo), _mm256_extracti128_si256(lo, 1));
+    m = _mm_xor_si128(_mm256_castsi256_si128(mid), _mm256_extracti128_si256(mid, 1));
+    h = _mm_xor_si128(_mm256_castsi256_si128(hi), _mm256_extracti128_si256(hi, 1));
+    x = cc__gf_reduce(l, _mm_xor_si128(m, _mm_xor_si128(l, h)), h);
+  }
+  return x;
+}
+
+static CC__TARGET_GCM void cc__gcm_crypt(const unsigned char *rk, const unsigned char *hp, const unsigned char *hk,
+                                         unsigned char xs[16],
+                                         const unsigned char nonce[12], uint32_t ctr, const unsigned char *in,
+                                         unsigned char *out, size_t nblocks, int enc) {
+  __m128i x = CC__CRY_LD(xs);
+  if (nblocks >= 16 && (cc__crypto_cpu() & (CC__CPU_VAES | CC__CPU_VCLMUL)) == (CC__CPU_VAES | CC__CPU_VCLMUL)) {
+    size_t n16 = nblocks / 16;
+    x = cc__gcm_crypt16(rk, hp, hk, x, nonce, ctr, in, out, n16, enc);
+    ctr += (uint32_t)(n16 * 16);
+    in += n16 * 256; out += n16 * 256; nblocks -= n16 * 16;
+  }
+  CC__CRY_ST(xs, cc__gcm_crypt_blocks(rk, hp, hk, x, nonce, ctr, in, out, nblocks, enc));
+}
+
+/* One keystream block E(K, nonce||ctr) into out. */
+static CC__TARGET_GCM void cc__gcm_keystream(const unsigned char *rk, const unsigned char nonce[12], uint32_t ctr,
+                                             unsigned char out[16]) {
+  unsigned char nb[16];
+  memcpy(nb, nonce, 12);
+  cc__st32le(nb + 12, 0);
+  CC__CRY_ST(out, cc__aes256_block(rk, cc__gcm_ctr(CC__CRY_LD(nb), ctr)));
+}
+
+/* FIPS 197 single-block encryption, for tests. */
+static __attribute__((unused)) CC__TARGET_GCM void cc__aes256_encrypt_block(const unsigned char rk[240],
+                                                                            const unsigned char in[16],
+                                                                            unsigned char out[16]) {
+  CC__CRY_ST(out, cc__aes256_block(rk, CC__CRY_LD(in)));
+}
+#endif /* CC__CRYPTO_X86 */
+
+/* ================================================================ AEAD */
+typedef struct cc__aead_key {
+  int suite;                             /* CC__AEAD_*; 0 before setkey */
+  unsigned char key[32];                 /* ChaCha20-Poly1305: the key */
+  unsigned char rk[240];                 /* AES-256-GCM: the 15 round keys */
+  unsigned char hp[256];                 /* AES-256-GCM: H^16, H^15, ..., H^1, reflected */
+  unsigned char hk[256];                 /* AES-256-GCM: hi64 ^ lo64 of each, for Karatsuba */
+} cc__aead_key;
+
+typedef struct cc__aead {
+  const cc__aead_key *key;
+  int phase;                             /* 0 AAD, 1 payload, 2 finished, 3 failed */
+  unsigned nmac, nks;                    /* bytes in mbuf; unused bytes at the end of ks */
+  uint64_t aadlen, msglen;
+  unsigned char mbuf[16];                /* partial MAC block */
+  unsigned char ks[64];                  /* keystream of the current partial block */
+  /* ChaCha20-Poly1305 */
+  uint32_t cst[16];                      /* ChaCha20 state; word 12 is the next block */
+  cc__poly1305 poly;
+  /* AES-256-GCM */
+  uint32_t ctr;                          /* next counter */
+  unsigned char nonce[12];               /* the first 96 bits of J0 */
+  unsigned char ekj0[16];                /* E(K, J0), which masks the tag */
+  unsigned char x[16];                   /* GHASH accumulator, reflected */
+} cc__aead;
+
+/* RFC 8439 section 2.8: P_MAX = (2^32 - 1) * 64 bytes (counter 0 is the
+   Poly1305 key). SP 800-38D section 5.2.1.1: len(P) <= 2^39 - 256 bits. AAD
+   is held to 2^61 - 1 bytes for both (GCM's 2^64 - 1 bits). */
+#define CC__CHACHA_PMAX (((uint64_t)1 << 38) - 64)
+#define CC__GCM_PMAX    (((uint64_t)1 << 36) - 32)
+#define CC__AEAD_AMAX   (((uint64_t)1 << 61) - 1)
+
+/* 1 when this CPU (and this build) can run AES-256-GCM. */
+static int cc__aead_have_gcm(void) { return (cc__crypto_cpu() & CC__CPU_GCM) != 0; }
+
+/* The suite this CPU runs fast: AES-256-GCM with AES-NI+PCLMULQDQ, else
+   ChaCha20-Poly1305. Both ends of a connection must agree on one: see NOTES. */
+static __attribute__((unused)) int cc__aead_best_suite(void) {
+  return cc__aead_have_gcm() ? CC__AEAD_AES256_GCM : CC__AEAD_CHACHA20_POLY1305;
+}
+
+/* Expands a 32-byte key for suite. 0, or -1 (k zeroed) for an unknown suite
+   or AES-256-GCM where the CPU lacks AES-NI/PCLMULQDQ. */
+static __attribute__((unused)) int cc__aead_setkey(cc__aead_key *k, int suite, const unsigned char key[32]) {
+  memset(k, 0, sizeof *k);
+  if (suite == CC__AEAD_CHACHA20_POLY1305) {
+    memcpy(k->key, key, 32);
+    k->suite = suite;
+    return 0;
+  }
+#if CC__CRYPTO_X86
+  if (suite == CC__AEAD_AES256_GCM && cc__aead_have_gcm()) {
+    cc__gcm_setkey(k->rk, k->hp, k->hk, key);
+    k->suite = suite;
+    return 0;
+  }
+#endif
+  return -1;
+}
+
+static __attribute__((unused)) void cc__aead_key_wipe(cc__aead_key *k) { cc__crypto_wipe(k, sizeof *k); }
+
+static void cc__aead_fail(cc__aead *s) {
+  const cc__aead_key *k = s->key;
+  cc__crypto_wipe(s, sizeof *s);
+  s->key = k;
+  s->phase = 3;
+}
+
+/* Whole 16-byte blocks into the MAC. */
+static void cc__aead_mac_blocks(cc__aead *s, const unsigned char *p, size_t nblocks) {
+  if (s->key->suite == CC__AEAD_CHACHA20_POLY1305) {
+    cc__poly1305_blocks(&s->poly, p, nblocks, (uint64_t)1 << 40);
+    return;
+  }
+#if CC__CRYPTO_X86
+  cc__ghash_update(s->x, s->key->hp, s->key->hk, p, nblocks);
+#endif
+}
+
+/* Any bytes into the MAC, buffering a partial block. */
+static void cc__aead_mac(cc__aead *s, const unsigned char *p, size_t n) {
+  if (!n) return;
+  if (s->nmac) {
+    size_t k = CC__MIN((size_t)(16 - s->nmac), n);
+    memcpy(s->mbuf + s->nmac, p, k);
+    s->nmac += (unsigned)k; p += k; n -= k;
+    if (s->nmac < 16) return;
+    cc__aead_mac_blocks(s, s->mbuf, 1);
+    s->nmac = 0;
+  }
+  if (n >= 16) {
+    cc__aead_mac_blocks(s, p, n / 16);
+    p += n & ~(size_t)15;
+    n &= 15;
+  }
+  if (n) { memcpy(s->mbuf, p, n); s->nmac = (unsigned)n; }
+}
+
+/* Zero-pads a partial MAC block (RFC 8439 padding1/padding2; GCM's 0^v, 0^u). */
+static void cc__aead_mac_pad(cc__aead *s) {
+  if (!s->nmac) return;
+  memset(s->mbuf + s->nmac, 0, 16 - s->nmac);
+  cc__aead_mac_blocks(s, s->mbuf, 1);
+  s->nmac = 0;
+}
+
+/* Starts a message under nonce (12 bytes; never twice under one key). */
+static __attribute__((unused)) int cc__aead_begin(cc__aead *s, const cc__aead_key *k, const unsigned char nonce[12]) {
+  memset(s, 0, sizeof *s);
+  s->key = k;
+  if (k->suite == CC__AEAD_CHACHA20_POLY1305) {
+    unsigned char otk[64];
+    cc__chacha20_init(s->cst, k->key, 0, nonce);         /* RFC 8439 section 2.6: block 0 keys Poly1305 */
+    cc__chacha20_block(s->cst, otk);
+    cc__poly1305_init(&s->poly, otk);
+    cc__crypto_wipe(otk, sizeof otk);
+    s->cst[12] = 1;                                       /* the payload starts at block 1 */
+    return 0;
+  }
+#if CC__CRYPTO_X86
+  if (k->suite == CC__AEAD_AES256_GCM) {                  /* SP 800-38D section 7.1 */
+    memcpy(s->nonce, nonce, 12);
+    cc__gcm_keystream(k->rk, s->nonce, 1, s->ekj0);       /* E(K, J0), J0 = nonce || 1 */
+    s->ctr = 2;                                           /* inc32(J0) */
+    return 0;
+  }
+#endif
+  s->phase = 3;
+  return -1;
+}
+
+/* AES-256-GCM with an IV of any length (SP 800-38D section 7.1), for the
+   specification's test vectors; the transport uses 12-byte nonces only. */
+static __attribute__((unused)) int cc__aead_begin_gcm_iv(cc__aead *s, const cc__aead_key *k, const unsigned char *iv,
+                                                         size_t ivlen) {
+#if CC__CRYPTO_X86
+  unsigned char j0[16];
+  if (k->suite == CC__AEAD_AES256_GCM && ivlen > 0) {
+    memset(s, 0, sizeof *s);
+    s->key = k;
+    cc__gcm_j0(k->hp, k->hk, iv, ivlen, j0);
+    memcpy(s->nonce, j0, 12);
+    s->ctr = (uint32_t)j0[12] << 24 | (uint32_t)j0[13] << 16 | (uint32_t)j0[14] << 8 | (uint32_t)j0[15];
+    cc__gcm_keystream(k->rk, s->nonce, s->ctr, s->ekj0);
+    s->ctr++;
+    return 0;
+  }
+#else
+  (void)iv; (void)ivlen;
+#endif
+  memset(s, 0, sizeof *s);
+  s->key = k;
+  s->phase = 3;
+  return -1;
+}
+
+/* More associated data: only before any payload. */
+static __attribute__((unused)) int cc__aead_aad(cc__aead *s, const void *aad, size_t n) {
+  if (s->phase != 0 || (uint64_t)n > CC__AEAD_AMAX - s->aadlen) { cc__aead_fail(s); return -1; }
+  s->aadlen += n;
+  cc__aead_mac(s, (const unsigned char *)aad, n);
+  return 0;
+}
+
+/* Uses up to n bytes of the keystream left over from the last partial block. */
+static size_t cc__aead_leftover(cc__aead *s, const unsigned char *in, unsigned char *out, size_t n, int enc,
+                                size_t bsize) {
+  size_t take = CC__MIN(n, (size_t)s->nks);
+  if (!take) return 0;
+  if (!enc) cc__aead_mac(s, in, take);                    /* the MAC reads the ciphertext before in == out is overwritten */
+  cc__xor_bytes(out, in, s->ks + (bsize - s->nks), take);
+  if (enc) cc__aead_mac(s, out, take);
+  s->nks -= (unsigned)take;
+  return take;
+}
+
+/* Whole keystream blocks; for ChaCha20 4 KiB at a time so that the MAC reads
+   the bytes while they are in L1. */
+static void cc__aead_bulk(cc__aead *s, const unsigned char *in, unsigned char *out, size_t nblocks, int enc) {
+  if (s->key->suite == CC__AEAD_CHACHA20_POLY1305) {
+    while (nblocks) {
+      size_t m = CC__MIN(nblocks, (size_t)64);
+      if (!enc) cc__aead_mac(s, in, m * 64);
+      cc__chacha20_xor_blocks(s->cst, in, out, m);
+      if (enc) cc__aead_mac(s, out, m * 64);
+      in += m * 64; out += m * 64; nblocks -= m;
+    }
+    return;
+  }
+#if CC__CRYPTO_X86
+  cc__gcm_crypt(s->key->rk, s->key->hp, s->key->hk, s->x, s->nonce, s->ctr, in, out, nblocks, enc);
+  s->ctr += (uint32_t)nblocks;
+#endif
+}
+
+static int cc__aead_crypt(cc__aead *s, const void *inv, void *outv, size_t n, int enc) {
+  const unsigned char *in = (const unsigned char *)inv;
+  unsigned char *out = (unsigned char *)outv;
+  int chacha = s->phase <= 1 && s->key && s->key->suite == CC__AEAD_CHACHA20_POLY1305;
+  size_t bsize = chacha ? 64 : 16, t;
+  uint64_t pmax = chacha ? CC__CHACHA_PMAX : CC__GCM_PMAX;
+  if (s->phase > 1 || (uint64_t)n > pmax - s->msglen) { cc__aead_fail(s); return -1; }
+  if (s->phase == 0) { cc__aead_mac_pad(s); s->phase = 1; }
+  if (!n) return 0;
+  s->msglen += n;
+  t = cc__aead_leftover(s, in, out, n, enc, bsize);
+  in += t; out += t; n -= t;
+  if (n >= bsize) {
+    size_t nb = n / bsize;
+    cc__aead_bulk(s, in, out, nb, enc);
+    in += nb * bsize; out += nb * bsize; n -= nb * bsize;
+  }
+  if (n) {                                                /* a partial block: keep its keystream */
+    if (chacha) {
+      cc__chacha20_block(s->cst, s->ks);
+      s->cst[12]++;
+    }
+#if CC__CRYPTO_X86
+    else {
+      cc__gcm_keystream(s->key->rk, s->nonce, s->ctr, s->ks);
+      s->ctr++;
+    }
+#endif
+    s->nks = (unsigned)bsize;
+    cc__aead_leftover(s, in, out, n, enc, bsize);
+  }
+  return 0;
+}
+
+/* Plaintext in -> ciphertext out (in == out allowed). */
+static __attribute__((unused)) int cc__aead_encrypt(cc__aead *s, const void *in, void *out, size_t n) {
+  return cc__aead_crypt(s, in, out, n, 1);
+}
+
+/* Ciphertext in -> plaintext out (in == out allowed). The plaintext is not
+   authentic until cc__aead_verify says so. */
+static __attribute__((unused)) int cc__aead_decrypt(cc__aead *s, const void *in, void *out, size_t n) {
+  return cc__aead_crypt(s, in, out, n, 0);
+}
+
+/* The 16-byte tag; the state is wiped (a new message needs a new begin). */
+static int cc__aead_final(cc__aead *s, unsigned char tag[16]) {
+  unsigned char lb[16];
+  if (s->phase > 1 || !s->key) { cc__aead_fail(s); return -1; }
+  cc__aead_mac_pad(s);
+  if (s->key->suite == CC__AEAD_CHACHA20_POLY1305) {      /* RFC 8439 section 2.8: le64(aad) le64(ct) */
+    cc__st64le(lb, s->aadlen);
+    cc__st64le(lb + 8, s->msglen);
+    cc__poly1305_blocks(&s->poly, lb, 1, (uint64_t)1 << 40);
+    cc__poly1305_finish(&s->poly, tag);
+  } else {                                                /* SP 800-38D: [len(A)]64 [len(C)]64 in bits */
+    cc__st64be(lb, s->aadlen * 8);
+    cc__st64be(lb + 8, s->msglen * 8);
+    cc__aead_mac_blocks(s, lb, 1);
+    {
+      int i;
+      for (i = 0; i < 16; i++) tag[i] = (unsigned char)(s->x[15 - i] ^ s->ekj0[i]);
+    }
+  }
+  cc__crypto_wipe(s, sizeof *s);
+  s->phase = 2;
+  return 0;
+}
+
+/* 0 when tag (16 bytes) is the message's tag, compared in constant time;
+   -1 otherwise. The state is wiped either way. */
+static __attribute__((unused)) int cc__aead_verify(cc__aead *s, const unsigned char tag[16]) {
+  unsigned char t[16];
+  int ok;
+  if (cc__aead_final(s, t) != 0) return -1;
+  ok = cc__ct_equal(t, tag, 16);
+  cc__crypto_wipe(t, sizeof t);
+  return ok ? 0 : -1;
+}
+
+/* One-shot seal: ciphertext into out (in == out allowed), tag into tag. */
+static __attribute__((unused)) int cc__aead_seal(const cc__aead_key *k, const unsigned char nonce[12], const void *aad,
+                                                 size_t aadlen, const void *in, void *out, size_t len,
+                                                 unsigned char tag[16]) {
+  cc__aead s;
+  if (cc__aead_begin(&s, k, nonce) != 0 || cc__aead_aad(&s, aad, aadlen) != 0 ||
+      cc__aead_encrypt(&s, in, out, len) != 0 || cc__aead_final(&s, tag) != 0)
+    return -1;
+  return 0;
+}
+
+/* One-shot open: plaintext into out, 0; or -1 with out zeroed when the tag
+   (or anything else) is wrong. */
+static __attribute__((unused)) int cc__aead_open(const cc__aead_key *k, const unsigned char nonce[12], const void *aad,
+                                                 size_t aadlen, const void *in, void *out, size_t len,
+                                                 const unsigned char tag[16]) {
+  cc__aead s;
+  if (cc__aead_begin(&s, k, nonce) != 0 || cc__aead_aad(&s, aad, aadlen) != 0 ||
+      cc__aead_decrypt(&s, in, out, len) != 0 || cc__aead_verify(&s, tag) != 0) {
+    if (len) cc__crypto_wipe(out, len);
+    return -1;
+  }
+  return 0;
+}
+
+/* ============================================================== @base */
+/* What every section above the platform shares: the internal types (the
+   communicator, a call, the shared-memory structures, messages and links),
+   the enums that name calls, ops, links and transports, the encoding of
+   integers on the wire, errors and logging (cc__fail), and the settings, read
+   once from cc_config and the environment (cc__settings_read). */
+
+/* A function the companion headers (cc_cuda.cuh) call, maybe nothing here. */
+#if defined(__GNUC__) || defined(__clang__)
+#  define CC__COMPANION static __attribute__((unused))
+#else
+#  define CC__COMPANION static
+#endif
+
+#define CC__LINE          64
+#define CC__DESC_BYTES    56                   /* call descriptor at the head of a half */
+#define CC__OP_FIRST_USER CC_OP_BUILTIN_COUNT
+#define CC__MAX_LOCAL     256                  /* ranks of one communicator on one host */
+#define CC__QUEUE_RANKS   16                   /* queued calls (@algo) up to this many ranks: a root sends n-1 frames */
+#define CC__FRAME         48                   /* a message's header on every link */
+#define CC__TAG           16                   /* an AEAD tag (TCP links with a token) */
+#define CC__ABORT_MAX     300                  /* an abort frame's payload, at most */
+#define CC__ERR_BYTES     320
+
+/* The calls. A rank's descriptor carries its call, so that ranks whose calls
+   disagree can tell (CC_ERR_MISMATCH). */
+enum {
+  CC__NONE, CC__BARRIER, CC__BROADCAST, CC__REDUCE, CC__ALL_REDUCE, CC__GATHER,
+  CC__ALL_GATHER, CC__SCATTER, CC__REDUCE_SCATTER, CC__ALL_TO_ALL, CC__GATHER_V,
+  CC__ALL_GATHER_V, CC__SCATTER_V, CC__ALL_TO_ALL_V, CC__SEND, CC__RECV,
+  CC__SPLIT, CC__INIT, CC__MEM_ALLOC, CC__MEM_FREE, CC__COLL_COUNT
+};
+static const char *const cc__coll_names[CC__COLL_COUNT] = {
+  "?", "barrier", "broadcast", "reduce", "all_reduce", "gather", "all_gather",
+  "scatter", "reduce_scatter", "all_to_all", "gather_v", "all_gather_v",
+  "scatter_v", "all_to_all_v", "send", "recv", "comm_split", "comm_init", "mem_alloc", "mem_free"
+};
+
+static const char *cc__coll_name(int coll) {
+  return coll > 0 && coll < CC__COLL_COUNT ? cc__coll_names[coll] : "?";
+}
+
+typedef enum cc__opkind { CC__OPK_FREE, CC__OPK_USER, CC__OPK_PREMUL } cc__opkind;
+
+/* How bytes reach a peer: itself, a ring in the host's shared segment, a TCP
+   connection. */
+typedef enum cc__link { CC__LINK_NONE, CC__LINK_SELF, CC__LINK_SHM, CC__LINK_TCP } cc__link;
+
+typedef enum cc__transport { CC__TR_AUTO, CC__TR_SHM, CC__TR_TCP } cc__transport;
+
+enum { CC__LOG_OFF, CC__LOG_WARN, CC__LOG_INFO, CC__LOG_TRACE };
+#define CC__CMA_AUTO 2                 /* CC_SHM_CMA=auto: cross-memory attach where measured faster */
+#define CC__LOG_ALWAYS CC__LOG_OFF     /* a warning shown whatever CC_DEBUG says */
+
+/* Message tags: >= 0 the user's; these below carry the library's own. */
+#define CC__TAG_COLL  (-2)                     /* a collective's data */
+#define CC__TAG_ABORT (-3)                     /* a failure, for every rank */
+
+/* ---------------------------------------------------------------- settings */
+
+typedef struct cc__settings {
+  int rank, size, local_size;          /* -1: not given */
+  const char *rank_var, *size_var;     /* where they came from, for messages */
+  char master_addr[256];               /* "": none */
+  int master_port;                     /* 0: none */
+  const char *master_from;             /* "MASTER_ADDR" or "SLURM_JOB_NODELIST" */
+  char master_err[160];                /* what is malformed about them, or "" */
+  char job_id[40];                     /* CC_JOB_ID: "" when not under ccrun */
+  int transport;                       /* cc__transport */
+  char token[256];                     /* "": none */
+  const char *token_from;              /* "CC_TOKEN" or "cfg.token" (messages) */
+  int net_encrypt;                     /* CC_NET_ENCRYPT=1: TCP payloads encrypted too */
+  size_t max_unexpected;               /* CC_MAX_UNEXPECTED: bytes of unexpected messages a communicator holds */
+  uint64_t timeout_ns;
+  int debug;
+  long spin_us, small_bytes;           /* -1: the default for the oversubscription */
+  size_t shm_chunk;                    /* 0: the default for the number of ranks */
+  size_t stream_bytes, net_chunk, net_small_bytes, net_sockbuf;
+  int shm_cma;                         /* CC_SHM_CMA: 0 never read peers' memory by cross-memory attach, 1 where
+                                          allowed, CC__CMA_AUTO where measured faster (the default) */
+  size_t direct_bytes;                 /* CC_SHM_DIRECT_BYTES: from this size, read peers' buffers directly */
+  size_t queue_bytes;                  /* CC_SHM_QUEUE_BYTES: broadcasts up to this (scatters, gathers: all parts) go queued */
+  char ifname[64];
+  uint64_t spawn_grace_ns;
+  uint64_t warn_ns;                    /* a wait this long prints a warning (0: never) */
+  uint64_t refused_grace_ns;           /* CC_REFUSED_GRACE: a refused rank this long absent fails the rendezvous (0: never) */
+  int require_launcher;                /* no launcher's variables is an error */
+  int no_launcher;                     /* none were set: a world of one */
+} cc__settings;
+
+/* ---------------------------------------------------------------- shared memory */
+
+/* What the ranks' calls must agree on: every transport compares it, whole
+   (CC_ERR_MISMATCH, never a hash that might collide). */
+typedef struct cc__ident {
+  uint64_t count;             /* non-v: the count; v: this rank's own count */
+  int32_t op;                 /* reducing calls only, else 0 */
+  int32_t root;               /* rooted calls only, else 0 */
+  uint8_t coll, dtype;
+} cc__ident;
+
+/* A call's descriptor in the arena, 56 bytes at the head of a rank's half (a
+   small message's data shares its cache line). */
+#define CC__AUX_DIRECT (~(uint64_t)0)   /* cc__desc.aux of a direct call's first phase (cc__first_end) */
+typedef struct cc__desc {
+  uint64_t step;              /* the phase it belongs to, stored last: the first phase's wait */
+  uint64_t count;             /* as cc__ident */
+  uint64_t aux;               /* v: largest block this rank sends, in bytes; CC__AUX_DIRECT: a direct first phase */
+  uint64_t qhist;             /* the digest of this rank's queued calls so far (@algo) */
+  unsigned char scal[16];     /* premul_sum: this rank's scalar */
+  int32_t op;
+  int16_t root;               /* ranks on one host are at most CC__MAX_LOCAL */
+  uint8_t coll, dtype;
+} cc__desc;
+
+/* The segment: one page of header, a control block per rank, two halves of
+   arena per rank, then one channel per ordered pair of ranks (docs/shm.md). */
+typedef struct cc__hdr {
+  uint64_t magic;                      /* written last by the creator */
+  uint32_t version, nranks;
+  uint64_t half_bytes, chan_bytes, seg_bytes;
+  uint32_t mapped;                     /* ranks that mapped it; the last unlinks */
+  uint32_t pad0;
+  char pad1[CC__LINE - 44];
+  uint32_t fail_code;                  /* first failure posted by any rank */
+  int32_t fail_rank;
+  uint32_t fail_ready;
+  uint32_t pad2;
+  char fail_msg[CC__LINE * 3 - 16];
+  uint32_t bell;                       /* futex word: bumped when a sleeper may wake */
+  char pad3[CC__LINE - 4];
+  uint32_t sleepers;                   /* ranks asleep on bell */
+  char pad4[CC__LINE - 4];
+} cc__hdr;
+
+typedef struct cc__ctl {
+  uint64_t arrive;                     /* last phase this rank arrived at */
+  char pad0[CC__LINE - 8];
+  int32_t pid;
+  uint32_t departed;                   /* called cc_comm_destroy */
+  uint64_t call;                       /* the last collective it entered: cc__call_word */
+  uint64_t probe_at;                   /* where probe lies in this rank's address space */
+  uint64_t probe;                      /* a random word peers read there (cross-memory attach allowed?) */
+  char pad1[CC__LINE - 32];
+} cc__ctl;
+/* Two whole lines: what a rank stores on every phase (arrive) and on every
+   call (call) never shares a line with another rank's. */
+typedef char cc__ctl_lines[sizeof(cc__ctl) == 2 * CC__LINE ? 1 : -1];
+
+typedef struct cc__chan {              /* single producer, single consumer byte ring */
+  uint64_t head;                       /* bytes written, by the sender */
+  char pad0[CC__LINE - 8];
+  uint64_t tail;                       /* bytes consumed, by the receiver */
+  char pad1[CC__LINE - 8];
+} cc__chan;
+
+/* Memory from cc_mem_alloc: one segment per allocation, every rank of the
+   host's communicator maps all of it; rank r's own part starts at
+   base + r * slot. On a rank alone on its host, plain memory (base only). */
+typedef struct cc__mem {
+  struct cc__mem *next;
+  uint32_t id;                         /* the same on every rank: allocations are collective */
+  unsigned char *base;                 /* this rank's mapping */
+  size_t map_bytes, slot;
+  size_t *bytes;                       /* per rank of the host: what it asked for */
+  int nranks, me;
+  int mapped;                          /* 1: base maps every rank's part (shared memory) */
+} cc__mem;
+
+/* Where rank j's buffers of the call running are (arena, direct mode). */
+typedef struct cc__pbuf {
+  uint64_t sa, ra;                     /* sendbuf and recvbuf in rank j's address space */
+  const unsigned char *s;              /* j's sendbuf mapped here (cc_mem_alloc), else NULL */
+  unsigned char *r;                    /* j's recvbuf mapped here, else NULL */
+  size_t s_max, r_max;                 /* bytes from s and r inside j's allocation */
+  int pid;
+} cc__pbuf;
+
+/* CC_SHM_CMA=auto: how one collective at one size class goes (arena: cross-
+   memory attach chosen by measuring). */
+#define CC__TUNE_KEEP 3                /* calls kept each way */
+typedef struct cc__tune {
+  uint32_t wait;                       /* every rank alike: calls that go through the arena without asking rank 0 */
+  uint8_t way;                         /* every rank alike: 0 the arena's two copies, 1 cross-memory attach */
+  uint8_t trying;                      /* rank 0: this call tries the other way */
+  uint8_t want, ran;                   /* rank 0: the way this call was to go, and went (2: neither, buffers mapped) */
+  uint8_t nsamp[2];                    /* rank 0: calls timed each way (at most CC__TUNE_KEEP) */
+  uint32_t every, left;                /* rank 0: calls between tries of the other way (0: still learning), until the next */
+  float ref;                           /* rank 0: the way's ns per byte when last chosen or confirmed */
+  float ns[2][CC__TUNE_KEEP];          /* rank 0: ns per byte of the last calls each way, the newest first */
+} cc__tune;
+#define CC__TUNE_COLLS 6               /* the collectives cross-memory attach serves (cc__tune_coll) */
+#define CC__TUNE_SIZES 24              /* size classes: [1 KiB << i, 2 KiB << i) */
+
+/* ---------------------------------------------------------------- messages */
+
+/* A frame's header, decoded (see @tcp for the bytes). */
+typedef struct cc__frame {
+  int tag;
+  uint64_t bytes;
+  uint64_t seq;                        /* collectives: the number of the sender's call, else 0 */
+  cc__ident id;                        /* collectives: the sender's call */
+} cc__frame;
+
+typedef struct cc__umsg {              /* a message received before its receive */
+  struct cc__umsg *next;
+  cc__frame f;
+  unsigned char *data;
+  size_t cap;                          /* bytes allocated so far (grows as they arrive) */
+  size_t cost;                         /* what it counts against CC_MAX_UNEXPECTED */
+} cc__umsg;
+
+typedef struct cc__msg {               /* one send or receive in flight */
+  int is_send, peer, tag;
+  int live;                            /* 0: not yet (a callback makes it live) */
+  int started, done, matched;          /* matched: a receive whose frame is arriving */
+  unsigned char *buf;
+  size_t bytes, moved;
+  size_t hdr_sent, hdr_len;            /* send: bytes of hdr written, of hdr_len */
+  unsigned char hdr[CC__FRAME + CC__TAG];   /* send: the frame header (and its tag on an authenticated link) */
+  /* a send on an authenticated TCP link (@engine, cc__sec_write) */
+  int sealed;                          /* the header's tag is made, the frame's counters taken */
+  size_t tag_left;                     /* bytes of the payload's tag still to write */
+  size_t macd;                         /* payload bytes through the AEAD (MACed, or encrypted into the stage) */
+  size_t st_off;                       /* encryption: the payload offset of the stage's first byte */
+} cc__msg;
+
+typedef struct cc__peer {              /* the link to one rank, and what arrives on it */
+  int link;                            /* cc__link */
+  int ch;                              /* SHM: the peer's index in the host segment */
+  int fd;                              /* TCP: the connection */
+  int eof;                             /* TCP: the peer closed its side */
+  int drained;                         /* TCP: the last read took all the socket held: the next
+                                          waits for poll() to say more came (cc__rx_pull_ready) */
+  int ending;                          /* TCP: poll() said the peer closed its side: read to the end */
+  int tx_mid;                          /* TCP: a frame to it is partly written */
+  int abort_owed;                      /* TCP: the abort frame waits for that frame's end (cc__run_settle) */
+  int rx_state;                        /* 0: reading a header, 1: a payload, 2: its tag */
+  int rx_dead;                         /* its stream stopped making sense: nothing more is read from it */
+  size_t rx_hdr_got;                   /* bytes of the header (or of the tag) read */
+  unsigned char rx_hdr[CC__FRAME + CC__TAG];   /* the header, and its tag on an authenticated link */
+  unsigned char rx_tag[CC__TAG];       /* the payload's tag */
+  struct cc__sec *sec;                 /* TCP with a token: the connection's keys and counters (@tcp) */
+  cc__frame rx;                        /* the header of the frame being read */
+  uint64_t rx_done;                    /* its payload bytes read so far */
+  cc__msg *rx_target;                  /* the receive it fills, or ... */
+  cc__umsg *rx_unexp;                  /* ... the unexpected message (an abort too) */
+  cc__umsg *uq_head, *uq_tail;         /* complete unexpected messages, oldest first */
+  unsigned char *stage;                /* TCP: bytes read ahead of the parser */
+  size_t st_beg, st_end;
+  uint64_t seen_tail, seen_head;       /* SHM, the short way: the ring's tail (out) and head (in) when last read */
+  uint64_t rx_lag;                     /* in c->shm's peers, by ring: bytes the short way took from the ring from
+                                          this rank and did not yet give back (its tail lags by that much) */
+} cc__peer;
+
+/* ---------------------------------------------------------------- calls */
+
+typedef struct cc__opinfo {
+  int kind;                            /* cc__opkind */
+  cc_reduce_fn fn;
+  void *user;
+  cc_dtype dtype;
+  unsigned char scal[16];
+} cc__opinfo;
+
+/* A call, as the API made it, queued by a group or an asynchronous request. */
+typedef struct cc__call {
+  int coll;
+  const void *sbuf;
+  void *rbuf;
+  size_t count, scount, rcount;
+  cc_dtype t;
+  cc_op op;
+  int root, peer, tag;
+  size_t *sc, *sd, *rc, *rd;           /* v arrays (owned copies when queued) */
+} cc__call;
+
+typedef struct cc__batch {
+  cc__call *calls;
+  int n, cap;
+} cc__batch;
+
+struct cc_request {
+  struct cc_request *next;
+  cc_comm *comm;
+  cc__batch batch;
+  cc_result result;
+  uint32_t done;
+  char err[CC__ERR_BYTES];
+};
+
+/* A communicator whose ranks span hosts (or talk over TCP only): the ranks of
+   each host form a group; `local` is the own group's shared-memory
+   communicator (NULL when alone). */
+typedef struct cc__net {
+  int ngroups;
+  int *grp;                            /* per rank: its group */
+  int *lrank;                          /* per rank: its rank in the group */
+  int *gfirst, *gsize;                 /* per group: lowest rank, ranks */
+  cc_comm *local;
+  cc__hdr own_hdr;                     /* the failure word when there is no local */
+  int propagated;                      /* the failure went to every peer */
+  unsigned char abort_f[CC__FRAME + CC__ABORT_MAX];   /* ... as this abort frame (header, payload) */
+  size_t abort_len;
+  int tcp_only;                        /* CC_TRANSPORT=tcp: every rank its own group */
+  unsigned char *tmp, *tmp2;           /* scratch of the algorithms, kept between calls */
+  size_t tmp_bytes, tmp2_bytes;
+  char ip[64];                         /* where this rank listens (for splits) */
+} cc__net;
+
+struct cc_comm {
+  int rank, size, local_rank, local_size;
+  cc__settings set;                    /* as read at init (a split inherits them) */
+  uint64_t timeout_ns, spin_ns;
+  uint64_t settle_ns;                  /* a failed run finishes a frame partly written for at most this long */
+  int oversub, debug;
+  size_t small_bytes;                  /* arena: largest message every rank reduces in one phase */
+  size_t stream_bytes;                 /* arena: messages this large stage with non-temporal stores */
+  char jobid[40];
+  uint64_t seq;                        /* collectives run so far: the number of the current one */
+  uint64_t qhist;                      /* a digest of the queued calls so far: their numbers, kinds and roots */
+  uint64_t call_word;                  /* the collective under way (cc__algo_run), 0 between them */
+  cc__ident cur;                       /* the collective running (its frames carry it) */
+  /* the segment (shared memory of this communicator's ranks on one host) */
+  unsigned char *seg;
+  size_t seg_bytes;
+  cc__hdr *hdr;                        /* the failure word: the segment's, or net's own */
+  cc__ctl *ctl;
+  unsigned char *regions;
+  size_t half;                         /* bytes of one half, descriptor included */
+  unsigned char *chans;
+  size_t chan_bytes;
+  /* arena state */
+  uint64_t step;                       /* last phase this rank arrived at */
+  uint64_t seen_all;                   /* every rank is known to have arrived here */
+  const void **srcs;                   /* size entries: reduction sources */
+  const void **scals;
+  unsigned char *scalbuf;              /* size x 16: the call's premul scalars, copied */
+  size_t *scratch;                     /* 4 x size entries: move plans */
+  int cma;                             /* cross-memory attach to every rank: -1 not known yet, 0 no, 1 yes */
+  int cma_mine;                        /* this rank may read every rank's memory: -1 not probed yet */
+  size_t direct_bytes;                 /* arena: messages this large read peers' buffers directly */
+  cc__pbuf *pb;                        /* size entries: the ranks' buffers of the call (direct mode) */
+  cc__tune *tune;                      /* CC_SHM_CMA=auto: CC__TUNE_COLLS x CC__TUNE_SIZES, once used */
+  cc__mem *mem;                        /* cc_mem_alloc'd, not yet freed */
+  int nmem;
+  uint32_t mem_seq;                    /* allocations so far (their ids) */
+  /* messages */
+  cc__peer *peers;                     /* per rank */
+  cc_comm *shm;                        /* whose segment holds this rank's rings: itself, net->local or NULL */
+  int rx_lagged;                       /* (the segment's own comm) some ring's tail lags: cc__rings_give_back */
+  cc__net *net;                        /* ranks on several hosts, or TCP only */
+  cc__msg *one;                        /* scratch of the message engine */
+  int one_cap;
+  size_t queue_bytes;                  /* CC_SHM_QUEUE_BYTES: broadcasts (scatters, gathers: all parts) up to this go queued */
+  struct pollfd *pfd;
+  int *pfd_rank;
+  /* ops */
+  cc__opinfo *ops;
+  int nops;
+  /* groups and requests */
+  int group_depth;
+  cc__batch group;
+  cc_result group_err;
+  pthread_t worker;
+  int worker_started, worker_stop;
+  pthread_mutex_t qlock;
+  pthread_cond_t qcond;
+  cc_request *q_head, *q_tail;         /* queued for the worker; q_head runs */
+  /* failure */
+  cc_result failed;                    /* sticky: later calls return ABORTED */
+  uint32_t abort_flag;
+  int split_count;
+  size_t uq_bytes;                     /* unexpected messages held, with their overhead (CC_MAX_UNEXPECTED) */
+  unsigned char shmkey[32];            /* names this job's segments unguessably (cc__seg_name) */
+  int has_shmkey;
+  char err[CC__ERR_BYTES];
+};
+
+/* ---------------------------------------------------------------- small helpers */
+
+static size_t cc__align(size_t x, size_t a) { return (x + a - 1) / a * a; }
+
+static void cc__put32(unsigned char *p, uint32_t v) {
+  p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8); p[2] = (unsigned char)(v >> 16); p[3] = (unsigned char)(v >> 24);
+}
+static uint32_t cc__get32(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static void cc__put64(unsigned char *p, uint64_t v) { cc__put32(p, (uint32_t)v); cc__put32(p + 4, (uint32_t)(v >> 32)); }
+static uint64_t cc__get64(const unsigned char *p) { return (uint64_t)cc__get32(p) | (uint64_t)cc__get32(p + 4) << 32; }
+
+static void cc__hex(const unsigned char *in, size_t n, char *out) {   /* out: 2n + 1 bytes */
+  static const char digits[] = "0123456789abcdef";
+  size_t i;
+  for (i = 0; i < n; i++) { out[2 * i] = digits[in[i] >> 4]; out[2 * i + 1] = digits[in[i] & 15]; }
+  out[2 * n] = 0;
+}
+
+static void cc__random_hex(char *out, size_t nhex) {   /* out: nhex + 1 bytes, nhex even, at most 128 */
+  unsigned char raw[64];
+  if (nhex > 128) nhex = 128;
+  cc__random(raw, nhex / 2);
+  cc__hex(raw, nhex / 2, out);
+}
+
+static int cc__is_jobid(const char *s) {
+  size_t i;
+  if (!s) return 0;
+  for (i = 0; s[i]; i++)
+    if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')) || i >= 32) return 0;
+  return i >= 16;
+}
+
+/* ---------------------------------------------------------------- errors and logging */
+
+static const char *const cc__result_text[CC_RESULT_COUNT] = {
+#define CC__RESULT_TEXT(name, text) #name ": " text,
+  CC__RESULTS(CC__RESULT_TEXT)
+#undef CC__RESULT_TEXT
+};
+
+CC_API const char *cc_strerror(cc_result r) {
+  if ((int)r < 0 || (int)r >= (int)CC_RESULT_COUNT) return "CC_ERR_?: unknown result code";
+  return cc__result_text[r];
+}
+
+static __thread char cc__tls_err[CC__ERR_BYTES];   /* cc_comm_init / cc_spawn failures */
+static int cc__log_level;                          /* CC_DEBUG of the last init (NULL communicator) */
+
+CC_API const char *cc_comm_last_error(const cc_comm *c) {
+  return c ? c->err : cc__tls_err;
+}
+
+static void cc__log(const cc_comm *c, int level, const char *fmt, ...) {
+  static const char *const names[4] = {"", "WARN", "INFO", "TRACE"};
+  char line[512];
+  va_list ap;
+  int lv = c ? c->debug : __atomic_load_n(&cc__log_level, __ATOMIC_RELAXED);
+  if (level > lv || level < 0 || level > 3) return;
+  if (level == CC__LOG_ALWAYS) level = CC__LOG_WARN;
+  va_start(ap, fmt);
+  vsnprintf(line, sizeof line, fmt, ap);
+  va_end(ap);
+  if (c) fprintf(stderr, "[cc rank %d] %s %s\n", c->rank, names[level], line);
+  else   fprintf(stderr, "[cc pid %d] %s %s\n", cc__getpid(), names[level], line);
+}
+
+/* The one way to fail locally: set the message and return the code.
+   Failures other than bad arguments (CC_ERR_INVALID_ARG) leave the
+   communicator failed; c NULL sets the thread's message (init, spawn).
+   cc__fail_all (@engine) also tells every other rank. */
+static cc_result cc__fail(cc_comm *c, cc_result code, const char *fmt, ...) {
+  char *buf = c ? c->err : cc__tls_err;
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(buf, CC__ERR_BYTES, fmt, ap);
+  va_end(ap);
+  if (c && code != CC_ERR_INVALID_ARG && code != CC_OK && !c->failed) c->failed = code;
+  cc__log(c, CC__LOG_WARN, "%s (%s)", buf, cc_strerror(code));
+  return code;
+}
+
+#define CC__TRY(x) do { cc_result cc__r_ = (x); if (cc__r_ != CC_OK) return cc__r_; } while (0)
+
+/* ---------------------------------------------------------------- Slurm host lists */
+/* Grammar: list = entry {"," entry}; entry = 1*(char | "[" range {"," range} "]");
+   range = digits ["-" digits] with lo <= hi; char = printable, not "[],".
+   The whole list is checked (one linear pass); the first host is the first
+   entry with each bracket group replaced by its first number, padding kept. */
+
+/* Compares two decimal digit strings by value: <0, 0, >0. */
+static int cc__decimal_cmp(const char *a, size_t na, const char *b, size_t nb) {
+  while (na > 1 && *a == '0') { a++; na--; }
+  while (nb > 1 && *b == '0') { b++; nb--; }
+  if (na != nb) return na < nb ? -1 : 1;
+  return memcmp(a, b, na);
+}
+
+/* Appends n bytes to out (keeping room for the NUL); -1 if they do not fit. */
+static int cc__hostlist_put(char *out, size_t outlen, size_t *pos, const char *s, size_t n) {
+  if (n >= outlen - *pos) return -1;
+  memcpy(out + *pos, s, n);
+  *pos += n;
+  return 0;
+}
+
+static int cc__hostlist_scan(const char *p, char *out, size_t outlen) {
+  size_t pos = 0;
+  int entry = 0, nonempty = 0;
+  for (;;) {
+    unsigned char c = (unsigned char)*p;
+    if (c == ',' || c == 0) {
+      if (!nonempty) return -1;         /* empty entry */
+      if (c == 0) break;
+      entry++; nonempty = 0; p++;
+      continue;
+    }
+    nonempty = 1;
+    if (c == '[') {
+      int first = 1;
+      p++;
+      for (;;) {                        /* range {"," range} "]" */
+        const char *lo = p, *hi;
+        size_t nlo, nhi;
+        while (*p >= '0' && *p <= '9') p++;
+        nlo = (size_t)(p - lo);
+        if (nlo == 0) return -1;
+        hi = lo; nhi = nlo;
+        if (*p == '-') {
+          hi = ++p;
+          while (*p >= '0' && *p <= '9') p++;
+          nhi = (size_t)(p - hi);
+          if (nhi == 0 || cc__decimal_cmp(lo, nlo, hi, nhi) > 0) return -1;
+        }
+        if (first && entry == 0 && cc__hostlist_put(out, outlen, &pos, lo, nlo) != 0) return -1;
+        first = 0;
+        if (*p == ',') { p++; continue; }
+        if (*p == ']') { p++; break; }
+        return -1;                      /* junk or end of string inside brackets */
+      }
+      continue;
+    }
+    if (c == ']' || c <= ' ' || c >= 0x7f) return -1;
+    if (entry == 0 && cc__hostlist_put(out, outlen, &pos, p, 1) != 0) return -1;
+    p++;
+  }
+  out[pos] = 0;
+  return 0;
+}
+
+/* First host name of a Slurm node list ("node[01-04,7],gpu[2-3]" -> "node01")
+   into out; 0, or -1 (out set to "") if the list is malformed or the name does
+   not fit in outlen - 1 bytes. */
+static int cc__hostlist_first(const char *list, char *out, size_t outlen) {
+  if (!out || outlen == 0) return -1;
+  if (!list || cc__hostlist_scan(list, out, outlen) != 0) { out[0] = 0; return -1; }
+  return 0;
+}
+
+/* ---------------------------------------------------------------- tokens */
+
+/* Forget the secret. */
+static void cc__settings_clear(cc__settings *s) {
+  cc__crypto_wipe(s->token, sizeof s->token);
+}
+
+/* An estimate of a token's entropy in bits, from its length and its
+   characters: 4 bits a character for hex digits, else log2 of the character
+   classes it uses (26 lower, 26 upper, 10 digits, 33 others), and never more
+   than log2 of four times the number of distinct characters it has (so that
+   "aaaa..." or "abababab..." count for little). An upper bound: it cannot tell
+   a random string from words, which is why the messages point at
+   `ccrun --make-token`. */
+static int cc__token_bits(const char *t) {
+  int lower = 0, upper = 0, digit = 0, other = 0, hex = 1, distinct = 0, seen[256], alpha;
+  size_t i, n = strlen(t);
+  double per;
+  memset(seen, 0, sizeof seen);
+  for (i = 0; i < n; i++) {
+    unsigned char ch = (unsigned char)t[i];
+    if (!seen[ch]) { seen[ch] = 1; distinct++; }
+    if (ch >= 'a' && ch <= 'z') lower = 1;
+    else if (ch >= 'A' && ch <= 'Z') upper = 1;
+    else if (ch >= '0' && ch <= '9') digit = 1;
+    else other = 1;
+    if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F'))) hex = 0;
+  }
+  alpha = hex ? 16 : 26 * lower + 26 * upper + 10 * digit + 33 * other;
+  if (alpha > 4 * distinct) alpha = 4 * distinct;
+  if (alpha < 2) return 0;
+  per = log((double)alpha) / log(2.0);
+  return (int)(per * (double)n);
+}
+
+/* ---------------------------------------------------------------- settings
+   The only reader of the environment (the table at the top of this file
+   lists every variable; tests/test_compile.sh checks that they agree). A
+   value in cc_config wins over the environment. */
+
+/* An integer variable: 0 unset, 1 ok, -1 not a number. */
+static int cc__env_long(const char *name, long *out) {
+  const char *s = getenv(name);
+  char *end;
+  long v;
+  if (!s || !*s) return 0;
+  errno = 0;
+  v = strtol(s, &end, 10);
+  if (errno || *end || end == s) return -1;
+  *out = v;
+  return 1;
+}
+
+/* CC_TOKEN into out (len bytes; "" when unset): read once per process, then
+   removed from the environment (its characters zeroed first, so that
+   /proc/PID/environ, which shows the block the process started with, no
+   longer has it either), so that no process this one starts inherits it;
+   later reads (a second cc_comm_init, cc_spawn's ranks) take the copy kept
+   here. */
+static char cc__token_kept[256];
+static int cc__token_too_long;
+static pthread_mutex_t cc__token_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static int cc__env_token(char *out, size_t len) {   /* 0, or -1 when it is too long */
+  char *e;
+  int r = 0;
+  pthread_mutex_lock(&cc__token_lock);
+  e = getenv("CC_TOKEN");
+  if (e && *e) {
+    size_t i, n = strlen(e);
+    volatile char *v = e;
+    cc__token_too_long = n >= sizeof cc__token_kept;
+    snprintf(cc__token_kept, sizeof cc__token_kept, "%s", cc__token_too_long ? "" : e);
+    for (i = 0; i < n; i++) v[i] = 0;  /* the string itself too: /proc/PID/environ shows the original block */
+    cc__env_unset("CC_TOKEN");
+  }
+  if (cc__token_too_long) r = -1;
+  else snprintf(out, len, "%s", cc__token_kept);
+  pthread_mutex_unlock(&cc__token_lock);
+  return r;
+}
+
+/* The first of several variables that is set: 1 found, 0 none, -1 garbage
+   (with the thread's message set). */
+static int cc__env_first(const char *const *names, long *out, const char **which) {
+  int i;
+  for (i = 0; names[i]; i++) {
+    int r = cc__env_long(names[i], out);
+    if (r == 0) continue;
+    *which = names[i];
+    if (r < 0) cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: %s='%.40s' is not a number", names[i], getenv(names[i]));
+    return r;
+  }
+  return 0;
+}
+
+/* A size with an optional K or M suffix, clamped to [lo, hi]; def when unset. */
+static size_t cc__env_size(const char *name, size_t def, size_t lo, size_t hi) {
+  const char *s = getenv(name);
+  char *end;
+  unsigned long long v;
+  if (!s || !*s) return def;
+  v = strtoull(s, &end, 10);
+  if (*end == 'K' || *end == 'k') v <<= 10;
+  else if (*end == 'M' || *end == 'm') v <<= 20;
+  else if (*end == 'G' || *end == 'g') v <<= 30;
+  if (v < lo) v = lo;
+  if (v > hi) v = hi;
+  return (size_t)v;
+}
+
+/* Is the variable unset (then: unset) or exactly value? */
+static int cc__env_is(const char *name, const char *value, int unset) {
+  const char *s = getenv(name);
+  return !s || !*s ? unset : !strcmp(s, value);
+}
+
+static long cc__env_size_or(const char *name, long unset, size_t lo, size_t hi) {
+  const char *s = getenv(name);
+  return s && *s ? (long)cc__env_size(name, 0, lo, hi) : unset;
+}
+
+static int cc__debug_parse(const char *s) {
+  if (!s || !*s) return CC__LOG_OFF;
+  if (!strcmp(s, "WARN") || !strcmp(s, "warn") || !strcmp(s, "1")) return CC__LOG_WARN;
+  if (!strcmp(s, "INFO") || !strcmp(s, "info") || !strcmp(s, "2")) return CC__LOG_INFO;
+  if (!strcmp(s, "TRACE") || !strcmp(s, "trace") || !strcmp(s, "3")) return CC__LOG_TRACE;
+  return CC__LOG_WARN;
+}
+
+/* Rank and size: cc_config, else the launchers' variables, else a world of one. */
+static cc_result cc__settings_ranks(const cc_config *cfg, cc__settings *s) {
+  static const char *const rk[] = {"RANK", "OMPI_COMM_WORLD_RANK", "PMI_RANK", "SLURM_PROCID", NULL};
+  static const char *const sz[] = {"WORLD_SIZE", "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS", NULL};
+  static const char *const ls[] = {"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS", NULL};
+  long r = -1, n = -1, l = -1;
+  const char *ln = "LOCAL_WORLD_SIZE";
+  int hr, hs, hl = 0;
+  s->rank_var = "RANK";
+  s->size_var = "WORLD_SIZE";
+  if (cfg && cfg->rank >= 0) { r = cfg->rank; s->rank_var = "cfg.rank"; hr = 1; }
+  else if ((hr = cc__env_first(rk, &r, &s->rank_var)) < 0) return CC_ERR_INVALID_ARG;
+  if (cfg && cfg->world_size > 0) { n = cfg->world_size; s->size_var = "cfg.world_size"; hs = 1; }
+  else if ((hs = cc__env_first(sz, &n, &s->size_var)) < 0) return CC_ERR_INVALID_ARG;
+  /* both given in cc_config: the environment's job is not this one */
+  if (!(cfg && cfg->rank >= 0 && cfg->world_size > 0) && (hl = cc__env_first(ls, &l, &ln)) < 0) return CC_ERR_INVALID_ARG;
+  if (!hr && !hs) { r = 0; n = 1; s->no_launcher = 1; }   /* a plain process: a world of one */
+  else if (!hr)
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: %s=%ld is set but RANK is not", s->size_var, n);
+  else if (!hs)
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: %s=%ld is set but WORLD_SIZE is not", s->rank_var, r);
+  if (n < 1 || n > INT_MAX)
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: %s=%ld must be at least 1", s->size_var, n);
+  if (r < 0 || r >= n)
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: %s=%ld is out of range for %s=%ld", s->rank_var, r,
+                    s->size_var, n);
+  if (hl && (l < 1 || l > n))
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: %s=%ld is inconsistent with %s=%ld", ln, l, s->size_var, n);
+  s->rank = (int)r;
+  s->size = (int)n;
+  s->local_size = hl ? (int)l : -1;
+  return CC_OK;
+}
+
+/* Where an env:// rendezvous meets: MASTER_ADDR/MASTER_PORT, else under Slurm
+   the job's first host and a port from its id. What is malformed is kept in
+   master_err, for the rendezvous to report if it needs them. */
+static void cc__settings_master(cc__settings *s) {
+  const char *ma = getenv("MASTER_ADDR"), *mp = getenv("MASTER_PORT"), *nl = getenv("SLURM_JOB_NODELIST");
+  long p;
+  int have;
+  s->master_from = "MASTER_ADDR";
+  if (ma && *ma) snprintf(s->master_addr, sizeof s->master_addr, "%s", ma);
+  else if (nl && *nl) {
+    s->master_from = "SLURM_JOB_NODELIST";
+    if (cc__hostlist_first(nl, s->master_addr, sizeof s->master_addr) != 0)
+      snprintf(s->master_err, sizeof s->master_err, "SLURM_JOB_NODELIST='%.100s' is not a host list", nl);
+  }
+  have = cc__env_long("MASTER_PORT", &p);
+  if (have < 0 || (have > 0 && (p <= 0 || p > 65535)))
+    snprintf(s->master_err, sizeof s->master_err, "MASTER_PORT='%.40s' is not a port", mp);
+  else if (have > 0) s->master_port = (int)p;
+  else if (s->master_addr[0] && cc__env_long("SLURM_JOB_ID", &p) > 0 && p >= 0)
+    s->master_port = 20000 + (int)(p % 20000);   /* the same on every host of the job */
+}
+
+/* The library's settings (all but rank and size). CC_OK, or
+   CC_ERR_INVALID_ARG with the thread's message naming the variable. */
+static cc_result cc__settings_lib(const cc_config *cfg, cc__settings *s) {
+  const char *t = getenv("CC_TIMEOUT"), *tr = cfg && cfg->transport ? cfg->transport : getenv("CC_TRANSPORT");
+  const char *tok = cfg && cfg->token ? cfg->token : NULL, *ifn = getenv("CC_SOCKET_IFNAME");
+  const char *jid = getenv("CC_JOB_ID");
+  long enc = 0;
+  int bits;
+  memset(s, 0, sizeof *s);
+  s->rank = s->size = s->local_size = -1;
+  s->debug = cc__debug_parse(getenv("CC_DEBUG"));
+  __atomic_store_n(&cc__log_level, s->debug, __ATOMIC_RELAXED);
+  if (jid && *jid) snprintf(s->job_id, sizeof s->job_id, "%.39s", jid);
+  if (ifn && *ifn) snprintf(s->ifname, sizeof s->ifname, "%.63s", ifn);
+  s->spin_us = cc__env_size_or("CC_SPIN_US", -1, 0, 10000000);
+  s->small_bytes = cc__env_size_or("CC_SMALL_BYTES", -1, 0, 64u << 20);
+  s->shm_chunk = cc__env_size("CC_SHM_CHUNK", 0, 16 << 10, 64 << 20);
+  s->stream_bytes = cc__env_size("CC_STREAM_BYTES", 512u << 10, 0, (size_t)1 << 40);
+  s->shm_cma = cc__env_is("CC_SHM_CMA", "auto", 1) ? CC__CMA_AUTO : (int)cc__env_size("CC_SHM_CMA", 0, 0, 1);
+  s->direct_bytes = cc__env_size("CC_SHM_DIRECT_BYTES", 256u << 10, 0, (size_t)1 << 40);
+  s->queue_bytes = cc__env_size("CC_SHM_QUEUE_BYTES", 4096, 0, 1u << 20);
+  s->net_chunk = cc__env_size("CC_NET_CHUNK", 1u << 20, 4096, (size_t)1 << 30);
+  s->net_small_bytes = cc__env_size("CC_NET_SMALL_BYTES", 64u << 10, 0, (size_t)1 << 40);
+  s->net_sockbuf = cc__env_size("CC_NET_SOCKBUF", 0, 0, 1u << 30);
+  s->spawn_grace_ns = (uint64_t)cc__env_size("CC_SPAWN_GRACE_MS", 1000, 0, 60000) * CC__MS;
+  s->warn_ns = (uint64_t)cc__env_size("CC_WARN_AFTER", 10, 0, 1u << 30) * CC__S;
+  s->refused_grace_ns = (uint64_t)cc__env_size("CC_REFUSED_GRACE", 5, 0, 1u << 30) * CC__S;
+  s->require_launcher = cc__env_size("CC_REQUIRE_LAUNCHER", 0, 0, 1) != 0;
+  s->max_unexpected = cc__env_size("CC_MAX_UNEXPECTED", (size_t)1 << 30, 4096, (size_t)1 << 62);
+  if (cc__env_long("CC_NET_ENCRYPT", &enc) < 0 || enc < 0 || enc > 1)
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: CC_NET_ENCRYPT='%.40s' is not 0 or 1", getenv("CC_NET_ENCRYPT"));
+  s->net_encrypt = (int)enc;
+  s->timeout_ns = 600 * CC__S;
+  cc__settings_master(s);
+  if (cfg && (cfg->rank < -1 || cfg->world_size == 0 || cfg->world_size < -1 || cfg->timeout_ms < 0))
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: %s %d is invalid (-1 takes it from the environment; "
+                    "cc_config_init sets the defaults)", cfg->rank < -1 ? "cfg.rank" :
+                    cfg->timeout_ms < 0 ? "cfg.timeout_ms" : "cfg.world_size",
+                    cfg->rank < -1 ? cfg->rank : cfg->timeout_ms < 0 ? cfg->timeout_ms : cfg->world_size);
+  if (cfg && cfg->timeout_ms > 0) s->timeout_ns = (uint64_t)cfg->timeout_ms * CC__MS;
+  else if (t && *t) {
+    char *end;
+    double v = strtod(t, &end);
+    if (v <= 0 || *end || end == t)
+      return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: CC_TIMEOUT='%.40s' is not a positive number of seconds", t);
+    s->timeout_ns = (uint64_t)(v * 1e9);
+  }
+  if (!tr || !*tr || !strcmp(tr, "auto")) s->transport = CC__TR_AUTO;
+  else if (!strcmp(tr, "shm")) s->transport = CC__TR_SHM;
+  else if (!strcmp(tr, "tcp")) s->transport = CC__TR_TCP;
+  else return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: transport '%.40s' is not auto, shm or tcp", tr);
+  s->token_from = tok ? "cfg.token" : "CC_TOKEN";
+  if (tok ? strlen(tok) >= sizeof s->token : cc__env_token(s->token, sizeof s->token) != 0)
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: the token (%s) is longer than %d bytes", s->token_from,
+                    (int)sizeof s->token - 1);
+  if (tok) snprintf(s->token, sizeof s->token, "%s", tok);
+  if (s->token[0] && (bits = cc__token_bits(s->token)) < 128) {
+    cc__settings_clear(s);
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: the token (%s) is too weak: about %d bits of entropy, and "
+                    "a token needs at least 128 (a guessable one lets a stranger in); make one with "
+                    "`ccrun --make-token` or `head -c 16 /dev/urandom | xxd -p`", s->token_from, bits);
+  }
+  if (s->net_encrypt && !s->token[0])
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: CC_NET_ENCRYPT=1 needs a token (CC_TOKEN or cfg.token): "
+                    "the keys are derived from it");
+  return CC_OK;
+}
+
+/* Every setting, once: the library's, then rank and size. */
+static cc_result cc__settings_read(const cc_config *cfg, cc__settings *s) {
+  CC__TRY(cc__settings_lib(cfg, s));
+  return cc__settings_ranks(cfg, s);
+}
+
+/* ============================================================== @reduce */
+/* The reduction kernels: names and sizes of the dtypes, which (dtype, op) pairs
+   are allowed, float16/bfloat16 conversions, and cc__reduce_n, the n-ary fold
+   that every reducing collective ends in.
+
+   cc__reduce_n(dst, srcs, nsrc, count, t, op, scal) computes, for every i,
+       dst[i] = ((srcs[0][i] op srcs[1][i]) op srcs[2][i]) ... op srcs[nsrc-1][i]
+   a left fold in source order. How it runs: the count is cut into blocks of
+   CC__BLK elements; the first source's block is copied into an accumulator
+   block on the stack and every further source is folded into it by a loop of
+   constant length that the compiler vectorizes. A short last block runs the
+   same expressions over its own length only (so that a 2-element all_reduce
+   costs 2 element operations, not a block's worth): the bits of element i
+   depend neither on the block size nor on where i falls in a block.
+
+   Rules, beyond the op itself:
+   - float16 and bfloat16 are widened to float32, folded in float32 and rounded
+     to nearest even once, at the end. float32 folds in float, float64 in double,
+     complex in pairs of those; no wider accumulator anywhere.
+   - Integer sums and products wrap (two's complement); they run in the unsigned
+     type, where wrapping is defined. Signed types use the signed kernel for min
+     and max only.
+   - MIN/MAX follow fmin/fmax: a NaN operand is ignored unless both are NaN. On
+     equality (-0.0 vs +0.0) the earlier operand wins.
+   - AVG is the SUM fold divided by nsrc once, in the accumulator precision.
+   - premul_sum: scal[k] points to one value of dtype t (a 2-byte value for the
+     half types); dst[i] = scal[0]*s0[i] + scal[1]*s1[i] + ..., folded left.
+   - Products are rounded on their own, complex ones as (ac - bd) + (ad + bc)i:
+     one product per statement, so that no compiler fuses a multiply-add within
+     a statement (GCC in its GNU modes, -ffp-contract=fast, may still fuse across
+     statements on targets with FMA; -std=c99, or x86-64 without -march, rules
+     that out).
+   - Every NaN a float op yields is stored as the canonical quiet NaN (positive,
+     payload 0), so that its bits never depend on the order in which the
+     hardware saw the operands.
+   - A pair refused by cc__op_check, nsrc < 1, or premul_sum without scalars
+     leaves dst untouched: the callers check the pair first. */
+
+#define CC__OP_PREMUL 8    /* internal op code for premul_sum */
+#define CC__OP_SCALE (-1)  /* acc = scalar * acc: premul_sum's first source */
+#define CC__BLK 512        /* elements per block: 2 to 8 KiB of stack per array */
+
+/* dtype, its name, its size, its class (INT, FLT or CPX: which ops it refuses) */
+#define CC__DTYPES(X)                                                              \
+  X(CC_INT8, "int8", 1, INT)           X(CC_UINT8, "uint8", 1, INT)                \
+  X(CC_INT32, "int32", 4, INT)         X(CC_UINT32, "uint32", 4, INT)              \
+  X(CC_INT64, "int64", 8, INT)         X(CC_UINT64, "uint64", 8, INT)              \
+  X(CC_FLOAT16, "float16", 2, FLT)     X(CC_BFLOAT16, "bfloat16", 2, FLT)          \
+  X(CC_FLOAT32, "float32", 4, FLT)     X(CC_FLOAT64, "float64", 8, FLT)            \
+  X(CC_COMPLEX64, "complex64", 8, CPX) X(CC_COMPLEX128, "complex128", 16, CPX)
+
+static const char *cc__dtype_name(cc_dtype t) {
+  switch (t) {
+#define CC__DT_NAME(e, name, size, cls) case e: return name;
+    CC__DTYPES(CC__DT_NAME)
+#undef CC__DT_NAME
+    default: return "?";
+  }
+}
+
+static size_t cc__dtype_bytes(cc_dtype t) {
+  switch (t) {
+#define CC__DT_BYTES(e, name, size, cls) case e: return size;
+    CC__DTYPES(CC__DT_BYTES)
+#undef CC__DT_BYTES
+    default: return 0;
+  }
+}
+
+static const char *cc__op_name(int op) {
+  static const char *const names[CC__OP_PREMUL + 1] = {
+    "sum", "prod", "min", "max", "avg", "band", "bor", "bxor", "premul_sum"};
+  return op >= 0 && op <= CC__OP_PREMUL ? names[op] : "?";
+}
+
+/* The refusals, one literal per pair so that the message names both. */
+#define CC__NOT(op, dt, why) "op " op " is not defined for dtype " dt " (" why ")"
+#define CC__REFUSE(o, name, dt, why) if (op == o) return CC__NOT(name, dt, why);
+#define CC__REFUSE_INT(dt) CC__REFUSE(CC_AVG, "avg", dt, "avg is for floating and complex types")
+#define CC__REFUSE_FLT(dt)                                                         \
+  CC__REFUSE(CC_BAND, "band", dt, "bitwise ops are for integer types")              \
+  CC__REFUSE(CC_BOR, "bor", dt, "bitwise ops are for integer types")                \
+  CC__REFUSE(CC_BXOR, "bxor", dt, "bitwise ops are for integer types")
+#define CC__REFUSE_CPX(dt)                                                         \
+  CC__REFUSE_FLT(dt)                                                               \
+  CC__REFUSE(CC_MIN, "min", dt, "min and max are not defined for complex types")    \
+  CC__REFUSE(CC_MAX, "max", dt, "min and max are not defined for complex types")
+
+static const char *cc__op_check(cc_dtype t, int op) {
+  if (op < 0 || op > CC__OP_PREMUL) return "unknown reduction op (not a built-in op)";
+  switch (t) {
+#define CC__DT_CHECK(e, name, size, cls) case e: CC__REFUSE_##cls(name) return NULL;
+    CC__DTYPES(CC__DT_CHECK)
+#undef CC__DT_CHECK
+    default: return "unknown dtype (not a cc_dtype)";
+  }
+}
+
+/* CC__HD: the conversions below are also compiled for the GPU when nvcc builds
+   the implementation (cc_cuda.cuh's kernels use them, bit for bit the same). */
+#ifdef __CUDACC__
+#  define CC__HD __host__ __device__
+#else
+#  define CC__HD
+#endif
+
+/* ---- float16 / bfloat16 <-> float32. Branch-free, so that the block loops that
+   call them vectorize; round to nearest even; NaN stays NaN and becomes quiet. */
+static inline CC__HD float cc__f32_from_bits(uint32_t u) { float f; memcpy(&f, &u, 4); return f; }
+static inline CC__HD uint32_t cc__f32_bits(float f) { uint32_t u; memcpy(&u, &f, 4); return u; }
+static inline CC__HD double cc__f64_from_bits(uint64_t u) { double d; memcpy(&d, &u, 8); return d; }
+
+/* CC__MASK(c): all ones when c, else 0; the selects below use it so that no
+   branch is left for the vectorizer to give up on. Lanes that a select drops are
+   masked before any float arithmetic, so that they raise no FP exception flags. */
+#define CC__MASK(c) (0u - (uint32_t)(c))
+
+static inline CC__HD float cc__half_to_float(uint16_t h) {
+  uint32_t em = h & 0x7fffu, sign = (uint32_t)(h & 0x8000u) << 16;
+  uint32_t special = CC__MASK(em >= 0x7c00u), nan = CC__MASK(em > 0x7c00u), sub = CC__MASK(em < 0x400u);
+  /* normal: exponent bias 15 -> 127; inf and NaN: to exponent 255, NaN made quiet */
+  uint32_t bits = ((em << 13) + (112u << 23) + (special & (112u << 23))) | (nan & 0x400000u);
+  /* subnormal: 2^-14 * (1 + em/1024) - 2^-14 = em * 2^-24, exactly */
+  uint32_t tiny = cc__f32_bits(cc__f32_from_bits(((em & sub) << 13) + (113u << 23)) - 6.103515625e-05f);
+  return cc__f32_from_bits(((bits & ~sub) | (tiny & sub)) | sign);
+}
+
+static inline CC__HD uint16_t cc__float_to_half(float f) {
+  uint32_t x = cc__f32_bits(f), a = x & 0x7fffffffu;
+  uint32_t sub = CC__MASK(a < 0x38800000u), inf = CC__MASK(a >= 0x477ff000u), nan = CC__MASK(a > 0x7f800000u);
+  /* every case is formed 13 bits up, in 32 bits, and shifted down once at the end
+     (narrowing each case on its own costs GCC's vectorizer a lot of shuffles).
+     Normal half: rebias, add just under half an ulp plus the kept lsb. */
+  uint32_t r = a - (112u << 23) + 0xfffu + ((a >> 13) & 1u);
+  /* below 2^-14: adding 0.5 (ulp 2^-24) rounds to a whole number of subnormal
+     steps, 0x400 (the least normal) included */
+  uint32_t tiny = (cc__f32_bits(cc__f32_from_bits(a & sub) + 0.5f) - 0x3f000000u) << 13;
+  r = (r & ~sub) | (tiny & sub);
+  r = (r & ~inf) | ((0x7c00u << 13) & inf);                      /* 65520 and up: inf */
+  r = (r & ~nan) | (((0x7e00u << 13) | (a & 0x7fffffu)) & nan);  /* NaN, quiet */
+  return (uint16_t)((r >> 13) | ((x >> 16) & 0x8000u));
+}
+
+static inline CC__HD float cc__bf16_to_float(uint16_t h) {
+  uint32_t x = (uint32_t)h << 16;
+  return cc__f32_from_bits(x | (CC__MASK((x & 0x7fffffffu) > 0x7f800000u) & 0x400000u));   /* NaN, quiet */
+}
+
+static inline CC__HD uint16_t cc__float_to_bf16(float f) {
+  uint32_t x = cc__f32_bits(f);
+  uint32_t nan = CC__MASK((x & 0x7fffffffu) > 0x7f800000u);
+  uint32_t r = x + 0x7fffu + ((x >> 16) & 1u);
+  return (uint16_t)(((r & ~nan) | ((x | 0x400000u) & nan)) >> 16);   /* NaN, quiet */
+}
+
+/* ---- the fold loops. Each expects in scope: T acc[CC__BLK], const T *s (this
+   source's block), T m[1] (this source's scalar), size_t j. CC__FOR runs over the
+   whole block: a constant trip count, which GCC -O2 vectorizes. */
+#define CC__FOR(e) for (j = 0; j < lim; j++) acc[j] = (e)
+#define CC__MINMAX_CASES                                                           \
+  case CC_MIN: CC__FOR(s[j] < acc[j] ? s[j] : acc[j]); break;                      \
+  case CC_MAX: CC__FOR(s[j] > acc[j] ? s[j] : acc[j]); break;
+#define CC__SINT_CASES(T) CC__MINMAX_CASES
+/* 1u * x: unsigned arithmetic even where T promotes to int */
+#define CC__UINT_CASES(T)                                                          \
+  CC__MINMAX_CASES                                                                 \
+  case CC_SUM: CC__FOR((T)(1u * acc[j] + s[j])); break;                            \
+  case CC_PROD: CC__FOR((T)(1u * acc[j] * s[j])); break;                           \
+  case CC_BAND: CC__FOR((T)(acc[j] & s[j])); break;                                \
+  case CC_BOR: CC__FOR((T)(acc[j] | s[j])); break;                                 \
+  case CC_BXOR: CC__FOR((T)(acc[j] ^ s[j])); break;                                \
+  case CC__OP_SCALE: CC__FOR((T)(1u * m[0] * acc[j])); break;                      \
+  case CC__OP_PREMUL: CC__FOR((T)(acc[j] + 1u * m[0] * s[j])); break;
+/* acc != acc: a NaN accumulator takes the source, as fmin/fmax do */
+#define CC__FLOAT_CASES(T)                                                         \
+  case CC_MIN: CC__FOR(s[j] < acc[j] || acc[j] != acc[j] ? s[j] : acc[j]); break;  \
+  case CC_MAX: CC__FOR(s[j] > acc[j] || acc[j] != acc[j] ? s[j] : acc[j]); break;  \
+  case CC_SUM: case CC_AVG: CC__FOR(acc[j] + s[j]); break;                         \
+  case CC_PROD: CC__FOR(acc[j] * s[j]); break;                                     \
+  case CC__OP_SCALE: CC__FOR(m[0] * acc[j]); break;                                \
+  case CC__OP_PREMUL:                                                              \
+    for (j = 0; j < lim; j++) { T p_ = m[0] * s[j]; acc[j] = acc[j] + p_; }         \
+    break;
+/* after the fold, the store of the block to `out` (dst, or the scratch `pad` for a
+   short block): integers as they are; floats divided by nsrc for AVG and with any
+   NaN made canonical, in the same pass as the store */
+#define CC__STORE_INT(T, qnan) memcpy(out, acc, lim * sizeof(T));
+#define CC__STORE_FLOAT(T, qnan)                                                   \
+  { const T q_ = (qnan);                                                           \
+    if (op == CC_AVG) CC__FOR(acc[j] / (T)nsrc);                                   \
+    for (j = 0; j < lim; j++) out[j] = acc[j] != acc[j] ? q_ : acc[j]; }
+
+/* One block of `lim` elements at `off`. Always inlined: the full blocks pass the
+   constant CC__BLK (a constant trip count, which GCC -O2 vectorizes), the last
+   short block its own length (plain loops, no padding: a tiny message costs a
+   few element operations, not a block's worth). */
+#if defined(__GNUC__) || defined(__clang__)
+#  define CC__FOLD_INLINE static inline __attribute__((always_inline))
+#else
+#  define CC__FOLD_INLINE static inline
+#endif
+
+/* cc__reduce_<sfx>: the fold for a real type T. */
+#define CC__DEF_REDUCE(sfx, T, CASES, STORE, qnan)                                   \
+CC__FOLD_INLINE void cc__fold_##sfx(T *out, const void *const *srcs, size_t off,    \
+                                    size_t lim, int nsrc, int op,                   \
+                                    const void *const *scal) {                      \
+  T acc[CC__BLK], m[1] = {0};                                                      \
+  const T *s;                                                                      \
+  size_t j;                                                                        \
+  int k;                                                                           \
+  memcpy(acc, (const T *)srcs[0] + off, lim * sizeof(T));                          \
+  for (k = op == CC__OP_PREMUL ? 0 : 1; k < nsrc; k++) {                           \
+    s = (const T *)srcs[k] + off;                                                  \
+    if (op == CC__OP_PREMUL) memcpy(m, scal[k], sizeof(T));                        \
+    switch (k ? op : CC__OP_SCALE) { CASES(T) default: break; }                    \
+  }                                                                                \
+  STORE(T, qnan)                                                                   \
+}                                                                                  \
+static void cc__reduce_##sfx(void *dst, const void *const *srcs, int nsrc,         \
+                             size_t count, int op, const void *const *scal) {      \
+  size_t off = 0;                                                                  \
+  for (; off + CC__BLK <= count; off += CC__BLK)                                   \
+    cc__fold_##sfx((T *)dst + off, srcs, off, CC__BLK, nsrc, op, scal);            \
+  if (off < count) cc__fold_##sfx((T *)dst + off, srcs, off, count - off, nsrc, op, scal); \
+}
+
+CC__DEF_REDUCE(u8, uint8_t, CC__UINT_CASES, CC__STORE_INT, 0)
+CC__DEF_REDUCE(u32, uint32_t, CC__UINT_CASES, CC__STORE_INT, 0)
+CC__DEF_REDUCE(u64, uint64_t, CC__UINT_CASES, CC__STORE_INT, 0)
+CC__DEF_REDUCE(i8, int8_t, CC__SINT_CASES, CC__STORE_INT, 0)
+CC__DEF_REDUCE(i32, int32_t, CC__SINT_CASES, CC__STORE_INT, 0)
+CC__DEF_REDUCE(i64, int64_t, CC__SINT_CASES, CC__STORE_INT, 0)
+CC__DEF_REDUCE(f32, float, CC__FLOAT_CASES, CC__STORE_FLOAT, cc__f32_from_bits(0x7fc00000u))
+CC__DEF_REDUCE(f64, double, CC__FLOAT_CASES, CC__STORE_FLOAT, cc__f64_from_bits(0x7ff8000000000000u))
+
+/* (a + bi)(c + di) into re, im: one rounded product per statement */
+#define CC__CMUL(T, re, im, a, b, c, d)                                            \
+  { T ac_ = (a) * (c), bd_ = (b) * (d), ad_ = (a) * (d), bc_ = (b) * (c);           \
+    re = ac_ - bd_; im = ad_ + bc_; }
+
+/* cc__reduce_c<bits>: complex prod and premul_sum (sum and avg go through the real
+   kernels). The accumulator is split into re[] and im[]: kept interleaved, GCC
+   turns the (ac - bd, ad + bc) pair into fused vfmaddsub on FMA targets, even
+   under -ffp-contract=off. */
+#define CC__DEF_CPLX(sfx, T, qnan)                                                 \
+CC__FOLD_INLINE void cc__fold_##sfx(T *dst, const void *const *srcs, size_t off,    \
+                                    size_t lim, int nsrc, int op,                   \
+                                    const void *const *scal) {                      \
+  T re[CC__BLK], im[CC__BLK], m[2] = {0, 0}, pr, pi;                               \
+  const T q_ = (qnan);                                                             \
+  const T *s;                                                                      \
+  size_t j;                                                                        \
+  int k;                                                                           \
+  for (k = 0; k < nsrc; k++) {                                                     \
+    s = (const T *)srcs[k] + 2 * off;                                              \
+    if (op == CC__OP_PREMUL) memcpy(m, scal[k], sizeof m);                         \
+    if (k == 0 && op == CC__OP_PREMUL)                                             \
+      for (j = 0; j < lim; j++) CC__CMUL(T, re[j], im[j], m[0], m[1], s[2*j], s[2*j+1]) \
+    else if (k == 0)                                                               \
+      for (j = 0; j < lim; j++) { re[j] = s[2*j]; im[j] = s[2*j+1]; }              \
+    else if (op == CC_PROD)                                                        \
+      for (j = 0; j < lim; j++) CC__CMUL(T, re[j], im[j], re[j], im[j], s[2*j], s[2*j+1]) \
+    else                                                                           \
+      for (j = 0; j < lim; j++) {                                                  \
+        CC__CMUL(T, pr, pi, m[0], m[1], s[2*j], s[2*j+1])                          \
+        re[j] = re[j] + pr; im[j] = im[j] + pi;                                    \
+      }                                                                            \
+  }                                                                                \
+  for (j = 0; j < lim; j++) {                                                      \
+    dst[2*j] = re[j] != re[j] ? q_ : re[j];                                        \
+    dst[2*j+1] = im[j] != im[j] ? q_ : im[j];                                      \
+  }                                                                                \
+}                                                                                  \
+static void cc__reduce_##sfx(void *dst, const void *const *srcs, int nsrc,         \
+                             size_t count, int op, const void *const *scal) {      \
+  size_t off = 0;                                                                  \
+  for (; off + CC__BLK <= count; off += CC__BLK)                                   \
+    cc__fold_##sfx((T *)dst + 2 * off, srcs, off, CC__BLK, nsrc, op, scal);        \
+  if (off < count) cc__fold_##sfx((T *)dst + 2 * off, srcs, off, count - off, nsrc, op, scal); \
+}
+
+CC__DEF_CPLX(c64, float, cc__f32_from_bits(0x7fc00000u))
+CC__DEF_CPLX(c128, double, cc__f64_from_bits(0x7ff8000000000000u))
+
+CC__FOLD_INLINE void cc__fold_half(uint16_t *out, const void *const *srcs, size_t off, size_t lim,
+                                   int nsrc, int op, const void *const *scal, int bf) {
+  float acc[CC__BLK], blk[CC__BLK], m[1] = {0}, qnan = cc__f32_from_bits(0x7fc00000u);
+  const uint16_t *h;
+  const float *s = blk;
+  size_t j;
+  int k;
+  for (k = 0; k < nsrc; k++) {
+    float *to = k ? blk : acc;
+    h = (const uint16_t *)srcs[k] + off;
+    if (bf) for (j = 0; j < lim; j++) to[j] = cc__bf16_to_float(h[j]);
+    else    for (j = 0; j < lim; j++) to[j] = cc__half_to_float(h[j]);
+    if (op == CC__OP_PREMUL) {
+      uint16_t sc;
+      memcpy(&sc, scal[k], 2);
+      m[0] = bf ? cc__bf16_to_float(sc) : cc__half_to_float(sc);
+    }
+    if (k == 0 && op != CC__OP_PREMUL) continue;
+    switch (k ? op : CC__OP_SCALE) { CC__FLOAT_CASES(float) default: break; }
+  }
+  if (op == CC_AVG) CC__FOR(acc[j] / (float)nsrc);
+  CC__FOR(acc[j] != acc[j] ? qnan : acc[j]);
+  if (bf) for (j = 0; j < lim; j++) out[j] = cc__float_to_bf16(acc[j]);
+  else    for (j = 0; j < lim; j++) out[j] = cc__float_to_half(acc[j]);
+}
+
+/* float16 (bf == 0) and bfloat16 (bf == 1): every source block is widened into
+   float32 scratch, folded with the float32 loops, rounded once on the way out. */
+static void cc__reduce_half(void *dst, const void *const *srcs, int nsrc, size_t count,
+                            int op, const void *const *scal, int bf) {
+  size_t off = 0;
+  for (; off + CC__BLK <= count; off += CC__BLK)
+    cc__fold_half((uint16_t *)dst + off, srcs, off, CC__BLK, nsrc, op, scal, bf);
+  if (off < count) cc__fold_half((uint16_t *)dst + off, srcs, off, count - off, nsrc, op, scal, bf);
+}
+
+static void cc__reduce_n(void *dst, const void *const *srcs, int nsrc, size_t count,
+                         cc_dtype t, int op, const void *const *scal) {
+  int mm = op == CC_MIN || op == CC_MAX, sum = op == CC_SUM || op == CC_AVG;
+  if (nsrc < 1 || cc__op_check(t, op) || (op == CC__OP_PREMUL && !scal)) return;
+  switch (t) {
+    case CC_INT8:   (mm ? cc__reduce_i8 : cc__reduce_u8)(dst, srcs, nsrc, count, op, scal); break;
+    case CC_INT32:  (mm ? cc__reduce_i32 : cc__reduce_u32)(dst, srcs, nsrc, count, op, scal); break;
+    case CC_INT64:  (mm ? cc__reduce_i64 : cc__reduce_u64)(dst, srcs, nsrc, count, op, scal); break;
+    case CC_UINT8:  cc__reduce_u8(dst, srcs, nsrc, count, op, scal); break;
+    case CC_UINT32: cc__reduce_u32(dst, srcs, nsrc, count, op, scal); break;
+    case CC_UINT64: cc__reduce_u64(dst, srcs, nsrc, count, op, scal); break;
+    case CC_FLOAT16:  cc__reduce_half(dst, srcs, nsrc, count, op, scal, 0); break;
+    case CC_BFLOAT16: cc__reduce_half(dst, srcs, nsrc, count, op, scal, 1); break;
+    case CC_FLOAT32: cc__reduce_f32(dst, srcs, nsrc, count, op, scal); break;
+    case CC_FLOAT64: cc__reduce_f64(dst, srcs, nsrc, count, op, scal); break;
+    /* complex sum and avg are the real ones over (re, im) as two scalars */
+    case CC_COMPLEX64:
+      if (sum) cc__reduce_f32(dst, srcs, nsrc, 2 * count, op, scal);
+      else     cc__reduce_c64(dst, srcs, nsrc, count, op, scal);
+      break;
+    case CC_COMPLEX128:
+      if (sum) cc__reduce_f64(dst, srcs, nsrc, 2 * count, op, scal);
+      else     cc__reduce_c128(dst, srcs, nsrc, count, op, scal);
+      break;
+    default: break;
+  }
+}
+
+/* ============================================================== @plan */
+/* What a call means, whatever runs it. Every transport (the arena on one host,
+   messages over shared-memory rings and TCP, cc_cuda.cuh's CUDA IPC) takes
+   from here:
+   - the call's identity (cc__ident), which the ranks compare whole, and the
+     messages that say how two calls differ (CC_ERR_MISMATCH);
+   - the data movement of gather, all_gather, scatter, all_to_all and their v
+     forms (cc__plan_move): which bytes of sendbuf go to each rank and where
+     each rank's bytes land in recvbuf, with the in-place rules of the API;
+   - the agreement of v counts, the split of a count into ranks' shares
+     (cc__part), and how partial results combine (cc__wire_op). */
+
+static int cc__is_v(int coll) {
+  return coll == CC__GATHER_V || coll == CC__ALL_GATHER_V || coll == CC__SCATTER_V || coll == CC__ALL_TO_ALL_V;
+}
+
+static int cc__reduces(int coll) {
+  return coll == CC__REDUCE || coll == CC__ALL_REDUCE || coll == CC__REDUCE_SCATTER;
+}
+
+static int cc__rooted(int coll) {
+  return coll == CC__BROADCAST || coll == CC__REDUCE || coll == CC__GATHER || coll == CC__SCATTER ||
+         coll == CC__GATHER_V || coll == CC__SCATTER_V;
+}
+
+static size_t cc__part(size_t m, int n, int r) {     /* start of rank r's share of m */
+  return (m / (size_t)n) * (size_t)r + CC__MIN((size_t)r, m % (size_t)n);
+}
+
+/* ---------------------------------------------------------------- ops */
+
+static const cc__opinfo *cc__opinfo_of(const cc_comm *c, cc_op op) {
+  return op >= CC__OP_FIRST_USER && op - CC__OP_FIRST_USER < c->nops ? &c->ops[op - CC__OP_FIRST_USER] : NULL;
+}
+
+static int cc__is_premul(const cc_comm *c, cc_op op) {
+  const cc__opinfo *o = cc__opinfo_of(c, op);
+  return o && o->kind == CC__OPK_PREMUL;
+}
+
+/* What partial results combine with: avg sums (divided once at the end),
+   premul_sum sums inputs that each rank scaled first. */
+static int cc__wire_op(const cc_comm *c, cc_op op) {
+  return op == CC_AVG || cc__is_premul(c, op) ? CC_SUM : op;
+}
+
+/* ---------------------------------------------------------------- identity */
+
+/* The parts of call k's identity (cc__ident) as this rank makes it. */
+static uint64_t cc__ident_count(const cc__call *k) {
+  switch (k->coll) {
+  case CC__GATHER_V: case CC__ALL_GATHER_V: return k->scount;
+  case CC__SCATTER_V: return k->rcount;
+  case CC__ALL_TO_ALL_V: case CC__BARRIER: case CC__SPLIT: case CC__INIT: case CC__MEM_ALLOC: return 0;
+  default: return k->count;
+  }
+}
+static int32_t cc__ident_op(const cc__call *k) { return cc__reduces(k->coll) ? (int32_t)k->op : 0; }
+static int32_t cc__ident_root(const cc__call *k) { return cc__rooted(k->coll) ? (int32_t)k->root : 0; }
+
+/* Call k as this rank makes it. */
+static void cc__ident_of(const cc__call *k, cc__ident *id) {
+  memset(id, 0, sizeof *id);
+  id->coll = (uint8_t)k->coll;
+  id->dtype = (uint8_t)k->t;
+  id->op = cc__ident_op(k);
+  id->root = cc__ident_root(k);
+  id->count = cc__ident_count(k);
+}
+
+static void cc__ident_str(const cc__ident *d, char *buf, size_t len) {
+  const char *cn = cc__coll_name(d->coll), *dt = cc__dtype_name((cc_dtype)d->dtype);
+  const char *op = d->op < CC_OP_BUILTIN_COUNT ? cc__op_name(d->op) : "user";
+  unsigned long long n = (unsigned long long)d->count;
+  switch (d->coll) {
+  case CC__BARRIER: case CC__INIT: case CC__SPLIT: case CC__MEM_ALLOC:
+    snprintf(buf, len, "%s", cn); break;
+  case CC__MEM_FREE:
+    snprintf(buf, len, "%s(allocation #%llu)", cn, n); break;
+  case CC__REDUCE:
+    snprintf(buf, len, "%s(count %llu, %s, op %s, root %d)", cn, n, dt, op, (int)d->root); break;
+  case CC__ALL_REDUCE: case CC__REDUCE_SCATTER:
+    snprintf(buf, len, "%s(count %llu, %s, op %s)", cn, n, dt, op); break;
+  case CC__ALL_GATHER: case CC__ALL_TO_ALL:
+    snprintf(buf, len, "%s(count %llu, %s)", cn, n, dt); break;
+  case CC__ALL_GATHER_V: case CC__ALL_TO_ALL_V:
+    snprintf(buf, len, "%s(%s)", cn, dt); break;
+  case CC__GATHER_V: case CC__SCATTER_V:
+    snprintf(buf, len, "%s(%s, root %d)", cn, dt, (int)d->root); break;
+  default:
+    snprintf(buf, len, "%s(count %llu, %s, root %d)", cn, n, dt, (int)d->root);
+  }
+}
+
+/* Do this rank's call and rank j's agree? CC_ERR_MISMATCH naming both, else CC_OK. */
+static CC__COLD cc_result cc__ident_agree(cc_comm *c, const char *what, const cc__ident *mine, const cc__ident *theirs, int j) {
+  char a[128], b[128];
+  if (theirs->coll == mine->coll && theirs->dtype == mine->dtype && theirs->root == mine->root &&
+      theirs->op == mine->op && (cc__is_v(mine->coll) || theirs->count == mine->count))
+    return CC_OK;
+  cc__ident_str(theirs, a, sizeof a);
+  cc__ident_str(mine, b, sizeof b);
+  return cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d called %s while this rank called %s", what, c->rank, j, a, b);
+}
+
+/* v counts: rank `from` sends `have` elements to rank `to`, which expects `want`. */
+static cc_result cc__vcount_mismatch(cc_comm *c, const char *what, int from, int to, uint64_t have, uint64_t want) {
+  return cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d sends %llu elements to rank %d, which expects %llu",
+                  what, c->rank, from, (unsigned long long)have, to, (unsigned long long)want);
+}
+
+/* ---------------------------------------------------------------- data movement */
+
+typedef struct cc__plan {
+  int one_piece;                       /* every reader gets the same bytes (gather, all_gather) */
+  int writer, reader;                  /* -1: every rank; else only that rank sends / receives */
+  size_t *soff, *slen;                 /* bytes of sendbuf this rank sends to rank j */
+  size_t *roff, *rlen;                 /* where in recvbuf the bytes from rank j land */
+} cc__plan;
+
+/* The plan of data-movement call k on this rank, from what this rank knows
+   (its own arguments). Arrays in c->scratch (4 x size entries). A rank's own
+   piece goes from sendbuf + soff[me] to recvbuf + roff[me], rlen[me] bytes;
+   in place, both are the same bytes and nothing moves. */
+static void cc__plan_move(cc_comm *c, const cc__call *k, cc__plan *p) {
+  size_t es = cc__dtype_bytes(k->t), bytes = k->count * es, *a = c->scratch, got;
+  int n = c->size, j, me = c->rank, root = k->root;
+  p->soff = a; p->slen = a + n; p->roff = a + 2 * n; p->rlen = a + 3 * n;
+  p->writer = p->reader = -1;
+  p->one_piece = 0;
+  switch (k->coll) {                   /* the regular forms: every entry written */
+  case CC__GATHER: case CC__ALL_GATHER:
+    if (k->coll == CC__GATHER) p->reader = root;
+    p->one_piece = 1;
+    got = k->coll == CC__GATHER && me != root ? 0 : bytes;
+    for (j = 0; j < n; j++) { p->soff[j] = 0; p->slen[j] = bytes; p->roff[j] = (size_t)j * bytes; p->rlen[j] = got; }
+    return;
+  case CC__SCATTER:
+    p->writer = root;
+    for (j = 0; j < n; j++) {
+      p->soff[j] = me == root ? (size_t)j * bytes : 0;
+      p->slen[j] = me == root ? bytes : 0;
+      p->roff[j] = 0;
+      p->rlen[j] = j == root ? bytes : 0;
+    }
+    return;
+  case CC__ALL_TO_ALL:
+    for (j = 0; j < n; j++) {
+      p->soff[j] = p->roff[j] = (size_t)j * bytes;
+      p->slen[j] = p->rlen[j] = bytes;
+    }
+    return;
+  default:
+    break;
+  }
+  for (j = 0; j < 4 * n; j++) a[j] = 0;   /* the v forms: what this rank does not know stays 0 */
+  switch (k->coll) {
+  case CC__GATHER_V: case CC__ALL_GATHER_V:
+    if (k->coll == CC__GATHER_V) p->reader = root;
+    p->one_piece = 1;
+    for (j = 0; j < n; j++) p->slen[j] = k->scount * es;
+    if (k->rc) for (j = 0; j < n; j++) { p->roff[j] = k->rd[j] * es; p->rlen[j] = k->rc[j] * es; }
+    break;
+  case CC__SCATTER_V:
+    p->writer = root;
+    if (me == root) for (j = 0; j < n; j++) { p->soff[j] = k->sd[j] * es; p->slen[j] = k->sc[j] * es; }
+    p->rlen[root] = k->rcount * es;
+    break;
+  case CC__ALL_TO_ALL_V:
+    for (j = 0; j < n; j++) {
+      p->soff[j] = k->sd[j] * es; p->slen[j] = k->sc[j] * es;
+      p->roff[j] = k->rd[j] * es; p->rlen[j] = k->rc[j] * es;
+    }
+    break;
+  default:
+    break;
+  }
+}
+
+/* This rank's own piece, once every other rank has read what it needed of
+   sendbuf (in place it is already where it belongs). */
+static void cc__plan_own(cc_comm *c, const cc__call *k, const cc__plan *p) {
+  const unsigned char *src = (const unsigned char *)k->sbuf + p->soff[c->rank];
+  unsigned char *dst = (unsigned char *)k->rbuf + p->roff[c->rank];
+  size_t len = p->rlen[c->rank];
+  if (len && (p->reader < 0 || p->reader == c->rank) && src != dst) memmove(dst, src, len);
+}
+
+/* Where in rank p's sendbuf the bytes it sends this rank start, when the call
+   alone says so (every form but scatter_v and all_to_all_v, whose senders'
+   displacements only they know): (size_t)-1 then. cc_cuda.cuh reads peers'
+   buffers in place with it. */
+CC__COMPANION size_t cc__plan_src_off(const cc_comm *c, const cc__call *k, int p) {
+  (void)p;
+  switch (k->coll) {
+  case CC__GATHER: case CC__ALL_GATHER: case CC__GATHER_V: case CC__ALL_GATHER_V: return 0;
+  case CC__SCATTER: case CC__ALL_TO_ALL: return (size_t)c->rank * k->count * cc__dtype_bytes(k->t);
+  default: return (size_t)-1;
+  }
+}
+
+/* The largest byte after which call k's buffer `side` (0 send, 1 receive) is
+   not touched on this rank: what must be valid (cc_cuda.cuh stages this much). */
+CC__COMPANION size_t cc__plan_extent(cc_comm *c, const cc__call *k, int side) {
+  size_t es = cc__dtype_bytes(k->t), one = k->count * es, all = one * (size_t)c->size, e = 0;
+  int root = c->rank == k->root, j;
+  cc__plan p;
+  switch (k->coll) {
+  case CC__BARRIER: return 0;
+  case CC__BROADCAST: case CC__ALL_REDUCE: return one;
+  case CC__REDUCE: return side == 0 || root ? one : 0;
+  case CC__REDUCE_SCATTER: return side == 0 ? all : one;
+  case CC__SEND: return side == 0 ? one : 0;
+  case CC__RECV: return side == 1 ? one : 0;
+  default: break;
+  }
+  cc__plan_move(c, k, &p);
+  for (j = 0; j < c->size; j++) {
+    if (side == 0 && p.slen[j]) e = CC__MAX(e, p.soff[j] + p.slen[j]);
+    if (side == 1 && p.rlen[j]) e = CC__MAX(e, p.roff[j] + p.rlen[j]);
+  }
+  return e;
+}
+/* ============================================================== @shm */
+/* The shared-memory transport: one segment per communicator of ranks on one
+   host,
+
+     | header | ctl[0..n) | arena: rank 0 half 0, half 1 | rank 1 ... | rings src x dst |
+
+   - the header holds the failure word (the first failure any rank posts) and
+     the bell, a futex word that publishers ring only when someone sleeps;
+   - ctl[r] holds rank r's pid, its phase counter (arrive), whether it left,
+     and the collective it is in (call);
+   - the arena: two halves per rank, each a 56-byte call descriptor and a
+     chunk of data, used by the arena executor (@algo) phase after phase;
+   - one single-producer single-consumer byte ring per ordered pair of ranks,
+     which the message engine (@engine) uses as a link.
+   This section maps and lays out segments and offers their primitives; the
+   waits and the protocols live above it. docs/shm.md draws it. */
+
+#define CC__SHM_MAGIC   0x31306d6873636300ull   /* "\0ccshm01" */
+#define CC__SHM_VERSION 3u
+
+typedef struct cc__layout { size_t ctl, regions, chans, total; } cc__layout;
+
+static void cc__layout_of(int n, size_t half, size_t chan, cc__layout *L) {
+  L->ctl = cc__align(sizeof(cc__hdr), 4096);
+  L->regions = cc__align(L->ctl + (size_t)n * sizeof(cc__ctl), 4096);
+  L->chans = cc__align(L->regions + (size_t)n * 2 * half, 4096);
+  L->total = cc__align(L->chans + (size_t)n * (size_t)n * (sizeof(cc__chan) + chan), 4096);
+}
+
+/* Bytes of one half and of one ring for n ranks; chunk: CC_SHM_CHUNK (0: the
+   default). Two ranks: 1 MiB of data per rank and phase (measured against 256
+   KiB: in-place all_reduce 4.0 -> 5.8 GB/s, nothing slower). More ranks: 256
+   KiB per two ranks, so that the pieces of scatter, reduce_scatter and
+   all_to_all (a half split n ways) do not shrink; at most 2 MiB. */
+static void cc__seg_sizes(int n, size_t chunk, size_t *half, size_t *chan) {
+  size_t def = n <= 2 ? (size_t)(1u << 20) : (size_t)(256u << 10) * (size_t)((n + 1) / 2);
+  size_t h = chunk ? chunk : CC__MIN(def, (size_t)(2u << 20));
+  size_t ch = (size_t)(8u << 20) / ((size_t)n * (size_t)n);
+  h = cc__align(h + CC__DESC_BYTES, 4096);   /* the descriptor, then a whole chunk of data */
+  if (ch > (64u << 10)) ch = 64u << 10;
+  if (ch < 4096) ch = 4096;
+  *half = h;
+  *chan = cc__align(ch, 64);
+}
+
+/* Fill a fresh (zeroed) segment's header; the magic goes last. */
+static void cc__seg_init(unsigned char *seg, int n, size_t half, size_t chan, size_t total) {
+  cc__hdr *h = (cc__hdr *)seg;
+  h->version = CC__SHM_VERSION;
+  h->nranks = (uint32_t)n;
+  h->half_bytes = half;
+  h->chan_bytes = chan;
+  h->seg_bytes = total;
+  CC__STORE(&h->magic, CC__SHM_MAGIC);
+}
+
+/* A fresh anonymous segment for n ranks (a world of one, cc_spawn). */
+static unsigned char *cc__seg_anon(int n, size_t chunk, size_t *bytes) {
+  size_t half, chan;
+  cc__layout L;
+  unsigned char *seg;
+  cc__seg_sizes(n, chunk, &half, &chan);
+  cc__layout_of(n, half, chan, &L);
+  seg = (unsigned char *)cc__shm_map_anon(L.total);
+  if (seg) cc__seg_init(seg, n, half, chan, L.total);
+  *bytes = L.total;
+  return seg;
+}
+
+/* Point the communicator at a mapped, initialised segment. */
+static cc_result cc__seg_attach(cc_comm *c, unsigned char *seg, size_t bytes, const char *what) {
+  cc__hdr *h = (cc__hdr *)seg;
+  cc__layout L;
+  if (CC__LOAD(&h->magic) != CC__SHM_MAGIC || h->version != CC__SHM_VERSION ||
+      h->nranks != (uint32_t)c->size || h->seg_bytes > bytes)
+    return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: shared segment has the wrong layout "
+                    "(version %u, %u ranks, expected %d)", what, c->rank, h->version, h->nranks, c->size);
+  cc__layout_of(c->size, (size_t)h->half_bytes, (size_t)h->chan_bytes, &L);
+  if (L.total != h->seg_bytes)
+    return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: shared segment size mismatch", what, c->rank);
+  c->seg = seg;
+  c->seg_bytes = bytes;
+  c->hdr = h;
+  c->ctl = (cc__ctl *)(seg + L.ctl);
+  c->regions = seg + L.regions;
+  c->half = (size_t)h->half_bytes;
+  c->chans = seg + L.chans;
+  c->chan_bytes = (size_t)h->chan_bytes;
+  c->shm = c;
+  {                                    /* what peers read to learn whether cross-memory attach works */
+    cc__ctl *me = &c->ctl[c->rank];
+    cc__random(&me->probe, sizeof me->probe);
+    me->probe_at = (uint64_t)(uintptr_t)&me->probe;
+  }
+  CC__STORE(&c->ctl[c->rank].pid, (int32_t)cc__getpid());
+  return CC_OK;
+}
+
+/* The name of a segment whose base name is `base`: base and a suffix that
+   only the job's ranks can compute (16 hex digits of HMAC(shmkey, base)), so
+   that nobody who sees one name in /dev/shm can make the next one before the
+   job does. Without a key (a CC_JOB_ID given with no token), base alone. */
+static void cc__seg_name(const cc_comm *c, const char *base, char *out, size_t len) {
+  unsigned char mac[32];
+  char hex[17];
+  const void *part = base;
+  size_t plen = strlen(base);
+  if (!c->has_shmkey) { snprintf(out, len, "%s", base); return; }
+  cc__hmac_sha256(c->shmkey, sizeof c->shmkey, &part, &plen, 1, mac);
+  cc__hex(mac, 8, hex);
+  snprintf(out, len, "%s-%s", base, hex);
+}
+
+/* Remove the segment of base name `base`, if it is still there. */
+static void cc__shm_forget(const cc_comm *c, const char *base) {
+  char name[160];
+  cc__seg_name(c, base, name, sizeof name);
+  cc__shm_unlink(name);
+}
+
+static void cc__shmkey_copy(cc_comm *to, const cc_comm *from) {
+  memcpy(to->shmkey, from->shmkey, sizeof to->shmkey);
+  to->has_shmkey = from->has_shmkey;
+}
+
+/* Create (creator) or open the segment of base name `base` (cc__seg_name)
+   and attach; the last rank to map it unlinks the name. Bounded by the
+   communicator's timeout. A segment that is there but not this user's own
+   (another owner, or open to others: someone else made it first) is refused
+   at once. */
+static cc_result cc__shm_join(cc_comm *c, const char *base, int creator, const char *what) {
+  uint64_t deadline = cc__now_ns() + c->timeout_ns, pause = 100000;
+  unsigned char *seg = NULL;
+  size_t half, chan, bytes = 0;
+  char why[200], name[160];
+  cc__layout L;
+  cc_result r;
+  cc__seg_name(c, base, name, sizeof name);
+  cc__seg_sizes(c->size, c->set.shm_chunk, &half, &chan);
+  cc__layout_of(c->size, half, chan, &L);
+  if (creator) {
+    seg = (unsigned char *)cc__shm_create(name, L.total);
+    if (!seg) {
+      cc__strerr(errno, why, sizeof why);
+      return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: cannot create shared memory /dev/shm%s (%zu bytes): %s",
+                      what, c->rank, name, L.total, why);
+    }
+    cc__seg_init(seg, c->size, half, chan, L.total);
+    bytes = L.total;
+  } else {
+    for (;;) {
+      seg = (unsigned char *)cc__shm_open_why(name, sizeof(cc__hdr), &bytes, why, sizeof why);
+      if (seg && CC__LOAD(&((cc__hdr *)seg)->magic) == CC__SHM_MAGIC) break;
+      if (seg) { cc__shm_unmap(seg, bytes); seg = NULL; }
+      else if (errno == EPERM) {
+        return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: refusing shared memory /dev/shm%s: %s", what, c->rank, name, why);
+      } else if (errno != ENOENT) {
+        cc__strerr(errno, why, sizeof why);
+        return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: cannot open shared memory /dev/shm%s: %s",
+                        what, c->rank, name, why);
+      }
+      if (cc__now_ns() >= deadline)
+        return cc__fail(c, CC_ERR_TIMEOUT, "%s: rank %d: rank 0 did not create shared memory /dev/shm%s "
+                        "within the timeout", what, c->rank, name);
+      cc__sleep_ns(pause);
+      pause = CC__MIN(pause * 2, 10 * CC__MS);
+    }
+  }
+  if ((r = cc__seg_attach(c, seg, bytes, what)) != CC_OK) {
+    cc__shm_unmap(seg, bytes);
+    c->seg = NULL;
+    return r;
+  }
+  if (CC__ADD(&c->hdr->mapped, 1u) + 1 == (uint32_t)c->size) cc__shm_unlink(name);
+  return CC_OK;
+}
+
+/* ---------------------------------------------------------------- the bell, failures, liveness */
+
+/* Wake the sleepers, if any. */
+static void cc__notify(cc_comm *c) {
+  if (CC__LOAD(&c->hdr->sleepers)) {
+    CC__ADD(&c->hdr->bell, 1u);
+    cc__futex_wake(&c->hdr->bell);
+  }
+}
+
+/* Post a failure for every rank of the segment (the first one wins) and ring.
+   Async-signal-safe (cc_comm_abort). */
+static void cc__post_fail(cc__hdr *h, cc_result code, int who, const char *msg) {
+  uint32_t zero = 0;
+  if (__atomic_compare_exchange_n(&h->fail_code, &zero, (uint32_t)code, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST)) {
+    size_t i, n = sizeof h->fail_msg - 1;
+    h->fail_rank = who;
+    for (i = 0; i < n && msg[i]; i++) h->fail_msg[i] = msg[i];
+    h->fail_msg[i] = 0;
+    CC__STORE(&h->fail_ready, 1u);
+  }
+  CC__ADD(&h->bell, 1u);
+  cc__futex_wake(&h->bell);
+}
+
+/* Has rank r of the segment gone? 0 no; 1 yes, with the reason in why. */
+static int cc__shm_gone(cc_comm *c, int r, char *why, size_t len) {
+  int pid;
+  if (r < 0 || r == c->rank || !c->ctl) return 0;
+  pid = CC__LOAD(&c->ctl[r].pid);
+  if (CC__LOAD(&c->ctl[r].departed)) { snprintf(why, len, "left (it destroyed its communicator)"); return 1; }
+  if (pid > 0 && !cc__pid_alive(pid)) { snprintf(why, len, "lost (pid %d exited)", pid); return 1; }
+  return 0;
+}
+
+/* ---------------------------------------------------------------- the arena */
+
+/* Rank r's half for phase `step`: descriptor, then data. */
+static unsigned char *cc__half(cc_comm *c, int r, uint64_t step) {
+  return c->regions + (size_t)r * 2 * c->half + (size_t)(step & 1) * c->half;
+}
+#define CC__DATA(p) ((p) + CC__DESC_BYTES)
+typedef char cc__desc_fits[sizeof(cc__desc) <= CC__DESC_BYTES ? 1 : -1];
+
+static cc__desc *cc__desc_at(cc_comm *c, int r, uint64_t step) {
+  return (cc__desc *)cc__half(c, r, step);
+}
+
+static void cc__ident_of_desc(const cc__desc *d, cc__ident *id) {
+  memset(id, 0, sizeof *id);
+  id->count = d->count;
+  id->op = d->op;
+  id->root = d->root;
+  id->coll = d->coll;
+  id->dtype = d->dtype;
+}
+
+/* Pending predicates of the arena's waits: -1 once done, else a rank waited for. */
+typedef struct cc__arr_arg { int who; uint64_t step; } cc__arr_arg;
+
+static int cc__pending_arrive(cc_comm *c, const void *arg) {
+  const cc__arr_arg *a = (const cc__arr_arg *)arg;
+  int r;
+  if (a->who >= 0) return CC__LOAD(&c->ctl[a->who].arrive) >= a->step ? -1 : a->who;
+  for (r = 0; r < c->size; r++)
+    if (CC__LOAD(&c->ctl[r].arrive) < a->step) return r;
+  return -1;
+}
+
+/* The first phase waits on the descriptors themselves: a rank's step, its
+   descriptor and a small message's data share one cache line, so a waiter
+   pulls one line per peer. */
+static int cc__pending_first(cc_comm *c, const void *arg) {
+  uint64_t s = *(const uint64_t *)arg;
+  int r;
+  for (r = 0; r < c->size; r++)
+    if (CC__LOAD(&cc__desc_at(c, r, s)->step) < s) return r;
+  return -1;
+}
+
+/* The ranks those waits still wait for, as "1, 3". */
+static void cc__awaited_arrive(cc_comm *c, const void *arg, char *buf, size_t len) {
+  const cc__arr_arg *a = (const cc__arr_arg *)arg;
+  size_t used = 0;
+  int r;
+  buf[0] = 0;
+  for (r = 0; r < c->size && used + 12 < len; r++)
+    if ((a->who < 0 || a->who == r) && CC__LOAD(&c->ctl[r].arrive) < a->step)
+      used += (size_t)snprintf(buf + used, len - used, "%s%d", used ? ", " : "", r);
+}
+
+static void cc__awaited_first(cc_comm *c, const void *arg, char *buf, size_t len) {
+  uint64_t s = *(const uint64_t *)arg;
+  size_t used = 0;
+  int r;
+  buf[0] = 0;
+  for (r = 0; r < c->size && used + 12 < len; r++)
+    if (CC__LOAD(&cc__desc_at(c, r, s)->step) < s) used += (size_t)snprintf(buf + used, len - used, "%s%d", used ? ", " : "", r);
+}
+
+/* ---------------------------------------------------------------- cc_mem_alloc's memory */
+
+/* Unmap an allocation and forget it. */
+static void cc__mem_drop(cc__mem *m) {
+  if (!m) return;
+  cc__shm_unmap(m->base, m->map_bytes);
+  CC_FREE(m->bytes);
+  CC_FREE(m);
+}
+
+/* Every allocation of a communicator being freed. */
+static void cc__mem_drop_all(cc_comm *c) {
+  while (c->mem) {
+    cc__mem *m = c->mem;
+    c->mem = m->next;
+    cc__mem_drop(m);
+  }
+  c->nmem = 0;
+}
+
+/* ---------------------------------------------------------------- rings */
+
+static cc__chan *cc__chan_at(cc_comm *c, int src, int dst) {
+  return (cc__chan *)(c->chans + ((size_t)src * (size_t)c->size + (size_t)dst) *
+                                 (sizeof(cc__chan) + c->chan_bytes));
+}
+
+static void cc__ring_put(cc_comm *c, cc__chan *ch, uint64_t pos, const void *src, size_t len) {
+  unsigned char *d = (unsigned char *)(ch + 1);
+  size_t off = (size_t)(pos % c->chan_bytes), first = CC__MIN(len, c->chan_bytes - off);
+  memcpy(d + off, src, first);
+  if (len > first) memcpy(d, (const unsigned char *)src + first, len - first);
+}
+
+static void cc__ring_get(cc_comm *c, cc__chan *ch, uint64_t pos, void *dst, size_t len) {
+  const unsigned char *s = (const unsigned char *)(ch + 1);
+  size_t off = (size_t)(pos % c->chan_bytes), first = CC__MIN(len, c->chan_bytes - off);
+  memcpy(dst, s + off, first);
+  if (len > first) memcpy((unsigned char *)dst + first, s, len - first);
+}
+/* ============================================================== @tcp */
+/* TCP connections: how they are made and authenticated. A connection, for
+   the rendezvous or for data, starts with a handshake (below); the accepting
+   side runs many at once (cc__hs_serve), so that strangers who connect and
+   say nothing, or flood the port, cost nobody any time. With a token the
+   handshake leaves the connection's keys (cc__sec), and everything that
+   flows afterwards is sealed with them: frames of the message engine
+   (@engine), the rendezvous' record and reply (cc__sec_seal, cc__send_many,
+   cc__recv_sealed). The bytes go through @platform's sockets. */
+
+/* ---------------------------------------------------------------- handshake
+   Every connection, rendezvous or data, starts with four messages (version 4):
+     client -> hello   {magic, version, kind, world, from, to, job[40], nonce_c[16], flags}     96 bytes
+     server -> chal    {magic, version, status, flags, nonce_s[16], suite}                       48 bytes
+     client -> resp    {magic, 0, mac_c[32]}                                                     40 bytes
+     server -> verdict {magic, status, mac_s[32]}                                                40 bytes
+   flags: 1 this side has a token, 2 it encrypts (CC_NET_ENCRYPT=1), 4 (hello
+   only) the client runs AES-256-GCM. With a token,
+     mac_c = HMAC-SHA256(token, "cc-c" hello chal)
+     mac_s = HMAC-SHA256(token, "cc-s" hello chal resp)
+   The client proves first; the server proves only after the client has, and
+   only to a hello it accepted: a refusal (another job or world size, a stale
+   file:// rendezvous, token presence or encryption that differ, a wrong mac_c)
+   carries no MAC at all, so a stranger learns nothing to guess the token
+   from. Every field (status, flags, the suite, kind and ranks) is inside both
+   MACs. Then both sides derive the connection's keys (cc__sec_derive):
+     th    = SHA-256(hello chal resp verdict)
+     PRK   = HKDF-Extract(salt "cc-net-4" nonce_c nonce_s, IKM token)
+     K_c2s = HKDF-Expand(PRK, "cc c2s" th, 32)     K_s2c = HKDF-Expand(PRK, "cc s2c" th, 32)
+   and every byte after the verdict is an AEAD message under them (@engine's
+   frames, the rendezvous' record and reply), the nonce {direction: 0 c2s, 1
+   s2c (4 bytes, big endian), number of the message in that direction (8
+   bytes)} never sent: a message replayed, reordered, dropped or injected
+   fails its tag. The suite: AES-256-GCM when both sides run it, else
+   ChaCha20-Poly1305 (the server picks, the chal says, the MACs cover it).
+   Without a token the macs are zero and nothing after the verdict is
+   authenticated; the magic, version, world size and job identity must still
+   match. Residual risk: a client that is sent to a fake server (DNS, a
+   writable file://) gives it mac_c over values the fake chose, which lets it
+   test guesses of the token offline: hence tokens of at least 128 bits. */
+
+#define CC__HS_MAGIC   0x31486363u      /* "ccH1": a handshake */
+#define CC__NET_VERSION 4u
+#define CC__HELLO 96
+#define CC__CHAL  48
+#define CC__RESP  40
+#define CC__VERD  40
+#define CC__REC   256                   /* a rank's record: host id, address, port */
+#define CC__HS_TOKEN   1u               /* flags */
+#define CC__HS_ENCRYPT 2u
+#define CC__HS_GCM     4u
+#define CC__SEC_STAGE  (256u << 10)     /* encryption: ciphertext staged per connection */
+
+typedef enum cc__hello_kind { CC__HELLO_RDV = 1, CC__HELLO_DATA = 2 } cc__hello_kind;
+
+typedef struct cc__hello_t {
+  uint32_t kind, world;                /* cc__hello_kind */
+  int32_t from, to;
+  char job[40];
+  unsigned char nonce[16];
+  uint32_t flags;                      /* CC__HS_* */
+} cc__hello_t;
+
+static void cc__hello_encode(unsigned char *p, const cc__hello_t *h) {
+  memset(p, 0, CC__HELLO);
+  cc__put32(p, CC__HS_MAGIC);
+  cc__put32(p + 4, CC__NET_VERSION);
+  cc__put32(p + 8, h->kind);
+  cc__put32(p + 12, h->world);
+  cc__put32(p + 16, (uint32_t)h->from);
+  cc__put32(p + 20, (uint32_t)h->to);
+  memcpy(p + 24, h->job, 40);
+  memcpy(p + 64, h->nonce, 16);
+  cc__put32(p + 80, h->flags);
+}
+
+/* A hello from the wire: 0, or -1 when it is not a well-formed one. */
+static int cc__hello_decode(const unsigned char *p, cc__hello_t *h) {
+  int i;
+  if (cc__get32(p) != CC__HS_MAGIC || cc__get32(p + 4) != CC__NET_VERSION) return -1;
+  h->kind = cc__get32(p + 8);
+  h->world = cc__get32(p + 12);
+  h->from = (int32_t)cc__get32(p + 16);
+  h->to = (int32_t)cc__get32(p + 20);
+  memcpy(h->job, p + 24, 40);
+  memcpy(h->nonce, p + 64, 16);
+  h->flags = cc__get32(p + 80);
+  if ((h->kind != CC__HELLO_RDV && h->kind != CC__HELLO_DATA) || h->world < 1 || h->world > (1u << 24)) return -1;
+  if (h->from < 0 || (uint32_t)h->from >= h->world || h->to < 0 || (uint32_t)h->to >= h->world || h->from == h->to) return -1;
+  if (h->flags & ~(CC__HS_TOKEN | CC__HS_ENCRYPT | CC__HS_GCM)) return -1;
+  for (i = 84; i < CC__HELLO; i++) if (p[i]) return -1;
+  for (i = 0; i < 40 && h->job[i]; i++)
+    if (!((h->job[i] >= '0' && h->job[i] <= '9') || (h->job[i] >= 'a' && h->job[i] <= 'f'))) return -1;
+  return i < 40 ? 0 : -1;
+}
+
+/* HMAC(token, side || hello || chal [|| resp]). */
+static void cc__hs_mac(const char *token, const char *side, const unsigned char *hello, const unsigned char *chal,
+                       const unsigned char *resp, unsigned char *out) {
+  const void *parts[4];
+  size_t lens[4];
+  parts[0] = side; lens[0] = 4;
+  parts[1] = hello; lens[1] = CC__HELLO;
+  parts[2] = chal; lens[2] = CC__CHAL;
+  parts[3] = resp; lens[3] = CC__RESP;
+  cc__hmac_sha256(token, strlen(token), parts, lens, resp ? 4 : 3, out);
+}
+
+/* ---------------------------------------------------------------- connection keys */
+
+/* A connection's keys and counters (TCP with a token). The engine reads and
+   writes frames through them (@engine: cc__sec_write, cc__rx_pull). */
+typedef struct cc__sec {
+  int suite, encrypt;                  /* CC__AEAD_*; CC_NET_ENCRYPT=1 */
+  cc__aead_key tx, rx;                 /* this side's sending and receiving keys */
+  uint64_t tx_n, rx_n;                 /* AEAD messages sent, received: the next nonce's number */
+  unsigned tx_dir, rx_dir;             /* 0: client to server, 1: server to client */
+  cc__aead txs, rxs;                   /* the message being written, being read */
+  unsigned char tx_tag[CC__TAG];       /* the tag of the payload being written */
+  unsigned char *stage;                /* encryption: ciphertext waiting for the socket (CC__SEC_STAGE) */
+} cc__sec;
+
+static void cc__sec_free(cc__sec *s) {
+  if (!s) return;
+  CC_FREE(s->stage);
+  cc__crypto_wipe(s, sizeof *s);
+  CC_FREE(s);
+}
+
+static void cc__sec_nonce(unsigned char n[12], unsigned dir, uint64_t num) {
+  memset(n, 0, 4);
+  n[3] = (unsigned char)dir;
+  cc__st64be(n + 4, num);
+}
+
+/* Start the next AEAD message of the sending (tx) or receiving direction. */
+static void cc__sec_begin(cc__sec *s, int tx) {
+  unsigned char n[12];
+  if (tx) { cc__sec_nonce(n, s->tx_dir, s->tx_n++); (void)cc__aead_begin(&s->txs, &s->tx, n); }
+  else { cc__sec_nonce(n, s->rx_dir, s->rx_n++); (void)cc__aead_begin(&s->rxs, &s->rx, n); }
+}
+
+/* The keys of a connection whose handshake (these four messages) succeeded
+   with a token; NULL when out of memory. */
+static cc__sec *cc__sec_derive(const char *token, int client, int suite, int encrypt, const unsigned char *hello,
+                               const unsigned char *chal, const unsigned char *resp, const unsigned char *verd) {
+  cc__sec *s = (cc__sec *)CC_MALLOC(sizeof(cc__sec));
+  unsigned char salt[40], th[32], info[38], prk[32], k[32];
+  cc__sha256 sh;
+  int bad;
+  if (!s) return NULL;
+  memset(s, 0, sizeof *s);
+  s->suite = suite;
+  s->encrypt = encrypt;
+  s->tx_dir = client ? 0u : 1u;
+  s->rx_dir = client ? 1u : 0u;
+  if (encrypt && !(s->stage = (unsigned char *)CC_MALLOC(CC__SEC_STAGE))) { CC_FREE(s); return NULL; }
+  cc__sha256_init(&sh);
+  cc__sha256_update(&sh, hello, CC__HELLO);
+  cc__sha256_update(&sh, chal, CC__CHAL);
+  cc__sha256_update(&sh, resp, CC__RESP);
+  cc__sha256_update(&sh, verd, CC__VERD);
+  cc__sha256_final(&sh, th);
+  memcpy(salt, "cc-net-4", 8);
+  memcpy(salt + 8, hello + 64, 16);
+  memcpy(salt + 24, chal + 16, 16);
+  cc__hkdf_sha256_extract(salt, sizeof salt, token, strlen(token), prk);
+  memcpy(info + 6, th, 32);
+  memcpy(info, client ? "cc c2s" : "cc s2c", 6);
+  (void)cc__hkdf_sha256_expand(prk, 32, info, sizeof info, k, 32);
+  bad = cc__aead_setkey(&s->tx, suite, k);
+  memcpy(info, client ? "cc s2c" : "cc c2s", 6);
+  (void)cc__hkdf_sha256_expand(prk, 32, info, sizeof info, k, 32);
+  bad |= cc__aead_setkey(&s->rx, suite, k);
+  cc__crypto_wipe(prk, sizeof prk);
+  cc__crypto_wipe(k, sizeof k);
+  if (bad) { cc__sec_free(s); return NULL; }
+  return s;
+}
+
+/* One whole message of n bytes at p, sealed into out (n + CC__TAG bytes):
+   the bytes themselves (integrity) or their ciphertext (encryption), then the
+   tag. */
+static void cc__sec_seal(cc__sec *s, const unsigned char *p, size_t n, unsigned char *out) {
+  cc__sec_begin(s, 1);
+  if (s->encrypt) (void)cc__aead_encrypt(&s->txs, p, out, n);
+  else { memmove(out, p, n); (void)cc__aead_aad(&s->txs, out, n); }
+  (void)cc__aead_final(&s->txs, out + n);
+}
+
+/* The reverse, in place (p: n bytes, then the tag): 0, or -1 when the
+   message is not authentic. */
+static int cc__sec_open(cc__sec *s, unsigned char *p, size_t n) {
+  cc__sec_begin(s, 0);
+  if (s->encrypt) (void)cc__aead_decrypt(&s->rxs, p, p, n);
+  else (void)cc__aead_aad(&s->rxs, p, n);
+  return cc__aead_verify(&s->rxs, p + n);
+}
+
+/* ---------------------------------------------------------------- the connecting side */
+
+/* Shake hands on fd as h's sender. CC_OK, with *sec the connection's keys
+   when there is a token; or a code with the reason in why: CC_ERR_AUTH is
+   final (a token that differs, or not a cc rank of this protocol version);
+   CC_ERR_MISMATCH (refused: another job or world size), CC_ERR_INVALID_ARG
+   (a stale file:// rendezvous), CC_ERR_PEER_LOST (closed) and CC_ERR_TIMEOUT
+   may be retried: a refusal carries no proof, a stranger could send it. */
+static cc_result cc__hs_client(int fd, const cc__hello_t *h, const char *token, int encrypt, uint64_t deadline,
+                               cc__sec **sec, char *why, size_t whylen) {
+  unsigned char hello[CC__HELLO], chal[CC__CHAL], resp[CC__RESP], verd[CC__VERD], mac[32];
+  uint32_t status, flags, suite, mine;
+  int gcm = cc__aead_have_gcm();
+  cc__hello_t hh = *h;
+  *sec = NULL;
+  mine = (token ? CC__HS_TOKEN : 0) | (encrypt ? CC__HS_ENCRYPT : 0);
+  hh.flags = mine | (gcm ? CC__HS_GCM : 0);
+  cc__hello_encode(hello, &hh);
+  if (cc__sock_send_all(fd, hello, sizeof hello, deadline) != 0 || cc__sock_recv_all(fd, chal, sizeof chal, deadline) != 0) {
+    snprintf(why, whylen, errno == ETIMEDOUT ? "no answer to the handshake" : "it closed the connection during the handshake");
+    return errno == ETIMEDOUT ? CC_ERR_TIMEOUT : CC_ERR_PEER_LOST;
+  }
+  if (cc__get32(chal) != CC__HS_MAGIC || cc__get32(chal + 4) != CC__NET_VERSION) {
+    snprintf(why, whylen, "it is not a cc rank of this protocol version (bad handshake)");
+    return CC_ERR_AUTH;
+  }
+  status = cc__get32(chal + 8);
+  flags = cc__get32(chal + 12);
+  suite = cc__get32(chal + 32);
+  if ((flags & CC__HS_TOKEN) && !token) { snprintf(why, whylen, "it requires a token (CC_TOKEN) and this rank has none"); return CC_ERR_AUTH; }
+  if (!(flags & CC__HS_TOKEN) && token) { snprintf(why, whylen, "it has no token (CC_TOKEN) and this rank has one"); return CC_ERR_AUTH; }
+  if ((flags & CC__HS_ENCRYPT) != (mine & CC__HS_ENCRYPT)) {
+    snprintf(why, whylen, "it has CC_NET_ENCRYPT=%d and this rank CC_NET_ENCRYPT=%d", (flags & CC__HS_ENCRYPT) ? 1 : 0,
+             encrypt ? 1 : 0);
+    return CC_ERR_AUTH;
+  }
+  if (status != 0) {
+    uint32_t theirs = cc__get32(chal + 36);
+    if (status == (uint32_t)CC_ERR_MISMATCH && theirs && theirs != h->world)
+      snprintf(why, whylen, "it says the world has %u ranks, this rank says %u (the hosts were started with different "
+               "sizes)", theirs, h->world);
+    else
+      snprintf(why, whylen, "it refused the connection: %s", status == (uint32_t)CC_ERR_INVALID_ARG ?
+               "a stale rendezvous (another job)" : "another world size or job");
+    return status == (uint32_t)CC_ERR_INVALID_ARG ? CC_ERR_INVALID_ARG : CC_ERR_MISMATCH;
+  }
+  if (token ? !(suite == CC__AEAD_CHACHA20_POLY1305 || (suite == CC__AEAD_AES256_GCM && gcm)) : suite != 0) {
+    snprintf(why, whylen, "it is not a cc rank of this protocol version (it chose cipher suite %u)", suite);
+    return CC_ERR_AUTH;
+  }
+  memset(resp, 0, sizeof resp);
+  cc__put32(resp, CC__HS_MAGIC);
+  if (token) cc__hs_mac(token, "cc-c", hello, chal, NULL, resp + 8);
+  if (cc__sock_send_all(fd, resp, sizeof resp, deadline) != 0 || cc__sock_recv_all(fd, verd, sizeof verd, deadline) != 0) {
+    snprintf(why, whylen, errno == ETIMEDOUT ? "no answer to the handshake" : "it closed the connection during the handshake");
+    return errno == ETIMEDOUT ? CC_ERR_TIMEOUT : CC_ERR_PEER_LOST;
+  }
+  if (cc__get32(verd) != CC__HS_MAGIC || cc__get32(verd + 4) != 0) {
+    snprintf(why, whylen, cc__get32(verd) == CC__HS_MAGIC ? "it refused this rank's token (CC_TOKEN differs)"
+                                                          : "it is not a cc rank of this protocol version (bad handshake)");
+    return CC_ERR_AUTH;
+  }
+  if (token) {
+    cc__hs_mac(token, "cc-s", hello, chal, resp, mac);
+    if (!cc__ct_equal(mac, verd + 8, 32)) {
+      cc__crypto_wipe(mac, sizeof mac);
+      snprintf(why, whylen, "it does not know this job's token (CC_TOKEN differs)");
+      return CC_ERR_AUTH;
+    }
+    cc__crypto_wipe(mac, sizeof mac);
+    if (!(*sec = cc__sec_derive(token, 1, (int)suite, encrypt, hello, chal, resp, verd))) {
+      snprintf(why, whylen, "out of memory for the connection's keys");
+      return CC_ERR_NO_MEMORY;
+    }
+  }
+  return CC_OK;
+}
+
+/* ---------------------------------------------------------------- the accepting side
+   Many connections at once: a state machine per connection (hello, response,
+   then the record when with_rec), all polled together, so a stranger who
+   sends nothing or dribbles costs nobody any time. The table holds
+   CC__PEND_MAX connections; more wait in the kernel's backlog, never accepted
+   and dropped. While the table is full and more wait, the connection that
+   has been silent longest goes, once it has been silent CC__HS_IDLE (or is
+   CC__HS_AGE old, however it dribbles): a cc rank sends its hello as soon as
+   it connects and its response one round trip later, so it is never the
+   stalest, and if it is dropped anyway it connects again (cc__hs_client's
+   callers retry everything but CC_ERR_AUTH). take(ctx, hello, fd, rec, sec)
+   keeps the connection (1: fd and sec are its now) or refuses it (0). */
+
+
+typedef struct cc__pend {
+  int fd, state;                       /* 0: hello, 1: response, 2: record */
+  size_t got;
+  uint64_t born, last;                 /* accepted; last byte received */
+  cc__hello_t h;
+  cc__sec *sec;
+  unsigned char hello[CC__HELLO], chal[CC__CHAL], resp[CC__RESP], in[CC__REC + CC__TAG];
+} cc__pend;
+
+typedef int (*cc__take_fn)(void *ctx, const cc__hello_t *h, int fd, const unsigned char *rec, cc__sec *sec);
+
+/* Why a connection with a well-formed hello was refused. The reply of a
+   failed rendezvous carries it (@bootstrap), so keep the numbers. */
+enum { CC__REF_NONE, CC__REF_TOKEN, CC__REF_NO_TOKEN, CC__REF_HAS_TOKEN, CC__REF_ENCRYPT, CC__REF_WORLD,
+       CC__REF_OTHER, CC__REF_STALE, CC__REF_COUNT };
+
+/* The first refusal of a connection claiming one rank. */
+typedef struct cc__refusal {
+  int reason;                          /* CC__REF_*; NONE: none yet */
+  int rank;                            /* the rank it claimed */
+  uint32_t world;                      /* the world size it claimed */
+  unsigned count;                      /* refusals of connections claiming that rank */
+  uint64_t first;                      /* when the first came */
+  char addr[64];                       /* where it came from */
+} cc__refusal;
+
+/* What a refusal means, from the side of rank `me` (world size `world`),
+   e.g. "its CC_TOKEN differs from rank 0's". */
+static void cc__refusal_text(const cc__refusal *f, int me, uint32_t world, char *buf, size_t len) {
+  switch (f->reason) {
+  case CC__REF_TOKEN: snprintf(buf, len, "its CC_TOKEN differs from rank %d's", me); break;
+  case CC__REF_NO_TOKEN: snprintf(buf, len, "it has no CC_TOKEN, while rank %d has one", me); break;
+  case CC__REF_HAS_TOKEN: snprintf(buf, len, "it has a CC_TOKEN, while rank %d has none", me); break;
+  case CC__REF_ENCRYPT: snprintf(buf, len, "its CC_NET_ENCRYPT differs from rank %d's", me); break;
+  case CC__REF_WORLD:
+    snprintf(buf, len, "it says the world has %u ranks, rank %d says %u (the hosts were started with different "
+             "sizes)", f->world, me, world);
+    break;
+  case CC__REF_STALE: snprintf(buf, len, "it came for another rendezvous (a stale file:// rendezvous)"); break;
+  default: snprintf(buf, len, "it belongs to another job, or named another rank"); break;
+  }
+}
+
+/* A serve's log of refusals: one WARN line per (address, rank, reason),
+   whatever CC_DEBUG, at most CC__REF_LOGGED of them; the rest at TRACE. */
+#define CC__REF_LOGGED 16
+typedef struct cc__hs_log {
+  unsigned warned;
+  char seen[CC__REF_LOGGED][80];
+} cc__hs_log;
+
+typedef struct cc__hs_srv {            /* what every connection of one cc__hs_serve is checked against */
+  cc_comm *c;
+  uint32_t kind, world;
+  int me;                              /* the rank connections must name (data), or -1 */
+  const char *job, *token;
+  int encrypt, with_rec;
+  cc__take_fn take;
+  void *ctx;
+  cc__refusal *refs;                   /* NULL, or world + 1: the first refusal claiming each rank; [world]: claiming one beyond */
+  int (*give_up)(void *ctx);           /* NULL, or nonzero: stop serving (cc__hs_serve returns -2) */
+  cc__hs_log *log;                     /* cc__hs_serve's own */
+} cc__hs_srv;
+
+/* Connection q is refused for `reason`: log it (rate limited), and record it
+   against the rank it claims (the rendezvous' rule, @bootstrap). */
+static void cc__hs_refused(const cc__hs_srv *v, const cc__pend *q, int reason) {
+  cc_comm *c = v->c;
+  cc__refusal f, *slot = NULL;
+  char key[80], what[200];
+  unsigned i;
+  int level = CC__LOG_WARN;            /* printed whatever CC_DEBUG (CC__LOG_ALWAYS) */
+  memset(&f, 0, sizeof f);
+  f.reason = reason; f.rank = (int)q->h.from; f.world = q->h.world; f.first = cc__now_ns();
+  cc__sock_peer(q->fd, f.addr, sizeof f.addr);
+  cc__refusal_text(&f, c->rank, v->world, what, sizeof what);
+  snprintf(key, sizeof key, "%.63s %d %d", f.addr, f.rank, reason);
+  for (i = 0; i < v->log->warned && i < CC__REF_LOGGED; i++) if (strcmp(v->log->seen[i], key) == 0) level = CC__LOG_TRACE;
+  if (level == CC__LOG_WARN && v->log->warned > CC__REF_LOGGED) level = CC__LOG_TRACE;
+  if (level == CC__LOG_WARN && v->log->warned == CC__REF_LOGGED) {
+    cc__log(c, CC__LOG_ALWAYS, "comm_init: rank %d: more connections refused: logged at CC_DEBUG=TRACE only", c->rank);
+    v->log->warned++;
+    level = CC__LOG_TRACE;
+  }
+  if (level == CC__LOG_WARN) { memcpy(v->log->seen[v->log->warned++], key, sizeof key); level = CC__LOG_ALWAYS; }
+  cc__log(c, level, "comm_init: rank %d: refused a connection from %s claiming to be rank %d of %u: %s", c->rank,
+          f.addr, f.rank, f.world, what);
+  if (!v->refs || q->h.to != v->me || q->h.from == v->me) return;
+  slot = (uint32_t)q->h.from < v->world ? &v->refs[q->h.from] : &v->refs[v->world];
+  if (!slot->count) *slot = f;
+  slot->count++;
+}
+
+/* Bytes connection q waits for in its state. */
+static size_t cc__pend_need(const cc__hs_srv *v, const cc__pend *q) {
+  (void)v;
+  return q->state == 0 ? CC__HELLO : q->state == 1 ? CC__RESP : CC__REC + (q->sec ? CC__TAG : 0);
+}
+
+/* One step of connection q after its current message arrived: 0 go on,
+   1 kept, -1 drop. */
+static int cc__pend_step(const cc__hs_srv *v, cc__pend *q) {
+  cc_comm *c = v->c;
+  if (q->state == 0) {
+    uint32_t status = 0, suite = 0;
+    memcpy(q->hello, q->in, CC__HELLO);
+    int reason = CC__REF_NONE;
+    if (cc__hello_decode(q->hello, &q->h) != 0) {
+      char addr[64];
+      cc__sock_peer(q->fd, addr, sizeof addr);
+      if (cc__get32(q->hello) == CC__HS_MAGIC && cc__get32(q->hello + 4) != CC__NET_VERSION)
+        cc__log(c, CC__LOG_WARN, "comm_init: rank %d: refused a connection from %s: it speaks cc protocol version %u, "
+                "this rank %u (another version of cc.h)", c->rank, addr, cc__get32(q->hello + 4), CC__NET_VERSION);
+      else
+        cc__log(c, CC__LOG_INFO, "comm_init: rank %d: dropped a connection from %s that is not a cc rank (no "
+                "well-formed hello)", c->rank, addr);
+      return -1;
+    }
+    if (q->h.world != v->world) { status = (uint32_t)CC_ERR_MISMATCH; reason = CC__REF_WORLD; }
+    else if (q->h.kind != v->kind || (v->me >= 0 && q->h.to != v->me)) { status = (uint32_t)CC_ERR_MISMATCH; reason = CC__REF_OTHER; }
+    else if (strncmp(q->h.job, v->job, 40) != 0) {
+      status = v->kind == CC__HELLO_DATA ? (uint32_t)CC_ERR_MISMATCH : (uint32_t)CC_ERR_INVALID_ARG;
+      reason = v->kind == CC__HELLO_DATA ? CC__REF_OTHER : CC__REF_STALE;
+    } else if (!(q->h.flags & CC__HS_TOKEN) != !v->token) {
+      status = (uint32_t)CC_ERR_AUTH;
+      reason = v->token ? CC__REF_NO_TOKEN : CC__REF_HAS_TOKEN;
+    } else if (!(q->h.flags & CC__HS_ENCRYPT) != !v->encrypt) { status = (uint32_t)CC_ERR_AUTH; reason = CC__REF_ENCRYPT; }
+    if (v->token) suite = (q->h.flags & CC__HS_GCM) && cc__aead_have_gcm() ? CC__AEAD_AES256_GCM : CC__AEAD_CHACHA20_POLY1305;
+    memset(q->chal, 0, sizeof q->chal);
+    cc__put32(q->chal, CC__HS_MAGIC);
+    cc__put32(q->chal + 4, CC__NET_VERSION);
+    cc__put32(q->chal + 8, status);
+    cc__put32(q->chal + 12, (v->token ? CC__HS_TOKEN : 0) | (v->encrypt ? CC__HS_ENCRYPT : 0));
+    cc__random(q->chal + 16, 16);
+    cc__put32(q->chal + 32, suite);
+    if (reason == CC__REF_WORLD) cc__put32(q->chal + 36, v->world);   /* a refusal for the world size says this one */
+    if (status != 0) cc__hs_refused(v, q, reason);
+    if (cc__sock_send_small(q->fd, q->chal, sizeof q->chal) != 0 || status != 0) return -1;
+    q->state = 1;
+    return 0;
+  }
+  if (q->state == 1) {
+    unsigned char verd[CC__VERD], mac[32];
+    memcpy(q->resp, q->in, CC__RESP);
+    if (cc__get32(q->resp) != CC__HS_MAGIC || cc__get32(q->resp + 4) != 0) return -1;   /* no MAC covers the zero */
+    memset(verd, 0, sizeof verd);
+    cc__put32(verd, CC__HS_MAGIC);
+    if (v->token) {
+      int ok;
+      cc__hs_mac(v->token, "cc-c", q->hello, q->chal, NULL, mac);
+      ok = cc__ct_equal(mac, q->resp + 8, 32);
+      if (!ok) {
+        cc__put32(verd + 4, (uint32_t)CC_ERR_AUTH);
+        cc__hs_refused(v, q, CC__REF_TOKEN);
+        (void)cc__sock_send_small(q->fd, verd, sizeof verd);
+        cc__crypto_wipe(mac, sizeof mac);
+        return -1;
+      }
+      cc__hs_mac(v->token, "cc-s", q->hello, q->chal, q->resp, verd + 8);
+      cc__crypto_wipe(mac, sizeof mac);
+      q->sec = cc__sec_derive(v->token, 0, (int)cc__get32(q->chal + 32), v->encrypt, q->hello, q->chal, q->resp, verd);
+      if (!q->sec) return -1;
+    }
+    if (cc__sock_send_small(q->fd, verd, sizeof verd) != 0) return -1;
+    if (v->with_rec) { q->state = 2; return 0; }
+    return v->take(v->ctx, &q->h, q->fd, NULL, q->sec) ? 1 : -1;
+  }
+  if (q->sec && cc__sec_open(q->sec, q->in, CC__REC) != 0) {
+    cc__log(c, CC__LOG_WARN, "comm_init: rank %d: dropped rank %d's connection: its record failed its integrity check",
+            c->rank, (int)q->h.from);
+    return -1;
+  }
+  return v->take(v->ctx, &q->h, q->fd, q->in, q->sec) ? 1 : -1;
+}
+
+/* Read what connection q has and step it: 0 go on, 1 kept, -1 drop. */
+static int cc__pend_pump(const cc__hs_srv *v, cc__pend *q) {
+  for (;;) {
+    size_t need = cc__pend_need(v, q);
+    long k = cc__sock_recv(q->fd, q->in + q->got, need - q->got);
+    int st;
+    if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return -1;
+    if (k < 0) return 0;
+    q->last = cc__now_ns();
+    if ((q->got += (size_t)k) < need) continue;
+    q->got = 0;
+    if ((st = cc__pend_step(v, q)) != 0) return st;
+  }
+}
+
+/* The connection to drop for a newer one: the one silent longest, if it has
+   been silent CC__HS_IDLE or is CC__HS_AGE old; else -1 and *when the time
+   one will be. */
+static int cc__pend_victim(const cc__pend *pend, int np, uint64_t now, uint64_t *when) {
+  int i, best = -1;
+  *when = UINT64_MAX;
+  for (i = 0; i < np; i++) {
+    uint64_t t = CC__MIN(pend[i].last + CC__HS_IDLE, pend[i].born + CC__HS_AGE);
+    if (t <= now && (best < 0 || pend[i].last < pend[best].last)) best = i;
+    if (t > now) *when = CC__MIN(*when, t);
+  }
+  return best;
+}
+
+static void cc__pend_drop(cc__pend *pend, int *np, int i) {
+  cc__fd_close(pend[i].fd);
+  cc__sec_free(pend[i].sec);
+  pend[i] = pend[--*np];
+}
+
+/* Serve until `want` connections were kept (0), the deadline (-1), or until
+   give_up says so (-2). */
+static int cc__hs_serve(const cc__hs_srv *vv, int lfd, int want, uint64_t deadline) {
+  cc_comm *c = vv->c;
+  cc__pend *pend = (cc__pend *)CC_MALLOC(sizeof(cc__pend) * CC__PEND_MAX);
+  struct pollfd pf[CC__PEND_MAX + 1];
+  int np = 0, kept = 0, i, gave_up = 0;
+  cc__hs_log log;
+  cc__hs_srv sv = *vv, *v = &sv;
+  memset(&log, 0, sizeof log);
+  sv.log = &log;
+  if (!pend) return -1;
+  while (kept < want) {
+    uint64_t now = cc__now_ns(), next = deadline, when;
+    int nf = 0, lis, victim = -1, taken;
+    if (now >= deadline) break;
+    if (v->give_up && v->give_up(v->ctx)) { gave_up = 1; break; }
+    if (np == CC__PEND_MAX) {
+      victim = cc__pend_victim(pend, np, now, &when);
+      next = CC__MIN(next, when);
+    }
+    lis = np < CC__PEND_MAX || victim >= 0;   /* pf[0] is the listener then */
+    if (lis) { pf[nf].fd = lfd; pf[nf].events = POLLIN; pf[nf++].revents = 0; }
+    for (i = 0; i < np; i++) { pf[nf].fd = pend[i].fd; pf[nf].events = POLLIN; pf[nf++].revents = 0; }
+    if (cc__poll(pf, nf, CC__MIN(next - now, 100 * CC__MS) + 1000) <= 0) continue;
+    for (i = np - 1; i >= 0; i--) {    /* the pending ones (pf index: i + listener slot) */
+      int st;
+      if (!pf[i + lis].revents) continue;
+      st = cc__pend_pump(v, &pend[i]);
+      if (st == 1) { kept++; pend[i] = pend[--np]; }
+      else if (st == -1) cc__pend_drop(pend, &np, i);
+    }
+    if (!lis || !(pf[0].revents & POLLIN)) continue;
+    for (taken = 0; taken < CC__PEND_MAX && kept < want; taken++) {   /* what waits, while there is room */
+      int fd, st;
+      if (np == CC__PEND_MAX) {
+        if ((victim = cc__pend_victim(pend, np, cc__now_ns(), &when)) < 0) break;
+        cc__log(c, CC__LOG_WARN, "comm_init: rank %d: dropped a connection that had not finished its handshake "
+                "(silent %.1f s) for a newer one", c->rank, (double)(cc__now_ns() - pend[victim].last) / 1e9);
+        cc__pend_drop(pend, &np, victim);
+      }
+      if ((fd = cc__sock_accept(lfd)) < 0) break;
+      memset(&pend[np], 0, sizeof pend[np]);
+      pend[np].fd = fd;
+      pend[np].born = pend[np].last = cc__now_ns();
+      st = cc__pend_pump(v, &pend[np]);   /* a cc rank's hello is usually there already */
+      np++;
+      if (st == 1) { kept++; np--; }
+      else if (st == -1) cc__pend_drop(pend, &np, np - 1);
+    }
+  }
+  for (i = 0; i < np; i++) { cc__fd_close(pend[i].fd); cc__sec_free(pend[i].sec); }
+  CC_FREE(pend);
+  return kept >= want ? 0 : gave_up ? -2 : -1;
+}
+
+/* ---------------------------------------------------------------- sealed messages to many, from one */
+
+/* One connection of cc__send_many. */
+typedef struct cc__out {
+  int fd;                              /* < 0: skipped */
+  int ok;                              /* 1 all sent, 0 not yet, -1 failed (or not done by the deadline) */
+  cc__sec *sec;                        /* NULL: the bytes as they are */
+  size_t pos;                          /* bytes of the message sent (no sec) or sealed into buf */
+  size_t boff, blen;                   /* sec: buf's bytes sent, held */
+  int fin;                             /* sec: the tag is in buf */
+  unsigned char buf[4096 + CC__TAG];
+} cc__out;
+
+/* Write what out o's socket takes: 1 all sent, 0 not yet, -1 failed. */
+static int cc__out_pump(cc__out *o, const unsigned char *msg, size_t len) {
+  for (;;) {
+    const unsigned char *p;
+    size_t m;
+    long w;
+    if (!o->sec) { p = msg + o->pos; m = len - o->pos; }
+    else {
+      if (o->boff == o->blen) {
+        size_t k;
+        if (o->fin) return 1;
+        k = CC__MIN((size_t)4096, len - o->pos);
+        if (o->sec->encrypt) (void)cc__aead_encrypt(&o->sec->txs, msg + o->pos, o->buf, k);
+        else { memcpy(o->buf, msg + o->pos, k); (void)cc__aead_aad(&o->sec->txs, o->buf, k); }
+        o->pos += k;
+        o->boff = 0;
+        o->blen = k;
+        if (o->pos == len) { (void)cc__aead_final(&o->sec->txs, o->buf + k); o->blen += CC__TAG; o->fin = 1; }
+      }
+      p = o->buf + o->boff; m = o->blen - o->boff;
+    }
+    if (!m) return 1;
+    w = cc__sock_send2(o->fd, p, m, NULL, 0);
+    if (w > 0) { if (o->sec) o->boff += (size_t)w; else o->pos += (size_t)w; continue; }
+    return w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) ? 0 : -1;
+  }
+}
+
+/* Send one message (len bytes at msg) to n connections at once, each sealed
+   as one AEAD message with its own keys where it has them, all bounded by one
+   deadline: a slow or silent reader delays nobody else. Sets each out's ok;
+   returns how many did not take it all (0, or -1 when out of memory). */
+static int cc__send_many(cc__out *o, int n, const unsigned char *msg, size_t len, uint64_t deadline) {
+  struct pollfd *pf = (struct pollfd *)CC_MALLOC(sizeof(struct pollfd) * (size_t)(n > 0 ? n : 1));
+  int *who = (int *)CC_MALLOC(sizeof(int) * (size_t)(n > 0 ? n : 1)), i, bad = 0;
+  if (!pf || !who) { CC_FREE(pf); CC_FREE(who); return -1; }
+  for (i = 0; i < n; i++) {
+    o[i].ok = o[i].fd < 0 ? 1 : 0;
+    o[i].pos = o[i].boff = o[i].blen = 0;
+    o[i].fin = 0;
+    if (o[i].fd >= 0 && o[i].sec) cc__sec_begin(o[i].sec, 1);
+  }
+  for (;;) {
+    int np = 0;
+    uint64_t now;
+    for (i = 0; i < n; i++) {
+      if (o[i].ok) continue;
+      o[i].ok = cc__out_pump(&o[i], msg, len);
+      if (o[i].ok) continue;
+      pf[np].fd = o[i].fd; pf[np].events = POLLOUT; pf[np].revents = 0;
+      who[np++] = i;
+    }
+    if (!np) break;
+    now = cc__now_ns();
+    if (now >= deadline) {
+      for (i = 0; i < np; i++) o[who[i]].ok = -1;
+      break;
+    }
+    (void)cc__poll(pf, np, CC__MIN(deadline - now, 100 * CC__MS) + 1000);
+  }
+  for (i = 0; i < n; i++) bad += o[i].ok < 0;
+  CC_FREE(pf);
+  CC_FREE(who);
+  return bad;
+}
+
+/* Read n bytes of a sealed message from fd (sec NULL: as they are): the
+   message's first piece when begin, its last (then its tag is read and
+   checked) when end. 0; -1 with errno (ETIMEDOUT, ECONNRESET); -2 when the
+   message is not authentic. */
+static int cc__recv_sealed(int fd, cc__sec *sec, unsigned char *p, size_t n, int begin, int end, uint64_t deadline) {
+  unsigned char tag[CC__TAG];
+  if (cc__sock_recv_all(fd, p, n, deadline) != 0) return -1;
+  if (!sec) return 0;
+  if (begin) cc__sec_begin(sec, 0);
+  if (sec->encrypt) (void)cc__aead_decrypt(&sec->rxs, p, p, n);
+  else (void)cc__aead_aad(&sec->rxs, p, n);
+  if (!end) return 0;
+  if (cc__sock_recv_all(fd, tag, sizeof tag, deadline) != 0) return -1;
+  return cc__aead_verify(&sec->rxs, tag) == 0 ? 0 : -2;
+}
+
+/* ---------------------------------------------------------------- records */
+
+typedef struct cc__rec {
+  char host[176];                      /* host identity (cc__host_id) */
+  char ip[64];                         /* where this rank's data port listens */
+  uint32_t port;
+  char extra[12];                      /* split: a name for the group's segment */
+} cc__rec;
+
+static void cc__rec_encode(unsigned char *p, const cc__rec *r) {
+  memset(p, 0, CC__REC);
+  memcpy(p, r->host, 176);
+  memcpy(p + 176, r->ip, 64);
+  cc__put32(p + 240, r->port);
+  memcpy(p + 244, r->extra, 12);
+}
+
+/* A record from the wire: 0, or -1 when malformed. */
+static int cc__rec_decode(const unsigned char *p, cc__rec *r) {
+  memcpy(r->host, p, 176);
+  memcpy(r->ip, p + 176, 64);
+  r->port = cc__get32(p + 240);
+  memcpy(r->extra, p + 244, 12);
+  if (!memchr(r->host, 0, 176) || !memchr(r->ip, 0, 64) || !memchr(r->extra, 0, 12) || !r->host[0]) return -1;
+  if (r->port == 0 || r->port > 65535) return -1;
+  if (!cc__ip_parse(r->ip, NULL)) return -1;
+  return 0;
+}
+
+/* ============================================================== @engine */
+/* Messages between ranks, over every link: the one point-to-point engine of
+   the library. cc_send/cc_recv, groups, and every collective that is not an
+   arena run (the ranks span hosts, or CC_TRANSPORT=tcp) move their bytes here.
+
+   - A message is a frame: a 48-byte header {magic, tag, bytes, seq, the
+     call's identity} and its payload. The same frames travel on every link:
+     a byte ring in the host's segment (SHM), a TCP connection (TCP), or a
+     queue for messages to oneself (SELF).
+   - A receive takes the oldest message of its (peer, tag); what arrives before
+     its receive waits in the peer's queue of unexpected messages. Frames of a
+     collective (tag CC__TAG_COLL) carry the call's number and identity; the
+     receiver compares them with its own call, whole: CC_ERR_MISMATCH, never
+     mixed data.
+   - cc__wait is the one wait of the library (the arena's phases use it too):
+     spin on the cache line, then yield, then sleep on the segment's bell or in
+     poll(); a dead peer on this host is noticed within 100 ms, a broken
+     connection at once; nothing waits longer than the timeout without
+     progress.
+   - cc__fail_all fails the communicator on every rank: the segment's failure
+     word for this host's ranks, an abort frame on every TCP connection for the
+     others. */
+
+#define CC__FRAME_MAGIC 0x32466363u          /* "ccF2" */
+#define CC__MAX_FRAME   ((uint64_t)1 << 44)  /* 16 TiB: larger is corrupt */
+#define CC__STAGE       (64u << 10)
+
+/* ---------------------------------------------------------------- frames
+   0 magic u32 | 4 tag i32 | 8 bytes u64 | 16 seq u64 | 24 count u64 |
+   32 op i32 | 36 root i32 | 40 coll u8 | 41 dtype u8 | 42 zero u16 | 44 zero u32
+   (little endian). seq and the identity are zero in user messages. */
+
+static void cc__frame_encode(unsigned char *p, const cc__frame *f) {
+  memset(p, 0, CC__FRAME);
+  cc__put32(p, CC__FRAME_MAGIC);
+  cc__put32(p + 4, (uint32_t)f->tag);
+  cc__put64(p + 8, f->bytes);
+  cc__put64(p + 16, f->seq);
+  cc__put64(p + 24, f->id.count);
+  cc__put32(p + 32, (uint32_t)f->id.op);
+  cc__put32(p + 36, (uint32_t)f->id.root);
+  p[40] = f->id.coll;
+  p[41] = f->id.dtype;
+}
+
+/* A frame header from a link: 0, or -1 when it is not one of ours. */
+static int cc__frame_decode(const unsigned char *p, cc__frame *f) {
+  memset(f, 0, sizeof *f);
+  if (cc__get32(p) != CC__FRAME_MAGIC || p[42] || p[43] || cc__get32(p + 44)) return -1;
+  f->tag = (int32_t)cc__get32(p + 4);
+  f->bytes = cc__get64(p + 8);
+  f->seq = cc__get64(p + 16);
+  f->id.count = cc__get64(p + 24);
+  f->id.op = (int32_t)cc__get32(p + 32);
+  f->id.root = (int32_t)cc__get32(p + 36);
+  f->id.coll = p[40];
+  f->id.dtype = p[41];
+  if (f->bytes > CC__MAX_FRAME) return -1;
+  if (f->tag == CC__TAG_COLL)
+    return f->seq && f->id.coll > 0 && f->id.coll < CC__COLL_COUNT && f->id.dtype < CC_DTYPE_COUNT ? 0 : -1;
+  if (f->seq || f->id.count || f->id.op || f->id.root || f->id.coll || f->id.dtype) return -1;
+  if (f->tag == CC__TAG_ABORT) return f->bytes >= 8 && f->bytes <= CC__ABORT_MAX ? 0 : -1;
+  return f->tag >= 0 ? 0 : -1;
+}
+
+/* An abort frame's payload: the code, the rank it names, a message. */
+static size_t cc__abort_encode(unsigned char *p, cc_result code, int who, const char *msg) {
+  size_t len = CC__MIN(strlen(msg), (size_t)CC__ABORT_MAX - 9);
+  cc__put32(p, (uint32_t)code);
+  cc__put32(p + 4, (uint32_t)who);
+  memcpy(p + 8, msg, len);
+  p[8 + len] = 0;
+  return 9 + len;
+}
+
+static int cc__abort_decode(const unsigned char *p, size_t len, cc_result *code, int *who, char *msg, size_t msglen) {
+  uint32_t cd;
+  size_t i, n;
+  if (len < 8 || len > CC__ABORT_MAX || msglen == 0) return -1;
+  cd = cc__get32(p);
+  if (cd == 0 || cd == (uint32_t)CC_ERR_INVALID_ARG || cd >= (uint32_t)CC_RESULT_COUNT) return -1;
+  *code = (cc_result)cd;
+  *who = (int32_t)cc__get32(p + 4);
+  n = CC__MIN(len - 8, msglen - 1);
+  for (i = 0; i < n && p[8 + i]; i++) msg[i] = (char)(p[8 + i] >= 32 && p[8 + i] < 127 ? p[8 + i] : '?');
+  msg[i] = 0;
+  return 0;
+}
+
+/* ---------------------------------------------------------------- authenticated frames
+   On a TCP link with a token (peer->sec, made by the handshake) a frame is
+     header (48) | tag of the header (16) | payload | tag of the payload (16, when there is a payload)
+   two AEAD messages of the connection (@tcp): the header as associated data,
+   then the payload as associated data (integrity) or encrypted
+   (CC_NET_ENCRYPT=1). The receiver checks the header's tag before it acts on
+   the header; it writes the payload where it belongs as it arrives (MACed or
+   decrypted in place) and completes the receive only once the payload's tag
+   is right: a frame whose tag is wrong is CC_ERR_AUTH naming the sender, and
+   the connection ends (the stream can no longer be trusted). Every message
+   takes the next number of its direction as its nonce, so a frame replayed,
+   reordered or dropped fails too. Encrypted payloads are limited to what the
+   suite allows per message (64 GiB for AES-256-GCM, 256 GiB for
+   ChaCha20-Poly1305): a larger send fails with CC_ERR_UNSUPPORTED. */
+
+/* A whole small frame (header, n bytes of payload) sealed into out: its
+   length. */
+static size_t cc__sec_frame(cc__sec *s, const unsigned char *hdr, const unsigned char *pay, size_t n,
+                            unsigned char *out) {
+  memcpy(out, hdr, CC__FRAME);
+  cc__sec_begin(s, 1);
+  (void)cc__aead_aad(&s->txs, out, CC__FRAME);
+  (void)cc__aead_final(&s->txs, out + CC__FRAME);
+  if (!n) return CC__FRAME + CC__TAG;
+  cc__sec_seal(s, pay, n, out + CC__FRAME + CC__TAG);
+  return CC__FRAME + 2 * CC__TAG + n;
+}
+
+/* The most a frame's payload may be on this link. */
+static uint64_t cc__sec_limit(const cc__sec *s) {
+  if (!s || !s->encrypt) return CC__MAX_FRAME;
+  return s->suite == CC__AEAD_AES256_GCM ? CC__GCM_PMAX : CC__CHACHA_PMAX;
+}
+
+/* ---------------------------------------------------------------- failures */
+
+/* The abort frame to rank r (where its stream is between frames), then the
+   connection's end. */
+static void cc__abort_send(cc_comm *c, int r) {
+  unsigned char g[CC__FRAME + CC__ABORT_MAX + 2 * CC__TAG];
+  cc__peer *p = &c->peers[r];
+  size_t len = c->net->abort_len;
+  const unsigned char *f = c->net->abort_f;
+  p->abort_owed = 0;
+  if (!p->tx_mid && p->sec) (void)cc__sock_send_small(p->fd, g, cc__sec_frame(p->sec, f, f + CC__FRAME, len, g));
+  else if (!p->tx_mid) (void)cc__sock_send_small(p->fd, f, CC__FRAME + len);
+  cc__sock_shutdown(p->fd);
+}
+
+/* The communicator failed: tell every rank on another host, with an abort
+   frame, then shut every connection, so that no peer waits for this rank.
+   Where a frame is partly written the abort cannot go first: the message
+   engine finishes that frame when its run ends (cc__run_settle), then sends
+   it, so that the peer learns why rather than only that the stream broke. */
+static void cc__propagate(cc_comm *c, cc_result code, int who, const char *msg) {
+  cc__frame fr;
+  int r;
+  if (!c->net || c->net->propagated) return;
+  c->net->propagated = 1;
+  c->net->abort_len = cc__abort_encode(c->net->abort_f + CC__FRAME, code, who, msg);
+  memset(&fr, 0, sizeof fr);
+  fr.tag = CC__TAG_ABORT;
+  fr.bytes = c->net->abort_len;
+  cc__frame_encode(c->net->abort_f, &fr);
+  for (r = 0; r < c->size; r++) {
+    cc__peer *p = &c->peers[r];
+    if (p->link != CC__LINK_TCP || p->fd < 0) continue;
+    if (p->tx_mid) p->abort_owed = 1;
+    else cc__abort_send(c, r);
+  }
+}
+
+/* Fail the communicator on every rank: post the failure to this host's ranks,
+   send it to the others, fail here. The message says what happened; each rank
+   puts the call and itself in front. */
+static cc_result cc__fail_all(cc_comm *c, cc_result code, int who, const char *what, const char *fmt, ...) {
+  char msg[256];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  cc__post_fail(c->hdr, code, who, msg);
+  cc__propagate(c, code, who, msg);
+  if (c->failed) return code;
+  return cc__fail(c, code, "%s: rank %d: %s", what, c->rank, msg);
+}
+
+/* A failure that another rank posted (or cc_comm_abort): take it, pass it on. */
+static cc_result cc__take_fail(cc_comm *c, const char *what) {
+  cc__hdr *h = c->hdr;
+  uint32_t code = CC__LOAD(&h->fail_code);
+  uint64_t until = 0;
+  while (!CC__LOAD(&h->fail_ready)) {  /* the poster writes its message right after the code */
+    uint64_t now = cc__now_ns();
+    if (!until) until = now + 20 * CC__MS;
+    else if (now >= until) break;
+    cc__yield();
+  }
+  cc__propagate(c, (cc_result)code, h->fail_rank, CC__LOAD(&h->fail_ready) ? h->fail_msg : "the communicator failed");
+  if (c->failed) return CC_ERR_ABORTED;
+  return cc__fail(c, (cc_result)code, "%s: rank %d: %s", what, c->rank,
+                  CC__LOAD(&h->fail_ready) ? h->fail_msg : "the communicator failed");
+}
+
+/* Post a failure to the failure word only: the waits of this rank (and of
+   the ranks of its host) take it when they can no longer complete. */
+static void cc__post_fail_msg(cc_comm *c, cc_result code, int who, const char *fmt, ...) {
+  char msg[CC__ERR_BYTES];
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  cc__post_fail(c->hdr, code, who, msg);
+}
+
+/* Is rank r gone? Posts CC_ERR_PEER_LOST naming it when it is. */
+static cc_result cc__check_peer(cc_comm *c, int r, const char *what) {
+  char why[96];
+  const cc__peer *p;
+  if (r < 0 || r >= c->size || r == c->rank) return CC_OK;
+  p = &c->peers[r];
+  if (p->link == CC__LINK_SHM && cc__shm_gone(c->shm, p->ch, why, sizeof why))
+    return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d %s", r, why);
+  if (p->link == CC__LINK_TCP && p->eof)
+    return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d closed its connection: it exited, was killed or "
+                        "destroyed its communicator", r);
+  return CC_OK;
+}
+
+/* ---------------------------------------------------------------- the wait */
+
+/* -1 once the wait is over, else the rank being waited for. */
+typedef int (*cc__pending_fn)(cc_comm *c, const void *arg);
+/* CC_OK while every rank waited for lives, else the failure (posted). */
+typedef cc_result (*cc__alive_fn)(cc_comm *c, const void *arg, const char *what);
+
+/* The ranks a wait still waits for, as text ("1, 3"). */
+typedef void (*cc__awaited_fn)(cc_comm *c, const void *arg, char *buf, size_t len);
+
+typedef struct cc__waitfor {
+  cc__pending_fn pending;
+  cc__alive_fn alive;                  /* NULL: cc__check_peer of the rank pending names */
+  cc__awaited_fn awaited;              /* NULL: the rank pending names */
+  const void *arg;
+  struct pollfd *pfd;                  /* sockets whose readiness ends the wait too */
+  int npfd;
+  int shm;                             /* shared memory may end it (rings, the arena) */
+} cc__waitfor;
+
+
+/* Append to buf (a list being built). */
+static void cc__cat(char *buf, size_t len, const char *fmt, ...) {
+  size_t used = strlen(buf);
+  va_list ap;
+  if (used + 1 >= len) return;
+  va_start(ap, fmt);
+  vsnprintf(buf + used, len - used, fmt, ap);
+  va_end(ap);
+}
+
+/* A rank's collective as one word in its control block, stored when it
+   enters the call: its number, queued or not (@algo), kind and root. */
+static uint64_t cc__call_word(uint64_t seq, int queued, int coll, int root) {
+  return seq << 24 | (uint64_t)(queued != 0) << 23 | (uint64_t)(coll & 0x7f) << 16 | (uint64_t)(root & 0xffff);
+}
+
+static void cc__call_word_str(uint64_t w, char *buf, size_t len) {
+  int coll = (int)(w >> 16 & 0x7f), q = (int)(w >> 23 & 1);
+  snprintf(buf, len, "%s", cc__coll_name(coll));
+  if (cc__rooted(coll)) cc__cat(buf, len, "(root %d%s)", (int)(w & 0xffff), q ? ", queued" : "");
+  else if (q) cc__cat(buf, len, "(queued)");
+}
+
+/* In a collective on one host, the rank waited for, `who`, is in another
+   call, or past this one without doing what this rank waits for: the two
+   can never meet (a queued call against an arena one, say). Checked when the
+   wait has lasted; `pending` is asked again after the other's word was read,
+   since what it did before moving on is visible then. */
+static cc_result cc__check_call(cc_comm *c, const cc__waitfor *w, int who, const char *what) {
+  uint64_t theirs;
+  char a[96], b[96];
+  if (!c->call_word || c->net || !c->ctl || who < 0 || who >= c->size || who == c->rank) return CC_OK;
+  theirs = CC__LOAD(&c->ctl[who].call);
+  if (theirs >> 24 < c->seq || theirs == c->call_word || w->pending(c, w->arg) < 0) return CC_OK;
+  cc__call_word_str(theirs, a, sizeof a);
+  cc__call_word_str(c->call_word, b, sizeof b);
+  if (theirs >> 24 == c->seq)
+    return cc__fail_all(c, CC_ERR_MISMATCH, who, what, "rank %d called %s as collective #%llu while this rank "
+                        "called %s", who, a, (unsigned long long)c->seq, b);
+  return cc__fail_all(c, CC_ERR_MISMATCH, who, what, "rank %d went on to its collective #%llu, %s, without what "
+                      "this rank waits for from it in #%llu, %s", who, (unsigned long long)(theirs >> 24), a,
+                      (unsigned long long)c->seq, b);
+}
+
+static cc_result cc__wait_alive(cc_comm *c, const cc__waitfor *w, int who, const char *what) {
+  CC__TRY(w->alive ? w->alive(c, w->arg, what) : cc__check_peer(c, who, what));
+  return cc__check_call(c, w, who, what);
+}
+
+/* Where the ranks are: the collective each last entered, as far as this rank
+   can see (itself, and the ranks that share its segment). */
+static void cc__where(cc_comm *c, char *buf, size_t len) {
+  int j, away = 0;
+  buf[0] = 0;
+  for (j = 0; j < c->size; j++) {
+    const cc__peer *p = &c->peers[j];
+    uint64_t seq;
+    int coll;
+    if (j == c->rank) { seq = c->seq; coll = c->cur.coll; }
+    else if (c->shm && p->link == CC__LINK_SHM) {
+      uint64_t call = __atomic_load_n(&c->shm->ctl[p->ch].call, __ATOMIC_RELAXED);
+      seq = call >> 24;
+      coll = (int)(call >> 16 & 0x7f);
+    } else { away++; continue; }
+    if (seq) cc__cat(buf, len, "%srank %d in %s #%llu", buf[0] ? ", " : "", j, cc__coll_name(coll), (unsigned long long)seq);
+    else cc__cat(buf, len, "%srank %d in no collective yet", buf[0] ? ", " : "", j);
+  }
+  if (away) cc__cat(buf, len, "%s%d rank%s over TCP not visible from here", buf[0] ? "; " : "", away, away == 1 ? "" : "s");
+}
+
+/* A wait that lasts: one line now, another at twice the time, and so on. */
+static void cc__wait_warn(cc_comm *c, const cc__waitfor *w, int who, const char *what, uint64_t waited) {
+  char awaited[160], where[400];
+  if (w->awaited) w->awaited(c, w->arg, awaited, sizeof awaited);
+  else snprintf(awaited, sizeof awaited, "%d", who);
+  cc__where(c, where, sizeof where);
+  cc__log(c, CC__LOG_ALWAYS, "%s: rank %d: collective #%llu has waited %.0f s for rank%s %s (the timeout is %.0f s); "
+          "where the ranks are: %s", what, c->rank, (unsigned long long)c->seq, (double)waited / 1e9,
+          strchr(awaited, ',') ? "s" : "", awaited, (double)c->timeout_ns / 1e9, where);
+}
+
+/* The short way (cc__ring_recv_now) gives the bytes it read back to the
+   sender, by moving the ring's tail, only a quarter of the ring at a time:
+   the tail's line then stays in the sender's cache between calls instead of
+   crossing twice per frame. Everything else that reads or waits on a ring
+   (every run of the engine, every wait: cc__wait) gives back first, so
+   that only the short way ever sees a lagging tail, and a sender waiting
+   for room is never left waiting on bytes already read. (A sender short of
+   room while the tail lags finds frames not yet read, which this rank's
+   next calls read.) */
+static void cc__ring_give(cc__chan *ch, cc__peer *lp) {   /* one ring's (lp: its entry in the segment's peers) */
+  CC__STORE_SC(&ch->tail, ch->tail + lp->rx_lag);
+  lp->rx_lag = 0;
+}
+
+static void cc__rings_give_back(cc_comm *s) {
+  int i;
+  for (i = 0; i < s->size; i++)
+    if (s->peers[i].rx_lag) cc__ring_give(cc__chan_at(s, i, s->rank), &s->peers[i]);
+  s->rx_lagged = 0;
+  cc__notify(s);
+}
+
+/* Wait until w->pending says done or a socket is ready. Spins for spin_ns
+   (yielding the CPU when ranks outnumber CPUs, or when it takes long: when
+   the rank waited for shares this CPU, the yield hands it over; sockets are
+   asked with poll() that does not sleep: a wake-up from a sleeping poll()
+   costs about 15 us a hop on this VM), then sleeps:
+   on the bell when only shared memory can end the wait, in poll() when
+   sockets can (with short timeouts while shared memory can too). Checks the
+   failure word every few spins and on every wake-up, the peer's life every
+   100 ms, and fails with CC_ERR_TIMEOUT naming the rank after the timeout. */
+static cc_result cc__wait(cc_comm *c, const cc__waitfor *w, const char *what) {
+  cc__hdr *bellh = c->shm ? c->shm->hdr : NULL;
+  uint64_t t0, now, next_check, next_warn, deadline, nap = 20000;
+  unsigned i;
+  int who;
+  cc_result r;
+  if (c->shm && c->shm->rx_lagged) cc__rings_give_back(c->shm);
+  who = w->pending(c, w->arg);
+  if (who < 0) return CC_OK;
+  t0 = cc__now_ns();
+  deadline = t0 + c->timeout_ns;
+  if (w->shm || w->npfd) {             /* sockets alone: poll() without sleeping, as long */
+    for (i = 1;; i++) {
+      uint64_t spent;
+      if (c->oversub || i > 256) cc__yield();
+      else { cc__cpu_relax(); cc__cpu_relax(); cc__cpu_relax(); cc__cpu_relax(); }
+      if (w->shm && (who = w->pending(c, w->arg)) < 0) return CC_OK;
+      if ((i & 15) == 0 || i > 256 || !w->shm) {
+        if (CC__LOAD_RLX(&c->hdr->fail_code)) return cc__take_fail(c, what);
+        if (w->npfd && cc__poll(w->pfd, w->npfd, 0) > 0) return CC_OK;
+        spent = cc__now_ns() - t0;
+        if (spent >= c->spin_ns || spent >= c->timeout_ns) break;
+        if (i < 256 && spent > 2000) i = 256;
+      }
+    }
+  }
+  next_check = cc__now_ns() + 20 * CC__MS;
+  next_warn = c->set.warn_ns ? t0 + c->set.warn_ns : 0;
+  for (;;) {
+    if (w->npfd) {
+      uint64_t left;
+      now = cc__now_ns();
+      left = deadline > now ? deadline - now : 0;
+      if (cc__poll(w->pfd, w->npfd, w->shm ? CC__MIN(nap, left) : CC__MIN(100 * CC__MS, left) + 1000) > 0) return CC_OK;
+      if (w->shm) nap = CC__MIN(nap * 2, (uint64_t)CC__MS);
+    } else if (bellh) {
+      uint32_t bell = CC__LOAD(&bellh->bell);
+      CC__ADD(&bellh->sleepers, 1u);   /* seq_cst: ordered before the re-check below */
+      who = w->pending(c, w->arg);
+      if (who >= 0 && !CC__LOAD(&c->hdr->fail_code)) {
+        now = cc__now_ns();
+        cc__futex_wait(&bellh->bell, bell, CC__MIN(deadline > now ? deadline - now : 0, 50 * CC__MS) + 1000);
+      }
+      CC__ADD(&bellh->sleepers, (uint32_t)-1);
+    } else {
+      cc__sleep_ns(CC__MS);
+    }
+    if ((who = w->pending(c, w->arg)) < 0) return CC_OK;
+    if (CC__LOAD(&c->hdr->fail_code)) return cc__take_fail(c, what);
+    now = cc__now_ns();
+    if (now >= next_check) {
+      if ((r = cc__wait_alive(c, w, who, what)) != CC_OK) return r;
+      next_check = now + 100 * CC__MS;
+    }
+    if (next_warn && now >= next_warn && now < deadline) {
+      cc__wait_warn(c, w, who, what, now - t0);
+      next_warn = t0 + 2 * (next_warn - t0);
+    }
+    if (now >= deadline) {
+      char where[400];
+      cc__where(c, where, sizeof where);
+      cc__log(c, CC__LOG_ALWAYS, "%s: rank %d: timeout in collective #%llu; where the ranks are: %s", what, c->rank,
+              (unsigned long long)c->seq, where);
+      return cc__fail_all(c, CC_ERR_TIMEOUT, who, what, "waited %.1f s for rank %d (timeout; %.150s)",
+                          (double)(now - t0) / 1e9, who, where);
+    }
+  }
+}
+
+/* ---------------------------------------------------------------- links: bytes in and out */
+
+/* The ring from rank `from` to this rank, and the one to rank `to`. */
+static cc__chan *cc__ring_in(cc_comm *c, int from) { return cc__chan_at(c->shm, c->peers[from].ch, c->shm->rank); }
+static cc__chan *cc__ring_out(cc_comm *c, int to) { return cc__chan_at(c->shm, c->shm->rank, c->peers[to].ch); }
+
+/* Bytes from rank p into dst, at most max: how many (0: none now), or -1 when
+   the link ended (TCP: the peer closed it or it broke; errno says which). */
+static long cc__link_read(cc_comm *c, int p, void *dst, size_t max) {
+  cc__peer *pe = &c->peers[p];
+  if (!max) return 0;
+  if (pe->link == CC__LINK_SHM) {
+    cc__chan *ch = cc__ring_in(c, p);
+    uint64_t tail = ch->tail, head = CC__LOAD(&ch->head);
+    size_t n = CC__MIN((size_t)(head - tail), max);
+    if (!n) return 0;
+    cc__ring_get(c->shm, ch, tail, dst, n);
+    CC__STORE_SC(&ch->tail, tail + n);
+    cc__notify(c->shm);
+    return (long)n;
+  }
+  if (pe->link == CC__LINK_TCP) {
+    long k;
+    if (pe->st_beg < pe->st_end) {     /* what was read ahead first */
+      size_t n = CC__MIN(pe->st_end - pe->st_beg, max);
+      memcpy(dst, pe->stage + pe->st_beg, n);
+      pe->st_beg += n;
+      if (pe->st_beg == pe->st_end) pe->st_beg = pe->st_end = 0;
+      return (long)n;
+    }
+    if (pe->eof) { errno = 0; return -1; }
+    if (pe->drained) return 0;         /* a read now would only say EAGAIN */
+    if (max >= 4096) {                 /* a large payload: straight to its place */
+      size_t ask = CC__MIN(max, (size_t)1 << 30);
+      k = cc__sock_recv(pe->fd, dst, ask);
+      if (k > 0 && (size_t)k < ask && !pe->ending) pe->drained = 1;
+    } else {
+      k = cc__sock_recv(pe->fd, pe->stage, CC__STAGE);
+      if (k > 0) {
+        if ((size_t)k < CC__STAGE && !pe->ending) pe->drained = 1;
+        size_t n = CC__MIN((size_t)k, max);
+        memcpy(dst, pe->stage, n);
+        pe->st_beg = n;
+        pe->st_end = (size_t)k;
+        if (pe->st_beg == pe->st_end) pe->st_beg = pe->st_end = 0;
+        return (long)n;
+      }
+    }
+    if (k > 0) return k;
+    if (k == 0) { pe->eof = 1; errno = 0; return -1; }
+    if (errno == EAGAIN || errno == EWOULDBLOCK) { pe->drained = !pe->ending; return 0; }
+    pe->eof = 1;
+    return -1;
+  }
+  return 0;
+}
+
+/* Is anything waiting to be read from rank p? */
+static int cc__link_has_bytes(cc_comm *c, int p) {
+  cc__peer *pe = &c->peers[p];
+  if (pe->link == CC__LINK_SHM) {
+    cc__chan *ch = cc__ring_in(c, p);
+    return CC__LOAD(&ch->head) != ch->tail;
+  }
+  return pe->link == CC__LINK_TCP && pe->st_beg < pe->st_end;
+}
+
+/* Has send m written all of its frame? */
+static int cc__sent_all(const cc__msg *m) {
+  return m->hdr_sent == m->hdr_len && m->moved == m->bytes && !m->tag_left;
+}
+
+/* A send on an authenticated TCP link (see "authenticated frames"): the
+   header's tag and the frame's two nonces are taken at its first write; a
+   small payload is MACed (or encrypted) at once, so that the whole frame goes
+   in one sendmsg; a large one is MACed just after the socket took it, at
+   most CC__SEC_STAGE bytes a write so that the bytes are still in the cache
+   (the receiver reads as much at a time, for the same reason), or encrypted
+   a stage at a time into the connection's stage. Bytes written, or -1
+   (errno). */
+static long cc__sec_write(cc__peer *pe, cc__msg *m) {
+  cc__sec *s = pe->sec;
+  const unsigned char *pay;
+  size_t plen, hleft, tlen = 0, k;
+  long w;
+  if (!m->sealed) {
+    cc__sec_begin(s, 1);
+    (void)cc__aead_aad(&s->txs, m->hdr, CC__FRAME);
+    (void)cc__aead_final(&s->txs, m->hdr + CC__FRAME);
+    m->hdr_len = CC__FRAME + CC__TAG;
+    m->sealed = 1;
+    pe->tx_mid = 1;                    /* its numbers are taken: nothing else may go first (an abort frame) */
+    m->macd = m->st_off = 0;
+    m->tag_left = m->bytes ? CC__TAG : 0;
+    if (m->bytes) {
+      cc__sec_begin(s, 1);
+      if (!s->encrypt && m->bytes <= CC__STAGE) {
+        (void)cc__aead_aad(&s->txs, m->buf, m->bytes);
+        (void)cc__aead_final(&s->txs, s->tx_tag);
+        m->macd = m->bytes;
+      }
+    }
+  }
+  if (s->encrypt && m->moved == m->macd && m->macd < m->bytes) {   /* the stage is empty: fill it */
+    k = CC__MIN(m->bytes - m->macd, (size_t)CC__SEC_STAGE);
+    (void)cc__aead_encrypt(&s->txs, m->buf + m->macd, s->stage, k);
+    m->st_off = m->macd;
+    m->macd += k;
+    if (m->macd == m->bytes) (void)cc__aead_final(&s->txs, s->tx_tag);
+  }
+  hleft = m->hdr_len - m->hdr_sent;
+  if (s->encrypt) { pay = s->stage + (m->moved - m->st_off); plen = m->macd - m->moved; }
+  else { pay = m->buf + m->moved; plen = CC__MIN(m->bytes - m->moved, (size_t)CC__SEC_STAGE); }
+  if (m->tag_left && m->macd == m->bytes && m->moved + plen == m->bytes) tlen = m->tag_left;
+  w = cc__sock_send3(pe->fd, m->hdr + m->hdr_sent, hleft, pay, plen, s->tx_tag + CC__TAG - m->tag_left, tlen);
+  if (w < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+  k = (size_t)w;
+  m->hdr_sent += CC__MIN(k, hleft);
+  k -= CC__MIN(k, hleft);
+  m->moved += CC__MIN(k, plen);
+  k -= CC__MIN(k, plen);
+  m->tag_left -= k;
+  if (!s->encrypt && m->moved > m->macd) {   /* MAC what the socket just took */
+    (void)cc__aead_aad(&s->txs, m->buf + m->macd, m->moved - m->macd);
+    m->macd = m->moved;
+    if (m->macd == m->bytes) (void)cc__aead_final(&s->txs, s->tx_tag);
+  }
+  pe->tx_mid = !cc__sent_all(m);
+  return w;
+}
+
+/* Write what the link to m->peer takes of send m (its header, then its
+   payload): bytes written, or -1 when the link broke (errno). */
+static long cc__link_write(cc_comm *c, cc__msg *m) {
+  cc__peer *pe = &c->peers[m->peer];
+  size_t hleft = m->hdr_len - m->hdr_sent, pleft = m->bytes - m->moved;
+  long w = 0;
+  if (pe->link == CC__LINK_SHM) {
+    cc__chan *ch = cc__ring_out(c, m->peer);
+    uint64_t head = ch->head, tail = CC__LOAD(&ch->tail);
+    size_t space = c->shm->chan_bytes - (size_t)(head - tail), a = CC__MIN(space, hleft), b;
+    if (a) cc__ring_put(c->shm, ch, head, m->hdr + m->hdr_sent, a);
+    b = CC__MIN(space - a, pleft);
+    if (b) cc__ring_put(c->shm, ch, head + a, m->buf + m->moved, b);
+    w = (long)(a + b);
+    if (w) {
+      CC__STORE_SC(&ch->head, head + (uint64_t)w);
+      cc__notify(c->shm);
+    }
+  } else if (pe->link == CC__LINK_TCP && pe->sec) {
+    return cc__sec_write(pe, m);
+  } else if (pe->link == CC__LINK_TCP) {
+    w = cc__sock_send2(pe->fd, m->hdr + m->hdr_sent, hleft, m->buf + m->moved, CC__MIN(pleft, (size_t)1 << 30));
+    if (w < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+  }
+  if (w > 0) {
+    size_t h = CC__MIN((size_t)w, hleft);
+    m->hdr_sent += h;
+    m->moved += (size_t)w - h;
+    pe->tx_mid = !cc__sent_all(m);
+  }
+  return w;
+}
+
+/* ---------------------------------------------------------------- the short way
+
+   A whole small frame straight into a ring, or out of one, without a run of
+   the engine: what the queued collectives (@algo) do on every call. Each
+   takes the short way only when nothing else is under way on the link and
+   the frame fits (a send) or is the very one expected (a receive); else it
+   returns 0 and the caller runs the engine, which does the same thing the
+   long way, or says what went wrong. Each reads the other side's counter
+   only when the value it read last does not show room (a send) or the
+   whole frame (a receive): a root far ahead, or a receiver far behind, then
+   moves many frames without pulling that cache line across. */
+
+/* The header of this rank's collective frame of `bytes` for call `id`
+   (number c->seq), as cc__frame_encode writes it. */
+static void cc__coll_hdr(const cc_comm *c, const cc__ident *id, size_t bytes, unsigned char *hdr) {
+  cc__frame f;
+  memset(&f, 0, sizeof f);
+  f.tag = CC__TAG_COLL;
+  f.bytes = bytes;
+  f.seq = c->seq;
+  f.id = *id;
+  cc__frame_encode(hdr, &f);
+}
+
+/* Are two frame headers the same, byte for byte? */
+static int cc__hdr_same(const unsigned char *a, const unsigned char *b) {
+  uint64_t x = 0, u, v;
+  int i;
+  for (i = 0; i < CC__FRAME; i += 8) {
+    memcpy(&u, a + i, 8);
+    memcpy(&v, b + i, 8);
+    x |= u ^ v;
+  }
+  return x == 0;
+}
+
+/* Send a collective frame of this rank's call `id` (number c->seq) to rank
+   `to`: 1 when all of it is in the ring. A frame that does not wrap is
+   written in place, in one piece (the usual case: a few stores). */
+static int cc__ring_send_now(cc_comm *c, int to, const cc__ident *id, const void *buf, size_t bytes) {
+  cc__peer *pe = &c->peers[to];
+  cc__chan *ch;
+  unsigned char hdr[CC__FRAME], *d;
+  uint64_t head;
+  size_t chan = c->shm->chan_bytes, off;
+  if (pe->link != CC__LINK_SHM || pe->tx_mid || CC__LOAD(&c->shm->hdr->fail_code)) return 0;
+  ch = cc__ring_out(c, to);
+  head = ch->head;
+  if (CC__FRAME + bytes > chan) return 0;
+  if (head - pe->seen_tail > chan - CC__FRAME - bytes) {  /* the tail only grows: read it again */
+    pe->seen_tail = CC__LOAD(&ch->tail);
+    if (head - pe->seen_tail > chan - CC__FRAME - bytes) return 0;
+  }
+  off = (size_t)(head % chan);
+  d = (unsigned char *)(ch + 1) + off;
+  if (off + CC__FRAME + bytes <= chan) {
+    cc__coll_hdr(c, id, bytes, d);
+    if (bytes) memcpy(d + CC__FRAME, buf, bytes);
+  } else {
+    cc__coll_hdr(c, id, bytes, hdr);
+    cc__ring_put(c->shm, ch, head, hdr, CC__FRAME);
+    if (bytes) cc__ring_put(c->shm, ch, head + CC__FRAME, buf, bytes);
+  }
+  CC__STORE_SC(&ch->head, head + CC__FRAME + bytes);
+  cc__notify(c->shm);
+  return 1;
+}
+
+/* Receive from rank `from` the collective frame of call `id` (number c->seq)
+   into buf: 1 when it was next in the ring, whole, and fits exactly. The
+   header must be the one this rank would have sent, byte for byte: the
+   same checks as cc__frame_decode and a comparison of every field, in six
+   words; any other frame is left to the engine, which says what is wrong. */
+static int cc__ring_recv_now(cc_comm *c, int from, const cc__ident *id, void *buf, size_t bytes) {
+  cc__peer *pe = &c->peers[from];
+  cc__chan *ch;
+  cc__peer *lp;
+  unsigned char want[CC__FRAME], hdr[CC__FRAME];
+  const unsigned char *s;
+  uint64_t tail;
+  size_t chan = c->shm->chan_bytes, off;
+  if (pe->link != CC__LINK_SHM || pe->rx_state || pe->rx_hdr_got || pe->uq_head || pe->rx_unexp ||
+      CC__LOAD(&c->shm->hdr->fail_code))
+    return 0;
+  ch = cc__ring_in(c, from);
+  lp = &c->shm->peers[pe->ch];
+  tail = ch->tail + lp->rx_lag;
+  if (pe->seen_head < tail || (size_t)(pe->seen_head - tail) < CC__FRAME + bytes) {
+    pe->seen_head = CC__LOAD(&ch->head);
+    if ((size_t)(pe->seen_head - tail) < CC__FRAME + bytes) return 0;
+  }
+  cc__coll_hdr(c, id, bytes, want);
+  off = (size_t)(tail % chan);
+  s = (const unsigned char *)(ch + 1) + off;
+  if (off + CC__FRAME + bytes <= chan) {
+    if (!cc__hdr_same(s, want)) return 0;
+    if (bytes) memcpy(buf, s + CC__FRAME, bytes);
+  } else {
+    cc__ring_get(c->shm, ch, tail, hdr, CC__FRAME);
+    if (!cc__hdr_same(hdr, want)) return 0;
+    if (bytes) cc__ring_get(c->shm, ch, tail + CC__FRAME, buf, bytes);
+  }
+  lp->rx_lag += CC__FRAME + bytes;
+  if (lp->rx_lag >= chan / 4) {
+    cc__ring_give(ch, lp);
+    cc__notify(c->shm);
+  } else {
+    c->shm->rx_lagged = 1;
+  }
+  return 1;
+}
+
+/* After cc__ring_recv_now found no frame: the same again as soon as the
+   ring's head moves, for up to 2 us (not on an oversubscribed host, where
+   this rank's spinning would hold back the sender): a receiver a little
+   ahead of its root takes the short way instead of a run of the engine. */
+static CC__NOINLINE int cc__ring_recv_watch(cc_comm *c, int from, const cc__ident *id, void *buf, size_t bytes) {
+  cc__peer *pe = &c->peers[from];
+  const cc__chan *ch;
+  uint64_t t0 = 0, head;
+  unsigned i;
+  if (c->oversub || pe->link != CC__LINK_SHM) return 0;
+  ch = cc__ring_in(c, from);
+  head = pe->seen_head;
+  for (i = 1;; i++) {
+    cc__cpu_relax(); cc__cpu_relax();
+    if (CC__LOAD(&ch->head) != head) return cc__ring_recv_now(c, from, id, buf, bytes);
+    if ((i & 15) == 0) {
+      uint64_t now = cc__now_ns();
+      if (!t0) t0 = now;
+      else if (now - t0 > 2000) return 0;
+    }
+  }
+}
+
+/* ---------------------------------------------------------------- the engine's run */
+
+typedef cc_result (*cc__done_fn)(void *ctx, cc__msg *m, int i);
+
+typedef struct cc__run {               /* one run of the engine */
+  cc_comm *c;
+  cc__msg *m;
+  int n;
+  cc__done_fn cb;                      /* called when a receive completes; may make messages live */
+  void *ctx;
+  const char *what;
+  const cc__ident *id;                 /* collectives: this rank's call (its number is c->seq) */
+  uint64_t *seen;                      /* the rings' positions when the run last went idle */
+} cc__run;
+
+static void cc__umsg_free(cc__umsg *u) {
+  if (u) { CC_FREE(u->data); CC_FREE(u); }
+}
+
+/* What a queued message of `bytes` costs against CC_MAX_UNEXPECTED: its
+   bytes and a fixed overhead (its record and the allocator's), so that empty
+   frames count too. */
+#define CC__UQ_OVERHEAD 128
+
+/* Count a message of `bytes` from rank p (itself: a send to itself) against
+   CC_MAX_UNEXPECTED; *cost what it counts. Over the limit the communicator
+   fails everywhere, naming p: a rank that keeps sending what nobody receives
+   ends in an error, not in this rank's memory growing without bound. */
+static cc_result cc__uq_charge(cc__run *x, int p, uint64_t bytes, size_t *cost) {
+  cc_comm *c = x->c;
+  uint64_t k = bytes + CC__UQ_OVERHEAD, lim = c->set.max_unexpected;
+  if (k > lim || (uint64_t)c->uq_bytes > lim - k)
+    return cc__fail_all(c, CC_ERR_NO_MEMORY, p, x->what, "rank %d sent more than this rank holds of messages that no "
+                        "receive has taken yet: %zu bytes are held and a message of %llu more would pass "
+                        "CC_MAX_UNEXPECTED (%llu bytes; raise it if the program means to)", p, c->uq_bytes,
+                        (unsigned long long)bytes, (unsigned long long)lim);
+  c->uq_bytes += (size_t)k;
+  *cost = (size_t)k;
+  return CC_OK;
+}
+
+/* The peer closed or broke the link this run needs. */
+static cc_result cc__lost(cc__run *x, int p, int err) {
+  char why[96];
+  if (err) cc__strerr(err, why, sizeof why); else snprintf(why, sizeof why, "connection closed");
+  return cc__fail_all(x->c, CC_ERR_PEER_LOST, p, x->what, "lost its connection to rank %d (%s): rank %d exited, "
+                      "was killed or destroyed its communicator", p, why, p);
+}
+
+/* A frame from rank p failed its tag: its bytes were changed on the way,
+   or do not come from rank p. The communicator fails everywhere and every
+   connection ends (this one's stream cannot be trusted any more). */
+static cc_result cc__auth_fail(cc__run *x, int p, const char *part) {
+  return cc__fail_all(x->c, CC_ERR_AUTH, p, x->what, "%s from rank %d failed its integrity check: its bytes were "
+                      "changed on the way, or it was not sent by rank %d (with this job's token); connection closed",
+                      part, p, p);
+}
+
+/* Does frame f fit receive m? CC_OK, or the mismatch (failed everywhere). */
+static cc_result cc__frame_fits(cc__run *x, int p, const cc__frame *f, const cc__msg *m) {
+  cc_comm *c = x->c;
+  if (f->tag == CC__TAG_COLL && x->id) {
+    if (f->seq != c->seq) {
+      char a[128], b[128];
+      cc__ident_str(&f->id, a, sizeof a);
+      cc__ident_str(x->id, b, sizeof b);
+      cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d sent data of its collective #%llu, %s, while this rank is in "
+               "#%llu, %s", x->what, c->rank, p, (unsigned long long)f->seq, a, (unsigned long long)c->seq, b);
+      return cc__fail_all(c, CC_ERR_MISMATCH, c->rank, x->what, "%s", c->err);
+    }
+    if (cc__ident_agree(c, x->what, x->id, &f->id, p) != CC_OK)
+      return cc__fail_all(c, CC_ERR_MISMATCH, c->rank, x->what, "%s", c->err);
+  }
+  if (f->bytes != m->bytes) {
+    size_t es = cc__dtype_bytes((cc_dtype)f->id.dtype);
+    if (f->tag == CC__TAG_COLL && cc__is_v(f->id.coll) && es)
+      cc__vcount_mismatch(c, x->what, p, c->rank, f->bytes / es, m->bytes / es);
+    else
+      cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: the message from rank %d with tag %d has %llu bytes, the receive "
+               "expects %zu", x->what, c->rank, p, f->tag, (unsigned long long)f->bytes, m->bytes);
+    return cc__fail_all(c, CC_ERR_MISMATCH, c->rank, x->what, "%s", c->err);
+  }
+  return CC_OK;
+}
+
+/* Take the oldest queued message of receive m's tag, if one is there. */
+static cc_result cc__take_unexp(cc__run *x, cc__msg *m) {
+  cc__peer *pe = &x->c->peers[m->peer];
+  cc__umsg *u, *prev = NULL;
+  for (u = pe->uq_head; u; prev = u, u = u->next) {
+    if (u->f.tag != m->tag) continue;
+    CC__TRY(cc__frame_fits(x, m->peer, &u->f, m));
+    if (m->bytes) memcpy(m->buf, u->data, m->bytes);
+    x->c->uq_bytes -= u->cost;
+    if (prev) prev->next = u->next; else pe->uq_head = u->next;
+    if (pe->uq_tail == u) pe->uq_tail = prev;
+    cc__umsg_free(u);
+    m->done = 1;
+    m->moved = m->bytes;
+    return CC_OK;
+  }
+  return CC_OK;
+}
+
+static void cc__uq_append(cc__peer *pe, cc__umsg *u) {
+  u->next = NULL;
+  if (pe->uq_tail) pe->uq_tail->next = u; else pe->uq_head = u;
+  pe->uq_tail = u;
+}
+
+/* A message joined rank p's queue: the first waiting receive of its tag takes it. */
+static cc_result cc__deliver_queued(cc__run *x, int p, int tag, int *progress) {
+  int i;
+  for (i = 0; i < x->n; i++) {
+    cc__msg *m = &x->m[i];
+    if (m->is_send || !m->live || !m->started || m->done || m->matched || m->peer != p || m->tag != tag) continue;
+    CC__TRY(cc__take_unexp(x, m));
+    if (m->done) { *progress = 1; if (x->cb) CC__TRY(x->cb(x->ctx, x->m, i)); }
+    break;
+  }
+  return CC_OK;
+}
+
+/* Receive i completed. */
+static cc_result cc__recv_done(cc__run *x, int i) {
+  x->m[i].done = 1;
+  x->m[i].moved = x->m[i].bytes;
+  return x->cb ? x->cb(x->ctx, x->m, i) : CC_OK;
+}
+
+/* Start the messages that became live: a send builds its header (to itself:
+   a copy joins the own queue at once); a receive looks at the queue first. */
+static cc_result cc__start(cc__run *x, int *progress) {
+  cc_comm *c = x->c;
+  int i, again = 1;
+  while (again) {                      /* a callback may make more messages live */
+    again = 0;
+    for (i = 0; i < x->n; i++) {
+      cc__msg *m = &x->m[i];
+      if (!m->live || m->started) continue;
+      m->started = 1;
+      m->done = m->matched = 0;
+      m->moved = m->hdr_sent = 0;
+      m->hdr_len = CC__FRAME;
+      m->sealed = 0;
+      m->tag_left = 0;
+      if (m->is_send) {
+        cc__frame f;
+        const cc__sec *s = c->peers[m->peer].link == CC__LINK_TCP ? c->peers[m->peer].sec : NULL;
+        memset(&f, 0, sizeof f);
+        f.tag = m->tag;
+        f.bytes = m->bytes;
+        if (m->tag == CC__TAG_COLL && x->id) { f.seq = c->seq; f.id = *x->id; }
+        cc__frame_encode(m->hdr, &f);
+        if ((uint64_t)m->bytes > cc__sec_limit(s))
+          return cc__fail_all(c, CC_ERR_UNSUPPORTED, c->rank, x->what, "a message of %zu bytes to rank %d is larger than "
+                              "one encrypted frame may be (%llu bytes with %s): send it in pieces, or without "
+                              "CC_NET_ENCRYPT=1", m->bytes, m->peer, (unsigned long long)cc__sec_limit(s),
+                              s->suite == CC__AEAD_AES256_GCM ? "AES-256-GCM" : "ChaCha20-Poly1305");
+        if (m->peer == c->rank) {      /* to itself: queue a copy */
+          size_t cost = 0;
+          cc__umsg *u;
+          CC__TRY(cc__uq_charge(x, c->rank, m->bytes, &cost));
+          u = (cc__umsg *)CC_MALLOC(sizeof *u);
+          if (u) u->data = (unsigned char *)CC_MALLOC(m->bytes ? m->bytes : 1);
+          if (!u || !u->data) {
+            CC_FREE(u);
+            c->uq_bytes -= cost;
+            return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: no memory to send %zu bytes to itself", x->what,
+                            c->rank, m->bytes);
+          }
+          u->f = f;
+          u->cap = m->bytes;
+          u->cost = cost;
+          if (m->bytes) memcpy(u->data, m->buf, m->bytes);
+          cc__uq_append(&c->peers[c->rank], u);
+          m->done = 1;
+          m->moved = m->bytes;
+          m->hdr_sent = CC__FRAME;
+          *progress = again = 1;
+          CC__TRY(cc__deliver_queued(x, c->rank, m->tag, progress));
+        }
+        continue;
+      }
+      CC__TRY(cc__take_unexp(x, m));
+      if (m->done) { *progress = again = 1; if (x->cb) CC__TRY(x->cb(x->ctx, x->m, i)); }
+    }
+  }
+  return CC_OK;
+}
+
+/* A frame header arrived from rank p: match it to a receive or queue it. */
+static cc_result cc__rx_begin(cc__run *x, int p) {
+  cc_comm *c = x->c;
+  cc__peer *pe = &c->peers[p];
+  int i;
+  if (cc__frame_decode(pe->rx_hdr, &pe->rx) != 0)
+    return cc__fail_all(c, CC_ERR_SYSTEM, p, x->what, "corrupt data from rank %d (not a cc frame)", p);
+  pe->rx_done = 0;
+  pe->rx_target = NULL;
+  pe->rx_unexp = NULL;
+  if (pe->rx.tag != CC__TAG_ABORT) {
+    for (i = 0; i < x->n; i++) {
+      cc__msg *m = &x->m[i];
+      if (m->is_send || !m->live || !m->started || m->done || m->matched || m->peer != p || m->tag != pe->rx.tag)
+        continue;
+      /* an older message of this tag, queued while this receive waited, goes first */
+      CC__TRY(cc__take_unexp(x, m));
+      if (m->done) { if (x->cb) CC__TRY(x->cb(x->ctx, x->m, i)); continue; }
+      CC__TRY(cc__frame_fits(x, p, &pe->rx, m));
+      pe->rx_target = m;
+      m->matched = 1;
+      m->moved = 0;
+      return CC_OK;
+    }
+  }
+  {
+    /* what a header claims counts against CC_MAX_UNEXPECTED at once, and is
+       allocated as it arrives (from 1 MiB, doubling), so a corrupt length
+       cannot reserve memory ahead of the bytes */
+    cc__umsg *u;
+    size_t cap = (size_t)CC__MIN(pe->rx.bytes, (uint64_t)1 << 20), cost = 0;
+    if (pe->rx.tag != CC__TAG_ABORT) CC__TRY(cc__uq_charge(x, p, pe->rx.bytes, &cost));
+    u = (cc__umsg *)CC_MALLOC(sizeof *u);
+    if (u) u->data = (unsigned char *)CC_MALLOC(cap ? cap : 1);
+    if (!u || !u->data) {
+      CC_FREE(u);
+      return cc__fail_all(c, CC_ERR_NO_MEMORY, c->rank, x->what, "no memory for a message of %llu bytes from rank %d",
+                          (unsigned long long)pe->rx.bytes, p);
+    }
+    u->next = NULL;
+    u->f = pe->rx;
+    u->cap = cap;
+    u->cost = cost;
+    pe->rx_unexp = u;
+  }
+  return CC_OK;
+}
+
+/* The frame from rank p is complete. A failure report (an abort frame) goes
+   to the failure word: it ends the run unless the data the run needs has all
+   arrived (from every link, whatever order they are read in), and else the
+   next call. So a rank one call behind does not fail a call whose data is in,
+   and no call waits once a rank has failed. */
+static cc_result cc__rx_end(cc__run *x, int p) {
+  cc_comm *c = x->c;
+  cc__peer *pe = &c->peers[p];
+  int dummy = 0;
+  pe->rx_state = 0;
+  pe->rx_hdr_got = 0;
+  if (pe->rx_target) {
+    cc__msg *m = pe->rx_target;
+    pe->rx_target = NULL;
+    return cc__recv_done(x, (int)(m - x->m));
+  }
+  if (pe->rx.tag == CC__TAG_ABORT) {
+    cc_result code;
+    int who;
+    char msg[CC__ABORT_MAX];
+    cc__umsg *u = pe->rx_unexp;
+    int bad = cc__abort_decode(u->data, (size_t)pe->rx.bytes, &code, &who, msg, sizeof msg);
+    pe->rx_unexp = NULL;
+    cc__umsg_free(u);
+    if (bad) {                         /* as after a corrupt header: what follows is not read */
+      pe->rx_dead = 1;
+      return cc__fail_all(c, CC_ERR_SYSTEM, p, x->what, "corrupt abort message from rank %d", p);
+    }
+    cc__post_fail_msg(c, code, who, "%.*s (reported by rank %d)", CC__ABORT_MAX - 1, msg, p);
+    return CC_OK;
+  }
+  cc__uq_append(pe, pe->rx_unexp);
+  pe->rx_unexp = NULL;
+  return cc__deliver_queued(x, p, pe->rx.tag, &dummy);
+}
+
+/* Room for more of the unexpected message being read: double its buffer
+   when it is full (up to the length its header claimed). */
+static cc_result cc__umsg_room(cc__run *x, int p) {
+  cc__peer *pe = &x->c->peers[p];
+  cc__umsg *u = pe->rx_unexp;
+  size_t cap;
+  unsigned char *d;
+  if (u->cap > (size_t)pe->rx_done || u->cap >= (size_t)pe->rx.bytes) return CC_OK;
+  cap = u->cap > (size_t)pe->rx.bytes / 2 ? (size_t)pe->rx.bytes : 2 * u->cap;
+  d = (unsigned char *)CC_MALLOC(cap);
+  if (!d)
+    return cc__fail_all(x->c, CC_ERR_NO_MEMORY, x->c->rank, x->what, "no memory for a message of %llu bytes from rank %d",
+                        (unsigned long long)pe->rx.bytes, p);
+  memcpy(d, u->data, (size_t)pe->rx_done);
+  CC_FREE(u->data);
+  u->data = d;
+  u->cap = cap;
+  return CC_OK;
+}
+
+static int cc__sending(const cc__run *x);
+
+/* Does the run want the next frame from rank p's ring? When a receive waits
+   for it, or while a send of the run waits (ranks that all send before they
+   receive must take in each other's messages, or they would wait forever).
+   Else the frame stays in the ring, which is its flow control. A TCP link is
+   read whenever something arrived (the kernel's buffers are its flow
+   control): a failure another rank reports must end a call still waiting
+   here as soon as it arrives. */
+static int cc__rx_wanted(const cc__run *x, int p, int sending) {
+  int i;
+  if (sending) return 1;
+  for (i = 0; i < x->n; i++) {
+    const cc__msg *m = &x->m[i];
+    if (!m->is_send && m->live && m->started && !m->done && m->peer == p) return 1;
+  }
+  return 0;
+}
+
+/* Read what rank p sent: into receives, the queue or an abort. *progress
+   when bytes moved. */
+static cc_result cc__rx_pull(cc__run *x, int p, int *progress) {
+  cc_comm *c = x->c;
+  cc__peer *pe = &c->peers[p];
+  cc__sec *s = pe->link == CC__LINK_TCP ? pe->sec : NULL;
+  size_t hlen = s ? CC__FRAME + CC__TAG : CC__FRAME;
+  int sending = cc__sending(x);
+  if (pe->rx_dead) return CC_OK;
+  for (;;) {
+    long k;
+    if (pe->link == CC__LINK_SHM && pe->rx_state == 0 && pe->rx_hdr_got == 0 && !cc__rx_wanted(x, p, sending))
+      return CC_OK;
+    if (pe->rx_state == 0) {
+      k = cc__link_read(c, p, pe->rx_hdr + pe->rx_hdr_got, hlen - pe->rx_hdr_got);
+      if (k < 0) {                     /* the end: between frames, lost only if needed (cc__run_check); */
+        if (pe->rx_hdr_got)            /* in a header, the next call (or this one, if it waits) fails */
+          cc__post_fail_msg(c, CC_ERR_PEER_LOST, p, "rank %d closed its connection in the middle of a message: it "
+                            "failed, exited or was killed", p);
+        return CC_OK;
+      }
+      if (k == 0) return CC_OK;
+      *progress = 1;
+      pe->rx_hdr_got += (size_t)k;
+      if (pe->rx_hdr_got < hlen) continue;
+      if (s) {                         /* the header is acted on only once its tag is right */
+        cc__sec_begin(s, 0);
+        (void)cc__aead_aad(&s->rxs, pe->rx_hdr, CC__FRAME);
+        if (cc__aead_verify(&s->rxs, pe->rx_hdr + CC__FRAME) != 0) return cc__auth_fail(x, p, "a frame header");
+      }
+      CC__TRY(cc__rx_begin(x, p));
+      pe->rx_state = 1;
+      if (s && pe->rx.bytes) cc__sec_begin(s, 0);
+    }
+    if (pe->rx_state == 2) {           /* the payload's tag */
+      k = cc__link_read(c, p, pe->rx_tag + pe->rx_hdr_got, CC__TAG - pe->rx_hdr_got);
+      if (k < 0 && !pe->rx_target) {
+        cc__post_fail_msg(c, CC_ERR_PEER_LOST, p, "rank %d closed its connection in the middle of a message: it "
+                          "failed, exited or was killed", p);
+        return CC_OK;
+      }
+      if (k < 0) return cc__lost(x, p, errno);
+      if (k == 0) return CC_OK;
+      *progress = 1;
+      if ((pe->rx_hdr_got += (size_t)k) < CC__TAG) continue;
+      if (cc__aead_verify(&s->rxs, pe->rx_tag) != 0) return cc__auth_fail(x, p, "a message");
+      CC__TRY(cc__rx_end(x, p));
+      continue;
+    }
+    if (pe->rx_done == pe->rx.bytes) {
+      if (s && pe->rx.bytes) { pe->rx_state = 2; pe->rx_hdr_got = 0; continue; }
+      CC__TRY(cc__rx_end(x, p));
+      continue;
+    }
+    {
+      unsigned char *dst;
+      size_t want = (size_t)(pe->rx.bytes - pe->rx_done);
+      if (pe->rx_target) dst = pe->rx_target->buf;
+      else {
+        CC__TRY(cc__umsg_room(x, p));
+        dst = pe->rx_unexp->data;
+        want = CC__MIN(want, pe->rx_unexp->cap - (size_t)pe->rx_done);
+      }
+      if (s) want = CC__MIN(want, (size_t)CC__SEC_STAGE);   /* MACed while the cache still holds it */
+      k = cc__link_read(c, p, dst + pe->rx_done, want);
+      if (k < 0 && !pe->rx_target) {   /* cut short in a frame nobody waits for yet */
+        cc__post_fail_msg(c, CC_ERR_PEER_LOST, p, "rank %d closed its connection in the middle of a message: it "
+                          "failed, exited or was killed", p);
+        return CC_OK;
+      }
+      if (k < 0) return cc__lost(x, p, errno);
+      if (k == 0) return CC_OK;
+      *progress = 1;
+      if (s && s->encrypt) (void)cc__aead_decrypt(&s->rxs, dst + pe->rx_done, dst + pe->rx_done, (size_t)k);
+      else if (s) (void)cc__aead_aad(&s->rxs, dst + pe->rx_done, (size_t)k);
+      pe->rx_done += (uint64_t)k;
+      if (pe->rx_target) pe->rx_target->moved = (size_t)pe->rx_done;
+    }
+  }
+}
+
+/* cc__rx_pull once poll() said rank p's socket is readable, with what it
+   said (revents): its reads ask the socket again, and read on until the end
+   of the stream when the peer closed its side. (A read that took less than
+   it asked for took all there was: the next one waits for poll() to say
+   more came, instead of a system call that would say EAGAIN.) */
+static cc_result cc__rx_pull_ready(cc__run *x, int p, int revents, int *progress) {
+  cc__peer *pe = &x->c->peers[p];
+  pe->drained = 0;
+  if (revents & (POLLHUP | POLLERR | CC__POLL_END)) pe->ending = 1;
+  return cc__rx_pull(x, p, progress);
+}
+
+/* The first unfinished send to m's peer is m itself (sends to one peer go in order). */
+static int cc__first_send(const cc__run *x, int i) {
+  int j;
+  for (j = 0; j < i; j++) {
+    const cc__msg *o = &x->m[j];
+    if (o->live && o->started && o->is_send && !o->done && o->peer == x->m[i].peer) return 0;
+  }
+  return 1;
+}
+
+/* Is some send of the run still waiting? */
+static int cc__sending(const cc__run *x) {
+  int i;
+  for (i = 0; i < x->n; i++)
+    if (x->m[i].live && x->m[i].started && x->m[i].is_send && !x->m[i].done) return 1;
+  return 0;
+}
+
+/* The wait of an idle run: -1 once a ring it uses moved (room in a send's
+   ring, bytes from a receive's peer, and while a send waits, bytes from any
+   peer on this host), else a peer it waits for. seen: per message its ring's
+   position, then per rank the head of the ring from it. */
+static int cc__pending_run(cc_comm *c, const void *arg) {
+  const cc__run *x = (const cc__run *)arg;
+  int i, who = -1, sending = cc__sending(x);
+  for (i = 0; i < x->n; i++) {
+    const cc__msg *m = &x->m[i];
+    if (!m->live || !m->started || m->done) continue;
+    if (who < 0) who = m->peer;
+    if (c->peers[m->peer].link != CC__LINK_SHM) continue;
+    if (m->is_send ? CC__LOAD(&cc__ring_out(c, m->peer)->tail) != x->seen[i]
+                   : CC__LOAD(&cc__ring_in(c, m->peer)->head) != x->seen[i]) return -1;
+  }
+  for (i = 0; sending && i < c->size; i++)
+    if (c->peers[i].link == CC__LINK_SHM && CC__LOAD(&cc__ring_in(c, i)->head) != x->seen[x->n + i]) return -1;
+  return who < 0 ? -1 : who;
+}
+
+/* The peers an idle run waits for. */
+static void cc__awaited_run(cc_comm *c, const void *arg, char *buf, size_t len) {
+  const cc__run *x = (const cc__run *)arg;
+  int i, j, dup;
+  (void)c;
+  buf[0] = 0;
+  for (i = 0; i < x->n; i++) {
+    const cc__msg *m = &x->m[i];
+    if (!m->live || !m->started || m->done) continue;
+    for (j = 0, dup = 0; j < i; j++)
+      dup |= x->m[j].live && x->m[j].started && !x->m[j].done && x->m[j].peer == m->peer;
+    if (!dup) cc__cat(buf, len, "%s%d", buf[0] ? ", " : "", m->peer);
+  }
+}
+
+/* Every shared-memory peer the run waits on lives. */
+static cc_result cc__alive_run(cc_comm *c, const void *arg, const char *what) {
+  const cc__run *x = (const cc__run *)arg;
+  int i;
+  for (i = 0; i < x->n; i++) {
+    const cc__msg *m = &x->m[i];
+    if (m->live && m->started && !m->done) CC__TRY(cc__check_peer(c, m->peer, what));
+  }
+  return CC_OK;
+}
+
+/* A send to rank p found its connection closed or broken: p may have failed
+   and said why before it closed: read that first, and report it if so. */
+static cc_result cc__lost_send(cc__run *x, int p, int err) {
+  int progress = 0;
+  cc_result r = cc__rx_pull_ready(x, p, POLLHUP, &progress);
+  if (r != CC_OK) return r;
+  if (CC__LOAD_RLX(&x->c->hdr->fail_code)) return cc__take_fail(x->c, x->what);
+  return cc__lost(x, p, err);
+}
+
+/* Sends: write what the links take of the first unfinished send per peer. */
+static cc_result cc__run_send(cc__run *x, int *progress) {
+  cc_comm *c = x->c;
+  int i;
+  for (i = 0; i < x->n; i++) {
+    cc__msg *s = &x->m[i];
+    long w;
+    if (!s->live || !s->started || !s->is_send || s->done || !cc__first_send(x, i)) continue;
+    if (c->peers[s->peer].link == CC__LINK_TCP && c->peers[s->peer].eof) return cc__lost_send(x, s->peer, 0);
+    if ((w = cc__link_write(c, s)) < 0) return cc__lost_send(x, s->peer, errno);
+    if (w > 0) *progress = 1;
+    if (cc__sent_all(s)) s->done = 1;
+  }
+  return CC_OK;
+}
+
+/* Is some message of the run not done? */
+static int cc__run_pending(const cc__run *x) {
+  int i;
+  for (i = 0; i < x->n; i++)
+    if (x->m[i].live && !x->m[i].done) return 1;
+  return 0;
+}
+
+/* Receives: pull what the run wants from this host's rings, and from the TCP
+   links that poll() says have something (their fds in c->pfd[0..*np), which
+   an idle wait watches too: a failure report wakes it, and is read here).
+   poll() is asked only while a message of the run is not done: a run whose
+   sends are all written (a root's broadcast) ends without another system
+   call. */
+static cc_result cc__run_recv(cc__run *x, int sending, int *progress, int *np) {
+  cc_comm *c = x->c;
+  int i;
+  *np = 0;
+  for (i = 0; i < c->size; i++) {
+    cc__peer *pe = &c->peers[i];
+    int busy = pe->rx_state || pe->rx_hdr_got;
+    if (pe->link == CC__LINK_SHM) {
+      if (busy || cc__rx_wanted(x, i, 0) || (sending && cc__link_has_bytes(c, i))) CC__TRY(cc__rx_pull(x, i, progress));
+    } else if (pe->link == CC__LINK_TCP && pe->fd >= 0) {
+      if (pe->st_beg < pe->st_end) CC__TRY(cc__rx_pull(x, i, progress));   /* a read-ahead may hold whole frames */
+      if (pe->eof) continue;
+      c->pfd[*np].fd = pe->fd;
+      c->pfd[*np].events = POLLIN | CC__POLL_END;
+      c->pfd[*np].revents = 0;
+      c->pfd_rank[(*np)++] = i;
+    }
+  }
+  if (*np && cc__run_pending(x) && cc__poll(c->pfd, *np, 0) > 0)
+    for (i = 0; i < *np; i++)
+      if (c->pfd[i].revents & (POLLIN | POLLHUP | POLLERR | CC__POLL_END))
+        CC__TRY(cc__rx_pull_ready(x, c->pfd_rank[i], c->pfd[i].revents, progress));
+  return CC_OK;
+}
+
+/* All done? Else a failure some rank reported ends the run; else a message
+   still waiting on a TCP peer whose stream ended is lost. */
+static cc_result cc__run_check(cc__run *x, int *all) {
+  cc_comm *c = x->c;
+  int i, lost = -1;
+  *all = 1;
+  for (i = 0; i < x->n; i++) {
+    const cc__msg *m = &x->m[i];
+    const cc__peer *pe = &c->peers[m->peer];
+    if (!m->live || m->done) continue;
+    *all = 0;
+    if (m->started && pe->link == CC__LINK_TCP && pe->eof && !pe->rx_state && !pe->rx_hdr_got &&
+        pe->st_beg == pe->st_end)
+      lost = m->peer;                  /* (one made live by a callback starts first: it may be queued) */
+  }
+  if (*all) return CC_OK;
+  if (CC__LOAD_RLX(&c->hdr->fail_code)) return cc__take_fail(c, x->what);
+  return lost >= 0 ? cc__lost(x, lost, 0) : CC_OK;
+}
+
+/* Nothing moved: note where the rings stand, look once more (what moved
+   before the note must not be missed), then wait for a ring to move or a
+   socket to be ready (c->pfd[0..np); a waiting send also wants POLLOUT). */
+static cc_result cc__run_idle(cc__run *x, int np, int sending) {
+  cc_comm *c = x->c;
+  cc__msg *m = x->m;
+  uint64_t *seen = x->seen;
+  cc__waitfor w;
+  int i, k, shm = 0, n = x->n;
+  for (i = 0; i < n; i++) {
+    seen[i] = 0;
+    if (!m[i].live || !m[i].started || m[i].done || c->peers[m[i].peer].link != CC__LINK_SHM) continue;
+    shm = 1;
+    seen[i] = m[i].is_send ? CC__LOAD(&cc__ring_out(c, m[i].peer)->tail) : CC__LOAD(&cc__ring_in(c, m[i].peer)->head);
+  }
+  for (i = 0; i < c->size; i++)
+    seen[n + i] = c->peers[i].link == CC__LINK_SHM ? CC__LOAD(&cc__ring_in(c, i)->head) : 0;
+  for (i = 0; i < n; i++) {
+    const cc__msg *s = &m[i];
+    if (!s->live || !s->started || s->done || c->peers[s->peer].link != CC__LINK_SHM) continue;
+    if (!s->is_send && seen[i] != cc__ring_in(c, s->peer)->tail) return CC_OK;
+    if (s->is_send && c->shm->chan_bytes - (size_t)(cc__ring_out(c, s->peer)->head - seen[i]) > 0) return CC_OK;
+  }
+  for (i = 0; i < c->size && sending; i++)
+    if (c->peers[i].link == CC__LINK_SHM && seen[n + i] != cc__ring_in(c, i)->tail) return CC_OK;
+  for (i = 0; i < np; i++) { c->pfd[i].events = POLLIN; c->pfd[i].revents = 0; }
+  for (i = 0; i < n && np; i++) {
+    if (!m[i].live || !m[i].started || !m[i].is_send || m[i].done) continue;
+    for (k = 0; k < np; k++) if (c->pfd_rank[k] == m[i].peer) c->pfd[k].events |= POLLOUT;
+  }
+  w.pending = cc__pending_run; w.alive = cc__alive_run; w.awaited = cc__awaited_run; w.arg = x;
+  w.pfd = c->pfd; w.npfd = np; w.shm = shm;
+  return cc__wait(c, &w, x->what);
+}
+
+/* Take in what the TCP links hold before a call: messages of the call join
+   their queues, and a failure some rank reported meanwhile reaches the
+   failure word, so that the call fails at once (cc__ready). */
+static cc_result cc__engine_poll(cc_comm *c, const char *what) {
+  cc__run x;
+  int i, np = 0, progress = 0;
+  memset(&x, 0, sizeof x);
+  x.c = c; x.what = what;
+  for (i = 0; i < c->size; i++) {
+    cc__peer *pe = &c->peers[i];
+    if (pe->link != CC__LINK_TCP || pe->fd < 0 || pe->eof) continue;
+    if (pe->st_beg < pe->st_end) CC__TRY(cc__rx_pull(&x, i, &progress));
+    c->pfd[np].fd = pe->fd;
+    c->pfd[np].events = POLLIN | CC__POLL_END;
+    c->pfd[np].revents = 0;
+    c->pfd_rank[np++] = i;
+  }
+  if (np && cc__poll(c->pfd, np, 0) > 0)
+    for (i = 0; i < np; i++)
+      if (c->pfd[i].revents & (POLLIN | POLLHUP | POLLERR | CC__POLL_END))
+        CC__TRY(cc__rx_pull_ready(&x, c->pfd_rank[i], c->pfd[i].revents, &progress));
+  return CC_OK;
+}
+
+/* The run failed while frames to some peers were partly written (their
+   abort frames are owed, see cc__propagate): write the rest of each (the
+   bytes are the caller's, still valid inside the call; the peer may take a
+   complete frame of true data, never a cut one), reading meanwhile what those
+   peers send, so that two ranks finishing toward each other both move; for at
+   most c->settle_ns (0.5 s). Then the abort frames and the connections' ends. A
+   peer that reads nothing by then sees its stream end in the middle of a
+   frame (CC_ERR_PEER_LOST there). */
+static void cc__run_settle(cc__run *x) {
+  cc_comm *c = x->c;
+  uint64_t until = cc__now_ns() + c->settle_ns;
+  int i, p, np, progress;
+  x->cb = NULL;                        /* nothing more starts */
+  for (;;) {
+    np = 0;
+    for (p = 0; p < c->size; p++) {
+      cc__peer *pe = &c->peers[p];
+      cc__msg *m = NULL;
+      if (!pe->abort_owed) continue;
+      for (i = 0; i < x->n && !m; i++)
+        if (x->m[i].live && x->m[i].started && x->m[i].is_send && !x->m[i].done && x->m[i].peer == p &&
+            cc__first_send(x, i))
+          m = &x->m[i];
+      if (m && pe->tx_mid && !pe->eof && cc__now_ns() < until) {
+        long w = cc__link_write(c, m);
+        if (w >= 0 && !cc__sent_all(m)) {
+          c->pfd[np].fd = pe->fd;
+          c->pfd[np].events = POLLIN | POLLOUT | CC__POLL_END;
+          c->pfd[np].revents = 0;
+          c->pfd_rank[np++] = p;
+          continue;
+        }
+        if (w >= 0) m->done = 1;
+      }
+      cc__abort_send(c, p);            /* (after a broken write or past the time: the end alone) */
+    }
+    if (!np) return;
+    if (cc__poll(c->pfd, np, CC__MS) > 0)
+      for (i = 0; i < np; i++)
+        if (c->pfd[i].revents & (POLLIN | POLLHUP | POLLERR | CC__POLL_END)) {
+          progress = 0;
+          (void)cc__rx_pull_ready(x, c->pfd_rank[i], c->pfd[i].revents, &progress);
+        }
+  }
+}
+
+/* Run the live messages until all are done. cb (if any) is called when a
+   receive completes and may make more messages live. id: the collective this
+   run belongs to (its frames carry it), or NULL for the user's messages. */
+static cc_result cc__engine_run(cc_comm *c, cc__msg *m, int n, cc__done_fn cb, void *ctx, const cc__ident *id,
+                                const char *what) {
+  cc__run x;
+  int i, all = 0;
+  cc_result r = CC_OK;
+  x.c = c; x.m = m; x.n = n; x.cb = cb; x.ctx = ctx; x.what = what; x.id = id; x.seen = NULL;
+  if (c->shm && c->shm->rx_lagged) cc__rings_give_back(c->shm);
+  for (i = 0; i < n; i++) m[i].started = 0;
+  while (r == CC_OK) {
+    int progress = 0, np = 0, sending;
+    if ((r = cc__start(&x, &progress)) != CC_OK || (r = cc__run_send(&x, &progress)) != CC_OK) break;
+    sending = cc__sending(&x);
+    if ((r = cc__run_recv(&x, sending, &progress, &np)) != CC_OK) break;
+    /* what the receives' callbacks made live starts now: its message may be queued already */
+    if ((r = cc__start(&x, &progress)) != CC_OK || (r = cc__run_check(&x, &all)) != CC_OK || all) break;
+    if (progress) continue;
+    if (!x.seen && !(x.seen = (uint64_t *)CC_MALLOC(sizeof(uint64_t) * ((size_t)n + (size_t)c->size)))) {
+      r = cc__fail_all(c, CC_ERR_NO_MEMORY, c->rank, what, "out of memory");
+      break;
+    }
+    r = cc__run_idle(&x, np, sending);
+  }
+  if (r != CC_OK && c->net) cc__run_settle(&x);
+  CC_FREE(x.seen);
+  return r;
+}
+
+/* One message of a run. A receive's buffer is written, never read, so it is
+   taken as void * (a const parameter would tell the compiler it is read). */
+static void cc__msg_set(cc__msg *m, int is_send, int peer, int tag, void *buf, size_t bytes) {
+  memset(m, 0, sizeof *m);
+  m->is_send = is_send;
+  m->peer = peer;
+  m->tag = tag;
+  m->buf = (unsigned char *)buf;
+  m->bytes = bytes;
+  m->live = 1;
+}
+static void cc__msg_send(cc__msg *m, int peer, int tag, const void *buf, size_t bytes) {
+  cc__msg_set(m, 1, peer, tag, (void *)(uintptr_t)buf, bytes);
+}
+static void cc__msg_recv(cc__msg *m, int peer, int tag, void *buf, size_t bytes) {
+  cc__msg_set(m, 0, peer, tag, buf, bytes);
+}
+/* ============================================================== @algo */
+/* The collectives. Three executors, each driven by @plan:
+   - the arena executor (cc__arena_*): every rank on one host; a collective is
+     a sequence of phases over the segment's arena (@shm), waited with
+     cc__wait;
+   - the message executor (cc__msg_*): over the message engine (@engine),
+     between any ranks, on shared-memory rings and TCP alike: direct
+     exchange, rings, trees and pipelined chains, chosen by size;
+   - hierarchical runs (cc__hier_run): ranks on several hosts, several on a
+     host: the host's part is an arena run on the host's communicator, the
+     part across hosts a message run between one rank per host.
+   cc__algo_run picks the executor. The reduction of element i is always
+   ((x0 op x1) op x2) ... in rank order (across hosts: each host's ranks in
+   order, then the hosts in order), done once by one rank or by every rank on
+   the same inputs, so every rank holds the same bits, run after run. */
+
+/* ---------------------------------------------------------------- arena: phases */
+
+/* Wait until rank `who` (-1: every rank) has arrived at `step`. */
+static cc_result cc__ph_wait_at(cc_comm *c, int who, uint64_t step, const char *what) {
+  cc__arr_arg a;
+  cc__waitfor w;
+  cc_result r;
+  if (who < 0 && c->seen_all >= step) return CC_OK;
+  a.who = who;
+  a.step = step;
+  memset(&w, 0, sizeof w);
+  w.pending = cc__pending_arrive;
+  w.awaited = cc__awaited_arrive;
+  w.arg = &a;
+  w.shm = 1;
+  r = cc__wait(c, &w, what);
+  if (r == CC_OK && who < 0) c->seen_all = step;
+  return r;
+}
+
+/* Begin the next phase: returns this rank's half once it is free to write. */
+static CC__INLINE cc_result cc__ph_begin(cc_comm *c, unsigned char **mine, const char *what) {
+  uint64_t s = c->step + 1;
+  if (s >= 2 && c->seen_all < s - 1) CC__TRY(cc__ph_wait_at(c, -1, s - 1, what));
+  *mine = cc__half(c, c->rank, s);
+  return CC_OK;
+}
+
+/* The line at byte `off` of this rank's next half, made this core's for the
+   writes of the next phase, once every rank is done reading that half (they
+   all reached this phase): the peers' copies go now, not when the write comes
+   and its store must wait for them. 8-byte calls at 2 ranks on cores far
+   apart: up to 5-13% faster (bench/same_pair.sh); none where they share one. */
+static void cc__ph_prefetch(cc_comm *c, size_t off) {
+  if (c->seen_all >= c->step) cc__prefetch_write(cc__half(c, c->rank, c->step + 1) + off);
+}
+
+static void cc__ph_arrive(cc_comm *c) {
+  c->step++;
+  CC__STORE_SC(&c->ctl[c->rank].arrive, c->step);
+  cc__notify(c);
+}
+
+static cc_result cc__ph_wait(cc_comm *c, int who, const char *what) {
+  return cc__ph_wait_at(c, who, c->step, what);
+}
+
+/* ---------------------------------------------------------------- arena: collectives */
+
+/* First phase of a call: the descriptor goes at the head of this rank's half
+   (all but its step); the caller may put data after it, then calls
+   cc__first_end, which publishes the step. */
+static cc_result cc__first_begin(cc_comm *c, const cc__call *k, uint64_t count, uint64_t aux,
+                                 unsigned char **mine) {
+  cc__desc d;
+  const cc__opinfo *o = cc__opinfo_of(c, k->op);
+  cc_result r = cc__ph_begin(c, mine, cc__coll_name(k->coll));
+  if (r != CC_OK) return r;
+  memset(&d, 0, sizeof d);             /* the fields of cc__ident_of(k), but the count */
+  d.coll = (uint8_t)k->coll;
+  d.dtype = (uint8_t)k->t;
+  d.op = cc__ident_op(k);
+  d.root = (int16_t)cc__ident_root(k);
+  d.count = count;
+  d.aux = aux;
+  d.qhist = c->qhist;
+  if (cc__reduces(k->coll) && o && o->kind == CC__OPK_PREMUL) memcpy(d.scal, o->scal, sizeof d.scal);
+  memcpy(*mine + sizeof d.step, (const unsigned char *)&d + sizeof d.step, sizeof d - sizeof d.step);
+  return CC_OK;
+}
+
+static const cc__desc *cc__desc_of(cc_comm *c, int r) {
+  return cc__desc_at(c, r, c->step);
+}
+
+/* Publish, wait for every rank (a rank that published phase s has read phase
+   s-1 already, which is what the reuse of halves needs: seen_all), and
+   compare every rank's call with ours. */
+static cc_result cc__first_end(cc_comm *c, const cc__call *k) {
+  const char *what = cc__coll_name(k->coll);
+  cc__ident me, them;
+  const cc__desc *mine;
+  uint64_t s = c->step + 1;
+  cc__waitfor w;
+  cc_result r;
+  int j, v;
+  CC__STORE_SC(&cc__desc_at(c, c->rank, s)->step, s);
+  cc__ph_arrive(c);
+  for (j = c->oversub ? 64 : 0; j < 64 && cc__pending_first(c, &s) >= 0; j++) {   /* the usual case, */
+    cc__cpu_relax(); cc__cpu_relax(); cc__cpu_relax(); cc__cpu_relax();            /* spun here */
+  }
+  if (j == 64) {
+    memset(&w, 0, sizeof w);
+    w.pending = cc__pending_first;
+    w.awaited = cc__awaited_first;
+    w.arg = &s;
+    w.shm = 1;
+    if ((r = cc__wait(c, &w, what)) != CC_OK) return r;
+  }
+  if (c->seen_all < s) c->seen_all = s;
+  mine = cc__desc_of(c, c->rank);
+  v = cc__is_v(mine->coll);
+  for (j = 0; j < c->size; j++) {
+    const cc__desc *d = cc__desc_of(c, j);
+    if (d->coll != mine->coll || d->dtype != mine->dtype || d->root != mine->root || d->op != mine->op ||
+        (!v && (d->count != mine->count || d->aux != mine->aux))) {   /* cc__ident_agree's test, on the */
+      cc__ident_of_desc(mine, &me);                                   /* descriptors themselves */
+      cc__ident_of_desc(d, &them);
+      CC__TRY(cc__ident_agree(c, what, &me, &them, j));
+      if (!v && d->aux != mine->aux)
+        return cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d began this call %s, this rank %s: CC_SHM_CMA or "
+                        "CC_SHM_DIRECT_BYTES differ between the ranks", what, c->rank, j,
+                        mine->aux == CC__AUX_DIRECT ? "through the arena" : "reading the peers' buffers",
+                        mine->aux == CC__AUX_DIRECT ? "reading the peers' buffers" : "through the arena");
+    }
+    if (d->qhist != c->qhist)
+      return cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d's last queued calls (small broadcast, gather, "
+                      "scatter) differ from this rank's: a root, a kind or their order was not the same on every rank",
+                      what, c->rank, j);
+    if (k->op >= CC__OP_FIRST_USER) {    /* premul scalars: the halves are reused later */
+      memcpy(c->scalbuf + 16 * (size_t)j, d->scal, 16);
+      c->scals[j] = c->scalbuf + 16 * (size_t)j;
+    }
+  }
+  cc__ph_prefetch(c, 0);               /* the next call's descriptor and first bytes */
+  return CC_OK;
+}
+
+/* dst = fold of c->srcs[0..n) with the call's op. */
+static void cc__apply(cc_comm *c, const cc__call *k, void *dst, size_t count) {
+  int n = c->size;
+  if (!count) return;
+  if (k->op < CC_OP_BUILTIN_COUNT) {
+    cc__reduce_n(dst, c->srcs, n, count, k->t, k->op, NULL);
+  } else {
+    const cc__opinfo *o = &c->ops[k->op - CC__OP_FIRST_USER];
+    if (o->kind == CC__OPK_PREMUL) {
+      cc__reduce_n(dst, c->srcs, n, count, k->t, CC__OP_PREMUL, c->scals);
+    } else {
+      int j;
+      if (dst != c->srcs[0]) memcpy(dst, c->srcs[0], count * cc__dtype_bytes(k->t));
+      for (j = 1; j < n; j++) o->fn(dst, c->srcs[j], count, k->t, o->user);
+    }
+  }
+}
+
+/* Stage `n` bytes of a message of `total` bytes into this rank's half:
+   large ones with streaming stores, unless ranks outnumber CPUs. Then two
+   ranks share a core and its caches, and the reader finds the data there:
+   streaming it to memory made 4 ranks on 2 cores 1.3-2.2x slower (all_to_all,
+   gather, scatter, reduce_scatter, all_reduce at 1-64 MiB). */
+static void cc__stage(cc_comm *c, void *half_data, const void *src, size_t n, size_t total) {
+  if (total >= c->stream_bytes && !c->oversub) cc__copy_stream(half_data, src, n);
+  else memcpy(half_data, src, n);
+}
+
+static cc_result cc__run_barrier(cc_comm *c, const cc__call *k) {
+  unsigned char *mine;
+  cc_result r = cc__first_begin(c, k, 0, 0, &mine);
+  return r != CC_OK ? r : cc__first_end(c, k);
+}
+
+static CC__NOINLINE cc_result cc__run_broadcast(cc_comm *c, const cc__call *k) {
+  const char *what = "broadcast";
+  size_t es = cc__dtype_bytes(k->t), bytes = k->count * es, cap = c->half - CC__DESC_BYTES, off, n;
+  unsigned char *buf = (unsigned char *)k->rbuf, *mine;
+  int root = k->root, me = c->rank;
+  cc_result r = cc__first_begin(c, k, k->count, 0, &mine);
+  if (r != CC_OK) return r;
+  n = CC__MIN(bytes, cap);
+  if (me == root && n) memcpy(CC__DATA(mine), buf, n);
+  if ((r = cc__first_end(c, k)) != CC_OK) return r;
+  if (me != root && n) memcpy(buf, CC__DATA(cc__half(c, root, c->step)), n);
+  for (off = n; off < bytes; off += n) {
+    n = CC__MIN(cap, bytes - off);
+    if (me == root) {
+      if ((r = cc__ph_begin(c, &mine, what)) != CC_OK) return r;
+      cc__stage(c, CC__DATA(mine), buf + off, n, bytes);
+      cc__ph_arrive(c);
+    } else {
+      cc__ph_arrive(c);
+      if ((r = cc__ph_wait(c, root, what)) != CC_OK) return r;
+      memcpy(buf + off, CC__DATA(cc__half(c, root, c->step)), n);
+    }
+  }
+  return CC_OK;
+}
+
+/* reduce (root >= 0) and all_reduce (root < 0). One phase per chunk when the
+   message is small or there are only two ranks: every rank stages its chunk
+   and every reader folds all n staged copies straight into recvbuf. Else two
+   phases per chunk: each rank folds its 1/n share of the chunk into its next
+   half (reduce-scatter), then the readers copy every share out (all-gather).
+   The fold is x0 op x1 op ... in rank order either way: the same bits. */
+static cc_result cc__run_reduce(cc_comm *c, const cc__call *k, int root) {
+  const char *what = cc__coll_name(k->coll);
+  size_t es = cc__dtype_bytes(k->t), bytes = k->count * es, cap = c->half - CC__DESC_BYTES;
+  const unsigned char *sb = (const unsigned char *)k->sbuf;
+  unsigned char *rb = (unsigned char *)k->rbuf, *mine;
+  int n = c->size, me = c->rank, j, want = root < 0 || me == root;
+  size_t off, m, chunk = cap / es;
+  cc_result r;
+  if (bytes <= c->small_bytes || n <= 2) {
+    off = 0;
+    do {
+      m = CC__MIN(chunk, k->count - off);
+      if (off == 0) r = cc__first_begin(c, k, k->count, 0, &mine);
+      else r = cc__ph_begin(c, &mine, what);
+      if (r != CC_OK) return r;
+      if (m) cc__stage(c, CC__DATA(mine), sb + off * es, m * es, bytes);
+      if (off == 0) r = cc__first_end(c, k);
+      else { cc__ph_arrive(c); r = want ? cc__ph_wait(c, -1, what) : CC_OK; }
+      if (r != CC_OK) return r;
+      if (want) {
+        for (j = 0; j < n; j++) c->srcs[j] = CC__DATA(cc__half(c, j, c->step));
+        cc__apply(c, k, rb + off * es, m);
+      }
+      off += m;
+    } while (off < k->count);
+    return CC_OK;
+  }
+  for (off = 0; off < k->count; off += m) {
+    size_t lo, hi;
+    uint64_t a;
+    m = CC__MIN(chunk, k->count - off);
+    if (off == 0) r = cc__first_begin(c, k, k->count, 0, &mine);
+    else r = cc__ph_begin(c, &mine, what);
+    if (r != CC_OK) return r;
+    cc__stage(c, CC__DATA(mine), sb + off * es, m * es, bytes);
+    if (off == 0) r = cc__first_end(c, k);
+    else { cc__ph_arrive(c); r = cc__ph_wait(c, -1, what); }
+    if (r != CC_OK) return r;
+    a = c->step;
+    lo = cc__part(m, n, me);
+    hi = cc__part(m, n, me + 1);
+    if ((r = cc__ph_begin(c, &mine, what)) != CC_OK) return r;
+    for (j = 0; j < n; j++) c->srcs[j] = CC__DATA(cc__half(c, j, a)) + lo * es;
+    cc__apply(c, k, CC__DATA(mine) + lo * es, hi - lo);
+    cc__ph_arrive(c);
+    if (want) {
+      if ((r = cc__ph_wait(c, -1, what)) != CC_OK) return r;
+      for (j = 0; j < n; j++) {
+        size_t l = cc__part(m, n, j), h = cc__part(m, n, j + 1);
+        if (h > l) memcpy(rb + (off + l) * es, CC__DATA(cc__half(c, j, c->step)) + l * es, (h - l) * es);
+      }
+    }
+  }
+  return CC_OK;
+}
+
+/* A small all_to_all or reduce_scatter (all of a rank's pieces this many
+   bytes or fewer) stages its pieces side by side, right after the
+   descriptor, within the 128-byte pair of lines that holds it, which a
+   reader reads anyway (2 ranks, 8 B: 8-14% faster). Larger ones give each
+   piece a line-aligned n-th of the half (packed, 1 KiB blocks of a
+   reduce_scatter were 1-6% slower, 128-byte ones -4% to +12%). */
+#define CC__PACKED_BYTES 64u
+
+/* Bytes between a rank's pieces in its half, for pieces of `bytes` each. */
+static size_t cc__piece_cap(const cc_comm *c, size_t bytes) {
+  if (bytes && bytes * (size_t)c->size <= CC__PACKED_BYTES) return bytes;
+  return ((c->half - CC__DESC_BYTES) / (size_t)c->size) & ~(size_t)63;
+}
+
+/* reduce_scatter: per phase, every rank stages chunk p of each of its n
+   blocks; rank r folds block r's chunk from every half. Small blocks lie
+   side by side after the descriptor (CC__PACKED_BYTES). */
+static CC__NOINLINE cc_result cc__run_reduce_scatter(cc_comm *c, const cc__call *k) {
+  const char *what = "reduce_scatter";
+  size_t es = cc__dtype_bytes(k->t), bytes = k->count * es;
+  size_t pcap = cc__piece_cap(c, bytes), off = 0, m;
+  const unsigned char *sb = (const unsigned char *)k->sbuf;
+  unsigned char *rb = (unsigned char *)k->rbuf, *mine;
+  int n = c->size, me = c->rank, j;
+  cc_result r;
+  do {
+    m = CC__MIN(pcap, bytes - off);
+    if (off == 0) r = cc__first_begin(c, k, k->count, 0, &mine);
+    else r = cc__ph_begin(c, &mine, what);
+    if (r != CC_OK) return r;
+    for (j = 0; j < n && m; j++) cc__stage(c, CC__DATA(mine) + (size_t)j * pcap, sb + (size_t)j * bytes + off, m, bytes * (size_t)n);
+    if (off == 0) r = cc__first_end(c, k);
+    else { cc__ph_arrive(c); r = cc__ph_wait(c, -1, what); }
+    if (r != CC_OK) return r;
+    for (j = 0; j < n; j++) c->srcs[j] = CC__DATA(cc__half(c, j, c->step)) + (size_t)me * pcap;
+    cc__apply(c, k, rb + off, m / es);
+    off += m;
+  } while (off < bytes);
+  for (j = 0; j < n; j++) cc__ph_prefetch(c, CC__DESC_BYTES + (size_t)j * pcap);   /* the next call's blocks */
+  return CC_OK;
+}
+
+/* Data movement without reduction: gather, all_gather, scatter, all_to_all
+   and their v forms, as cc__plan_move lays them out. A rank's pieces are
+   staged chunk by chunk (pc bytes of each piece per phase); readers copy out
+   what is theirs. The v forms first publish every rank's counts, so that
+   every rank checks every pair alike (CC_ERR_MISMATCH everywhere, or
+   nowhere) and knows how many phases the data needs. */
+static CC__NOINLINE cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
+  const char *what = cc__coll_name(k->coll);
+  size_t es = cc__dtype_bytes(k->t), pc = c->half - CC__DESC_BYTES, off = 0, maxlen = 0, own = 0;
+  int n = c->size, me = c->rank, j, i, first = 1, writes, reads;
+  unsigned char *mine;
+  uint64_t count = cc__ident_count(k);
+  cc__plan p;
+  cc_result r;
+  cc__plan_move(c, k, &p);
+  writes = (p.writer < 0 || p.writer == me) && !(p.one_piece && p.reader == me);
+  reads = p.reader < 0 || p.reader == me;
+  if (!p.one_piece) pc = cc__piece_cap(c, k->coll == CC__ALL_TO_ALL ? k->count * es : 0);   /* packed: all_to_all only */
+  if (!cc__is_v(k->coll)) {
+    maxlen = k->count * es;
+  } else {                             /* the counts: [0,n) what this rank sends, [n,2n) what it expects */
+    uint64_t *arr;
+    for (j = 0; j < n; j++) own = CC__MAX(own, p.slen[j]);
+    CC__TRY(cc__first_begin(c, k, count, own, &mine));
+    arr = (uint64_t *)CC__DATA(mine);
+    for (j = 0; j < 2 * n; j++) arr[j] = 0;
+    for (j = 0; j < n; j++) {
+      if (k->sc) arr[j] = k->sc[j];
+      if (k->rc) arr[n + j] = k->rc[j];
+    }
+    CC__TRY(cc__first_end(c, k));
+    for (i = 0; i < n; i++) {          /* every rank checks every pair */
+      const uint64_t *ai = (const uint64_t *)CC__DATA(cc__half(c, i, c->step));
+      for (j = 0; j < n; j++) {
+        uint64_t have, want;
+        int from, to;
+        switch (k->coll) {
+        case CC__GATHER_V: case CC__ALL_GATHER_V:
+          if (k->coll == CC__GATHER_V && i != k->root) continue;
+          have = cc__desc_of(c, j)->count; want = ai[n + j]; from = j; to = i; break;
+        case CC__SCATTER_V: if (i != k->root) continue; have = ai[j]; want = cc__desc_of(c, j)->count; from = i; to = j; break;
+        default: have = ai[j]; want = ((const uint64_t *)CC__DATA(cc__half(c, j, c->step)))[n + i]; from = i; to = j; break;
+        }
+        if (have != want) return cc__vcount_mismatch(c, what, from, to, have, want);
+      }
+      maxlen = CC__MAX(maxlen, (size_t)cc__desc_of(c, i)->aux);
+    }
+    first = 0;
+  }
+  while (first || off < maxlen) {
+    if (first) r = cc__first_begin(c, k, count, maxlen, &mine);
+    else if (writes) r = cc__ph_begin(c, &mine, what);
+    else r = CC_OK;
+    if (r != CC_OK) return r;
+    if (writes) {
+      for (j = 0; j < n; j++) {
+        const unsigned char *src = (const unsigned char *)k->sbuf + p.soff[j] + off;
+        if (p.one_piece) {
+          if (p.slen[0] > off) cc__stage(c, CC__DATA(mine), src, CC__MIN(pc, p.slen[0] - off), maxlen * (size_t)n);
+          break;
+        }
+        if (j != me && (p.reader < 0 || p.reader == j) && p.slen[j] > off)
+          cc__stage(c, CC__DATA(mine) + (size_t)j * pc, src, CC__MIN(pc, p.slen[j] - off), maxlen * (size_t)n);
+      }
+    }
+    if (first) r = cc__first_end(c, k);
+    else {
+      cc__ph_arrive(c);
+      r = reads ? cc__ph_wait(c, p.writer, what) : CC_OK;
+    }
+    if (r != CC_OK) return r;
+    first = 0;
+    for (j = 0; reads && j < n; j++) {
+      const unsigned char *src;
+      if (j == me || (p.writer >= 0 && p.writer != j) || p.rlen[j] <= off) continue;
+      src = CC__DATA(cc__half(c, j, c->step)) + (p.one_piece ? 0 : (size_t)me * pc);
+      memcpy((unsigned char *)k->rbuf + p.roff[j] + off, src, CC__MIN(pc, p.rlen[j] - off));
+    }
+    off += pc;
+  }
+  cc__plan_own(c, k, &p);
+  for (j = 0; !p.one_piece && writes && j < n; j++)   /* the pieces of the next call like this one */
+    if (j != me && p.slen[j]) cc__ph_prefetch(c, CC__DESC_BYTES + (size_t)j * pc);
+  return CC_OK;
+}
+
+/* ---------------------------------------------------------------- arena: direct access to peers' buffers */
+/* Large messages skip the arena's two copies: each rank reads (or writes) its
+   peers' buffers itself, once. A peer's buffer inside a cc_mem_alloc
+   allocation is mapped here and used in place; any other is copied by
+   cross-memory attach (process_vm_readv / writev, cc__vm_read). The call's
+   first phase carries, after the descriptor, a record of where this rank's
+   buffers are (cc__drec); once every rank has published it and the
+   identities agree, the ranks move the data and meet once more at the end,
+   so that no rank returns while a peer still reads or writes its buffers.
+   Whether a call goes direct depends only on what every rank sees alike: the
+   call, the records, c->nmem (allocations are collective) and c->cma, which
+   every rank sets at the same call, the first direct one, from the probes in
+   the records. */
+
+#define CC__DR_CMA   1u   /* this rank may read every rank's memory by cross-memory attach */
+#define CC__DR_CALL  2u   /* this rank's part of the call can go direct */
+#define CC__DR_TUNED 4u   /* rank 0, CC_SHM_CMA=auto: `tune` says how this call goes */
+#define CC__DR_PIECE ((size_t)256 << 10)   /* bytes of one source per fold step */
+
+typedef struct cc__drec {              /* 48 bytes after the descriptor of a direct call's first phase */
+  uint64_t sa, ra;                     /* sendbuf and recvbuf in this rank's address space */
+  uint64_t soff, roff;                 /* their offsets in this rank's part of allocations sid, rid */
+  uint32_t sid, rid;                   /* allocation id + 1; 0: not inside one */
+  uint32_t flags;                      /* CC__DR_* */
+  uint32_t tune;                       /* rank 0, CC__DR_TUNED: wait << 2 | way << 1 | this call by cross-memory attach */
+} cc__drec;
+
+/* May this rank read every rank's memory? One INFO line when it may not. */
+static void cc__cma_probe(cc_comm *c) {
+  int j;
+  c->cma_mine = c->set.shm_cma ? 1 : 0;
+  for (j = 0; c->cma_mine && j < c->size; j++) {
+    const cc__ctl *t = &c->ctl[j];
+    uint64_t v = 0;
+    char why[96];
+    if (j == c->rank) continue;
+    errno = 0;
+    if (cc__vm_read(CC__LOAD(&t->pid), &v, (const void *)(uintptr_t)t->probe_at, sizeof v) == 0 && v == t->probe)
+      continue;
+    if (errno) cc__strerr(errno, why, sizeof why);
+    else snprintf(why, sizeof why, "read a wrong value");
+    cc__log(c, CC__LOG_INFO, "shm: rank %d: cannot read rank %d's memory (process_vm_readv: %s): large messages "
+            "go through the arena (two copies)", c->rank, j, why);
+    c->cma_mine = 0;
+  }
+}
+
+/* The allocation of this rank that holds [p, p + len): its id + 1 and the
+   offset of p in this rank's part; 0 when none does. */
+static uint32_t cc__mem_find(const cc_comm *c, const void *p, size_t len, uint64_t *off) {
+  const cc__mem *m;
+  uintptr_t a = (uintptr_t)p;
+  for (m = c->mem; m && p; m = m->next) {
+    uintptr_t b = (uintptr_t)(m->base + (size_t)m->me * m->slot);
+    if (m->mapped && a >= b && a - b <= m->bytes[m->me] && len <= m->bytes[m->me] - (a - b)) {
+      *off = (uint64_t)(a - b);
+      return m->id + 1;
+    }
+  }
+  return 0;
+}
+
+/* Rank j's part of allocation id - 1 at offset off, as mapped here; *max: the
+   bytes from there to the end of j's part. NULL when not mapped here. */
+static unsigned char *cc__mem_peer(const cc_comm *c, uint32_t id, int j, uint64_t off, size_t *max) {
+  const cc__mem *m;
+  *max = 0;
+  for (m = c->mem; m && id; m = m->next)
+    if (m->id + 1 == id && m->mapped && j < m->nranks && off <= m->bytes[j]) {
+      *max = m->bytes[j] - (size_t)off;
+      return m->base + (size_t)j * m->slot + (size_t)off;
+    }
+  return NULL;
+}
+
+/* Bytes of rank j's sendbuf (*s) and recvbuf (*r) that other ranks touch in
+   a direct run of k. put 0: the run that only reads peers' buffers; put 1:
+   the run that writes results into the peers' recvbufs, which must then be
+   mapped (cross-memory attach only ever reads). */
+static void cc__direct_need(const cc_comm *c, const cc__call *k, int j, int put, size_t *s, size_t *r) {
+  size_t b = k->count * cc__dtype_bytes(k->t), all = b * (size_t)c->size;
+  int root = j == k->root;
+  *s = *r = 0;
+  switch (k->coll) {
+  case CC__ALL_REDUCE: *s = b; *r = b; break;
+  case CC__REDUCE: *s = b; *r = root ? b : 0; break;
+  case CC__REDUCE_SCATTER: case CC__ALL_TO_ALL: *s = all; break;
+  case CC__ALL_GATHER: *s = b; break;
+  case CC__GATHER: if (put) *r = root ? all : 0; else *s = root ? 0 : b; break;
+  case CC__SCATTER: *s = root ? all : 0; break;
+  case CC__BROADCAST: *r = root ? b : 0; break;
+  default: break;
+  }
+}
+
+/* The collectives whose reading run may use cross-memory attach (a plain
+   buffer, CC_SHM_CMA=1; off by default: on this project's VM the kernel's
+   one copy, 4-8 GB/s, lost to the arena's two memcpys nearly everywhere,
+   docs/performance.md). broadcast: the arena's pipelined copies are faster
+   still; reduce has no reading run (its partial results need a place in the
+   root's recvbuf). */
+static int cc__direct_cma(int coll) {
+  return coll == CC__ALL_REDUCE || coll == CC__REDUCE_SCATTER || coll == CC__ALL_GATHER || coll == CC__ALL_TO_ALL ||
+         coll == CC__GATHER || coll == CC__SCATTER;
+}
+
+/* The message size of k as nccl-tests counts it (the largest buffer), when
+   k can run direct; 0 when it cannot. */
+static size_t cc__direct_size(const cc_comm *c, const cc__call *k) {
+  size_t b = k->count * cc__dtype_bytes(k->t);
+  switch (k->coll) {
+  case CC__BROADCAST: case CC__REDUCE: case CC__ALL_REDUCE: return b;
+  case CC__GATHER: case CC__ALL_GATHER: case CC__SCATTER: case CC__REDUCE_SCATTER: case CC__ALL_TO_ALL:
+    return b * (size_t)c->size;
+  default: return 0;
+  }
+}
+
+/* ---------------------------------------------------------------- arena: cross-memory attach chosen by measuring */
+/* CC_SHM_CMA=auto (the default): for each collective and size class (a
+   power of two), the calls themselves choose between the arena's two copies
+   and cross-memory attach's one. Neither wins everywhere: on this project's
+   VM, with memory three times slower one hour than another, cross-memory
+   attach was 1.2-3.4x faster than the arena in the slow hours and lost
+   nearly everywhere in the fast ones (docs/performance.md).
+   Rank 0 times its calls and chooses; its record in the direct first phase
+   carries the way of the call and the class's state after it, which every
+   rank takes, so that every rank goes the same way. While the arena is the
+   way, the calls skip the direct first phase (wait: how many, the same count
+   on every rank) until the next try of the other way. Learning: two calls
+   the way the next smaller class chose (the first call each way is cold),
+   two the other, then the faster of their last calls; after that the other
+   way is tried once after 16 calls, then 32, ... up to 1024, and taken when
+   that call beats the median of the last three the current way by 10%; it
+   is tried at once when that median is half again slower than when the way
+   was last chosen or confirmed. The arena's way asks rank 0 every 16th
+   call, so that it can see that. A call that asks is timed from the end of
+   its first phase (every rank has arrived: what the last call left undone,
+   a root that returned before its readers, is not counted to this one) to
+   a phase that ends it on every rank, through the arena as directly.
+   Reductions fold in rank order either way: the same bits (docs/api.md). */
+
+#define CC__TUNE_FIRST 16u             /* calls before the first try of the other way */
+#define CC__TUNE_MOST  1024u           /* the longest run between tries */
+#define CC__TUNE_ASK   16u             /* the arena's way asks rank 0 this often */
+
+/* The class's table index of a collective, or -1 when cross-memory attach
+   does not serve it (cc__direct_cma). */
+static int cc__tune_coll(int coll) {
+  switch (coll) {
+  case CC__ALL_REDUCE: return 0;
+  case CC__REDUCE_SCATTER: return 1;
+  case CC__ALL_GATHER: return 2;
+  case CC__ALL_TO_ALL: return 3;
+  case CC__GATHER: return 4;
+  case CC__SCATTER: return 5;
+  default: return -1;
+  }
+}
+
+static int cc__tune_size(size_t bytes) {
+  int i = 0;
+  for (bytes >>= 11; bytes && i < CC__TUNE_SIZES - 1; bytes >>= 1) i++;
+  return i;
+}
+
+/* What a call one way costs: the median of its last three calls; the
+   least while it has fewer (learning: the first call each way is cold). */
+static float cc__tune_est(const cc__tune *t, int way) {
+  const float *v = t->ns[way];
+  if (t->nsamp[way] < CC__TUNE_KEEP) return t->nsamp[way] > 1 ? CC__MIN(v[0], v[1]) : v[0];
+  return CC__MAX(CC__MIN(v[0], v[1]), CC__MIN(CC__MAX(v[0], v[1]), v[2]));
+}
+
+static void cc__tune_push(cc__tune *t, int way, float ns) {
+  int i;
+  for (i = CC__TUNE_KEEP - 1; i > 0; i--) t->ns[way][i] = t->ns[way][i - 1];
+  t->ns[way][0] = ns;
+  if (t->nsamp[way] < CC__TUNE_KEEP) t->nsamp[way]++;
+}
+
+/* Rank 0: the call of t's class just done went t->ran (2: neither way, its
+   buffers were mapped) in ns nanoseconds per byte. A call that could not go
+   the way it was to (an in-place all_to_all cannot go direct) counts as
+   endless that way. */
+static void cc__tune_note(cc__tune *t, float ns) {
+  if (t->ran > 1) return;
+  if (t->ran != t->want) cc__tune_push(t, t->want, 1e30f);
+  cc__tune_push(t, t->ran, ns);
+}
+
+/* Rank 0, asked by a call of t's class: the way this call goes (1: cross-
+   memory attach); t->way and t->wait become the class's state after it.
+   prior: the way to learn first. *chose: 1 when t->way was decided or
+   changed (a log line). */
+static int cc__tune_step(cc__tune *t, int prior, int *chose) {
+  int use;
+  *chose = 0;
+  if (t->wait) {                       /* asked although waiting: the call may use mapped memory */
+    t->wait--;
+    return t->way;
+  }
+  if (!t->every && !t->nsamp[0] && !t->nsamp[1]) t->way = (uint8_t)prior;
+  if (!t->every && (t->nsamp[t->way] < 2 || t->nsamp[!t->way] < 2))
+    return t->nsamp[t->way] < 2 ? t->way : !t->way;     /* learning: every call asks */
+  if (!t->every) {
+    t->way = cc__tune_est(t, 1) < cc__tune_est(t, 0);
+    t->every = t->left = CC__TUNE_FIRST;
+    t->ref = cc__tune_est(t, t->way);
+    *chose = 1;
+  } else if (t->trying) {
+    float tried = t->ns[!t->way][0];
+    t->trying = 0;
+    if (tried < 0.9f * cc__tune_est(t, t->way)) {
+      t->way = !t->way;
+      t->every = CC__TUNE_FIRST;
+      t->ref = tried;
+      *chose = 1;
+    } else {
+      t->every = CC__MIN(2 * t->every, CC__TUNE_MOST);
+      t->ref = cc__tune_est(t, t->way);
+    }
+    t->left = t->every;
+  } else if (t->nsamp[t->way] == CC__TUNE_KEEP && cc__tune_est(t, t->way) > 1.5f * t->ref) {
+    t->left = 0;                       /* the way in use got slower: try the other now */
+  }
+  if (!t->left) {
+    t->trying = 1;
+    return !t->way;                    /* wait stays 0: the next call asks, and is compared */
+  }
+  use = t->way;
+  if (use) {
+    t->left--;                         /* cross-memory attach: every call asks anyway */
+  } else {                             /* the arena: this call and the next wait calls do not ask */
+    uint32_t run = CC__MIN(t->left, CC__TUNE_ASK);
+    t->wait = run - 1;
+    t->left -= run;
+  }
+  return use;
+}
+
+/* The class of call k when its way is chosen by measuring, else NULL. */
+static cc__tune *cc__tune_of(const cc_comm *c, const cc__call *k) {
+  int ci = cc__tune_coll(k->coll);
+  if (!c->tune || c->cma == 0 || ci < 0) return NULL;
+  return &c->tune[ci * CC__TUNE_SIZES + cc__tune_size(cc__direct_size(c, k))];
+}
+
+/* Rank 0: the word its record carries for call k of class t (cc__drec.tune).
+   A class learns first the way the nearest smaller class chose. */
+static uint32_t cc__tune_ask(const cc_comm *c, const cc__call *k, cc__tune *t) {
+  int si = (int)(t - c->tune) % CC__TUNE_SIZES, prior = 0, chose, use, i;
+  for (i = si - 1; i >= 0; i--)
+    if (t[i - si].every) { prior = t[i - si].way; break; }
+  use = cc__tune_step(t, prior, &chose);
+  t->want = (uint8_t)use;
+  if (chose)
+    cc__log(c, CC__LOG_INFO, "shm: %s of %zu KiB and more: %s, %.2f GB/s against %.2f (CC_SHM_CMA=auto)",
+            cc__coll_name(k->coll), (size_t)1 << si, t->way ? "cross-memory attach" : "through the arena",
+            1.0 / cc__tune_est(t, t->way), 1.0 / cc__tune_est(t, !t->way));
+  return t->wait << 2 | (uint32_t)t->way << 1 | (uint32_t)use;
+}
+
+/* Does call k begin with a direct first phase? The same answer on every rank. */
+static CC__INLINE int cc__direct_try(const cc_comm *c, const cc__call *k) {
+  size_t b;
+  if (k->count * cc__dtype_bytes(k->t) * (size_t)c->size < c->direct_bytes) return 0;   /* small: at most this */
+  b = cc__direct_size(c, k);
+  return c->size > 1 && b && b >= c->direct_bytes && ((c->cma != 0 && cc__direct_cma(k->coll)) || c->nmem > 0);
+}
+
+/* Cross-memory attach failed on rank j's buffer. A failure posted meanwhile
+   explains it (the peer left the call and freed the buffer): that one. */
+static cc_result cc__cma_fail(cc_comm *c, int j, int side, const char *what) {
+  int e = errno;
+  char why[96];
+  if (CC__LOAD(&c->hdr->fail_code)) return cc__take_fail(c, what);
+  cc__strerr(e, why, sizeof why);
+  if (e == ESRCH) {
+    CC__TRY(cc__check_peer(c, j, what));
+    return cc__fail_all(c, CC_ERR_PEER_LOST, j, what, "rank %d lost (its memory is gone: %s)", j, why);
+  }
+  return cc__fail_all(c, CC_ERR_SYSTEM, j, what, "cannot read rank %d's %s (process_vm_readv: %s)", j,
+                      side ? "recvbuf" : "sendbuf", why);
+}
+
+/* Rank j's bytes [off, off + len) of its sendbuf (side 0) or recvbuf (1):
+   in place where mapped here (*out points there), else read into tmp. */
+static cc_result cc__peer_src(cc_comm *c, int j, int side, size_t off, size_t len, unsigned char *tmp,
+                              const void **out, const char *what) {
+  const cc__pbuf *b = &c->pb[j];
+  const unsigned char *m = side ? b->r : b->s;
+  if (m && off + len <= (side ? b->r_max : b->s_max)) { *out = m + off; return CC_OK; }
+  if (cc__vm_read(b->pid, tmp, (const void *)(uintptr_t)((side ? b->ra : b->sa) + off), len) != 0)
+    return cc__cma_fail(c, j, side, what);
+  *out = tmp;
+  return CC_OK;
+}
+
+/* Copy rank j's bytes [off, off + len) of its sendbuf or recvbuf into dst. */
+static cc_result cc__peer_get(cc_comm *c, int j, int side, size_t off, void *dst, size_t len, const char *what) {
+  const cc__pbuf *b = &c->pb[j];
+  const unsigned char *m = side ? b->r : b->s;
+  if (!len) return CC_OK;
+  if (m && off + len <= (side ? b->r_max : b->s_max)) { memcpy(dst, m + off, len); return CC_OK; }
+  if (cc__vm_read(b->pid, dst, (const void *)(uintptr_t)((side ? b->ra : b->sa) + off), len) != 0)
+    return cc__cma_fail(c, j, side, what);
+  return CC_OK;
+}
+
+/* Write len bytes into rank j's recvbuf at off: it is mapped here (a putting
+   run is only chosen when every recvbuf it writes is). */
+static void cc__peer_put(cc_comm *c, int j, size_t off, const void *src, size_t len) {
+  if (len) memcpy(c->pb[j].r + off, src, len);
+}
+
+/* Can this rank reach `need` bytes of a peer's buffer: mapped here, or by
+   cross-memory attach? */
+static int cc__reach(const unsigned char *m, size_t max, size_t need, int cma) {
+  return !need || cma || (m && max >= need);
+}
+
+/* The first phase of a direct call: the descriptor and where this rank's
+   buffers are; then every rank's. *go: 0 the call runs through the arena
+   instead (from a first phase of its own), 1 the reading run, 2 the putting
+   run, 3 the arena with a last phase (rank 0 chose it by measuring). Every
+   rank computes the same answer from the same records; t (this rank's state
+   of the call's class, CC_SHM_CMA=auto) takes rank 0's word. */
+static cc_result cc__direct_begin(cc_comm *c, const cc__call *k, cc__tune *t, int *go) {
+  const char *what = cc__coll_name(k->coll);
+  int n = c->size, me = c->rank, j, all_cma = 1, call_ok = 1, cma, rd = 1, rdm = 1, pt;
+  uint32_t tw = 1;                     /* rank 0's word on the class (cc__drec.tune); untuned: this call may */
+  int tuned = 0;                       /* rank 0 chose this call's way (its record says CC__DR_TUNED) */
+  size_t sn, rn, sp, rp;
+  unsigned char *mine;
+  cc__drec d;
+  *go = 0;
+  if (!c->pb && !(c->pb = (cc__pbuf *)CC_MALLOC(sizeof(cc__pbuf) * (size_t)n)))
+    return cc__fail_all(c, CC_ERR_NO_MEMORY, me, what, "out of memory");
+  if (c->cma_mine < 0) cc__cma_probe(c);
+  memset(&d, 0, sizeof d);
+  d.sa = (uint64_t)(uintptr_t)k->sbuf;
+  d.ra = (uint64_t)(uintptr_t)k->rbuf;
+  d.flags = (c->cma_mine > 0 ? CC__DR_CMA : 0u) | (k->coll == CC__ALL_TO_ALL && k->sbuf == k->rbuf ? 0u : CC__DR_CALL);
+  cc__direct_need(c, k, me, 0, &sn, &rn);
+  cc__direct_need(c, k, me, 1, &sp, &rp);
+  sn = CC__MAX(sn, sp);
+  rn = CC__MAX(rn, rp);
+  if (sn) d.sid = cc__mem_find(c, k->sbuf, sn, &d.soff);
+  if (rn) d.rid = cc__mem_find(c, k->rbuf, rn, &d.roff);
+  if (t && me == 0) {
+    d.flags |= CC__DR_TUNED;
+    d.tune = cc__tune_ask(c, k, t);
+  }
+  CC__TRY(cc__first_begin(c, k, k->count, CC__AUX_DIRECT, &mine));
+  memcpy(CC__DATA(mine), &d, sizeof d);
+  CC__TRY(cc__first_end(c, k));
+  for (j = 0; j < n; j++) {
+    cc__pbuf *b = &c->pb[j];
+    cc__drec e;
+    memcpy(&e, CC__DATA(cc__half(c, j, c->step)), sizeof e);
+    all_cma &= (e.flags & CC__DR_CMA) != 0;
+    call_ok &= (e.flags & CC__DR_CALL) != 0;
+    if (j == 0 && (e.flags & CC__DR_TUNED)) {   /* rank 0 chooses, for every rank */
+      tw = e.tune;
+      tuned = 1;
+    }
+    b->sa = e.sa;
+    b->ra = e.ra;
+    b->pid = CC__LOAD(&c->ctl[j].pid);
+    b->s = cc__mem_peer(c, e.sid, j, e.soff, &b->s_max);
+    b->r = cc__mem_peer(c, e.rid, j, e.roff, &b->r_max);
+  }
+  if (c->cma < 0) c->cma = all_cma;
+  cma = all_cma && cc__direct_cma(k->coll) && (tw & 1u);
+  if (t) {                             /* rank 0 untuned (CC_SHM_CMA=1 there): ask every call */
+    t->way = (uint8_t)((tw >> 1) & 1u);
+    t->wait = tw >> 2;
+  }
+  pt = k->coll == CC__ALL_REDUCE || k->coll == CC__REDUCE || k->coll == CC__GATHER;
+  for (j = 0; j < n; j++) {            /* every rank's buffers, this one's included: the same answer everywhere */
+    const cc__pbuf *b = &c->pb[j];
+    cc__direct_need(c, k, j, 0, &sn, &rn);
+    rd &= cc__reach(b->s, b->s_max, sn, cma) && cc__reach(b->r, b->r_max, rn, cma);
+    rdm &= cc__reach(b->s, b->s_max, sn, 0) && cc__reach(b->r, b->r_max, rn, 0);
+    cc__direct_need(c, k, j, 1, &sp, &rp);
+    pt &= cc__reach(b->s, b->s_max, sp, all_cma) && cc__reach(b->r, b->r_max, rp, 0);
+  }
+  if (k->coll == CC__REDUCE) rd = 0;
+  *go = !call_ok ? (tuned ? 3 : 0) : pt ? 2 : rd ? 1 : tuned ? 3 : 0;
+  if (t) t->ran = (uint8_t)(!*go || *go == 3 ? 0 : *go == 1 && !rdm ? 1 : 2);
+  return CC_OK;
+}
+
+/* A phase without data: every rank is done with what came before. The last
+   one of a direct run: no rank returns while another still reads its
+   buffers. */
+static cc_result cc__direct_sync(cc_comm *c, const char *what) {
+  cc__ph_arrive(c);
+  return cc__ph_wait(c, -1, what);
+}
+
+/* Scratch of a direct run: this rank's other half, which no rank reads
+   until this rank writes a phase into it again. */
+static unsigned char *cc__direct_tmp(cc_comm *c, size_t *piece) {
+  size_t pc = ((c->half - CC__DESC_BYTES) / (size_t)c->size) & ~(size_t)63;
+  *piece = CC__MIN(pc, CC__DR_PIECE);
+  return CC__DATA(cc__half(c, c->rank, c->step + 1));
+}
+
+/* reduce (root >= 0), all_reduce (root -1), reduce_scatter (root -2): each
+   rank folds its share from every rank's sendbuf, in rank order, into its
+   recvbuf. The putting run (put) also writes it into every other rank's
+   recvbuf (all_reduce) or the root's (reduce); the reading run of
+   all_reduce has every rank copy the other shares from their owners'
+   recvbufs after a phase. One rank folds each element: the same bits
+   everywhere. */
+static cc_result cc__direct_reduce(cc_comm *c, const cc__call *k, int root, int put) {
+  const char *what = cc__coll_name(k->coll);
+  int n = c->size, me = c->rank, j, t, rs = root == -2, keep = root < 0 || me == root;
+  int user = k->op >= CC__OP_FIRST_USER && !cc__is_premul(c, k->op);
+  size_t es = cc__dtype_bytes(k->t), pc, per, lo, hi, off, m, base;
+  unsigned char *tmp = cc__direct_tmp(c, &pc), *rb = (unsigned char *)k->rbuf;
+  const unsigned char *sb = (const unsigned char *)k->sbuf;
+  per = pc / es;
+  lo = rs ? 0 : cc__part(k->count, n, me);
+  hi = rs ? k->count : cc__part(k->count, n, me + 1);
+  base = rs ? (size_t)me * k->count * es : 0;    /* where this rank's share lies in every sendbuf */
+  for (off = lo; off < hi; off += m) {
+    unsigned char *dst;
+    m = CC__MIN(per, hi - off);
+    for (j = 0, t = 0; j < n; j++) {
+      if (j == me) c->srcs[j] = sb + base + off * es;
+      else CC__TRY(cc__peer_src(c, j, 0, base + off * es, m * es, tmp + (size_t)(t++) * pc, &c->srcs[j], what));
+    }
+    /* the result in recvbuf when this rank keeps it; but a user op's fold
+       starts with a copy of the first source, which must not land on another */
+    dst = keep && !user ? rb + off * es : tmp + (size_t)(n - 1) * pc;
+    cc__apply(c, k, dst, m);
+    if (keep && dst != rb + off * es) memcpy(rb + off * es, dst, m * es);
+    for (j = 0; put && root == -1 && j < n; j++)
+      if (j != me) cc__peer_put(c, j, off * es, dst, m * es);
+    if (root >= 0 && me != root) cc__peer_put(c, root, off * es, dst, m * es);
+  }
+  if (root == -1 && !put) {            /* every share folded: copy the others' from their recvbufs */
+    CC__TRY(cc__direct_sync(c, what));
+    for (t = 1; t < n; t++) {
+      j = (me + t) % n;
+      lo = cc__part(k->count, n, j);
+      hi = cc__part(k->count, n, j + 1);
+      CC__TRY(cc__peer_get(c, j, 1, lo * es, rb + lo * es, (hi - lo) * es, what));
+    }
+  }
+  return cc__direct_sync(c, what);
+}
+
+/* broadcast, gather, all_gather, scatter, all_to_all: each rank fetches what
+   it receives from its senders' buffers (the putting gather: writes its
+   piece into the root's recvbuf), then its own piece as the plan says. */
+static cc_result cc__direct_move(cc_comm *c, const cc__call *k, int put) {
+  const char *what = cc__coll_name(k->coll);
+  size_t bytes = k->count * cc__dtype_bytes(k->t);
+  int n = c->size, me = c->rank, j, root = k->root;
+  unsigned char *rb = (unsigned char *)k->rbuf;
+  cc__plan p;
+  switch (k->coll) {
+  case CC__BROADCAST:
+    if (me != root) CC__TRY(cc__peer_get(c, root, 1, 0, rb, bytes, what));
+    return cc__direct_sync(c, what);
+  case CC__GATHER:
+    if (put && me != root) cc__peer_put(c, root, (size_t)me * bytes, k->sbuf, bytes);
+    for (j = 0; !put && me == root && j < n; j++)
+      if (j != me) CC__TRY(cc__peer_get(c, j, 0, 0, rb + (size_t)j * bytes, bytes, what));
+    break;
+  case CC__SCATTER:
+    if (me != root) CC__TRY(cc__peer_get(c, root, 0, (size_t)me * bytes, rb, bytes, what));
+    break;
+  default:                             /* all_gather, all_to_all */
+    for (j = 1; j < n; j++) {          /* rank me+1 first, so that the ranks start on different peers */
+      int from = (me + j) % n;
+      CC__TRY(cc__peer_get(c, from, 0, cc__plan_src_off(c, k, from), rb + (size_t)from * bytes, bytes, what));
+    }
+  }
+  cc__plan_move(c, k, &p);
+  cc__plan_own(c, k, &p);
+  return cc__direct_sync(c, what);
+}
+
+static cc_result cc__arena_algo(cc_comm *c, const cc__call *k);
+
+/* The rest of a call whose direct first phase chose go: 1 the reading run, 2
+   the putting run, 3 the arena, then a phase that ends it on every rank at
+   once, as a direct run ends (rank 0 times it: CC_SHM_CMA=auto). */
+static cc_result cc__direct_body(cc_comm *c, const cc__call *k, int go) {
+  if (go == 3) {
+    CC__TRY(cc__arena_algo(c, k));
+    return cc__direct_sync(c, cc__coll_name(k->coll));
+  }
+  switch (k->coll) {
+  case CC__ALL_REDUCE: return cc__direct_reduce(c, k, -1, go == 2);
+  case CC__REDUCE: return cc__direct_reduce(c, k, k->root, go == 2);
+  case CC__REDUCE_SCATTER: return cc__direct_reduce(c, k, -2, 0);
+  default: return cc__direct_move(c, k, go == 2);
+  }
+}
+
+/* A call whose way rank 0 chooses by measuring (CC_SHM_CMA=auto): it asks
+   (the direct first phase) unless the class goes through the arena for a
+   while; rank 0 times it. */
+static cc_result cc__tuned_run(cc_comm *c, const cc__call *k, cc__tune *t) {
+  uint64_t t0 = c->rank == 0 ? cc__now_ns() : 0;
+  int go = 0;
+  cc_result r = CC_OK;
+  if (t->way || !t->wait || c->nmem) {   /* mapped memory: always ask, it may be read in place */
+    r = cc__direct_begin(c, k, t, &go);
+    if (c->rank == 0) t0 = cc__now_ns();
+    if (r == CC_OK) r = go ? cc__direct_body(c, k, go) : cc__arena_algo(c, k);
+  } else {
+    t->wait--;
+    t->want = t->ran = 0;
+    r = cc__arena_algo(c, k);
+  }
+  if (r == CC_OK && c->rank == 0)
+    cc__tune_note(t, (float)(cc__now_ns() - t0) / (float)cc__direct_size(c, k));
+  return r;
+}
+
+/* A call that cc__direct_try picked: direct when every rank can, else
+   through the arena as usual (*done 0). */
+static CC__NOINLINE cc_result cc__direct_run(cc_comm *c, const cc__call *k, int *done) {
+  int go;
+  cc__tune *t = cc__tune_of(c, k);
+  cc_result r;
+  if (t) {
+    *done = 1;
+    return cc__tuned_run(c, k, t);
+  }
+  r = cc__direct_begin(c, k, NULL, &go);
+  *done = r != CC_OK || go;
+  if (r != CC_OK || !go) return r;
+  return cc__direct_body(c, k, go);
+}
+
+/* ---------------------------------------------------------------- arena: symmetric memory */
+/* cc_mem_alloc on a communicator of ranks on one host. One segment per
+   allocation, every rank's part `slot` bytes (the largest request, in whole
+   pages): local rank 0 creates it and names it in a phase, the others map
+   it, and a last phase tells every rank whether all could (then the name is
+   unlinked: nothing is left in /dev/shm). Every rank fails alike, or none. */
+/* cc_mem_alloc's second phase: rank 0 creates the segment of `total` bytes
+   and publishes its name, the others map it. *base and *got: the mapping
+   (NULL when it failed: *err says why); name: the segment's name, empty when
+   rank 0 did not create one. */
+static cc_result cc__mem_share(cc_comm *c, size_t total, unsigned char **base, size_t *got, char *name, size_t nlen,
+                               int *err) {
+  const char *what = "mem_alloc";
+  unsigned char *mine;
+  CC__TRY(cc__ph_begin(c, &mine, what));
+  name[0] = 0;
+  if (c->rank == 0 && !*err) {
+    char rnd[20];
+    cc__random_hex(rnd, 16);
+    snprintf(name, nlen, "/cc-%s-m%s", c->jobid, rnd);
+    if ((*base = (unsigned char *)cc__shm_create(name, total)) == NULL) { *err = errno; name[0] = 0; }
+    *got = total;
+  }
+  memcpy(CC__DATA(mine), name, nlen);
+  cc__ph_arrive(c);
+  CC__TRY(cc__ph_wait(c, 0, what));
+  if (c->rank != 0) {
+    memcpy(name, CC__DATA(cc__half(c, 0, c->step)), nlen);
+    name[nlen - 1] = 0;
+    if (name[0] && !*err && (*base = (unsigned char *)cc__shm_open(name, total, got)) == NULL) *err = errno ? errno : ENOENT;
+  }
+  return CC_OK;
+}
+
+static cc_result cc__arena_mem_alloc(cc_comm *c, size_t bytes, void **ptr) {
+  const char *what = "mem_alloc";
+  int n = c->size, me = c->rank, j, bad = -1, err = 0;
+  size_t slot = 4096, total = 0, got = 0;
+  unsigned char *mine, *base = NULL;
+  cc__mem *m = (cc__mem *)CC_MALLOC(sizeof(cc__mem));
+  size_t *sizes = (size_t *)CC_MALLOC(sizeof(size_t) * (size_t)n);
+  char name[96];
+  cc__call k;
+  cc_result r;
+  if (!m || !sizes) err = ENOMEM;
+  memset(&k, 0, sizeof k);
+  k.coll = CC__MEM_ALLOC;
+  k.t = CC_UINT8;
+  c->seq++;
+  cc__ident_of(&k, &c->cur);
+  if ((r = cc__first_begin(c, &k, 0, 0, &mine)) != CC_OK) goto out;
+  memcpy(CC__DATA(mine), &bytes, sizeof bytes);
+  if ((r = cc__first_end(c, &k)) != CC_OK) goto out;
+  for (j = 0; j < n; j++) {
+    size_t b;
+    memcpy(&b, CC__DATA(cc__half(c, j, c->step)), sizeof b);
+    if (sizes) sizes[j] = b;
+    slot = CC__MAX(slot, b);
+  }
+  if (slot > ((size_t)1 << 46) / (size_t)n) err = err ? err : ENOMEM;   /* the same on every rank */
+  else slot = cc__align(slot, 4096);
+  total = slot * (size_t)n;
+  if ((r = cc__mem_share(c, total, &base, &got, name, sizeof name, &err)) != CC_OK) goto out;
+  if ((r = cc__ph_begin(c, &mine, what)) != CC_OK) goto out;
+  memcpy(CC__DATA(mine), &err, sizeof err);
+  cc__ph_arrive(c);
+  if ((r = cc__ph_wait(c, -1, what)) != CC_OK) goto out;
+  if (me == 0 && name[0]) cc__shm_unlink(name);
+  for (j = 0; j < n && bad < 0; j++) {
+    int e;
+    memcpy(&e, CC__DATA(cc__half(c, j, c->step)), sizeof e);
+    if (e) { bad = j; err = e; }
+  }
+  if (bad < 0 && !name[0]) bad = 0;   /* rank 0 says why: never reached */
+  if (bad >= 0) {
+    char why[96];
+    cc__strerr(err ? err : EIO, why, sizeof why);
+    r = cc__fail(c, err == ENOMEM ? CC_ERR_NO_MEMORY : CC_ERR_SYSTEM, "%s: rank %d: rank %d could not %s the "
+                 "shared memory of %zu bytes per rank: %s", what, me, bad, bad == 0 ? "create" : "map", slot, why);
+    goto out;
+  }
+  m->id = c->mem_seq++;
+  m->base = base;
+  m->map_bytes = got;
+  m->slot = slot;
+  m->bytes = sizes;
+  m->nranks = n;
+  m->me = me;
+  m->mapped = 1;
+  m->next = c->mem;
+  c->mem = m;
+  c->nmem++;
+  *ptr = base + (size_t)me * slot;
+  return CC_OK;
+out:
+  if (base) cc__shm_unmap(base, got);
+  CC_FREE(m);
+  CC_FREE(sizes);
+  return r;
+}
+
+/* cc_mem_free's phase on the host's communicator: every rank frees the same
+   allocation (else CC_ERR_MISMATCH), and none of them still uses the others'
+   parts (their collectives are over), so each unmaps it at once. */
+static cc_result cc__arena_mem_free(cc_comm *c, cc__mem *m) {
+  cc__mem **pp;
+  unsigned char *mine;
+  cc__call k;
+  memset(&k, 0, sizeof k);
+  k.coll = CC__MEM_FREE;
+  k.count = m->id;
+  k.t = CC_UINT8;
+  c->seq++;
+  cc__ident_of(&k, &c->cur);
+  CC__TRY(cc__first_begin(c, &k, k.count, 0, &mine));
+  CC__TRY(cc__first_end(c, &k));
+  for (pp = &c->mem; *pp && *pp != m; pp = &(*pp)->next) {}
+  if (*pp) *pp = m->next;
+  c->nmem--;
+  cc__mem_drop(m);
+  return CC_OK;
+}
+
+/* A call on a communicator of ranks on one host, through the arena. */
+static CC__INLINE cc_result cc__arena_algo(cc_comm *c, const cc__call *k) {
+  switch (k->coll) {
+  case CC__BARRIER: case CC__INIT: return cc__run_barrier(c, k);
+  case CC__BROADCAST: return cc__run_broadcast(c, k);
+  case CC__REDUCE: return cc__run_reduce(c, k, k->root);
+  case CC__ALL_REDUCE: return cc__run_reduce(c, k, -1);
+  case CC__REDUCE_SCATTER: return cc__run_reduce_scatter(c, k);
+  case CC__GATHER: case CC__ALL_GATHER: case CC__SCATTER: case CC__ALL_TO_ALL:
+  case CC__GATHER_V: case CC__ALL_GATHER_V: case CC__SCATTER_V: case CC__ALL_TO_ALL_V:
+    return cc__arena_move(c, k);
+  default:
+    return cc__fail(c, CC_ERR_INVALID_ARG, "%s: rank %d: internal: not an arena collective", cc__coll_name(k->coll), c->rank);
+  }
+}
+
+/* A call on a communicator of ranks on one host. */
+static CC__INLINE cc_result cc__arena_run(cc_comm *c, const cc__call *k) {
+  if (cc__direct_try(c, k)) {
+    int done;
+    cc_result r = cc__direct_run(c, k, &done);
+    if (done) return r;
+  }
+  return cc__arena_algo(c, k);
+}
+
+/* ---------------------------------------------------------------- messages: helpers */
+
+/* Out of memory in the middle of a collective: every rank must learn it. */
+static cc_result cc__oom(cc_comm *c, const char *what) {
+  return cc__fail_all(c, CC_ERR_NO_MEMORY, c->rank, what, "out of memory");
+}
+
+/* Scratch of the algorithms, kept from call to call (fresh pages cost a
+   fault each: 8 MiB of new memory took longer than the fold). */
+static unsigned char *cc__keep(unsigned char **buf, size_t *have, size_t bytes) {
+  if (*have < bytes || !*buf) {
+    unsigned char *p = (unsigned char *)CC_MALLOC(bytes ? bytes : 1);
+    if (!p) return NULL;
+    CC_FREE(*buf);
+    *buf = p;
+    *have = bytes;
+  }
+  return *buf;
+}
+
+/* avg: the sum divided by the number of ranks, once, at the end. */
+static void cc__avg_div(void *buf, size_t count, cc_dtype t, int n) {
+  size_t i;
+  switch (t) {
+  case CC_FLOAT32: case CC_COMPLEX64: {
+    float *p = (float *)buf;
+    for (i = 0; i < count * (t == CC_COMPLEX64 ? 2 : 1); i++) p[i] /= (float)n;
+    break;
+  }
+  case CC_FLOAT64: case CC_COMPLEX128: {
+    double *p = (double *)buf;
+    for (i = 0; i < count * (t == CC_COMPLEX128 ? 2 : 1); i++) p[i] /= (double)n;
+    break;
+  }
+  case CC_FLOAT16: case CC_BFLOAT16: {
+    uint16_t *p = (uint16_t *)buf;
+    for (i = 0; i < count; i++)
+      p[i] = t == CC_FLOAT16 ? cc__float_to_half(cc__half_to_float(p[i]) / (float)n)
+                             : cc__float_to_bf16(cc__bf16_to_float(p[i]) / (float)n);
+    break;
+  }
+  default: break;                      /* integers have no avg */
+  }
+}
+
+/* dst = srcs[0] op srcs[1] op ... op srcs[m-1], a left fold in member order.
+   dst may be one of the sources; a user op then folds through a copy, and
+   when there is no memory for it the call fails (never a wrong result). */
+static cc_result cc__foldn(cc_comm *c, int op, cc_dtype t, void *dst, const void *const *srcs, int m, size_t count,
+                           const char *what) {
+  size_t es = cc__dtype_bytes(t);
+  const cc__opinfo *o;
+  unsigned char *acc;
+  int j, alias = 0;
+  if (!count) return CC_OK;
+  if (op < CC_OP_BUILTIN_COUNT) {
+    cc__reduce_n(dst, srcs, m, count, t, op, NULL);
+    return CC_OK;
+  }
+  o = &c->ops[op - CC__OP_FIRST_USER];
+  for (j = 1; j < m; j++) if (srcs[j] == dst) alias = 1;
+  acc = alias ? (unsigned char *)CC_MALLOC(count * es) : (unsigned char *)dst;
+  if (!acc) return cc__oom(c, what);
+  if (acc != srcs[0]) memcpy(acc, srcs[0], count * es);
+  for (j = 1; j < m; j++) o->fn(acc, srcs[j], count, t, o->user);
+  if (alias) { memcpy(dst, acc, count * es); CC_FREE(acc); }
+  return CC_OK;
+}
+
+/* Send to `to` and receive from `from` (either may be -1), together. */
+static cc_result cc__msg_xchg(cc_comm *c, int to, const void *sb, size_t sbytes, int from, void *rb, size_t rbytes,
+                              const char *what) {
+  cc__msg m[2];
+  int n = 0;
+  if (to >= 0) cc__msg_send(&m[n++], to, CC__TAG_COLL, sb, sbytes);
+  if (from >= 0) cc__msg_recv(&m[n++], from, CC__TAG_COLL, rb, rbytes);
+  return n ? cc__engine_run(c, m, n, NULL, NULL, &c->cur, what) : CC_OK;
+}
+
+/* ---------------------------------------------------------------- messages: algorithms over members
+   M[0..m) are the ranks taking part (one per host in a hierarchical run,
+   every rank in a flat one); p is this rank's index in M. */
+
+/* Reduce-scatter by direct exchange: every member sends block q of its input
+   to member q (in chunks, every link busy both ways) and folds the m pieces
+   of its own block, chunk by chunk as they arrive, in member order:
+   out = in[0] op in[1] op ... op in[m-1], exactly as on one host. Blocks are
+   cut by cc__part; out receives this member's block. With `full`, each folded
+   chunk also goes to every member at once (all-reduce: the all-gather rides
+   on the reduce-scatter). */
+typedef struct cc__drs_ctx {
+  cc_comm *c;
+  int op, m, p, nrecv;
+  cc_dtype t;
+  size_t chunk, blen;                  /* chunk and block length, elements */
+  const unsigned char *mine;           /* this member's own piece of its block */
+  unsigned char *scratch, *out;        /* m-1 pieces of blen elements; the result */
+  int *arrived;                        /* per chunk */
+  const void **srcs;
+  int ag, nch;                         /* all-gather: its sends start at m[ag], m-1 x nch */
+  const char *what;
+} cc__drs_ctx;
+
+static cc_result cc__drs_done(void *ctx, cc__msg *m, int i) {
+  cc__drs_ctx *x = (cc__drs_ctx *)ctx;
+  size_t es = cc__dtype_bytes(x->t), ch = (size_t)(i % x->nch);
+  size_t off = ch * x->chunk, n = CC__MIN(x->chunk, x->blen - off);
+  int j, q;
+  if (i >= x->nrecv || ++x->arrived[ch] < x->m - 1) return CC_OK;
+  for (j = 0, q = 0; j < x->m; j++) {
+    if (j == x->p) x->srcs[j] = x->mine + off * es;
+    else x->srcs[j] = x->scratch + ((size_t)q++ * x->blen + off) * es;
+  }
+  CC__TRY(cc__foldn(x->c, x->op, x->t, x->out + off * es, x->srcs, x->m, n, x->what));
+  for (q = 0; x->ag >= 0 && q < x->m - 1; q++) m[x->ag + q * x->nch + (int)ch].live = 1;   /* pass it on */
+  return CC_OK;
+}
+
+static cc_result cc__msg_rs_direct(cc_comm *c, const int *M, int m, int p, const void *in, void *out, size_t count,
+                                   cc_dtype t, int op, void *full, const char *what) {
+  size_t es = cc__dtype_bytes(t), chunk = CC__MAX(c->set.net_chunk / es, (size_t)1);
+  size_t blen = cc__part(count, m, p + 1) - cc__part(count, m, p), nch = blen ? (blen + chunk - 1) / chunk : 1, o;
+  size_t maxch = (count / (size_t)m + 1 + chunk - 1) / chunk + 1, n = 0;
+  const unsigned char *src = (const unsigned char *)in;
+  cc__msg *ms;
+  cc__drs_ctx x;
+  int q, j;
+  cc_result r;
+  if (m == 1) { if (out != in && count) memcpy(out, in, count * es); return CC_OK; }
+  ms = (cc__msg *)CC_MALLOC(sizeof(cc__msg) * (size_t)(m - 1) * 2 * (nch + maxch));
+  x.scratch = cc__keep(&c->net->tmp, &c->net->tmp_bytes, (size_t)(m - 1) * blen * es + 1);
+  x.arrived = (int *)CC_MALLOC(sizeof(int) * nch);
+  x.srcs = (const void **)CC_MALLOC(sizeof(void *) * (size_t)m);
+  if (!ms || !x.scratch || !x.arrived || !x.srcs) {
+    CC_FREE(ms); CC_FREE(x.arrived); CC_FREE(x.srcs);
+    return cc__oom(c, what);
+  }
+  memset(x.arrived, 0, sizeof(int) * nch);
+  x.c = c; x.op = op; x.m = m; x.p = p; x.t = t; x.chunk = chunk; x.blen = blen; x.what = what;
+  x.mine = src + cc__part(count, m, p) * es;
+  x.out = (unsigned char *)out;
+  /* receives first (m[0, (m-1)*nch): piece q, chunk i at index q*nch + i) */
+  for (q = 0, j = 0; j < m; j++) {
+    size_t i;
+    if (j == p) continue;
+    for (i = 0; i < nch; i++)
+      cc__msg_recv(&ms[n++], M[j], CC__TAG_COLL, x.scratch + ((size_t)q * blen + i * chunk) * es,
+                  blen ? CC__MIN(chunk, blen - i * chunk) * es : 0);
+    q++;
+  }
+  x.nrecv = (int)n;
+  x.ag = -1;
+  x.nch = (int)nch;
+  for (j = 0; full && j < m; j++) {    /* all-gather: the others' results, after their pieces of mine */
+    size_t bo = cc__part(count, m, j), bl = cc__part(count, m, j + 1) - bo;
+    if (j == p) continue;
+    for (o = 0; o == 0 || o < bl; o += chunk)
+      cc__msg_recv(&ms[n++], M[j], CC__TAG_COLL, (unsigned char *)full + (bo + o) * es, bl ? CC__MIN(chunk, bl - o) * es : 0);
+  }
+  for (j = 1; j < m; j++) {            /* sends, staggered: member p+1 first */
+    int to = (p + j) % m;
+    size_t bo = cc__part(count, m, to), bl = cc__part(count, m, to + 1) - bo;
+    for (o = 0; o == 0 || o < bl; o += chunk)
+      cc__msg_send(&ms[n++], M[to], CC__TAG_COLL, src + (bo + o) * es, bl ? CC__MIN(chunk, bl - o) * es : 0);
+  }
+  if (full) {                          /* each folded chunk goes to everyone as soon as it is done */
+    x.ag = (int)n;
+    for (j = 1; j < m; j++) {
+      size_t i;
+      for (i = 0; i < nch; i++) {
+        cc__msg_send(&ms[n], M[(p + j) % m], CC__TAG_COLL, x.out + i * chunk * es, blen ? CC__MIN(chunk, blen - i * chunk) * es : 0);
+        ms[n++].live = 0;
+      }
+    }
+  }
+  r = cc__engine_run(c, ms, (int)n, cc__drs_done, &x, &c->cur, what);
+  CC_FREE(ms); CC_FREE(x.arrived); CC_FREE(x.srcs);
+  return r;
+}
+
+/* Ring all-gather of blocks at byte offsets off[j], lengths len[j], in buf. */
+static cc_result cc__msg_ring_ag(cc_comm *c, const int *M, int m, int p, void *buf, const size_t *off,
+                                 const size_t *len, const char *what) {
+  int s, right = M[(p + 1) % m], left = M[(p + m - 1) % m];
+  for (s = 0; s < m - 1; s++) {
+    int sb = (p - s + m) % m, rb = (p - s - 1 + 2 * m) % m;
+    CC__TRY(cc__msg_xchg(c, right, (unsigned char *)buf + off[sb], len[sb], left, (unsigned char *)buf + off[rb],
+                         len[rb], what));
+  }
+  return CC_OK;
+}
+
+/* Broadcast from index rp: a binomial tree for small messages, a chain
+   pipelined in chunks (each chunk forwarded as soon as it arrives) for large
+   (with two members too: a receiver that comes late then queues 1 MiB pieces,
+   not one huge message). */
+typedef struct cc__chain_ctx { int nrecv; } cc__chain_ctx;
+
+static cc_result cc__chain_done(void *ctx, cc__msg *m, int i) {
+  cc__chain_ctx *x = (cc__chain_ctx *)ctx;
+  if (i < x->nrecv) m[x->nrecv + i].live = 1;     /* forward chunk i */
+  return CC_OK;
+}
+
+static cc_result cc__msg_bcast(cc_comm *c, const int *M, int m, int p, int rp, void *buf, size_t bytes,
+                               const char *what) {
+  int v = (p - rp + m) % m, mask;
+  cc_result r;
+  if (m == 1) return CC_OK;
+  if (bytes <= c->set.net_small_bytes) {
+    cc__msg o[32];
+    int n = 0;
+    for (mask = 1; mask < m; mask <<= 1)
+      if (v & mask) {
+        CC__TRY(cc__msg_xchg(c, -1, NULL, 0, M[(v - mask + rp) % m], buf, bytes, what));
+        break;
+      }
+    for (mask >>= 1; mask > 0; mask >>= 1)
+      if (v + mask < m) cc__msg_send(&o[n++], M[(v + mask + rp) % m], CC__TAG_COLL, buf, bytes);
+    return n ? cc__engine_run(c, o, n, NULL, NULL, &c->cur, what) : CC_OK;
+  } else {
+    size_t chunk = CC__MAX(c->set.net_chunk, (size_t)1), nch = (bytes + chunk - 1) / chunk, j;
+    int prev = v > 0 ? M[(v - 1 + rp) % m] : -1, next = v + 1 < m ? M[(v + 1 + rp) % m] : -1, n = 0;
+    cc__msg *ms = (cc__msg *)CC_MALLOC(sizeof(cc__msg) * 2 * nch);
+    cc__chain_ctx x;
+    if (!ms) return cc__oom(c, what);
+    x.nrecv = prev >= 0 ? (int)nch : 0;
+    for (j = 0; prev >= 0 && j < nch; j++)
+      cc__msg_recv(&ms[n++], prev, CC__TAG_COLL, (unsigned char *)buf + j * chunk, CC__MIN(chunk, bytes - j * chunk));
+    for (j = 0; next >= 0 && j < nch; j++) {
+      cc__msg_send(&ms[n], next, CC__TAG_COLL, (unsigned char *)buf + j * chunk, CC__MIN(chunk, bytes - j * chunk));
+      ms[n++].live = prev < 0;
+    }
+    r = cc__engine_run(c, ms, n, prev >= 0 && next >= 0 ? cc__chain_done : NULL, &x, &c->cur, what);
+    CC_FREE(ms);
+    return r;
+  }
+}
+
+/* Reduce to index rp. Small: every member sends its input to the root, which
+   folds them in member order. Large: reduce-scatter by direct exchange, then
+   the blocks go to the root. Either way the root holds the left fold. */
+static cc_result cc__msg_reduce(cc_comm *c, const int *M, int m, int p, int rp, const void *in, void *out,
+                                size_t count, cc_dtype t, int op, const char *what) {
+  size_t es = cc__dtype_bytes(t), bytes = count * es;
+  cc__msg *ms;
+  unsigned char *tmp = NULL;
+  int j, n = 0;
+  cc_result r;
+  if (m == 1) { if (out != in && bytes) memcpy(out, in, bytes); return CC_OK; }
+  if (!(ms = (cc__msg *)CC_MALLOC(sizeof(cc__msg) * (size_t)m))) return cc__oom(c, what);
+  if (bytes <= c->set.net_small_bytes || count < (size_t)m) {
+    const void **srcs = (const void **)CC_MALLOC(sizeof(void *) * (size_t)m);
+    if (!srcs || (p == rp && !(tmp = (unsigned char *)CC_MALLOC((size_t)m * bytes + 1)))) {
+      CC_FREE(ms); CC_FREE(srcs);
+      return cc__oom(c, what);
+    }
+    for (j = 0; j < m; j++) {
+      if (p != rp && j == p) cc__msg_send(&ms[n++], M[rp], CC__TAG_COLL, in, bytes);
+      if (p == rp && j != p) cc__msg_recv(&ms[n++], M[j], CC__TAG_COLL, tmp + (size_t)j * bytes, bytes);
+      srcs[j] = j == p ? in : tmp + (size_t)j * bytes;
+    }
+    r = cc__engine_run(c, ms, n, NULL, NULL, &c->cur, what);
+    if (r == CC_OK && p == rp) r = cc__foldn(c, op, t, out, srcs, m, count, what);
+    CC_FREE(srcs);
+  } else {
+    size_t bo = cc__part(count, m, p) * es;
+    unsigned char *acc = p == rp ? (unsigned char *)out : (tmp = (unsigned char *)CC_MALLOC(bytes + 1));
+    if (!acc) { CC_FREE(ms); return cc__oom(c, what); }
+    r = cc__msg_rs_direct(c, M, m, p, in, acc + bo, count, t, op, NULL, what);
+    for (j = 0; r == CC_OK && j < m; j++) {
+      size_t o = cc__part(count, m, j) * es, l = cc__part(count, m, j + 1) * es - o;
+      if (p == rp && j != p) cc__msg_recv(&ms[n++], M[j], CC__TAG_COLL, acc + o, l);
+      if (p != rp && j == p) cc__msg_send(&ms[n++], M[rp], CC__TAG_COLL, acc + o, l);
+    }
+    if (r == CC_OK) r = cc__engine_run(c, ms, n, NULL, NULL, &c->cur, what);
+  }
+  CC_FREE(tmp);
+  CC_FREE(ms);
+  return r;
+}
+
+/* All-reduce over the members. Small: every member sends its input to every
+   other and each folds all of them in member order (one step). Large:
+   reduce-scatter by direct exchange with the all-gather riding on it. Every
+   member ends with the same bits: the left fold in member order. */
+static cc_result cc__msg_allreduce(cc_comm *c, const int *M, int m, int p, const void *in, void *out, size_t count,
+                                   cc_dtype t, int op, const char *what) {
+  size_t es = cc__dtype_bytes(t), bytes = count * es;
+  int j, n = 0;
+  cc_result r;
+  if (m == 1) { if (out != in && bytes) memcpy(out, in, bytes); return CC_OK; }
+  if (bytes <= c->set.net_small_bytes || count < (size_t)m) {
+    unsigned char *tmp = (unsigned char *)CC_MALLOC((size_t)m * bytes + 1);
+    const void **srcs = (const void **)CC_MALLOC(sizeof(void *) * (size_t)m);
+    cc__msg *ms = (cc__msg *)CC_MALLOC(sizeof(cc__msg) * 2 * (size_t)m);
+    if (!tmp || !srcs || !ms) {
+      CC_FREE(tmp); CC_FREE(srcs); CC_FREE(ms);
+      return cc__oom(c, what);
+    }
+    for (j = 1; j < m; j++) {
+      int to = (p + j) % m, from = (p - j + m) % m;
+      cc__msg_send(&ms[n++], M[to], CC__TAG_COLL, in, bytes);
+      cc__msg_recv(&ms[n++], M[from], CC__TAG_COLL, tmp + (size_t)from * bytes, bytes);
+    }
+    for (j = 0; j < m; j++) srcs[j] = j == p ? in : tmp + (size_t)j * bytes;
+    r = cc__engine_run(c, ms, n, NULL, NULL, &c->cur, what);
+    if (r == CC_OK) r = cc__foldn(c, op, t, out, srcs, m, count, what);
+    CC_FREE(tmp); CC_FREE(srcs); CC_FREE(ms);
+    return r;
+  }
+  return cc__msg_rs_direct(c, M, m, p, in, (unsigned char *)out + cc__part(count, m, p) * es, count, t, op, out, what);
+}
+
+/* premul_sum: this rank's input times its scalar, into *own (NULL when the op
+   is no premul_sum); *in then points at it. */
+static cc_result cc__premul_input(cc_comm *c, const cc__call *k, size_t count, unsigned char **own, const void **in,
+                                  const char *what) {
+  const cc__opinfo *o = cc__opinfo_of(c, k->op);
+  const void *s[1], *sc[1];
+  *own = NULL;
+  *in = k->sbuf;
+  if (!o || o->kind != CC__OPK_PREMUL) return CC_OK;
+  if (!(*own = (unsigned char *)CC_MALLOC(count * cc__dtype_bytes(k->t) + 1))) return cc__oom(c, what);
+  s[0] = k->sbuf;
+  sc[0] = o->scal;
+  if (count) cc__reduce_n(*own, s, 1, count, k->t, CC__OP_PREMUL, sc);
+  *in = *own;
+  return CC_OK;
+}
+
+/* ---------------------------------------------------------------- messages: collectives */
+
+/* gather, all_gather, scatter, all_to_all and their v forms, as
+   cc__plan_move lays them out: every rank straight to every other (all_gather
+   as a ring), through whichever link reaches it; reduce_scatter by direct
+   exchange. */
+static cc_result cc__msg_flat(cc_comm *c, const cc__call *k) {
+  const char *what = cc__coll_name(k->coll);
+  int n = c->size, me = c->rank, j, nm = 0;
+  cc__msg *ms = (cc__msg *)CC_MALLOC(sizeof(cc__msg) * 2 * (size_t)n);
+  int *M = (int *)CC_MALLOC(sizeof(int) * (size_t)n);
+  const unsigned char *sb = (const unsigned char *)k->sbuf;
+  unsigned char *rb = (unsigned char *)k->rbuf, *copy = NULL;
+  cc__plan p;
+  cc_result r = CC_OK;
+  if (!ms || !M) { r = cc__oom(c, what); goto out; }
+  for (j = 0; j < n; j++) M[j] = j;
+  if (k->coll == CC__REDUCE_SCATTER) {
+    size_t es = cc__dtype_bytes(k->t), count = k->count * (size_t)n;
+    unsigned char *own = NULL, *acc;
+    const void *in = NULL;
+    /* blocks of equal size, so block j is rank j's share; in place, the
+       result may not overwrite input that is still to be sent */
+    if ((r = cc__premul_input(c, k, count, &own, &in, what)) != CC_OK) goto out;
+    acc = cc__keep(&c->net->tmp2, &c->net->tmp2_bytes, k->count * es + 1);
+    if (!acc) r = cc__oom(c, what);
+    else r = cc__msg_rs_direct(c, M, n, me, in, acc, count, k->t, cc__wire_op(c, k->op), NULL, what);
+    if (r == CC_OK) {
+      if (k->count) memcpy(rb, acc, k->count * es);
+      if (k->op == CC_AVG) cc__avg_div(rb, k->count, k->t, n);
+    }
+    CC_FREE(own);
+    goto out;
+  }
+  cc__plan_move(c, k, &p);
+  if (k->coll == CC__ALL_GATHER || k->coll == CC__ALL_GATHER_V) {
+    cc__plan_own(c, k, &p);
+    r = cc__msg_ring_ag(c, M, n, me, rb, p.roff, p.rlen, what);
+    goto out;
+  }
+  if (sb && sb == rb && (k->coll == CC__ALL_TO_ALL || k->coll == CC__ALL_TO_ALL_V)) {
+    size_t total = 0;                  /* in place: send from a copy */
+    for (j = 0; j < n; j++) if (p.slen[j]) total = CC__MAX(total, p.soff[j] + p.slen[j]);
+    if (!(copy = (unsigned char *)CC_MALLOC(total + 1))) { r = cc__oom(c, what); goto out; }
+    if (total) memcpy(copy, sb, total);
+    sb = copy;
+  }
+  for (j = 1; j < n; j++) {            /* in a staggered order, so that not all send to one rank first */
+    int to = (me + j) % n, from = (me - j + n) % n;
+    if ((p.writer < 0 || p.writer == me) && (p.reader < 0 || p.reader == to))
+      cc__msg_send(&ms[nm++], to, CC__TAG_COLL, sb + p.soff[to], p.slen[to]);
+    if ((p.reader < 0 || p.reader == me) && (p.writer < 0 || p.writer == from))
+      cc__msg_recv(&ms[nm++], from, CC__TAG_COLL, rb + p.roff[from], p.rlen[from]);
+  }
+  if (copy) {                          /* this rank's own piece, from the copy */
+    if (p.rlen[me]) memmove(rb + p.roff[me], sb + p.soff[me], p.rlen[me]);
+  } else {
+    cc__plan_own(c, k, &p);
+  }
+  r = cc__engine_run(c, ms, nm, NULL, NULL, &c->cur, what);
+out:
+  CC_FREE(copy);
+  CC_FREE(ms);
+  CC_FREE(M);
+  return r;
+}
+
+/* ---------------------------------------------------------------- hierarchical runs */
+
+/* One rank per host: the root on its host, the lowest rank elsewhere. *me:
+   this rank's index in M, or -1 when it represents no host. */
+static int *cc__hier_reps(cc_comm *c, int root, int *me) {
+  cc__net *nt = c->net;
+  int *M = (int *)CC_MALLOC(sizeof(int) * (size_t)nt->ngroups), g;
+  if (!M) return NULL;
+  for (g = 0; g < nt->ngroups; g++) M[g] = nt->gfirst[g];
+  if (root >= 0) M[nt->grp[root]] = root;
+  *me = M[nt->grp[c->rank]] == c->rank ? nt->grp[c->rank] : -1;
+  return M;
+}
+
+/* The host's part: call lk as an arena run on the host's communicator. A
+   failure there is this communicator's, told to the other hosts, with the
+   host's rank named as the communicator knows it. */
+static cc_result cc__hier_local(cc_comm *c, int coll, const cc__call *k, const void *sb, void *rb, size_t count,
+                                int op, int root) {
+  cc_comm *l = c->net->local;
+  cc__call lk;
+  cc_result r;
+  if (!l) return CC_OK;
+  memset(&lk, 0, sizeof lk);
+  lk.coll = coll; lk.sbuf = sb; lk.rbuf = rb; lk.count = count; lk.t = k->t; lk.op = op; lk.root = root;
+  l->ops = c->ops;                     /* user ops are the parent's */
+  l->nops = c->nops;
+  r = cc__arena_run(l, &lk);
+  if (r != CC_OK) {
+    cc__net *nt = c->net;
+    int who = CC__LOAD(&l->hdr->fail_ready) ? l->hdr->fail_rank : -1, g = nt->grp[c->rank], i, gw = -1;
+    char msg[CC__ERR_BYTES];
+    for (i = 0; i < c->size && who >= 0; i++) if (nt->grp[i] == g && nt->lrank[i] == who) gw = i;
+    if (gw >= 0) snprintf(msg, sizeof msg, "%.240s [on this host, rank %d is rank %d of the communicator]", l->err, who, gw);
+    else snprintf(msg, sizeof msg, "%.240s", l->err);
+    if (!c->failed) cc__fail(c, r, "%s", msg);
+    cc__propagate(c, r, gw >= 0 ? gw : c->rank, msg);
+  }
+  return r;
+}
+
+/* barrier, broadcast, reduce, all_reduce across hosts: within each host over
+   its arena, across hosts between one rank of each over messages. */
+static cc_result cc__hier_run(cc_comm *c, const cc__call *k) {
+  cc__net *nt = c->net;
+  const char *what = cc__coll_name(k->coll);
+  size_t es = cc__dtype_bytes(k->t), bytes = k->count * es;
+  int root = k->coll == CC__BROADCAST || k->coll == CC__REDUCE ? k->root : -1, me, op = cc__wire_op(c, k->op);
+  int *M = cc__hier_reps(c, root, &me), lroot;
+  unsigned char *own = NULL, *buf = NULL;
+  const void *in;
+  cc_result r = CC_OK;
+  if (!M) return cc__oom(c, what);
+  lroot = nt->lrank[M[nt->grp[c->rank]]];
+  switch (k->coll) {
+  case CC__BARRIER: {
+    unsigned char b = 0;
+    if ((r = cc__hier_local(c, CC__BARRIER, k, NULL, NULL, 0, 0, 0)) != CC_OK) break;
+    if (me >= 0 && (r = cc__msg_allreduce(c, M, nt->ngroups, me, &b, &b, 1, CC_UINT8, CC_MAX, what)) != CC_OK) break;
+    r = cc__hier_local(c, CC__BARRIER, k, NULL, NULL, 0, 0, 0);
+    break;
+  }
+  case CC__BROADCAST:
+    if (me >= 0 && (r = cc__msg_bcast(c, M, nt->ngroups, me, nt->grp[root], k->rbuf, bytes, what)) != CC_OK) break;
+    r = cc__hier_local(c, CC__BROADCAST, k, k->rbuf, k->rbuf, k->count, 0, lroot);
+    break;
+  case CC__REDUCE: case CC__ALL_REDUCE:
+    if ((r = cc__premul_input(c, k, k->count, &own, &in, what)) != CC_OK) break;
+    if (me >= 0) {                     /* the host's partial result lands in the representative's buffer */
+      int mine = k->coll == CC__ALL_REDUCE || c->rank == root;
+      buf = mine ? (unsigned char *)k->rbuf : (unsigned char *)CC_MALLOC(bytes + 1);
+      if (!buf && !mine) { r = cc__oom(c, what); break; }
+    }
+    if (nt->local) {
+      if ((r = cc__hier_local(c, CC__REDUCE, k, in, me >= 0 ? buf : k->rbuf, k->count, op, lroot)) != CC_OK) break;
+      in = buf;
+    }
+    if (me >= 0) {
+      if (k->coll == CC__ALL_REDUCE) r = cc__msg_allreduce(c, M, nt->ngroups, me, in, buf, k->count, k->t, op, what);
+      else r = cc__msg_reduce(c, M, nt->ngroups, me, nt->grp[root], in, buf, k->count, k->t, op, what);
+      if (r != CC_OK) break;
+      if (k->op == CC_AVG && (k->coll == CC__ALL_REDUCE || c->rank == root)) cc__avg_div(buf, k->count, k->t, c->size);
+    }
+    if (k->coll == CC__ALL_REDUCE && nt->local)
+      r = cc__hier_local(c, CC__BROADCAST, k, k->rbuf, k->rbuf, k->count, 0, lroot);
+    break;
+  default:
+    r = cc__fail(c, CC_ERR_INVALID_ARG, "%s: rank %d: internal: not a hierarchical collective", what, c->rank);
+  }
+  if (buf && buf != k->rbuf) CC_FREE(buf);
+  CC_FREE(own);
+  CC_FREE(M);
+  return r;
+}
+
+/* ---------------------------------------------------------------- the choice */
+
+static cc_result cc__msg_run(cc_comm *c, const cc__call *k);
+
+/* float16/bfloat16 sums, products and averages cross the network in float32
+   and are rounded once at the end, as on one host (min and max are exact). */
+static cc_result cc__msg_half(cc_comm *c, const cc__call *k) {
+  const char *what = cc__coll_name(k->coll);
+  size_t nin = k->coll == CC__REDUCE_SCATTER ? k->count * (size_t)c->size : k->count, i;
+  float *w = (float *)CC_MALLOC(nin * 4 + 4), *o = (float *)CC_MALLOC(k->count * 4 + 4), scal = 1.0f;
+  const uint16_t *in = (const uint16_t *)k->sbuf;
+  int bf = k->t == CC_BFLOAT16, premul = cc__is_premul(c, k->op);
+  cc__call k2 = *k;
+  cc_result r;
+  if (!w || !o) {
+    CC_FREE(w); CC_FREE(o);
+    return cc__oom(c, what);
+  }
+  if (premul) {
+    uint16_t h;
+    memcpy(&h, c->ops[k->op - CC__OP_FIRST_USER].scal, 2);
+    scal = bf ? cc__bf16_to_float(h) : cc__half_to_float(h);
+  }
+  for (i = 0; i < nin; i++) {
+    float x = bf ? cc__bf16_to_float(in[i]) : cc__half_to_float(in[i]);
+    w[i] = premul ? x * scal : x;
+  }
+  k2.t = CC_FLOAT32;
+  k2.sbuf = w;
+  k2.rbuf = o;
+  if (premul) k2.op = CC_SUM;
+  r = cc__msg_run(c, &k2);
+  if (r == CC_OK && (k->coll != CC__REDUCE || k->root == c->rank))
+    for (i = 0; i < k->count; i++)
+      ((uint16_t *)k->rbuf)[i] = bf ? cc__float_to_bf16(o[i]) : cc__float_to_half(o[i]);
+  CC_FREE(w);
+  CC_FREE(o);
+  return r;
+}
+
+/* A collective on a communicator whose ranks span hosts (or talk TCP only). */
+static cc_result cc__msg_run(cc_comm *c, const cc__call *k) {
+  if ((k->t == CC_FLOAT16 || k->t == CC_BFLOAT16) && k->op != CC_MIN && k->op != CC_MAX && cc__reduces(k->coll) &&
+      (k->op < CC__OP_FIRST_USER || cc__is_premul(c, k->op)))
+    return cc__msg_half(c, k);
+  switch (k->coll) {
+  case CC__BARRIER: case CC__BROADCAST: case CC__REDUCE: case CC__ALL_REDUCE:
+    return cc__hier_run(c, k);
+  default:
+    return cc__msg_flat(c, k);
+  }
+}
+
+/* Room for n messages of a run, kept from call to call: NULL without memory. */
+static cc__msg *cc__msgs(cc_comm *c, int n) {
+  if (c->one_cap < n) {
+    cc__msg *g = (cc__msg *)CC_MALLOC(sizeof(cc__msg) * (size_t)n);
+    if (!g) return NULL;
+    CC_FREE(c->one);
+    c->one = g;
+    c->one_cap = n;
+  }
+  return c->one;
+}
+
+/* Sends and receives (a group's, or one), over every link together. */
+static cc_result cc__p2p_run(cc_comm *c, const cc__call *calls, int ncalls, const char *what) {
+  cc__msg *m = cc__msgs(c, ncalls);
+  int i, n = 0;
+  cc_result r;
+  if (!m) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
+  for (i = 0; i < ncalls; i++) {
+    const cc__call *k = &calls[i];
+    if (k->coll != CC__SEND && k->coll != CC__RECV) continue;
+    if (k->coll == CC__SEND) cc__msg_send(&m[n++], k->peer, k->tag, k->sbuf, k->count * cc__dtype_bytes(k->t));
+    else cc__msg_recv(&m[n++], k->peer, k->tag, k->rbuf, k->count * cc__dtype_bytes(k->t));
+  }
+  r = cc__engine_run(c, m, n, NULL, NULL, NULL, what);
+  return r;
+}
+
+/* ---------------------------------------------------------------- queued calls
+
+   Small broadcasts, scatters and gathers on one host go as frames through
+   the rings, which queue them: a root that broadcasts or scatters, and a
+   rank that sends its part of a gather, return once the bytes are in the
+   rings, without waiting for anyone; a root may run as many calls ahead as
+   the rings hold. A receiver compares each frame's call with its own
+   (CC_ERR_MISMATCH on a difference), and every rank mixes the number, kind
+   and root of each queued call into c->qhist, which the next arena call
+   compares across ranks: ranks that disagreed on a root, where no frame
+   could show it, fail there. */
+
+static CC__INLINE int cc__queued(const cc_comm *c, const cc__call *k) {
+  size_t bytes = k->count * cc__dtype_bytes(k->t);
+  if (c->net || !c->ctl || c->size < 2 || c->size > CC__QUEUE_RANKS) return 0;
+  if (k->coll == CC__BROADCAST) return bytes <= c->queue_bytes;
+  if (k->coll == CC__SCATTER || k->coll == CC__GATHER) return bytes * (size_t)c->size <= c->queue_bytes;
+  return 0;
+}
+
+static CC__NOINLINE cc_result cc__queued_run(cc_comm *c, const cc__call *k) {
+  const char *what = cc__coll_name(k->coll);
+  size_t bytes = k->count * cc__dtype_bytes(k->t);
+  int me = c->rank, root = k->root, j, n = 0, gather = k->coll == CC__GATHER;
+  const unsigned char *sb = (const unsigned char *)k->sbuf;
+  unsigned char *rb = (unsigned char *)k->rbuf;
+  cc__msg *m = cc__msgs(c, c->size);
+  c->qhist = (c->qhist ^ (c->seq * 0x9E3779B97F4A7C15ull + (uint64_t)k->coll * 0x100000001B3ull +
+                          (uint64_t)root)) * 0xBF58476D1CE4E5B9ull;
+  c->qhist ^= c->qhist >> 31;
+  if (!m) return cc__oom(c, what);
+  if (me != root && gather) {          /* a part of a gather: to the root */
+    if (!cc__ring_send_now(c, root, &c->cur, sb, bytes)) cc__msg_send(&m[n++], root, CC__TAG_COLL, sb, bytes);
+  } else if (me != root) {             /* broadcast, scatter: from the root */
+    if (!cc__ring_recv_now(c, root, &c->cur, rb, bytes) && !cc__ring_recv_watch(c, root, &c->cur, rb, bytes))
+      cc__msg_recv(&m[n++], root, CC__TAG_COLL, rb, bytes);
+  } else {
+    for (j = 0; j < c->size; j++) {
+      const unsigned char *piece = k->coll == CC__BROADCAST ? rb : sb + (size_t)j * bytes;
+      if (j == me) continue;
+      if (gather) {
+        if (!cc__ring_recv_now(c, j, &c->cur, rb + (size_t)j * bytes, bytes) &&
+            !cc__ring_recv_watch(c, j, &c->cur, rb + (size_t)j * bytes, bytes))
+          cc__msg_recv(&m[n++], j, CC__TAG_COLL, rb + (size_t)j * bytes, bytes);
+      } else if (!cc__ring_send_now(c, j, &c->cur, piece, bytes)) {
+        cc__msg_send(&m[n++], j, CC__TAG_COLL, piece, bytes);
+      }
+    }
+    if (gather && rb + (size_t)me * bytes != sb && bytes) memmove(rb + (size_t)me * bytes, sb, bytes);
+    if (k->coll == CC__SCATTER && rb != sb + (size_t)me * bytes && bytes) memmove(rb, sb + (size_t)me * bytes, bytes);
+  }
+  return n ? cc__engine_run(c, m, n, NULL, NULL, &c->cur, what) : CC_OK;
+}
+
+/* Run collective k: the arena when every rank shares this host, else messages.
+   Each collective gets the next number (its frames carry it). */
+static CC__INLINE cc_result cc__algo_run(cc_comm *c, const cc__call *k) {
+  int queued = cc__queued(c, k);
+  uint64_t word;
+  cc_result r;
+  c->seq++;
+  word = cc__call_word(c->seq, queued, k->coll, cc__ident_root(k));
+  if (c->shm)                          /* where this rank is: its host's ranks read it (a timeout's summary, */
+    CC__STORE(&c->shm->ctl[c->shm->rank].call, word);   /* cc__check_call) */
+  if (c->net || queued) cc__ident_of(k, &c->cur);   /* the identity frames carry */
+  else c->cur.coll = (uint8_t)k->coll;               /* an arena call's descriptor carries it: cc__where */
+  if (c->net) return cc__msg_run(c, k);
+  c->call_word = word;                 /* cc__check_call compares it with its peers' */
+  r = queued ? cc__queued_run(c, k) : cc__arena_run(c, k);
+  c->call_word = 0;
+  return r;
+}
+/* ============================================================== @bootstrap */
+/* How communicators come to be. cc_comm_init reads the settings once, then
+   takes one of the named init paths:
+     cc__init_single      a world of one: an anonymous segment, no name at all
+     cc__init_shm_job     ccrun on one host (CC_JOB_ID): the ranks meet in a
+                          segment named after the job, never on a port
+     cc__init_rendezvous  env:// (MASTER_ADDR/PORT, Slurm), tcp://, file://
+                          and cc_comm_init_rank's unique id: rank 0 gathers
+                          every rank's record (host identity, address), then
+                          the ranks meet in shared memory (one host) or build
+                          a mesh of TCP connections with a segment per host
+   and, for CC_TRANSPORT=tcp on one host, cc__init_tcp_from_shm. cc_comm_split
+   builds each new communicator the same way from its ranks' records. */
+
+/* ---------------------------------------------------------------- communicators */
+
+static cc_comm *cc__comm_new(int rank, int size, const cc__settings *s) {
+  cc_comm *c = (cc_comm *)CC_MALLOC(sizeof *c);
+  size_t n = (size_t)size;
+  int i;
+  if (!c) return NULL;
+  memset(c, 0, sizeof *c);
+  c->rank = c->local_rank = rank;
+  c->size = c->local_size = size;
+  c->set = *s;
+  c->debug = s->debug;
+  c->timeout_ns = s->timeout_ns;
+  c->oversub = size > cc__ncpus();
+  c->spin_ns = (uint64_t)(s->spin_us >= 0 ? s->spin_us : c->oversub ? 2 : 50) * 1000;
+  c->settle_ns = 500 * CC__MS;
+  c->small_bytes = s->small_bytes >= 0 ? (size_t)s->small_bytes : c->oversub ? (64u << 10) : (16u << 10);
+  c->stream_bytes = s->stream_bytes;
+  c->direct_bytes = s->direct_bytes;
+  c->queue_bytes = s->queue_bytes;
+  c->cma = c->cma_mine = -1;
+  c->srcs = (const void **)CC_MALLOC(sizeof(void *) * n);
+  c->scals = (const void **)CC_MALLOC(sizeof(void *) * n);
+  c->scratch = (size_t *)CC_MALLOC(sizeof(size_t) * 4 * n);
+  c->scalbuf = (unsigned char *)CC_MALLOC(16 * n);
+  c->peers = (cc__peer *)CC_MALLOC(sizeof(cc__peer) * n);
+  c->pfd = (struct pollfd *)CC_MALLOC(sizeof(struct pollfd) * n);
+  c->pfd_rank = (int *)CC_MALLOC(sizeof(int) * n);
+  if (s->shm_cma == CC__CMA_AUTO && (c->tune = (cc__tune *)CC_MALLOC(sizeof(cc__tune) * CC__TUNE_COLLS * CC__TUNE_SIZES)))
+    memset(c->tune, 0, sizeof(cc__tune) * CC__TUNE_COLLS * CC__TUNE_SIZES);
+  if (!c->srcs || !c->scals || !c->scratch || !c->peers || !c->scalbuf || !c->pfd || !c->pfd_rank ||
+      (s->shm_cma == CC__CMA_AUTO && !c->tune)) {
+    CC_FREE(c->srcs); CC_FREE(c->scals); CC_FREE(c->scratch); CC_FREE(c->peers); CC_FREE(c->scalbuf);
+    CC_FREE(c->pfd); CC_FREE(c->pfd_rank); CC_FREE(c->tune); CC_FREE(c);
+    return NULL;
+  }
+  memset(c->peers, 0, sizeof(cc__peer) * n);
+  for (i = 0; i < size; i++) c->peers[i].fd = -1;
+  c->peers[rank].link = CC__LINK_SELF;
+  pthread_mutex_init(&c->qlock, NULL);
+  pthread_cond_init(&c->qcond, NULL);
+  return c;
+}
+
+/* Every other rank through this communicator's own segment. */
+static void cc__links_shm(cc_comm *c) {
+  int j;
+  for (j = 0; j < c->size; j++) {
+    c->peers[j].link = j == c->rank ? CC__LINK_SELF : CC__LINK_SHM;
+    c->peers[j].ch = j;
+  }
+}
+
+/* A failed communicator's connections are closed once the peers ended
+   theirs, or after CC__LINGER_NS: a socket closed while bytes wait to be
+   read makes the kernel reset the connection and drop what this rank wrote
+   last, its abort frame among them, and the peer would learn only that the
+   connection broke, not why. What arrives meanwhile is read and dropped. */
+#define CC__LINGER_NS (1000 * CC__MS)
+static void cc__tcp_linger(cc_comm *c) {
+  unsigned char sink[4096];
+  uint64_t until = cc__now_ns() + CC__LINGER_NS, now;
+  int i, np;
+  if (!c->pfd || !c->pfd_rank) return;
+  for (;;) {
+    np = 0;
+    for (i = 0; i < c->size; i++) {
+      cc__peer *p = &c->peers[i];
+      if (p->link != CC__LINK_TCP || p->fd < 0 || p->eof) continue;
+      c->pfd[np].fd = p->fd;
+      c->pfd[np].events = POLLIN;
+      c->pfd[np].revents = 0;
+      c->pfd_rank[np++] = i;
+    }
+    now = cc__now_ns();
+    if (!np || now >= until) return;
+    if (cc__poll(c->pfd, np, CC__MIN(until - now, 10 * CC__MS)) <= 0) continue;
+    for (i = 0; i < np; i++) {
+      cc__peer *p = &c->peers[c->pfd_rank[i]];
+      long k;
+      if (!(c->pfd[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      while ((k = cc__sock_recv(p->fd, sink, sizeof sink)) > 0) {}
+      if (k == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) p->eof = 1;
+    }
+  }
+}
+
+static void cc__comm_free(cc_comm *c) {
+  int i;
+  if (!c) return;
+  if (c->net && c->net->propagated) cc__tcp_linger(c);
+  for (i = 0; i < c->size; i++) {
+    cc__peer *p = &c->peers[i];
+    while (p->uq_head) { cc__umsg *u = p->uq_head; p->uq_head = u->next; cc__umsg_free(u); }
+    cc__umsg_free(p->rx_unexp);
+    if (p->link == CC__LINK_TCP) cc__sock_close(p->fd);
+    CC_FREE(p->stage);
+    cc__sec_free(p->sec);
+  }
+  if (c->net) {
+    cc__net *nt = c->net;
+    if (nt->local) {
+      cc_comm *l = nt->local;
+      l->ops = NULL;
+      l->nops = 0;
+      if (l->ctl) CC__STORE_SC(&l->ctl[l->rank].departed, 1u);
+      if (l->hdr) cc__notify(l);
+      cc__comm_free(l);
+    }
+    CC_FREE(nt->grp); CC_FREE(nt->lrank); CC_FREE(nt->gfirst); CC_FREE(nt->gsize);
+    CC_FREE(nt->tmp); CC_FREE(nt->tmp2);
+    CC_FREE(nt);
+  }
+  for (i = 0; i < c->group.n; i++) {
+    cc__call *k = &c->group.calls[i];
+    CC_FREE(k->sc); CC_FREE(k->sd); CC_FREE(k->rc); CC_FREE(k->rd);
+  }
+  CC_FREE(c->group.calls);
+  if (c->seg) cc__shm_unmap(c->seg, c->seg_bytes);
+  pthread_mutex_destroy(&c->qlock);
+  pthread_cond_destroy(&c->qcond);
+  CC_FREE(c->srcs); CC_FREE(c->scals); CC_FREE(c->scratch); CC_FREE(c->peers); CC_FREE(c->ops);
+  CC_FREE(c->scalbuf); CC_FREE(c->pfd); CC_FREE(c->pfd_rank); CC_FREE(c->one); CC_FREE(c->pb); CC_FREE(c->tune);
+  cc__mem_drop_all(c);
+  cc__settings_clear(&c->set);
+  cc__crypto_wipe(c->shmkey, sizeof c->shmkey);
+  CC_FREE(c);
+}
+
+/* The first phase of a new segment: every rank is there, with its pid. */
+static cc_result cc__comm_ready(cc_comm *c) {
+  cc__call k;
+  memset(&k, 0, sizeof k);
+  k.coll = CC__INIT;
+  cc__links_shm(c);
+  return cc__arena_run(c, &k);
+}
+
+/* ---------------------------------------------------------------- records */
+
+/* This rank's record: its host, and a port it listens on at ip (*lfd). */
+static cc_result cc__rec_mine(cc_comm *c, const char *ip, cc__rec *rec, int *lfd, const char *what) {
+  char why[128];
+  int port = 0;
+  memset(rec, 0, sizeof *rec);
+  cc__host_id(rec->host, sizeof rec->host);
+  snprintf(rec->ip, sizeof rec->ip, "%s", ip);
+  if ((*lfd = cc__sock_listen(rec->ip, 0, 256, &port)) < 0) {
+    cc__strerr(errno, why, sizeof why);
+    return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: cannot listen on %s: %s", what, c->rank, rec->ip, why);
+  }
+  rec->port = (uint32_t)port;
+  return CC_OK;
+}
+
+/* Every rank's record through the arena of a ready shared-memory communicator. */
+static cc_result cc__exchange_shm(cc_comm *w, const cc__rec *mine, cc__rec *recs) {
+  unsigned char *all = (unsigned char *)CC_MALLOC((size_t)w->size * CC__REC), one[CC__REC];
+  cc__call k;
+  cc_result r;
+  int i;
+  if (!all) return cc__fail(w, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", w->rank);
+  cc__rec_encode(one, mine);
+  memset(&k, 0, sizeof k);
+  k.coll = CC__ALL_GATHER; k.sbuf = one; k.rbuf = all; k.count = CC__REC; k.t = CC_UINT8;
+  r = cc__arena_run(w, &k);
+  for (i = 0; r == CC_OK && i < w->size; i++)
+    if (cc__rec_decode(all + (size_t)i * CC__REC, &recs[i]) != 0)
+      r = cc__fail(w, CC_ERR_SYSTEM, "comm_init: rank %d: rank %d's record is malformed", w->rank, i);
+  CC_FREE(all);
+  return r;
+}
+
+/* ---------------------------------------------------------------- the mesh
+   Make c (rank, size, jobid, settings; no segment) a communicator of ranks on
+   several hosts from every rank's record: group by host (each rank alone when
+   tcp_only), connect to every rank of another group (to the lower ranks; the
+   higher ones connect here), then map the group's segment, named
+   prefix-g<first rank>. lfd: this rank's listening socket (closed here). */
+
+typedef struct cc__mesh_take_ctx { cc_comm *c; int me; } cc__mesh_take_ctx;
+
+static int cc__mesh_take(void *ctx, const cc__hello_t *h, int fd, const unsigned char *rec, cc__sec *sec) {
+  cc__mesh_take_ctx *x = (cc__mesh_take_ctx *)ctx;
+  cc_comm *c = x->c;
+  (void)rec;
+  if (h->from <= x->me || c->net->grp[h->from] == c->net->grp[x->me] || c->peers[h->from].fd >= 0) return 0;
+  c->peers[h->from].fd = fd;
+  c->peers[h->from].link = CC__LINK_TCP;
+  c->peers[h->from].sec = sec;
+  return 1;
+}
+
+/* Connect to rank j (a lower rank of another host) until the deadline,
+   retrying whatever goes wrong but an authentication failure: a connection
+   dropped by a flooded listener, a refusal (a stranger could send one), no
+   answer. Its port was open before it sent its record and stays open until
+   every higher rank is in, so a port that refuses connections means that
+   rank j is gone: CC_ERR_PEER_LOST at once. */
+static cc_result cc__mesh_connect(cc_comm *c, int j, const cc__rec *rec, uint64_t deadline, const char *what) {
+  const char *token = c->set.token[0] ? c->set.token : NULL;
+  uint64_t pause = 10 * CC__MS;
+  char why[160] = "";
+  cc__hello_t h;
+  cc_result r;
+  int refused = 0;
+  memset(&h, 0, sizeof h);
+  h.kind = CC__HELLO_DATA; h.world = (uint32_t)c->size; h.from = c->rank; h.to = j;
+  memcpy(h.job, c->jobid, 33);
+  for (;;) {
+    int fd = cc__sock_connect(rec->ip, (int)rec->port, CC__MIN(deadline, cc__now_ns() + CC__S));
+    if (fd >= 0) {
+      cc__sec *sec = NULL;
+      refused = 0;
+      cc__random(h.nonce, 16);
+      r = cc__hs_client(fd, &h, token, c->set.net_encrypt, CC__MIN(deadline, cc__now_ns() + 10 * CC__S), &sec, why,
+                        sizeof why);
+      if (r == CC_OK) {
+        c->peers[j].fd = fd;
+        c->peers[j].link = CC__LINK_TCP;
+        c->peers[j].sec = sec;
+        return CC_OK;
+      }
+      cc__fd_close(fd);
+      if (r == CC_ERR_AUTH || r == CC_ERR_NO_MEMORY)
+        return cc__fail(c, r, "%s: rank %d: rank %d at %s port %u: %s", what, c->rank, j, rec->ip, rec->port, why);
+    } else {
+      int e = errno;
+      cc__strerr(e, why, sizeof why);
+      if (e == ECONNREFUSED && ++refused >= 3)
+        return cc__fail(c, CC_ERR_PEER_LOST, "%s: rank %d: rank %d at %s port %u refuses connections (%s): it exited "
+                        "or failed before this rank could connect", what, c->rank, j, rec->ip, rec->port, why);
+    }
+    if (cc__now_ns() + pause >= deadline)
+      return cc__fail(c, CC_ERR_TIMEOUT, "%s: rank %d: cannot connect to rank %d at %s port %u within the timeout: %s",
+                      what, c->rank, j, rec->ip, rec->port, why);
+    cc__sleep_ns(pause);
+    pause = CC__MIN(pause * 2, 200 * CC__MS);
+  }
+}
+
+/* Who shares a host with whom: groups by first appearance (every rank alone
+   when tcp_only); local rank and size from the true host either way. */
+static cc_result cc__mesh_groups(cc_comm *c, const cc__rec *recs, int tcp_only, const char *what) {
+  int n = c->size, me = c->rank, i, j, nlocal = 0, hl = 0;
+  cc__net *nt = (cc__net *)CC_MALLOC(sizeof *nt);
+  if (!nt) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
+  memset(nt, 0, sizeof *nt);
+  c->net = nt;
+  c->hdr = &nt->own_hdr;
+  nt->tcp_only = tcp_only;
+  snprintf(nt->ip, sizeof nt->ip, "%s", recs[me].ip);
+  nt->grp = (int *)CC_MALLOC(sizeof(int) * (size_t)n);
+  nt->lrank = (int *)CC_MALLOC(sizeof(int) * (size_t)n);
+  nt->gfirst = (int *)CC_MALLOC(sizeof(int) * (size_t)n);
+  nt->gsize = (int *)CC_MALLOC(sizeof(int) * (size_t)n);
+  if (!nt->grp || !nt->lrank || !nt->gfirst || !nt->gsize)
+    return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
+  for (i = 0; i < n; i++) {
+    int g = -1;
+    for (j = 0; j < i && g < 0; j++)
+      if (!tcp_only && strcmp(recs[i].host, recs[j].host) == 0) g = nt->grp[j];
+    if (g < 0) { g = nt->ngroups++; nt->gfirst[g] = i; nt->gsize[g] = 0; }
+    nt->grp[i] = g;
+    nt->lrank[i] = nt->gsize[g]++;
+    if (strcmp(recs[i].host, recs[me].host) == 0) { if (i < me) hl++; nlocal++; }
+  }
+  c->local_rank = hl;
+  c->local_size = nlocal;
+  return CC_OK;
+}
+
+static cc_result cc__mesh_build(cc_comm *c, const cc__rec *recs, int lfd, int tcp_only, const char *prefix,
+                                const char *what) {
+  int n = c->size, me = c->rank, j, want = 0;
+  uint64_t deadline = cc__now_ns() + c->timeout_ns;
+  cc__net *nt;
+  cc_result r = cc__mesh_groups(c, recs, tcp_only, what);
+  nt = c->net;
+  for (j = 0; j < me && r == CC_OK; j++)          /* to lower ranks first, then accept the higher ones */
+    if (nt->grp[j] != nt->grp[me]) r = cc__mesh_connect(c, j, &recs[j], deadline, what);
+  for (j = me + 1; j < n; j++) if (nt && nt->grp[j] != nt->grp[me]) want++;
+  if (r == CC_OK && want) {
+    cc__mesh_take_ctx x;
+    cc__hs_srv v;
+    x.c = c; x.me = me;
+    memset(&v, 0, sizeof v);
+    v.c = c; v.kind = CC__HELLO_DATA; v.world = (uint32_t)n; v.me = me; v.job = c->jobid;
+    v.token = c->set.token[0] ? c->set.token : NULL; v.encrypt = c->set.net_encrypt;
+    v.take = cc__mesh_take; v.ctx = &x;
+    if (cc__hs_serve(&v, lfd, want, deadline) != 0) {
+      int missing = me + 1;
+      while (missing < n && (nt->grp[missing] == nt->grp[me] || c->peers[missing].fd >= 0)) missing++;
+      r = cc__fail(c, CC_ERR_TIMEOUT, "%s: rank %d: rank %d did not connect within the timeout", what, me, missing);
+    }
+  }
+  cc__fd_close(lfd);
+  for (j = 0; j < n && r == CC_OK; j++) {
+    if (c->peers[j].link != CC__LINK_TCP) continue;
+    cc__sock_bufsize(c->peers[j].fd, c->set.net_sockbuf);
+    if (!(c->peers[j].stage = (unsigned char *)CC_MALLOC(CC__STAGE)))
+      r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
+    else if (c->peers[j].sec)
+      cc__log(c, CC__LOG_INFO, "%s: rank %d: the connection to rank %d is authenticated: %s, %s", what, me, j,
+              c->peers[j].sec->suite == CC__AEAD_AES256_GCM ? "AES-256-GCM" : "ChaCha20-Poly1305",
+              c->peers[j].sec->encrypt ? "payloads encrypted" : "integrity only");
+    else
+      cc__log(c, CC__LOG_INFO, "%s: rank %d: the connection to rank %d is not authenticated (no token)", what, me, j);
+  }
+  if (r == CC_OK && nt->gsize[nt->grp[me]] > 1) {  /* the host's segment */
+    char name[128];
+    cc_comm *l = cc__comm_new(nt->lrank[me], nt->gsize[nt->grp[me]], &c->set);
+    if (!l) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
+    memcpy(l->jobid, c->jobid, sizeof l->jobid);
+    cc__shmkey_copy(l, c);
+    nt->local = l;
+    snprintf(name, sizeof name, "%s-g%d", prefix, nt->gfirst[nt->grp[me]]);
+    r = cc__shm_join(l, name, nt->lrank[me] == 0, what);
+    if (r == CC_OK) r = cc__comm_ready(l);
+    if (r != CC_OK) {
+      if (nt->lrank[me] == 0) cc__shm_forget(l, name);
+      return cc__fail(c, r, "%s", l->err);
+    }
+    c->hdr = l->hdr;
+    c->shm = l;
+    for (j = 0; j < n; j++)
+      if (j != me && nt->grp[j] == nt->grp[me]) { c->peers[j].link = CC__LINK_SHM; c->peers[j].ch = nt->lrank[j]; }
+  }
+  return r;
+}
+
+/* ---------------------------------------------------------------- the rendezvous
+   Rank 0 listens (env:// and tcp://: on MASTER_ADDR:MASTER_PORT; file://: on
+   a port it writes into the file; a unique id: where cc_get_unique_id
+   listens), every other rank connects (retrying everything but an
+   authentication failure, with backoff, until it is in), shakes hands and
+   sends its record; once all are in, rank 0 answers all of them at once with
+   the job identity, the key that names the job's segments, and every record:
+     reply {magic, status, world, missing, job[40], shmkey[32]} + world records
+   and closes the port. With a token the record and the reply are sealed with
+   the connection's keys (@tcp). */
+
+#define CC__REPLY 88
+
+typedef struct cc__rdv {
+  const char *host;                    /* where rank 0 listens (env://, tcp://, unique id) */
+  int port;
+  const char *path;                    /* file://: the file */
+  const char *nonce;                   /* the rendezvous' identity ("" none) */
+  int lfd;                             /* rank 0: a socket already listening (unique id), or -1 */
+  char where[300];                     /* for messages */
+} cc__rdv;
+
+typedef struct cc__rdv_take_ctx {
+  int *fds, got, n;
+  cc__sec **secs;
+  cc__rec *recs;
+  cc__refusal *refs, *refused;         /* n + 1 (cc__hs_srv); the one the rendezvous fails for */
+  uint64_t grace;                      /* CC_REFUSED_GRACE; 0: never fail for a refusal */
+} cc__rdv_take_ctx;
+
+/* The rule for refused ranks: a connection claiming rank r that was refused
+   (a token that differs or is missing, another world size...) may be a
+   stranger's, and the real rank r may still come; but if rank r has not
+   joined CC_REFUSED_GRACE after the first such refusal, the rendezvous fails
+   on every rank, saying which rank was refused and why. A claim of a rank
+   beyond this world (the claimant's world is larger) counts the same while
+   any rank is missing. */
+static int cc__rdv_give_up(void *ctx) {
+  cc__rdv_take_ctx *x = (cc__rdv_take_ctx *)ctx;
+  uint64_t now = cc__now_ns();
+  int r;
+  if (!x->grace) return 0;
+  for (r = 1; r <= x->n; r++) {
+    cc__refusal *f = &x->refs[r];
+    if (!f->count || now < f->first + x->grace || (r < x->n && x->fds[r] >= 0)) continue;
+    x->refused = f;
+    return 1;
+  }
+  return 0;
+}
+
+static int cc__rdv_take(void *ctx, const cc__hello_t *h, int fd, const unsigned char *rec, cc__sec *sec) {
+  cc__rdv_take_ctx *x = (cc__rdv_take_ctx *)ctx;
+  if (x->fds[h->from] >= 0 || cc__rec_decode(rec, &x->recs[h->from]) != 0) return 0;   /* a second or bad one */
+  x->fds[h->from] = fd;
+  x->secs[h->from] = sec;
+  x->got++;
+  return 1;
+}
+
+/* Without a token, a job whose rank 0 listens on an address other hosts can
+   reach lets anyone in: say so once (rank 0, on stderr, whatever CC_DEBUG). */
+static int cc__warned_no_token;
+
+static void cc__warn_no_token(cc_comm *c, const char *ip, const cc__rdv *v) {
+  if (c->set.token[0] || !ip[0] || cc__ip_is_loopback(ip)) return;
+  if (__atomic_exchange_n(&cc__warned_no_token, 1, __ATOMIC_RELAXED)) return;
+  fprintf(stderr, "[cc rank %d] WARNING comm_init: this job has no token (CC_TOKEN) and its rendezvous at %s is on "
+          "%s, not loopback: any process that can reach it can join as a rank and read or change the job's data. "
+          "Give every rank the same token (`ccrun --make-token`); docs/security.md says more\n", c->rank, v->where, ip);
+}
+
+static cc_result cc__rdv_serve(cc_comm *c, int lfd, const cc__rdv *v, cc__rec *recs, char *jobid) {
+  uint64_t deadline = cc__now_ns() + c->timeout_ns;
+  int n = c->size, i, *fds = (int *)CC_MALLOC(sizeof(int) * (size_t)n), missing = -1, bad;
+  cc__sec **secs = (cc__sec **)CC_MALLOC(sizeof(cc__sec *) * (size_t)n);
+  cc__out *outs = (cc__out *)CC_MALLOC(sizeof(cc__out) * (size_t)n);
+  cc__refusal *refs = (cc__refusal *)CC_MALLOC(sizeof(cc__refusal) * (size_t)(n + 1)), refused;
+  unsigned char *table = (unsigned char *)CC_MALLOC((size_t)n * CC__REC + CC__REPLY);
+  cc_result r = CC_OK;
+  if (!fds || !table || !secs || !outs || !refs) {
+    CC_FREE(fds); CC_FREE(table); CC_FREE(secs); CC_FREE(outs); CC_FREE(refs);
+    return cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: rank 0: out of memory");
+  }
+  for (i = 0; i < n; i++) { fds[i] = -1; secs[i] = NULL; }
+  memset(refs, 0, sizeof(cc__refusal) * (size_t)(n + 1));
+  memset(&refused, 0, sizeof refused);
+  {
+    cc__rdv_take_ctx x;
+    cc__hs_srv s;
+    int st;
+    x.fds = fds; x.secs = secs; x.recs = recs; x.got = 0; x.n = n;
+    x.refs = refs; x.refused = NULL; x.grace = c->set.refused_grace_ns;
+    memset(&s, 0, sizeof s);
+    s.c = c; s.kind = CC__HELLO_RDV; s.world = (uint32_t)n; s.me = 0; s.job = v->nonce;
+    s.token = c->set.token[0] ? c->set.token : NULL; s.encrypt = c->set.net_encrypt; s.with_rec = 1;
+    s.take = cc__rdv_take; s.ctx = &x; s.refs = refs; s.give_up = cc__rdv_give_up;
+    if ((st = cc__hs_serve(&s, lfd, n - 1, deadline)) == -2 && x.refused) {
+      char what[200];
+      refused = *x.refused;
+      missing = refused.rank;
+      cc__refusal_text(&refused, 0, (uint32_t)n, what, sizeof what);
+      r = cc__fail(c, refused.reason == CC__REF_TOKEN || refused.reason == CC__REF_NO_TOKEN ||
+                   refused.reason == CC__REF_HAS_TOKEN || refused.reason == CC__REF_ENCRYPT ? CC_ERR_AUTH :
+                   CC_ERR_MISMATCH, "comm_init: rank 0: rank %d (from %s) was refused at the rendezvous at %s: %s; "
+                   "no rank %d joined within %.0f s of that (CC_REFUSED_GRACE)", refused.rank, refused.addr, v->where,
+                   what, refused.rank, (double)x.grace / 1e9);
+    } else if (st != 0) {
+      for (missing = 1; missing < n && fds[missing] >= 0; missing++) {}
+      if (n - 2 - x.got > 0)
+        r = cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank 0: rank %d and %d more did not join the rendezvous at %s "
+                     "within the timeout", missing, n - 2 - x.got, v->where);
+      else
+        r = cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank 0: rank %d did not join the rendezvous at %s within the "
+                     "timeout", missing, v->where);
+    }
+  }
+  if (r == CC_OK) {
+    cc__random_hex(jobid, 32);
+    cc__random(c->shmkey, sizeof c->shmkey);
+    c->has_shmkey = 1;
+  }
+  memset(table, 0, CC__REPLY);
+  cc__put32(table, CC__HS_MAGIC);
+  cc__put32(table + 4, (uint32_t)r);
+  cc__put32(table + 8, (uint32_t)n);
+  cc__put32(table + 12, (uint32_t)missing);
+  if (r == CC_OK) { memcpy(table + 16, jobid, 33); memcpy(table + 56, c->shmkey, 32); }
+  else if (refused.reason) {           /* who was refused and why, in place of the job's identity */
+    cc__put32(table + 16, (uint32_t)refused.reason);
+    cc__put32(table + 20, refused.world);
+    memcpy(table + 24, refused.addr, 63);
+  }
+  for (i = 0; i < n; i++) cc__rec_encode(table + CC__REPLY + (size_t)i * CC__REC, &recs[i]);
+  /* answer everyone who came, even on failure, all at once */
+  for (i = 0; i < n; i++) { outs[i].fd = i ? fds[i] : -1; outs[i].sec = secs[i]; }
+  bad = cc__send_many(outs, n, table, r == CC_OK ? CC__REPLY + (size_t)n * CC__REC : CC__REPLY,
+                      cc__now_ns() + CC__MIN(c->timeout_ns, 10 * CC__S));
+  for (i = 1; i < n && r == CC_OK && bad; i++)
+    if (bad < 0 || outs[i].ok < 0)
+      r = cc__fail(c, bad < 0 ? CC_ERR_NO_MEMORY : CC_ERR_PEER_LOST, "comm_init: rank 0: rank %d %s", i,
+                   bad < 0 ? "could not be answered: out of memory" : "hung up during the rendezvous (or did not take "
+                   "its answer within 10 s)");
+  for (i = 1; i < n; i++) { cc__fd_close(fds[i]); cc__sec_free(secs[i]); }
+  cc__crypto_wipe(table + 56, 32);
+  CC_FREE(fds); CC_FREE(secs); CC_FREE(outs); CC_FREE(refs);
+  CC_FREE(table);
+  return r;
+}
+
+/* Rank 0's answer says the rendezvous failed (its status word is not 0):
+   the failure it names, on this rank. */
+static cc_result cc__rdv_failed(cc_comm *c, const cc__rdv *v, const unsigned char *reply) {
+  uint32_t s4 = cc__get32(reply + 4);
+  uint32_t why4 = cc__get32(reply + 16);
+  if (s4 == (uint32_t)CC_ERR_TIMEOUT)
+    return cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank %d: rank %d did not join the rendezvous at %s within the "
+                    "timeout", c->rank, (int)cc__get32(reply + 12), v->where);
+  if (why4 > CC__REF_NONE && why4 < CC__REF_COUNT && (s4 == (uint32_t)CC_ERR_AUTH || s4 == (uint32_t)CC_ERR_MISMATCH)) {
+    cc__refusal f;
+    char what[200];
+    memset(&f, 0, sizeof f);
+    f.reason = (int)why4;
+    f.rank = (int)cc__get32(reply + 12);
+    f.world = cc__get32(reply + 20);
+    memcpy(f.addr, reply + 24, 63);
+    cc__refusal_text(&f, 0, (uint32_t)c->size, what, sizeof what);
+    return cc__fail(c, (cc_result)s4, "comm_init: rank %d: rank 0 failed the rendezvous at %s: rank %d (from %s) was "
+                    "refused: %s", c->rank, v->where, f.rank, f.addr, what);
+  }
+  return cc__fail(c, s4 < (uint32_t)CC_RESULT_COUNT ? (cc_result)s4 : CC_ERR_SYSTEM,
+                  "comm_init: rank %d: rank 0 failed the rendezvous", c->rank);
+}
+
+/* One attempt to join at ip:port: CC_OK, or a code. *retry: the attempt
+   failed in a way that may pass (the port not open yet, a connection dropped,
+   refused for a stale file:// rendezvous, no answer), with the reason in why;
+   else the failure is final and set on c. */
+static cc_result cc__rdv_join(cc_comm *c, const char *ip, int port, const cc__rdv *v, cc__rec *recs, char *jobid,
+                              uint64_t deadline, int *retry, char *why, size_t whylen) {
+  int n = c->size, fd, i, st;
+  cc__hello_t h;
+  cc__sec *sec = NULL;
+  unsigned char reply[CC__REPLY], rb[CC__REC + CC__TAG], *all;
+  cc_result r;
+  *retry = 1;
+  fd = cc__sock_connect(ip, port, CC__MIN(deadline, cc__now_ns() + CC__S));
+  if (fd < 0) { cc__strerr(errno, why, whylen); return CC_ERR_TIMEOUT; }
+  memset(&h, 0, sizeof h);
+  h.kind = CC__HELLO_RDV; h.world = (uint32_t)n; h.from = c->rank; h.to = 0;
+  snprintf(h.job, sizeof h.job, "%s", v->nonce);
+  cc__random(h.nonce, 16);
+  r = cc__hs_client(fd, &h, c->set.token[0] ? c->set.token : NULL, c->set.net_encrypt,
+                    CC__MIN(deadline, cc__now_ns() + 10 * CC__S), &sec, why, whylen);
+  if (r != CC_OK) {
+    cc__fd_close(fd);
+    if (r != CC_ERR_AUTH && r != CC_ERR_NO_MEMORY) return r;
+    *retry = 0;
+    return cc__fail(c, r, "comm_init: rank %d: rank 0 at %s: %s", c->rank, v->where, why);
+  }
+  *retry = 0;
+  cc__rec_encode(rb, &recs[c->rank]);
+  if (sec) cc__sec_seal(sec, rb, CC__REC, rb);
+  /* rank 0 answers everyone once all are in, at the latest when its own
+     timeout ends: wait a little longer than ours */
+  if (cc__sock_send_all(fd, rb, CC__REC + (sec ? CC__TAG : 0), deadline) != 0 ||
+      (st = cc__recv_sealed(fd, sec, reply, sizeof reply, 1, 0, deadline + 2 * CC__S)) != 0) {
+    int timed_out = errno == ETIMEDOUT;
+    cc__fd_close(fd);
+    cc__sec_free(sec);
+    return cc__fail(c, timed_out ? CC_ERR_TIMEOUT : CC_ERR_PEER_LOST, "comm_init: rank %d: rank 0 at %s %s",
+                    c->rank, v->where, timed_out ? "did not answer within the timeout" : "hung up during the rendezvous");
+  }
+  all = (unsigned char *)CC_MALLOC((size_t)n * CC__REC + 1);
+  if (!all) { cc__fd_close(fd); cc__sec_free(sec); return cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", c->rank); }
+  /* the reply's status says whether the records follow; nothing is acted on
+     before the whole message's tag is checked */
+  st = cc__get32(reply + 4) != 0 ? cc__recv_sealed(fd, sec, all, 0, 0, 1, deadline + 2 * CC__S)
+                                  : cc__recv_sealed(fd, sec, all, (size_t)n * CC__REC, 0, 1, deadline + 2 * CC__S);
+  cc__fd_close(fd);
+  cc__sec_free(sec);
+  r = CC_OK;
+  if (st == -2)
+    r = cc__fail(c, CC_ERR_AUTH, "comm_init: rank %d: the answer from rank 0 at %s failed its integrity check: it was "
+                 "changed on the way, or does not come from this job's rank 0", c->rank, v->where);
+  else if (st != 0)
+    r = cc__fail(c, CC_ERR_PEER_LOST, "comm_init: rank %d: the table from rank 0 at %s is cut short", c->rank, v->where);
+  else if (cc__get32(reply) != CC__HS_MAGIC || cc__get32(reply + 8) != (uint32_t)n)
+    r = cc__fail(c, CC_ERR_AUTH, "comm_init: rank %d: %s is not the rank 0 of this job (bad answer)", c->rank, v->where);
+  else if (cc__get32(reply + 4) != 0)
+    r = cc__rdv_failed(c, v, reply);
+  for (i = 0; r == CC_OK && i < n; i++)
+    if (cc__rec_decode(all + (size_t)i * CC__REC, &recs[i]) != 0)
+      r = cc__fail(c, CC_ERR_PEER_LOST, "comm_init: rank %d: the table from rank 0 at %s is malformed", c->rank,
+                   v->where);
+  CC_FREE(all);
+  if (r != CC_OK) return r;
+  memcpy(jobid, reply + 16, 40);
+  jobid[39] = 0;
+  memcpy(c->shmkey, reply + 56, 32);
+  c->has_shmkey = 1;
+  cc__crypto_wipe(reply, sizeof reply);
+  if (!cc__is_jobid(jobid))
+    return cc__fail(c, CC_ERR_AUTH, "comm_init: rank %d: rank 0 at %s sent a malformed job id", c->rank, v->where);
+  return CC_OK;
+}
+
+/* file:///PATH holds "cc-rendezvous 2 IP PORT NONCE\n". A stale file (an
+   earlier job) names a port nobody listens on, or a rank 0 that refuses our
+   nonce: the reader waits and reads again. Parse the line: 0, or -1. */
+static int cc__file_parse(const char *s, char *ip, size_t iplen, int *port, char *nonce) {
+  char a[64], b[40];
+  long p;
+  int v, used = 0;
+  if (sscanf(s, "cc-rendezvous %d %63s %ld %39s%n", &v, a, &p, b, &used) != 4 || v != 2) return -1;
+  if (p <= 0 || p > 65535 || !cc__is_jobid(b) || strlen(a) >= iplen) return -1;
+  if (!cc__ip_parse(a, NULL)) return -1;
+  snprintf(ip, iplen, "%s", a);
+  *port = (int)p;
+  snprintf(nonce, 40, "%s", b);
+  return 0;
+}
+
+/* Rank 0 of a file:// rendezvous: listen, write the file (created new, or one
+   of this user's own from an earlier job; never through a symbolic link),
+   serve, remove the file if it is still ours. */
+static cc_result cc__rdv_file_serve(cc_comm *c, cc__rdv *v, cc__rec *recs, char *jobid, uint64_t deadline) {
+  char why[200], fwhy[200], line[160], nonce[40], buf[160];
+  int lfd, ffd, port = 0;
+  cc_result r;
+  if ((lfd = cc__sock_listen(recs[0].ip, 0, 256, &port)) < 0) {
+    cc__strerr(errno, why, sizeof why);
+    return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank 0: cannot listen on %s: %s", recs[0].ip, why);
+  }
+  cc__warn_no_token(c, recs[0].ip, v);
+  cc__random_hex(nonce, 32);
+  v->nonce = nonce;
+  snprintf(line, sizeof line, "cc-rendezvous 2 %s %d %s\n", recs[0].ip, port, nonce);
+  ffd = cc__file_open(v->path, 1, fwhy, sizeof fwhy);
+  if (ffd < 0 || cc__file_lock(ffd, 1, deadline) != 0 || cc__file_write(ffd, line) != 0) {
+    cc__strerr(errno, why, sizeof why);
+    cc__fd_close(ffd);
+    cc__fd_close(lfd);
+    return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank 0: %s the rendezvous file %s: %s", fwhy[0] ? "refusing" :
+                    "cannot write", v->path, fwhy[0] ? fwhy : why);
+  }
+  cc__file_unlock(ffd);
+  r = cc__rdv_serve(c, lfd, v, recs, jobid);
+  cc__fd_close(lfd);
+  if (cc__file_lock(ffd, 1, cc__now_ns() + CC__S) == 0) {
+    if (cc__file_read(ffd, buf, sizeof buf) == 0 && strstr(buf, nonce)) cc__file_unlink(v->path, ffd);
+    cc__file_unlock(ffd);
+  }
+  cc__fd_close(ffd);
+  v->nonce = "";
+  return r;
+}
+
+/* The rendezvous itself. recs[c->rank] is this rank's record on entry; on
+   success recs holds every rank's and jobid the job identity. */
+static cc_result cc__rendezvous(cc_comm *c, cc__rdv *v, cc__rec *recs, char *jobid) {
+  uint64_t deadline = cc__now_ns() + c->timeout_ns, pause = 10 * CC__MS, refused_since = 0;
+  char why[200] = "", ip[64], nonce[40], refused_why[200] = "";
+  if (c->rank == 0) {
+    int lfd = v->lfd;
+    cc_result r;
+    if (v->path) return cc__rdv_file_serve(c, v, recs, jobid, deadline);
+    if (cc__sock_lookup(v->host, ip, sizeof ip, why, sizeof why) == 0) cc__warn_no_token(c, ip, v);
+    if (lfd < 0 && (lfd = cc__sock_listen(v->host, v->port, 256, NULL)) < 0) {
+      cc__strerr(errno, why, sizeof why);
+      return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank 0: cannot listen on %s port %d%s: %s", v->host, v->port,
+                      errno == EADDRINUSE ? " (the port is in use: another job, or pick another MASTER_PORT)" : "", why);
+    }
+    r = cc__rdv_serve(c, lfd, v, recs, jobid);
+    cc__fd_close(lfd);
+    return r;
+  }
+  if (!v->path && cc__sock_lookup(v->host, ip, sizeof ip, why, sizeof why) != 0)
+    return cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank %d: cannot resolve %s: %s", c->rank, v->host, why);
+  for (;;) {
+    int retry = 1, ok = 1, port = v->port;
+    cc_result r = CC_ERR_TIMEOUT;
+    if (v->path) {                     /* read the file afresh every time: a stale one may be replaced */
+      char buf[160], fwhy[200];
+      int fd = cc__file_open(v->path, 0, fwhy, sizeof fwhy);
+      ok = 0;
+      if (fd < 0 && fwhy[0])
+        return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank %d: refusing the rendezvous file %s: %s", c->rank, v->path,
+                        fwhy);
+      if (fd >= 0) {
+        buf[0] = 0;
+        if (cc__file_lock(fd, 0, deadline) == 0) {
+          cc__file_read(fd, buf, sizeof buf);
+          cc__file_unlock(fd);
+        }
+        cc__fd_close(fd);
+        if (cc__file_parse(buf, ip, sizeof ip, &port, nonce) == 0) { ok = 1; v->nonce = nonce; }
+      }
+    }
+    if (ok) {
+      r = cc__rdv_join(c, ip, port, v, recs, jobid, deadline, &retry, why, sizeof why);
+      if (r == CC_OK || !retry) return r;
+    }
+    /* refused for the world size (or as another job): the refusal carries
+       no proof, but a rank 0 that said so CC_REFUSED_GRACE ago, with nothing
+       else heard since but silence or a closed port (it fails by the same
+       rule, and closes its port), is believed */
+    if (r == CC_ERR_MISMATCH) {
+      if (!refused_since) refused_since = cc__now_ns();
+      snprintf(refused_why, sizeof refused_why, "%s", why);
+    } else if (r == CC_ERR_INVALID_ARG) refused_since = 0;
+    if (refused_since && c->set.refused_grace_ns && cc__now_ns() - refused_since >= c->set.refused_grace_ns)
+      return cc__fail(c, CC_ERR_MISMATCH, "comm_init: rank %d: rank 0 at %s refused this rank (it kept doing so for "
+                      "%.0f s, CC_REFUSED_GRACE): %s", c->rank, v->where, (double)c->set.refused_grace_ns / 1e9,
+                      refused_why);
+    if (cc__now_ns() + pause >= deadline)
+      return cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank %d: cannot reach rank 0 at %s within the timeout%s%s",
+                      c->rank, v->where, v->path && !ok ? " (no valid rendezvous file)" : ": ",
+                      v->path && !ok ? "" : why);
+    cc__sleep_ns(pause);
+    pause = CC__MIN(pause * 2, 500 * CC__MS);
+  }
+}
+
+/* ---------------------------------------------------------------- init paths */
+
+static int cc__world_inits;            /* world communicators made by this process */
+
+/* A world of one needs no name at all. */
+static cc_result cc__init_single(cc_comm *c) {
+  size_t bytes;
+  unsigned char *seg = cc__seg_anon(1, c->set.shm_chunk, &bytes);
+  cc_result r;
+  if (!seg) return cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: cannot map %zu bytes", bytes);
+  if (cc__is_jobid(c->set.job_id)) snprintf(c->jobid, sizeof c->jobid, "%s", c->set.job_id);
+  else cc__random_hex(c->jobid, 32);   /* split segments are named after it: ccrun cleans by job */
+  cc__random(c->shmkey, sizeof c->shmkey);
+  c->has_shmkey = 1;
+  if ((r = cc__seg_attach(c, seg, bytes, "comm_init")) != CC_OK) { cc__shm_unmap(seg, bytes); return r; }
+  return cc__comm_ready(c);
+}
+
+/* A ready shared-memory world becomes one over TCP (CC_TRANSPORT=tcp under
+   ccrun or cc_spawn): the ranks swap records through the arena, connect, and
+   the segment is let go. */
+static cc_result cc__init_tcp_from_shm(cc_comm **pc, int idx) {
+  cc_comm *w = *pc, *nc;
+  cc__rec *recs = (cc__rec *)CC_MALLOC(sizeof(cc__rec) * (size_t)w->size), mine;
+  char why[160], prefix[96], ip[64];
+  int lfd = -1;
+  cc_result r;
+  if (!recs) return cc__fail(w, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", w->rank);
+  if (cc__sock_pick_addr(w->set.ifname, NULL, 0, ip, sizeof ip, why, sizeof why) != 0) {
+    CC_FREE(recs);
+    return cc__fail(w, CC_ERR_INVALID_ARG, "comm_init: rank %d: %s", w->rank, why);
+  }
+  if ((r = cc__rec_mine(w, ip, &mine, &lfd, "comm_init")) != CC_OK) { CC_FREE(recs); return r; }
+  if ((r = cc__exchange_shm(w, &mine, recs)) != CC_OK) { cc__fd_close(lfd); CC_FREE(recs); return r; }
+  nc = cc__comm_new(w->rank, w->size, &w->set);
+  if (!nc) { cc__fd_close(lfd); CC_FREE(recs); return cc__fail(w, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", w->rank); }
+  memcpy(nc->jobid, w->jobid, sizeof nc->jobid);
+  cc__shmkey_copy(nc, w);
+  snprintf(prefix, sizeof prefix, "/cc-%s-t%d", w->jobid, idx);
+  r = cc__mesh_build(nc, recs, lfd, 1, prefix, "comm_init");
+  CC_FREE(recs);
+  if (r != CC_OK) {
+    cc__fail(w, r, "%s", nc->err);
+    cc__comm_free(nc);
+    return r;
+  }
+  CC__STORE_SC(&w->ctl[w->rank].departed, 1u);
+  cc__comm_free(w);
+  *pc = nc;
+  return CC_OK;
+}
+
+/* ccrun on one host: meet in the segment named after the job. */
+static cc_result cc__init_shm_job(cc_comm **pc, int idx) {
+  cc_comm *c = *pc;
+  char name[96];
+  cc_result r;
+  if (!cc__is_jobid(c->set.job_id))
+    return cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank %d: CC_JOB_ID='%.40s' is not 16 to 32 hex digits",
+                    c->rank, c->set.job_id);
+  if (c->size > CC__MAX_LOCAL)
+    return cc__fail(c, CC_ERR_UNSUPPORTED, "comm_init: rank %d: %d ranks on one host; at most %d are supported",
+                    c->rank, c->size, CC__MAX_LOCAL);
+  snprintf(c->jobid, sizeof c->jobid, "%s", c->set.job_id);
+  if (c->set.token[0]) {               /* the segments' names: from the token, which only the job's ranks know */
+    const void *part = c->jobid;
+    size_t plen = strlen(c->jobid);
+    cc__hmac_sha256(c->set.token, strlen(c->set.token), &part, &plen, 1, c->shmkey);
+    c->has_shmkey = 1;
+  }
+  snprintf(name, sizeof name, "/cc-%s-w%d", c->jobid, idx);
+  r = cc__shm_join(c, name, c->rank == 0, "comm_init");
+  if (r == CC_OK) r = cc__comm_ready(c);
+  if (r != CC_OK) { if (c->size > 1) cc__shm_forget(c, name); return r; }   /* a rank that never came: leave nothing */
+  return c->set.transport == CC__TR_TCP ? cc__init_tcp_from_shm(pc, idx) : CC_OK;
+}
+
+/* env://, tcp://, file:// and unique ids: the rendezvous, then shared memory
+   (every rank on one host) or the mesh. */
+static cc_result cc__init_rendezvous(cc_comm *c, cc__rdv *v) {
+  cc__rec *recs = (cc__rec *)CC_MALLOC(sizeof(cc__rec) * (size_t)c->size);
+  char why[160], ip[64], name[96];
+  int lfd = -1, one_host = 1, i, tcp_only = c->set.transport == CC__TR_TCP;
+  cc_result r;
+  if (!recs) return cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", c->rank);
+  memset(recs, 0, sizeof(cc__rec) * (size_t)c->size);
+  if (cc__sock_pick_addr(c->set.ifname, v->path ? NULL : v->host, 0, ip, sizeof ip, why, sizeof why) != 0) {
+    CC_FREE(recs);
+    return cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank %d: %s", c->rank, why);
+  }
+  r = cc__rec_mine(c, ip, &recs[c->rank], &lfd, "comm_init");
+  if (r == CC_OK) r = cc__rendezvous(c, v, recs, c->jobid);
+  for (i = 1; r == CC_OK && i < c->size; i++) if (strcmp(recs[i].host, recs[0].host) != 0) one_host = 0;
+  snprintf(name, sizeof name, "/cc-%s-w0", c->jobid);
+  if (r == CC_OK && one_host && !tcp_only) {       /* all on one host: shared memory only */
+    cc__fd_close(lfd);
+    lfd = -1;
+    if (c->size > CC__MAX_LOCAL)
+      r = cc__fail(c, CC_ERR_UNSUPPORTED, "comm_init: rank %d: %d ranks on one host; at most %d are supported",
+                   c->rank, c->size, CC__MAX_LOCAL);
+    else {
+      r = cc__shm_join(c, name, c->rank == 0, "comm_init");
+      if (r == CC_OK) r = cc__comm_ready(c);
+      if (r != CC_OK) cc__shm_forget(c, name);
+    }
+  } else if (r == CC_OK) {
+    r = cc__mesh_build(c, recs, lfd, tcp_only, name, "comm_init");
+    lfd = -1;
+  }
+  cc__fd_close(lfd);
+  CC_FREE(recs);
+  return r;
+}
+
+/* Where an env:// or tcp:// rendezvous meets, from the settings or the method. */
+static cc_result cc__init_where(const cc__settings *s, const char *method, cc__rdv *v, char *host, size_t hostlen) {
+  memset(v, 0, sizeof *v);
+  v->lfd = -1;
+  v->nonce = "";
+  v->host = host;
+  if (!strncmp(method, "tcp://", 6)) {
+    const char *colon = strrchr(method + 6, ':');
+    char *end;
+    long p;
+    if (!colon || colon == method + 6 || (size_t)(colon - method - 6) >= hostlen)
+      return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: init_method '%s' is not tcp://HOST:PORT", method);
+    p = strtol(colon + 1, &end, 10);
+    if (*end || p <= 0 || p > 65535)
+      return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: init_method '%s' has a bad port", method);
+    memcpy(host, method + 6, (size_t)(colon - method - 6));
+    host[colon - method - 6] = 0;
+    if (host[0] == '[' && host[strlen(host) - 1] == ']') {
+      memmove(host, host + 1, strlen(host));
+      host[strlen(host) - 1] = 0;
+    }
+    v->port = (int)p;
+  } else if (!strncmp(method, "file://", 7)) {
+    v->path = method + 7;
+    if (v->path[0] != '/')
+      return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: init_method '%s' is not file:///ABSOLUTE/PATH", method);
+  } else if (!strcmp(method, "env://")) {
+    if (s->master_err[0]) return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: rank %d: %s", s->rank, s->master_err);
+    if (!s->master_addr[0] || !s->master_port)
+      return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: rank %d of %d: not started by ccrun (no CC_JOB_ID), "
+                      "and MASTER_ADDR/MASTER_PORT are not set for an env:// rendezvous", s->rank, s->size);
+    snprintf(host, hostlen, "%s", s->master_addr);
+    v->port = s->master_port;
+  } else {
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: init_method '%s' is not env://, tcp://HOST:PORT "
+                    "or file:///PATH", method);
+  }
+  if (v->path) snprintf(v->where, sizeof v->where, "file://%s", v->path);
+  else snprintf(v->where, sizeof v->where, "%s port %d", host, v->port);
+  return CC_OK;
+}
+
+/* ---------------------------------------------------------------- unique ids
+   Layout (little endian): "ccU1", u16 port, u8 family (4 or 6), u8 0, 16 bytes
+   of address, 16 bytes of nonce, 32 bytes of secret, zeros. The process that
+   made an id keeps its listening socket until its rank 0 joins. */
+
+typedef struct cc__uid {
+  char ip[64];
+  int port, lfd;
+  char nonce[40];                      /* 32 hex digits: the rendezvous' identity */
+  char secret[72];                     /* 64 hex digits: the job's token */
+} cc__uid;
+
+#define CC__UID_SLOTS 16
+static struct { char nonce[40]; int fd; } cc__uid_slots[CC__UID_SLOTS];
+static pthread_mutex_t cc__uid_lock = PTHREAD_MUTEX_INITIALIZER;
+
+CC_API cc_result cc_get_unique_id(cc_unique_id *id) {
+  cc__settings s;
+  unsigned char *p, a[16], nonce[16], secret[32];
+  char why[160], ip[64];
+  int lfd, i, fam, port = 0;
+  cc_result r;
+  cc__tls_err[0] = 0;
+  if (!id) return cc__fail(NULL, CC_ERR_INVALID_ARG, "get_unique_id: id is NULL");
+  memset(id, 0, sizeof *id);
+  if ((r = cc__settings_lib(NULL, &s)) != CC_OK) return r;
+  cc__settings_clear(&s);
+  if (cc__sock_pick_addr(s.ifname, s.master_addr, !s.ifname[0] && !s.master_addr[0], ip, sizeof ip, why, sizeof why) != 0)
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "get_unique_id: %s", why);
+  if ((lfd = cc__sock_listen(ip, 0, 256, &port)) < 0) {
+    cc__strerr(errno, why, sizeof why);
+    return cc__fail(NULL, CC_ERR_SYSTEM, "get_unique_id: cannot listen on %s: %s", ip, why);
+  }
+  if (!(fam = cc__ip_parse(ip, a))) {
+    cc__fd_close(lfd);
+    return cc__fail(NULL, CC_ERR_SYSTEM, "get_unique_id: address %s is neither IPv4 nor IPv6", ip);
+  }
+  cc__random(nonce, sizeof nonce);
+  cc__random(secret, sizeof secret);
+  pthread_mutex_lock(&cc__uid_lock);
+  for (i = 0; i < CC__UID_SLOTS && cc__uid_slots[i].nonce[0]; i++) {}
+  if (i == CC__UID_SLOTS) {
+    pthread_mutex_unlock(&cc__uid_lock);
+    cc__fd_close(lfd);
+    return cc__fail(NULL, CC_ERR_UNSUPPORTED, "get_unique_id: %d ids wait for their rank 0 in this process; "
+                    "no more", CC__UID_SLOTS);
+  }
+  cc__hex(nonce, sizeof nonce, cc__uid_slots[i].nonce);
+  cc__uid_slots[i].fd = lfd;
+  pthread_mutex_unlock(&cc__uid_lock);
+  p = (unsigned char *)id->internal;
+  memcpy(p, "ccU1", 4);
+  p[4] = (unsigned char)(port & 0xff);
+  p[5] = (unsigned char)(port >> 8);
+  p[6] = (unsigned char)fam;
+  memcpy(p + 8, a, fam == 4 ? 4 : 16);
+  memcpy(p + 24, nonce, 16);
+  memcpy(p + 40, secret, 32);
+  cc__crypto_wipe(secret, sizeof secret);
+  return CC_OK;
+}
+
+/* Decode an id: 0, or -1 when it is not one. */
+static int cc__uid_decode(const cc_unique_id *id, cc__uid *u) {
+  const unsigned char *p = (const unsigned char *)id->internal;
+  int i;
+  memset(u, 0, sizeof *u);
+  u->lfd = -1;
+  if (memcmp(p, "ccU1", 4) != 0 || (p[6] != 4 && p[6] != 6) || p[7] != 0) return -1;
+  for (i = 72; i < CC_UNIQUE_ID_BYTES; i++) if (p[i]) return -1;
+  u->port = p[4] | p[5] << 8;
+  if (u->port == 0 || cc__ip_format(p[6], p + 8, u->ip, sizeof u->ip) != 0) return -1;
+  cc__hex(p + 24, 16, u->nonce);
+  cc__hex(p + 40, 32, u->secret);
+  return 0;
+}
+
+/* The listening socket of an id made in this process, taken once (or -1). */
+static int cc__uid_take_fd(const char *nonce) {
+  int i, fd = -1;
+  pthread_mutex_lock(&cc__uid_lock);
+  for (i = 0; i < CC__UID_SLOTS; i++)
+    if (cc__uid_slots[i].nonce[0] && !strcmp(cc__uid_slots[i].nonce, nonce)) {
+      fd = cc__uid_slots[i].fd;
+      cc__uid_slots[i].nonce[0] = 0;
+      break;
+    }
+  pthread_mutex_unlock(&cc__uid_lock);
+  return fd;
+}
+
+/* ---------------------------------------------------------------- cc_comm_init */
+
+/* Read the settings, pick the init path, run it. uid: cc_comm_init_rank's. */
+static cc_result cc__init(cc_comm **out, const cc_config *cfg, cc__uid *uid) {
+  const char *method = cfg && cfg->init_method ? cfg->init_method : "env://";
+  cc__settings s;
+  cc__rdv v;
+  char host[256];
+  int idx;
+  cc_comm *c;
+  cc_result r;
+  cc__tls_err[0] = 0;
+  if (!out) return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: out is NULL");
+  *out = NULL;
+  if ((r = cc__settings_read(cfg, &s)) != CC_OK) return r;
+  if (s.no_launcher && s.require_launcher) {
+    cc__settings_clear(&s);
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: no launcher set RANK and WORLD_SIZE (nor Open MPI's, PMI's "
+                    "or Slurm's variables) and CC_REQUIRE_LAUNCHER=1: start the program with ccrun, torchrun, mpirun "
+                    "or srun");
+  }
+  if (s.no_launcher)
+    cc__log(NULL, CC__LOG_INFO, "comm_init: no launcher set RANK and WORLD_SIZE (nor Open MPI's, PMI's or Slurm's "
+            "variables): this process is a world of one (CC_REQUIRE_LAUNCHER=1 makes this an error)");
+  if (!(c = cc__comm_new(s.rank, s.size, &s))) {
+    cc__settings_clear(&s);
+    return cc__fail(NULL, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", s.rank);
+  }
+  cc__settings_clear(&s);
+  idx = __atomic_fetch_add(&cc__world_inits, 1, __ATOMIC_SEQ_CST);
+  if (!CC__HAVE_TCP && c->size > 1 && (c->set.transport == CC__TR_TCP || uid || strcmp(method, "env://") ||
+                                       !c->set.job_id[0])) {
+    r = cc__fail(c, CC_ERR_UNSUPPORTED, "comm_init: rank %d: %s: this build has no TCP transport (CC_NO_TCP)", c->rank,
+                 c->set.transport == CC__TR_TCP ? "CC_TRANSPORT=tcp" : "no CC_JOB_ID (not started by ccrun) and no "
+                 "TCP rendezvous");
+  } else if (c->size == 1) {
+    r = cc__init_single(c);
+  } else if (!uid && !strcmp(method, "env://") && c->set.job_id[0]) {
+    r = cc__init_shm_job(&c, idx);
+  } else if ((r = cc__init_where(&c->set, method, &v, host, sizeof host)) == CC_OK) {
+    if (uid) { v.nonce = uid->nonce; v.lfd = uid->lfd; }
+    r = cc__init_rendezvous(c, &v);
+  } else {
+    snprintf(c->err, sizeof c->err, "%s", cc__tls_err);
+  }
+  if (r != CC_OK) {
+    snprintf(cc__tls_err, sizeof cc__tls_err, "%s", c->err);
+    cc__comm_free(c);
+    return r;
+  }
+  cc__log(c, CC__LOG_INFO, "comm_init: rank %d of %d ready (job %s, %s%s)", c->rank, c->size, c->jobid,
+          c->net ? "tcp" : "shared memory", c->oversub ? ", more ranks than CPUs: yielding waits" : "");
+  *out = c;
+  return CC_OK;
+}
+
+CC_API void cc_config_init(cc_config *cfg) {
+  if (!cfg) return;
+  memset(cfg, 0, sizeof *cfg);
+  cfg->rank = -1;
+  cfg->world_size = -1;
+}
+
+CC_API cc_result cc_comm_init(cc_comm **out, const cc_config *cfg) {
+  return cc__init(out, cfg, NULL);
+}
+
+CC_API cc_result cc_comm_init_rank(cc_comm **out, int nranks, const cc_unique_id *id, int rank,
+                                   const cc_config *cfg) {
+  cc_config c2;
+  cc__uid u;
+  char method[96];
+  cc_result r;
+  cc__tls_err[0] = 0;
+  if (!out) return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init_rank: out is NULL");
+  *out = NULL;
+  if (!id) return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init_rank: id is NULL");
+  if (nranks < 1) return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init_rank: nranks %d must be at least 1", nranks);
+  if (rank < 0 || rank >= nranks)
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init_rank: rank %d is out of range for nranks %d", rank, nranks);
+  if (cc__uid_decode(id, &u) != 0)
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init_rank: rank %d: the id is not one that cc_get_unique_id made", rank);
+  if (cfg) c2 = *cfg; else cc_config_init(&c2);
+  c2.rank = rank;
+  c2.world_size = nranks;
+  snprintf(method, sizeof method, strchr(u.ip, ':') ? "tcp://[%s]:%d" : "tcp://%s:%d", u.ip, u.port);
+  c2.init_method = method;
+  if (!c2.token || !*c2.token) c2.token = u.secret;
+  if (rank == 0) u.lfd = cc__uid_take_fd(u.nonce);
+  if (nranks == 1 && u.lfd >= 0) { cc__fd_close(u.lfd); u.lfd = -1; }
+  r = cc__init(out, &c2, &u);
+  cc__crypto_wipe(u.secret, sizeof u.secret);
+  return r;
+}
+
+CC_API int cc_comm_rank(const cc_comm *c) { return c ? c->rank : -1; }
+CC_API int cc_comm_size(const cc_comm *c) { return c ? c->size : 0; }
+CC_API int cc_comm_local_rank(const cc_comm *c) { return c ? c->local_rank : -1; }
+CC_API int cc_comm_local_size(const cc_comm *c) { return c ? c->local_size : 0; }
+
+CC_API size_t cc_dtype_size(cc_dtype t) { return cc__dtype_bytes(t); }
+
+/* ---------------------------------------------------------------- split */
+
+/* comm_split of ranks on one host: every rank's (color, key) in one arena
+   phase, then each group's first rank creates its segment and says its name
+   in the next. */
+static cc_result cc__split_shm(cc_comm *c, int color, int key, cc_comm **out) {
+  const char *what = "comm_split";
+  int n = c->size, me = c->rank, j, m = 0, newrank = 0, leader = -1;
+  int32_t *ck;
+  unsigned char *mine;
+  char name[96];
+  cc__call k;
+  cc_comm *nc = NULL;
+  cc_result r;
+  ck = (int32_t *)CC_MALLOC(sizeof(int32_t) * 2 * (size_t)n);
+  if (!ck) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
+  memset(&k, 0, sizeof k);
+  k.coll = CC__SPLIT;
+  k.t = CC_UINT8;
+  if ((r = cc__first_begin(c, &k, 0, 0, &mine)) != CC_OK) goto out;
+  ((int32_t *)CC__DATA(mine))[0] = color;
+  ((int32_t *)CC__DATA(mine))[1] = key;
+  if ((r = cc__first_end(c, &k)) != CC_OK) goto out;
+  for (j = 0; j < n; j++) memcpy(ck + 2 * j, CC__DATA(cc__half(c, j, c->step)), 2 * sizeof(int32_t));
+  if (color != CC_UNDEFINED) {          /* my group, ordered by (key, rank) */
+    for (j = 0; j < n; j++) {
+      if (ck[2 * j] != color) continue;
+      m++;
+      if (ck[2 * j + 1] < key || (ck[2 * j + 1] == key && j < me)) newrank++;
+      if (leader < 0 || ck[2 * j + 1] < ck[2 * leader + 1]) leader = j;
+    }
+    nc = cc__comm_new(newrank, m, &c->set);
+    if (!nc) { r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me); goto out; }
+    nc->oversub = c->oversub;
+    nc->spin_ns = c->spin_ns;
+    nc->small_bytes = c->small_bytes;
+    cc__shmkey_copy(nc, c);
+  }
+  if ((r = cc__ph_begin(c, &mine, what)) != CC_OK) goto out;
+  memset(CC__DATA(mine), 0, 96);
+  if (nc && newrank == 0) {
+    char rnd[20];
+    cc__random_hex(rnd, 16);
+    snprintf(name, sizeof name, "/cc-%s-s%s", c->jobid, rnd);
+    if (cc__shm_join(nc, name, 1, what) == CC_OK) memcpy(CC__DATA(mine), name, strlen(name) + 1);
+  }
+  cc__ph_arrive(c);
+  if ((r = cc__ph_wait(c, -1, what)) != CC_OK) goto out;
+  if (nc) {
+    const char *lname = (const char *)CC__DATA(cc__half(c, leader, c->step));
+    if (!lname[0]) {
+      r = cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: rank %d could not create the new communicator's shared "
+                   "memory%s%s", what, me, leader, newrank == 0 ? ": " : "", newrank == 0 ? nc->err : "");
+      goto out;
+    }
+    if (newrank != 0) {
+      memcpy(name, lname, sizeof name);
+      name[sizeof name - 1] = 0;
+      if ((r = cc__shm_join(nc, name, 0, what)) != CC_OK) {
+        cc__fail(c, r, "%s", nc->err);
+        goto out;
+      }
+    }
+    memcpy(nc->jobid, c->jobid, sizeof c->jobid);
+    if ((r = cc__comm_ready(nc)) != CC_OK) { cc__fail(c, r, "%s", nc->err); goto out; }
+  }
+out:
+  CC_FREE(ck);
+  if (r != CC_OK) {
+    if (nc) cc__comm_free(nc);
+    return r;
+  }
+  *out = nc;
+  return CC_OK;
+}
+
+/* comm_split of ranks on several hosts: every rank's (color, key) and a fresh
+   record go round in an all_gather; each new communicator is then built like
+   a world: shared memory alone when its ranks share a host, else the mesh. */
+/* The ranks of `color` in the records of a split (rb bytes each: color, key,
+   ...), ordered by (key, rank), into order[]; how many; *newrank: where rank
+   me (of that color, with that key) stands among them. */
+static int cc__split_order(const unsigned char *all, size_t rb, int n, int me, int color, int key, int *order,
+                           int *newrank) {
+  int j, m = 0;
+  *newrank = 0;
+  for (j = 0; j < n; j++) {
+    int cj = (int)cc__get32(all + rb * (size_t)j), kj = (int)cc__get32(all + rb * (size_t)j + 4), i;
+    if (cj != color) continue;
+    if (kj < key || (kj == key && j < me)) (*newrank)++;
+    for (i = m; i > 0; i--) {          /* insertion by (key, rank) */
+      int ko = (int)cc__get32(all + rb * (size_t)order[i - 1] + 4);
+      if (ko <= kj) break;
+      order[i] = order[i - 1];
+    }
+    order[i] = j;
+    m++;
+  }
+  return m;
+}
+
+static cc_result cc__split_net(cc_comm *c, int color, int key, cc_comm **out) {
+  const char *what = "comm_split";
+  cc__net *nt = c->net;
+  int n = c->size, me = c->rank, j, m = 0, newrank = 0, lfd = -1, one_host = 1;
+  size_t rb = 8 + CC__REC;
+  unsigned char *all = (unsigned char *)CC_MALLOC(rb * (size_t)(n + 1)), *mine;
+  cc__rec *recs = (cc__rec *)CC_MALLOC(sizeof(cc__rec) * (size_t)n), rec;
+  int *order = (int *)CC_MALLOC(sizeof(int) * (size_t)n);
+  char prefix[96];
+  cc__call k;
+  cc_comm *nc = NULL;
+  cc_result r = CC_OK, r2;
+  if (!all || !recs || !order) { r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me); goto out; }
+  mine = all + rb * (size_t)n;
+  memset(&rec, 0, sizeof rec);
+  if (color != CC_UNDEFINED) r = cc__rec_mine(c, nt->ip, &rec, &lfd, what);
+  if (color == CC_UNDEFINED || r != CC_OK) {     /* still take part, so that no rank waits: port 0 says "no port" */
+    cc__host_id(rec.host, sizeof rec.host);
+    snprintf(rec.ip, sizeof rec.ip, "%s", nt->ip);
+    rec.port = 0;
+  }
+  cc__random_hex(rec.extra, 10);
+  cc__put32(mine, (uint32_t)color);
+  cc__put32(mine + 4, (uint32_t)key);
+  cc__rec_encode(mine + 8, &rec);
+  memset(&k, 0, sizeof k);
+  k.coll = CC__SPLIT; k.t = CC_UINT8;
+  c->seq++;
+  cc__ident_of(&k, &c->cur);
+  k.coll = CC__ALL_GATHER; k.sbuf = mine; k.rbuf = all; k.count = rb;
+  if ((r2 = cc__msg_flat(c, &k)) != CC_OK) { r = r2; goto out; }
+  if (r != CC_OK || color == CC_UNDEFINED) goto out;
+  m = cc__split_order(all, rb, n, me, color, key, order, &newrank);   /* my group */
+  for (j = 0; j < m; j++) {
+    if (cc__get32(all + rb * (size_t)order[j] + 8 + 240) == 0) {
+      r = cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: rank %d could not listen for the new communicator's connections "
+                   "(its error says why)", what, me, order[j]);
+      goto out;
+    }
+    if (cc__rec_decode(all + rb * (size_t)order[j] + 8, &recs[j]) != 0) {
+      r = cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: rank %d's record is malformed", what, me, order[j]);
+      goto out;
+    }
+    if (strcmp(recs[j].host, recs[0].host) != 0) one_host = 0;
+  }
+  nc = cc__comm_new(newrank, m, &c->set);
+  if (!nc) { r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me); goto out; }
+  nc->oversub = c->oversub;
+  nc->spin_ns = c->spin_ns;
+  memcpy(nc->jobid, c->jobid, sizeof c->jobid);
+  cc__shmkey_copy(nc, c);
+  snprintf(prefix, sizeof prefix, "/cc-%s-s%s", c->jobid, recs[0].extra);
+  if (one_host && !nt->tcp_only) {
+    cc__fd_close(lfd);
+    lfd = -1;
+    r = cc__shm_join(nc, prefix, newrank == 0, what);
+    if (r == CC_OK) r = cc__comm_ready(nc);
+  } else {
+    r = cc__mesh_build(nc, recs, lfd, nt->tcp_only, prefix, what);
+    lfd = -1;
+  }
+  if (r != CC_OK) cc__fail(c, r, "%s", nc->err);
+out:
+  cc__fd_close(lfd);
+  CC_FREE(all);
+  CC_FREE(recs);
+  CC_FREE(order);
+  if (r != CC_OK) {
+    if (nc) cc__comm_free(nc);
+    return r;
+  }
+  *out = nc;
+  return CC_OK;
+}
+/* ============================================================== @comm */
+/* The public calls: each checks its arguments (cc__mk_<call>: a bad one is
+   CC_ERR_INVALID_ARG and leaves the communicator usable), then runs now
+   (cc__exec) or joins the open group; groups and asynchronous requests (a
+   worker thread runs them in issue order); user ops; abort, destroy and
+   split. Nothing here knows a transport. */
+
+/* Run one call now. */
+static CC__INLINE cc_result cc__exec(cc_comm *c, const cc__call *k) {
+  if (k->coll == CC__SEND || k->coll == CC__RECV) return cc__p2p_run(c, k, 1, cc__coll_name(k->coll));
+  return cc__algo_run(c, k);
+}
+
+/* A group: its collectives in issue order, then all its sends and receives
+   progressing together. */
+static cc_result cc__run_batch(cc_comm *c, cc__batch *b) {
+  int i, n = 0;
+  for (i = 0; i < b->n; i++) {
+    if (b->calls[i].coll == CC__SEND || b->calls[i].coll == CC__RECV) n++;
+    else CC__TRY(cc__exec(c, &b->calls[i]));
+  }
+  return n ? cc__p2p_run(c, b->calls, b->n, "group") : CC_OK;
+}
+
+static void cc__batch_free(cc__batch *b) {
+  int i;
+  for (i = 0; i < b->n; i++) {
+    cc__call *k = &b->calls[i];
+    CC_FREE(k->sc); CC_FREE(k->sd); CC_FREE(k->rc); CC_FREE(k->rd);
+  }
+  CC_FREE(b->calls);
+  b->calls = NULL;
+  b->n = b->cap = 0;
+}
+
+/* The background worker of asynchronous requests: runs them in issue order. */
+static void *cc__worker_main(void *arg) {
+  cc_comm *c = (cc_comm *)arg;
+  pthread_mutex_lock(&c->qlock);
+  for (;;) {
+    cc_request *q;
+    cc_result r;
+    while (!c->q_head && !c->worker_stop) pthread_cond_wait(&c->qcond, &c->qlock);
+    if (!c->q_head) break;
+    q = c->q_head;
+    pthread_mutex_unlock(&c->qlock);
+    r = cc__run_batch(c, &q->batch);
+    pthread_mutex_lock(&c->qlock);
+    if (r != CC_OK) snprintf(q->err, sizeof q->err, "%s", c->err);
+    q->result = r;
+    c->q_head = q->next;
+    if (!c->q_head) c->q_tail = NULL;
+    CC__STORE(&q->done, 1u);
+    pthread_cond_broadcast(&c->qcond);
+  }
+  pthread_mutex_unlock(&c->qlock);
+  return NULL;
+}
+
+/* Wait until no request is pending, so that the caller may use the comm. */
+static void cc__drain(cc_comm *c) {
+  if (!c->worker_started) return;
+  pthread_mutex_lock(&c->qlock);
+  while (c->q_head) pthread_cond_wait(&c->qcond, &c->qlock);
+  pthread_mutex_unlock(&c->qlock);
+}
+
+/* cc__ready's rare answers: an earlier failure, an abort. */
+static CC__COLD cc_result cc__not_ready(cc_comm *c, const char *what) {
+  if (c->failed) {
+    char prev[sizeof c->err];
+    memcpy(prev, c->err, sizeof prev);
+    return cc__fail(c, CC_ERR_ABORTED, "%s: rank %d: the communicator failed earlier: %.200s", what, c->rank, prev);
+  }
+  return cc__fail(c, CC_ERR_ABORTED, "%s: rank %d: cc_comm_abort was called", what, c->rank);
+}
+
+/* May a call run? A failed communicator answers CC_ERR_ABORTED at once; on
+   TCP, what the sockets hold is taken in first (every call: not a rare path). */
+static CC__INLINE cc_result cc__ready(cc_comm *c, const char *what) {
+  if (c->failed || CC__LOAD(&c->abort_flag)) return cc__not_ready(c, what);
+  if (c->net) CC__TRY(cc__engine_poll(c, what));
+  if (CC__LOAD_RLX(&c->hdr->fail_code)) return cc__take_fail(c, what);
+  return CC_OK;
+}
+
+static size_t *cc__dup_counts(const size_t *a, int n) {
+  size_t *p;
+  if (!a) return NULL;
+  p = (size_t *)CC_MALLOC(sizeof(size_t) * (size_t)n);
+  if (p) memcpy(p, a, sizeof(size_t) * (size_t)n);
+  return p;
+}
+
+/* Run a validated call now, or queue it in the open group. */
+static cc_result cc__submit(cc_comm *c, const cc__call *k) {
+  const char *what = cc__coll_names[k->coll];
+  cc_result r;
+  if (c->group_depth > 0) {
+    cc__call *q;
+    if (c->group.n == c->group.cap) {
+      int cap = c->group.cap ? 2 * c->group.cap : 16;
+      cc__call *nc = (cc__call *)CC_MALLOC(sizeof(cc__call) * (size_t)cap);
+      if (!nc) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory queueing in a group", what, c->rank);
+      if (c->group.n) memcpy(nc, c->group.calls, sizeof(cc__call) * (size_t)c->group.n);
+      CC_FREE(c->group.calls);
+      c->group.calls = nc;
+      c->group.cap = cap;
+    }
+    q = &c->group.calls[c->group.n];
+    *q = *k;
+    q->sc = cc__dup_counts(k->sc, c->size);
+    q->sd = cc__dup_counts(k->sd, c->size);
+    q->rc = cc__dup_counts(k->rc, c->size);
+    q->rd = cc__dup_counts(k->rd, c->size);
+    if ((k->sc && !q->sc) || (k->sd && !q->sd) || (k->rc && !q->rc) || (k->rd && !q->rd)) {
+      CC_FREE(q->sc); CC_FREE(q->sd); CC_FREE(q->rc); CC_FREE(q->rd);
+      return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory queueing in a group", what, c->rank);
+    }
+    c->group.n++;
+    return CC_OK;
+  }
+  cc__drain(c);
+  if ((r = cc__ready(c, what)) != CC_OK) return r;
+  if (c->debug >= CC__LOG_TRACE) {
+    cc__ident id;
+    char desc[128];
+    cc__ident_of(k, &id);
+    cc__ident_str(&id, desc, sizeof desc);
+    if (k->coll == CC__SEND || k->coll == CC__RECV)
+      cc__log(c, CC__LOG_TRACE, "%s(count %zu, %s, peer %d, tag %d)", what, k->count, cc__dtype_name(k->t), k->peer, k->tag);
+    else
+      cc__log(c, CC__LOG_TRACE, "%s, collective #%llu", desc, (unsigned long long)c->seq + 1);
+  }
+  return cc__exec(c, k);
+}
+
+/* ---------------------------------------------------------------- argument checks */
+
+static cc_result cc__v_dtype(cc_comm *c, const char *what, cc_dtype t) {
+  if ((int)t < 0 || (int)t >= (int)CC_DTYPE_COUNT) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: dtype %d is not a cc_dtype", what, (int)t);
+  return CC_OK;
+}
+
+/* `count` elements of `t`, `mult` times, must fit in size_t; ptr may be NULL only when it is 0 bytes. */
+static cc_result cc__v_buf(cc_comm *c, const char *what, const char *name, const void *p, size_t count,
+                           size_t mult, cc_dtype t) {
+  size_t es = cc__dtype_bytes(t);
+  if (count && (mult > SIZE_MAX / count || count * mult > SIZE_MAX / es))
+    return cc__fail(c, CC_ERR_INVALID_ARG, "%s: count %zu x %zu x %zu bytes overflows size_t", what, count, mult, es);
+  if (!p && count && mult) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: %s is NULL with count %zu", what, name, count);
+  return CC_OK;
+}
+
+static cc_result cc__v_rank(cc_comm *c, const char *what, const char *name, int r) {
+  if (r < 0 || r >= c->size) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: %s %d is out of range (communicator of %d ranks)", what, name, r, c->size);
+  return CC_OK;
+}
+
+static cc_result cc__v_op(cc_comm *c, const char *what, cc_dtype t, cc_op op) {
+  if (op >= 0 && op < CC_OP_BUILTIN_COUNT) {
+    const char *why = cc__op_check(t, op);
+    if (why) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: %s", what, why);
+    return CC_OK;
+  }
+  if (op < CC__OP_FIRST_USER || op - CC__OP_FIRST_USER >= c->nops || c->ops[op - CC__OP_FIRST_USER].kind == CC__OPK_FREE)
+    return cc__fail(c, CC_ERR_INVALID_ARG, "%s: op %d is not a built-in op nor one created on this communicator (or it was destroyed)", what, op);
+  if (c->ops[op - CC__OP_FIRST_USER].kind == CC__OPK_PREMUL && c->ops[op - CC__OP_FIRST_USER].dtype != t)
+    return cc__fail(c, CC_ERR_INVALID_ARG, "%s: op %d is a premul_sum for dtype %s, used with dtype %s", what, op,
+                   cc__dtype_name(c->ops[op - CC__OP_FIRST_USER].dtype), cc__dtype_name(t));
+  return CC_OK;
+}
+
+/* a (alen bytes) and b (blen bytes) may only overlap with a == ok. */
+static cc_result cc__v_overlap(cc_comm *c, const char *what, const void *a, size_t alen, const void *b,
+                               size_t blen, const void *ok, const char *rule) {
+  uintptr_t x = (uintptr_t)a, y = (uintptr_t)b;
+  if (!a || !b || !alen || !blen || a == ok) return CC_OK;
+  if (x < y + blen && y < x + alen)
+    return cc__fail(c, CC_ERR_INVALID_ARG, "%s: sendbuf and recvbuf overlap but are not in place (%s)", what, rule);
+  return CC_OK;
+}
+
+/* Largest displs[j] + counts[j]: the extent a v buffer must have, in elements. */
+static cc_result cc__v_extent(cc_comm *c, const char *what, const char *cn, const size_t *counts,
+                              const char *dn, const size_t *displs, cc_dtype t, size_t *extent) {
+  size_t e = 0, es = cc__dtype_bytes(t);
+  int j;
+  if (!counts) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: %s is NULL", what, cn);
+  if (!displs) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: %s is NULL", what, dn);
+  for (j = 0; j < c->size; j++) {
+    if (counts[j] > SIZE_MAX / es || displs[j] > SIZE_MAX / es - counts[j])
+      return cc__fail(c, CC_ERR_INVALID_ARG, "%s: %s[%d] + %s[%d] overflows size_t", what, dn, j, cn, j);
+    if (counts[j]) e = CC__MAX(e, displs[j] + counts[j]);
+  }
+  *extent = e;
+  return CC_OK;
+}
+
+/* `one` holds count elements and `all` size x count; in place means one is
+   block `idx` of all. Checks both buffers and their overlap. */
+static cc_result cc__v_block(cc_comm *c, const char *what, const char *one_name, const void *one,
+                             const char *all_name, const void *all, size_t count, cc_dtype t, int idx,
+                             const char *rule) {
+  size_t b = count * cc__dtype_bytes(t);
+  cc_result r = cc__v_buf(c, what, one_name, one, count, 1, t);
+  if (r == CC_OK) r = cc__v_buf(c, what, all_name, all, count, (size_t)c->size, t);
+  if (r != CC_OK) return r;
+  return cc__v_overlap(c, what, one, b, all, b * (size_t)c->size,
+                       all ? (const char *)all + (size_t)idx * b : NULL, rule);
+}
+
+/* The v side of gather_v, all_gather_v and scatter_v: `all` holds the blocks
+   counts[j] at displs[j]; `one` (one_count elements) may only overlap it as
+   block idx (in place). */
+static cc_result cc__v_blocks(cc_comm *c, const char *what, const char *one_name, const void *one,
+                              size_t one_count, const char *all_name, const void *all, const char *cn,
+                              const size_t *counts, const size_t *displs, cc_dtype t, int idx,
+                              const char *rule) {
+  size_t ext, es = cc__dtype_bytes(t);
+  cc_result r = cc__v_buf(c, what, one_name, one, one_count, 1, t);
+  if (r == CC_OK) r = cc__v_extent(c, what, cn, counts, "displs", displs, t, &ext);
+  if (r == CC_OK) r = cc__v_buf(c, what, all_name, all, ext, 1, t);
+  if (r != CC_OK) return r;
+  return cc__v_overlap(c, what, one, one_count * es, all, ext * es,
+                       all ? (const char *)all + displs[idx] * es : NULL, rule);
+}
+
+#define CC__CHECK_COMM(c) do { if (!(c)) return cc__fail(NULL, CC_ERR_INVALID_ARG, "%s: comm is NULL", __func__); } while (0)
+
+static void cc__call_init(cc__call *k, int coll, const void *sb, void *rb, size_t count, cc_dtype t, cc_op op, int root) {
+  memset(k, 0, sizeof *k);
+  k->coll = coll; k->sbuf = sb; k->rbuf = rb; k->count = count; k->t = t; k->op = op; k->root = root;
+}
+
+/* ---------------------------------------------------------------- collectives */
+
+static cc_result cc__mk_barrier(cc_comm *c, cc__call *k) {
+  (void)c;
+  cc__call_init(k, CC__BARRIER, NULL, NULL, 0, CC_UINT8, 0, 0);
+  return CC_OK;
+}
+
+CC_API cc_result cc_barrier(cc_comm *c) {
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__mk_barrier(c, &k));
+  return cc__submit(c, &k);
+}
+
+static cc_result cc__mk_broadcast(cc_comm *c, void *buf, size_t count, cc_dtype t, int root, cc__call *k) {
+  const char *w = "broadcast";
+  CC__TRY(cc__v_dtype(c, w, t));
+  CC__TRY(cc__v_rank(c, w, "root", root));
+  CC__TRY(cc__v_buf(c, w, "buf", buf, count, 1, t));
+  cc__call_init(k, CC__BROADCAST, buf, buf, count, t, 0, root);
+  return CC_OK;
+}
+
+CC_API cc_result cc_broadcast(cc_comm *c, void *buf, size_t count, cc_dtype t, int root) {
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__mk_broadcast(c, buf, count, t, root, &k));
+  return cc__submit(c, &k);
+}
+
+static cc_result cc__mk_reduce(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t,
+                               cc_op op, int root, cc__call *k) {
+  const char *w = "reduce";
+  CC__TRY(cc__v_dtype(c, w, t));
+  CC__TRY(cc__v_op(c, w, t, op));
+  CC__TRY(cc__v_rank(c, w, "root", root));
+  CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, count, 1, t));
+  if (c->rank == root) {
+    CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, count, 1, t));
+    CC__TRY(cc__v_overlap(c, w, sendbuf, count * cc__dtype_bytes(t), recvbuf, count * cc__dtype_bytes(t),
+                          recvbuf, "in place is sendbuf == recvbuf"));
+  }
+  cc__call_init(k, CC__REDUCE, sendbuf, recvbuf, count, t, op, root);
+  return CC_OK;
+}
+
+CC_API cc_result cc_reduce(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t,
+                           cc_op op, int root) {
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__mk_reduce(c, sendbuf, recvbuf, count, t, op, root, &k));
+  return cc__submit(c, &k);
+}
+
+static cc_result cc__mk_all_reduce(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, cc_op op, cc__call *k) {
+  const char *w = "all_reduce";
+  CC__TRY(cc__v_dtype(c, w, t));
+  CC__TRY(cc__v_op(c, w, t, op));
+  CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, count, 1, t));
+  CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, count, 1, t));
+  CC__TRY(cc__v_overlap(c, w, sendbuf, count * cc__dtype_bytes(t), recvbuf, count * cc__dtype_bytes(t),
+                        recvbuf, "in place is sendbuf == recvbuf"));
+  cc__call_init(k, CC__ALL_REDUCE, sendbuf, recvbuf, count, t, op, 0);
+  return CC_OK;
+}
+
+CC_API cc_result cc_all_reduce(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, cc_op op) {
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__mk_all_reduce(c, sendbuf, recvbuf, count, t, op, &k));
+  return cc__submit(c, &k);
+}
+
+static cc_result cc__mk_gather(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, int root, cc__call *k) {
+  const char *w = "gather";
+  CC__TRY(cc__v_dtype(c, w, t));
+  CC__TRY(cc__v_rank(c, w, "root", root));
+  if (c->rank == root)
+    CC__TRY(cc__v_block(c, w, "sendbuf", sendbuf, "recvbuf", recvbuf, count, t, root,
+                        "in place is sendbuf == recvbuf + root*count"));
+  else
+    CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, count, 1, t));
+  cc__call_init(k, CC__GATHER, sendbuf, recvbuf, count, t, 0, root);
+  return CC_OK;
+}
+
+CC_API cc_result cc_gather(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, int root) {
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__mk_gather(c, sendbuf, recvbuf, count, t, root, &k));
+  return cc__submit(c, &k);
+}
+
+static cc_result cc__mk_all_gather(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, cc__call *k) {
+  const char *w = "all_gather";
+  CC__TRY(cc__v_dtype(c, w, t));
+  CC__TRY(cc__v_block(c, w, "sendbuf", sendbuf, "recvbuf", recvbuf, count, t, c->rank,
+                      "in place is sendbuf == recvbuf + rank*count"));
+  cc__call_init(k, CC__ALL_GATHER, sendbuf, recvbuf, count, t, 0, 0);
+  return CC_OK;
+}
+
+CC_API cc_result cc_all_gather(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t) {
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__mk_all_gather(c, sendbuf, recvbuf, count, t, &k));
+  return cc__submit(c, &k);
+}
+
+static cc_result cc__mk_scatter(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, int root, cc__call *k) {
+  const char *w = "scatter";
+  CC__TRY(cc__v_dtype(c, w, t));
+  CC__TRY(cc__v_rank(c, w, "root", root));
+  if (c->rank == root)
+    CC__TRY(cc__v_block(c, w, "recvbuf", recvbuf, "sendbuf", sendbuf, count, t, root,
+                        "in place is recvbuf == sendbuf + root*count"));
+  else
+    CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, count, 1, t));
+  cc__call_init(k, CC__SCATTER, sendbuf, recvbuf, count, t, 0, root);
+  return CC_OK;
+}
+
+CC_API cc_result cc_scatter(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, int root) {
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__mk_scatter(c, sendbuf, recvbuf, count, t, root, &k));
+  return cc__submit(c, &k);
+}
+
+static cc_result cc__mk_reduce_scatter(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, cc_op op, cc__call *k) {
+  const char *w = "reduce_scatter";
+  CC__TRY(cc__v_dtype(c, w, t));
+  CC__TRY(cc__v_op(c, w, t, op));
+  CC__TRY(cc__v_block(c, w, "recvbuf", recvbuf, "sendbuf", sendbuf, count, t, c->rank,
+                      "in place is recvbuf == sendbuf + rank*count"));
+  cc__call_init(k, CC__REDUCE_SCATTER, sendbuf, recvbuf, count, t, op, 0);
+  return CC_OK;
+}
+
+CC_API cc_result cc_reduce_scatter(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, cc_op op) {
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__mk_reduce_scatter(c, sendbuf, recvbuf, count, t, op, &k));
+  return cc__submit(c, &k);
+}
+
+static cc_result cc__mk_all_to_all(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, cc__call *k) {
+  const char *w = "all_to_all";
+  size_t b;
+  CC__TRY(cc__v_dtype(c, w, t));
+  CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, count, (size_t)c->size, t));
+  CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, count, (size_t)c->size, t));
+  b = count * cc__dtype_bytes(t) * (size_t)c->size;
+  CC__TRY(cc__v_overlap(c, w, sendbuf, b, recvbuf, b, recvbuf, "in place is sendbuf == recvbuf"));
+  cc__call_init(k, CC__ALL_TO_ALL, sendbuf, recvbuf, count, t, 0, 0);
+  return CC_OK;
+}
+
+CC_API cc_result cc_all_to_all(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t) {
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__mk_all_to_all(c, sendbuf, recvbuf, count, t, &k));
+  return cc__submit(c, &k);
+}
+
+static cc_result cc__mk_gather_v(cc_comm *c, const void *sendbuf, size_t send_count, void *recvbuf,
+                                 const size_t *recv_counts, const size_t *displs, cc_dtype t, int root, cc__call *k) {
+  const char *w = "gather_v";
+  CC__TRY(cc__v_dtype(c, w, t));
+  CC__TRY(cc__v_rank(c, w, "root", root));
+  cc__call_init(k, CC__GATHER_V, sendbuf, recvbuf, 0, t, 0, root);
+  k->scount = send_count;
+  if (c->rank != root) {
+    CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, send_count, 1, t));
+  } else {
+    CC__TRY(cc__v_blocks(c, w, "sendbuf", sendbuf, send_count, "recvbuf", recvbuf, "recv_counts",
+                         recv_counts, displs, t, root, "in place is sendbuf == recvbuf + displs[root]"));
+    k->rc = (size_t *)(uintptr_t)recv_counts;
+    k->rd = (size_t *)(uintptr_t)displs;
+  }
+  return CC_OK;
+}
+
+CC_API cc_result cc_gather_v(cc_comm *c, const void *sendbuf, size_t send_count, void *recvbuf,
+                             const size_t *recv_counts, const size_t *displs, cc_dtype t, int root) {
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__mk_gather_v(c, sendbuf, send_count, recvbuf, recv_counts, displs, t, root, &k));
+  return cc__submit(c, &k);
+}
+
+static cc_result cc__mk_all_gather_v(cc_comm *c, const void *sendbuf, size_t send_count, void *recvbuf,
+                                     const size_t *recv_counts, const size_t *displs, cc_dtype t, cc__call *k) {
+  const char *w = "all_gather_v";
+  CC__TRY(cc__v_dtype(c, w, t));
+  CC__TRY(cc__v_blocks(c, w, "sendbuf", sendbuf, send_count, "recvbuf", recvbuf, "recv_counts",
+                       recv_counts, displs, t, c->rank, "in place is sendbuf == recvbuf + displs[rank]"));
+  cc__call_init(k, CC__ALL_GATHER_V, sendbuf, recvbuf, 0, t, 0, 0);
+  k->scount = send_count;
+  k->rc = (size_t *)(uintptr_t)recv_counts;
+  k->rd = (size_t *)(uintptr_t)displs;
+  return CC_OK;
+}
+
+CC_API cc_result cc_all_gather_v(cc_comm *c, const void *sendbuf, size_t send_count, void *recvbuf,
+                                 const size_t *recv_counts, const size_t *displs, cc_dtype t) {
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__mk_all_gather_v(c, sendbuf, send_count, recvbuf, recv_counts, displs, t, &k));
+  return cc__submit(c, &k);
+}
+
+static cc_result cc__mk_scatter_v(cc_comm *c, const void *sendbuf, const size_t *send_counts, const size_t *displs,
+                                  void *recvbuf, size_t recv_count, cc_dtype t, int root, cc__call *k) {
+  const char *w = "scatter_v";
+  CC__TRY(cc__v_dtype(c, w, t));
+  CC__TRY(cc__v_rank(c, w, "root", root));
+  cc__call_init(k, CC__SCATTER_V, sendbuf, recvbuf, 0, t, 0, root);
+  k->rcount = recv_count;
+  if (c->rank != root) {
+    CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, recv_count, 1, t));
+  } else {
+    CC__TRY(cc__v_blocks(c, w, "recvbuf", recvbuf, recv_count, "sendbuf", sendbuf, "send_counts",
+                         send_counts, displs, t, root, "in place is recvbuf == sendbuf + displs[root]"));
+    k->sc = (size_t *)(uintptr_t)send_counts;
+    k->sd = (size_t *)(uintptr_t)displs;
+  }
+  return CC_OK;
+}
+
+CC_API cc_result cc_scatter_v(cc_comm *c, const void *sendbuf, const size_t *send_counts, const size_t *displs,
+                              void *recvbuf, size_t recv_count, cc_dtype t, int root) {
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__mk_scatter_v(c, sendbuf, send_counts, displs, recvbuf, recv_count, t, root, &k));
+  return cc__submit(c, &k);
+}
+
+static cc_result cc__mk_all_to_all_v(cc_comm *c, const void *sendbuf, const size_t *send_counts,
+                                     const size_t *send_displs, void *recvbuf, const size_t *recv_counts,
+                                     const size_t *recv_displs, cc_dtype t, cc__call *k) {
+  const char *w = "all_to_all_v";
+  size_t se, re, es;
+  CC__TRY(cc__v_dtype(c, w, t));
+  es = cc__dtype_bytes(t);
+  CC__TRY(cc__v_extent(c, w, "send_counts", send_counts, "send_displs", send_displs, t, &se));
+  CC__TRY(cc__v_extent(c, w, "recv_counts", recv_counts, "recv_displs", recv_displs, t, &re));
+  CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, se, 1, t));
+  CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, re, 1, t));
+  CC__TRY(cc__v_overlap(c, w, sendbuf, se * es, recvbuf, re * es, NULL, "all_to_all_v is never in place"));
+  cc__call_init(k, CC__ALL_TO_ALL_V, sendbuf, recvbuf, 0, t, 0, 0);
+  k->sc = (size_t *)(uintptr_t)send_counts;
+  k->sd = (size_t *)(uintptr_t)send_displs;
+  k->rc = (size_t *)(uintptr_t)recv_counts;
+  k->rd = (size_t *)(uintptr_t)recv_displs;
+  return CC_OK;
+}
+
+CC_API cc_result cc_all_to_all_v(cc_comm *c, const void *sendbuf, const size_t *send_counts,
+                                 const size_t *send_displs, void *recvbuf, const size_t *recv_counts,
+                                 const size_t *recv_displs, cc_dtype t) {
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__mk_all_to_all_v(c, sendbuf, send_counts, send_displs, recvbuf, recv_counts, recv_displs, t, &k));
+  return cc__submit(c, &k);
+}
+
+static cc_result cc__mk_send(cc_comm *c, const void *buf, size_t count, cc_dtype t, int peer, int tag, cc__call *k) {
+  const char *w = "send";
+  CC__TRY(cc__v_dtype(c, w, t));
+  CC__TRY(cc__v_rank(c, w, "peer", peer));
+  if (tag < 0) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: tag %d is negative", w, tag);
+  CC__TRY(cc__v_buf(c, w, "buf", buf, count, 1, t));
+  cc__call_init(k, CC__SEND, buf, NULL, count, t, 0, 0);
+  k->peer = peer;
+  k->tag = tag;
+  return CC_OK;
+}
+
+CC_API cc_result cc_send(cc_comm *c, const void *buf, size_t count, cc_dtype t, int peer, int tag) {
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__mk_send(c, buf, count, t, peer, tag, &k));
+  return cc__submit(c, &k);
+}
+
+static cc_result cc__mk_recv(cc_comm *c, void *buf, size_t count, cc_dtype t, int peer, int tag, cc__call *k) {
+  const char *w = "recv";
+  CC__TRY(cc__v_dtype(c, w, t));
+  CC__TRY(cc__v_rank(c, w, "peer", peer));
+  if (tag < 0) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: tag %d is negative", w, tag);
+  CC__TRY(cc__v_buf(c, w, "buf", buf, count, 1, t));
+  cc__call_init(k, CC__RECV, NULL, buf, count, t, 0, 0);
+  k->peer = peer;
+  k->tag = tag;
+  return CC_OK;
+}
+
+CC_API cc_result cc_recv(cc_comm *c, void *buf, size_t count, cc_dtype t, int peer, int tag) {
+  cc__call k;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__mk_recv(c, buf, count, t, peer, tag, &k));
+  return cc__submit(c, &k);
+}
+
+/* ---------------------------------------------------------------- groups and requests */
+
+CC_API cc_result cc_group_begin(cc_comm *c) {
+  CC__CHECK_COMM(c);
+  c->group_depth++;
+  return CC_OK;
+}
+
+CC_API cc_result cc_group_end(cc_comm *c, cc_request **req) {
+  cc__batch b;
+  cc_request *q;
+  cc_result r;
+  CC__CHECK_COMM(c);
+  if (req) *req = NULL;
+  if (c->group_depth <= 0) return cc__fail(c, CC_ERR_INVALID_ARG, "group_end: rank %d: no group is open", c->rank);
+  if (--c->group_depth > 0) return CC_OK;
+  b = c->group;
+  memset(&c->group, 0, sizeof c->group);
+  if (!req) {
+    cc__drain(c);
+    r = cc__ready(c, "group_end");
+    if (r == CC_OK) r = cc__run_batch(c, &b);
+    cc__batch_free(&b);
+    return r;
+  }
+  q = (cc_request *)CC_MALLOC(sizeof *q);
+  if (!q) { cc__batch_free(&b); return cc__fail(c, CC_ERR_NO_MEMORY, "group_end: rank %d: out of memory", c->rank); }
+  memset(q, 0, sizeof *q);
+  q->comm = c;
+  q->batch = b;
+  pthread_mutex_lock(&c->qlock);
+  if (!c->worker_started) {
+    if (pthread_create(&c->worker, NULL, cc__worker_main, c) != 0) {
+      pthread_mutex_unlock(&c->qlock);
+      cc__batch_free(&q->batch);
+      CC_FREE(q);
+      return cc__fail(c, CC_ERR_SYSTEM, "group_end: rank %d: cannot start the worker thread", c->rank);
+    }
+    c->worker_started = 1;
+  }
+  if (c->failed || CC__LOAD(&c->abort_flag)) {      /* fail it now, in order */
+    q->result = CC_ERR_ABORTED;
+    snprintf(q->err, sizeof q->err, "group_end: rank %d: the communicator failed earlier", c->rank);
+    q->done = 1;
+  } else {
+    if (c->q_tail) c->q_tail->next = q; else c->q_head = q;
+    c->q_tail = q;
+    pthread_cond_broadcast(&c->qcond);
+  }
+  pthread_mutex_unlock(&c->qlock);
+  *req = q;
+  return CC_OK;
+}
+
+CC_API cc_result cc_test(cc_request *req, int *done) {
+  if (!req || !done) return cc__fail(NULL, CC_ERR_INVALID_ARG, "test: %s is NULL", req ? "done" : "req");
+  *done = CC__LOAD(&req->done) ? 1 : 0;
+  return CC_OK;
+}
+
+CC_API const char *cc_request_error(const cc_request *req) {
+  return req && CC__LOAD(&req->done) ? req->err : "";
+}
+
+CC_API cc_result cc_wait(cc_request *req) {
+  cc_result r;
+  if (!req) return cc__fail(NULL, CC_ERR_INVALID_ARG, "wait: req is NULL");
+  if (!CC__LOAD(&req->done)) {
+    cc_comm *c = req->comm;
+    pthread_mutex_lock(&c->qlock);
+    while (!req->done) pthread_cond_wait(&c->qcond, &c->qlock);
+    pthread_mutex_unlock(&c->qlock);
+  }
+  r = req->result;
+  cc__batch_free(&req->batch);
+  CC_FREE(req);
+  return r;
+}
+
+/* ---------------------------------------------------------------- ops */
+
+static cc_result cc__op_slot(cc_comm *c, int *slot) {
+  int i;
+  for (i = 0; i < c->nops; i++) if (c->ops[i].kind == CC__OPK_FREE) { *slot = i; return CC_OK; }
+  {
+    cc__opinfo *n = (cc__opinfo *)CC_MALLOC(sizeof(cc__opinfo) * (size_t)(c->nops + 8));
+    if (!n) return cc__fail(c, CC_ERR_NO_MEMORY, "op_create: out of memory");
+    memset(n, 0, sizeof(cc__opinfo) * (size_t)(c->nops + 8));
+    if (c->nops) memcpy(n, c->ops, sizeof(cc__opinfo) * (size_t)c->nops);
+    CC_FREE(c->ops);
+    c->ops = n;
+    *slot = c->nops;
+    c->nops += 8;
+  }
+  return CC_OK;
+}
+
+CC_API cc_result cc_op_create(cc_comm *c, cc_reduce_fn fn, void *user, cc_op *out) {
+  int s = 0;
+  CC__CHECK_COMM(c);
+  if (!fn) return cc__fail(c, CC_ERR_INVALID_ARG, "op_create: fn is NULL");
+  if (!out) return cc__fail(c, CC_ERR_INVALID_ARG, "op_create: out is NULL");
+  cc__drain(c);
+  CC__TRY(cc__op_slot(c, &s));
+  c->ops[s].kind = CC__OPK_USER;
+  c->ops[s].fn = fn;
+  c->ops[s].user = user;
+  *out = CC__OP_FIRST_USER + s;
+  return CC_OK;
+}
+
+CC_API cc_result cc_op_create_premul_sum(cc_comm *c, cc_dtype t, const void *scalar, cc_op *out) {
+  int s = 0;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__v_dtype(c, "op_create_premul_sum", t));
+  if (!scalar) return cc__fail(c, CC_ERR_INVALID_ARG, "op_create_premul_sum: scalar is NULL");
+  if (!out) return cc__fail(c, CC_ERR_INVALID_ARG, "op_create_premul_sum: out is NULL");
+  cc__drain(c);
+  CC__TRY(cc__op_slot(c, &s));
+  memset(&c->ops[s], 0, sizeof c->ops[s]);
+  c->ops[s].kind = CC__OPK_PREMUL;
+  c->ops[s].dtype = t;
+  memcpy(c->ops[s].scal, scalar, cc__dtype_bytes(t));
+  *out = CC__OP_FIRST_USER + s;
+  return CC_OK;
+}
+
+CC_API cc_result cc_op_destroy(cc_comm *c, cc_op op) {
+  CC__CHECK_COMM(c);
+  if (op < CC__OP_FIRST_USER || op - CC__OP_FIRST_USER >= c->nops || c->ops[op - CC__OP_FIRST_USER].kind == CC__OPK_FREE)
+    return cc__fail(c, CC_ERR_INVALID_ARG, "op_destroy: op %d was not created on this communicator (or was destroyed already)", op);
+  cc__drain(c);
+  c->ops[op - CC__OP_FIRST_USER].kind = CC__OPK_FREE;
+  return CC_OK;
+}
+
+/* ---------------------------------------------------------------- lifecycle */
+
+CC_API void cc_comm_abort(cc_comm *c) {
+  char msg[64] = "rank ";
+  int i = 5, r, d = 1;
+  if (!c) return;
+  CC__STORE(&c->abort_flag, 1u);
+  r = c->rank;                          /* itoa without stdio: signal safe */
+  while (d * 10 <= r) d *= 10;
+  for (; d > 0; d /= 10) msg[i++] = (char)('0' + (r / d) % 10);
+  memcpy(msg + i, " called cc_comm_abort", 22);
+  cc__post_fail(c->hdr, CC_ERR_ABORTED, c->rank, msg);
+}
+
+CC_API cc_result cc_comm_destroy(cc_comm *c) {
+  if (!c) return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_destroy: comm is NULL");
+  if (c->worker_started) {
+    cc__drain(c);
+    pthread_mutex_lock(&c->qlock);
+    c->worker_stop = 1;
+    pthread_cond_broadcast(&c->qcond);
+    pthread_mutex_unlock(&c->qlock);
+    pthread_join(c->worker, NULL);
+  }
+  if (c->ctl) {
+    CC__STORE_SC(&c->ctl[c->rank].departed, 1u);
+    cc__notify(c);
+  }
+  cc__comm_free(c);
+  return CC_OK;
+}
+
+CC_API cc_result cc_comm_split(cc_comm *c, int color, int key, cc_comm **out) {
+  const char *what = "comm_split";
+  CC__CHECK_COMM(c);
+  if (!out) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: out is NULL", what);
+  *out = NULL;
+  if (color < 0 && color != CC_UNDEFINED)
+    return cc__fail(c, CC_ERR_INVALID_ARG, "%s: color %d is negative (and not CC_UNDEFINED)", what, color);
+  if (c->group_depth > 0) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: not allowed inside a group", what);
+  cc__drain(c);
+  CC__TRY(cc__ready(c, what));
+  return c->net ? cc__split_net(c, color, key, out) : cc__split_shm(c, color, key, out);
+}
+
+/* ---------------------------------------------------------------- symmetric memory */
+
+/* Where c's allocations are mapped and listed: c itself (one host), the
+   host's communicator, or NULL (a rank alone on its host: plain memory, in
+   c's own list). */
+static cc_comm *cc__mem_home(cc_comm *c) {
+  if (c->net) return c->net->local;
+  return c->seg ? c : NULL;
+}
+
+static int cc__in(const void *p, const unsigned char *lo, size_t len) {
+  return p && (const unsigned char *)p >= lo && (const unsigned char *)p < lo + len;
+}
+
+CC_API cc_result cc_mem_alloc(cc_comm *c, size_t bytes, void **ptr) {
+  const char *what = "mem_alloc";
+  cc_comm *h;
+  cc_result r;
+  CC__CHECK_COMM(c);
+  if (!ptr) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: ptr is NULL", what);
+  *ptr = NULL;
+  if (!bytes) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: bytes is 0", what);
+  if (c->group_depth > 0) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: not allowed inside a group", what);
+  cc__drain(c);
+  CC__TRY(cc__ready(c, what));
+  if ((h = cc__mem_home(c)) == NULL) {          /* plain memory, listed so that cc_mem_free knows it */
+    size_t b = cc__align(bytes, 4096);
+    cc__mem *m = (cc__mem *)CC_MALLOC(sizeof(cc__mem));
+    size_t *sz = (size_t *)CC_MALLOC(sizeof(size_t));
+    unsigned char *p = m && sz ? (unsigned char *)cc__shm_map_anon(b) : NULL;
+    if (!p) {
+      CC_FREE(m); CC_FREE(sz);
+      return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory (%zu bytes)", what, c->rank, bytes);
+    }
+    memset(m, 0, sizeof *m);
+    *sz = bytes;
+    m->id = c->mem_seq++; m->base = p; m->map_bytes = b; m->slot = b; m->bytes = sz; m->nranks = 1;
+    m->next = c->mem;
+    c->mem = m;
+    *ptr = p;
+    return CC_OK;
+  }
+  if ((r = cc__arena_mem_alloc(h, bytes, ptr)) != CC_OK && h != c && !c->failed) cc__fail(c, r, "%s", h->err);
+  return r;
+}
+
+CC_API cc_result cc_mem_free(cc_comm *c, void *ptr) {
+  const char *what = "mem_free";
+  cc_comm *h, *o;
+  cc__mem *m;
+  cc_request *q;
+  unsigned char *mine = NULL;
+  int busy = 0, i;
+  cc_result r;
+  CC__CHECK_COMM(c);
+  if (!ptr) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: ptr is NULL", what);
+  if (c->group_depth > 0) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: not allowed inside a group", what);
+  o = (h = cc__mem_home(c)) != NULL ? h : c;
+  for (m = o->mem; m; m = m->next) {
+    mine = m->base + (m->mapped ? (size_t)m->me * m->slot : 0);
+    if (mine == (unsigned char *)ptr) break;
+  }
+  if (!m)
+    return cc__fail(c, CC_ERR_INVALID_ARG, "%s: rank %d: %p is not memory from cc_mem_alloc on this communicator "
+                    "(or it was freed already)", what, c->rank, ptr);
+  if (c->worker_started) {             /* a request not yet complete that uses it */
+    pthread_mutex_lock(&c->qlock);
+    for (q = c->q_head; q && !busy; q = q->next)
+      for (i = 0; i < q->batch.n && !busy; i++)
+        busy = cc__in(q->batch.calls[i].sbuf, mine, m->bytes[m->me]) || cc__in(q->batch.calls[i].rbuf, mine, m->bytes[m->me]);
+    pthread_mutex_unlock(&c->qlock);
+  }
+  if (busy)
+    return cc__fail(c, CC_ERR_INVALID_ARG, "%s: rank %d: the memory at %p is in use by a request that is not "
+                    "complete (cc_wait for it first)", what, c->rank, ptr);
+  cc__drain(c);
+  CC__TRY(cc__ready(c, what));
+  if (!m->mapped) {
+    cc__mem **pp;
+    for (pp = &o->mem; *pp != m; pp = &(*pp)->next) {}
+    *pp = m->next;
+    cc__mem_drop(m);
+    return CC_OK;
+  }
+  if ((r = cc__arena_mem_free(o, m)) != CC_OK && o != c && !c->failed) cc__fail(c, r, "%s", o->err);
+  return r;
+}
+
+/* ============================================================== @spawn */
+/* cc_spawn forks the ranks itself. The world segment is an anonymous shared
+   mapping made before the fork, so it has no name at all; communicators split
+   later are named /dev/shm/cc-<job>-..., and whatever a killed rank leaves of
+   those is removed here by prefix. The settings are read once, in the parent. */
+
+static void cc__spawn_child(int rank, int n, unsigned char *seg, size_t bytes, const char *jobid, int parent,
+                            const unsigned char *shmkey, const cc__settings *s, cc_main_fn fn, void *arg) {
+  char num[32];
+  cc_comm *c;
+  cc_result r;
+  int rc;
+  if (cc__proc_tie_to_parent(parent)) cc__proc_exit(1);
+  snprintf(num, sizeof num, "%d", rank);
+  cc__env_set("RANK", num);
+  cc__env_set("LOCAL_RANK", num);
+  snprintf(num, sizeof num, "%d", n);
+  cc__env_set("WORLD_SIZE", num);
+  cc__env_set("LOCAL_WORLD_SIZE", num);
+  cc__env_set("CC_JOB_ID", jobid);
+  c = cc__comm_new(rank, n, s);
+  if (!c) { fprintf(stderr, "cc_spawn: rank %d: out of memory\n", rank); cc__proc_exit(1); }
+  memcpy(c->jobid, jobid, 33);
+  memcpy(c->shmkey, shmkey, sizeof c->shmkey);
+  c->has_shmkey = 1;
+  r = cc__seg_attach(c, seg, bytes, "cc_spawn");
+  if (r == CC_OK) {
+    CC__ADD(&c->hdr->mapped, 1u);
+    r = cc__comm_ready(c);
+  }
+  if (r == CC_OK && s->transport == CC__TR_TCP) r = cc__init_tcp_from_shm(&c, 0);
+  if (r != CC_OK) {
+    fprintf(stderr, "cc_spawn: rank %d: %s\n", rank, c->err);
+    cc__proc_exit(1);
+  }
+  rc = fn(c, arg);
+  cc_comm_destroy(c);
+  cc__proc_exit(rc == 0 ? 0 : (rc & 0xff) ? (rc & 0xff) : 1);
+}
+
+/* Reap every rank. When one fails, the others get a short grace (they notice
+   the loss within ~0.1 s and may report it), then SIGKILL. Returns the first
+   failed rank's status (its exit code, or 128 + its signal), *failed its rank
+   (-1 when none failed: status 0), with the thread's message saying how. */
+static int cc__spawn_reap(int *pids, int nprocs, uint64_t grace_ns, int *failed) {
+  int i, live, status = 0, killed = 0;
+  uint64_t kill_at = 0;
+  for (live = nprocs; live > 0;) {
+    int reaped = 0;
+    for (i = 0; i < nprocs; i++) {
+      int code = 0, sig = 0, w;
+      if (pids[i] <= 0) continue;
+      if ((w = cc__proc_reap(pids[i], &code, &sig)) == 0) continue;
+      pids[i] = -pids[i];
+      live--;
+      reaped = 1;
+      if (w < 0 || *failed >= 0 || (!sig && code == 0)) continue;
+      *failed = i;
+      kill_at = cc__now_ns() + grace_ns;
+      status = sig ? 128 + sig : code;
+      if (sig) cc__fail(NULL, CC_ERR_PEER_LOST, "cc_spawn: rank %d (pid %d) was killed by signal %d", i, -pids[i], sig);
+      else cc__fail(NULL, CC_ERR_PEER_LOST, "cc_spawn: rank %d (pid %d) exited with status %d", i, -pids[i], code);
+    }
+    if (*failed >= 0 && !killed && cc__now_ns() >= kill_at) {
+      for (i = 0; i < nprocs; i++) if (pids[i] > 0) cc__proc_kill(pids[i]);
+      killed = 1;
+    }
+    if (!reaped && live > 0) cc__sleep_ns(200000);
+  }
+  return status;
+}
+
+CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg) {
+  char jobid[40], prefix[64], why[128];
+  size_t bytes;
+  unsigned char *seg, shmkey[32];
+  int *pids, parent = cc__getpid();
+  int i, status, failed = -1;
+  cc__settings s;
+  cc__tls_err[0] = 0;
+  if (nprocs < 1 || nprocs > CC__MAX_LOCAL) {
+    cc__fail(NULL, CC_ERR_INVALID_ARG, "cc_spawn: nprocs %d is out of range (1..%d)", nprocs, CC__MAX_LOCAL);
+    return 1;
+  }
+  if (!fn) { cc__fail(NULL, CC_ERR_INVALID_ARG, "cc_spawn: fn is NULL"); return 1; }
+  if (cc__settings_lib(NULL, &s) != CC_OK) return 1;
+  cc__random_hex(jobid, 32);
+  cc__random(shmkey, sizeof shmkey);
+  snprintf(prefix, sizeof prefix, "cc-%s", jobid);
+  seg = cc__seg_anon(nprocs, s.shm_chunk, &bytes);
+  pids = (int *)CC_MALLOC(sizeof(int) * (size_t)nprocs);
+  if (!seg || !pids) {
+    cc__shm_unmap(seg, bytes);
+    CC_FREE(pids);
+    cc__settings_clear(&s);
+    cc__fail(NULL, CC_ERR_NO_MEMORY, "cc_spawn: cannot map %zu bytes of shared memory", bytes);
+    return 1;
+  }
+  for (i = 0; i < nprocs; i++) {
+    int p = cc__proc_fork();
+    if (p == 0) cc__spawn_child(i, nprocs, seg, bytes, jobid, parent, shmkey, &s, fn, arg);
+    if (p < 0) {
+      int e = errno, j, code, sig;
+      for (j = 0; j < i; j++) cc__proc_kill(pids[j]);
+      for (j = 0; j < i; j++) while (cc__proc_reap(pids[j], &code, &sig) == 0) cc__sleep_ns(CC__MS);
+      cc__strerr(e, why, sizeof why);
+      cc__fail(NULL, CC_ERR_SYSTEM, "cc_spawn: fork of rank %d: %s", i, why);
+      cc__shm_unmap(seg, bytes);
+      CC_FREE(pids);
+      cc__settings_clear(&s);
+      return 1;
+    }
+    pids[i] = p;
+  }
+  cc__settings_clear(&s);
+  status = cc__spawn_reap(pids, nprocs, s.spawn_grace_ns, &failed);
+  if (failed >= 0) {                  /* as torchrun's summary: which rank, how, and the job's first error */
+    const cc__hdr *h = (const cc__hdr *)seg;
+    if (CC__LOAD(&h->fail_ready))
+      fprintf(stderr, "%s; the job's first error: %s\n", cc__tls_err, h->fail_msg);
+    else
+      fprintf(stderr, "%s\n", cc__tls_err);
+  }
+  cc__shm_unmap(seg, bytes);
+  cc__shm_unlink_prefix(prefix);
+  CC_FREE(pids);
+  return failed < 0 ? 0 : (status ? status : 1);
+}
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* CC_IMPLEMENTATION */
+
+/* ============================================================== @licence
+   Changelog
+     0.1.0  2026-11-21  first release: every collective over shared memory on one
+                        host, groups, asynchronous requests, cc_spawn and ccrun.
+
+   MIT License
+
+   Copyright (c) 2026 the cc authors
+
+   Permission is hereby granted, free of charge, to any person obtaining a copy of
+   this software and associated documentation files (the "Software"), to deal in
+   the Software without restriction, including without limitation the rights to
+   use, copy, modify, merge, publish, distribute, sublicense, and/or sell copies of
+   the Software, and to permit persons to whom the Software is furnished to do so,
+   subject to the following conditions:
+
+   The above copyright notice and this permission notice shall be included in all
+   copies or substantial portions of the Software.
+
+   THE SOFTWARE IS PROVIDED "AS IS", WITHOUT WARRANTY OF ANY KIND, EXPRESS OR
+   IMPLIED, INCLUDING BUT NOT LIMITED TO THE WARRANTIES OF MERCHANTABILITY, FITNESS
+   FOR A PARTICULAR PURPOSE AND NONINFRINGEMENT. IN NO EVENT SHALL THE AUTHORS OR
+   COPYRIGHT HOLDERS BE LIABLE FOR ANY CLAIM, DAMAGES OR OTHER LIABILITY, WHETHER
+   IN AN ACTION OF CONTRACT, TORT OR OTHERWISE, ARISING FROM, OUT OF OR IN
+   CONNECTION WITH THE SOFTWARE OR THE USE OR OTHER DEALINGS IN THE SOFTWARE.
+*/
