@@ -17,7 +17,9 @@
 # attach or through the arena, whichever cc measures faster); cccma_*: plain
 # buffers with CC_SHM_CMA=1 (always read from the peers' buffers by
 # cross-memory attach, as Open MPI does), ccarena_*: CC_SHM_CMA=0 (always
-# through the arena) (those two not in ALL: ONLY names them); the others: bench/peers/run.sh NAME (bench/peers/README.md says how
+# through the arena), ccopen_*: CC_TOKEN= (no token: TCP frames not
+# authenticated, as the peers' are not; ccrun otherwise makes one) (those
+# three not in ALL: ONLY names them); the others: bench/peers/run.sh NAME (bench/peers/README.md says how
 # each library runs). Each needs nothing beside this repository: the peers'
 # Debian packages are installed when missing if this runs as root (apt-get
 # update, then apt-get install), else the apt-get line to run is printed and
@@ -82,11 +84,11 @@ nc=${#configs[@]}
 [ "$nc" -gt 0 ] || { echo "compare.sh: ONLY names no configuration" >&2; exit 2; }
 libs=()
 for c in "${configs[@]}"; do
-    if [[ ! $c =~ ^(cc|ccmem|cccma|ccarena|openmpi|mpich|gloo)_(shm|tcp)_np([0-9]+)$ ]] || [[ $c == gloo_shm_* ]]; then
-        echo "compare.sh: '$c' is not a configuration (cc, ccmem, cccma, ccarena, openmpi, mpich _shm_ or _tcp_npN; gloo_tcp_npN)" >&2
+    if [[ ! $c =~ ^(cc|ccmem|cccma|ccarena|ccopen|openmpi|mpich|gloo)_(shm|tcp)_np([0-9]+)$ ]] || [[ $c == gloo_shm_* ]]; then
+        echo "compare.sh: '$c' is not a configuration (cc, ccmem, cccma, ccarena, ccopen, openmpi, mpich _shm_ or _tcp_npN; gloo_tcp_npN)" >&2
         exit 2
     fi
-    case ${BASH_REMATCH[1]} in cc|ccmem|cccma|ccarena) ;; *) [[ " ${libs[*]-} " == *" ${BASH_REMATCH[1]} "* ]] || libs+=("${BASH_REMATCH[1]}") ;; esac
+    case ${BASH_REMATCH[1]} in cc|ccmem|cccma|ccarena|ccopen) ;; *) [[ " ${libs[*]-} " == *" ${BASH_REMATCH[1]} "* ]] || libs+=("${BASH_REMATCH[1]}") ;; esac
 done
 mkdir -p "$R" || exit 1
 R=$(cd "$R" && pwd)
@@ -124,10 +126,12 @@ run_one() {   # run_one NAME DIR
     err=$dir/$name.err
     np=${name##*_np}
     case $name in
-    cc_*|ccmem_*|cccma_*|ccarena_*)
+    cc_*|ccmem_*|cccma_*|ccarena_*|ccopen_*)
         case $name in cccma_*) cma=1 ;; ccarena_*) cma=0 ;; *) cma=auto ;; esac
+        tok=()
+        [[ $name == ccopen_* ]] && tok=(CC_TOKEN=)
         # shellcheck disable=SC2206  # the flag lists are meant to split
-        cmd=(env CC_TRANSPORT="$(echo "$name" | cut -d_ -f2)" OMP_NUM_THREADS=1 CC_SHM_CMA="$cma" "$CCRUN" -n "$np" "$CCBENCH"
+        cmd=(env "${tok[@]}" CC_TRANSPORT="$(echo "$name" | cut -d_ -f2)" OMP_NUM_THREADS=1 CC_SHM_CMA="$cma" "$CCRUN" -n "$np" "$CCBENCH"
              $COMMON $([[ $name == ccmem_* ]] && echo "-R 1") $BENCH_ARGS $CC_BENCH_ARGS) ;;
     *)
         # shellcheck disable=SC2206
@@ -135,7 +139,7 @@ run_one() {   # run_one NAME DIR
     esac
     {
         echo "# run: $name"
-        if [[ $name == cc_* || $name == ccmem_* || $name == cccma_* || $name == ccarena_* ]]; then echo "# cmd: ${cmd[*]}"; else echo "# cmd: $(bash "$HERE/peers/run.sh" --cmd "$name" $COMMON $BENCH_ARGS)"; fi
+        if [[ $name == cc_* || $name == ccmem_* || $name == cccma_* || $name == ccarena_* || $name == ccopen_* ]]; then echo "# cmd: ${cmd[*]}"; else echo "# cmd: $(bash "$HERE/peers/run.sh" --cmd "$name" $COMMON $BENCH_ARGS)"; fi
         echo "# date: $(date -Is)"
         echo "# c2c before: $(c2c)"
     } > "$out"

@@ -24,7 +24,7 @@ import sys
 
 COLLS = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "gather", "scatter"]
 LIBS = {"cc": ("cc", "#d62728"), "ccmem": ("cc, cc_mem_alloc buffers", "#9467bd"),
-        "cccma": ("cc, CC_SHM_CMA=1", "#8c564b"), "ccarena": ("cc, CC_SHM_CMA=0", "#7f7f7f"), "openmpi": ("Open MPI", "#1f77b4"), "mpich": ("MPICH", "#2ca02c"),
+        "cccma": ("cc, CC_SHM_CMA=1", "#8c564b"), "ccarena": ("cc, CC_SHM_CMA=0", "#7f7f7f"), "ccopen": ("cc, no token", "#e377c2"), "openmpi": ("Open MPI", "#1f77b4"), "mpich": ("MPICH", "#2ca02c"),
         "gloo": ("Gloo", "#ff7f0e")}
 STYLES = {("shm", 2): "-", ("shm", 4): "--", ("tcp", 2): ":", ("tcp", 4): "-."}
 
