@@ -431,6 +431,7 @@ static void auto_worlds(world *w) {
               (int)w->tab->scratch[4], (int)w->tab->scratch[5], AUTO_CALLS);
   }
   setenv("CC_SHM_CMA", "1", 1);
+  w->quick = tu_quick();
 }
 
 /* ---------------------------------------------------------------- rules */
@@ -628,6 +629,32 @@ static int differ_main(cc_comm *c, void *arg) {
   return 0;
 }
 
+/* Settings that differ between the ranks (differ_main); a hang would be a
+   failure: a short timeout. */
+static void differ_worlds(void) {
+  single *s;
+  int r;
+  char name[64];
+  setenv("CC_TIMEOUT", "30", 1);
+  for (r = 4; r <= 5; r++) {
+    s = (single *)tu_shared_alloc(sizeof(single));
+    s->mode = r;
+    if (r == 5) setenv("CC_SHM_CMA", "auto", 1);
+    (void)tu_spawn(2, differ_main, s);
+    setenv("CC_SHM_CMA", "1", 1);
+    snprintf(name, sizeof name, "direct.differ.%s", r == 4 ? "direct_bytes" : "auto_one_rank");
+    if (r == 5 && s->cma != 1)
+      tu_skip(name, "process_vm_readv is not allowed here: nothing to choose");
+    else if (s->rc[0] == CC_ERR_MISMATCH && s->rc[1] == CC_ERR_MISMATCH && !s->wrong[0] && !s->wrong[1] &&
+             strstr(s->err[0], "differ between the ranks"))
+      tu_pass(name, "CC_ERR_MISMATCH on both ranks, no wrong element before it: %s", s->err[0]);
+    else
+      tu_fail(name, "%s / %s, %ld + %ld wrong: %s", s->rc[0] >= 0 ? cc_strerror((cc_result)s->rc[0]) : "?",
+              s->rc[1] >= 0 ? cc_strerror((cc_result)s->rc[1]) : "?", s->wrong[0], s->wrong[1], s->err[0]);
+  }
+  unsetenv("CC_TIMEOUT");
+}
+
 static int mismatch_main(cc_comm *c, void *arg) {
   single *s = (single *)arg;
   int me = cc_comm_rank(c);
@@ -691,15 +718,45 @@ static int world_n(int n, world *w) {
   return rc;
 }
 
+/* process_vm_readv refused (eperm_main) */
+static void eperm_world(void) {
+  single *s;
+  int rc, r, lines;
+  s = (single *)tu_shared_alloc(sizeof(single));
+  setenv("CC_DEBUG", "INFO", 1);
+  rc = spawn_capture(3, eperm_main, s, "cannot read rank", &lines);
+  unsetenv("CC_DEBUG");
+  if (!s->dropped[0] || s->cma_mine == 1) {
+    tu_skip("direct.eperm", "could not take cross-memory attach away (capset: %d, probe %d)", s->dropped[0], s->cma_mine);
+  } else {
+    int ok = rc == 0 && s->cma == 0 && lines == 3;
+    for (r = 0; r < 3; r++) ok = ok && s->rc[r] == CC_OK && s->wrong[r] == 0;
+    if (ok) tu_pass("direct.eperm", "process_vm_readv refused: one INFO line per rank, results right through the arena");
+    else tu_fail("direct.eperm", "spawn %d, cma %d, INFO lines %d (want 3), rank 0: %s, %ld wrong (%s)", rc, s->cma,
+                 lines, cc_strerror((cc_result)s->rc[0]), s->wrong[0], s->err[0]);
+  }
+}
+
+/* different allocations freed (mismatch_main) */
+static void mismatch_world(void) {
+  single *s;
+  s = (single *)tu_shared_alloc(sizeof(single));
+  (void)tu_spawn(2, mismatch_main, s);
+  if (s->rc[0] == CC_ERR_MISMATCH && s->rc[1] == CC_ERR_MISMATCH && strstr(s->err[0], "mem_free(allocation #"))
+    tu_pass("direct.mismatch", "%s", s->err[0]);
+  else
+    tu_fail("direct.mismatch", "%s / %s: %s", cc_strerror((cc_result)s->rc[0]), cc_strerror((cc_result)s->rc[1]), s->err[0]);
+}
+
 int main(void) {
   static const int sizes[] = {2, 3, 4};
   size_t si;
-  int rc, r, lines;
+  int rc, r;
   char name[96];
   single *s;
   world *w = &g_world;
   setenv("CC_SHM_DIRECT_BYTES", "1", 1);
-  setenv("CC_SHM_CMA", "1", 1);          /* off by default: these worlds test it */
+  setenv("CC_SHM_CMA", "1", 1);          /* these worlds test it; auto_worlds the default, auto */
   w->quick = tu_quick();
 
   for (si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
@@ -726,7 +783,6 @@ int main(void) {
 
   policy_unit();
   auto_worlds(w);
-  w->quick = tu_quick();
 
   /* CC_SHM_CMA=0: plain buffers through the arena, symmetric memory still direct */
   setenv("CC_SHM_CMA", "0", 1);
@@ -741,20 +797,7 @@ int main(void) {
   setenv("CC_SHM_CMA", "1", 1);
   w->quick = tu_quick();
 
-  /* process_vm_readv refused */
-  s = (single *)tu_shared_alloc(sizeof(single));
-  setenv("CC_DEBUG", "INFO", 1);
-  rc = spawn_capture(3, eperm_main, s, "cannot read rank", &lines);
-  unsetenv("CC_DEBUG");
-  if (!s->dropped[0] || s->cma_mine == 1) {
-    tu_skip("direct.eperm", "could not take cross-memory attach away (capset: %d, probe %d)", s->dropped[0], s->cma_mine);
-  } else {
-    int ok = rc == 0 && s->cma == 0 && lines == 3;
-    for (r = 0; r < 3; r++) ok = ok && s->rc[r] == CC_OK && s->wrong[r] == 0;
-    if (ok) tu_pass("direct.eperm", "process_vm_readv refused: one INFO line per rank, results right through the arena");
-    else tu_fail("direct.eperm", "spawn %d, cma %d, INFO lines %d (want 3), rank 0: %s, %ld wrong (%s)", rc, s->cma,
-                 lines, cc_strerror((cc_result)s->rc[0]), s->wrong[0], s->err[0]);
-  }
+  eperm_world();
 
   /* a rank dies while its peer reads its buffers */
   setenv("CC_SPAWN_GRACE_MS", "5000", 1);
@@ -771,33 +814,8 @@ int main(void) {
   }
   unsetenv("CC_SPAWN_GRACE_MS");
 
-  /* different allocations freed */
-  s = (single *)tu_shared_alloc(sizeof(single));
-  rc = tu_spawn(2, mismatch_main, s);
-  if (s->rc[0] == CC_ERR_MISMATCH && s->rc[1] == CC_ERR_MISMATCH && strstr(s->err[0], "mem_free(allocation #"))
-    tu_pass("direct.mismatch", "%s", s->err[0]);
-  else
-    tu_fail("direct.mismatch", "%s / %s: %s", cc_strerror((cc_result)s->rc[0]), cc_strerror((cc_result)s->rc[1]), s->err[0]);
-
-  /* settings that differ between the ranks (a hang would be a failure: a short timeout) */
-  setenv("CC_TIMEOUT", "30", 1);
-  for (r = 4; r <= 5; r++) {
-    s = (single *)tu_shared_alloc(sizeof(single));
-    s->mode = r;
-    if (r == 5) setenv("CC_SHM_CMA", "auto", 1);
-    rc = tu_spawn(2, differ_main, s);
-    setenv("CC_SHM_CMA", "1", 1);
-    snprintf(name, sizeof name, "direct.differ.%s", r == 4 ? "direct_bytes" : "auto_one_rank");
-    if (r == 5 && s->cma != 1)
-      tu_skip(name, "process_vm_readv is not allowed here: nothing to choose");
-    else if (s->rc[0] == CC_ERR_MISMATCH && s->rc[1] == CC_ERR_MISMATCH && !s->wrong[0] && !s->wrong[1] &&
-             strstr(s->err[0], "differ between the ranks"))
-      tu_pass(name, "CC_ERR_MISMATCH on both ranks, no wrong element before it: %s", s->err[0]);
-    else
-      tu_fail(name, "%s / %s, %ld + %ld wrong: %s", s->rc[0] >= 0 ? cc_strerror((cc_result)s->rc[0]) : "?",
-              s->rc[1] >= 0 ? cc_strerror((cc_result)s->rc[1]) : "?", s->wrong[0], s->wrong[1], s->err[0]);
-  }
-  unsetenv("CC_TIMEOUT");
+  mismatch_world();
+  differ_worlds();
 
   /* TCP: plain memory */
   s = (single *)tu_shared_alloc(sizeof(single));
