@@ -6909,15 +6909,23 @@ static void cc__direct_need(const cc_comm *c, const cc__call *k, int j, int put,
 }
 
 /* The collectives whose reading run may use cross-memory attach (a plain
-   buffer, CC_SHM_CMA=1; off by default: on this project's VM the kernel's
-   one copy, 4-8 GB/s, lost to the arena's two memcpys nearly everywhere,
-   docs/performance.md). broadcast: the arena's pipelined copies are faster
-   still; reduce has no reading run (its partial results need a place in the
-   root's recvbuf). */
-static int cc__direct_cma(int coll) {
-  return coll == CC__ALL_REDUCE || coll == CC__REDUCE_SCATTER || coll == CC__ALL_GATHER || coll == CC__ALL_TO_ALL ||
-         coll == CC__GATHER || coll == CC__SCATTER;
+   buffer; CC_SHM_CMA=auto measures it against the arena per collective and
+   size, below), as indices of the measuring table; -1 for the others.
+   broadcast: the arena's pipelined copies are faster still; reduce has no
+   reading run (its partial results need a place in the root's recvbuf). */
+static int cc__tune_coll(int coll) {
+  switch (coll) {
+  case CC__ALL_REDUCE: return 0;
+  case CC__REDUCE_SCATTER: return 1;
+  case CC__ALL_GATHER: return 2;
+  case CC__ALL_TO_ALL: return 3;
+  case CC__GATHER: return 4;
+  case CC__SCATTER: return 5;
+  default: return -1;
+  }
 }
+
+static int cc__direct_cma(int coll) { return cc__tune_coll(coll) >= 0; }
 
 /* The message size of k as nccl-tests counts it (the largest buffer), when
    k can run direct; 0 when it cannot. */
@@ -6958,20 +6966,6 @@ static size_t cc__direct_size(const cc_comm *c, const cc__call *k) {
 #define CC__TUNE_FIRST 16u             /* calls before the first try of the other way */
 #define CC__TUNE_MOST  1024u           /* the longest run between tries */
 #define CC__TUNE_ASK   16u             /* the arena's way asks rank 0 this often */
-
-/* The class's table index of a collective, or -1 when cross-memory attach
-   does not serve it (cc__direct_cma). */
-static int cc__tune_coll(int coll) {
-  switch (coll) {
-  case CC__ALL_REDUCE: return 0;
-  case CC__REDUCE_SCATTER: return 1;
-  case CC__ALL_GATHER: return 2;
-  case CC__ALL_TO_ALL: return 3;
-  case CC__GATHER: return 4;
-  case CC__SCATTER: return 5;
-  default: return -1;
-  }
-}
 
 static int cc__tune_size(size_t bytes) {
   int i = 0;
@@ -7202,7 +7196,7 @@ static cc_result cc__direct_begin(cc_comm *c, const cc__call *k, cc__tune *t, in
     pt &= cc__reach(b->s, b->s_max, sp, all_cma) && cc__reach(b->r, b->r_max, rp, 0);
   }
   if (k->coll == CC__REDUCE) rd = 0;
-  *go = !call_ok ? (tuned ? 3 : 0) : pt ? 2 : rd ? 1 : tuned ? 3 : 0;
+  *go = call_ok && pt ? 2 : call_ok && rd ? 1 : tuned ? 3 : 0;
   if (t) t->ran = (uint8_t)(!*go || *go == 3 ? 0 : *go == 1 && !rdm ? 1 : 2);
   return CC_OK;
 }
