@@ -5902,51 +5902,111 @@ static cc_result cc__start(cc__run *x, int *progress) {
   return CC_OK;
 }
 
-/* A frame header arrived from rank p: match it to a receive or queue it. */
+static int cc__sending(const cc__run *x);
+
+/* Does the run want the next frame from rank p's ring? When a receive waits
+   for it, or while a send of the run waits (ranks that all send before they
+   receive must take in each other's messages, or they would wait forever).
+   Else the frame stays in the ring, which is its flow control. A TCP link's
+   headers are read whenever something arrived (a failure another rank
+   reports must end a call still waiting here as soon as it arrives), its
+   payloads as this says (cc__rx_place): the kernel's buffers are the flow
+   control. */
+static int cc__rx_wanted(const cc__run *x, int p, int sending) {
+  int i;
+  if (sending) return 1;
+  for (i = 0; i < x->n; i++) {
+    const cc__msg *m = &x->m[i];
+    if (!m->is_send && m->live && m->started && !m->done && m->peer == p) return 1;
+  }
+  return 0;
+}
+
+/* The frame whose header came from rank p goes into the first receive of the
+   run that waits for it, if any (pe->rx_target). */
+static cc_result cc__rx_match(cc__run *x, int p) {
+  cc__peer *pe = &x->c->peers[p];
+  int i;
+  for (i = 0; i < x->n && pe->rx.tag != CC__TAG_ABORT; i++) {
+    cc__msg *m = &x->m[i];
+    if (m->is_send || !m->live || !m->started || m->done || m->matched || m->peer != p || m->tag != pe->rx.tag)
+      continue;
+    /* an older message of this tag, queued while this receive waited, goes first */
+    CC__TRY(cc__take_unexp(x, m));
+    if (m->done) { if (x->cb) CC__TRY(x->cb(x->ctx, x->m, i)); continue; }
+    CC__TRY(cc__frame_fits(x, p, &pe->rx, m));
+    pe->rx_target = m;
+    m->matched = 1;
+    m->moved = 0;
+    return CC_OK;
+  }
+  return CC_OK;
+}
+
+/* The frame from rank p is unexpected: room for it (pe->rx_unexp), to be
+   queued when complete. What its header claims counts against
+   CC_MAX_UNEXPECTED at once, and is allocated as it arrives (from 1 MiB,
+   doubling), so a corrupt length cannot reserve memory ahead of the bytes. */
+static cc_result cc__rx_keep(cc__run *x, int p) {
+  cc_comm *c = x->c;
+  cc__peer *pe = &c->peers[p];
+  cc__umsg *u;
+  size_t cap = (size_t)CC__MIN(pe->rx.bytes, (uint64_t)1 << 20), cost = 0;
+  if (pe->rx.tag != CC__TAG_ABORT) CC__TRY(cc__uq_charge(x, p, pe->rx.bytes, &cost));
+  u = (cc__umsg *)CC_MALLOC(sizeof *u);
+  if (u) u->data = (unsigned char *)CC_MALLOC(cap ? cap : 1);
+  if (!u || !u->data) {
+    CC_FREE(u);
+    c->uq_bytes -= cost;
+    return cc__fail_all(c, CC_ERR_NO_MEMORY, c->rank, x->what, "no memory for a message of %llu bytes from rank %d",
+                        (unsigned long long)pe->rx.bytes, p);
+  }
+  u->next = NULL;
+  u->f = pe->rx;
+  u->cap = cap;
+  u->cost = cost;
+  pe->rx_unexp = u;
+  return CC_OK;
+}
+
+/* Is rank p's frame parked: its header read, its payload left in the
+   socket until a receive wants it? */
+static int cc__rx_parked(const cc__peer *pe) {
+  return pe->rx_state == 1 && !pe->rx_target && !pe->rx_unexp;
+}
+
+/* Where the payload of rank p's frame goes, once its header is read (and
+   again while it is parked): into a receive; else, over TCP, nowhere yet
+   while the run wants nothing from p (no receive from p waits, no send of
+   the run waits): the payload stays in the socket, whose buffers are then
+   the flow control, as a ring's are on this host, and the receive of a later
+   run reads it in place, without a copy through memory of its own (a root
+   that runs ahead of its receivers, call after call). The header was read,
+   so a failure report is still seen at once; one behind a parked payload
+   waits for the rank to want p's frames, as on a ring. A peer that closed
+   its side is read to the end. Else room as an unexpected message. */
+static cc_result cc__rx_place(cc__run *x, int p) {
+  cc__peer *pe = &x->c->peers[p];
+  CC__TRY(cc__rx_match(x, p));
+  if (pe->rx_target) return CC_OK;
+  if (pe->link == CC__LINK_TCP && pe->rx.tag != CC__TAG_ABORT && pe->rx.bytes && !pe->rx_done && !pe->ending &&
+      !cc__rx_wanted(x, p, cc__sending(x)))
+    return CC_OK;
+  return cc__rx_keep(x, p);
+}
+
+/* A frame header arrived from rank p: match it to a receive, queue it, or
+   leave it parked (cc__rx_place); its payload is read next. */
 static cc_result cc__rx_begin(cc__run *x, int p) {
   cc_comm *c = x->c;
   cc__peer *pe = &c->peers[p];
-  int i;
   if (cc__frame_decode(pe->rx_hdr, &pe->rx) != 0)
     return cc__fail_all(c, CC_ERR_SYSTEM, p, x->what, "corrupt data from rank %d (not a cc frame)", p);
   pe->rx_done = 0;
   pe->rx_target = NULL;
   pe->rx_unexp = NULL;
-  if (pe->rx.tag != CC__TAG_ABORT) {
-    for (i = 0; i < x->n; i++) {
-      cc__msg *m = &x->m[i];
-      if (m->is_send || !m->live || !m->started || m->done || m->matched || m->peer != p || m->tag != pe->rx.tag)
-        continue;
-      /* an older message of this tag, queued while this receive waited, goes first */
-      CC__TRY(cc__take_unexp(x, m));
-      if (m->done) { if (x->cb) CC__TRY(x->cb(x->ctx, x->m, i)); continue; }
-      CC__TRY(cc__frame_fits(x, p, &pe->rx, m));
-      pe->rx_target = m;
-      m->matched = 1;
-      m->moved = 0;
-      return CC_OK;
-    }
-  }
-  {
-    /* what a header claims counts against CC_MAX_UNEXPECTED at once, and is
-       allocated as it arrives (from 1 MiB, doubling), so a corrupt length
-       cannot reserve memory ahead of the bytes */
-    cc__umsg *u;
-    size_t cap = (size_t)CC__MIN(pe->rx.bytes, (uint64_t)1 << 20), cost = 0;
-    if (pe->rx.tag != CC__TAG_ABORT) CC__TRY(cc__uq_charge(x, p, pe->rx.bytes, &cost));
-    u = (cc__umsg *)CC_MALLOC(sizeof *u);
-    if (u) u->data = (unsigned char *)CC_MALLOC(cap ? cap : 1);
-    if (!u || !u->data) {
-      CC_FREE(u);
-      return cc__fail_all(c, CC_ERR_NO_MEMORY, c->rank, x->what, "no memory for a message of %llu bytes from rank %d",
-                          (unsigned long long)pe->rx.bytes, p);
-    }
-    u->next = NULL;
-    u->f = pe->rx;
-    u->cap = cap;
-    u->cost = cost;
-    pe->rx_unexp = u;
-  }
+  CC__TRY(cc__rx_place(x, p));
+  pe->rx_state = 1;
   return CC_OK;
 }
 
@@ -6006,25 +6066,6 @@ static cc_result cc__umsg_room(cc__run *x, int p) {
   return CC_OK;
 }
 
-static int cc__sending(const cc__run *x);
-
-/* Does the run want the next frame from rank p's ring? When a receive waits
-   for it, or while a send of the run waits (ranks that all send before they
-   receive must take in each other's messages, or they would wait forever).
-   Else the frame stays in the ring, which is its flow control. A TCP link is
-   read whenever something arrived (the kernel's buffers are its flow
-   control): a failure another rank reports must end a call still waiting
-   here as soon as it arrives. */
-static int cc__rx_wanted(const cc__run *x, int p, int sending) {
-  int i;
-  if (sending) return 1;
-  for (i = 0; i < x->n; i++) {
-    const cc__msg *m = &x->m[i];
-    if (!m->is_send && m->live && m->started && !m->done && m->peer == p) return 1;
-  }
-  return 0;
-}
-
 /* Read what rank p sent: into receives, the queue or an abort. *progress
    when bytes moved. */
 static cc_result cc__rx_pull(cc__run *x, int p, int *progress) {
@@ -6055,8 +6096,7 @@ static cc_result cc__rx_pull(cc__run *x, int p, int *progress) {
         (void)cc__aead_aad(&s->rxs, pe->rx_hdr, CC__FRAME);
         if (cc__aead_verify(&s->rxs, pe->rx_hdr + CC__FRAME) != 0) return cc__auth_fail(x, p, "a frame header");
       }
-      CC__TRY(cc__rx_begin(x, p));
-      pe->rx_state = 1;
+      CC__TRY(cc__rx_begin(x, p));     /* (rx_state 1 now) */
       if (s && pe->rx.bytes) cc__sec_begin(s, 0);
     }
     if (pe->rx_state == 2) {           /* the payload's tag */
@@ -6073,6 +6113,10 @@ static cc_result cc__rx_pull(cc__run *x, int p, int *progress) {
       if (cc__aead_verify(&s->rxs, pe->rx_tag) != 0) return cc__auth_fail(x, p, "a message");
       CC__TRY(cc__rx_end(x, p));
       continue;
+    }
+    if (cc__rx_parked(pe)) {           /* parked: a receive of this run may want it now */
+      CC__TRY(cc__rx_place(x, p));
+      if (cc__rx_parked(pe)) return CC_OK;
     }
     if (pe->rx_done == pe->rx.bytes) {
       if (s && pe->rx.bytes) { pe->rx_state = 2; pe->rx_hdr_got = 0; continue; }
@@ -6292,7 +6336,11 @@ static cc_result cc__run_idle(cc__run *x, int np, int sending) {
   }
   for (i = 0; i < c->size && sending; i++)
     if (c->peers[i].link == CC__LINK_SHM && seen[n + i] != cc__ring_in(c, i)->tail) return CC_OK;
-  for (i = 0; i < np; i++) { c->pfd[i].events = POLLIN; c->pfd[i].revents = 0; }
+  for (i = 0; i < np; i++) {          /* a parked frame: only the peer's end wakes this wait */
+    const cc__peer *pe = &c->peers[c->pfd_rank[i]];
+    c->pfd[i].events = (short)(cc__rx_parked(pe) && !cc__rx_wanted(x, c->pfd_rank[i], sending) ? CC__POLL_END : POLLIN);
+    c->pfd[i].revents = 0;
+  }
   for (i = 0; i < n && np; i++) {
     if (!m[i].live || !m[i].started || !m[i].is_send || m[i].done) continue;
     for (k = 0; k < np; k++) if (c->pfd_rank[k] == m[i].peer) c->pfd[k].events |= POLLOUT;

@@ -3,7 +3,13 @@
    and two ranks sending to each other at once. Each message is far larger
    than a channel's ring (64 KiB), so a send can only finish if the receiving
    rank takes the bytes in while it is itself blocked in its own send. Checks
-   the data, the per-tag order, and that nothing waits for the timeout. */
+   the data, the per-tag order, and that nothing waits for the timeout.
+   Then messages that arrive long before their receive, with
+   CC_MAX_UNEXPECTED=1M: a frame no receive wants stays in its link (a ring;
+   over TCP the socket, its header read) until one does, instead of in memory
+   of the receiver's own: a late receive of 8 MiB, and a root whose
+   broadcasts of 4 MiB run ahead of a slow receiver, both succeed with the
+   right data where holding them would fail with CC_ERR_NO_MEMORY. */
 #define _POSIX_C_SOURCE 200809L
 #define CC_IMPLEMENTATION
 #include "cc.h"
@@ -80,6 +86,49 @@ static int crossed(cc_comm *c, void *arg) {
   return cc_barrier(c) != CC_OK;
 }
 
+/* Rank 0 sends 8 MiB to rank 1 while rank 1 waits for a word from rank 2,
+   which comes 300 ms later; then rank 1 receives the 8 MiB. */
+static int late(cc_comm *c, void *arg) {
+  int me = cc_comm_rank(c);
+  size_t cnt = ((size_t)8 << 20) / 4;
+  uint32_t *b = (uint32_t *)malloc(cnt * 4), w = 0;
+  cc_result r = CC_OK;
+  (void)arg;
+  if (me == 0) {
+    if (fill_send(c, b, cnt, 1, 5)) r = CC_ERR_SYSTEM;
+  } else if (me == 1) {
+    if ((r = cc_recv(c, &w, 1, CC_UINT32, 2, 6)) == CC_OK && (r = cc_recv(c, b, cnt, CC_UINT32, 0, 5)) == CC_OK)
+      r = w != 42 || check(b, cnt, 0, 5, "late", me) ? CC_ERR_SYSTEM : CC_OK;
+  } else if (me == 2) {
+    w = 42;
+    tu_sleep_us(300000);
+    r = cc_send(c, &w, 1, CC_UINT32, 1, 6);
+  }
+  if (r != CC_OK) fprintf(stderr, "rank %d: late: %s\n", me, cc_comm_last_error(c));
+  free(b);
+  return r != CC_OK || cc_barrier(c) != CC_OK;
+}
+
+/* Rank 0 broadcasts 4 MiB three times (different data) while rank 1 enters
+   its first broadcast 300 ms late. */
+static int ahead(cc_comm *c, void *arg) {
+  int me = cc_comm_rank(c), k;
+  size_t cnt = ((size_t)4 << 20) / 4, i;
+  uint32_t *b = (uint32_t *)malloc(cnt * 4);
+  (void)arg;
+  if (me == 1) tu_sleep_us(300000);
+  for (k = 0; k < 3; k++) {
+    for (i = 0; i < cnt; i++) b[i] = me == 0 ? value(0, k, i) : 0;
+    if (cc_broadcast(c, b, cnt, CC_UINT32, 0) != CC_OK) {
+      fprintf(stderr, "rank %d: broadcast %d: %s\n", me, k, cc_comm_last_error(c));
+      return 1;
+    }
+    if (check(b, cnt, 0, k, "ahead", me)) return 1;
+  }
+  free(b);
+  return cc_barrier(c) != CC_OK;
+}
+
 int main(void) {
   static const int sizes[] = {2, 3, 5};
   size_t i;
@@ -101,5 +150,19 @@ int main(void) {
             "first (%.2f s)", BIG >> 20, tu_now() - t0);
   else
     tu_fail("p2p.blocking_crossed", "crossed blocking sends failed (%s)", cc_comm_last_error(NULL));
+  setenv("CC_MAX_UNEXPECTED", "1M", 1);
+  t0 = tu_now();
+  if (tu_spawn(3, late, NULL) == 0)
+    tu_pass("p2p.late_receive", "8 MiB sent 300 ms before its receive, CC_MAX_UNEXPECTED=1M: right (%.2f s)",
+            tu_now() - t0);
+  else
+    tu_fail("p2p.late_receive", "a message sent before its receive was posted failed (%s)", cc_comm_last_error(NULL));
+  t0 = tu_now();
+  if (tu_spawn(2, ahead, NULL) == 0)
+    tu_pass("p2p.broadcast_ahead", "3 broadcasts of 4 MiB, the receiver 300 ms late, CC_MAX_UNEXPECTED=1M: right "
+            "(%.2f s)", tu_now() - t0);
+  else
+    tu_fail("p2p.broadcast_ahead", "broadcasts ahead of their receiver failed (%s)", cc_comm_last_error(NULL));
+  unsetenv("CC_MAX_UNEXPECTED");
   return tu_exit_code();
 }

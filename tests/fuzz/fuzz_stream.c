@@ -55,10 +55,10 @@
    - the callbacks: exactly one per completed receive, in the model's order;
    - what stayed queued (tag, size, call, data), in order, and in rank 0's own
      queue; how far into the stream the run read (every byte that arrives is
-     read, up to where the run ended), what its stage holds ahead (the
+     read, up to where the run ended or a frame is parked), what its stage holds ahead (the
      stream's next bytes) and where the reader stands (between frames, in a
      header, in a payload: the bytes so far, in the receive or the queued
-     message it fills);
+     message it fills, or nowhere while the frame is parked);
    - what rank 0 sent to rank 1: the sends' frames in order (a collective's
      header carrying the run's number and call), then after a failure the
      failure report.
@@ -66,8 +66,14 @@
    oldest started receive from rank 1 that waits for its tag (which first
    takes an older queued message of the tag, if any) and must agree with it
    (size; a collective's number and call), else it is queued and given to the
-   first started receive of its tag that waits; a receive, once started, takes
-   the oldest queued message of its tag; callbacks may make messages live,
+   first started receive of its tag that waits; but a frame with a payload
+   that no receive takes, read while the run wants nothing from rank 1 (no
+   receive from it waits, no send waits) and before the reader saw the
+   stream's end, is parked: its payload stays in the socket, the reader stops
+   there as for want of bytes, and goes on (the frame matched again) once the
+   run wants rank 1's frames, or once it sees the stream's end (when all the
+   rest has arrived); a receive, once started, takes the oldest queued
+   message of its tag; callbacks may make messages live,
    which start when the reader runs out of bytes, where the run also ends
    once all its messages are done (the messages made live by the last
    completions start before the end is judged). */
@@ -153,6 +159,8 @@ typedef struct model {
   int dynamic;
   int polling;                         /* the call's entry reads (nothing started) until the first stop */
   int eof;                             /* the reader saw the stream end */
+  int ending;                          /* ... or that it will (poll() said rank 1 shut its side): no frame is parked */
+  int parked;                          /* the frame being read is parked: its header read, its payload left */
   cc__ident id;                        /* the run's call */
   const unsigned char *s;
   size_t len;
@@ -231,6 +239,15 @@ static int m_check(model *M) {
     return -1;
   }
   return M->posted ? m_take_fail(M) : 0;
+}
+
+/* Does the run want rank 1's next frame (cc__rx_wanted)? While a receive
+   from rank 1 waits, or a send of the run does. */
+static int m_wanted(const model *M) {
+  int i;
+  for (i = 0; i < N; i++)
+    if (M->live[i] && M->started[i] && !M->done[i] && (M->d[i].is_send || M->d[i].peer == 1)) return 1;
+  return 0;
 }
 
 /* Does frame f agree with receive i? The run is a collective's: its frames
@@ -353,6 +370,18 @@ static int m_turn(model *M) {
   return m_sends(M);
 }
 
+/* The reader stopped (for want of bytes, or at a parked frame). In a run,
+   what the last completions made live starts before the run looks (the
+   engine's second cc__start of a turn); at the call's entry a failure posted
+   fails it before anything starts; then a turn, and a look. -1 when the run
+   ended. */
+static int m_stop(model *M) {
+  if (!M->polling && m_start(M) < 0) return -1;
+  M->polling = 0;
+  if (m_check(M) < 0 || m_turn(M) < 0 || m_check(M) < 0) return -1;
+  return 0;
+}
+
 /* The reader ran out of bytes somewhere before position q (the first such
    place counts: nothing happens at the others): there the run looks at where
    it stands, takes a turn, and looks again. -1 when the run ended. */
@@ -366,13 +395,7 @@ static int m_stops_before(model *M, size_t q) {
   }
   if (!hit) return 0;
   M->consumed = b;
-  /* in a run, what the last completions made live starts before the run
-     looks (the engine's second cc__start of a turn); at the call's entry a
-     failure posted fails it before anything starts; then a turn, and a look */
-  if (!M->polling && m_start(M) < 0) return -1;
-  M->polling = 0;
-  if (m_check(M) < 0 || m_turn(M) < 0 || m_check(M) < 0) return -1;
-  return 0;
+  return m_stop(M);
 }
 
 /* The run ended with the reader in the frame at fpos: how far, and what the
@@ -409,8 +432,28 @@ static void m_end(model *M) {
   m_fail_all(M, CC_ERR_PEER_LOST, 1);
 }
 
+/* The oldest started receive from rank 1 of frame f's tag that waits takes
+   it (*t; an older queued message of the tag goes first), if any. -1 when
+   the run failed. */
+static int m_match(model *M, const fz_frame *f, int *t) {
+  int i;
+  *t = -1;
+  if (f->tag == CC__TAG_ABORT) return 0;
+  for (i = 0; i < N; i++) {
+    if (!m_eligible(M, i, 1, f->tag)) continue;
+    if (m_take(M, i) < 0) return -1;
+    if (M->done[i]) continue;
+    if (!m_fits(M, f, i)) return m_fail_all(M, CC_ERR_MISMATCH, 0);
+    *t = i;
+    M->matched[i] = 1;
+    M->moved[i] = 0;
+    return 0;
+  }
+  return 0;
+}
+
 /* What the run makes of stream s, as the protocol says. Every byte that
-   arrives is read; the run ends when all its messages are done (at the
+   arrives is read, but a parked frame's payload; the run ends when all its messages are done (at the
    next place the reader runs out of bytes), or fails. */
 static void model_run(model *M) {
   size_t pos = 0;
@@ -420,7 +463,7 @@ static void model_run(model *M) {
   for (;;) {
     fz_frame f;
     uint64_t bytes;
-    int i, t = -1;
+    int i, t = -1, was_parked = 0;
     M->fpos = pos;
     M->hend = pos + FZ_FRAME;
     M->target = -1;
@@ -450,24 +493,35 @@ static void model_run(model *M) {
     M->stop = 1;
     if (!fz_frame_parse(M->s + pos, &f)) { m_fail_all(M, CC_ERR_SYSTEM, 1); return; }
     M->cur = f;
-    if (f.tag != CC__TAG_ABORT) {      /* the oldest started receive of its tag that waits */
-      for (i = 0; i < N; i++) {
-        if (!m_eligible(M, i, 1, f.tag)) continue;
-        if (m_take(M, i) < 0) return;  /* an older queued message of the tag goes first */
-        if (M->done[i]) continue;
-        if (!m_fits(M, &f, i)) { m_fail_all(M, CC_ERR_MISMATCH, 0); return; }
-        t = i;
-        M->matched[i] = 1;
-        M->moved[i] = 0;
-        break;
+    if (m_match(M, &f, &t) < 0) return;
+    if (t < 0 && f.tag != CC__TAG_ABORT && f.bytes && !M->ending && !m_wanted(M)) {
+      /* parked: the payload stays in the socket. The run stops here as for
+         want of bytes; a receive that starts then takes the frame; else it
+         stays until the run ends, or until the stream's end is seen (all the
+         rest has arrived by then: no more stops), and is read as before */
+      M->parked = was_parked = 1;
+      M->stop = 2;
+      if (m_stop(M) < 0) { m_partial(M); return; }
+      if (!m_wanted(M)) {
+        M->bi = M->nbound;
+        M->ending = 1;
       }
+      if (m_match(M, &f, &t) < 0) return;   /* (a failure leaves it parked) */
+      M->parked = 0;
     }
     M->target = t;
     if (t < 0 && f.tag != CC__TAG_ABORT) {  /* held unexpected: counted against CC_MAX_UNEXPECTED at its header */
       uint64_t held = 0, lim = (uint64_t)1 << 30, k = f.bytes + 128;
       for (i = 0; i < M->nq1; i++) held += M->q1[i].f.bytes + 128;
       for (i = 0; i < M->nq0; i++) held += M->q0[i].f.bytes + 128;
-      if (k > lim || held > lim - k) { m_fail_all(M, CC_ERR_NO_MEMORY, 1); return; }
+      if (k > lim || held > lim - k) {
+        if (was_parked) {              /* refused when it was to leave the socket */
+          M->stop = 2;
+          M->parked = 1;
+        }
+        m_fail_all(M, CC_ERR_NO_MEMORY, 1);
+        return;
+      }
     }
     M->stop = 2;
     bytes = f.bytes;
@@ -733,6 +787,7 @@ static void fz_one(int mode, int setup, const unsigned char *s, size_t len) {
     FZ_CHECK(w >= 0 || errno == EAGAIN || errno == EWOULDBLOCK);
     if (w == (long)len) {
       off = len;
+      M.ending = 1;                    /* the reader sees the end with the first bytes: it parks nothing */
       FZ_CHECK(shutdown(sv[1], SHUT_WR) == 0);
       if (!entry || !fz_ready(c, &r)) r = cc__engine_run(c, m, N, fz_done, &ctx, &c->cur, "fuzz");
       ended = 1;
@@ -872,6 +927,8 @@ static void fz_one(int mode, int setup, const unsigned char *s, size_t len) {
     FZ_CHECK(pe->rx_state == 1 && pe->rx_done == in);
     if (M.target >= 0) {
       FZ_CHECK(pe->rx_target == &m[M.target] && !pe->rx_unexp);
+    } else if (M.parked) {             /* its payload left in the socket, no room taken for it */
+      FZ_CHECK(!pe->rx_target && !pe->rx_unexp && in == 0);
     } else {
       FZ_CHECK(!pe->rx_target && pe->rx_unexp && pe->rx_unexp->f.tag == M.cur.tag && pe->rx_unexp->cap >= in);
       FZ_CHECK(in == 0 || memcmp(pe->rx_unexp->data, s + M.hend, in) == 0);
