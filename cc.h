@@ -2938,6 +2938,7 @@ struct cc_comm {
   uint64_t timeout_ns, spin_ns;
   uint64_t settle_ns;                  /* a failed run finishes a frame partly written for at most this long */
   int oversub, debug;
+  int probing;                         /* cc__wait_alive: cc__check_peer says, without failing */
   size_t small_bytes;                  /* arena: largest message every rank reduces in one phase */
   size_t stream_bytes;                 /* arena: messages this large stage with non-temporal stores */
   char jobid[40];
@@ -5202,6 +5203,9 @@ static cc_result cc__check_peer(cc_comm *c, int r, const char *what) {
   const cc__peer *p;
   if (r < 0 || r >= c->size || r == c->rank) return CC_OK;
   p = &c->peers[r];
+  if (c->probing && ((p->link == CC__LINK_SHM && cc__shm_gone(c->shm, p->ch, why, sizeof why)) ||
+                     (p->link == CC__LINK_TCP && p->eof)))
+    return CC_ERR_PEER_LOST;
   if (p->link == CC__LINK_SHM && cc__shm_gone(c->shm, p->ch, why, sizeof why))
     return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d %s", r, why);
   if (p->link == CC__LINK_TCP && p->eof)
@@ -5275,8 +5279,20 @@ static cc_result cc__check_call(cc_comm *c, const cc__waitfor *w, int who, const
                       (unsigned long long)c->seq, b);
 }
 
-static cc_result cc__wait_alive(cc_comm *c, const cc__waitfor *w, int who, const char *what) {
-  CC__TRY(w->alive ? w->alive(c, w->arg, what) : cc__check_peer(c, who, what));
+/* Does every rank the wait waits for live? A rank that did what this one
+   waits for and then left (destroyed its communicator, or exited) is no
+   failure: once it is seen gone, `pending` is asked again, and sees what it
+   did before it left (*done: the wait is over). */
+static cc_result cc__wait_alive(cc_comm *c, const cc__waitfor *w, int who, const char *what, int *done) {
+  cc_result r;
+  c->probing = 1;
+  r = w->alive ? w->alive(c, w->arg, what) : cc__check_peer(c, who, what);
+  c->probing = 0;
+  if (r != CC_OK && w->pending(c, w->arg) < 0) {
+    *done = 1;
+    return CC_OK;
+  }
+  if (r != CC_OK) CC__TRY(w->alive ? w->alive(c, w->arg, what) : cc__check_peer(c, who, what));
   return cc__check_call(c, w, who, what);
 }
 
@@ -5394,7 +5410,8 @@ static cc_result cc__wait(cc_comm *c, const cc__waitfor *w, const char *what) {
     if (CC__LOAD(&c->hdr->fail_code)) return cc__take_fail(c, what);
     now = cc__now_ns();
     if (now >= next_check) {
-      if ((r = cc__wait_alive(c, w, who, what)) != CC_OK) return r;
+      int done = 0;
+      if ((r = cc__wait_alive(c, w, who, what, &done)) != CC_OK || done) return r;
       next_check = now + 100 * CC__MS;
     }
     if (next_warn && now >= next_warn && now < deadline) {
