@@ -5282,7 +5282,9 @@ static cc_result cc__check_call(cc_comm *c, const cc__waitfor *w, int who, const
 /* Does every rank the wait waits for live? A rank that did what this one
    waits for and then left (destroyed its communicator, or exited) is no
    failure: once it is seen gone, `pending` is asked again, and sees what it
-   did before it left (*done: the wait is over). */
+   did before it left (*done: the wait is over). Nor is its leaving the
+   failure when it failed first: the failure word is read again too (it
+   posted there before it left: a mismatch stays a mismatch). */
 static cc_result cc__wait_alive(cc_comm *c, const cc__waitfor *w, int who, const char *what, int *done) {
   cc_result r;
   c->probing = 1;
@@ -5292,6 +5294,7 @@ static cc_result cc__wait_alive(cc_comm *c, const cc__waitfor *w, int who, const
     *done = 1;
     return CC_OK;
   }
+  if (r != CC_OK && CC__LOAD(&c->hdr->fail_code)) return cc__take_fail(c, what);
   if (r != CC_OK) CC__TRY(w->alive ? w->alive(c, w->arg, what) : cc__check_peer(c, who, what));
   return cc__check_call(c, w, who, what);
 }
