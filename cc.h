@@ -5203,14 +5203,12 @@ static cc_result cc__check_peer(cc_comm *c, int r, const char *what) {
   const cc__peer *p;
   if (r < 0 || r >= c->size || r == c->rank) return CC_OK;
   p = &c->peers[r];
-  if (c->probing && ((p->link == CC__LINK_SHM && cc__shm_gone(c->shm, p->ch, why, sizeof why)) ||
-                     (p->link == CC__LINK_TCP && p->eof)))
-    return CC_ERR_PEER_LOST;
   if (p->link == CC__LINK_SHM && cc__shm_gone(c->shm, p->ch, why, sizeof why))
-    return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d %s", r, why);
+    return c->probing ? CC_ERR_PEER_LOST : cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d %s", r, why);
   if (p->link == CC__LINK_TCP && p->eof)
-    return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d closed its connection: it exited, was killed or "
-                        "destroyed its communicator", r);
+    return c->probing ? CC_ERR_PEER_LOST
+                      : cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d closed its connection: it exited, was "
+                                     "killed or destroyed its communicator", r);
   return CC_OK;
 }
 
