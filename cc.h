@@ -6576,6 +6576,15 @@ static const cc__desc *cc__desc_of(cc_comm *c, int r) {
   return cc__desc_at(c, r, c->step);
 }
 
+/* A mismatch seen in the descriptors of a call's first phase (failed here
+   already, c->err says it): posted as well. Every rank that reaches the
+   comparison finds it itself, but a rank still waiting on this one for
+   something else (a queued call's frames) would otherwise see this rank
+   leave before any rank told it why, and report the rank lost. */
+static CC__COLD cc_result cc__first_mismatch(cc_comm *c, const char *what) {
+  return cc__fail_all(c, CC_ERR_MISMATCH, c->rank, what, "%s", c->err);
+}
+
 /* Publish, wait for every rank (a rank that published phase s has read phase
    s-1 already, which is what the reuse of halves needs: seen_all), and
    compare every rank's call with ours. */
@@ -6609,17 +6618,22 @@ static cc_result cc__first_end(cc_comm *c, const cc__call *k) {
         (!v && (d->count != mine->count || d->aux != mine->aux))) {   /* cc__ident_agree's test, on the */
       cc__ident_of_desc(mine, &me);                                   /* descriptors themselves */
       cc__ident_of_desc(d, &them);
-      CC__TRY(cc__ident_agree(c, what, &me, &them, j));
-      if (!v && d->aux != mine->aux)
-        return cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d began this call %s, this rank %s: CC_SHM_CMA or "
-                        "CC_SHM_DIRECT_BYTES differ between the ranks", what, c->rank, j,
-                        mine->aux == CC__AUX_DIRECT ? "through the arena" : "reading the peers' buffers",
-                        mine->aux == CC__AUX_DIRECT ? "reading the peers' buffers" : "through the arena");
+      if (cc__ident_agree(c, what, &me, &them, j) != CC_OK)
+        return cc__first_mismatch(c, what);
+      if (!v && d->aux != mine->aux) {
+        cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d began this call %s, this rank %s: CC_SHM_CMA or "
+                 "CC_SHM_DIRECT_BYTES differ between the ranks", what, c->rank, j,
+                 mine->aux == CC__AUX_DIRECT ? "through the arena" : "reading the peers' buffers",
+                 mine->aux == CC__AUX_DIRECT ? "reading the peers' buffers" : "through the arena");
+        return cc__first_mismatch(c, what);
+      }
     }
-    if (d->qhist != c->qhist)
-      return cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d's last queued calls (small broadcast, gather, "
-                      "scatter) differ from this rank's: a root, a kind or their order was not the same on every rank",
-                      what, c->rank, j);
+    if (d->qhist != c->qhist) {
+      cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d's last queued calls (small broadcast, gather, "
+               "scatter) differ from this rank's: a root, a kind or their order was not the same on every rank",
+               what, c->rank, j);
+      return cc__first_mismatch(c, what);
+    }
     if (k->op >= CC__OP_FIRST_USER) {    /* premul scalars: the halves are reused later */
       memcpy(c->scalbuf + 16 * (size_t)j, d->scal, 16);
       c->scals[j] = c->scalbuf + 16 * (size_t)j;
