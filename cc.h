@@ -1482,9 +1482,9 @@ static int cc__ct_equal(const void *a, const void *b, size_t n) {
      AEAD_CHACHA20_POLY1305      RFC 8439 section 2.8
      AES-256-GCM                 FIPS 197 + NIST SP 800-38D, with AES-NI and
                                  PCLMULQDQ only (x86-64, GCC/Clang, chosen at run
-                                 time): 8 blocks per GHASH reduction, and where
-                                 the CPU has VPCLMULQDQ (and VAES) 16 blocks in
-                                 256-bit registers. There is deliberately no
+                                 time): 16 blocks per GHASH reduction (8 when
+                                 encrypting, beside the AES rounds), in 256-bit
+                                 registers where the CPU has VPCLMULQDQ (and VAES). There is deliberately no
                                  table-based software AES: where the
                                  instructions are missing, GCM is unavailable
                                  and the caller uses ChaCha20-Poly1305
