@@ -7786,8 +7786,16 @@ static cc_result cc__msg_ring_ag(cc_comm *c, const int *M, int m, int p, void *b
 /* Broadcast from index rp: a binomial tree for small messages, a chain
    pipelined in chunks (each chunk forwarded as soon as it arrives) for large
    (with two members too: a receiver that comes late then queues 1 MiB pieces,
-   not one huge message). */
+   not one huge message). The chain's last member has the data after
+   nch + m - 2 chunk times, the tree's after ceil(log2 m) message times: a
+   message of few chunks among many members goes by the tree. */
 typedef struct cc__chain_ctx { int nrecv; } cc__chain_ctx;
+
+static int cc__bcast_by_tree(const cc_comm *c, int m, size_t bytes) {
+  size_t chunk = CC__MAX(c->set.net_chunk, (size_t)1), nch = (bytes + chunk - 1) / chunk, depth = 0;
+  while (((size_t)1 << depth) < (size_t)m) depth++;
+  return bytes <= c->set.net_small_bytes || nch + (size_t)m - 2 > depth * nch;
+}
 
 static cc_result cc__chain_done(void *ctx, cc__msg *m, int i) {
   cc__chain_ctx *x = (cc__chain_ctx *)ctx;
@@ -7800,7 +7808,7 @@ static cc_result cc__msg_bcast(cc_comm *c, const int *M, int m, int p, int rp, v
   int v = (p - rp + m) % m, mask;
   cc_result r;
   if (m == 1) return CC_OK;
-  if (bytes <= c->set.net_small_bytes) {
+  if (cc__bcast_by_tree(c, m, bytes)) {
     cc__msg o[32];
     int n = 0;
     for (mask = 1; mask < m; mask <<= 1)

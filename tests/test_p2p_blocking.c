@@ -11,7 +11,8 @@
    broadcasts of 4 MiB run ahead of a slow receiver, both succeed with the
    right data where holding them would fail with CC_ERR_NO_MEMORY. While the
    late message waits parked, its receiver waits 300 ms for another rank:
-   that wait must sleep, not spin (less than half of it in CPU time). */
+   that wait must sleep, not spin (less than half of it in CPU time). Last,
+   broadcasts at 4 and 8 ranks of sizes around the tree / chain bound. */
 #define _POSIX_C_SOURCE 200809L
 #define CC_IMPLEMENTATION
 #include "cc.h"
@@ -147,8 +148,34 @@ static int ahead(cc_comm *c, void *arg) {
   return cc_barrier(c) != CC_OK;
 }
 
+/* Broadcasts of sizes around the point where a broadcast over TCP goes by a
+   binomial tree rather than a chain of 1 MiB pieces (1 MiB at 4 ranks, 2 MiB
+   at 8), from three roots, back to back, every element checked. */
+static int shapes(cc_comm *c, void *arg) {
+  static const size_t bytes[] = {(64u << 10) + 4, 1u << 20, (1u << 20) + 4, 2u << 20, (2u << 20) + 4, (3u << 20) + 8};
+  int me = cc_comm_rank(c), n = cc_comm_size(c), roots[3], k, j;
+  size_t cnt, i;
+  uint32_t *b = (uint32_t *)malloc(bytes[5]);
+  (void)arg;
+  roots[0] = 0; roots[1] = n - 1; roots[2] = n / 2;
+  if (!b) return 1;
+  for (k = 0; k < 6; k++)
+    for (j = 0; j < 3; j++) {
+      cnt = bytes[k] / 4;
+      for (i = 0; i < cnt; i++) b[i] = me == roots[j] ? value(roots[j], k * 3 + j, i) : 0;
+      if (cc_broadcast(c, b, cnt, CC_UINT32, roots[j]) != CC_OK) {
+        fprintf(stderr, "rank %d: broadcast of %zu bytes from %d: %s\n", me, bytes[k], roots[j], cc_comm_last_error(c));
+        free(b);
+        return 1;
+      }
+      if (check(b, cnt, roots[j], k * 3 + j, "shapes", me)) { free(b); return 1; }
+    }
+  free(b);
+  return cc_barrier(c) != CC_OK;
+}
+
 int main(void) {
-  static const int sizes[] = {2, 3, 5};
+  static const int sizes[] = {2, 3, 5}, wide[] = {4, 8};
   size_t i;
   char name[64];
   double t0;
@@ -168,6 +195,19 @@ int main(void) {
             "first (%.2f s)", BIG >> 20, tu_now() - t0);
   else
     tu_fail("p2p.blocking_crossed", "crossed blocking sends failed (%s)", cc_comm_last_error(NULL));
+  for (i = 0; i < 2; i++) {
+    snprintf(name, sizeof name, "p2p.broadcast_shapes.n%d", wide[i]);
+    if (wide[i] > TU_TSAN_MAX_WORLD && tu_tsan()) {
+      tu_skip(name, "world %d under ThreadSanitizer (test_util.h: TU_TSAN_MAX_WORLD)", wide[i]);
+      continue;
+    }
+    t0 = tu_now();
+    if (tu_spawn(wide[i], shapes, NULL) == 0)
+      tu_pass(name, "broadcasts of 64 KiB+4, 1 MiB, 1 MiB+4, 2 MiB, 2 MiB+4, 3 MiB+8 from roots 0, %d, %d, back "
+              "to back: right (%.2f s)", wide[i] - 1, wide[i] / 2, tu_now() - t0);
+    else
+      tu_fail(name, "broadcasts around the tree / chain bound failed (%s)", cc_comm_last_error(NULL));
+  }
   setenv("CC_MAX_UNEXPECTED", "1M", 1);
   t0 = tu_now();
   if (tu_spawn(3, late, NULL) == 0)
