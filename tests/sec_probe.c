@@ -42,7 +42,8 @@
  *            sustained flood); SECONDS 0: open them, hold them until killed.
  *            Prints `flood: N open` once all are (or after 5 s), and at the end
  *            `flood: opened A, closed by the server C`.
- * relay      listens on 127.0.0.1:LPORT for one connection, connects it to
+ * relay      listens on 127.0.0.1:LPORT (0: a port the kernel picks; either
+ *            way it prints `relay: listening on port N`) for one connection, connects it to
  *            HOST:PORT and forwards both ways; the byte at OFFSET of the
  *            direction DIR (c2s: from the client, s2c: towards it) is flipped
  *            (xor 0x55). Prints `relay: flipped byte OFFSET of DIR` when it did;
@@ -368,7 +369,11 @@ static int mode_relay(int lport, const char *host, int port, const char *dir, un
     printf("relay: cannot listen on port %d\n", lport);
     return 1;
   }
-  printf("relay: listening\n");
+  {                                    /* LPORT 0: the kernel's choice, no race with another bind */
+    socklen_t sl = sizeof sa;
+    if (getsockname(lfd, (struct sockaddr *)&sa, &sl) != 0) return 1;
+  }
+  printf("relay: listening on port %d\n", ntohs(sa.sin_port));
   fflush(stdout);
   if ((a = accept(lfd, NULL, NULL)) < 0) return 1;
   for (;;) {                           /* the server may not be up yet */

@@ -276,14 +276,17 @@ else
 fi
 
 begin tamper-relay
-p=$(port) rp=$(port)
+p=$(port)
 args=(allreduce 1000)
 # what rank 0 says to rank 1 on the rendezvous: challenge 48, verdict 40, then
-# the answer (88) and the table: byte 200 is in rank 0's record
-launch relay.out -- "$probe" relay "$rp" 127.0.0.1 "$p" s2c 200; pr=$last_pid
+# the answer (88) and the table: byte 200 is in rank 0's record. The relay
+# listens on a port the kernel picks (a port picked free beforehand was once
+# taken by another socket before the relay bound it) and says which.
+launch relay.out -- "$probe" relay 0 127.0.0.1 "$p" s2c 200; pr=$last_pid
 rank 0 2 "$p" r0.out CC_TOKEN="$token" CC_TIMEOUT=4; p0=$last_pid
 for _ in $(seq 100); do grep -q '^relay: listening' "$work/relay.out" && break; sleep 0.05; done
-rank 1 2 "$rp" r1.out CC_TOKEN="$token" CC_TIMEOUT=4; p1=$last_pid
+rp=$(sed -n 's/^relay: listening on port \([0-9]*\)$/\1/p' "$work/relay.out")
+rank 1 2 "${rp:-1}" r1.out CC_TOKEN="$token" CC_TIMEOUT=4; p1=$last_pid
 wait_all "$p1" "$p0" "$pr"
 r0=$(res r0.out) r1=$(res r1.out)
 if grep -q '^relay: flipped byte 200' "$work/relay.out" && [[ $r1 == CC_ERR_AUTH:*"answer from rank 0"*integrity* ]] && [[ $r0 != CC_OK* ]]; then
