@@ -5181,6 +5181,15 @@ static cc_result cc__fail_all(cc_comm *c, cc_result code, int who, const char *w
   return cc__fail(c, code, "%s: rank %d: %s", what, c->rank, msg);
 }
 
+/* A mismatch this rank has just found and failed with (c->err says it),
+   posted to every rank as well: a rank still waiting on this one for
+   something else (a frame over TCP, a queued call's frames in the arena)
+   would otherwise see this rank leave before any rank told it why, and
+   report the rank lost. */
+static CC__COLD cc_result cc__post_mismatch(cc_comm *c, const char *what) {
+  return cc__fail_all(c, CC_ERR_MISMATCH, c->rank, what, "%s", c->err);
+}
+
 /* A failure that another rank posted (or cc_comm_abort): take it, pass it on. */
 static cc_result cc__take_fail(cc_comm *c, const char *what) {
   cc__hdr *h = c->hdr;
@@ -5809,10 +5818,10 @@ static cc_result cc__frame_fits(cc__run *x, int p, const cc__frame *f, const cc_
       cc__ident_str(x->id, b, sizeof b);
       cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d sent data of its collective #%llu, %s, while this rank is in "
                "#%llu, %s", x->what, c->rank, p, (unsigned long long)f->seq, a, (unsigned long long)c->seq, b);
-      return cc__fail_all(c, CC_ERR_MISMATCH, c->rank, x->what, "%s", c->err);
+      return cc__post_mismatch(c, x->what);
     }
     if (cc__ident_agree(c, x->what, x->id, &f->id, p) != CC_OK)
-      return cc__fail_all(c, CC_ERR_MISMATCH, c->rank, x->what, "%s", c->err);
+      return cc__post_mismatch(c, x->what);
   }
   if (f->bytes != m->bytes) {
     size_t es = cc__dtype_bytes((cc_dtype)f->id.dtype);
@@ -5821,7 +5830,7 @@ static cc_result cc__frame_fits(cc__run *x, int p, const cc__frame *f, const cc_
     else
       cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: the message from rank %d with tag %d has %llu bytes, the receive "
                "expects %zu", x->what, c->rank, p, f->tag, (unsigned long long)f->bytes, m->bytes);
-    return cc__fail_all(c, CC_ERR_MISMATCH, c->rank, x->what, "%s", c->err);
+    return cc__post_mismatch(c, x->what);
   }
   return CC_OK;
 }
@@ -6588,15 +6597,6 @@ static const cc__desc *cc__desc_of(cc_comm *c, int r) {
   return cc__desc_at(c, r, c->step);
 }
 
-/* A mismatch seen in the descriptors of a call's first phase (failed here
-   already, c->err says it): posted as well. Every rank that reaches the
-   comparison finds it itself, but a rank still waiting on this one for
-   something else (a queued call's frames) would otherwise see this rank
-   leave before any rank told it why, and report the rank lost. */
-static CC__COLD cc_result cc__first_mismatch(cc_comm *c, const char *what) {
-  return cc__fail_all(c, CC_ERR_MISMATCH, c->rank, what, "%s", c->err);
-}
-
 /* Publish, wait for every rank (a rank that published phase s has read phase
    s-1 already, which is what the reuse of halves needs: seen_all), and
    compare every rank's call with ours. */
@@ -6631,20 +6631,20 @@ static cc_result cc__first_end(cc_comm *c, const cc__call *k) {
       cc__ident_of_desc(mine, &me);                                   /* descriptors themselves */
       cc__ident_of_desc(d, &them);
       if (cc__ident_agree(c, what, &me, &them, j) != CC_OK)
-        return cc__first_mismatch(c, what);
+        return cc__post_mismatch(c, what);
       if (!v && d->aux != mine->aux) {
         cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d began this call %s, this rank %s: CC_SHM_CMA or "
                  "CC_SHM_DIRECT_BYTES differ between the ranks", what, c->rank, j,
                  mine->aux == CC__AUX_DIRECT ? "through the arena" : "reading the peers' buffers",
                  mine->aux == CC__AUX_DIRECT ? "reading the peers' buffers" : "through the arena");
-        return cc__first_mismatch(c, what);
+        return cc__post_mismatch(c, what);
       }
     }
     if (d->qhist != c->qhist) {
       cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d's last queued calls (small broadcast, gather, "
                "scatter) differ from this rank's: a root, a kind or their order was not the same on every rank",
                what, c->rank, j);
-      return cc__first_mismatch(c, what);
+      return cc__post_mismatch(c, what);
     }
     if (k->op >= CC__OP_FIRST_USER) {    /* premul scalars: the halves are reused later */
       memcpy(c->scalbuf + 16 * (size_t)j, d->scal, 16);
