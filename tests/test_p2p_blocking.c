@@ -12,7 +12,9 @@
    right data where holding them would fail with CC_ERR_NO_MEMORY. While the
    late message waits parked, its receiver waits 300 ms for another rank:
    that wait must sleep, not spin (less than half of it in CPU time). Last,
-   broadcasts at 4 and 8 ranks of sizes around the tree / chain bound. */
+   broadcasts at 4 and 8 ranks of sizes around the tree / chain bound, and
+   over TCP the tree's shape itself: a receiver that the tree feeds from the
+   root finishes while rank 1 has not yet entered the call. */
 #define _POSIX_C_SOURCE 200809L
 #define CC_IMPLEMENTATION
 #include "cc.h"
@@ -174,6 +176,70 @@ static int shapes(cc_comm *c, void *arg) {
   return cc_barrier(c) != CC_OK;
 }
 
+/* Over TCP a broadcast of 1 MiB at 4 ranks (2 MiB at 8) goes by the binomial
+   tree, in which rank n/2 takes the data straight from root 0; by the chain
+   it would wait for rank 1 to pass it on. Rank 1 enters the broadcast only
+   once rank n/2 says (in memory the ranks share) that it has finished, or
+   after 10 s, which counts as the failure: every rank still finishes, with
+   the data checked. */
+typedef struct tree_arg { int *done; size_t bytes; } tree_arg;
+
+static int tree_shape(cc_comm *c, void *arg) {
+  tree_arg *a = (tree_arg *)arg;
+  int me = cc_comm_rank(c), n = cc_comm_size(c), waited = 0, bad;
+  size_t cnt = a->bytes / 4, i;
+  uint32_t *b = (uint32_t *)malloc(a->bytes);
+  if (!b) return 1;
+  for (i = 0; i < cnt; i++) b[i] = me == 0 ? value(0, 40, i) : 0;
+  if (me == 1)
+    while (!__atomic_load_n(a->done, __ATOMIC_ACQUIRE) && waited < 10000) { tu_sleep_us(1000); waited++; }
+  if (cc_broadcast(c, b, cnt, CC_UINT32, 0) != CC_OK) {
+    fprintf(stderr, "rank %d: broadcast of %zu bytes: %s\n", me, a->bytes, cc_comm_last_error(c));
+    free(b);
+    return 1;
+  }
+  if (me == n / 2) __atomic_store_n(a->done, 1, __ATOMIC_RELEASE);
+  bad = check(b, cnt, 0, 40, "tree", me);
+  free(b);
+  if (me == 1 && waited >= 10000) {
+    fprintf(stderr, "rank 1: rank %d did not finish its broadcast while rank 1 stayed out of it for 10 s: "
+            "its data did not come from the root\n", n / 2);
+    bad = 1;
+  }
+  return (cc_barrier(c) != CC_OK) | bad;
+}
+
+/* The tree's shape at n ranks (TCP only: shared memory's broadcast begins
+   with every rank's descriptor, so every rank waits for rank 1 there). */
+static void run_tree_shape(int n) {
+  const char *tr = getenv("CC_TRANSPORT");
+  char name[64];
+  tree_arg a;
+  double t0;
+  snprintf(name, sizeof name, "p2p.broadcast_tree.n%d", n);
+  if (!tr || strcmp(tr, "tcp") != 0) {
+    tu_skip(name, "the shape of the broadcast over TCP (CC_TRANSPORT=tcp runs it)");
+    return;
+  }
+  if (n > TU_TSAN_MAX_WORLD && tu_tsan()) {
+    tu_skip(name, "world %d under ThreadSanitizer (test_util.h: TU_TSAN_MAX_WORLD)", n);
+    return;
+  }
+  a.bytes = n == 4 ? (size_t)1 << 20 : (size_t)2 << 20;
+  if (!(a.done = (int *)tu_shared_alloc(sizeof(int)))) {
+    tu_fail(name, "no shared memory for the flag");
+    return;
+  }
+  t0 = tu_now();
+  if (tu_spawn(n, tree_shape, &a) == 0)
+    tu_pass(name, "a broadcast of %zu MiB from rank 0: rank %d had it while rank 1 was not in the call "
+            "(the binomial tree), data right (%.2f s)", a.bytes >> 20, n / 2, tu_now() - t0);
+  else
+    tu_fail(name, "rank %d could not finish a broadcast of %zu MiB without rank 1, or wrong data: not the "
+            "tree (%s)", n / 2, a.bytes >> 20, cc_comm_last_error(NULL));
+  tu_shared_free(a.done, sizeof(int));
+}
+
 int main(void) {
   static const int sizes[] = {2, 3, 5}, wide[] = {4, 8};
   size_t i;
@@ -208,6 +274,8 @@ int main(void) {
     else
       tu_fail(name, "broadcasts around the tree / chain bound failed (%s)", cc_comm_last_error(NULL));
   }
+  run_tree_shape(4);
+  run_tree_shape(8);
   setenv("CC_MAX_UNEXPECTED", "1M", 1);
   t0 = tu_now();
   if (tu_spawn(3, late, NULL) == 0)
