@@ -452,6 +452,105 @@ static int m_match(model *M, const fz_frame *f, int *t) {
   return 0;
 }
 
+/* The stream ended where nothing waits for what it cut short (in a header, or
+   in a payload nobody waits for yet): posted. At the call's entry the call
+   fails at once; else a turn, and the run ends at its look. */
+static void m_lost_unwaited(model *M) {
+  M->eof = 1;
+  m_post(M, CC_ERR_PEER_LOST, 1);
+  if (M->polling) {                    /* the call's entry read it: the call fails at once */
+    M->polling = 0;
+    m_take_fail(M);
+    return;
+  }
+  if (m_turn(M) < 0) return;
+  FZ_CHECK(m_check(M) < 0);
+}
+
+/* The stream ends before the header at pos does: between frames, or in the
+   header. */
+static void m_short_header(model *M, size_t pos) {
+  if (m_stops_before(M, M->len + 1) < 0) { m_partial(M); return; }
+  M->consumed = M->len;
+  if (M->len > pos) {                  /* in a header: posted, as in a payload nobody waits for */
+    M->stop = 1;
+    m_lost_unwaited(M);
+  } else {
+    m_end(M);
+  }
+}
+
+/* Frame f, which no receive takes, is parked: its payload stays in the
+   socket. The run stops here as for want of bytes; a receive that starts then
+   takes the frame (*t); else it stays until the run ends, or until the
+   stream's end is seen (all the rest has arrived by then: no more stops), and
+   is read as before. -1 when the run ended. */
+static int m_park(model *M, const fz_frame *f, int *t) {
+  M->parked = 1;
+  M->stop = 2;
+  if (m_stop(M) < 0) { m_partial(M); return -1; }
+  if (!m_wanted(M)) {
+    M->bi = M->nbound;
+    M->ending = 1;
+  }
+  if (m_match(M, f, t) < 0) return -1;  /* (a failure leaves it parked) */
+  M->parked = 0;
+  return 0;
+}
+
+/* Frame f is held unexpected: it counts against CC_MAX_UNEXPECTED at its
+   header. -1 (the run failed) when the queues have no room for it. */
+static int m_hold(model *M, const fz_frame *f, int was_parked) {
+  uint64_t held = 0, lim = (uint64_t)1 << 30, k = f->bytes + 128;
+  int i;
+  for (i = 0; i < M->nq1; i++) held += M->q1[i].f.bytes + 128;
+  for (i = 0; i < M->nq0; i++) held += M->q0[i].f.bytes + 128;
+  if (k > lim || held > lim - k) {
+    if (was_parked) {                  /* refused when it was to leave the socket */
+      M->stop = 2;
+      M->parked = 1;
+    }
+    m_fail_all(M, CC_ERR_NO_MEMORY, 1);
+    return -1;
+  }
+  return 0;
+}
+
+/* The stream ends in the payload of the frame being read, which receive t
+   waits for (or nobody, t < 0). */
+static void m_short_payload(model *M, int t) {
+  if (m_stops_before(M, M->len + 1) < 0) { m_partial(M); return; }
+  M->consumed = M->len;
+  m_partial(M);
+  if (t >= 0) {                        /* a receive waits for it: rank 1 is lost */
+    m_fail_all(M, CC_ERR_PEER_LOST, 1);
+    return;
+  }
+  m_lost_unwaited(M);                  /* nobody waits for it yet: posted */
+}
+
+/* Frame f's payload arrived whole: receive t completes, or a failure report
+   is posted, or the message is queued. -1 when the run ended. */
+static int m_payload(model *M, const fz_frame *f, int t) {
+  if (t >= 0) {
+    if (f->bytes) memcpy(M->buf[t], M->s + M->hend, (size_t)f->bytes);
+    m_complete(M, t);
+  } else if (f->tag == CC__TAG_ABORT) {  /* a failure report: posted, the run reads on */
+    uint32_t code = fz_le32(M->s + M->hend);
+    if (code == 0 || code == (uint32_t)CC_ERR_INVALID_ARG || code >= (uint32_t)CC_RESULT_COUNT) {
+      m_fail_all(M, CC_ERR_SYSTEM, 1);
+      return -1;
+    }
+    m_post(M, (cc_result)code, (int32_t)fz_le32(M->s + M->hend + 4));
+  } else {
+    FZ_CHECK(M->nq1 < (int)MAXQ);
+    M->q1[M->nq1].f = *f;
+    M->q1[M->nq1++].data = M->s + M->hend;
+    if (m_deliver(M, 1, f->tag) < 0) return -1;
+  }
+  return 0;
+}
+
 /* What the run makes of stream s, as the protocol says. Every byte that
    arrives is read, but a parked frame's payload; the run ends when all its messages are done (at the
    next place the reader runs out of bytes), or fails. */
@@ -463,29 +562,14 @@ static void model_run(model *M) {
   for (;;) {
     fz_frame f;
     uint64_t bytes;
-    int i, t = -1, was_parked = 0;
+    int t = -1, was_parked = 0;
     M->fpos = pos;
     M->hend = pos + FZ_FRAME;
     M->target = -1;
     M->stop = 0;
     M->consumed = pos;
     if (M->len - pos < FZ_FRAME) {     /* the stream ends before this header does */
-      if (m_stops_before(M, M->len + 1) < 0) { m_partial(M); return; }
-      M->consumed = M->len;
-      if (M->len > pos) {              /* in a header: posted, as in a payload nobody waits for */
-        M->stop = 1;
-        M->eof = 1;
-        m_post(M, CC_ERR_PEER_LOST, 1);
-        if (M->polling) {              /* the call's entry read it: the call fails at once */
-          M->polling = 0;
-          m_take_fail(M);
-          return;
-        }
-        if (m_turn(M) < 0) return;
-        FZ_CHECK(m_check(M) < 0);
-      } else {
-        m_end(M);
-      }
+      m_short_header(M, pos);
       return;
     }
     if (m_stops_before(M, M->hend) < 0) { m_partial(M); return; }
@@ -495,74 +579,21 @@ static void model_run(model *M) {
     M->cur = f;
     if (m_match(M, &f, &t) < 0) return;
     if (t < 0 && f.tag != CC__TAG_ABORT && f.bytes && !M->ending && !m_wanted(M)) {
-      /* parked: the payload stays in the socket. The run stops here as for
-         want of bytes; a receive that starts then takes the frame; else it
-         stays until the run ends, or until the stream's end is seen (all the
-         rest has arrived by then: no more stops), and is read as before */
-      M->parked = was_parked = 1;
-      M->stop = 2;
-      if (m_stop(M) < 0) { m_partial(M); return; }
-      if (!m_wanted(M)) {
-        M->bi = M->nbound;
-        M->ending = 1;
-      }
-      if (m_match(M, &f, &t) < 0) return;   /* (a failure leaves it parked) */
-      M->parked = 0;
+      was_parked = 1;
+      if (m_park(M, &f, &t) < 0) return;
     }
     M->target = t;
-    if (t < 0 && f.tag != CC__TAG_ABORT) {  /* held unexpected: counted against CC_MAX_UNEXPECTED at its header */
-      uint64_t held = 0, lim = (uint64_t)1 << 30, k = f.bytes + 128;
-      for (i = 0; i < M->nq1; i++) held += M->q1[i].f.bytes + 128;
-      for (i = 0; i < M->nq0; i++) held += M->q0[i].f.bytes + 128;
-      if (k > lim || held > lim - k) {
-        if (was_parked) {              /* refused when it was to leave the socket */
-          M->stop = 2;
-          M->parked = 1;
-        }
-        m_fail_all(M, CC_ERR_NO_MEMORY, 1);
-        return;
-      }
-    }
+    if (t < 0 && f.tag != CC__TAG_ABORT && m_hold(M, &f, was_parked) < 0) return;
     M->stop = 2;
     bytes = f.bytes;
     if (bytes > M->len - M->hend) {    /* the stream ends in this payload */
-      if (m_stops_before(M, M->len + 1) < 0) { m_partial(M); return; }
-      M->consumed = M->len;
-      m_partial(M);
-      if (t >= 0) {                    /* a receive waits for it: rank 1 is lost */
-        m_fail_all(M, CC_ERR_PEER_LOST, 1);
-        return;
-      }
-      M->eof = 1;
-      m_post(M, CC_ERR_PEER_LOST, 1);  /* nobody waits for it yet: posted */
-      if (M->polling) {                /* the call's entry read it: the call fails at once */
-        M->polling = 0;
-        m_take_fail(M);
-        return;
-      }
-      if (m_turn(M) < 0) return;
-      FZ_CHECK(m_check(M) < 0);
+      m_short_payload(M, t);
       return;
     }
     if (m_stops_before(M, M->hend + (size_t)bytes) < 0) { m_partial(M); return; }
     M->consumed = M->hend + (size_t)bytes;
     M->stop = 0;
-    if (t >= 0) {
-      if (bytes) memcpy(M->buf[t], M->s + M->hend, (size_t)bytes);
-      m_complete(M, t);
-    } else if (f.tag == CC__TAG_ABORT) {  /* a failure report: posted, the run reads on */
-      uint32_t code = fz_le32(M->s + M->hend);
-      if (code == 0 || code == (uint32_t)CC_ERR_INVALID_ARG || code >= (uint32_t)CC_RESULT_COUNT) {
-        m_fail_all(M, CC_ERR_SYSTEM, 1);
-        return;
-      }
-      m_post(M, (cc_result)code, (int32_t)fz_le32(M->s + M->hend + 4));
-    } else {
-      FZ_CHECK(M->nq1 < (int)MAXQ);
-      M->q1[M->nq1].f = f;
-      M->q1[M->nq1++].data = M->s + M->hend;
-      if (m_deliver(M, 1, f.tag) < 0) return;
-    }
+    if (m_payload(M, &f, t) < 0) return;
     pos = M->hend + (size_t)bytes;
   }
 }
@@ -649,46 +680,30 @@ static void fz_fail_report(const char *what, cc_result r, const model *M, const 
           (int)M->result, M->consumed);
 }
 
-/* Run the set that mode and setup pick on stream s and check it all. */
-static void fz_one(int mode, int setup, const unsigned char *s, size_t len) {
-  static mq q1[MAXQ];
-  static size_t bound[MAXB];
-  static unsigned char out[BLOCKED + 4096];
-  int sv[2], whole, dynamic, blocked, entry, i, nbound = 0, ended = 0, v;
-  size_t off = 0, got = 0, stage_left, consumed, want_out = 0;
-  uint32_t lcg;
-  const msgdef *defs;
-  cc__settings set;
+/* What the steps of one input's run share (fz_one). */
+typedef struct fz_state {
+  int mode, setup;                     /* the input's first two bytes */
+  const unsigned char *s;              /* the stream: the rest */
+  size_t len;
+  const msgdef *defs;                  /* the set that mode picks */
+  int sv[2];                           /* the socketpair: rank 0's end, rank 1's */
   cc_comm *c;
   cc__net *nt;
-  cc__peer *pe;
+  cc__peer *pe;                        /* rank 0's link to rank 1 */
   cc__msg m[N];
   cc__run x;
   fz_ctx ctx;
-  cc_result r = CC_OK;
   model M;
-  const cc__umsg *u;
+  cc_result r;                         /* what the run gave */
+  size_t off;                          /* bytes of the stream written into the socket */
+  size_t *bound;                       /* where the run stopped for want of bytes */
+  int nbound;
+} fz_state;
 
-  whole = (mode & 0x80) != 0;
-  dynamic = (mode & 0x40) != 0;
-  blocked = (setup & 2) != 0;
-  entry = (setup & 4) != 0;
-  lcg = (uint32_t)(mode & 0x1f) * 2654435761u + 1;
-  defs = dynamic ? dyn_set : fixed_set;
-
-  /* rank 0 of 2, TCP only, connected to rank 1 */
-  memset(&set, 0, sizeof set);
-  set.rank = 0;
-  set.size = 2;
-  set.local_size = -1;
-  set.spin_us = -1;
-  set.small_bytes = -1;
-  set.timeout_ns = 2 * CC__S;
-  set.transport = CC__TR_TCP;
-  set.max_unexpected = (size_t)1 << 30;   /* the default of CC_MAX_UNEXPECTED (the model has no limit) */
-  c = cc__comm_new(0, 2, &set);
-  if (c) c->settle_ns = CC__MS;       /* a failed run finishes a frame partly written (cc__run_settle): nobody reads here */
-  FZ_CHECK(c != NULL);
+/* The net of a two-rank communicator with a group per rank. */
+static cc__net *fz_net_new(cc_comm *c) {
+  cc__net *nt;
+  int i;
   nt = (cc__net *)CC_MALLOC(sizeof *nt);
   FZ_CHECK(nt != NULL);
   memset(nt, 0, sizeof *nt);
@@ -706,8 +721,13 @@ static void fz_one(int mode, int setup, const unsigned char *s, size_t len) {
     nt->lrank[i] = 0;
     nt->gsize[i] = 1;
   }
-  c->local_rank = 0;
-  c->local_size = 1;
+  return nt;
+}
+
+/* Rank 0's TCP link to rank 1: one end of a socketpair, with its stage. */
+static void fz_link_new(fz_state *S) {
+  int *sv = S->sv, v;
+  cc__peer *pe;
   FZ_CHECK(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
   FZ_CHECK(fcntl(sv[0], F_SETFL, fcntl(sv[0], F_GETFL) | O_NONBLOCK) == 0);
   FZ_CHECK(fcntl(sv[1], F_SETFL, fcntl(sv[1], F_GETFL) | O_NONBLOCK) == 0);
@@ -715,11 +735,16 @@ static void fz_one(int mode, int setup, const unsigned char *s, size_t len) {
   (void)setsockopt(sv[1], SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
   v = 64 << 10;                        /* rank 0's side never takes the blocked send */
   FZ_CHECK(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &v, sizeof v) == 0);
-  pe = &c->peers[1];
+  pe = &S->c->peers[1];
   pe->link = CC__LINK_TCP;
   pe->fd = sv[0];
   pe->stage = (unsigned char *)CC_MALLOC(CC__STAGE);
   FZ_CHECK(pe->stage != NULL);
+  S->pe = pe;
+}
+
+/* The run's collective: number SEQ, the call that setup picks. */
+static void fz_set_call(cc_comm *c, int setup) {
   c->seq = SEQ;
   memset(&c->cur, 0, sizeof c->cur);
   if (setup & 1) {                     /* gather_v(int32, root 1): this rank's own count */
@@ -733,19 +758,53 @@ static void fz_one(int mode, int setup, const unsigned char *s, size_t len) {
     c->cur.op = CC_SUM;
     c->cur.count = 1250;
   }
+}
 
-  /* the messages, and the model's copies */
-  memset(&ctx, 0, sizeof ctx);
-  ctx.d = defs;
-  ctx.dynamic = dynamic;
-  memset(&M, 0, sizeof M);
-  M.d = defs;
-  M.dynamic = dynamic;
-  M.polling = entry;
-  M.id = c->cur;
-  M.s = s;
-  M.len = len;
-  M.q1 = q1;
+/* Rank 0 of 2, TCP only, connected to rank 1, in the run of a collective. */
+static void fz_comm_new(fz_state *S) {
+  cc__settings set;
+  cc_comm *c;
+  memset(&set, 0, sizeof set);
+  set.rank = 0;
+  set.size = 2;
+  set.local_size = -1;
+  set.spin_us = -1;
+  set.small_bytes = -1;
+  set.timeout_ns = 2 * CC__S;
+  set.transport = CC__TR_TCP;
+  set.max_unexpected = (size_t)1 << 30;   /* the default of CC_MAX_UNEXPECTED (the model has no limit) */
+  c = cc__comm_new(0, 2, &set);
+  /* a failed run finishes a frame partly written (cc__run_settle): nobody reads here */
+  if (c) c->settle_ns = CC__MS;
+  FZ_CHECK(c != NULL);
+  S->c = c;
+  S->nt = fz_net_new(c);
+  c->local_rank = 0;
+  c->local_size = 1;
+  fz_link_new(S);
+  fz_set_call(c, S->setup);
+}
+
+/* The messages (a send's payload its pattern, a receive's buffer 0xee), the
+   model's copies (with rank 1's queue q1), and the run over them. */
+static void fz_messages_new(fz_state *S, mq *q1) {
+  const msgdef *defs = S->defs;
+  int dynamic = (S->mode & 0x40) != 0, blocked = (S->setup & 2) != 0, i;
+  cc__msg *m = S->m;
+  fz_ctx *ctx = &S->ctx;
+  model *M = &S->M;
+  cc__run *x = &S->x;
+  memset(ctx, 0, sizeof *ctx);
+  ctx->d = defs;
+  ctx->dynamic = dynamic;
+  memset(M, 0, sizeof *M);
+  M->d = defs;
+  M->dynamic = dynamic;
+  M->polling = (S->setup & 4) != 0;
+  M->id = S->c->cur;
+  M->s = S->s;
+  M->len = S->len;
+  M->q1 = q1;
   for (i = 0; i < N; i++) {
     const msgdef *d = &defs[i];
     unsigned char *b = NULL;
@@ -759,44 +818,57 @@ static void fz_one(int mode, int setup, const unsigned char *s, size_t len) {
     }
     cc__msg_set(&m[i], d->is_send, d->peer, d->tag, b, d->bytes);
     m[i].live = i == 0 ? blocked : d->live;
-    M.live[i] = m[i].live;
+    M->live[i] = m[i].live;
     if (d->is_send) {
-      M.buf[i] = b;
+      M->buf[i] = b;
     } else if (d->bytes) {
-      M.buf[i] = (unsigned char *)malloc(d->bytes);
-      ctx.snap[i] = (unsigned char *)malloc(d->bytes);
-      FZ_CHECK(M.buf[i] && ctx.snap[i]);
-      memset(M.buf[i], 0xee, d->bytes);
-      memset(ctx.snap[i], 0xdd, d->bytes);
+      M->buf[i] = (unsigned char *)malloc(d->bytes);
+      ctx->snap[i] = (unsigned char *)malloc(d->bytes);
+      FZ_CHECK(M->buf[i] && ctx->snap[i]);
+      memset(M->buf[i], 0xee, d->bytes);
+      memset(ctx->snap[i], 0xdd, d->bytes);
     }
   }
-  memset(&x, 0, sizeof x);
-  x.c = c;
-  x.m = m;
-  x.n = N;
-  x.cb = fz_done;
-  x.ctx = &ctx;
-  x.what = "fuzz";
-  x.id = &c->cur;
+  memset(x, 0, sizeof *x);
+  x->c = S->c;
+  x->m = m;
+  x->n = N;
+  x->cb = fz_done;
+  x->ctx = ctx;
+  x->what = "fuzz";
+  x->id = &S->c->cur;
+}
 
-  /* feed the stream: whole, then cc__engine_run; else in pieces, with the
-     engine's turns after each (with setup & 4, the call's entry first reads
-     what arrived first) */
+/* Feed the stream: whole, then cc__engine_run; else in pieces, with the
+   engine's turns after each (with setup & 4, the call's entry first reads
+   what arrived first). The run's result goes to S->r, the places where it
+   stopped for want of bytes to S->bound. */
+static void fz_feed(fz_state *S) {
+  int mode = S->mode, whole = (mode & 0x80) != 0, entry = (S->setup & 4) != 0, nbound = 0, ended = 0;
+  uint32_t lcg = (uint32_t)(mode & 0x1f) * 2654435761u + 1;
+  const unsigned char *s = S->s;
+  size_t len = S->len, off = 0, *bound = S->bound;
+  int *sv = S->sv;
+  cc_comm *c = S->c;
+  cc__msg *m = S->m;
+  cc__run *x = &S->x;
+  cc_result r = CC_OK;
+
   if (whole) {
     long w = len ? (long)send(sv[1], s, len, MSG_DONTWAIT | MSG_NOSIGNAL) : 0;
     FZ_CHECK(w >= 0 || errno == EAGAIN || errno == EWOULDBLOCK);
     if (w == (long)len) {
       off = len;
-      M.ending = 1;                    /* the reader sees the end with the first bytes: it parks nothing */
+      S->M.ending = 1;                 /* the reader sees the end with the first bytes: it parks nothing */
       FZ_CHECK(shutdown(sv[1], SHUT_WR) == 0);
-      if (!entry || !fz_ready(c, &r)) r = cc__engine_run(c, m, N, fz_done, &ctx, &c->cur, "fuzz");
+      if (!entry || !fz_ready(c, &r)) r = cc__engine_run(c, m, N, fz_done, &S->ctx, &c->cur, "fuzz");
       ended = 1;
     } else if (w > 0) {                /* the socket took part: the rest goes in pieces */
       off = (size_t)w;
       bound[nbound++] = off;
       ended = entry && fz_ready(c, &r);
       entry = 0;
-      if (!ended) ended = fz_turns(&x, &r);
+      if (!ended) ended = fz_turns(x, &r);
     }
   }
   while (!ended && off < len) {
@@ -814,39 +886,47 @@ static void fz_one(int mode, int setup, const unsigned char *s, size_t len) {
     bound[nbound++] = off;
     ended = entry && fz_ready(c, &r);
     entry = 0;
-    if (!ended) ended = fz_turns(&x, &r);
+    if (!ended) ended = fz_turns(x, &r);
   }
   if (!ended) {
     FZ_CHECK(shutdown(sv[1], SHUT_WR) == 0);
     ended = entry && fz_ready(c, &r);
-    if (!ended) ended = fz_turns(&x, &r);
+    if (!ended) ended = fz_turns(x, &r);
     if (!ended) {
       fprintf(stderr, "fuzz: the run waits for nothing: it would hang until its timeout\n");
       FZ_CHECK(ended);
     }
   }
-  if (r != CC_OK) cc__run_settle(&x);   /* as cc__engine_run ends a failed run */
+  if (r != CC_OK) cc__run_settle(x);   /* as cc__engine_run ends a failed run */
+  S->r = r;
+  S->off = off;
+  S->nbound = nbound;
+}
 
-  /* the model, with the stops the run had */
-  M.bound = bound;
-  M.nbound = nbound;
-  model_run(&M);
-
+/* With FZ_TRACE set, a line on what the model made of the input. */
+static void fz_trace(const fz_state *S) {
+  const model *M = &S->M;
   if (getenv("FZ_TRACE"))
     fprintf(stderr, "fuzz: mode %#x setup %#x, %zu bytes: result %d, posted %d (rank %d), %zu bytes read, "
-            "%d completions, %d queued, reader %s\n", mode, setup, len, (int)r, M.posted ? (int)M.pcode : 0,
-            M.posted ? M.pwho : 0, M.consumed, M.norder, M.nq1, M.stop == 0 ? "between frames" :
-            M.stop == 1 ? "in a header" : "in a payload");
+            "%d completions, %d queued, reader %s\n", S->mode, S->setup, S->len, (int)S->r,
+            M->posted ? (int)M->pcode : 0, M->posted ? M->pwho : 0, M->consumed, M->norder, M->nq1,
+            M->stop == 0 ? "between frames" : M->stop == 1 ? "in a header" : "in a payload");
+}
 
-  /* the result, the failure word, and the communicator's own failure */
-  if (r != M.result) {
-    fz_fail_report("result", r, &M, c);
-    FZ_CHECK(r == M.result);
+/* The result, the failure word, and the communicator's own failure. */
+static void fz_check_result(const fz_state *S) {
+  const model *M = &S->M;
+  cc_comm *c = S->c;
+  cc__net *nt = S->nt;
+  cc_result r = S->r;
+  if (r != M->result) {
+    fz_fail_report("result", r, M, c);
+    FZ_CHECK(r == M->result);
   }
-  if (M.posted) {
-    if (c->hdr->fail_code != (uint32_t)M.pcode || c->hdr->fail_rank != M.pwho) {
+  if (M->posted) {
+    if (c->hdr->fail_code != (uint32_t)M->pcode || c->hdr->fail_rank != M->pwho) {
       fprintf(stderr, "fuzz: the failure word holds %u, rank %d; the model %d, rank %d\n", c->hdr->fail_code,
-              c->hdr->fail_rank, (int)M.pcode, M.pwho);
+              c->hdr->fail_rank, (int)M->pcode, M->pwho);
       FZ_CHECK(0);
     }
     FZ_CHECK(c->hdr->fail_ready);
@@ -855,89 +935,119 @@ static void fz_one(int mode, int setup, const unsigned char *s, size_t len) {
     FZ_CHECK(c->hdr->fail_code == 0 && !c->hdr->fail_ready);
   }
   if (r != CC_OK) {
-    FZ_CHECK(c->failed == r && nt->propagated && M.propagated);
+    FZ_CHECK(c->failed == r && nt->propagated && M->propagated);
     FZ_CHECK(fz_terminated(c->err, sizeof c->err) && c->err[0]);
   } else {
-    FZ_CHECK(c->failed == CC_OK && !nt->propagated && !M.propagated);
+    FZ_CHECK(c->failed == CC_OK && !nt->propagated && !M->propagated);
   }
+}
 
-  /* every message, and the callbacks */
-  if (M.partial) M.moved[0] = m[0].moved;  /* what the socket took of it: checked with what rank 1 got below */
+/* Every message, and the callbacks. */
+static void fz_check_messages(fz_state *S) {
+  const msgdef *defs = S->defs;
+  const cc__msg *m = S->m;
+  const fz_ctx *ctx = &S->ctx;
+  model *M = &S->M;
+  int i;
+  if (M->partial) M->moved[0] = m[0].moved;  /* what the socket took of it: checked with what rank 1 got below */
   for (i = 0; i < N; i++) {
     const msgdef *d = &defs[i];
-    if (m[i].done != M.done[i] || m[i].moved != M.moved[i] || (!d->is_send && m[i].matched != M.matched[i])) {
+    if (m[i].done != M->done[i] || m[i].moved != M->moved[i] || (!d->is_send && m[i].matched != M->matched[i])) {
       fprintf(stderr, "fuzz: message %d: done %d moved %zu matched %d, the model %d %zu %d\n", i, m[i].done,
-              m[i].moved, m[i].matched, M.done[i], M.moved[i], M.matched[i]);
+              m[i].moved, m[i].matched, M->done[i], M->moved[i], M->matched[i]);
       FZ_CHECK(0);
     }
-    FZ_CHECK(m[i].live == M.live[i] && m[i].started == M.started[i]);
+    FZ_CHECK(m[i].live == M->live[i] && m[i].started == M->started[i]);
     if (d->is_send) {
-      FZ_CHECK(ctx.calls[i] == 0);
+      FZ_CHECK(ctx->calls[i] == 0);
       if (d->bytes) for (size_t k = 0; k < d->bytes; k += 997) FZ_CHECK(m[i].buf[k] == fz_pattern(i, k));
       continue;
     }
-    FZ_CHECK(ctx.calls[i] == M.done[i]);
+    FZ_CHECK(ctx->calls[i] == M->done[i]);
     if (d->bytes) {
-      if (memcmp(m[i].buf, M.buf[i], d->bytes) != 0) {
+      if (memcmp(m[i].buf, M->buf[i], d->bytes) != 0) {
         fprintf(stderr, "fuzz: receive %d holds other bytes than the model's\n", i);
         FZ_CHECK(0);
       }
-      if (M.done[i]) FZ_CHECK(memcmp(ctx.snap[i], M.buf[i], d->bytes) == 0);
+      if (M->done[i]) FZ_CHECK(memcmp(ctx->snap[i], M->buf[i], d->bytes) == 0);
     }
   }
-  FZ_CHECK(ctx.norder == M.norder);
-  for (i = 0; i < M.norder; i++) FZ_CHECK(ctx.order[i] == M.order[i]);
+  FZ_CHECK(ctx->norder == M->norder);
+  for (i = 0; i < M->norder; i++) FZ_CHECK(ctx->order[i] == M->order[i]);
+}
 
-  /* the queues, oldest first */
+/* The queues, oldest first: rank 1's, then rank 0's own. */
+static void fz_check_queues(const fz_state *S) {
+  const model *M = &S->M;
+  const cc_comm *c = S->c;
+  const cc__umsg *u;
+  int i;
   for (i = 0, u = c->peers[1].uq_head; u; u = u->next, i++) {
     const fz_frame *f;
-    if (i >= M.nq1)
+    if (i >= M->nq1)
       fprintf(stderr, "fuzz: queued: tag %d, %llu bytes; the model has %d\n", u->f.tag, (unsigned long long)u->f.bytes,
-              M.nq1);
-    FZ_CHECK(i < M.nq1);
-    f = &M.q1[i].f;
+              M->nq1);
+    FZ_CHECK(i < M->nq1);
+    f = &M->q1[i].f;
     FZ_CHECK(u->f.tag == f->tag && u->f.bytes == f->bytes && u->f.seq == f->seq && u->f.id.count == f->count &&
              u->f.id.op == f->op && u->f.id.root == f->root && u->f.id.coll == f->coll && u->f.id.dtype == f->dtype);
     FZ_CHECK(u->cap >= u->f.bytes);
-    FZ_CHECK(u->f.bytes == 0 || memcmp(u->data, M.q1[i].data, (size_t)u->f.bytes) == 0);
+    FZ_CHECK(u->f.bytes == 0 || memcmp(u->data, M->q1[i].data, (size_t)u->f.bytes) == 0);
     if (!u->next) FZ_CHECK(c->peers[1].uq_tail == u);
   }
-  FZ_CHECK(i == M.nq1);
+  FZ_CHECK(i == M->nq1);
   for (i = 0, u = c->peers[0].uq_head; u; u = u->next, i++) {
-    FZ_CHECK(i < M.nq0);
-    FZ_CHECK(u->f.tag == M.q0[i].f.tag && u->f.bytes == M.q0[i].f.bytes);
+    FZ_CHECK(i < M->nq0);
+    FZ_CHECK(u->f.tag == M->q0[i].f.tag && u->f.bytes == M->q0[i].f.bytes);
   }
-  FZ_CHECK(i == M.nq0);
+  FZ_CHECK(i == M->nq0);
+}
 
-  /* how far the run read, and where the reader stands */
+/* How far the run read, and where the reader stands. */
+static void fz_check_reader(const fz_state *S) {
+  const model *M = &S->M;
+  const cc__peer *pe = S->pe;
+  const cc__msg *m = S->m;
+  const unsigned char *s = S->s;
+  size_t stage_left, consumed;
   stage_left = pe->st_end - pe->st_beg;
-  consumed = off - fz_unread(sv[0]) - stage_left;
-  if (consumed != M.consumed) {
-    fprintf(stderr, "fuzz: the run took %zu bytes of the stream, the model %zu\n", consumed, M.consumed);
-    FZ_CHECK(consumed == M.consumed);
+  consumed = S->off - fz_unread(S->sv[0]) - stage_left;
+  if (consumed != M->consumed) {
+    fprintf(stderr, "fuzz: the run took %zu bytes of the stream, the model %zu\n", consumed, M->consumed);
+    FZ_CHECK(consumed == M->consumed);
   }
   if (stage_left) FZ_CHECK(memcmp(pe->stage + pe->st_beg, s + consumed, stage_left) == 0);
-  if (M.stop == 0) {
+  if (M->stop == 0) {
     FZ_CHECK(pe->rx_state == 0 && pe->rx_hdr_got == 0);
-  } else if (M.stop == 1) {
-    FZ_CHECK(pe->rx_state == 0 && pe->rx_hdr_got == M.consumed - M.fpos);
-    FZ_CHECK(memcmp(pe->rx_hdr, s + M.fpos, pe->rx_hdr_got) == 0);
+  } else if (M->stop == 1) {
+    FZ_CHECK(pe->rx_state == 0 && pe->rx_hdr_got == M->consumed - M->fpos);
+    FZ_CHECK(memcmp(pe->rx_hdr, s + M->fpos, pe->rx_hdr_got) == 0);
   } else {
-    size_t in = M.consumed - M.hend;
+    size_t in = M->consumed - M->hend;
     FZ_CHECK(pe->rx_state == 1 && pe->rx_done == in);
-    if (M.target >= 0) {
-      FZ_CHECK(pe->rx_target == &m[M.target] && !pe->rx_unexp);
-    } else if (M.parked) {             /* its payload left in the socket, no room taken for it */
+    if (M->target >= 0) {
+      FZ_CHECK(pe->rx_target == &m[M->target] && !pe->rx_unexp);
+    } else if (M->parked) {            /* its payload left in the socket, no room taken for it */
       FZ_CHECK(!pe->rx_target && !pe->rx_unexp && in == 0);
     } else {
-      FZ_CHECK(!pe->rx_target && pe->rx_unexp && pe->rx_unexp->f.tag == M.cur.tag && pe->rx_unexp->cap >= in);
-      FZ_CHECK(in == 0 || memcmp(pe->rx_unexp->data, s + M.hend, in) == 0);
+      FZ_CHECK(!pe->rx_target && pe->rx_unexp && pe->rx_unexp->f.tag == M->cur.tag && pe->rx_unexp->cap >= in);
+      FZ_CHECK(in == 0 || memcmp(pe->rx_unexp->data, s + M->hend, in) == 0);
     }
   }
+}
 
-  /* what rank 0 sent to rank 1: the sends' frames, then the failure */
+/* What rank 0 sent to rank 1: the sends' frames, then the failure. */
+static void fz_check_sent(const fz_state *S) {
+  static unsigned char out[BLOCKED + 4096];
+  const model *M = &S->M;
+  const msgdef *defs = S->defs;
+  const cc__msg *m = S->m;
+  const cc_comm *c = S->c;
+  cc_result r = S->r;
+  size_t got = 0, want_out = 0;
+  int i;
   for (;;) {
-    long k = (long)recv(sv[1], out + got, sizeof out - got, MSG_DONTWAIT);
+    long k = (long)recv(S->sv[1], out + got, sizeof out - got, MSG_DONTWAIT);
     if (k > 0) { got += (size_t)k; FZ_CHECK(got < sizeof out); continue; }
     if (k == 0) {
       FZ_CHECK(r != CC_OK);            /* the link was shut after the failure */
@@ -947,23 +1057,23 @@ static void fz_one(int mode, int setup, const unsigned char *s, size_t len) {
     FZ_CHECK(r == CC_OK);              /* a failure shuts the link */
     break;
   }
-  for (i = 0; i < M.nsent; i++) {
-    int j = M.sent[i];
+  for (i = 0; i < M->nsent; i++) {
+    int j = M->sent[i];
     fz_frame f;
     unsigned char h[FZ_FRAME];
-    m_header(&M, j, &f);
+    m_header(M, j, &f);
     fz_frame_make(h, &f);
     FZ_CHECK(got - want_out >= FZ_FRAME + defs[j].bytes);
     FZ_CHECK(memcmp(out + want_out, h, FZ_FRAME) == 0);
     FZ_CHECK(memcmp(out + want_out + FZ_FRAME, m[j].buf, defs[j].bytes) == 0);
     want_out += FZ_FRAME + defs[j].bytes;
   }
-  if (M.partial) {                     /* the blocked send: its header and part of its payload */
+  if (M->partial) {                    /* the blocked send: its header and part of its payload */
     fz_frame f;
     unsigned char h[FZ_FRAME];
-    m_header(&M, 0, &f);
+    m_header(M, 0, &f);
     fz_frame_make(h, &f);
-    FZ_CHECK(M.nsent == 0 && !m[0].done);
+    FZ_CHECK(M->nsent == 0 && !m[0].done);
     FZ_CHECK(got - want_out >= FZ_FRAME && got - want_out < FZ_FRAME + BLOCKED);
     FZ_CHECK(memcmp(out + want_out, h, FZ_FRAME) == 0);
     FZ_CHECK(memcmp(out + want_out + FZ_FRAME, fz_blocked_payload(), got - want_out - FZ_FRAME) == 0);
@@ -976,25 +1086,62 @@ static void fz_one(int mode, int setup, const unsigned char *s, size_t len) {
     FZ_CHECK(got - want_out >= FZ_FRAME + 9);
     FZ_CHECK(fz_frame_parse(out + want_out, &f) && f.tag == CC__TAG_ABORT);
     FZ_CHECK(got - want_out == FZ_FRAME + f.bytes);
-    FZ_CHECK(fz_le32(out + want_out + FZ_FRAME) == (uint32_t)M.xcode);
-    FZ_CHECK((int32_t)fz_le32(out + want_out + FZ_FRAME + 4) == M.xwho);
+    FZ_CHECK(fz_le32(out + want_out + FZ_FRAME) == (uint32_t)M->xcode);
+    FZ_CHECK((int32_t)fz_le32(out + want_out + FZ_FRAME + 4) == M->xwho);
     msg = (const char *)out + want_out + FZ_FRAME + 8;
     FZ_CHECK(msg[f.bytes - 9] == 0 && strlen(msg) == f.bytes - 9 && msg[0]);
-    if (M.xtext) {                     /* the failure word holds the same message (cut at its size) */
+    if (M->xtext) {                    /* the failure word holds the same message (cut at its size) */
       FZ_CHECK(strncmp(msg, c->hdr->fail_msg, fl) == 0);
       FZ_CHECK(fl == sizeof c->hdr->fail_msg - 1 || strlen(msg) == fl);
     }
     want_out = got;
   }
   FZ_CHECK(want_out == got);
+}
 
+/* Free what the run allocated (the blocked send's payload stays, for the next
+   input), rank 1's end of the link, and the communicator. */
+static void fz_free(fz_state *S) {
+  int i;
   for (i = 1; i < N; i++) {
-    free(m[i].buf);
-    if (!defs[i].is_send) free(M.buf[i]);
-    free(ctx.snap[i]);
+    free(S->m[i].buf);
+    if (!S->defs[i].is_send) free(S->M.buf[i]);
+    free(S->ctx.snap[i]);
   }
-  close(sv[1]);                        /* first: a failed communicator's end waits for its peers' (cc__tcp_linger) */
-  cc__comm_free(c);                    /* closes sv[0]; frees the queues, the stage, the net */
+  close(S->sv[1]);                     /* first: a failed communicator's end waits for its peers' (cc__tcp_linger) */
+  cc__comm_free(S->c);                 /* closes sv[0]; frees the queues, the stage, the net */
+}
+
+/* Run the set that mode and setup pick on stream s and check it all. */
+static void fz_one(int mode, int setup, const unsigned char *s, size_t len) {
+  static mq q1[MAXQ];
+  static size_t bound[MAXB];
+  fz_state S;
+  S.mode = mode;
+  S.setup = setup;
+  S.s = s;
+  S.len = len;
+  S.defs = (mode & 0x40) != 0 ? dyn_set : fixed_set;
+  S.r = CC_OK;
+  S.off = 0;
+  S.bound = bound;
+  S.nbound = 0;
+  fz_comm_new(&S);
+  fz_messages_new(&S, q1);
+  fz_feed(&S);
+
+  /* the model, with the stops the run had */
+  S.M.bound = bound;
+  S.M.nbound = S.nbound;
+  model_run(&S.M);
+  fz_trace(&S);
+
+  fz_check_result(&S);
+  fz_check_messages(&S);
+  fz_check_queues(&S);
+  fz_check_reader(&S);
+  fz_check_sent(&S);
+  fz_free(&S);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
