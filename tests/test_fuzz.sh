@@ -147,6 +147,8 @@ write_seeds() {
   all() { frame 5 8; bytes 8 1; frame 5 8; bytes 8 2; frame 9 0; frame 3 100; bytes 100 3; frame 0 4096; bytes 4096 4
     ar 5000; bytes 5000 5; }
   { printf '\x80\x00'; all; frame -3 22; le 6 4; le 1 4; printf 'rank 1 failed\0'; } | seed stream done-abort
+  # the same with a send to rank 1 waiting (setup 2): the report's code ends the run, not the lost stream
+  { printf '\x80\x02'; all; frame -3 22; le 6 4; le 1 4; printf 'rank 1 failed\0'; } | seed stream done-abort-send
   { printf '\x80\x00'; all; frame 42 5000; bytes 100 6; } | seed stream done-cut
   # the call's entry reads first (setup 4): everything queued, taken when the receives start
   { printf '\x80\x04'; frame 42 3; printf 'abc'; all; } | seed stream entry-whole

@@ -343,7 +343,9 @@ static int m_start(model *M) {
 
 /* The sends to rank 1, one frame at a time and in index order: each goes
    whole into the socket, but the one that blocks (and all behind it). Once
-   rank 1's stream ended, a send to it is lost. */
+   rank 1's stream ended, a send to it is lost; a failure posted before
+   (rank 1's own report, say) is the one the run ends with
+   (cc__lost_send). */
 static int m_sends(model *M) {
   int i, j;
   for (i = 0; i < N; i++) {
@@ -352,7 +354,7 @@ static int m_sends(model *M) {
     for (j = 0; j < i; j++)
       if (M->live[j] && M->started[j] && M->d[j].is_send && !M->done[j] && M->d[j].peer == 1) first = 0;
     if (!first) continue;
-    if (M->eof) return m_fail_all(M, CC_ERR_PEER_LOST, 1);
+    if (M->eof) return M->posted ? m_take_fail(M) : m_fail_all(M, CC_ERR_PEER_LOST, 1);
     if (M->d[i].bytes == BLOCKED) {
       M->partial = 1;
       continue;
