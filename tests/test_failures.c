@@ -574,38 +574,38 @@ static void arg_check(cc_comm *c, const char *name, int got, int want, const cha
   arg_check(c, name, (call), CC_ERR_INVALID_ARG, need1, need2)
 #define EXPECT_OK(name, call) arg_check(c, name, (call), CC_OK, NULL, NULL)
 
-static void args_body(cc_comm *c, struct report *me) {
-  int rank = cc_comm_rank(c), n = cc_comm_size(c), peer = (rank + 1) % n, rc;
-  float a[64], b[64], big[3 * 16 + 8], scalar = 2.0f;
+/* The buffers and ranks the argument checks pass to the library. */
+struct args_bufs {
+  int rank, n, peer;
+  float a[64], b[64], big[3 * 16 + 8], scalar;
   double d1[8], d2[8];
   size_t counts[MAXR], displs[MAXR];
-  cc_op op = 0, op2 = 0;
-  cc_comm *sub = NULL;
-  static const struct {
-    cc_dtype t;
-    cc_op op;
-    const char *tname, *opname;
-  } pairs[] = {
-      {CC_FLOAT32, CC_BAND, "float32", "band"},   {CC_FLOAT64, CC_BOR, "float64", "bor"},
-      {CC_FLOAT16, CC_BXOR, "float16", "bxor"},   {CC_BFLOAT16, CC_BAND, "bfloat16", "band"},
-      {CC_COMPLEX64, CC_BXOR, "complex64", "bxor"}, {CC_INT32, CC_AVG, "int32", "avg"},
-      {CC_UINT8, CC_AVG, "uint8", "avg"},         {CC_INT64, CC_AVG, "int64", "avg"},
-      {CC_COMPLEX64, CC_MIN, "complex64", "min"}, {CC_COMPLEX128, CC_MAX, "complex128", "max"},
-  };
+};
+
+/* This rank, its peer, zeroed buffers and the counts and displs of the _v calls. */
+static void args_bufs_init(struct args_bufs *s, cc_comm *c) {
   unsigned i;
-  char name[112];
 
-  memset(a, 0, sizeof a);
-  memset(b, 0, sizeof b);
-  memset(big, 0, sizeof big);
-  memset(d1, 0, sizeof d1);
-  memset(d2, 0, sizeof d2);
+  s->rank = cc_comm_rank(c);
+  s->n = cc_comm_size(c);
+  s->peer = (s->rank + 1) % s->n;
+  s->scalar = 2.0f;
+  memset(s->a, 0, sizeof s->a);
+  memset(s->b, 0, sizeof s->b);
+  memset(s->big, 0, sizeof s->big);
+  memset(s->d1, 0, sizeof s->d1);
+  memset(s->d2, 0, sizeof s->d2);
   for (i = 0; i < MAXR; i++) {
-    counts[i] = 2;
-    displs[i] = 2 * i;
+    s->counts[i] = 2;
+    s->displs[i] = 2 * i;
   }
+}
 
-  /* NULL buffers with count > 0 */
+/* Buffers that are NULL while the count is above 0. */
+static void args_null_buffers(cc_comm *c, struct args_bufs *s) {
+  float *a = s->a, *b = s->b;
+  int peer = s->peer;
+
   EXPECT_BAD("all_reduce: sendbuf NULL, count 4", cc_all_reduce(c, NULL, b, 4, CC_FLOAT32, CC_SUM),
              "sendbuf", NULL);
   EXPECT_BAD("all_reduce: recvbuf NULL, count 4", cc_all_reduce(c, a, NULL, 4, CC_FLOAT32, CC_SUM),
@@ -621,8 +621,13 @@ static void args_body(cc_comm *c, struct report *me) {
              "recvbuf", NULL);
   EXPECT_BAD("send: buf NULL, count 4", cc_send(c, NULL, 4, CC_FLOAT32, peer, 0), "buf", NULL);
   EXPECT_BAD("recv: buf NULL, count 4", cc_recv(c, NULL, 4, CC_FLOAT32, peer, 0), "buf", NULL);
+}
 
-  /* count x dtype size (x size) overflowing size_t */
+/* Counts whose count x dtype size (x size) overflows size_t. */
+static void args_count_overflow(cc_comm *c, struct args_bufs *s) {
+  float *a = s->a, *b = s->b, *big = s->big;
+  int peer = s->peer;
+
   EXPECT_BAD("all_reduce: count SIZE_MAX/2 of float32 (bytes overflow size_t)",
              cc_all_reduce(c, a, b, SIZE_MAX / 2, CC_FLOAT32, CC_SUM), "count", NULL);
   EXPECT_BAD("broadcast: count SIZE_MAX/8+1 of float64",
@@ -633,8 +638,13 @@ static void args_body(cc_comm *c, struct report *me) {
              cc_reduce_scatter(c, big, b, SIZE_MAX / 2, CC_INT8, CC_SUM), "count", NULL);
   EXPECT_BAD("send: count SIZE_MAX/4+1 of float32", cc_send(c, a, SIZE_MAX / 4 + 1, CC_FLOAT32, peer, 0),
              "count", NULL);
+}
 
-  /* root, peer, tag out of range */
+/* A root, peer or tag out of range. */
+static void args_out_of_range(cc_comm *c, struct args_bufs *s) {
+  float *a = s->a, *b = s->b, *big = s->big;
+  int n = s->n, peer = s->peer;
+
   EXPECT_BAD("broadcast: root = size", cc_broadcast(c, a, 4, CC_FLOAT32, n), "root", NULL);
   EXPECT_BAD("broadcast: root = -1", cc_broadcast(c, a, 4, CC_FLOAT32, -1), "root", NULL);
   EXPECT_BAD("reduce: root = size", cc_reduce(c, a, b, 4, CC_FLOAT32, CC_SUM, n), "root", NULL);
@@ -643,8 +653,12 @@ static void args_body(cc_comm *c, struct report *me) {
   EXPECT_BAD("send: peer = size", cc_send(c, a, 4, CC_FLOAT32, n, 0), "peer", NULL);
   EXPECT_BAD("recv: peer = -1", cc_recv(c, b, 4, CC_FLOAT32, -1, 0), "peer", NULL);
   EXPECT_BAD("send: tag = -1", cc_send(c, a, 4, CC_FLOAT32, peer, -1), "tag", NULL);
+}
 
-  /* unknown dtype or op */
+/* An unknown dtype or op. */
+static void args_unknown_dtype_op(cc_comm *c, struct args_bufs *s) {
+  float *a = s->a, *b = s->b, *big = s->big;
+
   EXPECT_BAD("all_reduce: dtype 99", cc_all_reduce(c, a, b, 4, (cc_dtype)99, CC_SUM), "dtype",
              NULL);
   EXPECT_BAD("all_reduce: dtype CC_DTYPE_COUNT",
@@ -655,8 +669,26 @@ static void args_body(cc_comm *c, struct report *me) {
   EXPECT_BAD("all_reduce: op -1", cc_all_reduce(c, a, b, 4, CC_FLOAT32, -1), "op", NULL);
   EXPECT_BAD("reduce: op CC_OP_BUILTIN_COUNT (never created)",
              cc_reduce(c, a, b, 4, CC_FLOAT32, CC_OP_BUILTIN_COUNT, 0), "op", NULL);
+}
 
-  /* ops outside their dtypes: bitwise on floats, AVG on integers, MIN/MAX on complex */
+/* Ops outside their dtypes: bitwise on floats, AVG on integers, MIN/MAX on complex. */
+static void args_op_outside_dtype(cc_comm *c, struct args_bufs *s) {
+  static const struct {
+    cc_dtype t;
+    cc_op op;
+    const char *tname, *opname;
+  } pairs[] = {
+      {CC_FLOAT32, CC_BAND, "float32", "band"},   {CC_FLOAT64, CC_BOR, "float64", "bor"},
+      {CC_FLOAT16, CC_BXOR, "float16", "bxor"},   {CC_BFLOAT16, CC_BAND, "bfloat16", "band"},
+      {CC_COMPLEX64, CC_BXOR, "complex64", "bxor"}, {CC_INT32, CC_AVG, "int32", "avg"},
+      {CC_UINT8, CC_AVG, "uint8", "avg"},         {CC_INT64, CC_AVG, "int64", "avg"},
+      {CC_COMPLEX64, CC_MIN, "complex64", "min"}, {CC_COMPLEX128, CC_MAX, "complex128", "max"},
+  };
+  float *a = s->a, *b = s->b, *big = s->big;
+  double *d1 = s->d1, *d2 = s->d2;
+  unsigned i;
+  char name[112];
+
   for (i = 0; i < sizeof pairs / sizeof pairs[0]; i++) {
     snprintf(name, sizeof name, "all_reduce: op %s on %s", pairs[i].opname, pairs[i].tname);
     EXPECT_BAD(name, cc_all_reduce(c, d1, d2, 2, pairs[i].t, pairs[i].op), pairs[i].opname,
@@ -666,8 +698,14 @@ static void args_body(cc_comm *c, struct report *me) {
              "float32");
   EXPECT_BAD("reduce_scatter: op avg on int32",
              cc_reduce_scatter(c, big, b, 4, CC_INT32, CC_AVG), "avg", "int32");
+}
 
-  /* overlapping buffers that are not the in-place form */
+/* Overlapping buffers that are not the in-place form, then the _v calls with NULL counts. */
+static void args_overlap_and_v(cc_comm *c, struct args_bufs *s) {
+  float *a = s->a, *big = s->big;
+  size_t *counts = s->counts, *displs = s->displs;
+  int rank = s->rank;
+
   EXPECT_BAD("all_reduce: recvbuf = sendbuf + 1, count 4",
              cc_all_reduce(c, a, a + 1, 4, CC_FLOAT32, CC_SUM), "sendbuf|recvbuf", NULL);
   EXPECT_BAD("all_reduce: sendbuf = recvbuf + 3, count 4",
@@ -686,9 +724,16 @@ static void args_body(cc_comm *c, struct report *me) {
   EXPECT_BAD("all_to_all_v: send_counts NULL",
              cc_all_to_all_v(c, a, NULL, displs, big, counts, displs, CC_FLOAT32), "send_counts",
              NULL);
+}
 
-  /* user ops */
-  rc = cc_op_create_premul_sum(c, CC_FLOAT32, &scalar, &op);
+/* User ops: premul_sum on the wrong dtype, an op used after cc_op_destroy, bad creations. */
+static void args_user_ops(cc_comm *c, struct args_bufs *s) {
+  float *a = s->a, *b = s->b, *scalar = &s->scalar;
+  double *d1 = s->d1, *d2 = s->d2;
+  cc_op op = 0, op2 = 0;
+  int rc;
+
+  rc = cc_op_create_premul_sum(c, CC_FLOAT32, scalar, &op);
   EXPECT_OK("op_create_premul_sum for float32", rc);
   if (rc == CC_OK) {
     EXPECT_BAD("all_reduce: a float32 premul_sum op on float64",
@@ -701,9 +746,14 @@ static void args_body(cc_comm *c, struct report *me) {
   EXPECT_BAD("op_create_premul_sum: scalar NULL",
              cc_op_create_premul_sum(c, CC_FLOAT32, NULL, &op2), "scalar", NULL);
   EXPECT_BAD("op_create_premul_sum: dtype 99",
-             cc_op_create_premul_sum(c, (cc_dtype)99, &scalar, &op2), "dtype", NULL);
+             cc_op_create_premul_sum(c, (cc_dtype)99, scalar, &op2), "dtype", NULL);
+}
 
-  /* communicator calls */
+/* Communicator calls with bad arguments, then count 0, which is valid with NULL buffers. */
+static void args_comm_and_count_zero(cc_comm *c, struct args_bufs *s) {
+  float *a = s->a, *b = s->b;
+  cc_comm *sub = NULL;
+
   EXPECT_BAD("comm_split: color -5", cc_comm_split(c, -5, 0, &sub), "color", NULL);
   if (sub) cc_comm_destroy(sub);
   EXPECT_BAD("all_reduce: comm NULL", cc_all_reduce(NULL, a, b, 4, CC_FLOAT32, CC_SUM), NULL,
@@ -714,7 +764,20 @@ static void args_body(cc_comm *c, struct report *me) {
   EXPECT_OK("all_reduce: count 0, NULL buffers", cc_all_reduce(c, NULL, NULL, 0, CC_FLOAT32, CC_SUM));
   EXPECT_OK("broadcast: count 0, NULL buffer", cc_broadcast(c, NULL, 0, CC_FLOAT32, 0));
   EXPECT_OK("all_gather: count 0, NULL buffers", cc_all_gather(c, NULL, NULL, 0, CC_FLOAT32));
+}
 
+static void args_body(cc_comm *c, struct report *me) {
+  struct args_bufs s;
+
+  args_bufs_init(&s, c);
+  args_null_buffers(c, &s);
+  args_count_overflow(c, &s);
+  args_out_of_range(c, &s);
+  args_unknown_dtype_op(c, &s);
+  args_op_outside_dtype(c, &s);
+  args_overlap_and_v(c, &s);
+  args_user_ops(c, &s);
+  args_comm_and_count_zero(c, &s);
   me->reached = 1;
 }
 
