@@ -524,102 +524,135 @@ static void sec_bitwise(void) {
               "bits on every rank");
 }
 
+/* broadcast of n float64 from root size-1; returns the number of calls made. */
+static int move_broadcast(size_t n, unsigned salt) {
+  char what[256];
+  unsigned char *b;
+  int root = g_size - 1;
+  size_t bytes = n * 8;
+  b = rbuf(bytes);
+  if (g_rank == root) fill_payload(b, bytes, root, -1, salt);
+  snprintf(what, sizeof what, "broadcast float64 count %zu root %d", n, root);
+  must(cc_broadcast(g_c, b, n, CC_FLOAT64, root), what);
+  check_payload(b, bytes, root, -1, salt, what);
+  check_guard(b, bytes, what);
+  free(b);
+  return 1;
+}
+
+/* gather of per int32 per rank to root 0; returns the number of calls made. */
+static int move_gather(size_t per, unsigned salt) {
+  char what[256];
+  unsigned char *s, *rcv;
+  int r;
+  size_t N = (size_t)g_size;
+  size_t bytes = per * 4;
+  s = rbuf(bytes);
+  fill_payload(s, bytes, g_rank, 0, salt + 1000);
+  rcv = g_rank == 0 ? rbuf(bytes * N) : NULL;
+  snprintf(what, sizeof what, "gather int32 count %zu root 0", per);
+  must(cc_gather(g_c, s, rcv, per, CC_INT32, 0), what);
+  if (g_rank == 0) {
+    for (r = 0; r < g_size; r++) check_payload(at(rcv, bytes * (size_t)r), bytes, r, 0, salt + 1000, what);
+    check_guard(rcv, bytes * N, what);
+  }
+  free(s);
+  free(rcv);
+  return 1;
+}
+
+/* all_gather of per float16 per rank, out of place, then in place; returns the
+ * number of calls made. */
+static int move_all_gather(size_t per, unsigned salt) {
+  char what[256];
+  unsigned char *s, *rcv;
+  int r;
+  size_t N = (size_t)g_size;
+  size_t bytes = per * 2;
+  s = rbuf(bytes);
+  fill_payload(s, bytes, g_rank, -2, salt + 2000);
+  rcv = rbuf(bytes * N);
+  snprintf(what, sizeof what, "all_gather float16 count %zu", per);
+  must(cc_all_gather(g_c, s, rcv, per, CC_FLOAT16), what);
+  for (r = 0; r < g_size; r++) check_payload(at(rcv, bytes * (size_t)r), bytes, r, -2, salt + 2000, what);
+  check_guard(rcv, bytes * N, what);
+  if (rcv) {
+    memset(rcv, SENTINEL, bytes * N);
+    fill_payload(at(rcv, bytes * (size_t)g_rank), bytes, g_rank, -2, salt + 2000);
+  }
+  snprintf(what, sizeof what, "all_gather in place float16 count %zu", per);
+  must(cc_all_gather(g_c, rcv ? at(rcv, bytes * (size_t)g_rank) : NULL, rcv, per, CC_FLOAT16), what);
+  for (r = 0; r < g_size; r++) check_payload(at(rcv, bytes * (size_t)r), bytes, r, -2, salt + 2000, what);
+  check_guard(rcv, bytes * N, what);
+  free(s);
+  free(rcv);
+  return 2;
+}
+
+/* scatter of per float32 per rank from root size-1; returns the number of calls made. */
+static int move_scatter(size_t per, unsigned salt) {
+  char what[256];
+  unsigned char *s, *rcv;
+  int r;
+  size_t N = (size_t)g_size;
+  int root = g_size - 1;
+  size_t bytes = per * 4;
+  s = g_rank == root ? rbuf(bytes * N) : NULL;
+  if (s)
+    for (r = 0; r < g_size; r++) fill_payload(at(s, bytes * (size_t)r), bytes, root, r, salt + 3000);
+  rcv = rbuf(bytes);
+  snprintf(what, sizeof what, "scatter float32 count %zu root %d", per, root);
+  must(cc_scatter(g_c, s, rcv, per, CC_FLOAT32, root), what);
+  check_payload(rcv, bytes, root, g_rank, salt + 3000, what);
+  check_guard(rcv, bytes, what);
+  free(s);
+  free(rcv);
+  return 1;
+}
+
+/* all_to_all of int32, then of float16, n per pair (n/size/size when large);
+ * returns the number of calls made. */
+static int move_all_to_all(size_t n, unsigned salt) {
+  char what[256];
+  unsigned char *s, *rcv;
+  int r, k, calls = 0;
+  size_t N = (size_t)g_size;
+  for (k = 0; k < 2; k++) {
+    cc_dtype t = k ? CC_FLOAT16 : CC_INT32;
+    size_t each = n == LARGE ? n / N / N : n;
+    size_t bytes = each * esize(t);
+    s = rbuf(bytes * N);
+    for (r = 0; r < g_size; r++)
+      if (s) fill_payload(at(s, bytes * (size_t)r), bytes, g_rank, r, salt + 4000 + (unsigned)k);
+    rcv = rbuf(bytes * N);
+    snprintf(what, sizeof what, "all_to_all %s count %zu", tname(t), each);
+    must(cc_all_to_all(g_c, s, rcv, each, t), what);
+    for (r = 0; r < g_size; r++)
+      check_payload(at(rcv, bytes * (size_t)r), bytes, r, g_rank, salt + 4000 + (unsigned)k, what);
+    check_guard(rcv, bytes * N, what);
+    free(s);
+    free(rcv);
+    calls++;
+  }
+  return calls;
+}
+
 /* broadcast, gather, all_gather, scatter, all_to_all: payload bytes. */
 static void sec_move(void) {
   char what[256];
   size_t ci;
-  int r, calls = 0;
+  int calls = 0;
   unsigned salt = 100;
   g_section = "data movement";
   for (ci = 0; ci < NCOUNTS; ci++) {
     size_t n = counts[ci];
     size_t per = n == LARGE ? n / (size_t)g_size : n;   /* per rank, for *gather/scatter/to_all */
-    size_t N = (size_t)g_size;
-    unsigned char *b, *s, *rcv;
     salt++;
-    {                                  /* broadcast, float64, root size-1 */
-      int root = g_size - 1;
-      size_t bytes = n * 8;
-      b = rbuf(bytes);
-      if (g_rank == root) fill_payload(b, bytes, root, -1, salt);
-      snprintf(what, sizeof what, "broadcast float64 count %zu root %d", n, root);
-      must(cc_broadcast(g_c, b, n, CC_FLOAT64, root), what);
-      check_payload(b, bytes, root, -1, salt, what);
-      check_guard(b, bytes, what);
-      free(b);
-      calls++;
-    }
-    {                                  /* gather, int32, root 0 */
-      size_t bytes = per * 4;
-      s = rbuf(bytes);
-      fill_payload(s, bytes, g_rank, 0, salt + 1000);
-      rcv = g_rank == 0 ? rbuf(bytes * N) : NULL;
-      snprintf(what, sizeof what, "gather int32 count %zu root 0", per);
-      must(cc_gather(g_c, s, rcv, per, CC_INT32, 0), what);
-      if (g_rank == 0) {
-        for (r = 0; r < g_size; r++) check_payload(at(rcv, bytes * (size_t)r), bytes, r, 0, salt + 1000, what);
-        check_guard(rcv, bytes * N, what);
-      }
-      free(s);
-      free(rcv);
-      calls++;
-    }
-    {                                  /* all_gather, float16: out of place, then in place */
-      size_t bytes = per * 2;
-      s = rbuf(bytes);
-      fill_payload(s, bytes, g_rank, -2, salt + 2000);
-      rcv = rbuf(bytes * N);
-      snprintf(what, sizeof what, "all_gather float16 count %zu", per);
-      must(cc_all_gather(g_c, s, rcv, per, CC_FLOAT16), what);
-      for (r = 0; r < g_size; r++) check_payload(at(rcv, bytes * (size_t)r), bytes, r, -2, salt + 2000, what);
-      check_guard(rcv, bytes * N, what);
-      if (rcv) {
-        memset(rcv, SENTINEL, bytes * N);
-        fill_payload(at(rcv, bytes * (size_t)g_rank), bytes, g_rank, -2, salt + 2000);
-      }
-      snprintf(what, sizeof what, "all_gather in place float16 count %zu", per);
-      must(cc_all_gather(g_c, rcv ? at(rcv, bytes * (size_t)g_rank) : NULL, rcv, per, CC_FLOAT16), what);
-      for (r = 0; r < g_size; r++) check_payload(at(rcv, bytes * (size_t)r), bytes, r, -2, salt + 2000, what);
-      check_guard(rcv, bytes * N, what);
-      free(s);
-      free(rcv);
-      calls += 2;
-    }
-    {                                  /* scatter, float32, root size-1 */
-      int root = g_size - 1;
-      size_t bytes = per * 4;
-      s = g_rank == root ? rbuf(bytes * N) : NULL;
-      if (s)
-        for (r = 0; r < g_size; r++) fill_payload(at(s, bytes * (size_t)r), bytes, root, r, salt + 3000);
-      rcv = rbuf(bytes);
-      snprintf(what, sizeof what, "scatter float32 count %zu root %d", per, root);
-      must(cc_scatter(g_c, s, rcv, per, CC_FLOAT32, root), what);
-      check_payload(rcv, bytes, root, g_rank, salt + 3000, what);
-      check_guard(rcv, bytes, what);
-      free(s);
-      free(rcv);
-      calls++;
-    }
-    {                                  /* all_to_all, int32 and float16 */
-      int k;
-      for (k = 0; k < 2; k++) {
-        cc_dtype t = k ? CC_FLOAT16 : CC_INT32;
-        size_t each = n == LARGE ? n / N / N : n;
-        size_t bytes = each * esize(t);
-        s = rbuf(bytes * N);
-        for (r = 0; r < g_size; r++)
-          if (s) fill_payload(at(s, bytes * (size_t)r), bytes, g_rank, r, salt + 4000 + (unsigned)k);
-        rcv = rbuf(bytes * N);
-        snprintf(what, sizeof what, "all_to_all %s count %zu", tname(t), each);
-        must(cc_all_to_all(g_c, s, rcv, each, t), what);
-        for (r = 0; r < g_size; r++)
-          check_payload(at(rcv, bytes * (size_t)r), bytes, r, g_rank, salt + 4000 + (unsigned)k, what);
-        check_guard(rcv, bytes * N, what);
-        free(s);
-        free(rcv);
-        calls++;
-      }
-    }
+    calls += move_broadcast(n, salt);
+    calls += move_gather(per, salt);
+    calls += move_all_gather(per, salt);
+    calls += move_scatter(per, salt);
+    calls += move_all_to_all(n, salt);
   }
   snprintf(what, sizeof what,
            "%d broadcast/gather/all_gather (also in place)/scatter/all_to_all calls, counts 0 1 7 "
@@ -635,102 +668,153 @@ static size_t a2a_count(int src, int dst, size_t k) {
   return (src + 2 * dst) % 3 == 0 ? 0 : k * (size_t)(1 + (src + dst) % 3);
 }
 
+/* The layout of one round of the _v tests: the gather/scatter blocks (cnt at
+ * dsp, total elements in all) and this rank's all_to_all_v send and receive
+ * blocks, each with gaps between the blocks. */
+struct vlayout {
+  size_t k, total, stotal, rtotal;
+  size_t *cnt, *dsp, *scnt, *sdsp, *rcnt, *rdsp;
+};
+
+/* Lays out the blocks for k: 3-element gaps before each gather/scatter block,
+ * 2 before each send block, 5 before each receive block. */
+static void v_layout(struct vlayout *L, size_t k) {
+  size_t total = 0, stotal = 0, rtotal = 0;
+  int r;
+  L->k = k;
+  for (r = 0; r < g_size; r++) {     /* blocks with 3-element gaps between them */
+    L->cnt[r] = vcount(r, k);
+    L->dsp[r] = total + 3;
+    total = L->dsp[r] + L->cnt[r];
+    L->scnt[r] = a2a_count(g_rank, r, k);
+    L->sdsp[r] = stotal + 2;
+    stotal = L->sdsp[r] + L->scnt[r];
+    L->rcnt[r] = a2a_count(r, g_rank, k);
+    L->rdsp[r] = rtotal + 5;
+    rtotal = L->rdsp[r] + L->rcnt[r];
+  }
+  L->total = total;
+  L->stotal = stotal;
+  L->rtotal = rtotal;
+}
+
+/* gather_v, int32, root size-1. */
+static void v_gather(const struct vlayout *L, unsigned salt) {
+  const size_t *cnt = L->cnt, *dsp = L->dsp;
+  size_t k = L->k, total = L->total;
+  char what[256];
+  unsigned char *s, *rcv;
+  int r;
+  int root = g_size - 1;
+  size_t mine = cnt[g_rank] * 4;
+  s = rbuf(mine);
+  fill_payload(s, mine, g_rank, root, salt);
+  rcv = g_rank == root ? rbuf(total * 4) : NULL;
+  snprintf(what, sizeof what, "gather_v int32 k %zu root %d", k, root);
+  must(cc_gather_v(g_c, s, cnt[g_rank], rcv, cnt, dsp, CC_INT32, root), what);
+  if (rcv) {
+    size_t prev = 0;
+    for (r = 0; r < g_size; r++) {
+      check_untouched(rcv + prev * 4, (dsp[r] - prev) * 4, what);
+      check_payload(rcv + dsp[r] * 4, cnt[r] * 4, r, root, salt, what);
+      prev = dsp[r] + cnt[r];
+    }
+    check_guard(rcv, total * 4, what);
+  }
+  free(s);
+  free(rcv);
+}
+
+/* all_gather_v, float16. */
+static void v_all_gather(const struct vlayout *L, unsigned salt) {
+  const size_t *cnt = L->cnt, *dsp = L->dsp;
+  size_t k = L->k, total = L->total;
+  char what[256];
+  unsigned char *s, *rcv;
+  int r;
+  size_t mine = cnt[g_rank] * 2, prev = 0;
+  s = rbuf(mine);
+  fill_payload(s, mine, g_rank, -1, salt + 1);
+  rcv = rbuf(total * 2);
+  snprintf(what, sizeof what, "all_gather_v float16 k %zu", k);
+  must(cc_all_gather_v(g_c, s, cnt[g_rank], rcv, cnt, dsp, CC_FLOAT16), what);
+  for (r = 0; r < g_size; r++) {
+    check_untouched(rcv + prev * 2, (dsp[r] - prev) * 2, what);
+    check_payload(rcv + dsp[r] * 2, cnt[r] * 2, r, -1, salt + 1, what);
+    prev = dsp[r] + cnt[r];
+  }
+  check_guard(rcv, total * 2, what);
+  free(s);
+  free(rcv);
+}
+
+/* scatter_v, float64, root 0. */
+static void v_scatter(const struct vlayout *L, unsigned salt) {
+  const size_t *cnt = L->cnt, *dsp = L->dsp;
+  size_t k = L->k, total = L->total;
+  char what[256];
+  unsigned char *s, *rcv;
+  int r;
+  size_t mine = cnt[g_rank] * 8;
+  s = g_rank == 0 ? rbuf(total * 8) : NULL;
+  if (s)
+    for (r = 0; r < g_size; r++) fill_payload(s + dsp[r] * 8, cnt[r] * 8, 0, r, salt + 2);
+  rcv = rbuf(mine);
+  snprintf(what, sizeof what, "scatter_v float64 k %zu root 0", k);
+  must(cc_scatter_v(g_c, s, cnt, dsp, rcv, cnt[g_rank], CC_FLOAT64, 0), what);
+  check_payload(rcv, mine, 0, g_rank, salt + 2, what);
+  check_guard(rcv, mine, what);
+  free(s);
+  free(rcv);
+}
+
+/* all_to_all_v, int32. */
+static void v_all_to_all(const struct vlayout *L, unsigned salt) {
+  const size_t *scnt = L->scnt, *sdsp = L->sdsp, *rcnt = L->rcnt, *rdsp = L->rdsp;
+  size_t k = L->k, stotal = L->stotal, rtotal = L->rtotal;
+  char what[256];
+  unsigned char *s, *rcv;
+  int r;
+  size_t prev = 0;
+  s = rbuf(stotal * 4);
+  for (r = 0; r < g_size; r++) fill_payload(s + sdsp[r] * 4, scnt[r] * 4, g_rank, r, salt + 3);
+  rcv = rbuf(rtotal * 4);
+  snprintf(what, sizeof what, "all_to_all_v int32 k %zu", k);
+  must(cc_all_to_all_v(g_c, s, scnt, sdsp, rcv, rcnt, rdsp, CC_INT32), what);
+  for (r = 0; r < g_size; r++) {
+    check_untouched(rcv + prev * 4, (rdsp[r] - prev) * 4, what);
+    check_payload(rcv + rdsp[r] * 4, rcnt[r] * 4, r, g_rank, salt + 3, what);
+    prev = rdsp[r] + rcnt[r];
+  }
+  check_guard(rcv, rtotal * 4, what);
+  free(s);
+  free(rcv);
+}
+
 static void sec_v(void) {
   static const size_t ks[] = {1, 7, 1000, 0};
   char what[256];
   size_t ki, N = (size_t)g_size;
-  size_t *cnt = (size_t *)xmalloc(sizeof(size_t) * N), *dsp = (size_t *)xmalloc(sizeof(size_t) * N);
-  size_t *scnt = (size_t *)xmalloc(sizeof(size_t) * N), *sdsp = (size_t *)xmalloc(sizeof(size_t) * N);
-  size_t *rcnt = (size_t *)xmalloc(sizeof(size_t) * N), *rdsp = (size_t *)xmalloc(sizeof(size_t) * N);
-  int r, calls = 0;
+  struct vlayout L;
+  int calls = 0;
   unsigned salt = 5000;
+  L.cnt = (size_t *)xmalloc(sizeof(size_t) * N);
+  L.dsp = (size_t *)xmalloc(sizeof(size_t) * N);
+  L.scnt = (size_t *)xmalloc(sizeof(size_t) * N);
+  L.sdsp = (size_t *)xmalloc(sizeof(size_t) * N);
+  L.rcnt = (size_t *)xmalloc(sizeof(size_t) * N);
+  L.rdsp = (size_t *)xmalloc(sizeof(size_t) * N);
   g_section = "v variants";
   for (ki = 0; ki < sizeof ks / sizeof ks[0]; ki++) {
-    size_t k = ks[ki] ? ks[ki] : LARGE / (N * (N + 1)), total = 0, stotal = 0, rtotal = 0;
-    unsigned char *s, *rcv;
     salt += 10;
-    for (r = 0; r < g_size; r++) {     /* blocks with 3-element gaps between them */
-      cnt[r] = vcount(r, k);
-      dsp[r] = total + 3;
-      total = dsp[r] + cnt[r];
-      scnt[r] = a2a_count(g_rank, r, k);
-      sdsp[r] = stotal + 2;
-      stotal = sdsp[r] + scnt[r];
-      rcnt[r] = a2a_count(r, g_rank, k);
-      rdsp[r] = rtotal + 5;
-      rtotal = rdsp[r] + rcnt[r];
-    }
-    {                                  /* gather_v, int32, root size-1 */
-      int root = g_size - 1;
-      size_t mine = cnt[g_rank] * 4;
-      s = rbuf(mine);
-      fill_payload(s, mine, g_rank, root, salt);
-      rcv = g_rank == root ? rbuf(total * 4) : NULL;
-      snprintf(what, sizeof what, "gather_v int32 k %zu root %d", k, root);
-      must(cc_gather_v(g_c, s, cnt[g_rank], rcv, cnt, dsp, CC_INT32, root), what);
-      if (rcv) {
-        size_t prev = 0;
-        for (r = 0; r < g_size; r++) {
-          check_untouched(rcv + prev * 4, (dsp[r] - prev) * 4, what);
-          check_payload(rcv + dsp[r] * 4, cnt[r] * 4, r, root, salt, what);
-          prev = dsp[r] + cnt[r];
-        }
-        check_guard(rcv, total * 4, what);
-      }
-      free(s);
-      free(rcv);
-      calls++;
-    }
-    {                                  /* all_gather_v, float16 */
-      size_t mine = cnt[g_rank] * 2, prev = 0;
-      s = rbuf(mine);
-      fill_payload(s, mine, g_rank, -1, salt + 1);
-      rcv = rbuf(total * 2);
-      snprintf(what, sizeof what, "all_gather_v float16 k %zu", k);
-      must(cc_all_gather_v(g_c, s, cnt[g_rank], rcv, cnt, dsp, CC_FLOAT16), what);
-      for (r = 0; r < g_size; r++) {
-        check_untouched(rcv + prev * 2, (dsp[r] - prev) * 2, what);
-        check_payload(rcv + dsp[r] * 2, cnt[r] * 2, r, -1, salt + 1, what);
-        prev = dsp[r] + cnt[r];
-      }
-      check_guard(rcv, total * 2, what);
-      free(s);
-      free(rcv);
-      calls++;
-    }
-    {                                  /* scatter_v, float64, root 0 */
-      size_t mine = cnt[g_rank] * 8;
-      s = g_rank == 0 ? rbuf(total * 8) : NULL;
-      if (s)
-        for (r = 0; r < g_size; r++) fill_payload(s + dsp[r] * 8, cnt[r] * 8, 0, r, salt + 2);
-      rcv = rbuf(mine);
-      snprintf(what, sizeof what, "scatter_v float64 k %zu root 0", k);
-      must(cc_scatter_v(g_c, s, cnt, dsp, rcv, cnt[g_rank], CC_FLOAT64, 0), what);
-      check_payload(rcv, mine, 0, g_rank, salt + 2, what);
-      check_guard(rcv, mine, what);
-      free(s);
-      free(rcv);
-      calls++;
-    }
-    {                                  /* all_to_all_v, int32 */
-      size_t prev = 0;
-      s = rbuf(stotal * 4);
-      for (r = 0; r < g_size; r++) fill_payload(s + sdsp[r] * 4, scnt[r] * 4, g_rank, r, salt + 3);
-      rcv = rbuf(rtotal * 4);
-      snprintf(what, sizeof what, "all_to_all_v int32 k %zu", k);
-      must(cc_all_to_all_v(g_c, s, scnt, sdsp, rcv, rcnt, rdsp, CC_INT32), what);
-      for (r = 0; r < g_size; r++) {
-        check_untouched(rcv + prev * 4, (rdsp[r] - prev) * 4, what);
-        check_payload(rcv + rdsp[r] * 4, rcnt[r] * 4, r, g_rank, salt + 3, what);
-        prev = rdsp[r] + rcnt[r];
-      }
-      check_guard(rcv, rtotal * 4, what);
-      free(s);
-      free(rcv);
-      calls++;
-    }
+    v_layout(&L, ks[ki] ? ks[ki] : LARGE / (N * (N + 1)));
+    v_gather(&L, salt);
+    v_all_gather(&L, salt);
+    v_scatter(&L, salt);
+    v_all_to_all(&L, salt);
+    calls += 4;                        /* one call each */
   }
-  free(cnt); free(dsp); free(scnt); free(sdsp); free(rcnt); free(rdsp);
+  free(L.cnt); free(L.dsp); free(L.scnt); free(L.sdsp); free(L.rcnt); free(L.rdsp);
   snprintf(what, sizeof what,
            "%d gather_v/all_gather_v/scatter_v/all_to_all_v calls, uneven counts with zeros, "
            "gaps between blocks",
