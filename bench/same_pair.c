@@ -122,94 +122,152 @@ static int sp_check(const char *kind, const float *r, size_t count, int me, int 
   return 1;
 }
 
-int main(int argc, char **argv) {
-  const char *kinds = "all_reduce,all_gather,reduce_scatter,broadcast,all_to_all,gather,scatter,barrier";
-  const char *e_rank = getenv("RANK"), *e_size = getenv("WORLD_SIZE"), *e_port = getenv("SAME_PAIR_PORT");
-  size_t bytes = 8, count, i;
-  int rounds = 15, calls = 2000, nl = 0, me, n, a, li, port;
+/* What one run does: the libraries, the options, this rank and its buffers. */
+typedef struct sp_run {
   sp_lib libs[8];
-  char list[512], *save = NULL, *kind;
+  int nl, rounds, calls, me, n;
+  size_t bytes, count;
+  const char *kinds;
   float *s, *r;
+} sp_run;
+
+/* Reads the options and the libraries' paths into run; 0, or 2 after the usage
+   line. */
+static int sp_args(sp_run *run, int argc, char **argv) {
+  int a;
+  run->kinds = "all_reduce,all_gather,reduce_scatter,broadcast,all_to_all,gather,scatter,barrier";
+  run->bytes = 8;
+  run->rounds = 15;
+  run->calls = 2000;
+  run->nl = 0;
   for (a = 1; a < argc; a++) {
-    if (a + 1 < argc && !strcmp(argv[a], "-k")) kinds = argv[++a];
-    else if (a + 1 < argc && !strcmp(argv[a], "-b")) bytes = (size_t)strtoul(argv[++a], NULL, 10);
-    else if (a + 1 < argc && !strcmp(argv[a], "-r")) rounds = atoi(argv[++a]);
-    else if (a + 1 < argc && !strcmp(argv[a], "-n")) calls = atoi(argv[++a]);
-    else if (argv[a][0] != '-' && nl < 8) {
-      memset(&libs[nl], 0, sizeof libs[nl]);
-      libs[nl++].path = argv[a];
+    if (a + 1 < argc && !strcmp(argv[a], "-k")) run->kinds = argv[++a];
+    else if (a + 1 < argc && !strcmp(argv[a], "-b")) run->bytes = (size_t)strtoul(argv[++a], NULL, 10);
+    else if (a + 1 < argc && !strcmp(argv[a], "-r")) run->rounds = atoi(argv[++a]);
+    else if (a + 1 < argc && !strcmp(argv[a], "-n")) run->calls = atoi(argv[++a]);
+    else if (argv[a][0] != '-' && run->nl < 8) {
+      memset(&run->libs[run->nl], 0, sizeof run->libs[run->nl]);
+      run->libs[run->nl++].path = argv[a];
     } else {
-      fprintf(stderr, "usage: same_pair [-k KINDS] [-b BYTES] [-r ROUNDS] [-n CALLS] LIB.so... (at most 8)\n");
+      fprintf(stderr, "usage: same_pair [-k KINDS] [-b BYTES] [-r ROUNDS] [-n CALLS] LIB.so... "
+                      "(at most 8)\n");
       return 2;
     }
   }
-  if (!nl || !e_rank || !e_size || !e_port || rounds < 1 || calls < 1 || bytes < 4) {
-    fprintf(stderr, "same_pair: libraries, RANK, WORLD_SIZE, SAME_PAIR_PORT, and sizes of at least 1 are needed\n");
-    return 2;
-  }
-  me = atoi(e_rank);
-  n = atoi(e_size);
-  port = atoi(e_port);
-  count = bytes / 4;
-  s = (float *)malloc(sizeof(float) * count * (size_t)n);
-  r = (float *)malloc(sizeof(float) * count * (size_t)n);
-  if (!s || !r || n < 1) return 1;
-  for (li = 0; li < nl; li++) {
+  return 0;
+}
+
+/* Loads every library and makes its communicator, library li's job meeting on
+   port + li; 0, or 1 on failure. */
+static int sp_open(sp_run *run, int port) {
+  int li;
+  for (li = 0; li < run->nl; li++) {
     char p[16];
-    if (sp_load(&libs[li]) != 0) return 1;
+    if (sp_load(&run->libs[li]) != 0) return 1;
     snprintf(p, sizeof p, "%d", port + li);
     setenv("MASTER_PORT", p, 1);       /* each library's job meets on its own port */
-    if (libs[li].init(&libs[li].c, NULL) != CC_OK) {
-      fprintf(stderr, "same_pair: rank %d: cc_comm_init of %s failed\n", me, libs[li].path);
+    if (run->libs[li].init(&run->libs[li].c, NULL) != CC_OK) {
+      fprintf(stderr, "same_pair: rank %d: cc_comm_init of %s failed\n", run->me, run->libs[li].path);
       return 1;
     }
   }
-  snprintf(list, sizeof list, "%s", kinds);
-  if (me == 0) printf("# %d ranks, %zu B blocks, float32; ns per call, the greatest over the ranks: median over %d rounds of %d calls [quartiles]\n",
-                      n, bytes, rounds, calls);
-  for (kind = strtok_r(list, ",", &save); kind; kind = strtok_r(NULL, ",", &save)) {
-    double *t = (double *)malloc(sizeof(double) * (size_t)(nl * rounds));
-    int k, bad = 0;
-    if (!t) return 1;
-    for (k = 0; k < rounds; k++) {
-      int o;
-      for (o = 0; o < nl; o++) {
-        sp_lib *l = &libs[(k & 1) ? nl - 1 - o : o];   /* the order turns every round */
-        double t0 = 0;
-        int it;
-        for (i = 0; i < count * (size_t)n; i++) s[i] = (float)(me + 1);
-        for (i = 0; i < count * (size_t)n; i++) r[i] = me == 0 ? 1.0f : -1.0f;
-        for (it = 0; it < 200 + calls; it++) {
-          if (it == 200) t0 = sp_now();
-          if (sp_call(l, kind, s, r, count) != CC_OK) {
-            fprintf(stderr, "same_pair: rank %d: %s failed in %s: %s\n", me, kind, l->path, l->last_error(l->c));
-            return 1;
-          }
+  return 0;
+}
+
+/* Times `rounds` rounds of `kind` on every library into t (library li's round k
+   at t[li * rounds + k]); 1 if a result was wrong, 0 if not, -1 if a call
+   failed. */
+static int sp_rounds(sp_run *run, const char *kind, double *t) {
+  sp_lib *libs = run->libs;
+  int nl = run->nl, rounds = run->rounds, calls = run->calls, me = run->me, n = run->n;
+  size_t count = run->count, i;
+  float *s = run->s, *r = run->r;
+  int k, bad = 0;
+  for (k = 0; k < rounds; k++) {
+    int o;
+    for (o = 0; o < nl; o++) {
+      sp_lib *l = &libs[(k & 1) ? nl - 1 - o : o];   /* the order turns every round */
+      double t0 = 0;
+      int it;
+      for (i = 0; i < count * (size_t)n; i++) s[i] = (float)(me + 1);
+      for (i = 0; i < count * (size_t)n; i++) r[i] = me == 0 ? 1.0f : -1.0f;
+      for (it = 0; it < 200 + calls; it++) {
+        if (it == 200) t0 = sp_now();
+        if (sp_call(l, kind, s, r, count) != CC_OK) {
+          fprintf(stderr, "same_pair: rank %d: %s failed in %s: %s\n", me, kind, l->path,
+                  l->last_error(l->c));
+          return -1;
         }
-        t[(l - libs) * rounds + k] = (sp_now() - t0) / calls;
-        if (!sp_check(kind, r, count, me, n)) bad = 1;
       }
+      t[(l - libs) * rounds + k] = (sp_now() - t0) / calls;
+      if (!sp_check(kind, r, count, me, n)) bad = 1;
     }
-    if (bad) fprintf(stderr, "same_pair: rank %d: %s left wrong values\n", me, kind);
-    if (libs[0].all_reduce(libs[0].c, t, t, (size_t)(nl * rounds), CC_FLOAT64, CC_MAX) != CC_OK) {   /* as cc_bench -a 3 */
-      fprintf(stderr, "same_pair: rank %d: the times' all_reduce failed\n", me);
-      return 1;
-    }
-    if (me == 0) {
-      printf("%-15s", kind);
-      for (li = 0; li < nl; li++) {
-        double *v = t + li * rounds;
-        qsort(v, (size_t)rounds, sizeof(double), sp_cmp);
-        printf("  %7.1f [%.0f-%.0f]", v[rounds / 2], v[rounds / 4], v[(3 * rounds) / 4]);
-      }
-      printf("\n");
-      fflush(stdout);
-    }
-    free(t);
-    if (bad) return 1;
   }
-  for (li = 0; li < nl; li++) libs[li].destroy(libs[li].c);
-  free(s);
-  free(r);
+  return bad;
+}
+
+/* Rank 0's line for `kind`: per library the median and quartiles of t (which
+   it sorts). */
+static void sp_print(const sp_run *run, const char *kind, double *t) {
+  int li, rounds = run->rounds;
+  printf("%-15s", kind);
+  for (li = 0; li < run->nl; li++) {
+    double *v = t + li * rounds;
+    qsort(v, (size_t)rounds, sizeof(double), sp_cmp);
+    printf("  %7.1f [%.0f-%.0f]", v[rounds / 2], v[rounds / 4], v[(3 * rounds) / 4]);
+  }
+  printf("\n");
+  fflush(stdout);
+}
+
+/* Times, checks and reports one collective; 0, or 1 on any failure. */
+static int sp_kind(sp_run *run, const char *kind) {
+  int me = run->me, nl = run->nl, rounds = run->rounds;
+  double *t = (double *)malloc(sizeof(double) * (size_t)(nl * rounds));
+  int bad;
+  if (!t) return 1;
+  bad = sp_rounds(run, kind, t);
+  if (bad < 0) return 1;
+  if (bad) fprintf(stderr, "same_pair: rank %d: %s left wrong values\n", me, kind);
+  /* The greatest time over the ranks, as cc_bench -a 3. */
+  if (run->libs[0].all_reduce(run->libs[0].c, t, t, (size_t)(nl * rounds), CC_FLOAT64, CC_MAX) != CC_OK) {
+    fprintf(stderr, "same_pair: rank %d: the times' all_reduce failed\n", me);
+    return 1;
+  }
+  if (me == 0) sp_print(run, kind, t);
+  free(t);
+  if (bad) return 1;
+  return 0;
+}
+
+int main(int argc, char **argv) {
+  const char *e_rank = getenv("RANK"), *e_size = getenv("WORLD_SIZE");
+  const char *e_port = getenv("SAME_PAIR_PORT");
+  sp_run run;
+  int li, port, rc;
+  char list[512], *save = NULL, *kind;
+  if ((rc = sp_args(&run, argc, argv)) != 0) return rc;
+  if (!run.nl || !e_rank || !e_size || !e_port || run.rounds < 1 || run.calls < 1 || run.bytes < 4) {
+    fprintf(stderr, "same_pair: libraries, RANK, WORLD_SIZE, SAME_PAIR_PORT, and sizes of at least 1 "
+                    "are needed\n");
+    return 2;
+  }
+  run.me = atoi(e_rank);
+  run.n = atoi(e_size);
+  port = atoi(e_port);
+  run.count = run.bytes / 4;
+  run.s = (float *)malloc(sizeof(float) * run.count * (size_t)run.n);
+  run.r = (float *)malloc(sizeof(float) * run.count * (size_t)run.n);
+  if (!run.s || !run.r || run.n < 1) return 1;
+  if (sp_open(&run, port) != 0) return 1;
+  snprintf(list, sizeof list, "%s", run.kinds);
+  if (run.me == 0) printf("# %d ranks, %zu B blocks, float32; ns per call, the greatest over the ranks: "
+                          "median over %d rounds of %d calls [quartiles]\n",
+                          run.n, run.bytes, run.rounds, run.calls);
+  for (kind = strtok_r(list, ",", &save); kind; kind = strtok_r(NULL, ",", &save))
+    if (sp_kind(&run, kind) != 0) return 1;
+  for (li = 0; li < run.nl; li++) run.libs[li].destroy(run.libs[li].c);
+  free(run.s);
+  free(run.r);
   return 0;
 }
