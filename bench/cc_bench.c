@@ -211,6 +211,7 @@ static const op_info ops[] = {
 
 #define SENTINEL 0xA5
 #define DEV_DESC 128   /* bytes of a rank's device description */
+#define HOST_LEN 64    /* bytes of a rank's host name */
 #define MAX_SIZES 1024
 
 /* ------------------------------------------------------------------ state */
@@ -403,6 +404,54 @@ static void set_defaults(options *o, int perf)
   for (i = 0; i < N_OPS; i++) o->sel_op[i] = ops[i].op == CC_SUM;
 }
 
+/* -s: the extra sizes, a comma list; each is checked here, and make_sizes adds
+   them to the sweep. */
+static void parse_extra_sizes(options *o, const char *nm, const char *val)
+{
+  char buf[512], *tok, *p;
+  size_t s;
+  o->extra = val;
+  snprintf(buf, sizeof buf, "%s", val);
+  for (tok = buf; tok; tok = p) {
+    p = strchr(tok, ',');
+    if (p) *p++ = '\0';
+    if (parse_size(tok, &s)) { bad("%s: '%s' is not a size (bytes, with K, M or G)", nm, tok); return; }
+  }
+}
+
+/* -k: the collectives ("all" without copy); a *_perf program takes only its own. */
+static void parse_colls(options *o, const char *nm, const char *val)
+{
+  char what[160];
+  int sel[K_COUNT], k, r;
+  r = parse_list(val, K_COUNT, coll_name_of, sel, what, sizeof what);
+  if (r < 0) {
+    bad("%s: '%s' is not a collective (all_reduce all_gather reduce_scatter broadcast reduce gather"
+        " scatter all_to_all sendrecv barrier copy, or all)", nm, what);
+    return;
+  }
+  if (r == 1) sel[K_COPY] = 0;   /* "all" is the collectives */
+  if (o->perf >= 0) {
+    for (k = 0; k < K_COUNT; k++)
+      if (sel[k] != (k == o->perf)) {
+        snprintf(what, sizeof what, "%s_perf runs %s only (its name picks it); cc_bench -k picks others",
+                 colls[o->perf].perf, colls[o->perf].name);
+        bad("%s: %s", nm, what);
+        return;
+      }
+  }
+  memcpy(o->sel_coll, sel, sizeof sel);
+}
+
+/* -l: seconds per size and column, 0 or more (0: -n as given). */
+static void parse_time_per_size(options *o, const char *nm, const char *val)
+{
+  char *end;
+  o->target = strtod(val, &end);
+  if (end == val || *end != '\0' || !(o->target >= 0.0) || o->target > 1e6)
+    bad("%s: '%s' is not a time in seconds (>= 0)", nm, val);
+}
+
 /* One flag's value; the first bad one is kept in g_bad. */
 static void parse_value(options *o, char f, const char *name, const char *val)
 {
@@ -419,18 +468,7 @@ static void parse_value(options *o, char f, const char *name, const char *val)
   case 'i':
     if (parse_size(val, &o->incr) || o->incr == 0) bad("%s: '%s' is not a step (bytes > 0, with K, M or G)", nm, val);
     break;
-  case 's': {
-    char buf[512], *tok, *p;
-    size_t s;
-    o->extra = val;
-    snprintf(buf, sizeof buf, "%s", val);
-    for (tok = buf; tok; tok = p) {
-      p = strchr(tok, ',');
-      if (p) *p++ = '\0';
-      if (parse_size(tok, &s)) { bad("%s: '%s' is not a size (bytes, with K, M or G)", nm, tok); return; }
-    }
-    break;
-  }
+  case 's': parse_extra_sizes(o, nm, val); break;
   case 'o':
     r = parse_list(val, N_OPS, op_name_of, o->sel_op, what, sizeof what);
     if (r < 0) bad("%s: '%s' is not a reduction op (sum, prod, min, max, avg, or all)", nm, what);
@@ -442,27 +480,7 @@ static void parse_value(options *o, char f, const char *name, const char *val)
                    " double complex64 complex128, or all)", nm, what);
     o->dt_all = r == 1;
     break;
-  case 'k': {
-    int sel[K_COUNT], k;
-    r = parse_list(val, K_COUNT, coll_name_of, sel, what, sizeof what);
-    if (r < 0) {
-      bad("%s: '%s' is not a collective (all_reduce all_gather reduce_scatter broadcast reduce gather"
-          " scatter all_to_all sendrecv barrier copy, or all)", nm, what);
-      return;
-    }
-    if (r == 1) sel[K_COPY] = 0;   /* "all" is the collectives */
-    if (o->perf >= 0) {
-      for (k = 0; k < K_COUNT; k++)
-        if (sel[k] != (k == o->perf)) {
-          snprintf(what, sizeof what, "%s_perf runs %s only (its name picks it); cc_bench -k picks others",
-                   colls[o->perf].perf, colls[o->perf].name);
-          bad("%s: %s", nm, what);
-          return;
-        }
-    }
-    memcpy(o->sel_coll, sel, sizeof sel);
-    break;
-  }
+  case 'k': parse_colls(o, nm, val); break;
   case 'r': BAD_INT(0, 1 << 30, "a root rank (an integer >= 0)"); o->root = v; break;
   case 'n': BAD_INT(1, 1000000000L, "an iteration count (>= 1)"); o->iters = v; break;
   case 'w': BAD_INT(0, 1000000000L, "a warmup iteration count (>= 0)"); o->warmup = (int)v; break;
@@ -488,13 +506,7 @@ static void parse_value(options *o, char f, const char *name, const char *val)
     if (parse_int(val, 0, 1, &v)) bad("%s: '%s': 0 (host buffers) or 1 (one GPU per rank; start more ranks for more GPUs)", nm, val);
     else o->ngpus = (int)v;
     break;
-  case 'l': {
-    char *end;
-    o->target = strtod(val, &end);
-    if (end == val || *end != '\0' || !(o->target >= 0.0) || o->target > 1e6)
-      bad("%s: '%s' is not a time in seconds (>= 0)", nm, val);
-    break;
-  }
+  case 'l': parse_time_per_size(o, nm, val); break;
   default: bad("%s: not handled%s", nm, NULL); break;
   }
 #undef BAD_INT
@@ -1471,29 +1483,27 @@ static int make_sizes(const options *o, size_t *sizes)
   return n;
 }
 
-int main(int argc, char **argv)
-{
-  static size_t sizes[MAX_SIZES];
-  size_t biggest, bytes;
-  int nsizes, i, j, k, ri, cycle;
+/* What main and its helpers share: the options, the sizes of the sweep, the
+   buffers, and the totals of the footer. */
+typedef struct bench_state {
   options opt;
+  size_t sizes[MAX_SIZES];
+  int nsizes;
+  unsigned char *bufs[5];   /* sbuf rbuf inp ref res */
+  long total_wrong;
+  double bw_sum;
+  int bw_count;
+} bench_state;
+
+/* The host communicator, with -T's timeout. Returns 0, or main's exit status
+   when cc_comm_init fails (2 when a flag was bad already, else 1). */
+static int start_comm(const options *opt)
+{
   cc_config cfg;
   cc_result r;
-  long total_wrong = 0;
-  double bw_sum = 0.0;
-  int bw_count = 0;
-  unsigned char *bufs[5] = { NULL, NULL, NULL, NULL, NULL };   /* sbuf rbuf inp ref res */
-
-  if (argc > 0 && argv[0] && argv[0][0]) {
-    const char *slash = strrchr(argv[0], '/');
-    g_prog = slash ? slash + 1 : argv[0];
-  }
-  set_defaults(&opt, perf_of(g_prog));
-  parse_args(&opt, argc, argv);
-
   g_be = &cpu_backend;
   cc_config_init(&cfg);
-  if (opt.timeout_s > 0) cfg.timeout_ms = (int)(opt.timeout_s * 1000);
+  if (opt->timeout_s > 0) cfg.timeout_ms = (int)(opt->timeout_s * 1000);
   r = cc_comm_init(&g_comm, &cfg);
   if (r != CC_OK) {
     if (g_bad[0]) fprintf(stderr, "%s: %s\n", g_prog, g_bad);
@@ -1502,159 +1512,221 @@ int main(int argc, char **argv)
   }
   g_rank = cc_comm_rank(g_comm);
   g_n = cc_comm_size(g_comm);
+  return 0;
+}
 
-  /* ---- what can only be checked now: the root, GPU mode, dtype/op pairs */
-  if (!g_bad[0] && opt.root >= g_n) {
+/* What can only be checked once the job is up (the root, GPU mode, the
+   dtype/op pairs), then the sizes; leaves (exit 2) on a bad flag, or (exit 0)
+   after the usage for -h. */
+static void check_job_flags(bench_state *st)
+{
+  const options *opt = &st->opt;
+  int i, j, k;
+  if (!g_bad[0] && opt->root >= g_n) {
     char a[32], b[64];
-    snprintf(a, sizeof a, "%ld", opt.root);
+    snprintf(a, sizeof a, "%ld", opt->root);
     snprintf(b, sizeof b, "0 .. %d", g_n - 1);
     bad("-r: '%s' is not a rank of this job (%s)", a, b);
   }
 #ifndef __CUDACC__
-  if (!g_bad[0] && opt.ngpus)
+  if (!g_bad[0] && opt->ngpus)
     bad("-g: '1': this %s is built without CUDA (make cuda builds build/cuda/cc_bench_cuda)%s", g_prog, "");
 #endif
   for (k = 0; k < K_COUNT && !g_bad[0]; k++) {   /* a named pair that cc refuses; with "all" it is skipped */
-    if (!opt.sel_coll[k] || !colls[k].reduces || opt.dt_all || opt.op_all) continue;
+    if (!opt->sel_coll[k] || !colls[k].reduces || opt->dt_all || opt->op_all) continue;
     for (i = 0; i < N_DTYPES; i++)
       for (j = 0; j < N_OPS; j++)
-        if (opt.sel_dt[i] && opt.sel_op[j] && !op_valid(&dtypes[i], ops[j].op))
+        if (opt->sel_dt[i] && opt->sel_op[j] && !op_valid(&dtypes[i], ops[j].op))
           bad("-o, -d: op %s is not defined for %s", ops[j].name, dtypes[i].name);
   }
-  nsizes = g_bad[0] ? 0 : make_sizes(&opt, sizes);
+  st->nsizes = g_bad[0] ? 0 : make_sizes(opt, st->sizes);
   if (g_bad[0]) leave_usage(2);
-  if (opt.help) leave_usage(0);
+  if (opt->help) leave_usage(0);
+}
 
-  /* ---- GPU mode: exits 2 without a device */
-  if (opt.ngpus) g_be = gpu_backend(&opt);
-  else if (opt.local_register == 1) g_be = &cpu_sym_backend;
-
-  /* ---- buffers: the largest block rounded up to n elements, of the widest dtype;
-     sbuf and rbuf from the backend, the others on the host (res for GPU mode only) */
-  biggest = sizes[nsizes - 1];
+/* The buffers: the largest block rounded up to n elements, of the widest dtype;
+   sbuf and rbuf from the backend, the others on the host (res for GPU mode
+   only). Returns 1 when one cannot be had. */
+static int alloc_buffers(bench_state *st)
+{
+  size_t biggest = st->sizes[st->nsizes - 1], bytes;
+  int i;
   bytes = biggest + (size_t)g_n * 16 + 64;
   for (i = 0; i < (g_be->get ? 5 : 4); i++) {
-    bufs[i] = (unsigned char *)(i < 2 ? g_be->alloc(bytes) : cpu_alloc(bytes));
-    if (!bufs[i]) {
+    st->bufs[i] = (unsigned char *)(i < 2 ? g_be->alloc(bytes) : cpu_alloc(bytes));
+    if (!st->bufs[i]) {
       fprintf(stderr, "%s: rank %d: cannot allocate %zu bytes\n", g_prog, g_rank, bytes);
       return 1;
     }
   }
+  return 0;
+}
 
-  /* ---- header: nccl-tests' */
-  {
-    char host[64];
-    int64_t pid = (int64_t)getpid(), *pids;
-    char *hosts, *devs = NULL;
-    memset(host, 0, sizeof host);
-    gethostname(host, sizeof host - 1);
-    pids = (int64_t *)calloc((size_t)g_n, sizeof *pids);
-    hosts = (char *)calloc((size_t)g_n, sizeof host);
-    if (!pids || !hosts) { fprintf(stderr, "%s: out of memory\n", g_prog); return 1; }
-    snprintf(g_ctx, sizeof g_ctx, "%s startup: all_gather of pids and host names", g_prog);
-    CHECK(cc_all_gather(g_comm, &pid, pids, 1, CC_INT64));
-    CHECK(cc_all_gather(g_comm, host, hosts, sizeof host, CC_UINT8));
-    if (g_be->describe) {   /* each rank's device, for "Using devices" */
-      char dev[DEV_DESC];
-      memset(dev, 0, sizeof dev);
-      g_be->describe(dev, sizeof dev);
-      devs = (char *)calloc((size_t)g_n, sizeof dev);
-      if (!devs) { fprintf(stderr, "%s: out of memory\n", g_prog); return 1; }
-      snprintf(g_ctx, sizeof g_ctx, "%s startup: all_gather of device names", g_prog);
-      CHECK(cc_all_gather(g_comm, dev, devs, sizeof dev, CC_UINT8));
-    }
-    if (g_rank == 0) {
-      static const char *avg[4] = { "rank 0's", "the mean over the ranks", "the least over the ranks",
-                                    "the greatest over the ranks" };
-      printf("# %s: cc %s (cc.h), %d ranks, host %s (%ld CPUs online), CC_TRANSPORT=%s, %d ranks on this host\n",
-             g_prog, CC_VERSION_STRING, g_n, host, sysconf(_SC_NPROCESSORS_ONLN),
-             getenv("CC_TRANSPORT") ? getenv("CC_TRANSPORT") : "(auto)", cc_comm_local_size(g_comm));
-      if (g_be->header) g_be->header();
-      printf("# nThread 1 nGpus %d minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %ld"
-             " agg iters: 1 validation: %d graph: 0\n", opt.ngpus, opt.minb, opt.maxb,
-             opt.incr ? opt.incr : opt.factor, opt.incr ? "bytes" : "factor", opt.warmup, opt.iters, opt.check);
-      if (opt.extra) printf("# extra sizes (-s): %s\n", opt.extra);
-      if (opt.target > 0)
-        printf("# time per size (-l): %.3f s per column, iterations calibrated on the out-of-place column,"
-               " at least -n %ld\n", opt.target, opt.iters);
-      if (opt.blocking) printf("# Blocking Enabled: wait for completion and barrier after each collective\n");
-      printf("# time: %s (-a %d)%s; GB = 1e9 bytes\n#\n# Using devices\n", avg[opt.average], opt.average,
-             opt.cputime ? ", until the calls returned (-C 1)" : "");
-      for (ri = 0; ri < g_n; ri++)
-        printf("#  Rank %2d Group  0 Pid %6lld on %10s %s\n", ri, (long long)pids[ri], hosts + (size_t)ri * sizeof host,
-               devs ? devs + (size_t)ri * DEV_DESC : "cpu");
-      fflush(stdout);
-    }
-    free(pids);
-    free(hosts);
-    free(devs);
+/* Rank 0's part of the header: the job, the flags, and every rank's pid, host
+   and device (devs NULL: "cpu"), as gathered by job_header. */
+static void print_job_header(const options *opt, const char *host, const int64_t *pids, const char *hosts,
+                             const char *devs)
+{
+  static const char *avg[4] = { "rank 0's", "the mean over the ranks", "the least over the ranks",
+                                "the greatest over the ranks" };
+  int ri;
+  printf("# %s: cc %s (cc.h), %d ranks, host %s (%ld CPUs online), CC_TRANSPORT=%s, %d ranks on this host\n",
+         g_prog, CC_VERSION_STRING, g_n, host, sysconf(_SC_NPROCESSORS_ONLN),
+         getenv("CC_TRANSPORT") ? getenv("CC_TRANSPORT") : "(auto)", cc_comm_local_size(g_comm));
+  if (g_be->header) g_be->header();
+  printf("# nThread 1 nGpus %d minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %ld"
+         " agg iters: 1 validation: %d graph: 0\n", opt->ngpus, opt->minb, opt->maxb,
+         opt->incr ? opt->incr : opt->factor, opt->incr ? "bytes" : "factor", opt->warmup, opt->iters, opt->check);
+  if (opt->extra) printf("# extra sizes (-s): %s\n", opt->extra);
+  if (opt->target > 0)
+    printf("# time per size (-l): %.3f s per column, iterations calibrated on the out-of-place column,"
+           " at least -n %ld\n", opt->target, opt->iters);
+  if (opt->blocking) printf("# Blocking Enabled: wait for completion and barrier after each collective\n");
+  printf("# time: %s (-a %d)%s; GB = 1e9 bytes\n#\n# Using devices\n", avg[opt->average], opt->average,
+         opt->cputime ? ", until the calls returned (-C 1)" : "");
+  for (ri = 0; ri < g_n; ri++)
+    printf("#  Rank %2d Group  0 Pid %6lld on %10s %s\n", ri, (long long)pids[ri], hosts + (size_t)ri * HOST_LEN,
+           devs ? devs + (size_t)ri * DEV_DESC : "cpu");
+  fflush(stdout);
+}
+
+/* The header, nccl-tests': every rank's pid, host name and device gathered
+   (collective), rank 0 prints them. Returns 1 when out of memory. */
+static int job_header(const options *opt)
+{
+  char host[HOST_LEN];
+  int64_t pid = (int64_t)getpid(), *pids;
+  char *hosts, *devs = NULL;
+  memset(host, 0, sizeof host);
+  gethostname(host, sizeof host - 1);
+  pids = (int64_t *)calloc((size_t)g_n, sizeof *pids);
+  hosts = (char *)calloc((size_t)g_n, sizeof host);
+  if (!pids || !hosts) { fprintf(stderr, "%s: out of memory\n", g_prog); return 1; }
+  snprintf(g_ctx, sizeof g_ctx, "%s startup: all_gather of pids and host names", g_prog);
+  CHECK(cc_all_gather(g_comm, &pid, pids, 1, CC_INT64));
+  CHECK(cc_all_gather(g_comm, host, hosts, sizeof host, CC_UINT8));
+  if (g_be->describe) {   /* each rank's device, for "Using devices" */
+    char dev[DEV_DESC];
+    memset(dev, 0, sizeof dev);
+    g_be->describe(dev, sizeof dev);
+    devs = (char *)calloc((size_t)g_n, sizeof dev);
+    if (!devs) { fprintf(stderr, "%s: out of memory\n", g_prog); return 1; }
+    snprintf(g_ctx, sizeof g_ctx, "%s startup: all_gather of device names", g_prog);
+    CHECK(cc_all_gather(g_comm, dev, devs, sizeof dev, CC_UINT8));
   }
+  if (g_rank == 0) print_job_header(opt, host, pids, hosts, devs);
+  free(pids);
+  free(hosts);
+  free(devs);
+  return 0;
+}
+
+/* One row: collective k of dtype d and op o (NULL: none) at the nominal size,
+   both columns measured and checked, added to the totals, and printed by rank
+   0. Returns 1 when cc has no size for the dtype. */
+static int measure_row(bench_state *st, int k, const dtype_info *d, const op_info *o, const gen *g, size_t nominal)
+{
+  const options *opt = &st->opt;
+  bench_case bc;
+  column oop, ip;
+  long iters = opt->target > 0 ? 0 : opt->iters;
+  memset(&bc, 0, sizeof bc);
+  memset(&oop, 0, sizeof oop);
+  memset(&ip, 0, sizeof ip);
+  bc.k = k;
+  bc.d = d;
+  bc.o = o;
+  bc.root = (int)opt->root;
+  bc.ts = k == K_BARRIER ? 0 : cc_dtype_size(d->t);
+  bc.sbuf = st->bufs[0];
+  bc.rbuf = st->bufs[1];
+  bc.inp = st->bufs[2];
+  bc.ref = st->bufs[3];
+  bc.res = st->bufs[4];
+  if (k != K_BARRIER) {
+    if (bc.ts == 0) { fprintf(stderr, "%s: cc_dtype_size(%s) is 0\n", g_prog, d->name); return 1; }
+    case_counts(&bc, nominal);
+    case_fill(&bc, g, opt->check > 0);
+  }
+  case_column(&bc, opt, 0, &iters, &oop);
+  if (k != K_SENDRECV) case_column(&bc, opt, 1, &iters, &ip);
+  if (oop.wrong > 0) st->total_wrong += oop.wrong;
+  if (ip.wrong > 0) st->total_wrong += ip.wrong;
+  if (k != K_BARRIER && k != K_COPY) {
+    st->bw_sum += oop.busbw;
+    st->bw_count++;
+    if (ip.done) { st->bw_sum += ip.busbw; st->bw_count++; }
+  }
+  if (g_rank == 0) print_row(&bc, iters, &oop, &ip);
+  return 0;
+}
+
+/* One section: collective k over the dtypes and ops selected (those cc
+   refuses skipped, with a line) and every size. Returns 1 as measure_row. */
+static int run_collective(bench_state *st, int k)
+{
+  const options *opt = &st->opt;
+  int i, j, si;
+  for (i = 0; i < N_DTYPES; i++) {
+    if (k == K_BARRIER ? dtypes[i].t != CC_FLOAT32 : !opt->sel_dt[i]) continue;
+    for (j = 0; j < N_OPS; j++) {
+      gen g;
+      if (colls[k].reduces ? !opt->sel_op[j] : j != 0) continue;
+      if (colls[k].reduces && !op_valid(&dtypes[i], ops[j].op)) {
+        if (g_rank == 0)
+          printf("# %s: op %s is not defined for %s (skipped)\n", colls[k].name, ops[j].name, dtypes[i].name);
+        continue;
+      }
+      gen_init(&g, &dtypes[i], colls[k].reduces ? ops[j].op : -1);
+      for (si = 0; si < (k == K_BARRIER ? 1 : st->nsizes); si++)
+        if (measure_row(st, k, &dtypes[i], colls[k].reduces ? &ops[j] : NULL, &g, st->sizes[si])) return 1;
+    }
+  }
+  return 0;
+}
+
+int main(int argc, char **argv)
+{
+  static bench_state st;   /* zeroed: no buffers yet, no totals */
+  options *opt = &st.opt;
+  int i, k, cycle, status;
+
+  if (argc > 0 && argv[0] && argv[0][0]) {
+    const char *slash = strrchr(argv[0], '/');
+    g_prog = slash ? slash + 1 : argv[0];
+  }
+  set_defaults(opt, perf_of(g_prog));
+  parse_args(opt, argc, argv);
+  status = start_comm(opt);
+  if (status) return status;
+  check_job_flags(&st);
+
+  /* ---- GPU mode: exits 2 without a device */
+  if (opt->ngpus) g_be = gpu_backend(opt);
+  else if (opt->local_register == 1) g_be = &cpu_sym_backend;
+  if (alloc_buffers(&st)) return 1;
+  if (job_header(opt)) return 1;
 
   /* ---- every collective, dtype, op, size; -N times */
-  for (cycle = 0; opt.cycles == 0 || cycle < opt.cycles; cycle++) {
+  for (cycle = 0; opt->cycles == 0 || cycle < opt->cycles; cycle++) {
     for (k = 0; k < K_COUNT; k++) {
-      if (!opt.sel_coll[k]) continue;
-      if (g_rank == 0) print_header(k, opt.cputime);
-      for (i = 0; i < N_DTYPES; i++) {
-        if (k == K_BARRIER ? dtypes[i].t != CC_FLOAT32 : !opt.sel_dt[i]) continue;
-        for (j = 0; j < N_OPS; j++) {
-          int si;
-          gen g;
-          if (colls[k].reduces ? !opt.sel_op[j] : j != 0) continue;
-          if (colls[k].reduces && !op_valid(&dtypes[i], ops[j].op)) {
-            if (g_rank == 0) printf("# %s: op %s is not defined for %s (skipped)\n", colls[k].name, ops[j].name, dtypes[i].name);
-            continue;
-          }
-          gen_init(&g, &dtypes[i], colls[k].reduces ? ops[j].op : -1);
-          for (si = 0; si < (k == K_BARRIER ? 1 : nsizes); si++) {
-            bench_case bc;
-            column oop, ip;
-            long iters = opt.target > 0 ? 0 : opt.iters;
-            memset(&bc, 0, sizeof bc);
-            memset(&oop, 0, sizeof oop);
-            memset(&ip, 0, sizeof ip);
-            bc.k = k;
-            bc.d = &dtypes[i];
-            bc.o = colls[k].reduces ? &ops[j] : NULL;
-            bc.root = (int)opt.root;
-            bc.ts = k == K_BARRIER ? 0 : cc_dtype_size(dtypes[i].t);
-            bc.sbuf = bufs[0];
-            bc.rbuf = bufs[1];
-            bc.inp = bufs[2];
-            bc.ref = bufs[3];
-            bc.res = bufs[4];
-            if (k != K_BARRIER) {
-              if (bc.ts == 0) { fprintf(stderr, "%s: cc_dtype_size(%s) is 0\n", g_prog, dtypes[i].name); return 1; }
-              case_counts(&bc, sizes[si]);
-              case_fill(&bc, &g, opt.check > 0);
-            }
-            case_column(&bc, &opt, 0, &iters, &oop);
-            if (k != K_SENDRECV) case_column(&bc, &opt, 1, &iters, &ip);
-            if (oop.wrong > 0) total_wrong += oop.wrong;
-            if (ip.wrong > 0) total_wrong += ip.wrong;
-            if (k != K_BARRIER && k != K_COPY) {
-              bw_sum += oop.busbw;
-              bw_count++;
-              if (ip.done) { bw_sum += ip.busbw; bw_count++; }
-            }
-            if (g_rank == 0) print_row(&bc, iters, &oop, &ip);
-          }
-        }
-      }
+      if (!opt->sel_coll[k]) continue;
+      if (g_rank == 0) print_header(k, opt->cputime);
+      if (run_collective(&st, k)) return 1;
     }
   }
 
   if (g_rank == 0) {
-    printf("# Out of bounds values : %ld %s\n", total_wrong, total_wrong ? "FAILED" : "OK");
-    printf("# Avg bus bandwidth    : %g \n#\n", bw_count ? bw_sum / bw_count : 0.0);
+    printf("# Out of bounds values : %ld %s\n", st.total_wrong, st.total_wrong ? "FAILED" : "OK");
+    printf("# Avg bus bandwidth    : %g \n#\n", st.bw_count ? st.bw_sum / st.bw_count : 0.0);
     fflush(stdout);
   }
   snprintf(g_ctx, sizeof g_ctx, "%s: cc_comm_destroy at the end", g_prog);
-  g_be->release(bufs[0]);
-  g_be->release(bufs[1]);
-  for (i = 2; i < 5; i++) free(bufs[i]);
+  g_be->release(st.bufs[0]);
+  g_be->release(st.bufs[1]);
+  for (i = 2; i < 5; i++) free(st.bufs[i]);
   if (g_be->finish) g_be->finish();   /* GPU: cc_cuda_comm_destroy, before the host comm's */
   CHECK(cc_comm_destroy(g_comm));
   g_comm = NULL;
-  return total_wrong ? 1 : 0;
+  return st.total_wrong ? 1 : 0;
 }

@@ -328,50 +328,45 @@ static void fmt_time(char *out, size_t size, double us)
   snprintf(out, size, us >= 10000.0 ? "%7.0f" : us >= 100.0 ? "%7.1f" : "%7.2f", us);
 }
 
-int main(int argc, char **argv)
+/* The defaults are compare.sh's: -b 8 -e 64M -f 4 -s 1M,16M -l 0.2 -n 3 -w 5 -c 1 -a 3, every collective. */
+static void set_defaults(options *o)
 {
-  static size_t sizes[MAX_SIZES];
-  options o;
-  int nsizes = 0, k, si;
-  long total_wrong = 0;
-  size_t maxelem;
+  int k;
+  memset(o, 0, sizeof *o);
+  o->minb = 8;
+  o->maxb = (size_t)64 << 20;
+  o->factor = 4;
+  o->extra = "1M,16M";
+  o->target = 0.2;
+  o->iters = 3;
+  o->warmup = 5;
+  o->check = 1;
+  o->average = 3;
+  for (k = 0; k < K_COUNT; k++) o->sel[k] = 1;
+}
 
-  MPI_Init(&argc, &argv);
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
-
-  memset(&o, 0, sizeof o);
-  o.minb = 8;                 /* the defaults are compare.sh's: */
-  o.maxb = (size_t)64 << 20;  /* -b 8 -e 64M -f 4 -s 1M,16M -l 0.2 -n 3 -w 5 -c 1 */
-  o.factor = 4;
-  o.extra = "1M,16M";
-  o.target = 0.2;
-  o.iters = 3;
-  o.warmup = 5;
-  o.check = 1;
-  o.average = 3;
-  for (k = 0; k < K_COUNT; k++) o.sel[k] = 1;
-  parse_args(&o, argc, argv);
-  if (!bad_msg[0] && o.root >= nranks) {
-    char r[32];
-    snprintf(r, sizeof r, "%ld", o.root);
-    bad("-r: '%s' is not a rank of this job", r);
+/* After a bad flag (rank 0 says why) or -h (rank 0 prints the usage): every
+   rank finalizes alike. Returns main's exit status: 2 or 0. */
+static int leave_usage(void)
+{
+  if (rank == 0) {
+    if (bad_msg[0]) fprintf(stderr, "bench_mpi: %s\n", bad_msg);
+    else printf("usage: mpirun -np N bench_mpi [-k COLL,..|all] [-b N] [-e N] [-f F | -i N] [-s N,N]\n"
+                "         [-n ITERS] [-w WARMUP] [-c CHECKS] [-l SECONDS] [-a 0|1|2|3] [-r ROOT]"
+                " [-o sum] [-d float]\n");
+    fflush(stdout);
+    fflush(stderr);
   }
-  if (!bad_msg[0]) nsizes = make_sizes(&o, sizes);
-  if (bad_msg[0] || o.help) {
-    if (rank == 0) {
-      if (bad_msg[0]) fprintf(stderr, "bench_mpi: %s\n", bad_msg);
-      else printf("usage: mpirun -np N bench_mpi [-k COLL,..|all] [-b N] [-e N] [-f F | -i N] [-s N,N]\n"
-                  "         [-n ITERS] [-w WARMUP] [-c CHECKS] [-l SECONDS] [-a 0|1|2|3] [-r ROOT] [-o sum] [-d float]\n");
-      fflush(stdout);
-      fflush(stderr);
-    }
-    MPI_Barrier(MPI_COMM_WORLD);
-    MPI_Finalize();
-    return bad_msg[0] ? 2 : 0;
-  }
+  MPI_Barrier(MPI_COMM_WORLD);
+  MPI_Finalize();
+  return bad_msg[0] ? 2 : 0;
+}
 
-  maxelem = sizes[nsizes - 1] / sizeof(float) + 2 * (size_t)nranks + 16;
+/* sbuf and rbuf, zeroed, for sizes up to `biggest` bytes; aborts the job when
+   they cannot be had. */
+static void alloc_buffers(size_t biggest)
+{
+  size_t maxelem = biggest / sizeof(float) + 2 * (size_t)nranks + 16;
   sbuf = (float *)malloc(maxelem * sizeof(float));
   rbuf = (float *)malloc(2 * maxelem * sizeof(float));
   if (!sbuf || !rbuf) {
@@ -380,92 +375,145 @@ int main(int argc, char **argv)
   }
   memset(sbuf, 0, maxelem * sizeof(float));
   memset(rbuf, 0, 2 * maxelem * sizeof(float));
+}
 
+/* Rank 0's header: the MPI library, the job and the flags. */
+static void print_job_header(const options *o)
+{
+  char ver[MPI_MAX_LIBRARY_VERSION_STRING], host[64] = "";
+  int len = 0, i;
+  static const char *avg[4] = { "rank 0's", "the mean over the ranks", "the least over the ranks",
+                                "the greatest over the ranks" };
+  MPI_Get_library_version(ver, &len);
+  for (i = 0; i < len; i++) if (ver[i] == '\n') ver[i] = ' ';
+  while (len > 0 && (ver[len - 1] == ' ' || ver[len - 1] == '\0')) len--;
+  gethostname(host, sizeof host - 1);
+  printf("# bench_mpi: %.*s, %d ranks, host %s (%ld CPUs online)\n", len > 160 ? 160 : len, ver, nranks, host,
+         sysconf(_SC_NPROCESSORS_ONLN));
+  printf("# nThread 1 nGpus 0 minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %ld"
+         " agg iters: 1 validation: %d graph: 0\n", o->minb, o->maxb, o->incr ? o->incr : o->factor,
+         o->incr ? "bytes" : "factor", o->warmup, o->iters, o->check);
+  if (o->extra) printf("# extra sizes (-s): %s\n", o->extra);
+  if (o->target > 0)
+    printf("# time per size (-l): %.3f s, iterations calibrated, at least -n %ld\n", o->target, o->iters);
+  printf("# time: %s (-a %d); GB = 1e9 bytes; out of place only (the in-place columns read N/A)\n",
+         avg[o->average], o->average);
+  fflush(stdout);
+}
+
+/* Rank 0's lines before collective k's rows: its name and call, and the column headings. */
+static void print_coll_header(int k)
+{
+  printf("#\n# Collective test: %s (%s)\n", colls[k].name, colls[k].call);
+  printf("# %10s  %12s  %8s  %6s  %6s  %-32s  %-32s\n", "", "", "", "", "", "         out-of-place",
+         "           in-place");
+  printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s  %9s\n", "size", "count", "type",
+         "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", "iters");
+  printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n", "(B)", "(elements)", "", "",
+         "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+  fflush(stdout);
+}
+
+/* -l: batches growing 4x up to 20 ms (or the target), then the iterations
+   that take about the target, at least -n and at most 1000000. */
+static long calibrate_iters(const bench_case *bc, const options *o)
+{
+  double dt, until = o->target < 0.02 ? o->target : 0.02, per;
+  long b = 1, iters;
+  for (;;) {
+    dt = timed(bc, b, 3);
+    if (dt >= until || b >= 1000000) break;
+    b *= 4;
+  }
+  per = dt / (double)b;
+  iters = (long)ceil(o->target / (per > 0 ? per : 1e-9));
+  if (iters < o->iters) iters = o->iters;
+  if (iters > 1000000) iters = 1000000;
+  return iters;
+}
+
+/* Up to `checks` checked runs, until one has a wrong element: #wrong over all
+   ranks. Collective. */
+static long check_case(const bench_case *bc, int checks)
+{
+  long wrong = 0;
+  int c;
+  for (c = 0; c < checks && bc->k != K_BARRIER && wrong == 0; c++) {
+    long here;
+    setup(bc);
+    run(bc);
+    here = wrong_here(bc);
+    MPI_Allreduce(&here, &wrong, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
+  }
+  return wrong;
+}
+
+/* One row: collective k at `size` bytes warmed up, timed, checked, and printed
+   by rank 0. Returns #wrong over all ranks. */
+static long measure_row(const options *o, int k, size_t size)
+{
+  bench_case bc;
+  long iters = o->iters, wrong;
+  double dt, t_us, algbw, busbw, n = (double)nranks;
+  int w;
+  char tbuf[32], wbuf[32];
+  bc.k = k;
+  bc.root = (int)o->root;
+  bc.count = k == K_BARRIER ? 0 : size / sizeof(float);
+  if (k != K_BARRIER && bc.count < 1) bc.count = 1;
+  bc.blk = bc.count / (size_t)nranks;
+  if (bc.blk < 1) bc.blk = 1;
+  if (k == K_BARRIER) bc.blk = 0;
+  bc.sizeb = (colls[k].block ? bc.blk * (size_t)nranks : bc.count) * sizeof(float);
+  setup(&bc);
+  for (w = 0; w < o->warmup; w++) run(&bc);
+  if (o->target > 0) iters = calibrate_iters(&bc, o);
+  dt = timed(&bc, iters, o->average);
+  t_us = dt / (double)iters * 1e6;
+  algbw = k == K_BARRIER ? 0.0 : (double)bc.sizeb / 1e9 / (dt / (double)iters);
+  busbw = algbw * (colls[k].bus == 0 ? 2.0 * (n - 1) / n : colls[k].bus == 1 ? (n - 1) / n : 1.0);
+  wrong = check_case(&bc, o->check);
   if (rank == 0) {
-    char ver[MPI_MAX_LIBRARY_VERSION_STRING], host[64] = "";
-    int len = 0, i;
-    static const char *avg[4] = { "rank 0's", "the mean over the ranks", "the least over the ranks",
-                                  "the greatest over the ranks" };
-    MPI_Get_library_version(ver, &len);
-    for (i = 0; i < len; i++) if (ver[i] == '\n') ver[i] = ' ';
-    while (len > 0 && (ver[len - 1] == ' ' || ver[len - 1] == '\0')) len--;
-    gethostname(host, sizeof host - 1);
-    printf("# bench_mpi: %.*s, %d ranks, host %s (%ld CPUs online)\n", len > 160 ? 160 : len, ver, nranks, host,
-           sysconf(_SC_NPROCESSORS_ONLN));
-    printf("# nThread 1 nGpus 0 minBytes %zu maxBytes %zu step: %zu(%s) warmup iters: %d iters: %ld"
-           " agg iters: 1 validation: %d graph: 0\n", o.minb, o.maxb, o.incr ? o.incr : o.factor,
-           o.incr ? "bytes" : "factor", o.warmup, o.iters, o.check);
-    if (o.extra) printf("# extra sizes (-s): %s\n", o.extra);
-    if (o.target > 0) printf("# time per size (-l): %.3f s, iterations calibrated, at least -n %ld\n", o.target, o.iters);
-    printf("# time: %s (-a %d); GB = 1e9 bytes; out of place only (the in-place columns read N/A)\n",
-           avg[o.average], o.average);
+    fmt_time(tbuf, sizeof tbuf, t_us);
+    if (o->check) snprintf(wbuf, sizeof wbuf, "%5ld", wrong);
+    else snprintf(wbuf, sizeof wbuf, "%5s", "N/A");
+    printf("%12zu  %12zu  %8s  %6s  %6d  %7s  %6.2f  %6.2f  %5s  %7s  %6s  %6s  %5s  %9ld\n", bc.sizeb,
+           colls[k].block ? bc.blk : bc.count, k == K_BARRIER ? "none" : "float",
+           (k == K_ALL_REDUCE || k == K_REDUCE_SCATTER) ? "sum" : "none", colls[k].rooted ? bc.root : -1,
+           tbuf, algbw, busbw, wbuf, "N/A", "N/A", "N/A", "N/A", iters);
     fflush(stdout);
   }
+  return wrong;
+}
+
+int main(int argc, char **argv)
+{
+  static size_t sizes[MAX_SIZES];
+  options o;
+  int nsizes = 0, k, si;
+  long total_wrong = 0;
+
+  MPI_Init(&argc, &argv);
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &nranks);
+
+  set_defaults(&o);
+  parse_args(&o, argc, argv);
+  if (!bad_msg[0] && o.root >= nranks) {
+    char r[32];
+    snprintf(r, sizeof r, "%ld", o.root);
+    bad("-r: '%s' is not a rank of this job", r);
+  }
+  if (!bad_msg[0]) nsizes = make_sizes(&o, sizes);
+  if (bad_msg[0] || o.help) return leave_usage();
+
+  alloc_buffers(sizes[nsizes - 1]);
+  if (rank == 0) print_job_header(&o);
 
   for (k = 0; k < K_COUNT; k++) {
     if (!o.sel[k]) continue;
-    if (rank == 0) {
-      printf("#\n# Collective test: %s (%s)\n", colls[k].name, colls[k].call);
-      printf("# %10s  %12s  %8s  %6s  %6s  %-32s  %-32s\n", "", "", "", "", "", "         out-of-place",
-             "           in-place");
-      printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s %6s  %7s  %6s  %6s %6s  %9s\n", "size", "count", "type",
-             "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", "iters");
-      printf("# %10s  %12s  %8s  %6s  %6s  %7s  %6s  %6s  %5s  %7s  %6s  %6s  %5s\n", "(B)", "(elements)", "", "",
-             "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
-      fflush(stdout);
-    }
-    for (si = 0; si < (k == K_BARRIER ? 1 : nsizes); si++) {
-      bench_case bc;
-      long iters = o.iters, wrong = 0;
-      double dt, t_us, algbw, busbw, n = (double)nranks;
-      int w, c;
-      char tbuf[32], wbuf[32];
-      bc.k = k;
-      bc.root = (int)o.root;
-      bc.count = k == K_BARRIER ? 0 : sizes[si] / sizeof(float);
-      if (k != K_BARRIER && bc.count < 1) bc.count = 1;
-      bc.blk = bc.count / (size_t)nranks;
-      if (bc.blk < 1) bc.blk = 1;
-      if (k == K_BARRIER) bc.blk = 0;
-      bc.sizeb = (colls[k].block ? bc.blk * (size_t)nranks : bc.count) * sizeof(float);
-      setup(&bc);
-      for (w = 0; w < o.warmup; w++) run(&bc);
-      if (o.target > 0) {   /* batches growing 4x up to 20 ms (or the target), then the rest */
-        double until = o.target < 0.02 ? o.target : 0.02, per;
-        long b = 1;
-        for (;;) {
-          dt = timed(&bc, b, 3);
-          if (dt >= until || b >= 1000000) break;
-          b *= 4;
-        }
-        per = dt / (double)b;
-        iters = (long)ceil(o.target / (per > 0 ? per : 1e-9));
-        if (iters < o.iters) iters = o.iters;
-        if (iters > 1000000) iters = 1000000;
-      }
-      dt = timed(&bc, iters, o.average);
-      t_us = dt / (double)iters * 1e6;
-      algbw = k == K_BARRIER ? 0.0 : (double)bc.sizeb / 1e9 / (dt / (double)iters);
-      busbw = algbw * (colls[k].bus == 0 ? 2.0 * (n - 1) / n : colls[k].bus == 1 ? (n - 1) / n : 1.0);
-      for (c = 0; c < o.check && k != K_BARRIER && wrong == 0; c++) {
-        long here;
-        setup(&bc);
-        run(&bc);
-        here = wrong_here(&bc);
-        MPI_Allreduce(&here, &wrong, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
-      }
-      total_wrong += wrong;
-      if (rank == 0) {
-        fmt_time(tbuf, sizeof tbuf, t_us);
-        if (o.check) snprintf(wbuf, sizeof wbuf, "%5ld", wrong);
-        else snprintf(wbuf, sizeof wbuf, "%5s", "N/A");
-        printf("%12zu  %12zu  %8s  %6s  %6d  %7s  %6.2f  %6.2f  %5s  %7s  %6s  %6s  %5s  %9ld\n", bc.sizeb,
-               colls[k].block ? bc.blk : bc.count, k == K_BARRIER ? "none" : "float",
-               (k == K_ALL_REDUCE || k == K_REDUCE_SCATTER) ? "sum" : "none", colls[k].rooted ? bc.root : -1,
-               tbuf, algbw, busbw, wbuf, "N/A", "N/A", "N/A", "N/A", iters);
-        fflush(stdout);
-      }
-    }
+    if (rank == 0) print_coll_header(k);
+    for (si = 0; si < (k == K_BARRIER ? 1 : nsizes); si++) total_wrong += measure_row(&o, k, sizes[si]);
   }
   if (rank == 0) {
     printf("# Out of bounds values : %ld %s\n#\n", total_wrong, total_wrong ? "FAILED" : "OK");
