@@ -1002,32 +1002,37 @@ static void base_case(tcase *cs, int k, int bk, cc_dtype t, cc_op op, size_t cou
   cs->count = count;
 }
 
-static void run_matrix(ctx *x, int bk, int k) {
+/* The _v collectives: the count patterns by dtype, layouts and roots rotating with the case counter. */
+static void matrix_v(ctx *x, int bk, int k) {
+  int n = x->t.n, full = full_here(x, bk), ti;
+  tcase cs;
+  for (ti = 0; ti < CC_DTYPE_COUNT && !x->dead; ti++) {
+    int pats[4], np = 0, pi;
+    if (full || ti % 2 == 0) pats[np++] = P_SMALL;
+    pats[np++] = P_IRREGULAR;
+    if (ti == CC_FLOAT32) pats[np++] = P_ONE;
+    if (ti == CC_INT8) pats[np++] = P_ZERO;
+    if ((full && (ti == CC_FLOAT32 || ti == CC_INT8)) || (!x->w->quick && ti == CC_FLOAT32))
+      pats[np++] = P_LARGE;
+    for (pi = 0; pi < np; pi++) {
+      base_case(&cs, k, bk, (cc_dtype)ti, CC_SUM, 0);
+      cs.pattern = pats[pi];
+      cs.layout = (int)(x->variant % TR_L_COUNT);
+      cs.root = has_root(k) && (x->variant & 1) ? n - 1 : 0;
+      cs.null_nonroot = (int)((tu_mix64((uint64_t)x->variant) >> 7) & 1);
+      cs.off = (int)((x->variant >> 1) & 1);
+      run_case(x, &cs);
+    }
+  }
+}
+
+/* Counts 0, 1, 7 and 4099 for every dtype (and, for the reductions, the ops
+ * the plan picks), in place and out. */
+static void matrix_small(ctx *x, int bk, int k) {
   static const size_t small_counts[] = {0, 1, 7, 4099};
-  int n = x->t.n, full = full_here(x, bk), ip, ci, ti, op, nops, li;
+  int n = x->t.n, full = full_here(x, bk), ip, ci, ti, op, nops;
   int twoshot = x->w->wtype == W_TWOSHOT;
   tcase cs;
-  if (is_v(k)) {
-    for (ti = 0; ti < CC_DTYPE_COUNT && !x->dead; ti++) {
-      int pats[4], np = 0, pi;
-      if (full || ti % 2 == 0) pats[np++] = P_SMALL;
-      pats[np++] = P_IRREGULAR;
-      if (ti == CC_FLOAT32) pats[np++] = P_ONE;
-      if (ti == CC_INT8) pats[np++] = P_ZERO;
-      if ((full && (ti == CC_FLOAT32 || ti == CC_INT8)) || (!x->w->quick && ti == CC_FLOAT32))
-        pats[np++] = P_LARGE;
-      for (pi = 0; pi < np; pi++) {
-        base_case(&cs, k, bk, (cc_dtype)ti, CC_SUM, 0);
-        cs.pattern = pats[pi];
-        cs.layout = (int)(x->variant % TR_L_COUNT);
-        cs.root = has_root(k) && (x->variant & 1) ? n - 1 : 0;
-        cs.null_nonroot = (int)((tu_mix64((uint64_t)x->variant) >> 7) & 1);
-        cs.off = (int)((x->variant >> 1) & 1);
-        run_case(x, &cs);
-      }
-    }
-    return;
-  }
   for (ti = 0; ti < CC_DTYPE_COUNT && !x->dead; ti++) {
     nops = is_red(k) ? CC_OP_BUILTIN_COUNT : 1;
     for (op = 0; op < nops; op++) {
@@ -1051,78 +1056,105 @@ static void run_matrix(ctx *x, int bk, int k) {
       }
     }
   }
-  if (x->dead) return;
-  if (twoshot) {
-    /* every count up to 2n+2 (splits of a few elements, some ranks with none),
-     * and one above 256 KiB */
-    static const pair tp[] = {{CC_FLOAT32, CC_SUM}, {CC_FLOAT16, CC_SUM}, {CC_INT8, CC_BXOR},
-                              {CC_COMPLEX128, CC_PROD}, {CC_BFLOAT16, CC_AVG}};
-    size_t c;
-    for (li = 0; li < 5; li++) {
-      if (bk != BK_REG && li) break;
-      for (c = 1; c <= (size_t)(2 * n + 2); c++) {
-        base_case(&cs, k, bk, tp[li].t, tp[li].op, c);
-        cs.inplace = (int)(c & 1);
-        cs.off = (int)((c >> 1) & 1);
-        run_case(x, &cs);
-      }
-      base_case(&cs, k, bk, tp[li].t, tp[li].op,
-                k == K_REDUCE_SCATTER ? (tr_large_count(tp[li].t) / (size_t)n) | 1
-                                      : tr_large_count(tp[li].t));
-      cs.inplace = (int)(li & 1);
+}
+
+/* Two-shot: every count up to 2n+2 (splits of a few elements, some ranks with
+ * none), and one above 256 KiB. */
+static void matrix_twoshot(ctx *x, int bk, int k) {
+  static const pair tp[] = {{CC_FLOAT32, CC_SUM}, {CC_FLOAT16, CC_SUM}, {CC_INT8, CC_BXOR},
+                            {CC_COMPLEX128, CC_PROD}, {CC_BFLOAT16, CC_AVG}};
+  int n = x->t.n, li;
+  size_t c;
+  tcase cs;
+  for (li = 0; li < 5; li++) {
+    if (bk != BK_REG && li) break;
+    for (c = 1; c <= (size_t)(2 * n + 2); c++) {
+      base_case(&cs, k, bk, tp[li].t, tp[li].op, c);
+      cs.inplace = (int)(c & 1);
+      cs.off = (int)((c >> 1) & 1);
       run_case(x, &cs);
     }
+    base_case(&cs, k, bk, tp[li].t, tp[li].op,
+              k == K_REDUCE_SCATTER ? (tr_large_count(tp[li].t) / (size_t)n) | 1
+                                    : tr_large_count(tp[li].t));
+    cs.inplace = (int)(li & 1);
+    run_case(x, &cs);
+  }
+}
+
+/* The reductions' large counts, then all_reduce around the one-shot limit
+ * (256 KiB by default). */
+static void matrix_large_red(ctx *x, int bk, int k) {
+  int n = x->t.n, full = full_here(x, bk), ip, li;
+  tcase cs;
+  for (li = 0; li < (int)N_LARGE_PAIRS && !x->dead; li++) {
+    if (li && !full) {
+      /* outside the full matrix: float32/sum, and one more pair by world size */
+      if (x->w->quick || li != 1 + (n + bk) % ((int)N_LARGE_PAIRS - 1)) continue;
+    }
+    for (ip = 0; ip < 2; ip++) {
+      if (k != K_ALL_REDUCE && ip != ((li + n) & 1)) continue;
+      base_case(&cs, k, bk, large_pairs[li].t, large_pairs[li].op,
+                k == K_REDUCE_SCATTER ? (tr_large_count(large_pairs[li].t) / (size_t)n) | 1
+                                      : tr_large_count(large_pairs[li].t));
+      cs.inplace = ip;
+      cs.root = (li / 2) % 2 ? n - 1 : 0;
+      cs.null_nonroot = li & 1;
+      cs.off = (int)((li >> 1) & 1);
+      run_case(x, &cs);
+    }
+  }
+  /* around the one-shot limit (256 KiB by default) */
+  if (k == K_ALL_REDUCE && (full || !x->w->quick)) {
+    static const pair bp[] = {{CC_FLOAT32, CC_SUM}, {CC_FLOAT16, CC_SUM}};
+    static const size_t bc[2][3] = {{65535, 65536, 65537}, {131071, 131072, 131073}};
+    int bi, j;
+    for (bi = 0; bi < 2; bi++)
+      for (j = 0; j < 3; j++) {
+        if (!full && (bi || j != 2)) continue;
+        base_case(&cs, k, bk, bp[bi].t, bp[bi].op, bc[bi][j]);
+        cs.inplace = j == 1;
+        run_case(x, &cs);
+      }
+  }
+}
+
+/* The moving collectives' large counts: float32, and in the full matrix one more dtype by world size. */
+static void matrix_large_move(ctx *x, int bk, int k) {
+  int n = x->t.n, full = full_here(x, bk), ip, mi, nm = full ? 2 : 1;
+  tcase cs;
+  for (mi = 0; mi < nm && !x->dead; mi++) {
+    cc_dtype t = mi == 0 ? CC_FLOAT32 : move_types[1 + (size_t)n % 3];
+    if (x->w->quick && mi) break;
+    for (ip = 0; ip < (has_inplace(k) ? 2 : 1); ip++) {
+      /* all_to_all moves count elements to every peer: keep it near 1 MiB per rank */
+      base_case(&cs, k, bk, t, CC_SUM,
+                k == K_ALL_TO_ALL ? (tr_large_count(t) / (size_t)n) | 1 : tr_large_count(t));
+      cs.inplace = ip;
+      cs.root = ip % 2 ? n - 1 : 0;
+      cs.null_nonroot = ip;
+      cs.off = mi;
+      run_case(x, &cs);
+    }
+  }
+}
+
+static void run_matrix(ctx *x, int bk, int k) {
+  if (is_v(k)) {
+    matrix_v(x, bk, k);
+    return;
+  }
+  matrix_small(x, bk, k);
+  if (x->dead) return;
+  if (x->w->wtype == W_TWOSHOT) {
+    matrix_twoshot(x, bk, k);
     return;
   }
   /* large counts */
-  if (is_red(k)) {
-    for (li = 0; li < (int)N_LARGE_PAIRS && !x->dead; li++) {
-      if (li && !full) {
-        /* outside the full matrix: float32/sum, and one more pair by world size */
-        if (x->w->quick || li != 1 + (n + bk) % ((int)N_LARGE_PAIRS - 1)) continue;
-      }
-      for (ip = 0; ip < 2; ip++) {
-        if (k != K_ALL_REDUCE && ip != ((li + n) & 1)) continue;
-        base_case(&cs, k, bk, large_pairs[li].t, large_pairs[li].op,
-                  k == K_REDUCE_SCATTER ? (tr_large_count(large_pairs[li].t) / (size_t)n) | 1
-                                        : tr_large_count(large_pairs[li].t));
-        cs.inplace = ip;
-        cs.root = (li / 2) % 2 ? n - 1 : 0;
-        cs.null_nonroot = li & 1;
-        cs.off = (int)((li >> 1) & 1);
-        run_case(x, &cs);
-      }
-    }
-    /* around the one-shot limit (256 KiB by default) */
-    if (k == K_ALL_REDUCE && (full || !x->w->quick)) {
-      static const pair bp[] = {{CC_FLOAT32, CC_SUM}, {CC_FLOAT16, CC_SUM}};
-      static const size_t bc[2][3] = {{65535, 65536, 65537}, {131071, 131072, 131073}};
-      int bi, j;
-      for (bi = 0; bi < 2; bi++)
-        for (j = 0; j < 3; j++) {
-          if (!full && (bi || j != 2)) continue;
-          base_case(&cs, k, bk, bp[bi].t, bp[bi].op, bc[bi][j]);
-          cs.inplace = j == 1;
-          run_case(x, &cs);
-        }
-    }
-  } else {
-    int mi, nm = full ? 2 : 1;
-    for (mi = 0; mi < nm && !x->dead; mi++) {
-      cc_dtype t = mi == 0 ? CC_FLOAT32 : move_types[1 + (size_t)n % 3];
-      if (x->w->quick && mi) break;
-      for (ip = 0; ip < (has_inplace(k) ? 2 : 1); ip++) {
-        /* all_to_all moves count elements to every peer: keep it near 1 MiB per rank */
-        base_case(&cs, k, bk, t, CC_SUM,
-                  k == K_ALL_TO_ALL ? (tr_large_count(t) / (size_t)n) | 1 : tr_large_count(t));
-        cs.inplace = ip;
-        cs.root = ip % 2 ? n - 1 : 0;
-        cs.null_nonroot = ip;
-        cs.off = mi;
-        run_case(x, &cs);
-      }
-    }
-  }
+  if (is_red(k))
+    matrix_large_red(x, bk, k);
+  else
+    matrix_large_move(x, bk, k);
 }
 
 /* ------------------------------------------------------------ misc groups */
@@ -1504,88 +1536,115 @@ static void run_p2p_self(ctx *x) {
              "300007; both buffer kinds");
 }
 
+/* run_p2p_order's three messages, one after another in one buffer. */
+typedef struct order_msg { cc_dtype t; size_t count; int tag; } order_msg;
+static const order_msg order_msgs[3] = {{CC_INT32, 5, 1}, {CC_FLOAT64, 0, 2}, {CC_FLOAT32, 100003, 3}};
+
+/* One rank of a pair in run_p2p_order: its partner, its side, the messages' layout. */
+typedef struct order_pair {
+  int me, peer, sender;
+  size_t offs[4], tot;   /* where each message starts; tot: all of them, 8-byte aligned */
+  unsigned char *in;     /* the messages' contents, tot bytes */
+} order_pair;
+
+/* The three messages from the even rank to the odd one, in one group each side
+ * or one call each: 1 when the pass goes on to the message back. */
+static int p2p_order_three(ctx *x, order_pair *o, int grouped, int bk, uint64_t seed, tcase *cs) {
+  int me = o->me, sender = o->sender, m;
+  region S, R;
+  cc_result rc, rc2;
+  base_case(cs, K_P2P, bk, CC_UINT8, CC_SUM, o->tot);
+  tr_label(&x->t, "rank %d -> rank %d: 3 messages %s, %s", me & ~1, me | 1,
+           grouped ? "in one group each side" : "one call each", bk_names[bk]);
+  memset(o->in, 0, o->tot);
+  for (m = 0; m < 3; m++)
+    tr_fill(o->in + o->offs[m], order_msgs[m].t, TR_GEN_ANY, seed, 0, (size_t)m * 1000000, order_msgs[m].count);
+  rset(x, &S, x->A[bk], cs, o->tot, 1);
+  rset(x, &R, x->B[bk], cs, o->tot, 1);
+  if (!stage(x, x->s, &S, sender ? o->in : NULL, 0, o->tot) || !stage(x, x->s, &R, NULL, 0, 0)) return 0;
+  rc = CC_OK;
+  if (grouped) rc = cc_cuda_group_begin(x->g);
+  for (m = 0; m < 3 && rc == CC_OK; m++) {
+    void *p = order_msgs[m].count ? (void *)((sender ? rdata(&S) : rdata(&R)) + o->offs[m]) : NULL;
+    if (sender)
+      rc = cc_cuda_send(x->g, p, order_msgs[m].count, order_msgs[m].t, o->peer, order_msgs[m].tag, x->s);
+    else
+      rc = cc_cuda_recv(x->g, p, order_msgs[m].count, order_msgs[m].t, o->peer, order_msgs[m].tag, x->s);
+  }
+  rc2 = grouped ? cc_cuda_group_end(x->g) : CC_OK;
+  if (!cc_ok(x, rc, sender ? "cc_cuda_send" : "cc_cuda_recv") ||
+      !cc_ok(x, rc2, "cc_cuda_group_end")) {
+    sync_stream(x, x->s);
+    return 0;
+  }
+  if (!fetch(x, x->s, &R, x->hB) || !sync_stream(x, x->s)) return 0;
+  if (!sender) {
+    for (m = 0; m < 3; m++) {
+      char what[80];
+      snprintf(what, sizeof what, "message %d (%s x%zu, tag %d)", m + 1, tr_dtype_name(order_msgs[m].t),
+               order_msgs[m].count, order_msgs[m].tag);
+      chk_data(x, what, &R, o->offs[m], o->in + o->offs[m], order_msgs[m].count, order_msgs[m].t);
+    }
+  } else {
+    chk_untouched(x, "recv buffer of the sender", &R);
+  }
+  chk_guards(x, "recv buffer", &R);
+  return 1;
+}
+
+/* One message back, int8 x 7, not grouped: 1 when the pass goes on. */
+static int p2p_order_back(ctx *x, order_pair *o, int bk, uint64_t seed, const tcase *cs) {
+  int me = o->me, sender = o->sender;
+  size_t es = 1;
+  region S, R;
+  cc_result rc;
+  tr_label(&x->t, "rank %d -> rank %d: one message back (int8 x7), %s", me | 1, me & ~1,
+           bk_names[bk]);
+  tr_fill(o->in, CC_INT8, TR_GEN_ANY, seed, 1, 0, 7);
+  rset(x, &S, x->A[bk], cs, 7 * es, 1);
+  rset(x, &R, x->B[bk], cs, 7 * es, 1);
+  if (!stage(x, x->s, &S, o->in, 0, 7) || !stage(x, x->s, &R, NULL, 0, 0)) return 0;
+  rc = sender ? cc_cuda_recv(x->g, rdata(&R), 7, CC_INT8, o->peer, 9, x->s)
+              : cc_cuda_send(x->g, rdata(&S), 7, CC_INT8, o->peer, 9, x->s);
+  if (!cc_ok(x, rc, sender ? "cc_cuda_recv" : "cc_cuda_send")) {
+    sync_stream(x, x->s);
+    return 0;
+  }
+  if (!fetch(x, x->s, &R, x->hB) || !sync_stream(x, x->s)) return 0;
+  if (sender) chk_data(x, "message back", &R, 0, o->in, 7, CC_INT8);
+  chk_guards(x, "recv buffer", &R);
+  return 1;
+}
+
 /* Pairs (2i, 2i+1): the even rank sends three messages of different sizes and
  * dtypes, the odd one receives them in order; then one message back. */
 static void run_p2p_order(ctx *x) {
-  static const struct { cc_dtype t; size_t count; int tag; } msgs[3] = {
-    {CC_INT32, 5, 1}, {CC_FLOAT64, 0, 2}, {CC_FLOAT32, 100003, 3}};
-  int me = x->t.rank, n = x->t.n, peer = me ^ 1, sender = !(me & 1), grouped, m;
-  size_t offs[4], tot = 0, es;
-  unsigned char *in = NULL;
-  region S, R;
+  int n = x->t.n, grouped, m;
+  order_pair o;
   tcase cs;
-  cc_result rc, rc2;
-  if (peer >= n) {
+  o.me = x->t.rank;
+  o.peer = o.me ^ 1;
+  o.sender = !(o.me & 1);
+  o.tot = 0;
+  if (o.peer >= n) {
     tr_label(&x->t, "no partner (odd world size, last rank)");
     misc_cover(x, M_P2P_ORDER, "pairs (0,1), (2,3): 3 messages (int32 x5, float64 x0, float32 "
                "x100003, tags 1,2,3) matched in order, in a group and one call each; one back");
     return;
   }
   for (m = 0; m < 3; m++) {
-    offs[m] = tot;
-    tot += msgs[m].count * tr_size(msgs[m].t);
-    tot = (tot + 7) & ~(size_t)7;
+    o.offs[m] = o.tot;
+    o.tot += order_msgs[m].count * tr_size(order_msgs[m].t);
+    o.tot = (o.tot + 7) & ~(size_t)7;
   }
-  offs[3] = tot;
-  in = hbuf(tot);
+  o.offs[3] = o.tot;
+  o.in = hbuf(o.tot);
   for (grouped = 0; grouped < 2 && !x->dead; grouped++) {
     int bk = grouped ? BK_PLAIN : BK_REG;
-    uint64_t seed = tu_hash3(31, (uint64_t)grouped, (uint64_t)(me / 2));
-    base_case(&cs, K_P2P, bk, CC_UINT8, CC_SUM, tot);
-    tr_label(&x->t, "rank %d -> rank %d: 3 messages %s, %s", me & ~1, me | 1,
-             grouped ? "in one group each side" : "one call each", bk_names[bk]);
-    memset(in, 0, tot);
-    for (m = 0; m < 3; m++)
-      tr_fill(in + offs[m], msgs[m].t, TR_GEN_ANY, seed, 0, (size_t)m * 1000000, msgs[m].count);
-    rset(x, &S, x->A[bk], &cs, tot, 1);
-    rset(x, &R, x->B[bk], &cs, tot, 1);
-    if (!stage(x, x->s, &S, sender ? in : NULL, 0, tot) || !stage(x, x->s, &R, NULL, 0, 0)) break;
-    rc = CC_OK;
-    if (grouped) rc = cc_cuda_group_begin(x->g);
-    for (m = 0; m < 3 && rc == CC_OK; m++) {
-      void *p = msgs[m].count ? (void *)((sender ? rdata(&S) : rdata(&R)) + offs[m]) : NULL;
-      if (sender)
-        rc = cc_cuda_send(x->g, p, msgs[m].count, msgs[m].t, peer, msgs[m].tag, x->s);
-      else
-        rc = cc_cuda_recv(x->g, p, msgs[m].count, msgs[m].t, peer, msgs[m].tag, x->s);
-    }
-    rc2 = grouped ? cc_cuda_group_end(x->g) : CC_OK;
-    if (!cc_ok(x, rc, sender ? "cc_cuda_send" : "cc_cuda_recv") ||
-        !cc_ok(x, rc2, "cc_cuda_group_end")) {
-      sync_stream(x, x->s);
-      break;
-    }
-    if (!fetch(x, x->s, &R, x->hB) || !sync_stream(x, x->s)) break;
-    if (!sender) {
-      for (m = 0; m < 3; m++) {
-        char what[80];
-        snprintf(what, sizeof what, "message %d (%s x%zu, tag %d)", m + 1, tr_dtype_name(msgs[m].t),
-                 msgs[m].count, msgs[m].tag);
-        chk_data(x, what, &R, offs[m], in + offs[m], msgs[m].count, msgs[m].t);
-      }
-    } else {
-      chk_untouched(x, "recv buffer of the sender", &R);
-    }
-    chk_guards(x, "recv buffer", &R);
-    /* one message back, int8 x 7, not grouped */
-    es = 1;
-    tr_label(&x->t, "rank %d -> rank %d: one message back (int8 x7), %s", me | 1, me & ~1,
-             bk_names[bk]);
-    tr_fill(in, CC_INT8, TR_GEN_ANY, seed, 1, 0, 7);
-    rset(x, &S, x->A[bk], &cs, 7 * es, 1);
-    rset(x, &R, x->B[bk], &cs, 7 * es, 1);
-    if (!stage(x, x->s, &S, in, 0, 7) || !stage(x, x->s, &R, NULL, 0, 0)) break;
-    rc = sender ? cc_cuda_recv(x->g, rdata(&R), 7, CC_INT8, peer, 9, x->s)
-                : cc_cuda_send(x->g, rdata(&S), 7, CC_INT8, peer, 9, x->s);
-    if (!cc_ok(x, rc, sender ? "cc_cuda_recv" : "cc_cuda_send")) {
-      sync_stream(x, x->s);
-      break;
-    }
-    if (!fetch(x, x->s, &R, x->hB) || !sync_stream(x, x->s)) break;
-    if (sender) chk_data(x, "message back", &R, 0, in, 7, CC_INT8);
-    chk_guards(x, "recv buffer", &R);
+    uint64_t seed = tu_hash3(31, (uint64_t)grouped, (uint64_t)(o.me / 2));
+    if (!p2p_order_three(x, &o, grouped, bk, seed, &cs) || !p2p_order_back(x, &o, bk, seed, &cs)) break;
   }
-  free(in);
+  free(o.in);
   misc_cover(x, M_P2P_ORDER, "pairs (0,1), (2,3): 3 messages (int32 x5, float64 x0, float32 "
              "x100003, tags 1,2,3) matched in order, in a group and one call each; one back");
 }
@@ -1837,13 +1896,120 @@ static void run_mismatch(ctx *x) {
 
 static size_t arena_bytes(int n) { return (size_t)n * 1300000 + 65536; }
 
+/* Setup, reported in the mode group: the device, a stream, the GPU
+ * communicator, the arenas; then the mode group's checks. 0 when all worked,
+ * else the rank's exit status. */
+static int rank_setup(ctx *x, cc_comm *c) {
+  cc_result rc;
+  if (!group_begin(x, T_MISC, M_MODE)) return 99;
+  tr_label(&x->t, "setup: cudaSetDevice(%d), stream, cc_cuda_comm_init, 2 x %zu-byte arenas per "
+           "buffer kind", x->dev, x->cap);
+  if (!cu_ok(x, cudaSetDevice(x->dev), "cudaSetDevice") ||
+      !cu_ok(x, cudaStreamCreateWithFlags(&x->s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags"))
+    return 1;
+  rc = cc_cuda_comm_init(c, x->dev, &x->g);
+  if (rc != CC_OK) {
+    tr_fail(&x->t, "cc_cuda_comm_init(device %d) returned %s (%s)", x->dev, cc_strerror(rc),
+            cc_comm_last_error(c));
+    return 1;
+  }
+  if (!cc_ok(x, cc_cuda_malloc(x->g, (void **)&x->A[BK_REG], x->cap), "cc_cuda_malloc") ||
+      !cc_ok(x, cc_cuda_malloc(x->g, (void **)&x->B[BK_REG], x->cap), "cc_cuda_malloc") ||
+      !cu_ok(x, cudaMalloc((void **)&x->A[BK_PLAIN], x->cap), "cudaMalloc") ||
+      !cu_ok(x, cudaMalloc((void **)&x->B[BK_PLAIN], x->cap), "cudaMalloc"))
+    return 1;
+  x->hA = hbuf(x->cap);
+  x->hB = hbuf(x->cap);
+  if (!x->hA || !x->hB) {
+    tr_fail(&x->t, "out of host memory");
+    return 1;
+  }
+  run_mode(x);
+  group_end(x);
+  return 0;
+}
+
+/* The collectives, per buffer kind: 0, or 99 when a group could not begin. */
+static int rank_collectives(ctx *x) {
+  warg *w = x->w;
+  int bk, k;
+  double t0;
+  for (bk = 0; bk < BK_COUNT && !x->dead; bk++)
+    for (k = 0; k < K_COUNT && !x->dead; k++) {
+      if (!plan_coll(w->wtype, k)) continue;
+      t0 = tu_now();
+      if (!group_begin(x, bk, k)) return 99;
+      run_matrix(x, bk, k);
+      group_end(x);
+      if (x->verbose && x->t.rank == 0)
+        fprintf(stderr, "  %sn=%d %s %s: %.2f s\n", w_prefix(w->wtype), x->t.n, k_names[k],
+                bk_names[bk], tu_now() - t0);
+    }
+  return 0;
+}
+
+/* The destroy group: the arenas freed, the GPU communicator destroyed, then
+ * the plain buffers; after the mismatch (failed_comm) each must only return.
+ * *t0: when destroy began, for the verbose timing. */
+static void rank_destroy(ctx *x, cc_comm *c, int failed_comm, double *t0) {
+  cc_result rc;
+  tr_label(&x->t, "cc_cuda_free of the arenas, cc_cuda_comm_destroy, cudaFree of the others%s",
+           failed_comm ? " (after the mismatch: it must return)" : "");
+  rc = cc_cuda_free(x->g, x->A[BK_REG]);
+  if (!failed_comm) cc_ok(x, rc, "cc_cuda_free");
+  rc = cc_cuda_free(x->g, x->B[BK_REG]);
+  if (!failed_comm) cc_ok(x, rc, "cc_cuda_free");
+  *t0 = tu_now();
+  rc = cc_cuda_comm_destroy(x->g);
+  x->g = NULL;
+  /* plain cudaMalloc buffers after destroy: until then peers may map them */
+  cu_ok(x, cudaFree(x->A[BK_PLAIN]), "cudaFree");
+  cu_ok(x, cudaFree(x->B[BK_PLAIN]), "cudaFree");
+  if (!failed_comm) {
+    if (rc != CC_OK)
+      tr_fail(&x->t, "cc_cuda_comm_destroy returned %s (%s)", cc_strerror(rc),
+              cc_comm_last_error(c));
+  }
+  if (tu_now() - *t0 > 10) tr_fail(&x->t, "cc_cuda_comm_destroy took %.1f s", tu_now() - *t0);
+  misc_cover(x, M_DESTROY, "%s", failed_comm ? "after the mismatch: returns" : "CC_OK");
+}
+
+/* The other groups, the destroy last: 0, or 99 when a group could not begin. */
+static int rank_misc(ctx *x, cc_comm *c) {
+  warg *w = x->w;
+  int m, failed_comm = 0;
+  double t0;
+  for (m = M_BARRIER; m < M_COUNT && !x->dead; m++) {
+    if (!plan_misc(w->wtype, m)) continue;
+    t0 = tu_now();
+    if (!group_begin(x, T_MISC, m)) return 99;
+    switch (m) {
+    case M_BARRIER: run_barrier(x); break;
+    case M_ORDER: run_stream_order(x); break;
+    case M_PREMUL: run_premul(x); break;
+    case M_USER: run_user(x); break;
+    case M_P2P_RING: run_p2p_ring(x); break;
+    case M_P2P_SELF: run_p2p_self(x); break;
+    case M_P2P_ORDER: run_p2p_order(x); break;
+    case M_P2P_ALL: run_p2p_all(x); break;
+    case M_REUSE: run_reuse(x); break;
+    case M_INVALID: run_invalid(x); break;
+    case M_MISMATCH: run_mismatch(x); failed_comm = 1; break;
+    case M_DESTROY: rank_destroy(x, c, failed_comm, &t0); break;
+    default: break;
+    }
+    group_end(x);
+    if (x->verbose && x->t.rank == 0)
+      fprintf(stderr, "  %sn=%d %s: %.2f s\n", w_prefix(w->wtype), x->t.n, m_names[m], tu_now() - t0);
+  }
+  return 0;
+}
+
 static int rank_main(cc_comm *c, void *argp) {
   static ctx x; /* large; one per process */
   warg *w = (warg *)argp;
   wshared *sh = w->sh;
-  int bk, k, m, failed_comm = 0;
-  double t0;
-  cc_result rc;
+  int rc;
   memset(&x, 0, sizeof x);
   tr_ctx_init(&x.t, c, &sh->tab[T_MISC]);
   x.w = w;
@@ -1852,92 +2018,7 @@ static int rank_main(cc_comm *c, void *argp) {
   x.cap = arena_bytes(x.t.n);
   if (w->wtype == W_STAGED) setenv("CC_CUDA_TRANSPORT", "staged", 1);
   if (w->wtype == W_TWOSHOT) setenv("CC_CUDA_ONESHOT_BYTES", "0", 1);
-
-  /* setup, reported in the mode group */
-  if (!group_begin(&x, T_MISC, M_MODE)) return 99;
-  tr_label(&x.t, "setup: cudaSetDevice(%d), stream, cc_cuda_comm_init, 2 x %zu-byte arenas per "
-           "buffer kind", x.dev, x.cap);
-  if (!cu_ok(&x, cudaSetDevice(x.dev), "cudaSetDevice") ||
-      !cu_ok(&x, cudaStreamCreateWithFlags(&x.s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags"))
-    return 1;
-  rc = cc_cuda_comm_init(c, x.dev, &x.g);
-  if (rc != CC_OK) {
-    tr_fail(&x.t, "cc_cuda_comm_init(device %d) returned %s (%s)", x.dev, cc_strerror(rc),
-            cc_comm_last_error(c));
-    return 1;
-  }
-  if (!cc_ok(&x, cc_cuda_malloc(x.g, (void **)&x.A[BK_REG], x.cap), "cc_cuda_malloc") ||
-      !cc_ok(&x, cc_cuda_malloc(x.g, (void **)&x.B[BK_REG], x.cap), "cc_cuda_malloc") ||
-      !cu_ok(&x, cudaMalloc((void **)&x.A[BK_PLAIN], x.cap), "cudaMalloc") ||
-      !cu_ok(&x, cudaMalloc((void **)&x.B[BK_PLAIN], x.cap), "cudaMalloc"))
-    return 1;
-  x.hA = hbuf(x.cap);
-  x.hB = hbuf(x.cap);
-  if (!x.hA || !x.hB) {
-    tr_fail(&x.t, "out of host memory");
-    return 1;
-  }
-  run_mode(&x);
-  group_end(&x);
-
-  /* the collectives, per buffer kind */
-  for (bk = 0; bk < BK_COUNT && !x.dead; bk++)
-    for (k = 0; k < K_COUNT && !x.dead; k++) {
-      if (!plan_coll(w->wtype, k)) continue;
-      t0 = tu_now();
-      if (!group_begin(&x, bk, k)) return 99;
-      run_matrix(&x, bk, k);
-      group_end(&x);
-      if (x.verbose && x.t.rank == 0)
-        fprintf(stderr, "  %sn=%d %s %s: %.2f s\n", w_prefix(w->wtype), x.t.n, k_names[k],
-                bk_names[bk], tu_now() - t0);
-    }
-
-  /* the other groups */
-  for (m = M_BARRIER; m < M_COUNT && !x.dead; m++) {
-    if (!plan_misc(w->wtype, m)) continue;
-    t0 = tu_now();
-    if (!group_begin(&x, T_MISC, m)) return 99;
-    switch (m) {
-    case M_BARRIER: run_barrier(&x); break;
-    case M_ORDER: run_stream_order(&x); break;
-    case M_PREMUL: run_premul(&x); break;
-    case M_USER: run_user(&x); break;
-    case M_P2P_RING: run_p2p_ring(&x); break;
-    case M_P2P_SELF: run_p2p_self(&x); break;
-    case M_P2P_ORDER: run_p2p_order(&x); break;
-    case M_P2P_ALL: run_p2p_all(&x); break;
-    case M_REUSE: run_reuse(&x); break;
-    case M_INVALID: run_invalid(&x); break;
-    case M_MISMATCH: run_mismatch(&x); failed_comm = 1; break;
-    case M_DESTROY: {
-      tr_label(&x.t, "cc_cuda_free of the arenas, cc_cuda_comm_destroy, cudaFree of the others%s",
-               failed_comm ? " (after the mismatch: it must return)" : "");
-      rc = cc_cuda_free(x.g, x.A[BK_REG]);
-      if (!failed_comm) cc_ok(&x, rc, "cc_cuda_free");
-      rc = cc_cuda_free(x.g, x.B[BK_REG]);
-      if (!failed_comm) cc_ok(&x, rc, "cc_cuda_free");
-      t0 = tu_now();
-      rc = cc_cuda_comm_destroy(x.g);
-      x.g = NULL;
-      /* plain cudaMalloc buffers after destroy: until then peers may map them */
-      cu_ok(&x, cudaFree(x.A[BK_PLAIN]), "cudaFree");
-      cu_ok(&x, cudaFree(x.B[BK_PLAIN]), "cudaFree");
-      if (!failed_comm) {
-        if (rc != CC_OK)
-          tr_fail(&x.t, "cc_cuda_comm_destroy returned %s (%s)", cc_strerror(rc),
-                  cc_comm_last_error(c));
-      }
-      if (tu_now() - t0 > 10) tr_fail(&x.t, "cc_cuda_comm_destroy took %.1f s", tu_now() - t0);
-      misc_cover(&x, M_DESTROY, "%s", failed_comm ? "after the mismatch: returns" : "CC_OK");
-      break;
-    }
-    default: break;
-    }
-    group_end(&x);
-    if (x.verbose && x.t.rank == 0)
-      fprintf(stderr, "  %sn=%d %s: %.2f s\n", w_prefix(w->wtype), x.t.n, m_names[m], tu_now() - t0);
-  }
+  if ((rc = rank_setup(&x, c)) != 0 || (rc = rank_collectives(&x)) != 0 || (rc = rank_misc(&x, c)) != 0) return rc;
   if (x.dead) return 1;
   cudaStreamDestroy(x.s);
   free(x.hA);
@@ -2421,54 +2502,62 @@ static void rcheck_sum(rctx *r, const char *what, const void *p, uint64_t seed, 
 
 /* ---- two_streams */
 #define TS_CALLS 12
-static void reg_two_streams(rctx *r) {
-  cudaStream_t st[2] = {0, 0}, s3 = 0;
-  unsigned char *arena = NULL, *small = NULL;
-  size_t counts[TS_CALLS], offs[TS_CALLS], tot = 0, i;
+
+/* reg_two_streams' streams and buffers, and where each call's data lies in the arena. */
+typedef struct ts_state {
+  cudaStream_t st[2], s3;
+  unsigned char *arena, *small;
+  size_t counts[TS_CALLS], offs[TS_CALLS], tot;
   float *host;
-  int k, kind[TS_CALLS];
-  if (!rinit(r)) return;
+  int kind[TS_CALLS];   /* 0: all_reduce in place, 1: out of place, 2: all_gather */
+} ts_state;
+
+/* Each call's kind and count, and its place in the arena (tot: the arena's size). */
+static void ts_layout(rctx *r, ts_state *ts) {
+  size_t i;
   for (i = 0; i < TS_CALLS; i++) {
-    kind[i] = (int)(i % 3);                /* 0: all_reduce in place, 1: out of place, 2: all_gather */
-    counts[i] = i % 4 == 3 ? 70001 : 1000 + 777 * i;  /* 70001 floats: above the one-shot limit */
-    offs[i] = tot;
-    tot += (counts[i] * (kind[i] == 2 ? (size_t)r->n + 1 : 2) * 4 + 255) & ~(size_t)255;
+    ts->kind[i] = (int)(i % 3);
+    ts->counts[i] = i % 4 == 3 ? 70001 : 1000 + 777 * i;  /* 70001 floats: above the one-shot limit */
+    ts->offs[i] = ts->tot;
+    ts->tot += (ts->counts[i] * (ts->kind[i] == 2 ? (size_t)r->n + 1 : 2) * 4 + 255) & ~(size_t)255;
   }
-  host = (float *)malloc(70001 * 4);
-  if (!rcu(r, cudaStreamCreateWithFlags(&st[0], cudaStreamNonBlocking), "cudaStreamCreateWithFlags") ||
-      !rcu(r, cudaStreamCreateWithFlags(&st[1], cudaStreamNonBlocking), "cudaStreamCreateWithFlags") ||
-      !rok(r, cc_cuda_malloc(r->g, (void **)&arena, tot), "cc_cuda_malloc") ||
-      !rok(r, cc_cuda_malloc(r->g, (void **)&small, 4000), "cc_cuda_malloc"))
-    goto out;
-  /* stream 0 of rank 0 starts late: stream 1's calls run ahead of it */
-  if (r->me == 0 && !rcu(r, stream_spin(st[0], 50000000ull), "spin kernel")) goto out;
+}
+
+/* The calls, alternating between the two streams: 0 when one failed. */
+static int ts_queue(rctx *r, ts_state *ts) {
+  size_t i;
   for (i = 0; i < TS_CALLS; i++) {
-    cudaStream_t s = st[i & 1];
-    unsigned char *in = arena + offs[i], *out = in + counts[i] * 4;
+    cudaStream_t s = ts->st[i & 1];
+    unsigned char *in = ts->arena + ts->offs[i], *out = in + ts->counts[i] * 4;
     cc_result rc;
-    if (!rput(r, s, in, 500 + i, r->me, counts[i], host)) goto out;
-    if (kind[i] == 0) rc = cc_cuda_all_reduce(r->g, in, in, counts[i], CC_FLOAT32, CC_SUM, s);
-    else if (kind[i] == 1) rc = cc_cuda_all_reduce(r->g, in, out, counts[i], CC_FLOAT32, CC_SUM, s);
-    else rc = cc_cuda_all_gather(r->g, in, out, counts[i], CC_FLOAT32, s);
-    if (!rok(r, rc, kind[i] == 2 ? "cc_cuda_all_gather" : "cc_cuda_all_reduce")) goto out;
+    if (!rput(r, s, in, 500 + i, r->me, ts->counts[i], ts->host)) return 0;
+    if (ts->kind[i] == 0) rc = cc_cuda_all_reduce(r->g, in, in, ts->counts[i], CC_FLOAT32, CC_SUM, s);
+    else if (ts->kind[i] == 1) rc = cc_cuda_all_reduce(r->g, in, out, ts->counts[i], CC_FLOAT32, CC_SUM, s);
+    else rc = cc_cuda_all_gather(r->g, in, out, ts->counts[i], CC_FLOAT32, s);
+    if (!rok(r, rc, ts->kind[i] == 2 ? "cc_cuda_all_gather" : "cc_cuda_all_reduce")) return 0;
   }
-  if (!rcu(r, cudaStreamSynchronize(st[0]), "cudaStreamSynchronize") ||
-      !rcu(r, cudaStreamSynchronize(st[1]), "cudaStreamSynchronize"))
-    goto out;
+  return 1;
+}
+
+/* Every call's result, until the first failure. */
+static void ts_check(rctx *r, const ts_state *ts) {
+  size_t i;
+  int k;
   for (i = 0; i < TS_CALLS && !r->sh->nfail[r->me]; i++) {
     char what[80];
-    unsigned char *in = arena + offs[i], *out = in + counts[i] * 4;
+    unsigned char *in = ts->arena + ts->offs[i], *out = in + ts->counts[i] * 4;
+    size_t count = ts->counts[i];
     snprintf(what, sizeof what, "call %zu (stream %zu, %s, %zu floats)", i, i & 1,
-             kind[i] == 0 ? "all_reduce in place" : kind[i] == 1 ? "all_reduce" : "all_gather", counts[i]);
-    if (kind[i] < 2) {
-      rcheck_sum(r, what, kind[i] == 0 ? in : out, 500 + i, counts[i]);
+             ts->kind[i] == 0 ? "all_reduce in place" : ts->kind[i] == 1 ? "all_reduce" : "all_gather", count);
+    if (ts->kind[i] < 2) {
+      rcheck_sum(r, what, ts->kind[i] == 0 ? in : out, 500 + i, count);
     } else {
-      float *got = (float *)malloc(counts[i] * 4 * (size_t)r->n), *want = (float *)malloc(counts[i] * 4);
+      float *got = (float *)malloc(count * 4 * (size_t)r->n), *want = (float *)malloc(count * 4);
       char m[300];
-      if (rcu(r, cudaMemcpy(got, out, counts[i] * 4 * (size_t)r->n, cudaMemcpyDeviceToHost), "cudaMemcpy"))
+      if (rcu(r, cudaMemcpy(got, out, count * 4 * (size_t)r->n, cudaMemcpyDeviceToHost), "cudaMemcpy"))
         for (k = 0; k < r->n; k++) {
-          tr_fill(want, CC_FLOAT32, TR_GEN_ANY, 500 + i, k, 0, counts[i]);
-          if (tr_compare(got + (size_t)k * counts[i], want, counts[i], CC_FLOAT32, m, sizeof m)) {
+          tr_fill(want, CC_FLOAT32, TR_GEN_ANY, 500 + i, k, 0, count);
+          if (tr_compare(got + (size_t)k * count, want, count, CC_FLOAT32, m, sizeof m)) {
             rfail(r, "%s: block %d: %s", what, k, m);
             break;
           }
@@ -2477,33 +2566,57 @@ static void reg_two_streams(rctx *r) {
       free(want);
     }
   }
-  /* the stream of the latest call is destroyed; the arena is freed (the peers
-     close their mappings at their next call); that call is on a new stream */
-  if (r->sh->nfail[r->me] || !rput(r, st[0], small, 598, r->me, 1000, host) ||
-      !rok(r, cc_cuda_all_reduce(r->g, small, small, 1000, CC_FLOAT32, CC_SUM, st[0]), "all_reduce") ||
-      !rcu(r, cudaStreamSynchronize(st[0]), "cudaStreamSynchronize"))
-    goto out;
-  cudaStreamDestroy(st[0]);
-  st[0] = 0;
-  if (!rok(r, cc_cuda_free(r->g, arena), "cc_cuda_free")) goto out;
-  arena = NULL;
-  if (!rcu(r, cudaStreamCreateWithFlags(&s3, cudaStreamNonBlocking), "cudaStreamCreateWithFlags") ||
-      !rput(r, s3, small, 599, r->me, 1000, host) ||
-      !rok(r, cc_cuda_all_reduce(r->g, small, small, 1000, CC_FLOAT32, CC_SUM, s3), "all_reduce on a new stream after "
-           "the last call's stream was destroyed") ||
-      !rcu(r, cudaStreamSynchronize(s3), "cudaStreamSynchronize"))
-    goto out;
-  rcheck_sum(r, "all_reduce on a new stream", small, 599, 1000);
+}
+
+/* The stream of the latest call is destroyed; the arena is freed (the peers
+ * close their mappings at their next call); that call is on a new stream. */
+static void ts_after_destroy(rctx *r, ts_state *ts) {
+  if (r->sh->nfail[r->me] || !rput(r, ts->st[0], ts->small, 598, r->me, 1000, ts->host) ||
+      !rok(r, cc_cuda_all_reduce(r->g, ts->small, ts->small, 1000, CC_FLOAT32, CC_SUM, ts->st[0]), "all_reduce") ||
+      !rcu(r, cudaStreamSynchronize(ts->st[0]), "cudaStreamSynchronize"))
+    return;
+  cudaStreamDestroy(ts->st[0]);
+  ts->st[0] = 0;
+  if (!rok(r, cc_cuda_free(r->g, ts->arena), "cc_cuda_free")) return;
+  ts->arena = NULL;
+  if (!rcu(r, cudaStreamCreateWithFlags(&ts->s3, cudaStreamNonBlocking), "cudaStreamCreateWithFlags") ||
+      !rput(r, ts->s3, ts->small, 599, r->me, 1000, ts->host) ||
+      !rok(r, cc_cuda_all_reduce(r->g, ts->small, ts->small, 1000, CC_FLOAT32, CC_SUM, ts->s3),
+           "all_reduce on a new stream after the last call's stream was destroyed") ||
+      !rcu(r, cudaStreamSynchronize(ts->s3), "cudaStreamSynchronize"))
+    return;
+  rcheck_sum(r, "all_reduce on a new stream", ts->small, 599, 1000);
   rnote(r, "%d calls alternating between two streams, no synchronization between them; then the last call's stream "
         "destroyed, a buffer freed, and a call on a new stream", TS_CALLS);
+}
+
+static void reg_two_streams(rctx *r) {
+  ts_state ts;
+  memset(&ts, 0, sizeof ts);
+  if (!rinit(r)) return;
+  ts_layout(r, &ts);
+  ts.host = (float *)malloc(70001 * 4);
+  if (!rcu(r, cudaStreamCreateWithFlags(&ts.st[0], cudaStreamNonBlocking), "cudaStreamCreateWithFlags") ||
+      !rcu(r, cudaStreamCreateWithFlags(&ts.st[1], cudaStreamNonBlocking), "cudaStreamCreateWithFlags") ||
+      !rok(r, cc_cuda_malloc(r->g, (void **)&ts.arena, ts.tot), "cc_cuda_malloc") ||
+      !rok(r, cc_cuda_malloc(r->g, (void **)&ts.small, 4000), "cc_cuda_malloc"))
+    goto out;
+  /* stream 0 of rank 0 starts late: stream 1's calls run ahead of it */
+  if (r->me == 0 && !rcu(r, stream_spin(ts.st[0], 50000000ull), "spin kernel")) goto out;
+  if (!ts_queue(r, &ts)) goto out;
+  if (!rcu(r, cudaStreamSynchronize(ts.st[0]), "cudaStreamSynchronize") ||
+      !rcu(r, cudaStreamSynchronize(ts.st[1]), "cudaStreamSynchronize"))
+    goto out;
+  ts_check(r, &ts);
+  ts_after_destroy(r, &ts);
 out:
-  if (arena) cc_cuda_free(r->g, arena);
-  if (small) cc_cuda_free(r->g, small);
-  if (s3) cudaStreamDestroy(s3);
-  free(host);
+  if (ts.arena) cc_cuda_free(r->g, ts.arena);
+  if (ts.small) cc_cuda_free(r->g, ts.small);
+  if (ts.s3) cudaStreamDestroy(ts.s3);
+  free(ts.host);
   rdestroy(r);
-  if (st[0]) cudaStreamDestroy(st[0]);
-  if (st[1]) cudaStreamDestroy(st[1]);
+  if (ts.st[0]) cudaStreamDestroy(ts.st[0]);
+  if (ts.st[1]) cudaStreamDestroy(ts.st[1]);
 }
 
 /* ---- p2p_staged_sends */

@@ -51,84 +51,116 @@ static void fill(cc_dtype t, unsigned char *buf, size_t count, int k, int mode) 
   }
 }
 
-int main(void) {
-  static unsigned char src[MAX_SRC][N_ELEMS * 16] __attribute__((aligned(16)));
-  static unsigned char want[N_ELEMS * 16], got[3][N_ELEMS * 16] __attribute__((aligned(16)));
-  static unsigned char inplace[N_ELEMS * 16] __attribute__((aligned(16)));
-  static const char *const path_names[3] = {"16-byte packs", "elements", "three destinations, one in place"};
-  unsigned int no_abort = 0;
-  int path;
-  unsigned char scal[MAX_SRC][16];
+static unsigned char src[MAX_SRC][N_ELEMS * 16] __attribute__((aligned(16)));
+static unsigned char want[N_ELEMS * 16], got[3][N_ELEMS * 16] __attribute__((aligned(16)));
+static unsigned char inplace[N_ELEMS * 16] __attribute__((aligned(16)));
+static const char *const path_names[3] = {"16-byte packs", "elements", "three destinations, one in place"};
+
+/* One (dtype, op) pair under test: its kernel, and the sources of its current case. */
+typedef struct fold_case {
+  cc_dtype t;
+  int op, mode, n;               /* mode: random bits (0) or moderate values (1); n sources */
+  size_t scale, esize, es;       /* the kernel's elements: scale of esize bytes each; es: the dtype's */
+  cc_cuda__host_fold_fn fn;
+  const char *name;
   const void *srcs[MAX_SRC], *scals[MAX_SRC];
-  const int nsrcs[] = {1, 2, 3, 5};
-  int t, op, mode, ni, k, pairs = 0, refused = 0;
+  unsigned char scal[MAX_SRC][16];
+  unsigned int no_abort;
+} fold_case;
+
+/* Every destination of a must hold want's bits: 1 (and one failure) when one does not. */
+static int fold_differs(const fold_case *fc, int path, const cc_cuda__fold_args *a) {
+  size_t i, es = fc->es;
+  int d, bad = 0;
+  for (d = 0; d < a->ndst && !bad; d++) {
+    const unsigned char *res = (const unsigned char *)a->dst[d];
+    for (i = 0; i < N_ELEMS && !bad; i++) {
+      char hw[40] = "", hg[40] = "";
+      size_t j;
+      if (memcmp(want + i * es, res + i * es, es) == 0) continue;
+      for (j = 0; j < es && j < 16; j++) {
+        snprintf(hw + 2 * j, 3, "%02x", want[i * es + es - 1 - j]);
+        snprintf(hg + 2 * j, 3, "%02x", res[i * es + es - 1 - j]);
+      }
+      tu_fail(fc->name, "%s values, %d sources, %s, destination %d, element %zu: cc.h gives %s, the kernel %s",
+              fc->mode ? "moderate" : "random-bit", fc->n, path_names[path], d, i, hw, hg);
+      bad = 1;
+    }
+  }
+  return bad;
+}
+
+/* The kernel's paths: 16-byte packs (7 threads) or elements only (vec 0, 1
+ * thread), one destination or three, the last of them in place over source 0
+ * (a copy of it). 1 when the kernel's result differs from want. */
+static int fold_path(fold_case *fc, int path) {
+  cc_cuda__fold_args a;
+  int d, k, n = fc->n;
+  memset(&a, 0, sizeof a);
+  memcpy(inplace, src[0], N_ELEMS * fc->es);
+  for (k = 0; k < n; k++) {
+    a.src[k] = k == 0 && path == 2 ? (const void *)inplace : fc->srcs[k];
+    memcpy(a.scal[k], fc->scal[k], 16);
+  }
+  a.n = n;
+  a.count = N_ELEMS * fc->scale;
+  a.vec = path != 1;
+  a.ndst = path == 2 ? 3 : 1;
+  a.abort = &fc->no_abort;
+  for (d = 0; d < a.ndst; d++) {
+    memset(got[d], 0x5a, sizeof got[d]);
+    a.dst[d] = d == 2 ? (void *)inplace : (void *)got[d];
+  }
+  fc->fn(&a, path == 1 ? 1 : 7);
+  return fold_differs(fc, path, &a);
+}
+
+/* Both value kinds, 1, 2, 3 and 5 sources, every path: 1 when one differed. */
+static int fold_pair(fold_case *fc) {
+  static const int nsrcs[] = {1, 2, 3, 5};
+  int ni, k, path, bad = 0;
+  for (fc->mode = 0; fc->mode < 2 && !bad; fc->mode++) {
+    for (ni = 0; ni < (int)(sizeof nsrcs / sizeof nsrcs[0]) && !bad; ni++) {
+      int n = nsrcs[ni];
+      fc->n = n;
+      for (k = 0; k < n; k++) {
+        fill(fc->t, src[k], N_ELEMS, k, fc->mode);
+        fill(fc->t, fc->scal[k], 1, 100 + k, 1);   /* premul scalars: moderate values */
+        fc->srcs[k] = src[k];
+        fc->scals[k] = fc->scal[k];
+      }
+      memset(want, 0xa5, sizeof want);
+      cc__reduce_n(want, fc->srcs, n, N_ELEMS, fc->t, fc->op, fc->scals);
+      for (path = 0; path < 3 && !bad; path++) bad = fold_path(fc, path);
+    }
+  }
+  return bad;
+}
+
+int main(void) {
+  fold_case fc;
+  int t, op, pairs = 0, refused = 0;
+  memset(&fc, 0, sizeof fc);
   for (t = 0; t < (int)CC_DTYPE_COUNT; t++) {
     for (op = 0; op <= CC__OP_PREMUL; op++) {
       char name[96];
-      size_t scale, esize, es = cc__dtype_bytes((cc_dtype)t);
-      cc_cuda__host_fold_fn fn = cc_cuda__pick<cc_cuda__as_host>((cc_dtype)t, op, &scale, &esize);
-      int bad = 0;
+      fc.t = (cc_dtype)t;
+      fc.op = op;
+      fc.es = cc__dtype_bytes((cc_dtype)t);
+      fc.fn = cc_cuda__pick<cc_cuda__as_host>((cc_dtype)t, op, &fc.scale, &fc.esize);
+      fc.name = name;
       snprintf(name, sizeof name, "cuda fold %s %s", cc__dtype_name((cc_dtype)t), cc__op_name(op));
       if (cc__op_check((cc_dtype)t, op)) {
-        if (fn) tu_fail(name, "cc.h refuses the pair, yet a kernel exists");
+        if (fc.fn) tu_fail(name, "cc.h refuses the pair, yet a kernel exists");
         refused++;
         continue;
       }
-      if (!fn) { tu_fail(name, "no kernel for a pair cc.h allows"); continue; }
-      if (scale * esize != es) { tu_fail(name, "kernel elements of %zu x %zu bytes for a %zu-byte dtype", scale, esize, es); continue; }
-      for (mode = 0; mode < 2 && !bad; mode++) {
-        for (ni = 0; ni < (int)(sizeof nsrcs / sizeof nsrcs[0]) && !bad; ni++) {
-          int n = nsrcs[ni];
-          size_t i;
-          for (k = 0; k < n; k++) {
-            fill((cc_dtype)t, src[k], N_ELEMS, k, mode);
-            fill((cc_dtype)t, scal[k], 1, 100 + k, 1);   /* premul scalars: moderate values */
-            srcs[k] = src[k];
-            scals[k] = scal[k];
-          }
-          memset(want, 0xa5, sizeof want);
-          cc__reduce_n(want, srcs, n, N_ELEMS, (cc_dtype)t, op, scals);
-          /* the kernel's paths: 16-byte packs (7 threads) or elements only
-             (vec 0, 1 thread), one destination or three, the last of them
-             in place over source 0 (a copy of it) */
-          for (path = 0; path < 3 && !bad; path++) {
-            cc_cuda__fold_args a;
-            int d;
-            memset(&a, 0, sizeof a);
-            memcpy(inplace, src[0], N_ELEMS * es);
-            for (k = 0; k < n; k++) {
-              a.src[k] = k == 0 && path == 2 ? (const void *)inplace : srcs[k];
-              memcpy(a.scal[k], scal[k], 16);
-            }
-            a.n = n;
-            a.count = N_ELEMS * scale;
-            a.vec = path != 1;
-            a.ndst = path == 2 ? 3 : 1;
-            a.abort = &no_abort;
-            for (d = 0; d < a.ndst; d++) {
-              memset(got[d], 0x5a, sizeof got[d]);
-              a.dst[d] = d == 2 ? (void *)inplace : (void *)got[d];
-            }
-            fn(&a, path == 1 ? 1 : 7);
-            for (d = 0; d < a.ndst && !bad; d++) {
-              const unsigned char *res = (const unsigned char *)a.dst[d];
-              for (i = 0; i < N_ELEMS && !bad; i++) {
-                char hw[40] = "", hg[40] = "";
-                size_t j;
-                if (memcmp(want + i * es, res + i * es, es) == 0) continue;
-                for (j = 0; j < es && j < 16; j++) {
-                  snprintf(hw + 2 * j, 3, "%02x", want[i * es + es - 1 - j]);
-                  snprintf(hg + 2 * j, 3, "%02x", res[i * es + es - 1 - j]);
-                }
-                tu_fail(name, "%s values, %d sources, %s, destination %d, element %zu: cc.h gives %s, the kernel %s",
-                        mode ? "moderate" : "random-bit", n, path_names[path], d, i, hw, hg);
-                bad = 1;
-              }
-            }
-          }
-        }
+      if (!fc.fn) { tu_fail(name, "no kernel for a pair cc.h allows"); continue; }
+      if (fc.scale * fc.esize != fc.es) {
+        tu_fail(name, "kernel elements of %zu x %zu bytes for a %zu-byte dtype", fc.scale, fc.esize, fc.es);
+        continue;
       }
-      if (!bad) pairs++;
+      if (!fold_pair(&fc)) pairs++;
     }
   }
   if (!tu_failures())

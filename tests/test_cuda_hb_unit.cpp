@@ -38,15 +38,9 @@ static int is_b(uint16_t agent, uint32_t clk, void *u) {
   return agent == B;
 }
 
-int main(int argc, char **argv) {
-  static char name[64];
-  uint32_t va[HB_MAXA], vb[HB_MAXA], vc[HB_MAXA], t[HB_MAXA];
-  hb_conflict c;
-  hb_shadow *s;
-  int i, r;
-  if (argc > 1) snprintf(name, sizeof name, " (%.50s)", argv[1]), who = name;
-
-  /* vector clocks: join is the entrywise max, leq the entrywise order */
+/* Vector clocks: join is the entrywise max, leq the entrywise order. */
+static void unit_vector_clocks(void) {
+  uint32_t va[HB_MAXA], vb[HB_MAXA], t[HB_MAXA];
   memset(va, 0, sizeof va);
   memset(vb, 0, sizeof vb);
   va[A] = 3, va[B] = 1;
@@ -61,9 +55,15 @@ int main(int argc, char **argv) {
     va[A] = 4;
     CHECK(hb_before(x, va), "before: 4 <= 4");
   }
+}
 
-  /* A writes [0, 100) at clock 1; B reads [50, 60) knowing nothing of A: a race
-     (read after write) on exactly those bytes; once B has A's clock 1, none */
+/* A writes [0, 100) at clock 1; B reads [50, 60) knowing nothing of A: a race
+   (read after write) on exactly those bytes; once B has A's clock 1, none. */
+static void unit_read_after_write(void) {
+  uint32_t va[HB_MAXA], vb[HB_MAXA], vc[HB_MAXA];
+  hb_conflict c;
+  hb_shadow *s;
+  int r;
   s = fresh(1000);
   memset(va, 0, sizeof va), memset(vb, 0, sizeof vb), memset(vc, 0, sizeof vc);
   va[A] = 1, vb[B] = 1, vc[C] = 1;
@@ -89,10 +89,16 @@ int main(int argc, char **argv) {
   CHECK(s->nseg == 2 && s->seg[0].w.clk == 3 && s->seg[0].r[0].clk == 0, "one write forgets the reads, merges: nseg %u",
         s->nseg);
   free(s);
+}
 
-  /* bytes, not granules: A and B write neighbouring bytes at once (as two-shot
-     all_reduce's ranks do); then B writes across the boundary: one race, on
-     the one byte A wrote */
+/* Bytes, not granules: A and B write neighbouring bytes at once (as two-shot
+   all_reduce's ranks do); then B writes across the boundary: one race, on
+   the one byte A wrote. */
+static void unit_bytes(void) {
+  uint32_t va[HB_MAXA], vb[HB_MAXA];
+  hb_conflict c;
+  hb_shadow *s;
+  int r;
   s = fresh(256);
   memset(va, 0, sizeof va), memset(vb, 0, sizeof vb);
   va[A] = 1, vb[B] = 1;
@@ -106,10 +112,15 @@ int main(int argc, char **argv) {
   CHECK(hb_access(s, 250, 900, 0, A, 1, va, &c) == 0 && s->seg[s->nseg - 1].lo == 250, "past the end");
   CHECK(hb_access(s, 10, 10, 1, B, 1, vb, &c) == 0, "empty access");
   free(s);
+}
 
-  /* reads kept: B reads twice (the later stands for the earlier); C reads
-     knowing B's read: C's stands for B's; A then writes knowing C only: no
-     race (B's read is ordered before C's, C's before A's write) */
+/* Reads kept: B reads twice (the later stands for the earlier); C reads
+   knowing B's read: C's stands for B's; A then writes knowing C only: no
+   race (B's read is ordered before C's, C's before A's write). */
+static void unit_reads_kept(void) {
+  uint32_t va[HB_MAXA], vb[HB_MAXA], vc[HB_MAXA];
+  hb_conflict c;
+  hb_shadow *s;
   s = fresh(64);
   memset(va, 0, sizeof va), memset(vb, 0, sizeof vb), memset(vc, 0, sizeof vc);
   vb[B] = 1;
@@ -123,10 +134,16 @@ int main(int argc, char **argv) {
   va[A] = 1, va[C] = 1;
   CHECK(hb_access(s, 0, 64, 1, A, 1, va, &c) == 0, "write ordered after the last read: no race");
   free(s);
+}
 
-  /* concurrent reads are all kept (sorted by agent); a write that knows all
-     but one races with that one; more than HB_NR concurrent readers: one
-     read is forgotten, and counted */
+/* Concurrent reads are all kept (sorted by agent); a write that knows all
+   but one races with that one; more than HB_NR concurrent readers: one
+   read is forgotten, and counted. */
+static void unit_concurrent_reads(void) {
+  uint32_t va[HB_MAXA];
+  hb_conflict c;
+  hb_shadow *s;
+  int i, r;
   s = fresh(64);
   for (i = HB_NR; i >= 1; i--) {       /* agents 1..HB_NR, in reverse order */
     uint32_t v[HB_MAXA];
@@ -152,11 +169,17 @@ int main(int argc, char **argv) {
   }
   CHECK(s->dropped == 1, "HB_NR + 1 concurrent readers: %u forgotten (want 1)", s->dropped);
   free(s);
+}
 
-  /* a full shadow: every other byte written (by A and B in turn) makes two
-     segments each: 511 writes, 1022 segments; a write at the end one more;
-     then an access that needs two more boundaries is refused (-1, nothing
-     recorded), one that needs one more fits */
+/* A full shadow: every other byte written (by A and B in turn) makes two
+   segments each: 511 writes, 1022 segments; a write at the end one more;
+   then an access that needs two more boundaries is refused (-1, nothing
+   recorded), one that needs one more fits. */
+static void unit_full_shadow(void) {
+  uint32_t va[HB_MAXA], vb[HB_MAXA];
+  hb_conflict c;
+  hb_shadow *s;
+  int i, r;
   s = fresh(4 * HB_NSEG);
   memset(va, 0, sizeof va), memset(vb, 0, sizeof vb);
   va[A] = 1, vb[B] = 1;
@@ -168,8 +191,13 @@ int main(int argc, char **argv) {
   r = hb_access(s, 3000, 4000, 1, A, 3, va, &c);
   CHECK(r == 0 && s->nseg == HB_NSEG, "room for one boundary: r %d nseg %u", r, s->nseg);
   free(s);
+}
 
-  /* before a close: B's read not known to the closing clock is found; once known, nothing */
+/* Before a close: B's read not known to the closing clock is found; once known, nothing. */
+static void unit_before_close(void) {
+  uint32_t va[HB_MAXA], vb[HB_MAXA], t[HB_MAXA];
+  hb_conflict c;
+  hb_shadow *s;
   s = fresh(100);
   memset(va, 0, sizeof va), memset(vb, 0, sizeof vb), memset(t, 0, sizeof t);
   va[A] = 5, vb[B] = 9, vb[A] = 5;
@@ -181,7 +209,18 @@ int main(int argc, char **argv) {
   t[B] = 9;
   CHECK(hb_unordered(s, t, is_b, NULL, &c) == 0, "close after B's read is known");
   free(s);
+}
 
+int main(int argc, char **argv) {
+  static char name[64];
+  if (argc > 1) snprintf(name, sizeof name, " (%.50s)", argv[1]), who = name;
+  unit_vector_clocks();
+  unit_read_after_write();
+  unit_bytes();
+  unit_reads_kept();
+  unit_concurrent_reads();
+  unit_full_shadow();
+  unit_before_close();
   if (fails) return 1;
   printf("PASS: cuda hb unit%s: vector clocks and the shadow of an allocation against hand-computed cases (%d checks)\n",
          who, checks);

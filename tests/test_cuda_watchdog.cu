@@ -91,13 +91,8 @@ static void expect_failure(const char *name, cc_cuda_comm *g, cc_result code, co
   tu_pass(name, "%s; the host communicator aborted", g->page->abort_msg);
 }
 
-int main(void) {
-  cc_cuda_comm *g;
-  pid_t child;
-  int i, ok;
-
-  /* in step, or behind for less than the timeout: nothing */
-  g = make((int)getpid());
+/* In step, or behind for less than the timeout: nothing. */
+static void wd_keeps_up(cc_cuda_comm *g) {
   g->page->post[0][0] = g->page->post[1][0] = g->page->post[2][0] = 7;
   watch_past_timeout(g, 0);
   g->page->post[0][0] = 8;             /* this rank waits on phase 8 ... */
@@ -107,13 +102,18 @@ int main(void) {
   cc_cuda__watch(g, 0);
   if (g->page->abort || cc_cuda_comm_check(g) != CC_OK) tu_fail("cuda watchdog: no failure while ranks keep up", "%s", g->page->abort_msg);
   else tu_pass("cuda watchdog: no failure while ranks keep up", NULL);
+}
 
-  /* a late rank in a collective */
+/* A late rank in a collective. */
+static void wd_late_collective(cc_cuda_comm *g) {
   g->page->post[0][0] = g->page->post[1][0] = 9;
   watch_past_timeout(g, 0);
   expect_failure("cuda watchdog: a rank late for a collective phase", g, CC_ERR_TIMEOUT, "rank 2 to reach collective phase 9");
+}
 
-  /* released: every wait passes; an older value written over a flag is put back; a higher one stays */
+/* Released: every wait passes; an older value written over a flag is put back; a higher one stays. */
+static void wd_released(cc_cuda_comm *g) {
+  int i, ok;
   ok = passes(&g->page->post[2][0], 9) && passes(&g->page->post[2][0], 9 + 1000) && passes(&g->page->done[0][1], 1000);
   g->page->post[2][0] = 9;             /* rank 2's stream finally posts phase 9 */
   g->page->want[1][2] = (1u << 24) + 12345;  /* some stream writes beyond its released value */
@@ -125,10 +125,11 @@ int main(void) {
   if (ok) tu_pass("cuda watchdog: released flags let every wait pass, and stay so", NULL);
   else tu_fail("cuda watchdog: released flags", "post[2] %u, post[0] %u, want[1][2] %u", g->page->post[2][0],
                g->page->post[0][0], g->page->want[1][2]);
-  unmake(g);
+}
 
-  /* a message not sent, and one not received */
-  g = make((int)getpid());
+/* A message not sent, and one not received. */
+static void wd_messages(void) {
+  cc_cuda_comm *g = make((int)getpid());
   g->page->want[1][0] = 3;             /* this rank's stream waits for message 3 from rank 1 */
   g->page->ready[1][0] = 2;
   watch_past_timeout(g, 0);
@@ -140,27 +141,33 @@ int main(void) {
   watch_past_timeout(g, 0);
   expect_failure("cuda watchdog: a message not received in time", g, CC_ERR_TIMEOUT, "rank 2 to receive message 4");
   unmake(g);
+}
 
-  /* a peer that exited: a zombie, not yet reaped */
-  child = fork();
+/* A child that exits at once: a zombie, not yet reaped, after 50 ms. */
+static pid_t exited_child(void) {
+  pid_t child = fork();
   if (child == 0) _exit(0);
   tu_sleep_us(50 * 1000);
-  g = make((int)child);
+  return child;
+}
+
+/* A peer that exited: a zombie, not yet reaped. */
+static void wd_exited_peer(void) {
+  pid_t child = exited_child();
+  cc_cuda_comm *g = make((int)child);
+  char want[64];
   cc_cuda__watch(g, 0);
-  {
-    char want[64];
-    snprintf(want, sizeof want, "rank 2 lost (pid %d exited)", (int)child);
-    expect_failure("cuda watchdog: a peer process that exited", g, CC_ERR_PEER_LOST, want);
-  }
+  snprintf(want, sizeof want, "rank 2 lost (pid %d exited)", (int)child);
+  expect_failure("cuda watchdog: a peer process that exited", g, CC_ERR_PEER_LOST, want);
   unmake(g);
   waitpid(child, NULL, 0);
+}
 
-  /* destroy has begun: a peer that left and a wait past the timeout are no
-     failure; a failure on the page is still acted on */
-  child = fork();
-  if (child == 0) _exit(0);
-  tu_sleep_us(50 * 1000);
-  g = make((int)child);
+/* Destroy has begun: a peer that left and a wait past the timeout are no
+ * failure; a failure on the page is still acted on. */
+static void wd_closing(void) {
+  pid_t child = exited_child();
+  cc_cuda_comm *g = make((int)child);
   g->page->post[0][0] = 9;
   watch_past_timeout(g, 1);
   if (g->page->abort || cc_cuda_comm_check(g) != CC_OK) {
@@ -179,14 +186,28 @@ int main(void) {
   }
   unmake(g);
   waitpid(child, NULL, 0);
+}
 
-  /* cc_cuda_comm_abort */
-  g = make((int)getpid());
+/* cc_cuda_comm_abort. */
+static void wd_abort(void) {
+  cc_cuda_comm *g = make((int)getpid());
   g->page->post[0][0] = 5;             /* a wait in flight */
   cc_cuda_comm_abort(g);
   cc_cuda__watch(g, 0);
   if (!passes(&g->page->post[1][0], 5) || !passes(&g->page->post[2][0], 5)) tu_fail("cuda watchdog: cc_cuda_comm_abort", "waits not released");
   else expect_failure("cuda watchdog: cc_cuda_comm_abort", g, CC_ERR_ABORTED, "called cc_cuda_comm_abort");
   unmake(g);
+}
+
+int main(void) {
+  cc_cuda_comm *g = make((int)getpid());
+  wd_keeps_up(g);
+  wd_late_collective(g);
+  wd_released(g);
+  unmake(g);
+  wd_messages();
+  wd_exited_peer();
+  wd_closing();
+  wd_abort();
   return tu_exit_code();
 }
