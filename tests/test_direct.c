@@ -109,30 +109,50 @@ static unsigned char *buf_recv(bufs *b, int sym, int rank, int n) {
 
 static int is_reduction(int k) { return k == K_REDUCE || k == K_ALLRED || k == K_RS; }
 
-/* One case: fill, call, check. */
-static void run_case(tr_ctx *x, bufs *b, int sym, int k, cc_dtype t, int opk, size_t count, int inplace,
-                     uint64_t seed) {
-  cc_comm *c = x->c;
-  int n = x->n, me = x->rank, root = n - 1, j;
-  size_t es = tr_size(t), one = count * es, all = one * (size_t)n;
-  unsigned char *sb = buf_send(b, sym, me), *rb = buf_recv(b, sym, me, n), *want;
-  cc_op op = opk >= 0 ? opk : CC_SUM;
-  cc_op made = -1;
-  cc_result rc = CC_OK;
-  unsigned char scal[TR_MAXR][16];
-  int kind = opk == CC_PROD || opk == OP_PREMUL ? TR_GEN_NEAR_ONE : TR_GEN_ANY;
-  tr_label(x, "%s %s %s count %zu %s%s", k_names[k], tr_dtype_name(t),
-           opk == OP_USER ? "user" : opk == OP_PREMUL ? "premul_sum" : is_reduction(k) ? tr_op_name(op) : "-",
-           count, inplace ? "in place" : "out of place", sym ? " (cc_mem_alloc)" : "");
-  want = (unsigned char *)malloc(all + 16);
-  if (!want) { tr_fail(x, "malloc"); return; }
-  if (opk == OP_USER && !tr_ok(x, cc_op_create(c, user_sum, NULL, &made), "cc_op_create")) goto out;
-  if (opk == OP_PREMUL) {
-    for (j = 0; j < n; j++) { float s = 0.5f + (float)j; memcpy(scal[j], &s, 4); }
-    if (!tr_ok(x, cc_op_create_premul_sum(c, t, scal[me], &made), "cc_op_create_premul_sum")) goto out;
+/* One case of the matrix: what it calls, its buffers, and the op and scalars it uses. */
+typedef struct dcase {
+  int k, opk, inplace, kind, root;
+  cc_dtype t;
+  cc_op op;
+  size_t count, es, one;
+  uint64_t seed;
+  unsigned char *sb, *rb, *want;   /* rb: where the result lands (moved in place) */
+  unsigned char scal[TR_MAXR][16]; /* premul_sum's scalars, one per rank */
+} dcase;
+
+/* The user op or premul_sum a case asks for, into *made: 0 when its creation failed. */
+static int case_make_op(tr_ctx *x, dcase *d, cc_op *made) {
+  int j;
+  if (d->opk == OP_USER && !tr_ok(x, cc_op_create(x->c, user_sum, NULL, made), "cc_op_create")) return 0;
+  if (d->opk == OP_PREMUL) {
+    for (j = 0; j < x->n; j++) { float s = 0.5f + (float)j; memcpy(d->scal[j], &s, 4); }
+    if (!tr_ok(x, cc_op_create_premul_sum(x->c, d->t, d->scal[x->rank], made), "cc_op_create_premul_sum")) return 0;
   }
-  if (made >= 0) op = made;
-  memset(rb, 0xA5, k == K_RS || k == K_SCATTER ? one : all);
+  return 1;
+}
+
+/* The reference of a reduction's count elements from element `first` on. */
+static void case_reduced(tr_ctx *x, const dcase *d, size_t first) {
+  if (d->opk == OP_PREMUL) {
+    size_t i;
+    for (i = 0; i < d->count; i++)
+      tr_premul_reference(d->want + i * d->es, d->t, d->kind, d->seed, x->n, first + i,
+                          (const unsigned char (*)[16])d->scal);
+  } else {
+    tr_reference(d->want, d->t, d->op >= CC_OP_BUILTIN_COUNT ? CC_SUM : d->op, d->kind, d->seed, x->n, first,
+                 d->count);
+  }
+}
+
+/* Fill the inputs, make the call, compute what the result must be. */
+static cc_result case_call(tr_ctx *x, dcase *d) {
+  cc_comm *c = x->c;
+  int n = x->n, me = x->rank, root = d->root, k = d->k, kind = d->kind, j;
+  cc_dtype t = d->t;
+  size_t count = d->count, one = d->one;
+  uint64_t seed = d->seed;
+  unsigned char *sb = d->sb, *rb = d->rb, *want = d->want;
+  cc_result rc = CC_OK;
   switch (k) {
   case K_BCAST:
     if (me == root) tr_fill(rb, t, kind, seed, root, 0, count);
@@ -140,46 +160,35 @@ static void run_case(tr_ctx *x, bufs *b, int sym, int k, cc_dtype t, int opk, si
     tr_fill(want, t, kind, seed, root, 0, count);
     break;
   case K_REDUCE: case K_ALLRED: {
-    unsigned char *s = inplace ? rb : sb;
+    unsigned char *s = d->inplace ? rb : sb;
     tr_fill(s, t, kind, seed, me, 0, count);
-    rc = k == K_REDUCE ? cc_reduce(c, s, rb, count, t, op, root) : cc_all_reduce(c, s, rb, count, t, op);
-    if (opk == OP_PREMUL) {
-      size_t i;
-      for (i = 0; i < count; i++) tr_premul_reference(want + i * es, t, kind, seed, n, i, (const unsigned char (*)[16])scal);
-    } else {
-      tr_reference(want, t, op >= CC_OP_BUILTIN_COUNT ? CC_SUM : op, kind, seed, n, 0, count);
-    }
+    rc = k == K_REDUCE ? cc_reduce(c, s, rb, count, t, d->op, root) : cc_all_reduce(c, s, rb, count, t, d->op);
+    case_reduced(x, d, 0);
     break;
   }
   case K_RS:                           /* in place, recvbuf is block `me` of sendbuf */
     tr_fill(sb, t, kind, seed, me, 0, (size_t)n * count);
-    if (inplace) rb = sb + (size_t)me * one;
-    rc = cc_reduce_scatter(c, sb, rb, count, t, op);
-    if (opk == OP_PREMUL) {
-      size_t i;
-      for (i = 0; i < count; i++)
-        tr_premul_reference(want + i * es, t, kind, seed, n, (size_t)me * count + i, (const unsigned char (*)[16])scal);
-    } else {
-      tr_reference(want, t, op >= CC_OP_BUILTIN_COUNT ? CC_SUM : op, kind, seed, n, (size_t)me * count, count);
-    }
+    if (d->inplace) d->rb = rb = sb + (size_t)me * one;
+    rc = cc_reduce_scatter(c, sb, rb, count, t, d->op);
+    case_reduced(x, d, (size_t)me * count);
     break;
   case K_GATHER: case K_ALLGATHER: {
-    unsigned char *s = inplace && (k == K_ALLGATHER || me == root) ? rb + (size_t)me * one : sb;
+    unsigned char *s = d->inplace && (k == K_ALLGATHER || me == root) ? rb + (size_t)me * one : sb;
     tr_fill(s, t, kind, seed, me, 0, count);
     rc = k == K_GATHER ? cc_gather(c, s, rb, count, t, root) : cc_all_gather(c, s, rb, count, t);
     for (j = 0; j < n; j++) tr_fill(want + (size_t)j * one, t, kind, seed, j, 0, count);
     break;
   }
   case K_SCATTER: {
-    unsigned char *r = inplace && me == root ? sb + (size_t)me * one : rb;
+    unsigned char *r = d->inplace && me == root ? sb + (size_t)me * one : rb;
     if (me == root) tr_fill(sb, t, kind, seed, root, 0, (size_t)n * count);
     rc = cc_scatter(c, sb, r, count, t, root);
-    rb = r;
+    d->rb = r;
     tr_fill(want, t, kind, seed, root, (size_t)me * count, count);
     break;
   }
   case K_A2A: {
-    unsigned char *s = inplace ? rb : sb;
+    unsigned char *s = d->inplace ? rb : sb;
     tr_fill(s, t, kind, seed, me, 0, (size_t)n * count);
     rc = cc_all_to_all(c, s, rb, count, t);
     for (j = 0; j < n; j++) tr_fill(want + (size_t)j * one, t, kind, seed, j, (size_t)me * count, count);
@@ -187,16 +196,50 @@ static void run_case(tr_ctx *x, bufs *b, int sym, int k, cc_dtype t, int opk, si
   }
   default: break;
   }
+  return rc;
+}
+
+/* One case: fill, call, check. */
+static void run_case(tr_ctx *x, bufs *b, int sym, int k, cc_dtype t, int opk, size_t count, int inplace,
+                     uint64_t seed) {
+  int n = x->n, me = x->rank;
+  size_t all;
+  cc_op made = -1;
+  cc_result rc;
+  dcase d;
+  d.k = k;
+  d.t = t;
+  d.opk = opk;
+  d.count = count;
+  d.inplace = inplace;
+  d.seed = seed;
+  d.root = n - 1;
+  d.es = tr_size(t);
+  d.one = count * d.es;
+  all = d.one * (size_t)n;
+  d.sb = buf_send(b, sym, me);
+  d.rb = buf_recv(b, sym, me, n);
+  d.op = opk >= 0 ? opk : CC_SUM;
+  d.kind = opk == CC_PROD || opk == OP_PREMUL ? TR_GEN_NEAR_ONE : TR_GEN_ANY;
+  tr_label(x, "%s %s %s count %zu %s%s", k_names[k], tr_dtype_name(t),
+           opk == OP_USER ? "user" : opk == OP_PREMUL ? "premul_sum" : is_reduction(k) ? tr_op_name(d.op) : "-",
+           count, inplace ? "in place" : "out of place", sym ? " (cc_mem_alloc)" : "");
+  d.want = (unsigned char *)malloc(all + 16);
+  if (!d.want) { tr_fail(x, "malloc"); return; }
+  if (!case_make_op(x, &d, &made)) goto out;
+  if (made >= 0) d.op = made;
+  memset(d.rb, 0xA5, k == K_RS || k == K_SCATTER ? d.one : all);
+  rc = case_call(x, &d);
   if (!tr_ok(x, rc, k_names[k])) goto out;
   {
     size_t len = k == K_GATHER || k == K_ALLGATHER || k == K_A2A ? (size_t)n * count : count;
     char m[300];
-    if ((k != K_REDUCE && k != K_GATHER) || me == root)
-      if (tr_compare(rb, want, len, t, m, sizeof m)) tr_fail(x, "%s", m);
+    if ((k != K_REDUCE && k != K_GATHER) || me == d.root)
+      if (tr_compare(d.rb, d.want, len, t, m, sizeof m)) tr_fail(x, "%s", m);
   }
 out:
-  if (made >= 0) cc_op_destroy(c, made);
-  free(want);
+  if (made >= 0) cc_op_destroy(x->c, made);
+  free(d.want);
 }
 
 /* Every collective x dtype x op, in place and out, on one kind of buffer. */
