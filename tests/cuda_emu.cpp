@@ -683,7 +683,28 @@ static unsigned int hb_acquire(hb_ctx *c, const volatile unsigned int *p) {
 
 /* cc_cuda.cuh's hooks (CC_CUDA_EMU_HOOKS), called by the kernels' CPU twins. */
 extern "C" void cc_emu_flag_store(volatile unsigned int *p, unsigned int v) { hb_release(hb_me(), p, v); }
-extern "C" unsigned int cc_emu_flag_load(const volatile unsigned int *p) { return hb_acquire(hb_me(), p); }
+/* A wait kernel's twin polls its flag in a loop (with a sched_yield between
+   loads). Each load takes the checker's lock, shared by every rank: on a
+   2-CPU machine the pollers could keep it, and the CPUs, from the rank that
+   is to post (CI once saw the kernel-waits run take over 70 s instead of 7).
+   A thread that reads the same value at the same place many times in a row
+   naps, a little longer the longer it has polled: the wait ends at most
+   that nap later, and what it takes in is unchanged. */
+static __thread const volatile unsigned int *emu_poll_at;
+static __thread unsigned int emu_poll_value;
+static __thread int emu_poll_same;
+
+extern "C" unsigned int cc_emu_flag_load(const volatile unsigned int *p) {
+  unsigned int x = hb_acquire(hb_me(), p);
+  if (p != emu_poll_at || x != emu_poll_value) {
+    emu_poll_at = p;
+    emu_poll_value = x;
+    emu_poll_same = 0;
+  } else if (++emu_poll_same > 8) {
+    emu_sleep_us(emu_poll_same > 64 ? 50 : 5);
+  }
+  return x;
+}
 
 static void hb_report(int uaf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void hb_report(int uaf, const char *fmt, ...) {
