@@ -540,11 +540,18 @@ static int move_broadcast(size_t n, unsigned salt) {
   return 1;
 }
 
+/* A receive of one block of `bytes` from every rank, in rank order: rank r's
+   holds its payload to `to`, and the guard after the last is untouched. */
+static void check_blocks(unsigned char *rcv, size_t bytes, int to, unsigned salt, const char *what) {
+  int r;
+  for (r = 0; r < g_size; r++) check_payload(at(rcv, bytes * (size_t)r), bytes, r, to, salt, what);
+  check_guard(rcv, bytes * (size_t)g_size, what);
+}
+
 /* gather of per int32 per rank to root 0; returns the number of calls made. */
 static int move_gather(size_t per, unsigned salt) {
   char what[256];
   unsigned char *s, *rcv;
-  int r;
   size_t N = (size_t)g_size;
   size_t bytes = per * 4;
   s = rbuf(bytes);
@@ -552,10 +559,7 @@ static int move_gather(size_t per, unsigned salt) {
   rcv = g_rank == 0 ? rbuf(bytes * N) : NULL;
   snprintf(what, sizeof what, "gather int32 count %zu root 0", per);
   must(cc_gather(g_c, s, rcv, per, CC_INT32, 0), what);
-  if (g_rank == 0) {
-    for (r = 0; r < g_size; r++) check_payload(at(rcv, bytes * (size_t)r), bytes, r, 0, salt + 1000, what);
-    check_guard(rcv, bytes * N, what);
-  }
+  if (g_rank == 0) check_blocks(rcv, bytes, 0, salt + 1000, what);
   free(s);
   free(rcv);
   return 1;
@@ -566,7 +570,6 @@ static int move_gather(size_t per, unsigned salt) {
 static int move_all_gather(size_t per, unsigned salt) {
   char what[256];
   unsigned char *s, *rcv;
-  int r;
   size_t N = (size_t)g_size;
   size_t bytes = per * 2;
   s = rbuf(bytes);
@@ -574,16 +577,14 @@ static int move_all_gather(size_t per, unsigned salt) {
   rcv = rbuf(bytes * N);
   snprintf(what, sizeof what, "all_gather float16 count %zu", per);
   must(cc_all_gather(g_c, s, rcv, per, CC_FLOAT16), what);
-  for (r = 0; r < g_size; r++) check_payload(at(rcv, bytes * (size_t)r), bytes, r, -2, salt + 2000, what);
-  check_guard(rcv, bytes * N, what);
+  check_blocks(rcv, bytes, -2, salt + 2000, what);
   if (rcv) {
     memset(rcv, SENTINEL, bytes * N);
     fill_payload(at(rcv, bytes * (size_t)g_rank), bytes, g_rank, -2, salt + 2000);
   }
   snprintf(what, sizeof what, "all_gather in place float16 count %zu", per);
   must(cc_all_gather(g_c, rcv ? at(rcv, bytes * (size_t)g_rank) : NULL, rcv, per, CC_FLOAT16), what);
-  for (r = 0; r < g_size; r++) check_payload(at(rcv, bytes * (size_t)r), bytes, r, -2, salt + 2000, what);
-  check_guard(rcv, bytes * N, what);
+  check_blocks(rcv, bytes, -2, salt + 2000, what);
   free(s);
   free(rcv);
   return 2;
@@ -627,9 +628,7 @@ static int move_all_to_all(size_t n, unsigned salt) {
     rcv = rbuf(bytes * N);
     snprintf(what, sizeof what, "all_to_all %s count %zu", tname(t), each);
     must(cc_all_to_all(g_c, s, rcv, each, t), what);
-    for (r = 0; r < g_size; r++)
-      check_payload(at(rcv, bytes * (size_t)r), bytes, r, g_rank, salt + 4000 + (unsigned)k, what);
-    check_guard(rcv, bytes * N, what);
+    check_blocks(rcv, bytes, g_rank, salt + 4000 + (unsigned)k, what);
     free(s);
     free(rcv);
     calls++;
@@ -698,13 +697,27 @@ static void v_layout(struct vlayout *L, size_t k) {
   L->rtotal = rtotal;
 }
 
+/* A v receive: rank r's block of cnt[r] elements of es bytes at dsp[r] holds
+   its payload to `to`, the gaps before each block and the guard after the
+   last are untouched. */
+static void check_v_blocks(const unsigned char *rcv, const size_t *cnt, const size_t *dsp, size_t total, size_t es,
+                           int to, unsigned salt, const char *what) {
+  size_t prev = 0;
+  int r;
+  for (r = 0; r < g_size; r++) {
+    check_untouched(rcv + prev * es, (dsp[r] - prev) * es, what);
+    check_payload(rcv + dsp[r] * es, cnt[r] * es, r, to, salt, what);
+    prev = dsp[r] + cnt[r];
+  }
+  check_guard(rcv, total * es, what);
+}
+
 /* gather_v, int32, root size-1. */
 static void v_gather(const struct vlayout *L, unsigned salt) {
   const size_t *cnt = L->cnt, *dsp = L->dsp;
   size_t k = L->k, total = L->total;
   char what[256];
   unsigned char *s, *rcv;
-  int r;
   int root = g_size - 1;
   size_t mine = cnt[g_rank] * 4;
   s = rbuf(mine);
@@ -712,15 +725,7 @@ static void v_gather(const struct vlayout *L, unsigned salt) {
   rcv = g_rank == root ? rbuf(total * 4) : NULL;
   snprintf(what, sizeof what, "gather_v int32 k %zu root %d", k, root);
   must(cc_gather_v(g_c, s, cnt[g_rank], rcv, cnt, dsp, CC_INT32, root), what);
-  if (rcv) {
-    size_t prev = 0;
-    for (r = 0; r < g_size; r++) {
-      check_untouched(rcv + prev * 4, (dsp[r] - prev) * 4, what);
-      check_payload(rcv + dsp[r] * 4, cnt[r] * 4, r, root, salt, what);
-      prev = dsp[r] + cnt[r];
-    }
-    check_guard(rcv, total * 4, what);
-  }
+  if (rcv) check_v_blocks(rcv, cnt, dsp, total, 4, root, salt, what);
   free(s);
   free(rcv);
 }
@@ -731,19 +736,13 @@ static void v_all_gather(const struct vlayout *L, unsigned salt) {
   size_t k = L->k, total = L->total;
   char what[256];
   unsigned char *s, *rcv;
-  int r;
-  size_t mine = cnt[g_rank] * 2, prev = 0;
+  size_t mine = cnt[g_rank] * 2;
   s = rbuf(mine);
   fill_payload(s, mine, g_rank, -1, salt + 1);
   rcv = rbuf(total * 2);
   snprintf(what, sizeof what, "all_gather_v float16 k %zu", k);
   must(cc_all_gather_v(g_c, s, cnt[g_rank], rcv, cnt, dsp, CC_FLOAT16), what);
-  for (r = 0; r < g_size; r++) {
-    check_untouched(rcv + prev * 2, (dsp[r] - prev) * 2, what);
-    check_payload(rcv + dsp[r] * 2, cnt[r] * 2, r, -1, salt + 1, what);
-    prev = dsp[r] + cnt[r];
-  }
-  check_guard(rcv, total * 2, what);
+  check_v_blocks(rcv, cnt, dsp, total, 2, -1, salt + 1, what);
   free(s);
   free(rcv);
 }
@@ -775,18 +774,12 @@ static void v_all_to_all(const struct vlayout *L, unsigned salt) {
   char what[256];
   unsigned char *s, *rcv;
   int r;
-  size_t prev = 0;
   s = rbuf(stotal * 4);
   for (r = 0; r < g_size; r++) fill_payload(s + sdsp[r] * 4, scnt[r] * 4, g_rank, r, salt + 3);
   rcv = rbuf(rtotal * 4);
   snprintf(what, sizeof what, "all_to_all_v int32 k %zu", k);
   must(cc_all_to_all_v(g_c, s, scnt, sdsp, rcv, rcnt, rdsp, CC_INT32), what);
-  for (r = 0; r < g_size; r++) {
-    check_untouched(rcv + prev * 4, (rdsp[r] - prev) * 4, what);
-    check_payload(rcv + rdsp[r] * 4, rcnt[r] * 4, r, g_rank, salt + 3, what);
-    prev = rdsp[r] + rcnt[r];
-  }
-  check_guard(rcv, rtotal * 4, what);
+  check_v_blocks(rcv, rcnt, rdsp, rtotal, 4, g_rank, salt + 3, what);
   free(s);
   free(rcv);
 }
