@@ -120,11 +120,12 @@ if [ "$tsan_only" = 1 ]; then
 fi
 
 # ---- builds, as many at once as there are CPUs (nvcc is slow), the longest
-# first. The example is built as make builds it by default (a fat binary);
-# where no NVIDIA driver is, the GPU suite and the benchmark, which cannot run
-# there, are built for one architecture only (the fat binary of each costs
-# about a minute of CPU) and with the host side unoptimized (-O0: nvcc's host
-# compile of cc.h at -O2 is half a build).
+# first. Where an NVIDIA driver is, as make builds them by default (fat
+# binaries). Where none is, nothing built here can run on a GPU: for CI's
+# time, one architecture each (a fat binary costs about a minute of CPU), the
+# example still at -O2 as make builds it, the GPU suite and the benchmark with
+# the host side unoptimized (-O0: nvcc's host compile of cc.h at -O2 is half a
+# build).
 fat=1
 [ -e /dev/nvidiactl ] || fat=0
 built=1 srcs=() bins=() pids=() archs=()
@@ -139,6 +140,7 @@ for t in tests/cuda_emu.cpp $(cd "$root" && ls examples/*.cu) tests/test_cuda_hb
   one=()
   case $bin in
     test_cuda | cc_bench_cuda) [ "$fat" = 1 ] || one=('NVCC_ARCH=$(EMU_ARCH)' 'NVFLAGS=-O0 -g') ;;
+    cuda_all_reduce) [ "$fat" = 1 ] || one=('NVCC_ARCH=$(EMU_ARCH)') ;;
   esac
   while [ "$(jobs -rp | wc -l)" -ge "$(nproc 2>/dev/null || echo 2)" ]; do wait -n; done
   make --no-print-directory -s -C "$root" BUILD="$build" NVCC="$nvcc" ${one[@]+"${one[@]}"} "$build/cuda/$bin" \
