@@ -4,11 +4,18 @@
    call, with arena calls between; a user message ahead of a collective frame
    in the same ring; a root that leaves once its frames are sent; and the
    mismatches that only a queued call can make (two ranks each taking itself
-   for the root, calls in another order). Each received byte is checked
-   against a formula of (call, element); on every transport (tests/run.sh
-   runs it again with CC_TRANSPORT=tcp, where nothing is queued and the same
-   results must hold). */
+   for the root, calls in another order); and two races of the wait, made
+   to happen on every run through cc.h's test seam (a rank that leaves, or
+   fails and leaves, while its peer is between two checks). Each received
+   byte is checked against a formula of (call, element); on every transport
+   (tests/run.sh runs it again with CC_TRANSPORT=tcp, where nothing is
+   queued and the same results must hold). */
 #define _POSIX_C_SOURCE 200809L
+/* cc.h's test seam (queued.race_*): this rank stops at the named place once
+   it is armed, while the other rank does what the race needs. */
+struct cc_comm;
+static void seam(const char *where, const struct cc_comm *c);
+#define CC__TEST_SEAM(where, c) seam(#where, c)
 #define CC_IMPLEMENTATION
 #include "cc.h"
 #include "test_util.h"
@@ -163,6 +170,73 @@ static int root_leaves(cc_comm *c, void *arg) {
   return 0;
 }
 
+/* ---------------------------------------------------------------- races, on demand */
+
+/* Two races that CI's runs found in the wait (cc__wait_alive), each now made
+   to happen every time with cc.h's seam: rank 0 waits for rank 1 in a
+   barrier; 20 ms into the wait, just before it asks whether rank 1 lives,
+   the seam holds rank 0 for 400 ms (it has already found the wait not over
+   and no failure posted). Meanwhile rank 1, 100 ms late, does its part and
+   leaves (race_left: the barrier), or posts a failure and leaves
+   (race_failed: cc_comm_abort); either way cc_spawn then destroys its
+   communicator and the process exits.
+   Rank 0 then finds rank 1 gone. The barrier must end as rank 1 left it:
+   CC_OK, not CC_ERR_PEER_LOST (d2f03af), or the failure rank 1 posted,
+   CC_ERR_ABORTED, not its leaving (638f22d). Over TCP the frame or the
+   abort comes before the end of the stream, so the seam changes nothing
+   there, and the outcome must be the same. */
+static int seam_armed;                 /* this process: hold at the next wait_alive */
+static int seam_hits;
+
+static void seam(const char *where, const struct cc_comm *c) {
+  (void)c;
+  if (!seam_armed || strcmp(where, "wait_alive") != 0) return;
+  seam_armed = 0;
+  seam_hits++;
+  tu_sleep_us(400000);
+}
+
+struct race_out { int code, hits; char err[CC__ERR_BYTES]; };
+static struct race_out *race;
+
+static int race_rank(cc_comm *c, void *arg) {
+  int failed = *(const int *)arg, me = cc_comm_rank(c);
+  cc_result r;
+  if (cc_barrier(c) != CC_OK) return 1;
+  if (me == 1) {
+    tu_sleep_us(100000);
+    if (failed) cc_comm_abort(c);
+    else if (cc_barrier(c) != CC_OK) return 1;
+    return 0;                          /* cc_spawn destroys the communicator and exits */
+  }
+  seam_armed = 1;
+  seam_hits = 0;
+  r = cc_barrier(c);
+  seam_armed = 0;
+  race[0].code = r;
+  race[0].hits = seam_hits;
+  snprintf(race[0].err, sizeof race[0].err, "%s", cc_comm_last_error(c));
+  return 0;
+}
+
+static void case_race(int failed) {
+  const char *name = failed ? "queued.race_failed" : "queued.race_left";
+  int want = failed ? CC_ERR_ABORTED : CC_OK, rc;
+  double t0 = tu_now();
+  memset(race, 0, sizeof *race);
+  race[0].code = -1;
+  rc = tu_spawn(2, race_rank, &failed);
+  if (race[0].code == want && (race[0].hits == 1 || tcp()) &&
+      (!failed || strstr(race[0].err, "rank 1 called cc_comm_abort")))
+    tu_pass(name, "rank 1 %s while rank 0 was held before its liveness check: rank 0's barrier %s (%d hold, %.2f s)",
+            failed ? "aborted and exited" : "passed the barrier and left", cc_strerror((cc_result)want), race[0].hits,
+            tu_now() - t0);
+  else
+    tu_fail(name, "rank 0's barrier returned %s (%s), wanted %s; the seam held it %d time(s); cc_spawn %d",
+            race[0].code < 0 ? "nothing" : cc_strerror((cc_result)race[0].code), race[0].err,
+            cc_strerror((cc_result)want), race[0].hits, rc);
+}
+
 /* ---------------------------------------------------------------- mismatches */
 
 struct outcome { int code1, code2; char err[CC__ERR_BYTES]; };
@@ -267,6 +341,10 @@ int main(void) {
     tu_pass("queued.root_leaves", "the root's 50 broadcasts reach ranks that start after it left (%.2f s)", tu_now() - t0);
   else
     tu_fail("queued.root_leaves", "%s", cc_comm_last_error(NULL));
+  race = (struct race_out *)tu_shared_alloc(sizeof(struct race_out));
+  if (!race) { tu_fail("queued.race", "no shared memory for the outcome"); return 1; }
+  case_race(0);
+  case_race(1);
   if (tcp()) setenv("CC_TIMEOUT", "3", 1);
   for (k = 0; k < MM_KINDS; k++) case_mismatch(k, 3);
   return tu_exit_code();
