@@ -1,0 +1,172 @@
+#!/usr/bin/env python3
+"""targets.py - issue 12's targets against Open MPI, pass by pass, from a
+bench/compare.sh run.
+
+    /usr/bin/python3 bench/targets.py [RESULTS]     # default build/compare/latest
+
+RESULTS is a compare.sh folder (its results.tsv). Every target is a ratio
+of cc against Open MPI measured in the same pass (compare.sh interleaves the
+configurations, so each pass shares one placement of the vCPUs), printed for
+every pass, then "met" when it holds in every pass, "met N of M" or "not
+met". Rows whose configurations the run lacks are left out. The out-of-place
+column is read (in-place where a collective has only that).
+
+Targets (issue 12; docs/performance.md):
+  - all_reduce, 2 ranks: 8 B latency at most 0.6x Open MPI's; busbw at least
+    2.5x at 16 MiB and 4x at 64 MiB.
+  - broadcast, 2 and 4 ranks: 8 B latency no worse than Open MPI's.
+  - all_gather, all_to_all, reduce_scatter, gather, scatter, 2 and 4 ranks:
+    busbw at least 1.2x Open MPI's at every size from 64 KiB to 64 MiB
+    (the least ratio over those sizes, and how many sizes reach 1.2).
+  - 4 ranks on 2 CPUs: every collective's 8 B latency 1.5x better.
+  - TCP, 2 ranks: all_reduce busbw at 16 MiB at least Open MPI's (cc with
+    and without a token).
+  - cc_mem_alloc buffers: 2-rank all_reduce busbw at 64 MiB at least 1.5x
+    cc's on plain buffers.
+"""
+import csv
+import os
+import sys
+
+MOVERS = ["all_gather", "all_to_all", "reduce_scatter", "gather", "scatter"]
+LATENCY = ["all_reduce", "all_gather", "reduce_scatter", "broadcast", "all_to_all", "gather", "scatter", "barrier"]
+KIB, MIB = 1024, 1024 * 1024
+
+
+def load(path):
+    """{(pass, config, collective, bytes): (time_us, busbw)}, out-of-place first."""
+    rows = {}
+    with open(path) as f:
+        for r in csv.DictReader(f, delimiter="\t"):
+            try:
+                key = (int(r["pass"]), r["config"], r["collective"], int(r["bytes"]))
+                val = (float(r["time_us"]), float(r["busbw"]))
+            except (KeyError, ValueError):
+                continue
+            if r["inplace"] == "0" or key not in rows:
+                rows[key] = val
+    return rows
+
+
+class Run:
+    def __init__(self, rows):
+        self.rows = rows
+        self.passes = sorted({k[0] for k in rows})
+        self.configs = {k[1] for k in rows}
+
+    def has(self, *configs):
+        return all(c in self.configs for c in configs)
+
+    def sizes(self, config, coll):
+        return sorted({k[3] for k in self.rows if k[1] == config and k[2] == coll})
+
+    def get(self, p, config, coll, size, what):
+        v = self.rows.get((p, config, coll, size))
+        return None if v is None else v[0 if what == "time" else 1]
+
+    def smallest(self, config, coll):
+        s = self.sizes(config, coll)
+        return s[0] if s else None
+
+
+def ratio(a, b):
+    return a / b if a is not None and b not in (None, 0) else None
+
+
+def fmt(x):
+    return "-" if x is None else ("%.2f" % x)
+
+
+def verdict(oks):
+    n, m = sum(1 for o in oks if o), len(oks)
+    if m == 0:
+        return "no data"
+    return "**met**" if n == m else ("met %d of %d" % (n, m) if n else "**not met**")
+
+
+def row(out, name, vals, ok, detail=""):
+    out.append("| %s | %s%s | %s |" % (name, " / ".join(fmt(v) for v in vals), detail, verdict(ok)))
+
+
+def lat_ratio(run, p, cfg, ref, coll):
+    """cc time / reference time at the smallest size (< 1: cc faster)."""
+    s = run.smallest(cfg, coll)
+    return ratio(run.get(p, cfg, coll, s, "time"), run.get(p, ref, coll, s, "time")) if s is not None else None
+
+
+def bw_ratio(run, p, cfg, ref, coll, size):
+    return ratio(run.get(p, cfg, coll, size, "bw"), run.get(p, ref, coll, size, "bw"))
+
+
+def targets(run):
+    out = ["| target | pass " + " / ".join(str(p) for p in run.passes) + " | |", "|---|---|---|"]
+    P = run.passes
+    if run.has("cc_shm_np2", "openmpi_shm_np2"):
+        v = [lat_ratio(run, p, "cc_shm_np2", "openmpi_shm_np2", "all_reduce") for p in P]
+        row(out, "all_reduce 2r 8 B, cc / Open MPI time <= 0.6", v, [x is not None and x <= 0.6 for x in v])
+        for size, want in ((16 * MIB, 2.5), (64 * MIB, 4.0)):
+            v = [bw_ratio(run, p, "cc_shm_np2", "openmpi_shm_np2", "all_reduce", size) for p in P]
+            row(out, "all_reduce 2r busbw %d MiB, cc / Open MPI >= %.1f" % (size // MIB, want), v,
+                [x is not None and x >= want for x in v])
+    for n in (2, 4):
+        cc, om = "cc_shm_np%d" % n, "openmpi_shm_np%d" % n
+        if not run.has(cc, om):
+            continue
+        v = [lat_ratio(run, p, cc, om, "broadcast") for p in P]
+        row(out, "broadcast %dr 8 B, cc / Open MPI time <= 1" % n, v, [x is not None and x <= 1.0 for x in v])
+        for coll in MOVERS:
+            sizes = [s for s in run.sizes(cc, coll) if 64 * KIB <= s <= 64 * MIB]
+            least, reach = [], []
+            for p in P:
+                rs = [bw_ratio(run, p, cc, om, coll, s) for s in sizes]
+                rs = [r for r in rs if r is not None]
+                least.append(min(rs) if rs else None)
+                reach.append(sum(1 for r in rs if r >= 1.2))
+            row(out, "%s %dr busbw >= 1.2x at 64 KiB-64 MiB (least ratio; sizes at 1.2 of %d)" % (coll, n, len(sizes)),
+                least, [x is not None and x >= 1.2 for x in least], " (" + ", ".join(str(r) for r in reach) + ")")
+    if run.has("cc_shm_np4", "openmpi_shm_np4"):
+        for coll in LATENCY:
+            v = [lat_ratio(run, p, "cc_shm_np4", "openmpi_shm_np4", coll) for p in P]
+            v = [None if x is None else 1.0 / x for x in v]
+            row(out, "4r on 2 CPUs %s 8 B, Open MPI / cc time >= 1.5" % coll, v, [x is not None and x >= 1.5 for x in v])
+    for cc in ("cc_tcp_np2", "ccopen_tcp_np2"):
+        if run.has(cc, "openmpi_tcp_np2"):
+            v = [bw_ratio(run, p, cc, "openmpi_tcp_np2", "all_reduce", 16 * MIB) for p in P]
+            row(out, "TCP all_reduce 2r busbw 16 MiB, %s / Open MPI >= 1" % ("token" if cc == "cc_tcp_np2" else "no token"),
+                v, [x is not None and x >= 1.0 for x in v])
+    if run.has("ccmem_shm_np2", "cc_shm_np2"):
+        v = [bw_ratio(run, p, "ccmem_shm_np2", "cc_shm_np2", "all_reduce", 64 * MIB) for p in P]
+        row(out, "cc_mem_alloc all_reduce 2r busbw 64 MiB, / plain buffers >= 1.5", v, [x is not None and x >= 1.5 for x in v])
+        if run.has("openmpi_shm_np2"):
+            for size in (16 * MIB, 64 * MIB):
+                v = [bw_ratio(run, p, "ccmem_shm_np2", "openmpi_shm_np2", "all_reduce", size) for p in P]
+                out.append("| (for reference) cc_mem_alloc all_reduce 2r busbw %d MiB / Open MPI | %s | |"
+                           % (size // MIB, " / ".join(fmt(x) for x in v)))
+    return out
+
+
+def fingerprints(run, path):
+    """The c2c fingerprint per pass and configuration (before>after, ns)."""
+    seen = {}
+    with open(path) as f:
+        for r in csv.DictReader(f, delimiter="\t"):
+            seen[(int(r["pass"]), r["config"])] = "%s>%s" % (r["c2c_before"], r["c2c_after"])
+    lines = ["", "c2c fingerprint (median ns, before>after):"]
+    for cfg in sorted(run.configs):
+        lines.append("  %-18s %s" % (cfg, "   ".join(seen.get((p, cfg), "-") for p in run.passes)))
+    return lines
+
+
+def main():
+    folder = sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), "..", "build", "compare", "latest")
+    path = os.path.join(folder, "results.tsv")
+    if not os.path.exists(path):
+        sys.stderr.write("targets.py: no %s (run bench/compare.sh first)\n" % path)
+        return 2
+    run = Run(load(path))
+    print("\n".join(targets(run) + fingerprints(run, path)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
