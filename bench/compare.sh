@@ -172,5 +172,5 @@ fi   # SUMMARY_ONLY
 st=0
 /usr/bin/python3 "$HERE/compare_summary.py" "$R" "${configs[@]}" || st=$?
 [ -f "$R/SUMMARY.txt" ] && cat "$R/SUMMARY.txt"
-echo "done: $R/SUMMARY.txt, $R/results.tsv (make plot RESULTS=$R draws docs/perf.png)"
+echo "done: $R/SUMMARY.txt, $R/results.tsv (make plot RESULTS=$R draws docs/perf.png; /usr/bin/python3 bench/targets.py $R: issue 12's targets, pass by pass)"
 exit "$st"
