@@ -7181,10 +7181,10 @@ static uint32_t cc__tune_ask(const cc_comm *c, const cc__call *k, cc__tune *t) {
     if (t[i - si].every) { prior = t[i - si].way; break; }
   use = cc__tune_step(t, prior, &chose);
   t->want = (uint8_t)use;
-  if (chose)
+  if (chose)                           /* the figures the choice compared: t->ref is what the way chosen did */
     cc__log(c, CC__LOG_INFO, "shm: %s of %zu KiB to %zu KiB: %s, %.2f GB/s against %.2f (CC_SHM_CMA=auto)",
             cc__coll_name(k->coll), (size_t)1 << si, (size_t)2 << si, t->way ? "cross-memory attach" : "through the arena",
-            1.0 / cc__tune_est(t, t->way), 1.0 / cc__tune_est(t, !t->way));
+            1.0 / t->ref, 1.0 / cc__tune_est(t, !t->way));
   return t->wait << 2 | (uint32_t)t->way << 1 | (uint32_t)use;
 }
 

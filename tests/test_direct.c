@@ -47,7 +47,12 @@
  *                checked, while rank 0's timings are overwritten so that the
  *                faster way flips every 150 calls: every rank held the same
  *                state of every class after every call (a hash), rank 0
- *                changed ways, and the slower way took under half of the calls
+ *                changed ways, and the slower way took under half of the calls;
+ *                auto.log: with CC_DEBUG=INFO rank 0 logged every choice,
+ *                and each line gives the way chosen as the faster, with the
+ *                figures the choice compared (a switch after one call of the
+ *                other way: that call's rate, not the median of its last
+ *                three, which still holds calls from before the flip)
  *
  *   CC_TEST_QUICK=1   fewer ops and dtypes (sanitizer builds) */
 #define _GNU_SOURCE
@@ -448,8 +453,10 @@ static int auto_main(cc_comm *c, void *arg) {
   return tr_failed_any(&x, G_COUNT);
 }
 
+static int spawn_capture(int n, cc_main_fn fn, void *arg, const char *grep, int *lines, int *bad);
+
 static void auto_worlds(world *w) {
-  int n, rc, j, same;
+  int n, rc, j, same, lines, bad;
   char name[64];
   setenv("CC_SHM_CMA", "auto", 1);
   for (n = 2; n <= (tu_quick() ? 2 : 3); n++) {   /* the sanitizer runs: 2 ranks */
@@ -459,9 +466,19 @@ static void auto_worlds(world *w) {
     snprintf(name, sizeof name, "direct.auto.matrix.n%d", n);
     tr_report_group(w->tab, n, G_CMA, name, "CC_SHM_CMA=auto: 8 collectives x dtypes, right", rc);
     w->tab = (tr_table *)tu_shared_alloc(sizeof(tr_table));
-    rc = tu_spawn(n, auto_main, w);
+    setenv("CC_DEBUG", "INFO", 1);     /* rank 0 logs every choice: direct.auto.log */
+    rc = spawn_capture(n, auto_main, w, "(CC_SHM_CMA=auto)", &lines, &bad);
+    unsetenv("CC_DEBUG");
     snprintf(name, sizeof name, "direct.auto.n%d", n);
     tr_report_group(w->tab, n, G_AUTO, name, g_cover[G_AUTO], rc);
+    snprintf(name, sizeof name, "direct.auto.log.n%d", n);
+    if (w->tab->scratch[7] != 1)
+      tu_skip(name, "process_vm_readv is not allowed here: nothing to choose");
+    else if (lines >= w->tab->scratch[4] && bad == 0)
+      tu_pass(name, "%d choices logged, each with the way chosen faster than the other, as the choice compared them", lines);
+    else
+      tu_fail(name, "%d choice lines for %d changes of way; %d say the way chosen is not the faster", lines,
+              (int)w->tab->scratch[4], bad);
     snprintf(name, sizeof name, "direct.auto.agreed.n%d", n);
     for (j = 1, same = 1; j < n; j++) same &= w->tab->scratch[j] == w->tab->scratch[0];
     if (w->tab->scratch[7] != 1)
@@ -726,13 +743,26 @@ static int tcp_main(cc_comm *c, void *arg) {
   return 0;
 }
 
+/* A choice's log line ("...: cross-memory attach, 4.10 GB/s against 2.05
+   (CC_SHM_CMA=auto)") whose way chosen is not the faster of the two. */
+static int choice_bad(const char *line) {
+  const char *p = strstr(line, " GB/s against ");
+  double chosen, other;
+  while (p && p > line && p[-1] != ' ') p--;
+  if (!p || sscanf(p, "%lf GB/s against %lf", &chosen, &other) != 2) return 1;
+  return !(chosen > other);
+}
+
 /* Run fn in a world of n with stderr into a file; returns the spawn status and
-   the number of lines of that stderr that hold `grep` (when not NULL). */
-static int spawn_capture(int n, cc_main_fn fn, void *arg, const char *grep, int *lines) {
+   the number of lines of that stderr that hold `grep` (when not NULL), and
+   (bad, when not NULL) how many of them are choices whose way is not the
+   faster one. */
+static int spawn_capture(int n, cc_main_fn fn, void *arg, const char *grep, int *lines, int *bad) {
   char path[] = "/tmp/cc-test-direct-XXXXXX", line[1024];
   int fd = mkstemp(path), saved, rc;
   FILE *f;
   *lines = 0;
+  if (bad) *bad = 0;
   if (fd < 0) return tu_spawn(n, fn, arg);
   fflush(stderr);
   saved = dup(2);
@@ -744,7 +774,13 @@ static int spawn_capture(int n, cc_main_fn fn, void *arg, const char *grep, int 
   close(fd);
   if ((f = fopen(path, "r")) != NULL) {
     while (fgets(line, sizeof line, f)) {
-      if (grep && strstr(line, grep)) (*lines)++;
+      if (grep && strstr(line, grep)) {
+        (*lines)++;
+        if (bad && choice_bad(line)) {
+          (*bad)++;
+          fputs(line, stderr);
+        }
+      }
       else if (!strstr(line, "INFO") && !strstr(line, "comm_init")) fputs(line, stderr);   /* anything unexpected */
     }
     fclose(f);
@@ -767,7 +803,7 @@ static void eperm_world(void) {
   int rc, r, lines;
   s = (single *)tu_shared_alloc(sizeof(single));
   setenv("CC_DEBUG", "INFO", 1);
-  rc = spawn_capture(3, eperm_main, s, "cannot read rank", &lines);
+  rc = spawn_capture(3, eperm_main, s, "cannot read rank", &lines, NULL);
   unsetenv("CC_DEBUG");
   if (!s->dropped[0] || s->cma_mine == 1) {
     tu_skip("direct.eperm", "could not take cross-memory attach away (capset: %d, probe %d)", s->dropped[0], s->cma_mine);
