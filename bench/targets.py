@@ -7,9 +7,14 @@ bench/compare.sh run.
 RESULTS is a compare.sh folder (its results.tsv). Every target is a ratio
 of cc against Open MPI measured in the same pass (compare.sh interleaves the
 configurations, so each pass shares one placement of the vCPUs), printed for
-every pass, then "met" when it holds in every pass, "met N of M" or "not
-met". Rows whose configurations the run lacks are left out. The out-of-place
-column is read (in-place where a collective has only that).
+every pass, then the median over the passes, which the issue's targets are
+("each as a median ratio"), and the verdict on it: met or not met, with how
+many passes meet it on their own. The TCP target asks for every pass (3 of
+3) and is judged so. For "at every size" the median is taken per size, and
+the row gives each pass's least ratio over the sizes, the least median, and
+how many sizes' medians reach the target. Rows whose configurations the run
+lacks are left out. The out-of-place column is read (in-place where a
+collective has only that).
 
 Targets (issue 12; docs/performance.md):
   - all_reduce, 2 ranks: 8 B latency at most 0.6x Open MPI's; busbw at least
@@ -19,8 +24,8 @@ Targets (issue 12; docs/performance.md):
     busbw at least 1.2x Open MPI's at every size from 64 KiB to 64 MiB
     (the least ratio over those sizes, and how many sizes reach 1.2).
   - 4 ranks on 2 CPUs: every collective's 8 B latency 1.5x better.
-  - TCP, 2 ranks: all_reduce busbw at 16 MiB at least Open MPI's (cc with
-    and without a token).
+  - TCP, 2 ranks: all_reduce busbw at 16 MiB at least Open MPI's in 3 of 3
+    passes (cc with and without a token).
   - cc_mem_alloc buffers: 2-rank all_reduce busbw at 64 MiB at least 1.5x
     cc's on plain buffers.
 """
@@ -77,15 +82,28 @@ def fmt(x):
     return "-" if x is None else ("%.2f" % x)
 
 
-def verdict(oks):
+def median(vals):
+    v = sorted(x for x in vals if x is not None)
+    if not v:
+        return None
+    return v[len(v) // 2] if len(v) % 2 else (v[len(v) // 2 - 1] + v[len(v) // 2]) / 2
+
+
+def verdict(ok_median, oks, every=False):
+    """The verdict on the median (or, every=True, on every pass), with how many passes meet it."""
     n, m = sum(1 for o in oks if o), len(oks)
     if m == 0:
         return "no data"
-    return "**met**" if n == m else ("met %d of %d" % (n, m) if n else "**not met**")
+    met = n == m if every else ok_median
+    return "%s (%d of %d passes)" % ("**met**" if met else "**not met**", n, m)
 
 
-def row(out, name, vals, ok, detail=""):
-    out.append("| %s | %s%s | %s |" % (name, " / ".join(fmt(v) for v in vals), detail, verdict(ok)))
+def row(out, name, vals, test, detail="", every=False):
+    """vals: one ratio per pass; test(x): does x meet the target."""
+    med = median(vals)
+    oks = [x is not None and test(x) for x in vals]
+    out.append("| %s | %s%s | %s | %s |" % (name, " / ".join(fmt(v) for v in vals), detail, fmt(med),
+                                          verdict(med is not None and test(med), oks, every)))
 
 
 def lat_ratio(run, p, cfg, ref, coll):
@@ -99,49 +117,53 @@ def bw_ratio(run, p, cfg, ref, coll, size):
 
 
 def targets(run):
-    out = ["| target | pass " + " / ".join(str(p) for p in run.passes) + " | |", "|---|---|---|"]
+    out = ["| target | pass " + " / ".join(str(p) for p in run.passes) + " | median | |", "|---|---|---|---|"]
     P = run.passes
     if run.has("cc_shm_np2", "openmpi_shm_np2"):
         v = [lat_ratio(run, p, "cc_shm_np2", "openmpi_shm_np2", "all_reduce") for p in P]
-        row(out, "all_reduce 2r 8 B, cc / Open MPI time <= 0.6", v, [x is not None and x <= 0.6 for x in v])
+        row(out, "all_reduce 2r 8 B, cc / Open MPI time <= 0.6", v, lambda x: x <= 0.6)
         for size, want in ((16 * MIB, 2.5), (64 * MIB, 4.0)):
             v = [bw_ratio(run, p, "cc_shm_np2", "openmpi_shm_np2", "all_reduce", size) for p in P]
             row(out, "all_reduce 2r busbw %d MiB, cc / Open MPI >= %.1f" % (size // MIB, want), v,
-                [x is not None and x >= want for x in v])
+                lambda x, w=want: x >= w)
     for n in (2, 4):
         cc, om = "cc_shm_np%d" % n, "openmpi_shm_np%d" % n
         if not run.has(cc, om):
             continue
         v = [lat_ratio(run, p, cc, om, "broadcast") for p in P]
-        row(out, "broadcast %dr 8 B, cc / Open MPI time <= 1" % n, v, [x is not None and x <= 1.0 for x in v])
+        row(out, "broadcast %dr 8 B, cc / Open MPI time <= 1" % n, v, lambda x: x <= 1.0)
         for coll in MOVERS:
             sizes = [s for s in run.sizes(cc, coll) if 64 * KIB <= s <= 64 * MIB]
-            least, reach = [], []
+            least = []
             for p in P:
-                rs = [bw_ratio(run, p, cc, om, coll, s) for s in sizes]
-                rs = [r for r in rs if r is not None]
+                rs = [r for r in (bw_ratio(run, p, cc, om, coll, s) for s in sizes) if r is not None]
                 least.append(min(rs) if rs else None)
-                reach.append(sum(1 for r in rs if r >= 1.2))
-            row(out, "%s %dr busbw >= 1.2x at 64 KiB-64 MiB (least ratio; sizes at 1.2 of %d)" % (coll, n, len(sizes)),
-                least, [x is not None and x >= 1.2 for x in least], " (" + ", ".join(str(r) for r in reach) + ")")
+            meds = [median([bw_ratio(run, p, cc, om, coll, s) for p in P]) for s in sizes]
+            meds = [m for m in meds if m is not None]
+            low = min(meds) if meds else None
+            oks = [x is not None and x >= 1.2 for x in least]
+            out.append("| %s %dr busbw >= 1.2x at every size, 64 KiB-64 MiB (each pass's least ratio; the least "
+                       "median, sizes whose median reaches 1.2) | %s | %s (%d of %d sizes) | %s |"
+                       % (coll, n, " / ".join(fmt(x) for x in least), fmt(low), sum(1 for m in meds if m >= 1.2),
+                          len(meds), verdict(low is not None and low >= 1.2, oks)))
     if run.has("cc_shm_np4", "openmpi_shm_np4"):
         for coll in LATENCY:
             v = [lat_ratio(run, p, "cc_shm_np4", "openmpi_shm_np4", coll) for p in P]
             v = [None if x is None else 1.0 / x for x in v]
-            row(out, "4r on 2 CPUs %s 8 B, Open MPI / cc time >= 1.5" % coll, v, [x is not None and x >= 1.5 for x in v])
+            row(out, "4r on 2 CPUs %s 8 B, Open MPI / cc time >= 1.5" % coll, v, lambda x: x >= 1.5)
     for cc in ("cc_tcp_np2", "ccopen_tcp_np2"):
         if run.has(cc, "openmpi_tcp_np2"):
             v = [bw_ratio(run, p, cc, "openmpi_tcp_np2", "all_reduce", 16 * MIB) for p in P]
-            row(out, "TCP all_reduce 2r busbw 16 MiB, %s / Open MPI >= 1" % ("token" if cc == "cc_tcp_np2" else "no token"),
-                v, [x is not None and x >= 1.0 for x in v])
+            row(out, "TCP all_reduce 2r busbw 16 MiB, %s / Open MPI >= 1 in every pass" % ("token" if cc == "cc_tcp_np2" else "no token"),
+                v, lambda x: x >= 1.0, every=True)
     if run.has("ccmem_shm_np2", "cc_shm_np2"):
         v = [bw_ratio(run, p, "ccmem_shm_np2", "cc_shm_np2", "all_reduce", 64 * MIB) for p in P]
-        row(out, "cc_mem_alloc all_reduce 2r busbw 64 MiB, / plain buffers >= 1.5", v, [x is not None and x >= 1.5 for x in v])
+        row(out, "cc_mem_alloc all_reduce 2r busbw 64 MiB, / plain buffers >= 1.5", v, lambda x: x >= 1.5)
         if run.has("openmpi_shm_np2"):
             for size in (16 * MIB, 64 * MIB):
                 v = [bw_ratio(run, p, "ccmem_shm_np2", "openmpi_shm_np2", "all_reduce", size) for p in P]
-                out.append("| (for reference) cc_mem_alloc all_reduce 2r busbw %d MiB / Open MPI | %s | |"
-                           % (size // MIB, " / ".join(fmt(x) for x in v)))
+                out.append("| (for reference) cc_mem_alloc all_reduce 2r busbw %d MiB / Open MPI | %s | %s | |"
+                           % (size // MIB, " / ".join(fmt(x) for x in v), fmt(median(v))))
     return out
 
 
