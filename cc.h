@@ -493,7 +493,7 @@ extern "C" {
 
 #define CC__MIN(a, b) ((a) < (b) ? (a) : (b))
 #define CC__MAX(a, b) ((a) > (b) ? (a) : (b))
-#define CC__MS 1000000ull
+#define CC__MS ((uint64_t)1000000)
 #define CC__S  1000000000ull
 
 /* The accepting side of the handshakes (@tcp): connections handled at once,
@@ -7184,7 +7184,7 @@ static uint32_t cc__tune_ask(const cc_comm *c, const cc__call *k, cc__tune *t) {
   if (chose)                           /* the figures the choice compared: t->ref is what the way chosen did */
     cc__log(c, CC__LOG_INFO, "shm: %s of %zu KiB to %zu KiB: %s, %.2f GB/s against %.2f (CC_SHM_CMA=auto)",
             cc__coll_name(k->coll), (size_t)1 << si, (size_t)2 << si, t->way ? "cross-memory attach" : "through the arena",
-            1.0 / t->ref, 1.0 / cc__tune_est(t, !t->way));
+            1.0 / (double)t->ref, 1.0 / (double)cc__tune_est(t, !t->way));
   return t->wait << 2 | (uint32_t)t->way << 1 | (uint32_t)use;
 }
 
@@ -8226,8 +8226,8 @@ static CC__NOINLINE cc_result cc__queued_run(cc_comm *c, const cc__call *k) {
   const unsigned char *sb = (const unsigned char *)k->sbuf;
   unsigned char *rb = (unsigned char *)k->rbuf;
   cc__msg *m = cc__msgs(c, c->size);
-  c->qhist = (c->qhist ^ (c->seq * 0x9E3779B97F4A7C15ull + (uint64_t)k->coll * 0x100000001B3ull +
-                          (uint64_t)root)) * 0xBF58476D1CE4E5B9ull;
+  c->qhist = (c->qhist ^ (c->seq * UINT64_C(0x9E3779B97F4A7C15) + (uint64_t)k->coll * UINT64_C(0x100000001B3) +
+                          (uint64_t)root)) * UINT64_C(0xBF58476D1CE4E5B9);
   c->qhist ^= c->qhist >> 31;
   if (!m) return cc__oom(c, what);
   if (me != root && gather) {          /* a part of a gather: to the root */

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # tests/test_compile.sh [BUILD_DIR] - cc.h compiles clean everywhere it should:
 #   - as C99 and C11 (gcc, clang) and as C++11 and C++17 (g++, clang++), with
-#     -Wall -Wextra -Wpedantic -Werror -Wshadow (-Wstrict-prototypes for C), -O2
+#     -Wall -Wextra -Wpedantic -Werror -Wshadow and the stricter flags users
+#     turn on for their own code (-Wconversion -Wsign-conversion
+#     -Wdouble-promotion; -Wstrict-prototypes for C), -O2
 #     (the second standard, the include orders and CC_NO_* at -O0: what they
 #     ask is the front end's);
 #   - in a TU that implements it (#define CC_IMPLEMENTATION, then two
@@ -32,7 +34,7 @@ fi
 rm -rf "$out"
 mkdir -p "$out"
 
-warn=(-Wall -Wextra -Wpedantic -Werror -Wshadow -O2)
+warn=(-Wall -Wextra -Wpedantic -Werror -Wshadow -Wconversion -Wsign-conversion -Wdouble-promotion -O2)
 libs=(-pthread -lm)
 
 # The implementation TU, as the header's usage says: CC_IMPLEMENTATION, then
@@ -168,6 +170,12 @@ for comp in gcc clang g++ clang++; do
     job "$comp -std=$std -O0 -D$macro: implementation TU" \
       "$comp $f0 -D$macro -I$root -c impl.$e -o impl-$comp-$macro.o"
   done
+done
+# The launcher, with the same flags (gcc and clang).
+for comp in gcc clang; do
+  have "$comp" || continue
+  job "$comp -std=c99: tools/ccrun.c with the strict flags" \
+    "$comp $(lang_flags "$comp" c99) -c $root/tools/ccrun.c -o ccrun-$comp.o"
 done
 # @crypto's portable builds: no x86 intrinsics (CC_CRYPTO_PORTABLE: ChaCha20-
 # Poly1305 in plain C, AES-256-GCM unavailable) and no unsigned __int128
