@@ -241,7 +241,11 @@ CC_API cc_result cc_comm_init_rank(cc_comm **out, int nranks, const cc_unique_id
                                    const cc_config *cfg);
 
 /* cc_comm_destroy - finish pending requests and free the communicator. Local: it
- *   does not wait for the other ranks. Peers still waiting for this rank fail. */
+ *   does not wait for the other ranks. Peers still waiting for this rank fail
+ *   (CC_ERR_MISMATCH when this rank's last collective was another call than
+ *   theirs, else CC_ERR_PEER_LOST). Returns CC_OK, or CC_ERR_MISMATCH when it
+ *   can already see that its last collective (a queued one that returned at
+ *   once) met another call; the communicator is freed either way. */
 CC_API cc_result cc_comm_destroy(cc_comm *c);
 
 /* cc_comm_abort - fail the communicator on every rank: pending and later calls
@@ -385,7 +389,10 @@ CC_API cc_result cc_mem_free(cc_comm *c, void *ptr);
  *   fn(c, arg) with a ready communicator. Returns 0 when every rank returned 0;
  *   when a rank fails or dies the others are stopped at once and cc_spawn returns
  *   nonzero (that rank's exit status, or 128 + its signal). No process and no
- *   /dev/shm entry is left behind. */
+ *   /dev/shm entry is left behind. cc_spawn owns the communicator it passes:
+ *   it destroys it after fn returns. fn may destroy it itself instead (as a
+ *   main() would, e.g. `return cc_comm_destroy(c);`), but must not use it
+ *   after that. */
 CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg);
 
 #ifdef __cplusplus
@@ -858,6 +865,18 @@ static int cc__vm_read(int pid, void *dst, const void *remote_src, size_t len) {
   }
   return 0;
 #endif
+}
+
+/* How this process was started (its argv[0], from /proc/self/cmdline), for
+   messages; "./prog" when that cannot be read. */
+static const char *cc__prog_name(void) {
+  static char name[128];
+  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, name, sizeof name - 1) : -1;
+  if (fd >= 0) close(fd);
+  name[n > 0 ? n : 0] = 0;             /* argv[0] ends at its NUL */
+  if (!name[0]) snprintf(name, sizeof name, "./prog");
+  return name;
 }
 
 /* A host identity: ranks with equal ones share /dev/shm and a pid namespace:
@@ -2698,6 +2717,7 @@ enum { CC__LOG_OFF, CC__LOG_WARN, CC__LOG_INFO, CC__LOG_TRACE };
 /* Message tags: >= 0 the user's; these below carry the library's own. */
 #define CC__TAG_COLL  (-2)                     /* a collective's data */
 #define CC__TAG_ABORT (-3)                     /* a failure, for every rank */
+#define CC__TAG_BYE   (-4)                     /* leaving: the number and identity of its last collective */
 
 /* ---------------------------------------------------------------- settings */
 
@@ -2894,6 +2914,9 @@ typedef struct cc__peer {              /* the link to one rank, and what arrives
   uint64_t seen_tail, seen_head;       /* SHM, the short way: the ring's tail (out) and head (in) when last read */
   uint64_t rx_lag;                     /* in c->shm's peers, by ring: bytes the short way took from the ring from
                                           this rank and did not yet give back (its tail lags by that much) */
+  int bye;                             /* TCP: its farewell frame came (it destroyed its communicator) ... */
+  uint64_t bye_seq;                    /* ... after this many collectives, */
+  cc__ident bye_id;                    /* ... the last of them this one */
 } cc__peer;
 
 /* ---------------------------------------------------------------- calls */
@@ -3329,6 +3352,7 @@ static cc_result cc__settings_ranks(const cc_config *cfg, cc__settings *s) {
   /* both given in cc_config: the environment's job is not this one */
   if (!(cfg && cfg->rank >= 0 && cfg->world_size > 0) && (hl = cc__env_first(ls, &l, &ln)) < 0) return CC_ERR_INVALID_ARG;
   if (!hr && !hs) { r = 0; n = 1; s->no_launcher = 1; }   /* a plain process: a world of one */
+  else if (!hr && n == 1) r = 0;       /* a world of one, asked for: its one rank */
   else if (!hr)
     return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: %s=%ld is set but RANK is not", s->size_var, n);
   else if (!hs)
@@ -5072,6 +5096,9 @@ static int cc__frame_decode(const unsigned char *p, cc__frame *f) {
   if (f->bytes > CC__MAX_FRAME) return -1;
   if (f->tag == CC__TAG_COLL)
     return f->seq && f->id.coll > 0 && f->id.coll < CC__COLL_COUNT && f->id.dtype < CC_DTYPE_COUNT ? 0 : -1;
+  if (f->tag == CC__TAG_BYE)           /* no payload; the last collective's number and identity, if any */
+    return !f->bytes && (f->seq ? f->id.coll > 0 && f->id.coll < CC__COLL_COUNT && f->id.dtype < CC_DTYPE_COUNT
+                                : !f->id.count && !f->id.op && !f->id.root && !f->id.coll && !f->id.dtype) ? 0 : -1;
   if (f->seq || f->id.count || f->id.op || f->id.root || f->id.coll || f->id.dtype) return -1;
   if (f->tag == CC__TAG_ABORT) return f->bytes >= 8 && f->bytes <= CC__ABORT_MAX ? 0 : -1;
   return f->tag >= 0 ? 0 : -1;
@@ -5220,6 +5247,30 @@ static cc_result cc__take_fail(cc_comm *c, const char *what) {
   return cc__fail(c, (cc_result)code, "%s: rank %d: %s", what, c->rank, msg);
 }
 
+/* Leaving (cc_comm_destroy) without a failure: a farewell frame to every
+   rank over TCP, with the number and identity of this rank's last
+   collective, then the end of the stream. A rank still waiting for this one
+   in another call (this rank's queued broadcast returned at once while it
+   runs an all_reduce) tells the mismatch from a loss by it
+   (cc__left_mismatch), as ranks on one host read it from the control block. */
+static void cc__say_bye(cc_comm *c) {
+  unsigned char f[CC__FRAME], g[CC__FRAME + CC__TAG];
+  cc__frame fr;
+  int r;
+  if (!c->net || c->net->propagated) return;
+  memset(&fr, 0, sizeof fr);
+  fr.tag = CC__TAG_BYE;
+  if (c->seq) { fr.seq = c->seq; fr.id = c->cur; }
+  cc__frame_encode(f, &fr);
+  for (r = 0; r < c->size; r++) {
+    cc__peer *p = &c->peers[r];
+    if (p->link != CC__LINK_TCP || p->fd < 0 || p->tx_mid || p->rx_dead) continue;
+    if (p->sec) (void)cc__sock_send_small(p->fd, g, cc__sec_frame(p->sec, f, NULL, 0, g));
+    else (void)cc__sock_send_small(p->fd, f, CC__FRAME);
+    cc__sock_shutdown(p->fd);
+  }
+}
+
 /* Leaving (cc_comm_destroy): a failure posted here that no call of this
    rank took, a cc_comm_abort just before, say, still goes to the ranks on
    other hosts before the connections end, so that they get it (as this
@@ -5241,6 +5292,30 @@ static void cc__post_fail_msg(cc_comm *c, cc_result code, int who, const char *f
   cc__post_fail(c->hdr, code, who, msg);
 }
 
+/* Rank r (over TCP) ended its stream while this rank is in collective
+   c->seq: when it said farewell from another call than this one (a queued
+   broadcast that returned at once, against this rank's all_reduce), its
+   leaving is a mismatch, not a loss: CC_ERR_MISMATCH naming both calls, for
+   every rank. CC_OK when it left from this very call, or before it. (On one
+   host cc__check_call reads the same from the rank's control block.) */
+static cc_result cc__left_mismatch(cc_comm *c, int r, const char *what) {
+  const cc__peer *p = &c->peers[r];
+  char a[128], b[128];
+  if (!c->call_word || !p->bye || p->bye_seq < c->seq) return CC_OK;
+  if (p->bye_seq == c->seq && p->bye_id.coll == c->cur.coll && p->bye_id.dtype == c->cur.dtype &&
+      p->bye_id.root == c->cur.root && p->bye_id.op == c->cur.op &&
+      (cc__is_v(c->cur.coll) || p->bye_id.count == c->cur.count))
+    return CC_OK;
+  cc__ident_str(&p->bye_id, a, sizeof a);
+  cc__ident_str(&c->cur, b, sizeof b);
+  if (p->bye_seq == c->seq)
+    return cc__fail_all(c, CC_ERR_MISMATCH, r, what, "rank %d called %s as collective #%llu while this rank called "
+                        "%s, then left (it destroyed its communicator)", r, a, (unsigned long long)c->seq, b);
+  return cc__fail_all(c, CC_ERR_MISMATCH, r, what, "rank %d went on to its collective #%llu, %s, without what this "
+                      "rank waits for from it in #%llu, %s, then left (it destroyed its communicator)", r,
+                      (unsigned long long)p->bye_seq, a, (unsigned long long)c->seq, b);
+}
+
 /* Is rank r gone? Posts CC_ERR_PEER_LOST naming it when it is. */
 static cc_result cc__check_peer(cc_comm *c, int r, const char *what) {
   char why[96];
@@ -5249,10 +5324,15 @@ static cc_result cc__check_peer(cc_comm *c, int r, const char *what) {
   p = &c->peers[r];
   if (p->link == CC__LINK_SHM && cc__shm_gone(c->shm, p->ch, why, sizeof why))
     return c->probing ? CC_ERR_PEER_LOST : cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d %s", r, why);
-  if (p->link == CC__LINK_TCP && p->eof)
-    return c->probing ? CC_ERR_PEER_LOST
-                      : cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d closed its connection: it exited, was "
-                                     "killed or destroyed its communicator", r);
+  if (p->link == CC__LINK_TCP && p->eof) {
+    if (c->probing) return CC_ERR_PEER_LOST;
+    CC__TRY(cc__left_mismatch(c, r, what));
+    if (p->bye)
+      return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d left (it destroyed its communicator) after its "
+                          "collective #%llu", r, (unsigned long long)p->bye_seq);
+    return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d closed its connection: it exited, was killed or "
+                        "destroyed its communicator", r);
+  }
   return CC_OK;
 }
 
@@ -5265,11 +5345,16 @@ typedef cc_result (*cc__alive_fn)(cc_comm *c, const void *arg, const char *what)
 
 /* The ranks a wait still waits for, as text ("1, 3"). */
 typedef void (*cc__awaited_fn)(cc_comm *c, const void *arg, char *buf, size_t len);
+/* Outside a collective (point to point): what the wait waits for from rank
+   who ("the receive of 4 bytes from rank 0 with tag 5"), and what came from
+   it instead ("from rank 0, messages no receive took: tag 0 (4 bytes)"). */
+typedef void (*cc__says_fn)(cc_comm *c, const void *arg, int who, char *buf, size_t len, char *more, size_t mlen);
 
 typedef struct cc__waitfor {
   cc__pending_fn pending;
   cc__alive_fn alive;                  /* NULL: cc__check_peer of the rank pending names */
   cc__awaited_fn awaited;              /* NULL: the rank pending names */
+  cc__says_fn says;                    /* NULL: only collectives wait here */
   const void *arg;
   struct pollfd *pfd;                  /* sockets whose readiness ends the wait too */
   int npfd;
@@ -5337,6 +5422,11 @@ static cc_result cc__wait_alive(cc_comm *c, const cc__waitfor *w, int who, const
     return CC_OK;
   }
   if (r != CC_OK && CC__LOAD(&c->hdr->fail_code)) return cc__take_fail(c, what);
+  /* a rank that left from another call than this one (its queued broadcast
+     returned at once, against this rank's all_reduce) left a mismatch, not a
+     loss: its control block still says which call it was in */
+  if (r != CC_OK && !c->net && c->ctl && who >= 0 && who < c->size && CC__LOAD(&c->ctl[who].departed))
+    CC__TRY(cc__check_call(c, w, who, what));
   if (r != CC_OK) CC__TRY(w->alive ? w->alive(c, w->arg, what) : cc__check_peer(c, who, what));
   return cc__check_call(c, w, who, what);
 }
@@ -5365,10 +5455,16 @@ static void cc__where(cc_comm *c, char *buf, size_t len) {
 /* A wait that lasts: one line now, another at twice the time, and so on. */
 static void cc__wait_warn(cc_comm *c, const cc__waitfor *w, int who, const char *what, uint64_t waited) {
   char awaited[160], where[400];
+  if (w->says && !c->call_word) {      /* point to point: the message, and what came instead */
+    w->says(c, w->arg, who, awaited, sizeof awaited, where, sizeof where);
+    cc__log(c, CC__LOG_ALWAYS, "%s: rank %d: %s has waited %.0f s (the timeout is %g s); %s", what, c->rank, awaited,
+            (double)waited / 1e9, (double)c->timeout_ns / 1e9, where);
+    return;
+  }
   if (w->awaited) w->awaited(c, w->arg, awaited, sizeof awaited);
   else snprintf(awaited, sizeof awaited, "%d", who);
   cc__where(c, where, sizeof where);
-  cc__log(c, CC__LOG_ALWAYS, "%s: rank %d: collective #%llu has waited %.0f s for rank%s %s (the timeout is %.0f s); "
+  cc__log(c, CC__LOG_ALWAYS, "%s: rank %d: collective #%llu has waited %.0f s for rank%s %s (the timeout is %g s); "
           "where the ranks are: %s", what, c->rank, (unsigned long long)c->seq, (double)waited / 1e9,
           strchr(awaited, ',') ? "s" : "", awaited, (double)c->timeout_ns / 1e9, where);
 }
@@ -5465,6 +5561,12 @@ static cc_result cc__wait(cc_comm *c, const cc__waitfor *w, const char *what) {
     if (next_warn && now >= next_warn && now < deadline) {
       cc__wait_warn(c, w, who, what, now - t0);
       next_warn = t0 + 2 * (next_warn - t0);
+    }
+    if (now >= deadline && w->says && !c->call_word) {
+      char says[120], more[200];
+      w->says(c, w->arg, who, says, sizeof says, more, sizeof more);
+      return cc__fail_all(c, CC_ERR_TIMEOUT, who, what, "waited %.1f s for %s (timeout); %s",
+                          (double)(now - t0) / 1e9, says, more);
     }
     if (now >= deadline) {
       char where[400];
@@ -5820,6 +5922,11 @@ static cc_result cc__uq_charge(cc__run *x, int p, uint64_t bytes, size_t *cost) 
 /* The peer closed or broke the link this run needs. */
 static cc_result cc__lost(cc__run *x, int p, int err) {
   char why[96];
+  if (!err && x->c->peers[p].bye) {   /* it said farewell: from another call (a mismatch), or it left */
+    CC__TRY(cc__left_mismatch(x->c, p, x->what));
+    return cc__fail_all(x->c, CC_ERR_PEER_LOST, p, x->what, "rank %d left (it destroyed its communicator) after its "
+                        "collective #%llu", p, (unsigned long long)x->c->peers[p].bye_seq);
+  }
   if (err) cc__strerr(err, why, sizeof why); else snprintf(why, sizeof why, "connection closed");
   return cc__fail_all(x->c, CC_ERR_PEER_LOST, p, x->what, "lost its connection to rank %d (%s): rank %d exited, "
                       "was killed or destroyed its communicator", p, why, p);
@@ -6106,6 +6213,14 @@ static cc_result cc__rx_end(cc__run *x, int p) {
     cc__post_fail_msg(c, code, who, "%.*s (reported by rank %d)", CC__ABORT_MAX - 1, msg, p);
     return CC_OK;
   }
+  if (pe->rx.tag == CC__TAG_BYE) {     /* kept for cc__left_mismatch when its stream ends */
+    cc__umsg_free(pe->rx_unexp);
+    pe->rx_unexp = NULL;
+    pe->bye = 1;
+    pe->bye_seq = pe->rx.seq;
+    pe->bye_id = pe->rx.id;
+    return CC_OK;
+  }
   cc__uq_append(pe, pe->rx_unexp);
   pe->rx_unexp = NULL;
   return cc__deliver_queued(x, p, pe->rx.tag, &dummy);
@@ -6280,6 +6395,36 @@ static void cc__awaited_run(cc_comm *c, const void *arg, char *buf, size_t len) 
   }
 }
 
+/* Point to point: the run's first message still waiting on rank who (a
+   receive, else a send), and the messages from who that no receive took
+   (the usual cause: another tag, or another size). */
+static void cc__says_run(cc_comm *c, const void *arg, int who, char *buf, size_t len, char *more, size_t mlen) {
+  const cc__run *x = (const cc__run *)arg;
+  const cc__msg *w = NULL;
+  const cc__umsg *u;
+  const cc__peer *pe = &c->peers[who];
+  int i, k = 0;
+  for (i = 0; i < x->n; i++) {
+    const cc__msg *m = &x->m[i];
+    if (m->live && m->started && !m->done && m->peer == who && (!w || (w->is_send && !m->is_send))) w = m;
+  }
+  more[0] = 0;
+  if (!w) { snprintf(buf, len, "rank %d", who); return; }
+  snprintf(buf, len, "the %s of %zu bytes %s rank %d with tag %d", w->is_send ? "send" : "receive", w->bytes,
+           w->is_send ? "to" : "from", who, w->tag);
+  if (w->is_send) { snprintf(more, mlen, "rank %d has not taken it (it calls no receive that matches)", who); return; }
+  snprintf(more, mlen, "from rank %d, messages no receive took:", who);
+  for (u = pe->uq_head; u; u = u->next) {
+    if (u->f.tag < 0) continue;
+    if (k++ < 6) cc__cat(more, mlen, "%s tag %d (%llu bytes)", k == 1 ? "" : ",", (int)u->f.tag,
+                         (unsigned long long)u->f.bytes);
+  }
+  if (cc__rx_parked(pe) && pe->rx.tag >= 0 && k++ < 6)
+    cc__cat(more, mlen, "%s tag %d (%llu bytes)", k == 1 ? "" : ",", (int)pe->rx.tag, (unsigned long long)pe->rx.bytes);
+  if (k > 6) cc__cat(more, mlen, " and %d more", k - 6);
+  if (!k) snprintf(more, mlen, "nothing has come from rank %d that no receive took", who);
+}
+
 /* Every shared-memory peer the run waits on lives. */
 static cc_result cc__alive_run(cc_comm *c, const void *arg, const char *what) {
   const cc__run *x = (const cc__run *)arg;
@@ -6410,7 +6555,7 @@ static cc_result cc__run_idle(cc__run *x, int np, int sending) {
     if (!m[i].live || !m[i].started || !m[i].is_send || m[i].done) continue;
     for (k = 0; k < np; k++) if (c->pfd_rank[k] == m[i].peer) c->pfd[k].events |= POLLOUT;
   }
-  w.pending = cc__pending_run; w.alive = cc__alive_run; w.awaited = cc__awaited_run; w.arg = x;
+  w.pending = cc__pending_run; w.alive = cc__alive_run; w.awaited = cc__awaited_run; w.says = cc__says_run; w.arg = x;
   w.pfd = c->pfd; w.npfd = np; w.shm = shm;
   return cc__wait(c, &w, x->what);
 }
@@ -8037,6 +8182,45 @@ static int *cc__hier_reps(cc_comm *c, int root, int *me) {
   return M;
 }
 
+/* Do the calls of this host's ranks agree as the whole communicator sees
+   them? The host's part compares what it runs (count, type, op, the root on
+   this host), not the call around it nor a root elsewhere: two ranks of a
+   host that broadcast from two roots on another host meet in the same
+   host's part. Each rank stored its call word on entry (cc__algo_run),
+   before it entered the host's part, so once that part has met, every word
+   of this call is there to read. 1 and *who, msg saying how when a rank of
+   this host called otherwise; else 0. */
+static int cc__hier_words(cc_comm *c, int *who, char *msg, size_t len) {
+  cc__net *nt = c->net;
+  cc_comm *l = nt->local;
+  uint64_t mine, theirs;
+  char a[96], b[96];
+  int i, g = nt->grp[c->rank];
+  if (!l || !l->ctl) return 0;
+  mine = CC__LOAD(&l->ctl[l->rank].call);
+  for (i = 0; i < c->size; i++) {
+    if (i == c->rank || nt->grp[i] != g) continue;
+    theirs = CC__LOAD(&l->ctl[nt->lrank[i]].call);
+    if (theirs >> 24 != mine >> 24 || theirs == mine) continue;
+    cc__call_word_str(theirs, a, sizeof a);
+    cc__call_word_str(mine, b, sizeof b);
+    snprintf(msg, len, "rank %d called %s as collective #%llu while this rank called %s", i, a,
+             (unsigned long long)(mine >> 24), b);
+    *who = i;
+    return 1;
+  }
+  return 0;
+}
+
+/* After the host's first part: CC_ERR_MISMATCH for every rank when a rank of
+   this host called otherwise (cc__hier_words). */
+static cc_result cc__hier_agree(cc_comm *c, const char *what) {
+  char msg[320];
+  int who;
+  if (!cc__hier_words(c, &who, msg, sizeof msg)) return CC_OK;
+  return cc__fail_all(c, CC_ERR_MISMATCH, who, what, "%s", msg);
+}
+
 /* The host's part: call lk as an arena run on the host's communicator. A
    failure there is this communicator's, told to the other hosts, with the
    host's rank named as the communicator knows it. */
@@ -8051,6 +8235,11 @@ static cc_result cc__hier_local(cc_comm *c, int coll, const cc__call *k, const v
   l->ops = c->ops;                     /* user ops are the parent's */
   l->nops = c->nops;
   r = cc__arena_run(l, &lk);
+  if (r == CC_ERR_MISMATCH && !c->failed) {    /* said as the calls the program made, where they differ */
+    char msg[320];
+    int who;
+    if (cc__hier_words(c, &who, msg, sizeof msg)) return cc__fail_all(c, r, who, cc__coll_name(k->coll), "%s", msg);
+  }
   if (r != CC_OK) {
     cc__net *nt = c->net;
     int who = CC__LOAD(&l->hdr->fail_ready) ? l->hdr->fail_rank : -1, g = nt->grp[c->rank], i, gw = -1;
@@ -8080,14 +8269,16 @@ static cc_result cc__hier_run(cc_comm *c, const cc__call *k) {
   switch (k->coll) {
   case CC__BARRIER: {
     unsigned char b = 0;
-    if ((r = cc__hier_local(c, CC__BARRIER, k, NULL, NULL, 0, 0, 0)) != CC_OK) break;
+    if ((r = cc__hier_local(c, CC__BARRIER, k, NULL, NULL, 0, 0, 0)) != CC_OK || (r = cc__hier_agree(c, what)) != CC_OK)
+      break;
     if (me >= 0 && (r = cc__msg_allreduce(c, M, nt->ngroups, me, &b, &b, 1, CC_UINT8, CC_MAX, what)) != CC_OK) break;
     r = cc__hier_local(c, CC__BARRIER, k, NULL, NULL, 0, 0, 0);
     break;
   }
   case CC__BROADCAST:
     if (me >= 0 && (r = cc__msg_bcast(c, M, nt->ngroups, me, nt->grp[root], k->rbuf, bytes, what)) != CC_OK) break;
-    r = cc__hier_local(c, CC__BROADCAST, k, k->rbuf, k->rbuf, k->count, 0, lroot);
+    if ((r = cc__hier_local(c, CC__BROADCAST, k, k->rbuf, k->rbuf, k->count, 0, lroot)) == CC_OK)
+      r = cc__hier_agree(c, what);
     break;
   case CC__REDUCE: case CC__ALL_REDUCE:
     if ((r = cc__premul_input(c, k, k->count, &own, &in, what)) != CC_OK) break;
@@ -8097,7 +8288,9 @@ static cc_result cc__hier_run(cc_comm *c, const cc__call *k) {
       if (!buf && !mine) { r = cc__oom(c, what); break; }
     }
     if (nt->local) {
-      if ((r = cc__hier_local(c, CC__REDUCE, k, in, me >= 0 ? buf : k->rbuf, k->count, op, lroot)) != CC_OK) break;
+      if ((r = cc__hier_local(c, CC__REDUCE, k, in, me >= 0 ? buf : k->rbuf, k->count, op, lroot)) != CC_OK ||
+          (r = cc__hier_agree(c, what)) != CC_OK)
+        break;
       in = buf;
     }
     if (me >= 0) {
@@ -8265,9 +8458,8 @@ static CC__INLINE cc_result cc__algo_run(cc_comm *c, const cc__call *k) {
     CC__STORE(&c->shm->ctl[c->shm->rank].call, word);   /* cc__check_call) */
   if (c->net || queued) cc__ident_of(k, &c->cur);   /* the identity frames carry */
   else c->cur.coll = (uint8_t)k->coll;               /* an arena call's descriptor carries it: cc__where */
-  if (c->net) return cc__msg_run(c, k);
-  c->call_word = word;                 /* cc__check_call compares it with its peers' */
-  r = queued ? cc__queued_run(c, k) : cc__arena_run(c, k);
+  c->call_word = word;                 /* cc__check_call and cc__left_mismatch: a collective is under way */
+  r = c->net ? cc__msg_run(c, k) : queued ? cc__queued_run(c, k) : cc__arena_run(c, k);
   c->call_word = 0;
   return r;
 }
@@ -8638,13 +8830,51 @@ typedef struct cc__rdv {
   char where[300];                     /* for messages */
 } cc__rdv;
 
+/* A start-up wait that lasts speaks up as a collective's does: at
+   CC_WARN_AFTER, again at twice that, and so on. */
+typedef struct cc__slow {
+  uint64_t t0, next;                   /* when the wait began; the next warning (0: never) */
+} cc__slow;
+
+static void cc__slow_start(const cc_comm *c, cc__slow *s) {
+  s->t0 = cc__now_ns();
+  s->next = c->set.warn_ns ? s->t0 + c->set.warn_ns : 0;
+}
+
+/* Is a warning due? *waited: how long the wait has lasted. */
+static int cc__slow_due(cc__slow *s, uint64_t *waited) {
+  uint64_t now = cc__now_ns();
+  if (!s->next || now < s->next) return 0;
+  *waited = now - s->t0;
+  s->next = s->t0 + 2 * (s->next - s->t0);
+  return 1;
+}
+
 typedef struct cc__rdv_take_ctx {
   int *fds, got, n;
   cc__sec **secs;
   cc__rec *recs;
   cc__refusal *refs, *refused;         /* n + 1 (cc__hs_srv); the one the rendezvous fails for */
   uint64_t grace;                      /* CC_REFUSED_GRACE; 0: never fail for a refusal */
+  cc_comm *c;                          /* rank 0's: the warnings while ranks are missing */
+  const cc__rdv *v;
+  cc__slow slow;
 } cc__rdv_take_ctx;
+
+/* The ranks that have not joined rank 0's rendezvous yet, as text ("2-3, 7"). */
+static void cc__rdv_missing(const cc__rdv_take_ctx *x, char *buf, size_t len) {
+  int i = 1, runs = 0;
+  buf[0] = 0;
+  while (i < x->n) {
+    int j = i;
+    if (x->fds[i] >= 0) { i++; continue; }
+    while (j + 1 < x->n && x->fds[j + 1] < 0) j++;
+    if (runs++ == 16) { cc__cat(buf, len, ", ..."); break; }
+    if (j > i) cc__cat(buf, len, "%s%d-%d", buf[0] ? ", " : "", i, j);
+    else cc__cat(buf, len, "%s%d", buf[0] ? ", " : "", i);
+    i = j + 1;
+  }
+}
 
 /* The rule for refused ranks: a connection claiming rank r that was refused
    (a token that differs or is missing, another world size...) may be a
@@ -8655,8 +8885,16 @@ typedef struct cc__rdv_take_ctx {
    any rank is missing. */
 static int cc__rdv_give_up(void *ctx) {
   cc__rdv_take_ctx *x = (cc__rdv_take_ctx *)ctx;
-  uint64_t now = cc__now_ns();
+  uint64_t now = cc__now_ns(), waited;
   int r;
+  if (cc__slow_due(&x->slow, &waited)) {
+    char missing[200];
+    cc__rdv_missing(x, missing, sizeof missing);
+    cc__log(x->c, CC__LOG_ALWAYS, "comm_init: rank 0: has waited %.0f s for %d of %d ranks to join the rendezvous at "
+            "%s: rank%s %s (the timeout is %g s; is every host's ccrun started, with this address and port?)",
+            (double)waited / 1e9, x->n - 1 - x->got, x->n, x->v->where, x->n - 2 - x->got > 0 ? "s" : "", missing,
+            (double)x->c->timeout_ns / 1e9);
+  }
   if (!x->grace) return 0;
   for (r = 1; r <= x->n; r++) {
     cc__refusal *f = &x->refs[r];
@@ -8709,6 +8947,8 @@ static cc_result cc__rdv_serve(cc_comm *c, int lfd, const cc__rdv *v, cc__rec *r
     int st;
     x.fds = fds; x.secs = secs; x.recs = recs; x.got = 0; x.n = n;
     x.refs = refs; x.refused = NULL; x.grace = c->set.refused_grace_ns;
+    x.c = c; x.v = v;
+    cc__slow_start(c, &x.slow);
     memset(&s, 0, sizeof s);
     s.c = c; s.kind = CC__HELLO_RDV; s.world = (uint32_t)n; s.me = 0; s.job = v->nonce;
     s.token = c->set.token[0] ? c->set.token : NULL; s.encrypt = c->set.net_encrypt; s.with_rec = 1;
@@ -8724,13 +8964,11 @@ static cc_result cc__rdv_serve(cc_comm *c, int lfd, const cc__rdv *v, cc__rec *r
                    "no rank %d joined within %.0f s of that (CC_REFUSED_GRACE)", refused.rank, refused.addr, v->where,
                    what, refused.rank, (double)x.grace / 1e9);
     } else if (st != 0) {
+      char list[200];
       for (missing = 1; missing < n && fds[missing] >= 0; missing++) {}
-      if (n - 2 - x.got > 0)
-        r = cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank 0: rank %d and %d more did not join the rendezvous at %s "
-                     "within the timeout", missing, n - 2 - x.got, v->where);
-      else
-        r = cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank 0: rank %d did not join the rendezvous at %s within the "
-                     "timeout", missing, v->where);
+      cc__rdv_missing(&x, list, sizeof list);
+      r = cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank 0: rank%s %s did not join the rendezvous at %s within the "
+                   "timeout (%.0f s)", n - 2 - x.got > 0 ? "s" : "", list, v->where, (double)c->timeout_ns / 1e9);
     }
   }
   if (r == CC_OK) {
@@ -8790,6 +9028,25 @@ static cc_result cc__rdv_failed(cc_comm *c, const cc__rdv *v, const unsigned cha
                   "comm_init: rank %d: rank 0 failed the rendezvous", c->rank);
 }
 
+/* Joined: wait for rank 0's answer to begin (it answers once every rank is
+   in), saying what it waits for while it lasts. 0, or -1 (errno ETIMEDOUT
+   at the deadline, else the connection's end or error). */
+static int cc__rdv_await(cc_comm *c, int fd, const cc__rdv *v, uint64_t deadline) {
+  struct pollfd pf;
+  cc__slow slow;
+  uint64_t waited, now;
+  cc__slow_start(c, &slow);
+  for (;;) {
+    if (cc__slow_due(&slow, &waited))
+      cc__log(c, CC__LOG_ALWAYS, "comm_init: rank %d: joined the rendezvous at %s and has waited %.0f s for rank 0's "
+              "answer, which comes once every rank has joined (the timeout is %g s; rank 0 names the ranks missing)",
+              c->rank, v->where, (double)waited / 1e9, (double)c->timeout_ns / 1e9);
+    if ((now = cc__now_ns()) >= deadline) { errno = ETIMEDOUT; return -1; }
+    pf.fd = fd; pf.events = POLLIN; pf.revents = 0;
+    if (cc__poll(&pf, 1, CC__MIN(deadline - now, 100 * CC__MS) + 1000) > 0) return 0;
+  }
+}
+
 /* One attempt to join at ip:port: CC_OK, or a code. *retry: the attempt
    failed in a way that may pass (the port not open yet, a connection dropped,
    refused for a stale file:// rendezvous, no answer), with the reason in why;
@@ -8820,8 +9077,9 @@ static cc_result cc__rdv_join(cc_comm *c, const char *ip, int port, const cc__rd
   cc__rec_encode(rb, &recs[c->rank]);
   if (sec) cc__sec_seal(sec, rb, CC__REC, rb);
   /* rank 0 answers everyone once all are in, at the latest when its own
-     timeout ends: wait a little longer than ours */
+     timeout ends: wait a little longer than ours (speaking up meanwhile) */
   if (cc__sock_send_all(fd, rb, CC__REC + (sec ? CC__TAG : 0), deadline) != 0 ||
+      cc__rdv_await(c, fd, v, deadline + 2 * CC__S) != 0 ||
       (st = cc__recv_sealed(fd, sec, reply, sizeof reply, 1, 0, deadline + 2 * CC__S)) != 0) {
     int timed_out = errno == ETIMEDOUT;
     cc__fd_close(fd);
@@ -8919,6 +9177,7 @@ static cc_result cc__rdv_file_serve(cc_comm *c, cc__rdv *v, cc__rec *recs, char 
 static cc_result cc__rendezvous(cc_comm *c, cc__rdv *v, cc__rec *recs, char *jobid) {
   uint64_t deadline = cc__now_ns() + c->timeout_ns, pause = 10 * CC__MS, refused_since = 0;
   char why[200] = "", ip[64], nonce[40], refused_why[200] = "";
+  cc__slow slow;
   if (c->rank == 0) {
     int lfd = v->lfd;
     cc_result r;
@@ -8935,9 +9194,16 @@ static cc_result cc__rendezvous(cc_comm *c, cc__rdv *v, cc__rec *recs, char *job
   }
   if (!v->path && cc__sock_lookup(v->host, ip, sizeof ip, why, sizeof why) != 0)
     return cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank %d: cannot resolve %s: %s", c->rank, v->host, why);
+  cc__slow_start(c, &slow);
   for (;;) {
     int retry = 1, ok = 1, port = v->port;
     cc_result r = CC_ERR_TIMEOUT;
+    uint64_t waited;
+    if (cc__slow_due(&slow, &waited))
+      cc__log(c, CC__LOG_ALWAYS, "comm_init: rank %d: has waited %.0f s to reach rank 0 at %s (%s; the timeout is "
+              "%g s; is rank 0's host started, with this address and port?)", c->rank, (double)waited / 1e9,
+              v->where, why[0] ? why : v->path ? "no valid rendezvous file yet" : "no answer yet",
+              (double)c->timeout_ns / 1e9);
     if (v->path) {                     /* read the file afresh every time: a stale one may be replaced */
       char buf[160], fwhy[200];
       int fd = cc__file_open(v->path, 0, fwhy, sizeof fwhy);
@@ -9229,6 +9495,8 @@ static int cc__uid_take_fd(const char *nonce) {
 
 /* ---------------------------------------------------------------- cc_comm_init */
 
+static int cc__told_alone;             /* the world-of-one line was printed (once a process) */
+
 /* Read the settings, pick the init path, run it. uid: cc_comm_init_rank's. */
 static cc_result cc__init(cc_comm **out, const cc_config *cfg, cc__uid *uid) {
   const char *method = cfg && cfg->init_method ? cfg->init_method : "env://";
@@ -9248,9 +9516,11 @@ static cc_result cc__init(cc_comm **out, const cc_config *cfg, cc__uid *uid) {
                     "or Slurm's variables) and CC_REQUIRE_LAUNCHER=1: start the program with ccrun, torchrun, mpirun "
                     "or srun");
   }
-  if (s.no_launcher)
-    cc__log(NULL, CC__LOG_INFO, "comm_init: no launcher set RANK and WORLD_SIZE (nor Open MPI's, PMI's or Slurm's "
-            "variables): this process is a world of one (CC_REQUIRE_LAUNCHER=1 makes this an error)");
+  if (s.no_launcher && !__atomic_exchange_n(&cc__told_alone, 1, __ATOMIC_RELAXED))   /* once a process, on stderr */
+    cc__log(NULL, CC__LOG_ALWAYS, "comm_init: no launcher set RANK and WORLD_SIZE (nor Open MPI's, PMI's or Slurm's "
+            "variables): this process is a world of one rank. Start it with `ccrun -n N %s` (or cc_spawn) for N ranks; "
+            "WORLD_SIZE=1 (or cfg.world_size = 1) says one rank is meant and silences this; CC_REQUIRE_LAUNCHER=1 "
+            "makes it an error", cc__prog_name());
   if (!(c = cc__comm_new(s.rank, s.size, &s))) {
     cc__settings_clear(&s);
     return cc__fail(NULL, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", s.rank);
@@ -10195,8 +10465,41 @@ CC_API void cc_comm_abort(cc_comm *c) {
   cc__post_fail(c->hdr, CC_ERR_ABORTED, c->rank, msg);
 }
 
+/* The communicator cc_spawn made for this process's worker (NULL elsewhere).
+   cc_spawn owns it and destroys it after the worker returns, unless the worker
+   destroyed it itself (as a program's main does): cc_comm_destroy forgets it
+   here, and cc_spawn then has nothing left to do. */
+static cc_comm *cc__spawn_owned;
+
+/* Leaving: did this rank's last collective meet another call on a rank of
+   its host? A queued call returns before the others enter theirs, so a
+   mismatch with it may only show now: a mismatch another rank posted, or a
+   rank of this host in the same collective number with another call. Its
+   error, or CC_OK when nothing says so yet (the others then learn it from
+   this rank's control block, cc__check_call). */
+static cc_result cc__leave_check(cc_comm *c) {
+  uint64_t mine, theirs;
+  char a[96], b[96];
+  int j;
+  if (c->failed || !c->hdr || !c->ctl || c->net) return CC_OK;
+  mine = CC__LOAD(&c->ctl[c->rank].call);
+  for (j = 0; mine && j < c->size; j++) {
+    if (j == c->rank || (theirs = CC__LOAD(&c->ctl[j].call)) >> 24 != mine >> 24 || theirs == mine) continue;
+    cc__call_word_str(theirs, a, sizeof a);
+    cc__call_word_str(mine, b, sizeof b);
+    return cc__fail(NULL, CC_ERR_MISMATCH, "comm_destroy: rank %d: rank %d called %s as collective #%llu while this "
+                    "rank called %s", c->rank, j, a, (unsigned long long)(mine >> 24), b);
+  }
+  if (CC__LOAD(&c->hdr->fail_code) == (uint32_t)CC_ERR_MISMATCH)
+    return cc__fail(NULL, CC_ERR_MISMATCH, "comm_destroy: rank %d: a mismatch was found by another rank: %s", c->rank,
+                    cc__posted_msg(c->hdr));
+  return CC_OK;
+}
+
 CC_API cc_result cc_comm_destroy(cc_comm *c) {
+  cc_result r;
   if (!c) return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_destroy: comm is NULL");
+  if (c == cc__spawn_owned) cc__spawn_owned = NULL;
   if (c->worker_started) {
     cc__drain(c);
     pthread_mutex_lock(&c->qlock);
@@ -10206,12 +10509,14 @@ CC_API cc_result cc_comm_destroy(cc_comm *c) {
     pthread_join(c->worker, NULL);
   }
   cc__propagate_posted(c);
+  cc__say_bye(c);
+  r = cc__leave_check(c);
   if (c->ctl) {
     CC__STORE_SC(&c->ctl[c->rank].departed, 1u);
     cc__notify(c);
   }
   cc__comm_free(c);
-  return CC_OK;
+  return r;
 }
 
 CC_API cc_result cc_comm_split(cc_comm *c, int color, int key, cc_comm **out) {
@@ -10350,8 +10655,9 @@ static void cc__spawn_child(int rank, int n, unsigned char *seg, size_t bytes, c
     fprintf(stderr, "cc_spawn: rank %d: %s\n", rank, c->err);
     cc__proc_exit(1);
   }
+  cc__spawn_owned = c;
   rc = fn(c, arg);
-  cc_comm_destroy(c);
+  if (cc__spawn_owned) cc_comm_destroy(cc__spawn_owned);
   cc__proc_exit(rc == 0 ? 0 : (rc & 0xff) ? (rc & 0xff) : 1);
 }
 

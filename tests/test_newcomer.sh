@@ -9,16 +9,27 @@
 #   README        the README's program, and the common pattern
 #                 malloc(n * cc_comm_size(c)), compile with gcc and g++ -O2 -Wall
 #                 -Wextra -Werror when the implementation is in the same file
-#   no launcher   a plain process is a world of one and says so at INFO;
-#                 CC_REQUIRE_LAUNCHER=1 makes it an error naming the fix
+#   build line    the README's own build line (cc ... -pthread, nothing else),
+#                 taken from README.md, with gcc and clang: links and runs
+#   no launcher   a plain process is a world of one and says so in one line on
+#                 stderr (WORLD_SIZE=1: asked for, silent); CC_REQUIRE_LAUNCHER=1
+#                 makes it an error naming the fix
 #   long wait     a rank 2.5 s late: the waiting rank prints, at 1 s and 2 s
 #                 (CC_WARN_AFTER=1), which call waits for which rank and where
 #                 the ranks it can see are (shared memory, and TCP); at the
 #                 timeout the error and a last line say where every rank is
 #   cc_spawn      when a rank fails, cc_spawn says on stderr which rank, how, and
-#                 the job's first error
+#                 the job's first error; workers may destroy their communicator
+#   leaving       a mismatched call then every rank leaving is a mismatch, never
+#                 a lost rank: shared memory, TCP, and 2 hosts x 2 ranks
+#   p2p waits     name the receive and the messages from its peer that no
+#                 receive took (shm, TCP)
+#   start-up      one host of two started alone: its ranks say whom they wait
+#                 for and where, at CC_WARN_AFTER and twice that
 set -u
 here=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=tests/lib.bash
+. "$here/lib.bash"
 root=$(cd "$here/.." && pwd)
 build=$(cd "${1:-build}" 2>/dev/null && pwd) || { echo "FAIL: newcomer: no build directory '${1:-build}'"; exit 1; }
 ccrun=$build/ccrun
@@ -100,7 +111,7 @@ else
   for i in "${!builds[@]}"; do
     prog=${builds[$i]%%|*} cxx=${builds[$i]#*|}
     # shellcheck disable=SC2086
-    $cxx -O2 -Wall -Wextra -Werror -I"$root" -o "$work/$prog.$i" "$work/$prog.c" -pthread -lm 2>"$work/cc.$i.err" &
+    $cxx -O2 -Wall -Wextra -Werror -I"$root" -o "$work/$prog.$i" "$work/$prog.c" -pthread 2>"$work/cc.$i.err" &
     pids+=($!)
   done
   for i in "${!builds[@]}"; do
@@ -120,13 +131,50 @@ else
   fi
 fi
 
-# --- no launcher ----------------------------------------------------------------------
-out=$("${clean_env[@]}" CC_DEBUG=INFO timeout 30 "$probe" world 2>&1)
-if printf '%s\n' "$out" | grep -q '^size 1$' && printf '%s\n' "$out" | grep -q 'INFO comm_init: no launcher.*world of one'; then
-  pass "a plain process is a world of one and says so at INFO"
+# --- the README's build line, taken from README.md, with gcc and clang ----------------
+# The line under the program in "## Usage" (cc ... prog.c -pthread && .../ccrun -n 4
+# ./prog), run as it stands in a folder holding the program as prog.c, with
+# path/to/cc this repository and cc each compiler: it must link with nothing but
+# -pthread (libc and pthreads only) and print every rank's sums.
+line=$(sed -n '/^## Usage/,/^## /p' "$root/README.md" | sed -n '/^```sh$/,/^```$/p' | grep -m1 -E '^cc .*prog\.c')
+if [ -z "$line" ] || [ ! -s "$work/readme.c" ]; then
+  fail "no build line (cc ... prog.c ...) or no program under '## Usage' in README.md"
 else
-  fail "a plain process: $(printf '%s\n' "$out" | head -3)"
+  comps="gcc clang"
+  [ -n "${CC_TEST_SANITIZER:-}" ] && comps=gcc
+  for comp in $comps; do
+    if ! command -v "$comp" >/dev/null; then echo "SKIP: newcomer: README build line: $comp is not installed"; continue; fi
+    d=$work/line-$comp
+    mkdir -p "$d" && cp "$work/readme.c" "$d/prog.c"
+    cmd=${line//path\/to\/cc/$root}
+    cmd="$comp ${cmd#cc }"
+    out=$(cd "$d" && "${clean_env[@]}" timeout 120 bash -c "$cmd" 2>&1)
+    n=$(printf '%s\n' "$out" | grep -cE '^rank [0-3] of 4: 4 8 12 6$')
+    if [ "$n" -eq 4 ]; then
+      pass "README's build line with $comp ($(printf '%s' "$line" | cut -c1-60)...) links and its 4 ranks print their sums"
+    else
+      fail "README's build line with $comp: $cmd: $(printf '%s\n' "$out" | head -4)"
+    fi
+  done
 fi
+
+# --- no launcher ----------------------------------------------------------------------
+out=$("${clean_env[@]}" timeout 30 "$probe" world 2>"$work/alone.err")
+err=$(cat "$work/alone.err")
+if [ "$out" = "size 1" ] && [ "$(printf '%s\n' "$err" | grep -c .)" -eq 1 ] &&
+   printf '%s\n' "$err" | grep -q 'comm_init: no launcher.*world of one rank.*ccrun -n N .*newcomer_probe.*cc_spawn.*WORLD_SIZE=1'; then
+  pass "a plain process is a world of one and says so in one line on stderr: $(printf '%s' "$err" | cut -c1-120)..."
+else
+  fail "a plain process: stdout '$out', stderr: $(printf '%s\n' "$err" | head -3)"
+fi
+for asked in "WORLD_SIZE=1" "RANK=0 WORLD_SIZE=1"; do
+  out=$("${clean_env[@]}" $asked timeout 30 "$probe" world 2>"$work/alone.err")
+  if [ "$out" = "size 1" ] && [ ! -s "$work/alone.err" ]; then
+    pass "$asked: a world of one, asked for, without a word"
+  else
+    fail "$asked: stdout '$out', stderr: $(head -3 "$work/alone.err")"
+  fi
+done
 out=$("${clean_env[@]}" CC_REQUIRE_LAUNCHER=1 timeout 30 "$probe" world 2>&1)
 if printf '%s\n' "$out" | grep -q '^error: comm_init: no launcher.*CC_REQUIRE_LAUNCHER=1.*ccrun'; then
   pass "CC_REQUIRE_LAUNCHER=1: $(printf '%s\n' "$out" | grep -m1 error: | cut -c1-120)"
@@ -162,6 +210,117 @@ if printf '%s\n' "$out" | grep -qE '^cc_spawn: rank [0-2] \(pid [0-9]+\) exited 
   pass "cc_spawn names the failed rank and the job's first error on stderr ($(printf '%s\n' "$out" | grep -m1 '^cc_spawn' | cut -c1-150))"
 else
   fail "cc_spawn's summary: $(printf '%s\n' "$out" | head -4)"
+fi
+
+# --- cc_spawn's workers may destroy their communicator, as main() does ----------------
+ok=0
+for i in 1 2 3 4 5; do
+  out=$("${clean_env[@]}" timeout 60 "$probe" spawn_destroy 2>&1)
+  [ "$out" = "spawn: 0" ] && ok=$((ok + 1))
+done
+if [ "$ok" -eq 5 ]; then
+  pass "cc_spawn workers that end with 'return cc_comm_destroy(c);': 5 runs of 5 return 0, no crash"
+else
+  fail "cc_spawn workers that destroy their communicator: $ok runs of 5 returned 0; last: $(printf '%s\n' "$out" | head -3)"
+fi
+
+# --- a mismatched call, then every rank leaves: a mismatch, never "left" ---------------
+# rank_line OUT RANK LABEL - the line "[RANK] LABEL: ..." of a --tag-output run
+rank_line() { printf '%s\n' "$1" | sed -n "s/^\[$2\] $3: //p" | head -n 1; }
+for tr in shm tcp; do
+  out=$("${clean_env[@]}" CC_TRANSPORT=$tr CC_TIMEOUT=20 timeout 60 "$ccrun" --tag-output -n 4 "$probe" leave coll 2>&1)
+  bad=""
+  for r in 1 2 3; do
+    l=$(rank_line "$out" $r call)
+    case $l in CC_ERR_MISMATCH:*broadcast*all_reduce* | CC_ERR_MISMATCH:*all_reduce*broadcast*) ;; *) bad="$bad rank $r: '$l';" ;; esac
+  done
+  if [ -z "$bad" ] && ! printf '%s\n' "$out" | grep -q 'left\|lost'; then
+    pass "$tr: rank 0's queued broadcast against the others' all_reduce, then all leave: ranks 1-3 get CC_ERR_MISMATCH naming both calls ($(rank_line "$out" 1 call | cut -c1-130))"
+  else
+    fail "$tr: broadcast against all_reduce, then all leave:$bad output: $(printf '%s\n' "$out" | head -8)"
+  fi
+  out=$("${clean_env[@]}" CC_TRANSPORT=$tr CC_TIMEOUT=20 timeout 60 "$ccrun" --tag-output -n 4 "$probe" leave root 2>&1)
+  l=$(rank_line "$out" 3 call)
+  case $l in
+    CC_ERR_MISMATCH:*"root 1"*"root 0"* | CC_ERR_MISMATCH:*"root 0"*"root 1"*)
+      pass "$tr: rank 3 broadcasts from root 1, the others from root 0, then all leave: rank 3 gets CC_ERR_MISMATCH naming both roots ($(printf '%s' "$l" | cut -c1-130))" ;;
+    *) fail "$tr: two roots, then all leave: rank 3: '$l'; output: $(printf '%s\n' "$out" | head -8)" ;;
+  esac
+done
+# the leaving rank's own destroy, where it can see the others' calls (one host)
+out=$("${clean_env[@]}" CC_TIMEOUT=20 timeout 60 "$ccrun" --tag-output -n 4 "$probe" leave coll 300 2>&1)
+l=$(rank_line "$out" 0 destroy)
+case $l in
+  CC_ERR_MISMATCH:*comm_destroy*all_reduce*broadcast*)
+    pass "the rank that left with the mismatched call gets it from cc_comm_destroy ($(printf '%s' "$l" | cut -c1-130))" ;;
+  *) fail "rank 0's cc_comm_destroy after its mismatched broadcast: '$l'; output: $(printf '%s\n' "$out" | head -8)" ;;
+esac
+# two hosts of two ranks: host 1 in an IPC namespace of its own, so that the
+# ranks of the two ccruns take each other for other hosts (TCP between them,
+# shared memory within each): the hierarchical run
+if [ "$(id -u)" -eq 0 ] && command -v unshare >/dev/null && unshare -i true 2>/dev/null; then
+  for kind in coll root; do
+    port=$(cc_free_port)
+    tok=$("$ccrun" --make-token)
+    ( "${clean_env[@]}" CC_TOKEN=$tok CC_TIMEOUT=20 timeout 60 "$ccrun" --tag-output --nnodes 2 --node-rank 0 \
+        --master-addr 127.0.0.1 --master-port "$port" -n 2 "$probe" leave $kind >"$work/h0.out" 2>&1 ) &
+    h0=$!
+    "${clean_env[@]}" CC_TOKEN=$tok CC_TIMEOUT=20 timeout 60 unshare -i "$ccrun" --tag-output --nnodes 2 --node-rank 1 \
+      --master-addr 127.0.0.1 --master-port "$port" -n 2 "$probe" leave $kind >"$work/h1.out" 2>&1
+    wait "$h0"
+    out=$(cat "$work/h0.out" "$work/h1.out")
+    want="1 2 3"; [ $kind = root ] && want=3
+    bad=""
+    for r in $want; do
+      l=$(rank_line "$out" $r call)
+      case $l in CC_ERR_MISMATCH:*) ;; *) bad="$bad rank $r: '$l';" ;; esac
+    done
+    for r in 0 1 2 3; do
+      l=$(rank_line "$out" $r call)
+      case $l in CC_OK | CC_ERR_MISMATCH:*) ;; *) bad="$bad rank $r: '$l';" ;; esac
+    done
+    if [ -z "$bad" ]; then
+      pass "2 hosts x 2 ranks, leave $kind: CC_ERR_MISMATCH where the calls differ, never a loss ($(rank_line "$out" 3 call | cut -c1-120))"
+    else
+      fail "2 hosts x 2 ranks, leave $kind:$bad output: $(printf '%s\n' "$out" | head -8)"
+    fi
+  done
+else
+  echo "SKIP: newcomer: leave across hosts: needs root and unshare -i (an IPC namespace makes a second host)"
+fi
+
+# --- a point-to-point wait says which receive waits, and what came instead --------------
+for tr in shm tcp; do
+  out=$("${clean_env[@]}" CC_TRANSPORT=$tr CC_WARN_AFTER=1 CC_TIMEOUT=2.5 timeout 60 "$ccrun" --tag-output --kill-grace 3000 -n 2 "$probe" p2p_tag 2>&1)
+  w=$(printf '%s\n' "$out" | grep -c '^\[1\] \[cc rank 1\] WARN recv: rank 1: the receive of 4 bytes from rank 0 with tag 5 has waited [0-9] s (the timeout is 2.5 s); from rank 0, messages no receive took: tag 0 (4 bytes)$')
+  if [ "$w" -ge 2 ] && printf '%s\n' "$out" | grep -q '^\[1\] result: CC_ERR_TIMEOUT: recv: rank 1: waited 2.5 s for the receive of 4 bytes from rank 0 with tag 5 (timeout); from rank 0, messages no receive took: tag 0 (4 bytes)' &&
+     ! printf '%s\n' "$out" | grep -q '^\[1\].*collective #0'; then
+    pass "$tr: a receive of tag 5 against a send of tag 0: $w warnings and the timeout name the receive and the message that came instead"
+  else
+    fail "$tr: p2p wait: $w warnings; output: $(printf '%s\n' "$out" | grep '^\[1\]' | head -4)"
+  fi
+done
+
+# --- start-up: one host of two started alone speaks up while it waits -----------------
+port=$(cc_free_port)
+tok=$("$ccrun" --make-token)
+out=$("${clean_env[@]}" CC_TOKEN=$tok CC_WARN_AFTER=1 CC_TIMEOUT=2.5 timeout 60 "$ccrun" --tag-output --nnodes 2 --node-rank 0 \
+  --master-addr 127.0.0.1 --master-port "$port" -n 2 "$probe" world 2>&1)
+w0=$(printf '%s\n' "$out" | grep -c "^\[0\] \[cc rank 0\] WARN comm_init: rank 0: has waited [12] s for 2 of 4 ranks to join the rendezvous at 127.0.0.1 port $port: ranks 2-3")
+w1=$(printf '%s\n' "$out" | grep -c "^\[1\] \[cc rank 1\] WARN comm_init: rank 1: joined the rendezvous at 127.0.0.1 port $port and has waited [12] s for rank 0's answer")
+if [ "$w0" -eq 2 ] && [ "$w1" -eq 2 ] && printf '%s\n' "$out" | grep -q "^\[0\] error: comm_init: rank 0: ranks 2-3 did not join the rendezvous at 127.0.0.1 port $port within the timeout"; then
+  pass "host 0 alone: rank 0 names the ranks missing and the address at 1 s and 2 s, rank 1 says it waits for rank 0's answer"
+else
+  fail "host 0 alone: $w0 and $w1 warnings (expected 2 each); output: $(printf '%s\n' "$out" | head -6)"
+fi
+port=$(cc_free_port)
+out=$("${clean_env[@]}" CC_TOKEN=$tok CC_WARN_AFTER=1 CC_TIMEOUT=2.5 timeout 60 "$ccrun" --tag-output --nnodes 2 --node-rank 1 \
+  --master-addr 127.0.0.1 --master-port "$port" -n 2 "$probe" world 2>&1)
+w2=$(printf '%s\n' "$out" | grep -c "^\[2\] \[cc rank 2\] WARN comm_init: rank 2: has waited [12] s to reach rank 0 at 127.0.0.1 port $port (Connection refused")
+if [ "$w2" -eq 2 ]; then
+  pass "host 1 alone: its ranks say at 1 s and 2 s that they cannot reach rank 0 at its address, and why"
+else
+  fail "host 1 alone: $w2 warnings from rank 2 (expected 2); output: $(printf '%s\n' "$out" | head -6)"
 fi
 
 echo "newcomer: $fails failed"
