@@ -136,9 +136,9 @@ static int mode_p2p_tag(void) {
     printf("error: %s\n", cc_comm_last_error(NULL));
     return 1;
   }
-  if (cc_comm_rank(c) == 0) {         /* its barrier's timeout comes after rank 1's receive's */
+  if (cc_comm_rank(c) == 0) {         /* its barrier begins after rank 1's receive timed out */
     r = cc_send(c, &v, 1, CC_INT32, 1, 0);
-    sleep_ms(600);
+    sleep_ms(3000);
   } else {
     r = cc_recv(c, &v, 1, CC_INT32, 0, 5);
   }

@@ -234,7 +234,7 @@ for tr in shm tcp; do
     l=$(rank_line "$out" $r call)
     case $l in CC_ERR_MISMATCH:*broadcast*all_reduce* | CC_ERR_MISMATCH:*all_reduce*broadcast*) ;; *) bad="$bad rank $r: '$l';" ;; esac
   done
-  if [ -z "$bad" ] && ! printf '%s\n' "$out" | grep -q 'left\|lost'; then
+  if [ -z "$bad" ] && ! printf '%s\n' "$out" | grep -q 'PEER_LOST'; then
     pass "$tr: rank 0's queued broadcast against the others' all_reduce, then all leave: ranks 1-3 get CC_ERR_MISMATCH naming both calls ($(rank_line "$out" 1 call | cut -c1-130))"
   else
     fail "$tr: broadcast against all_reduce, then all leave:$bad output: $(printf '%s\n' "$out" | head -8)"
@@ -291,7 +291,7 @@ fi
 
 # --- a point-to-point wait says which receive waits, and what came instead --------------
 for tr in shm tcp; do
-  out=$("${clean_env[@]}" CC_TRANSPORT=$tr CC_WARN_AFTER=1 CC_TIMEOUT=2.5 timeout 60 "$ccrun" --tag-output --kill-grace 3000 -n 2 "$probe" p2p_tag 2>&1)
+  out=$("${clean_env[@]}" CC_TRANSPORT=$tr CC_WARN_AFTER=1 CC_TIMEOUT=2.5 timeout 60 "$ccrun" --tag-output --kill-grace 5000 -n 2 "$probe" p2p_tag 2>&1)
   w=$(printf '%s\n' "$out" | grep -c '^\[1\] \[cc rank 1\] WARN recv: rank 1: the receive of 4 bytes from rank 0 with tag 5 has waited [0-9] s (the timeout is 2.5 s); from rank 0, messages no receive took: tag 0 (4 bytes)$')
   if [ "$w" -ge 2 ] && printf '%s\n' "$out" | grep -q '^\[1\] result: CC_ERR_TIMEOUT: recv: rank 1: waited 2.5 s for the receive of 4 bytes from rank 0 with tag 5 (timeout); from rank 0, messages no receive took: tag 0 (4 bytes)' &&
      ! printf '%s\n' "$out" | grep -q '^\[1\].*collective #0'; then
@@ -304,23 +304,23 @@ done
 # --- start-up: one host of two started alone speaks up while it waits -----------------
 port=$(cc_free_port)
 tok=$("$ccrun" --make-token)
-out=$("${clean_env[@]}" CC_TOKEN=$tok CC_WARN_AFTER=1 CC_TIMEOUT=2.5 timeout 60 "$ccrun" --tag-output --nnodes 2 --node-rank 0 \
+out=$("${clean_env[@]}" CC_TOKEN=$tok CC_WARN_AFTER=1 CC_TIMEOUT=3.5 timeout 60 "$ccrun" --tag-output --nnodes 2 --node-rank 0 \
   --master-addr 127.0.0.1 --master-port "$port" -n 2 "$probe" world 2>&1)
 w0=$(printf '%s\n' "$out" | grep -c "^\[0\] \[cc rank 0\] WARN comm_init: rank 0: has waited [12] s for 2 of 4 ranks to join the rendezvous at 127.0.0.1 port $port: ranks 2-3")
 w1=$(printf '%s\n' "$out" | grep -c "^\[1\] \[cc rank 1\] WARN comm_init: rank 1: joined the rendezvous at 127.0.0.1 port $port and has waited [12] s for rank 0's answer")
-if [ "$w0" -eq 2 ] && [ "$w1" -eq 2 ] && printf '%s\n' "$out" | grep -q "^\[0\] error: comm_init: rank 0: ranks 2-3 did not join the rendezvous at 127.0.0.1 port $port within the timeout"; then
+if [ "$w0" -ge 2 ] && [ "$w1" -ge 2 ] && printf '%s\n' "$out" | grep -q "^\[0\] error: comm_init: rank 0: ranks 2-3 did not join the rendezvous at 127.0.0.1 port $port within the timeout"; then
   pass "host 0 alone: rank 0 names the ranks missing and the address at 1 s and 2 s, rank 1 says it waits for rank 0's answer"
 else
-  fail "host 0 alone: $w0 and $w1 warnings (expected 2 each); output: $(printf '%s\n' "$out" | head -6)"
+  fail "host 0 alone: $w0 and $w1 warnings (expected 2 or more each); output: $(printf '%s\n' "$out" | head -6)"
 fi
 port=$(cc_free_port)
-out=$("${clean_env[@]}" CC_TOKEN=$tok CC_WARN_AFTER=1 CC_TIMEOUT=2.5 timeout 60 "$ccrun" --tag-output --nnodes 2 --node-rank 1 \
+out=$("${clean_env[@]}" CC_TOKEN=$tok CC_WARN_AFTER=1 CC_TIMEOUT=3.5 timeout 60 "$ccrun" --tag-output --nnodes 2 --node-rank 1 \
   --master-addr 127.0.0.1 --master-port "$port" -n 2 "$probe" world 2>&1)
 w2=$(printf '%s\n' "$out" | grep -c "^\[2\] \[cc rank 2\] WARN comm_init: rank 2: has waited [12] s to reach rank 0 at 127.0.0.1 port $port (Connection refused")
-if [ "$w2" -eq 2 ]; then
+if [ "$w2" -ge 2 ]; then
   pass "host 1 alone: its ranks say at 1 s and 2 s that they cannot reach rank 0 at its address, and why"
 else
-  fail "host 1 alone: $w2 warnings from rank 2 (expected 2); output: $(printf '%s\n' "$out" | head -6)"
+  fail "host 1 alone: $w2 warnings from rank 2 (expected 2 or more); output: $(printf '%s\n' "$out" | head -6)"
 fi
 
 echo "newcomer: $fails failed"
