@@ -6137,7 +6137,7 @@ static cc_result cc__rx_keep(cc__run *x, int p) {
   cc__peer *pe = &c->peers[p];
   cc__umsg *u;
   size_t cap = (size_t)CC__MIN(pe->rx.bytes, (uint64_t)1 << 20), cost = 0;
-  if (pe->rx.tag != CC__TAG_ABORT) CC__TRY(cc__uq_charge(x, p, pe->rx.bytes, &cost));
+  if (pe->rx.tag != CC__TAG_ABORT && pe->rx.tag != CC__TAG_BYE) CC__TRY(cc__uq_charge(x, p, pe->rx.bytes, &cost));
   u = (cc__umsg *)CC_MALLOC(sizeof *u);
   if (u) u->data = (unsigned char *)CC_MALLOC(cap ? cap : 1);
   if (!u || !u->data) {

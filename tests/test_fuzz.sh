@@ -150,6 +150,8 @@ write_seeds() {
   # the same with a send to rank 1 waiting (setup 2): the report's code ends the run, not the lost stream
   { printf '\x80\x02'; all; frame -3 22; le 6 4; le 1 4; printf 'rank 1 failed\0'; } | seed stream done-abort-send
   { printf '\x80\x00'; all; frame 42 5000; bytes 100 6; } | seed stream done-cut
+  # a farewell (tag -4, no payload) in the middle of the stream, then the end
+  { printf '\x80\x00'; frame 42 3; printf 'abc'; frame -4 0; } | seed stream farewell
   # the call's entry reads first (setup 4): everything queued, taken when the receives start
   { printf '\x80\x04'; frame 42 3; printf 'abc'; all; } | seed stream entry-whole
   { printf '\x2a\x04'; frame 42 3; printf 'abc'; all; } | seed stream entry-pieces

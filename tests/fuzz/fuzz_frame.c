@@ -5,10 +5,12 @@
    Checks, besides ASan/UBSan (the header is read from a buffer of exactly 48
    bytes, decoded into a frame of exactly its size):
    - the verdict agrees with fz_frame_parse (fuzz_util.h), the format stated
-     independently: magic "ccF2", bytes 42..47 zero, tag >= 0, -2 or -3, at
-     most 2^44 bytes; a collective's frame (-2) with seq > 0, coll
-     1..CC__COLL_COUNT-1 and dtype < CC_DTYPE_COUNT; any other frame with seq
-     and identity all zero; an abort frame (-3) with 8..CC__ABORT_MAX bytes;
+     independently: magic "ccF2", bytes 42..47 zero, tag >= 0, -2, -3 or -4,
+     at most 2^44 bytes; a collective's frame (-2) with seq > 0, coll
+     1..CC__COLL_COUNT-1 and dtype < CC_DTYPE_COUNT; a farewell (-4) with no
+     payload, and seq 0 with a zero identity or seq > 0 with a valid one; any
+     other frame with seq and identity all zero; an abort frame (-3) with
+     8..CC__ABORT_MAX bytes;
    - an accepted header's fields are the header's, and cc__frame_encode writes
      the same 48 bytes back (so does the independent fz_frame_make);
    - a rejected header leaves nothing stale: every field of the frame is zero
@@ -43,9 +45,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     FZ_CHECK(f->tag == g.tag && f->bytes == g.bytes && f->seq == g.seq);
     FZ_CHECK(f->id.count == g.count && f->id.op == g.op && f->id.root == g.root);
     FZ_CHECK(f->id.coll == g.coll && f->id.dtype == g.dtype);
-    FZ_CHECK(f->tag >= 0 || f->tag == CC__TAG_COLL || f->tag == CC__TAG_ABORT);
+    FZ_CHECK(f->tag >= 0 || f->tag == CC__TAG_COLL || f->tag == CC__TAG_ABORT || f->tag == CC__TAG_BYE);
     FZ_CHECK(f->bytes <= CC__MAX_FRAME);
-    FZ_CHECK((f->tag == CC__TAG_COLL) == (f->seq != 0));
+    FZ_CHECK(f->tag == CC__TAG_BYE || (f->tag == CC__TAG_COLL) == (f->seq != 0));
+    FZ_CHECK(f->tag != CC__TAG_BYE || f->bytes == 0);
     FZ_CHECK(f->tag != CC__TAG_ABORT || (f->bytes >= 8 && f->bytes <= CC__ABORT_MAX));
     memset(again, 0xa5, CC__FRAME);
     cc__frame_encode(again, f);

@@ -440,7 +440,7 @@ static void m_end(model *M) {
 static int m_match(model *M, const fz_frame *f, int *t) {
   int i;
   *t = -1;
-  if (f->tag == CC__TAG_ABORT) return 0;
+  if (f->tag == CC__TAG_ABORT || f->tag == CC__TAG_BYE) return 0;
   for (i = 0; i < N; i++) {
     if (!m_eligible(M, i, 1, f->tag)) continue;
     if (m_take(M, i) < 0) return -1;
@@ -544,6 +544,7 @@ static int m_payload(model *M, const fz_frame *f, int t) {
       return -1;
     }
     m_post(M, (cc_result)code, (int32_t)fz_le32(M->s + M->hend + 4));
+  } else if (f->tag == CC__TAG_BYE) {  /* a farewell: noted, the stream's end follows */
   } else {
     FZ_CHECK(M->nq1 < (int)MAXQ);
     M->q1[M->nq1].f = *f;
@@ -585,7 +586,7 @@ static void model_run(model *M) {
       if (m_park(M, &f, &t) < 0) return;
     }
     M->target = t;
-    if (t < 0 && f.tag != CC__TAG_ABORT && m_hold(M, &f, was_parked) < 0) return;
+    if (t < 0 && f.tag != CC__TAG_ABORT && f.tag != CC__TAG_BYE && m_hold(M, &f, was_parked) < 0) return;
     M->stop = 2;
     bytes = f.bytes;
     if (bytes > M->len - M->hend) {    /* the stream ends in this payload */

@@ -106,6 +106,9 @@ static inline int fz_frame_parse(const unsigned char *p, fz_frame *f) {
     if (p[i]) return 0;
   if (f->bytes > ((uint64_t)1 << 44)) return 0;
   if (f->tag == -2) return f->seq > 0 && f->coll >= 1 && f->coll < CC__COLL_COUNT && f->dtype < CC_DTYPE_COUNT;
+  if (f->tag == -4 && f->seq)          /* farewell: no payload, the last collective's number and identity */
+    return !f->bytes && f->coll >= 1 && f->coll < CC__COLL_COUNT && f->dtype < CC_DTYPE_COUNT;
+  if (f->tag == -4) return !f->bytes && !f->count && !f->op && !f->root && !f->coll && !f->dtype;
   if (f->seq || f->count || f->op || f->root || f->coll || f->dtype) return 0;
   if (f->tag == -3) return f->bytes >= 8 && f->bytes <= CC__ABORT_MAX;
   return f->tag >= 0;
