@@ -8,8 +8,10 @@
 #      the run, and exits 0;
 #   2. SUMMARY_ONLY=1 RESULTS=DIR bash bench/compare.sh rebuilds the same
 #      results.tsv from the runs;
-#   3. targets.py on the run gives cc's figures, no ratio (no other library
-#      ran), and no row of what the run did not measure.
+#   3. targets.py on the run (build/compare/latest) gives cc's figures, and no
+#      row of what the run did not measure; with Open MPI, a ratio against it.
+# Where Open MPI's mpirun and mpi.h are installed (Debian: openmpi-bin
+# libopenmpi-dev), openmpi_shm_np2 runs too; else a SKIP line says so.
 # Under a temporary BUILD; ccrun and cc_bench are BUILD_DIR's. SKIP under
 # CC_TEST_QUICK=1 (the sanitizer runs: compare.sh builds its probes without).
 set -u
@@ -38,6 +40,13 @@ ln -s "$build/ccrun" "$tmp/build/ccrun"
 ln -s "$build/cc_bench" "$tmp/build/cc_bench"
 run=$tmp/run
 configs="cc_shm_np2 ccmem_shm_np2 cc_tcp_np2 ccopen_tcp_np2"
+ompi=0
+if command -v mpirun.openmpi >/dev/null && echo '#include <mpi.h>' | mpicc.openmpi -x c -E - >/dev/null 2>&1; then
+  configs="$configs openmpi_shm_np2"
+  ompi=1
+else
+  echo "SKIP: bench: compare.sh with openmpi_shm_np2: Open MPI's mpirun.openmpi or mpi.h is missing (Debian: openmpi-bin libopenmpi-dev)"
+fi
 out=$(env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS -u CC_TOKEN -u CC_TRANSPORT BUILD="$tmp/build" RESULTS="$run" \
       ONLY="$configs" PASSES=2 TIMEOUT=120 BENCH_ARGS="-k all_reduce,broadcast,barrier -e 64 -s 8 -l 0 -n 2 -w 1" \
       timeout 280 bash "$root/bench/compare.sh" 2>&1)
@@ -58,7 +67,7 @@ done
 wrong=$(awk -F'\t' 'NR > 1 && ($10 != 0 || $14 != 0)' "$tsv" | wc -l)
 if [ -z "$missing" ] && [ "$wrong" -eq 0 ] && [ -s "$run/SUMMARY.txt" ] && grep -q '^# c2c: ' "$run/machine.txt" &&
    [ "$(readlink "$tmp/build/compare/latest")" = "$run" ]; then
-  pass "compare.sh with cc's four configurations, 2 passes: results.tsv, SUMMARY.txt, machine.txt, build/compare/latest; 0 wrong"
+  pass "compare.sh ONLY=\"$configs\", 2 passes: results.tsv, SUMMARY.txt, machine.txt, build/compare/latest; 0 wrong"
 else
   fail "compare.sh: missing rows:${missing:- none}; $wrong rows wrong or failed; latest -> $(readlink "$tmp/build/compare/latest")"
 fi
@@ -74,14 +83,15 @@ else
 fi
 
 py=$(command -v python3 || echo /usr/bin/python3)
-out=$("$py" "$root/bench/targets.py" "$run" 2>&1)
-if printf '%s\n' "$out" | grep -qE '^\| all_reduce 8 B \(µs\) \| [0-9.]+ \| - \| - \| - \|$' &&
+out=$("$py" "$root/bench/targets.py" "$tmp/build/compare/latest" 2>&1)
+if [ "$ompi" = 1 ]; then want='^\| all_reduce 8 B \(µs\) \| [0-9.]+ \| [0-9.]+ \| - \| - \|$'; else want='^\| all_reduce 8 B \(µs\) \| [0-9.]+ \| - \| - \| - \|$'; fi
+if printf '%s\n' "$out" | grep -qE "$want" &&
    printf '%s\n' "$out" | grep -qE '^\| \*\*TCP over loopback, 2 ranks, without a token\*\* \|' &&
    ! printf '%s\n' "$out" | grep -qE '16 MiB|cc_mem_alloc all_reduce|4 ranks' &&
-   printf '%s\n' "$out" | grep -qE '^c2c fingerprint of .*run'; then
-  pass "targets.py on the run: cc's figures, no ratio where no other library ran, no row of what was not measured"
+   printf '%s\n' "$out" | grep -qE '^c2c fingerprint of .*latest'; then
+  pass "targets.py build/compare/latest: cc's figures$([ "$ompi" = 1 ] && echo ", the ratio against Open MPI"), no row of what was not measured"
 else
-  fail "targets.py on the run:"
+  fail "targets.py build/compare/latest:"
   printf '%s\n' "$out" | head -n 20 | sed 's/^/    /'
 fi
 exit $status
