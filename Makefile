@@ -195,11 +195,12 @@ bench: $(BUILD)/ccrun $(BUILD)/all_reduce_perf
 # bench/compare.sh runs' folders, each configuration drawn from the first that
 # holds it; default the latest run ($(BUILD)/compare/latest) when there is one,
 # else the results committed in bench/results. The plot the documentation
-# shows changes only when asked for: make plot OUT=docs/perf.png. Needs
-# matplotlib (Debian's python3-matplotlib) in python3 or /usr/bin/python3.
+# shows changes only when asked for: make plot OUT=docs/perf.png, which draws
+# the committed results unless RESULTS is given. Needs matplotlib (Debian's
+# python3-matplotlib) in python3 or /usr/bin/python3.
 PLOT_COMMITTED = bench/results/shm bench/results/tcp bench/results/peers-tcp bench/results/peers
-RESULTS ?= $(if $(wildcard $(BUILD)/compare/latest/results.tsv),$(BUILD)/compare/latest,$(PLOT_COMMITTED))
 OUT      = $(BUILD)/perf.png
+RESULTS ?= $(if $(filter docs/perf.png,$(OUT)),$(PLOT_COMMITTED),$(if $(wildcard $(BUILD)/compare/latest/results.tsv),$(BUILD)/compare/latest,$(PLOT_COMMITTED)))
 PLOT_PYTHON ?= $(firstword $(foreach p,python3 /usr/bin/python3,$(shell $(p) -c 'import matplotlib' >/dev/null 2>&1 && echo $(p))) python3)
 plot:
 	$(PLOT_PYTHON) bench/plot.py -o $(OUT) $(RESULTS)
