@@ -10,6 +10,8 @@
 #      results.tsv from the runs;
 #   3. targets.py on the run (build/compare/latest) gives cc's figures, and no
 #      row of what the run did not measure; with Open MPI, a ratio against it.
+#   4. `make bench` (nccl-tests' all_reduce_perf sweep over 2 ranks) ends
+#      with its 64 MiB row, nothing wrong.
 # Where Open MPI's mpirun and mpi.h are installed (Debian: openmpi-bin
 # libopenmpi-dev), openmpi_shm_np2 runs too; else a SKIP line says so.
 # Under a temporary BUILD; ccrun and cc_bench are BUILD_DIR's. SKIP under
@@ -93,5 +95,15 @@ if printf '%s\n' "$out" | grep -qE "$want" &&
 else
   fail "targets.py build/compare/latest:"
   printf '%s\n' "$out" | head -n 20 | sed 's/^/    /'
+fi
+out=$(env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS -u CC_TOKEN -u CC_TRANSPORT timeout 200 \
+      make -s -C "$root" --no-print-directory BUILD="$tmp/build" bench 2>&1)
+st=$?
+if [ "$st" -eq 0 ] && printf '%s\n' "$out" | grep -qE '^ +67108864 +16777216 +float +sum +-1 +[0-9.]+ +[0-9.]+ +[0-9.]+ +0 +[0-9.]+ +[0-9.]+ +[0-9.]+ +0 ' &&
+   printf '%s\n' "$out" | grep -q '^# Out of bounds values : 0 OK'; then
+  pass "make bench: all_reduce_perf over 2 ranks, 8 B to 64 MiB, nothing wrong"
+else
+  fail "make bench: status $st:"
+  printf '%s\n' "$out" | tail -n 8 | sed 's/^/    /'
 fi
 exit $status
