@@ -192,11 +192,19 @@ bench: $(BUILD)/ccrun $(BUILD)/all_reduce_perf
 	$(BUILD)/ccrun -n 2 $(BUILD)/all_reduce_perf -b 8 -e 64M -f 4 -d float -o sum
 
 # busbw against message size for cc, Open MPI, MPICH and Gloo, one panel per
-# collective, from a bench/compare.sh run (RESULTS: its folder; default the
-# latest) into docs/perf.png. Needs Debian's python3-matplotlib.
-RESULTS ?= $(BUILD)/compare/latest
+# collective (bench/plot.py), into OUT (default $(BUILD)/perf.png). RESULTS:
+# bench/compare.sh runs' folders, each configuration drawn from the first that
+# holds it; default the latest run ($(BUILD)/compare/latest) when there is one,
+# else the results committed in bench/results. The plot the documentation
+# shows changes only when asked for: make plot OUT=docs/perf.png, which draws
+# the committed results unless RESULTS is given. Needs matplotlib (Debian's
+# python3-matplotlib) in python3 or /usr/bin/python3.
+PLOT_COMMITTED = bench/results/shm bench/results/tcp bench/results/peers-tcp bench/results/peers
+OUT      = $(BUILD)/perf.png
+RESULTS ?= $(if $(filter docs/perf.png,$(OUT)),$(PLOT_COMMITTED),$(if $(wildcard $(BUILD)/compare/latest/results.tsv),$(BUILD)/compare/latest,$(PLOT_COMMITTED)))
+PLOT_PYTHON ?= $(firstword $(foreach p,python3 /usr/bin/python3,$(shell $(p) -c 'import matplotlib' >/dev/null 2>&1 && echo $(p))) python3)
 plot:
-	/usr/bin/python3 bench/plot.py $(RESULTS) docs/perf.png
+	$(PLOT_PYTHON) bench/plot.py -o $(OUT) $(RESULTS)
 
 sanitize:
 	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" test

@@ -1000,7 +1000,7 @@ static const backend cpu_backend = {
 
 /* -R 1 in CPU mode: sbuf and rbuf from cc_mem_alloc (symmetric memory).
    CC_BENCH_NO_MEM_ALLOC: built against a cc.h from before cc_mem_alloc
-   (bench/before_after.sh), where -R 1 fails. */
+   (dev/before_after.sh), where -R 1 fails. */
 #ifdef CC_BENCH_NO_MEM_ALLOC
 static void *sym_alloc(size_t bytes)
 {

@@ -5,7 +5,8 @@
 #   PASSES=1 BENCH_ARGS="-l 0.02" bash bench/compare.sh         # a quick look (a few minutes)
 #   ONLY="cc_shm_np2 openmpi_shm_np2" bash bench/compare.sh    # a subset
 #   ONLY="cc_tcp_np2 openmpi_tcp_np2 mpich_tcp_np2 gloo_tcp_np2" bash bench/compare.sh   # over TCP
-#   make plot                                  # then: docs/perf.png from the latest run
+#   make plot                                  # then: build/perf.png from the latest run
+#   python3 bench/targets.py build/compare/latest   # cc against each library, the targets
 #
 # Configurations (ONLY picks some, in this order by default):
 #   cc_shm_np2 ccmem_shm_np2 openmpi_shm_np2 mpich_shm_np2 cc_shm_np4 openmpi_shm_np4 mpich_shm_np4
@@ -37,7 +38,7 @@
 # Every pass runs each configuration once, interleaved, the order rotating from
 # pass to pass, because on a small VM the placement of the vCPUs changes within
 # seconds and moves shared-memory results by 2-4x; a comparison only means
-# something between runs of one session, several times over. Before and after
+# something between runs of one compare.sh run, several times over. Before and after
 # every run, build/peers/c2c_latency takes the placement's fingerprint.
 #
 # Writes, under RESULTS:
@@ -172,5 +173,5 @@ fi   # SUMMARY_ONLY
 st=0
 /usr/bin/python3 "$HERE/compare_summary.py" "$R" "${configs[@]}" || st=$?
 [ -f "$R/SUMMARY.txt" ] && cat "$R/SUMMARY.txt"
-echo "done: $R/SUMMARY.txt, $R/results.tsv (make plot RESULTS=$R draws docs/perf.png; /usr/bin/python3 bench/targets.py $R: issue 12's targets, pass by pass)"
+echo "done: $R/SUMMARY.txt, $R/results.tsv (make plot RESULTS=$R draws build/perf.png; python3 bench/targets.py $R: cc against each library, and the targets against Open MPI)"
 exit "$st"

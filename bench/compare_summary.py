@@ -1,5 +1,5 @@
 #!/usr/bin/python3
-"""compare_summary.py RESULTS [CONFIG...] - read the runs of a compare.sh session
+"""compare_summary.py RESULTS [CONFIG...] - read the runs of one compare.sh run
 (RESULTS/passN/CONFIG.txt) and write RESULTS/results.tsv and RESULTS/SUMMARY.txt.
 
 Every bench of a comparison (cc_bench, bench/peers/bench_mpi.c,

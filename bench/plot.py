@@ -1,21 +1,28 @@
 #!/usr/bin/python3
-"""plot.py [RESULTS] [OUT.png] - busbw against message size, one panel per
-collective, for every configuration of a bench/compare.sh run (`make plot`).
+"""plot.py [-o OUT.png] [RESULTS...] - busbw against message size, one panel
+per collective, for every configuration of bench/compare.sh runs (`make plot`).
 
-    /usr/bin/python3 bench/plot.py build/compare/latest docs/perf.png
+    python3 bench/plot.py build/compare/latest                 # into build/perf.png
+    python3 bench/plot.py -o docs/perf.png bench/results/shm bench/results/tcp \
+        bench/results/peers-tcp bench/results/peers
 
-RESULTS is the run's folder (or its results.tsv); default build/compare/latest,
-the latest run. OUT defaults to docs/perf.png. Needs matplotlib (Debian's
-python3-matplotlib; bash bench/peers/install.sh plot installs it).
+Each RESULTS is a run's folder (or its results.tsv); a configuration is drawn
+from the first RESULTS that holds it, so runs of different configurations
+combine into one plot. Default: build/compare/latest, the latest run. OUT
+(-o, or a last argument ending in .png): default build/perf.png; the plot
+the documentation shows, docs/perf.png, is written only when named. Needs
+matplotlib (Debian's python3-matplotlib; bash bench/peers/install.sh plot
+installs it).
 
 Each line is one configuration: the colour says the library (cc, cc on
-buffers from cc_mem_alloc, Open MPI, MPICH, Gloo), the line style the transport and rank count (shared memory 2
-ranks solid, 4 ranks dashed; TCP on loopback 2 ranks dotted, 4 ranks
-dash-dotted). A point is the median over the passes of busbw (GB/s, nccl-tests'
-factors) at that size, out of place; where a library has no out-of-place form
-(torch's all_reduce) its in-place column, marked "in place" in the panel. The
-shaded band spans the passes' least and greatest. Both axes are logarithmic.
-The last panel shows the barrier's time (µs, median over the passes).
+buffers from cc_mem_alloc, Open MPI, MPICH, Gloo), the line style the
+transport and rank count (shared memory 2 ranks solid, 4 ranks dashed; TCP on
+loopback 2 ranks dotted, 4 ranks dash-dotted). A point is the median over the
+passes of busbw (GB/s, nccl-tests' factors) at that size, out of place; where
+a library has no out-of-place form (torch's all_reduce) its in-place column,
+marked "in place" in the panel. The shaded band spans the passes' least and
+greatest. Both axes are logarithmic. The last panel shows the barrier's time
+(µs, median over the passes). The title names the runs and their dates.
 """
 import csv
 import os
@@ -46,13 +53,52 @@ def size_label(b, _pos=None):
     return "%d" % b
 
 
+def read_runs(tsvs):
+    """Every configuration from the first results.tsv that holds it: rows, the
+    configurations in order, {configuration: its folder}, and the passes."""
+    rows, configs, source, passes = [], [], {}, set()
+    for tsv in tsvs:
+        with open(tsv) as f:
+            mine = list(csv.DictReader(f, delimiter="\t"))
+        for row in mine:
+            c = row.get("config")
+            if c is None or source.get(c, tsv) != tsv:
+                continue
+            if c not in source:
+                source[c] = tsv
+                configs.append(c)
+            passes.add(row["pass"])
+            rows.append(row)
+    return rows, configs, source, passes
+
+
+def run_date(tsv):
+    """The date compare.sh wrote first in the run's machine.txt, or ''."""
+    mpath = os.path.join(os.path.dirname(tsv), "machine.txt")
+    if os.path.exists(mpath):
+        with open(mpath) as f:
+            first = f.readline().strip().replace("# compare.sh ", "")
+            return first[:10]
+    return ""
+
+
 def main():
-    src = sys.argv[1] if len(sys.argv) > 1 else os.path.join("build", "compare", "latest")
-    out = sys.argv[2] if len(sys.argv) > 2 else os.path.join("docs", "perf.png")
-    tsv = src if src.endswith(".tsv") else os.path.join(src, "results.tsv")
-    if not os.path.exists(tsv):
-        sys.stderr.write("plot.py: no %s: run bash bench/compare.sh first (or give RESULTS=the run's folder)\n" % tsv)
-        return 2
+    args, out = sys.argv[1:], os.path.join("build", "perf.png")
+    if "-o" in args:
+        i = args.index("-o")
+        if i + 1 >= len(args):
+            sys.stderr.write("plot.py: -o needs a file name\n")
+            return 2
+        out = args.pop(i + 1)
+        args.pop(i)
+    elif args and args[-1].endswith(".png"):
+        out = args.pop()
+    srcs = args or [os.path.join("build", "compare", "latest")]
+    tsvs = [s if s.endswith(".tsv") else os.path.join(s, "results.tsv") for s in srcs]
+    for tsv in tsvs:
+        if not os.path.exists(tsv):
+            sys.stderr.write("plot.py: no %s: run bash bench/compare.sh first (or give RESULTS=the run's folder)\n" % tsv)
+            return 2
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -60,27 +106,24 @@ def main():
         from matplotlib.lines import Line2D
         from matplotlib.ticker import FuncFormatter, LogLocator
     except ImportError:
-        sys.stderr.write("plot.py: needs matplotlib in /usr/bin/python3: bash bench/peers/install.sh plot"
-                         " (Debian's python3-matplotlib)\n")
+        sys.stderr.write("plot.py: needs matplotlib in %s: bash bench/peers/install.sh plot"
+                         " (Debian's python3-matplotlib)\n" % sys.executable)
         return 2
 
     # (config, coll, inplace) -> {bytes: [busbw per pass]}; barrier: config -> [time_us per pass]
-    series, barrier, passes, configs = {}, {}, set(), []
-    with open(tsv) as f:
-        for row in csv.DictReader(f, delimiter="\t"):
-            c, coll = row["config"], row["collective"]
-            passes.add(row["pass"])
-            if c not in configs:
-                configs.append(c)
-            if coll == "barrier":
-                if row["inplace"] == "0":
-                    barrier.setdefault(c, []).append(float(row["time_us"]))
-                continue
-            bw, b = float(row["busbw"]), int(row["bytes"])
-            if bw > 0 and b > 0:
-                series.setdefault((c, coll, int(row["inplace"])), {}).setdefault(b, []).append(bw)
+    rows, configs, source, passes = read_runs(tsvs)
+    series, barrier = {}, {}
+    for row in rows:
+        c, coll = row["config"], row["collective"]
+        if coll == "barrier":
+            if row["inplace"] == "0":
+                barrier.setdefault(c, []).append(float(row["time_us"]))
+            continue
+        bw, b = float(row["busbw"]), int(row["bytes"])
+        if bw > 0 and b > 0:
+            series.setdefault((c, coll, int(row["inplace"])), {}).setdefault(b, []).append(bw)
     if not series:
-        sys.stderr.write("plot.py: %s holds no bandwidth rows\n" % tsv)
+        sys.stderr.write("plot.py: %s hold no bandwidth rows\n" % " ".join(tsvs))
         return 1
     order = {k: i for i, k in enumerate(LIBS)}
     configs.sort(key=lambda c: (order.get(split_config(c)[0], 9), split_config(c)[1], split_config(c)[2]))
@@ -140,24 +183,21 @@ def main():
     ax.tick_params(labelsize=8)
     ax.grid(True, axis="x", alpha=0.3)
 
-    handles = [Line2D([], [], color=col, lw=2.5, label=lab) for lab, col in LIBS.values()]
+    present = {split_config(c)[0] for c in configs}
+    handles = [Line2D([], [], color=col, lw=2.5, label=lab) for k, (lab, col) in LIBS.items() if k in present]
     handles += [Line2D([], [], color="#444444", ls=ls, lw=1.6,
                        label="%s, %d ranks" % ("shared memory" if tr == "shm" else "TCP (loopback)", n))
                 for (tr, n), ls in STYLES.items()]
     fig.legend(handles=handles, loc="lower center", ncol=8, fontsize=9, frameon=False)
-    machine = ""
-    mpath = os.path.join(os.path.dirname(tsv), "machine.txt")
-    if os.path.exists(mpath):
-        with open(mpath) as f:
-            first = f.readline().strip()
-            machine = first.replace("# compare.sh ", "")[:25]
-    fig.suptitle("cc, Open MPI, MPICH and Gloo on this machine: busbw against message size, float32 sum "
-                 "(median of %d pass%s%s)" % (len(passes), "" if len(passes) == 1 else "es",
-                                              ", " + machine if machine else ""), fontsize=12)
+    used = [t for t in tsvs if t in source.values()]
+    runs = "; ".join("%s%s" % (os.path.basename(os.path.dirname(t)) or t,
+                               " " + run_date(t) if run_date(t) else "") for t in used)
+    fig.suptitle("cc, Open MPI, MPICH and Gloo: busbw against message size, float32 sum "
+                 "(median of %d pass%s; %s)" % (len(passes), "" if len(passes) == 1 else "es", runs), fontsize=12)
     fig.tight_layout(rect=(0, 0.05, 1, 0.96))
     os.makedirs(os.path.dirname(out) or ".", exist_ok=True)
     fig.savefig(out, dpi=100)
-    print("plot.py: wrote %s from %s (%d configurations, %d pass%s)" % (out, tsv, len(configs), len(passes),
+    print("plot.py: wrote %s from %s (%d configurations, %d pass%s)" % (out, " ".join(used), len(configs), len(passes),
                                                                       "" if len(passes) == 1 else "es"))
     return 0
 

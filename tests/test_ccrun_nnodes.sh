@@ -3,12 +3,15 @@
 # loopback of this one machine (no namespaces, no root needed), running
 # BUILD/probes/net_probe all (tests/net_probe.c: every collective, checked):
 #   a) two `ccrun --nnodes 2 --node-rank {0,1} --master-addr 127.0.0.1
-#      --master-port P -n 2` at once: both exit 0, every check passes, size 4
+#      --master-port P -n 2` at once (the README's recipe on one machine):
+#      both exit 0, every check passes, size 4 local_size 4, and every rank
+#      runs over shared memory (CC_DEBUG=INFO's "ready" line); the same with
+#      CC_TRANSPORT=tcp, every rank over TCP
 #   b) Open MPI: `mpirun -np 4 -x MASTER_ADDR -x MASTER_PORT` (the library takes
 #      rank and size from OMPI_COMM_WORLD_*): exit 0, every check passes,
 #      `info: size 4 local_size 4`; SKIP when mpirun is not installed
-#   c) the float32 sum of inexact values has the same bits under a), b) and a
-#      plain `ccrun -n 4` (same inputs, same bits: api.md)
+#   c) the float32 sum of inexact values has the same bits under a) (both
+#      transports), b) and a plain `ccrun -n 4` (same inputs, same bits: api.md)
 # a) needs the TCP transport (LOCAL_WORLD_SIZE < WORLD_SIZE); while the job gets
 # CC_ERR_UNSUPPORTED naming it, a) is skipped unless CC_TEST_REQUIRE_TCP=1.
 # After each case no process of it runs and nothing is new in /dev/shm/cc-*.
@@ -85,32 +88,46 @@ fi
 finish
 
 # --- a) two ccrun --nnodes 2 on loopback -----------------------------------------
-begin ccrun-nnodes
-p=$(port)
-t0=$(cc_now_ms)
-tok=$("$ccrun" --make-token)          # several hosts: ccrun wants a token (docs/security.md)
-launch n0.out CC_TOKEN="$tok" -- "$ccrun" --tag-output --nnodes 2 --node-rank 0 --master-addr 127.0.0.1 \
-  --master-port "$p" -n 2 "$probe" all
-p0=$last_pid
-launch n1.out CC_TOKEN="$tok" -- "$ccrun" --tag-output --nnodes 2 --node-rank 1 --master-addr 127.0.0.1 \
-  --master-port "$p" -n 2 "$probe" all
-p1=$last_pid
-wait "$p0"; s0=$?
-wait "$p1"; s1=$?
-ms=$(($(cc_now_ms) - t0))
+# nnodes CASE WANT [VAR=VALUE...]: the README's recipe on one machine, with
+# CC_DEBUG=INFO: every rank says which transport it runs (comm_init's "ready"
+# line), which must be WANT ("shared memory": both "hosts" are this one; "tcp"
+# under CC_TRANSPORT=tcp). Sets a_hash (the sums' bits) when it passes.
+nnodes() {
+  local name=$1 want=$2 p t0 p0 p1 s0 s1 ms info ready n
+  shift 2
+  begin "$name"
+  p=$(port)
+  t0=$(cc_now_ms)
+  tok=$("$ccrun" --make-token)          # several hosts: ccrun wants a token (docs/security.md)
+  launch "$name.0.out" CC_TOKEN="$tok" CC_DEBUG=INFO "$@" -- "$ccrun" --tag-output --nnodes 2 --node-rank 0 \
+    --master-addr 127.0.0.1 --master-port "$p" -n 2 "$probe" all
+  p0=$last_pid
+  launch "$name.1.out" CC_TOKEN="$tok" CC_DEBUG=INFO "$@" -- "$ccrun" --tag-output --nnodes 2 --node-rank 1 \
+    --master-addr 127.0.0.1 --master-port "$p" -n 2 "$probe" all
+  p1=$last_pid
+  wait "$p0"; s0=$?
+  wait "$p1"; s1=$?
+  ms=$(($(cc_now_ms) - t0))
+  info=$(sed -n 's/^\[0\] info: \(size .*\)/\1/p' "$work/$name.0.out")
+  ready=$(cat "$work/$name".[01].out | grep -c "INFO comm_init: rank [0-3] of 4 ready (job [0-9a-f]*, $want[,)]")
+  if grep -q 'result: CC_ERR_UNSUPPORTED.*\(TCP\|tcp\)' "$work/$name".[01].out && [ "${CC_TEST_REQUIRE_TCP:-0}" != 1 ]; then
+    skip "ccrun --nnodes 2 on 127.0.0.1${*:+ ($*)}: cc.h has no TCP transport: '$(sed -n 's/^\[[0-9]*\] result: //p' "$work/$name".[01].out | head -n 1)' (CC_TEST_REQUIRE_TCP=1 to count it as a failure)"
+  elif [ "$s0" -eq 0 ] && [ "$s1" -eq 0 ] && probe_ok "$work/$name.0.out" "$work/$name.1.out" &&
+       [ "$info" = "size 4 local_size 4" ] && [ "$ready" -eq 4 ]; then
+    pass "two ccrun --nnodes 2 --node-rank 0/1 -n 2 on 127.0.0.1:$p${*:+ with $*}: every check passes on every rank, $info, every rank on $want ($ms ms)"
+    a_hash=$(hashes "$work/$name.0.out")
+  else
+    fail "two ccrun --nnodes 2 -n 2 on 127.0.0.1:$p${*:+ with $*}: statuses $s0 $s1, info '$info', $ready of 4 ranks ready on $want; expected 0 0, $nsections PASS sections, 'info: size 4 local_size 4', 4"
+    show "$work/$name".[01].out
+  fi
+  finish
+}
 a_hash=""
-info=$(sed -n 's/^\[0\] info: \(size .*\)/\1/p' "$work/n0.out")
-if grep -q 'result: CC_ERR_UNSUPPORTED.*\(TCP\|tcp\)' "$work"/n*.out && [ "${CC_TEST_REQUIRE_TCP:-0}" != 1 ]; then
-  skip "ccrun --nnodes 2 on 127.0.0.1: cc.h has no TCP transport yet: '$(sed -n 's/^\[[0-9]*\] result: //p' "$work"/n*.out | head -n 1)' (CC_TEST_REQUIRE_TCP=1 to count it as a failure)"
-elif [ "$s0" -eq 0 ] && [ "$s1" -eq 0 ] && probe_ok "$work/n0.out" "$work/n1.out" &&
-     [[ $info == "size 4 local_size "[24] ]]; then
-  pass "two ccrun --nnodes 2 --node-rank 0/1 -n 2 on 127.0.0.1:$p: every check passes on every rank, $info ($ms ms)"
-  a_hash=$(hashes "$work/n0.out")
-else
-  fail "two ccrun --nnodes 2 -n 2 on 127.0.0.1:$p: statuses $s0 $s1, info '$info'; expected 0 0, $nsections PASS sections, 'info: size 4 local_size 2 or 4'"
-  show "$work"/n*.out
-fi
-finish
+nnodes ccrun-nnodes "shared memory"
+shm_hash=$a_hash
+a_hash=""
+nnodes ccrun-nnodes-tcp tcp CC_TRANSPORT=tcp
+tcp_hash=$a_hash
 
 # --- b) mpirun -np 4 --------------------------------------------------------------
 b_hash=""
@@ -142,12 +159,13 @@ fi
 # --- c) the same bits whoever launched ---------------------------------------------
 if [ -n "$ref_hash" ]; then
   bad=""
-  [ -n "$a_hash" ] && [ "$a_hash" != "$ref_hash" ] && bad="$bad ccrun --nnodes 2: $a_hash;"
+  [ -n "$shm_hash" ] && [ "$shm_hash" != "$ref_hash" ] && bad="$bad ccrun --nnodes 2: $shm_hash;"
+  [ -n "$tcp_hash" ] && [ "$tcp_hash" != "$ref_hash" ] && bad="$bad ccrun --nnodes 2 over TCP: $tcp_hash;"
   [ -n "$b_hash" ] && [ "$b_hash" != "$ref_hash" ] && bad="$bad mpirun: $b_hash;"
-  if [ -z "$a_hash$b_hash" ]; then
+  if [ -z "$shm_hash$tcp_hash$b_hash" ]; then
     skip "same bits under every launcher: only the ccrun -n 4 job ran"
   elif [ -z "$bad" ]; then
-    pass "float32 sum of inexact values, 4 ranks: the same bits under ccrun -n 4${a_hash:+, ccrun --nnodes 2}${b_hash:+, mpirun} (count:hash $ref_hash)"
+    pass "float32 sum of inexact values, 4 ranks: the same bits under ccrun -n 4${shm_hash:+, ccrun --nnodes 2}${tcp_hash:+, ccrun --nnodes 2 over TCP}${b_hash:+, mpirun} (count:hash $ref_hash)"
   else
     fail "float32 sum of inexact values, 4 ranks: ccrun -n 4 gives $ref_hash but$bad (api.md: same inputs, same bits)"
   fi

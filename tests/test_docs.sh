@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # tests/test_docs.sh [BUILD_DIR] - the documentation stands alone and is complete.
 #
-#   1. No tracked file mentions the directory beside the repository
-#      (dot-dot-slash "shared"): a user's clone has nothing beside it.
+#   1. No tracked text file names a relative path that leads out of the
+#      repository (a "../" path that, from the file's folder, climbs above
+#      the repository's root): a user's clone has nothing beside it.
 #   2. Every link in a tracked Markdown or HTML file - [text](target),
 #      [label]: target, <a href="target"> - outside fenced code blocks, that is
 #      not a URL (scheme:) or an anchor (#...), points inside the repository at
@@ -34,17 +35,27 @@ else
   is_tracked() { [ -e "$1" ]; }
 fi
 
-# ---------------------------------------------------------------- 1. the directory beside
-beside=".."/shared   # spelled in two pieces so that this file does not name it
+# ---------------------------------------------------------------- 1. paths out of the repository
+# A "../" path at the start of a word (not after "/" or "$": "$here/../x" is
+# the script's own way about) is resolved from the file's folder.
 n0=$fails
+nup=0
 while IFS= read -r f; do
   [ -f "$f" ] || continue
   grep -Iq . "$f" 2>/dev/null || continue   # binary (or empty)
-  while IFS=: read -r line _; do
-    fail "$f:$line mentions $beside (a path outside the repository; users' clones have nothing beside them)"
-  done < <(grep -nF -- "$beside" "$f")
+  dir=$(dirname "$f")
+  while IFS=: read -r line path; do
+    case $path in ../*) ;; *) path=${path#?} ;; esac   # the character before the path
+    case $path in ../*) ;; *) continue ;; esac
+    nup=$((nup + 1))
+    full=$(realpath -m -- "$root/$dir/$path")
+    case $full in
+      "$root"|"$root"/*) ;;
+      *) fail "$f:$line names $path, a path outside the repository (users' clones have nothing beside them)" ;;
+    esac
+  done < <(grep -noE "(^|[[:space:]\"'(<=:\`[])(\.\./)+[^][[:space:]\"'()<>\`,;]*" "$f")
 done < <(tracked)
-[ "$fails" -eq "$n0" ] && echo "PASS: docs: no tracked file mentions $beside"
+[ "$fails" -eq "$n0" ] && echo "PASS: docs: no tracked file names a path outside the repository ($nup relative paths that climb checked)"
 
 # ---------------------------------------------------------------- 2. links
 # links FILE: "LINE TARGET" for every link outside fenced code blocks
