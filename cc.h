@@ -2394,7 +2394,8 @@ typedef struct cc__aead {
 static int cc__aead_have_gcm(void) { return (cc__crypto_cpu() & CC__CPU_GCM) != 0; }
 
 /* The suite this CPU runs fast: AES-256-GCM with AES-NI+PCLMULQDQ, else
-   ChaCha20-Poly1305. Both ends of a connection must agree on one: see NOTES. */
+   ChaCha20-Poly1305. Both ends of a connection must agree on one: the
+   handshake settles it (docs/security.md, "The suite"). */
 static __attribute__((unused)) int cc__aead_best_suite(void) {
   return cc__aead_have_gcm() ? CC__AEAD_AES256_GCM : CC__AEAD_CHACHA20_POLY1305;
 }
@@ -6737,8 +6738,8 @@ static CC__INLINE cc_result cc__ph_begin(cc_comm *c, unsigned char **mine, const
 /* The line at byte `off` of this rank's next half, made this core's for the
    writes of the next phase, once every rank is done reading that half (they
    all reached this phase): the peers' copies go now, not when the write comes
-   and its store must wait for them. 8-byte calls at 2 ranks on cores far
-   apart: up to 5-13% faster (bench/same_pair.sh); none where they share one. */
+   and its store must wait for them. It helps small calls between ranks on
+   cores that share no cache (dev/same_pair.sh measures it). */
 static void cc__ph_prefetch(cc_comm *c, size_t off) {
   if (c->seen_all >= c->step) cc__prefetch_write(cc__half(c, c->rank, c->step + 1) + off);
 }
@@ -10770,8 +10771,14 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg) {
 
 /* ============================================================== @licence
    Changelog
-     0.1.0  2026-11-21  first release: every collective over shared memory on one
-                        host, groups, asynchronous requests, cc_spawn and ccrun.
+     0.1.0  (in development since 2026-11-21; no release tagged yet)
+            every collective, their v forms, send/recv, groups and
+            asynchronous requests, over shared memory on one host and TCP
+            between hosts (hierarchical: shared memory within each host);
+            env://, tcp://, file:// and unique-id start-up; TCP authenticated
+            with the job's token and optionally encrypted; cc_mem_alloc;
+            cc_spawn and ccrun; cc_cuda.cuh (tested on a CPU emulation of the
+            CUDA runtime only); the torch_cc backend.
 
    MIT License
 
