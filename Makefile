@@ -158,11 +158,24 @@ $(BUILD)/probes/%: tests/%.c cc.h $(wildcard tests/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(WARN) $(CFLAGS) -I. -o $@ $< $(IMPL) $(LDLIBS)
 
-# The test suite: every program in build/tests and every tests/*.sh; ends with
-# "N passed, N failed".
+# The test suite (tests/run.sh, the tests and their tiers in tests/tiers); ends
+# with "N passed, N failed". make test: the quick tier, every feature area in
+# minutes. make check: everything CI runs, three suites in a row: the full
+# suite (make test-full), then it under ASan+UBSan (make sanitize) and under
+# ThreadSanitizer (make tsan), those two with CC_TEST_QUICK=1 (fewer large
+# cases).
+SANITIZER = $(if $(findstring -fsanitize=thread,$(CFLAGS)),thread,$(if $(findstring -fsanitize,$(CFLAGS)),address))
+.PHONY: test-full check
 test: all torch-if-here
-	@CC_TEST_SANITIZER=$(if $(findstring -fsanitize=thread,$(CFLAGS)),thread,$(if $(findstring -fsanitize,$(CFLAGS)),address)) \
-	  bash tests/run.sh $(BUILD)
+	@CC_TEST_TIER=$${CC_TEST_TIER:-quick} CC_TEST_SANITIZER=$(SANITIZER) bash tests/run.sh $(BUILD)
+
+test-full: all torch-if-here
+	@CC_TEST_TIER=full CC_TEST_SANITIZER=$(SANITIZER) bash tests/run.sh $(BUILD)
+
+check:
+	$(MAKE) test-full
+	CC_TEST_QUICK=1 $(MAKE) sanitize
+	CC_TEST_QUICK=1 $(MAKE) tsan
 
 # torch_cc (docs/torch.md): cc as a torch.distributed backend, a C++ extension
 # built by torch.utils.cpp_extension against the torch that TORCH_PYTHON
@@ -207,10 +220,10 @@ plot:
 	$(PLOT_PYTHON) bench/plot.py -o $(OUT) $(RESULTS)
 
 sanitize:
-	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" test
+	$(MAKE) BUILD=build-asan CFLAGS="-O1 -g -fsanitize=address,undefined -fno-sanitize-recover=all -fno-omit-frame-pointer" test-full
 
 tsan:
-	$(MAKE) BUILD=build-tsan CFLAGS="-O1 -g -fsanitize=thread" test
+	$(MAKE) BUILD=build-tsan CFLAGS="-O1 -g -fsanitize=thread" test-full
 
 clean:
 	rm -rf build build-asan build-tsan

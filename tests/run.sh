@@ -1,16 +1,23 @@
 #!/usr/bin/env bash
-# tests/run.sh [BUILD_DIR] - the test suite (`make test` runs it; BUILD_DIR
-# defaults to build).
+# tests/run.sh [BUILD_DIR] - the test suite (`make test`, `make check`;
+# BUILD_DIR defaults to build).
 #
-# Runs every executable in BUILD_DIR/tests (no arguments) and every tests/*.sh
-# (as `bash tests/X.sh BUILD_DIR`), one at a time, each under `timeout`
-# (CC_TEST_TIMEOUT seconds, default 300; test_cuda.sh twice that), stdin from /dev/null, output in
-# BUILD_DIR/test-logs/NAME.log and echoed once the test is over. It counts the
-# lines `PASS: ...`, `FAIL: ...` and `SKIP: ...`; a test that exits nonzero (or
-# times out, or crashes) without printing a FAIL line is one more failure. A test
-# whose log holds a sanitizer report, or that leaves a process running or an
-# entry in /dev/shm/cc-*, fails too (the leftovers are then removed). The last line is the summary `N passed, N failed` (with
-# `, N skipped` when some were skipped); the exit status is 1 if any failed.
+# Runs the tests tests/tiers lists, in its order: CC_TEST_TIER=quick (make
+# test) the quick tier only, with CC_TEST_QUICK=1; CC_TEST_TIER=full (the
+# default; make check, make sanitize, make tsan) every one. A test is a
+# program in BUILD_DIR/tests (run with no arguments) or a script under tests/
+# (run as `bash tests/.../X.sh BUILD_DIR`); a test the list does not name, or a
+# name that names no test, fails the run. Each runs under `timeout`
+# (CC_TEST_TIMEOUT seconds, default 300; test_cuda.sh and test_compile.sh
+# twice that), stdin from /dev/null, output in BUILD_DIR/test-logs/NAME.log
+# and echoed once the test is over. It counts the lines `PASS: ...`,
+# `FAIL: ...` and `SKIP: ...`; a test that exits nonzero (or times out, or
+# crashes) without printing a FAIL line is one more failure. A test whose log
+# holds a sanitizer report, or that leaves a process running or an entry in
+# /dev/shm/cc-*, fails too (the leftovers are then removed). The last line is
+# the summary `N passed, N failed` (with `, N skipped` when some were
+# skipped); in the quick tier the line before it says what the full suite
+# adds. The exit status is 1 if any failed.
 # CC_TEST_SANITIZER (address or thread: make sanitize, make tsan) leaves out
 # the scripts that left_out names, with a SKIP line each.
 set -u
@@ -68,9 +75,9 @@ run_one() {
   local log=$logs/$name.log mark="$mark_base-$name"
   local shm_before st p f s t0 why left leaked n tlimit=$limit
   # test_cuda.sh builds nine CUDA programs with nvcc, then runs the emulated
-  # device's suites: 220 s on a good day of the 2-vCPU VMs, and the days
-  # differ 1.7x. Twice the limit; a hang still ends.
-  [ "$name" = test_cuda.sh ] && tlimit=$((limit * 2))
+  # device's suites; test_compile.sh builds the implementation some thirty
+  # times: minutes of CPU each. Twice the limit; a hang still ends.
+  case $name in test_cuda.sh | test_compile.sh) tlimit=$((limit * 2)) ;; esac
   shm_before=$(cc_shm_snapshot)
   t0=$(cc_now_ms)
   echo "=== $name"
@@ -137,22 +144,56 @@ left_out() {
   esac
 }
 
+# The list of tests and their tiers (tests/tiers): "NAME TIER ...".
+tier=${CC_TEST_TIER:-full}
+case $tier in
+  quick) export CC_TEST_QUICK=${CC_TEST_QUICK:-1} ;;
+  full) ;;
+  *) fail "run: CC_TEST_TIER=$tier (quick or full)"; summary; exit 1 ;;
+esac
+names=() tiers=()
+while read -r n t _; do
+  case $n in '' | '#'*) continue ;; esac
+  names+=("$n") tiers+=("$t")
+done <"$here/tiers"
+# where test NAME is: a program in BUILD/tests, or a script anywhere under tests/
+locate() {
+  case $1 in
+    *.sh) find "$here" -name "$1" -type f | head -n 1 ;;
+    *) [ -x "$build/tests/$1" ] && echo "$build/tests/$1" ;;
+  esac
+}
+
 shm_start=$(cc_shm_snapshot)
-ntests=0
-for t in "$build"/tests/*; do
-  [ -f "$t" ] && [ -x "$t" ] || continue
-  run_one "${t##*/}" "$t"
-  ntests=$((ntests + 1))
-done
-for t in "$here"/*.sh; do
-  [ "${t##*/}" = run.sh ] && continue
-  if why=$(left_out "${t##*/}"); then
-    echo "SKIP: ${t##*/}: $why"
+ntests=0 nfull=0
+for i in "${!names[@]}"; do
+  n=${names[$i]}
+  case ${tiers[$i]} in
+    quick) ;;
+    full) if [ "$tier" = quick ]; then nfull=$((nfull + 1)); continue; fi ;;
+    *) fail "run: tests/tiers gives $n the tier '${tiers[$i]}' (quick or full)"; continue ;;
+  esac
+  t=$(locate "$n")
+  if [ -z "$t" ]; then
+    fail "run: tests/tiers names $n, which is neither built in $build/tests nor a script under tests/"
+    continue
+  fi
+  if why=$(left_out "$n"); then
+    echo "SKIP: $n: $why"
     skipped=$((skipped + 1))
     continue
   fi
-  run_one "${t##*/}" bash "$t" "$build"
+  case $n in
+    *.sh) run_one "$n" bash "$t" "$build" ;;
+    *) run_one "$n" "$t" ;;
+  esac
   ntests=$((ntests + 1))
+done
+# every test there is has a tier
+listed=" ${names[*]} "
+for t in "$build"/tests/* $(find "$here" -name 'test_*.sh' -type f); do
+  [ -f "$t" ] && [ -x "$t" ] || [ "${t%.sh}" != "$t" ] || continue
+  [[ $listed == *" ${t##*/} "* ]] || fail "run: ${t##*/} is a test but tests/tiers does not list it (give it a tier there)"
 done
 [ "$ntests" -gt 0 ] || fail "run: no tests in $build/tests or $here"
 
@@ -168,5 +209,9 @@ if ! left=$(cc_leftover_procs "$mark_base-*"); then
   while read -r n; do
     fail "run: a test process is still running (killed now): $n"
   done <<<"$left"
+fi
+if [ "$tier" = quick ]; then
+  echo "the full suite adds $nfull tests (the compile matrix, fuzzing, every init path and op, benchmarks, tools)," \
+    "runs every test at full size, then all under ASan+UBSan and ThreadSanitizer: make check"
 fi
 summary
