@@ -10,7 +10,9 @@
  * send buffers, root-only buffers of other ranks and guard bands around every
  * buffer are left alone, and records failures in memory shared with this
  * process, which prints one PASS/FAIL line per (collective, world size).
- * A short pass repeats a subset over the TCP transport (CC_TRANSPORT=tcp).
+ * A short pass repeats a subset over the TCP transport (CC_TRANSPORT=tcp) at
+ * world sizes 2 and 3. In the quick tier (CC_TEST_TIER=quick: make test) the
+ * worlds of 1 to 4 ranks only.
  *
  *   test_collectives            everything
  *   test_collectives 3 8        only world sizes 3 and 8
@@ -656,6 +658,10 @@ int main(int argc, char **argv) {
   } else {
     for (n = 1; n <= MAXR; n++) want[n] = 1;
   }
+  if (argc == 1 && tu_quick_tier()) {  /* make test: worlds 1 to 4; make check: all */
+    for (n = 5; n <= MAXR; n++) want[n] = 0;
+    tu_skip("collectives.quick", "worlds of 5 to %d ranks: the quick tier runs 1 to 4 (make check runs them)", MAXR);
+  }
   if (argc == 1 && tu_tsan()) {        /* see tu_tsan */
     char left[32];
     for (n = TU_TSAN_MAX_WORLD + 1; n <= MAXR; n++) want[n] = 0;
@@ -665,14 +671,16 @@ int main(int argc, char **argv) {
   for (n = 1; n <= MAXR; n++)
     if (want[n]) run_world(n, quick, 0);
   /* a shorter pass over TCP, where the build has it */
-  if (argc == 1 || want[3]) {
+  if (argc == 1 || want[2] || want[3]) {
     int tcp = tcp_available();
-    if (tcp > 0)
-      run_world(3, quick, 1);
-    else
+    if (tcp > 0) {                     /* two world sizes, as on shared memory */
+      if (argc == 1 || want[2]) run_world(2, quick, 1);
+      if (argc == 1 || want[3]) run_world(3, quick, 1);
+    } else {
       tu_skip("collectives.tcp", "%s", tcp == 0 ? "this build has no TCP transport "
               "(cc_comm_init with transport \"tcp\" returned CC_ERR_UNSUPPORTED)"
               : "cannot tell whether TCP works: a one-rank cc_comm_init over tcp failed");
+    }
   }
   fprintf(stderr, "test_collectives: %.2f s\n", tu_now() - t0);
   return tu_exit_code();

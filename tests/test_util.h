@@ -217,6 +217,13 @@ static inline int tu_quick(void) {
   return q && q[0] && strcmp(q, "0") != 0;
 }
 
+/* The quick tier (make test, CC_TEST_TIER=quick): every feature area once,
+   at two or three world sizes; the full suite (make check) runs the rest. */
+static inline int tu_quick_tier(void) {
+  const char *q = getenv("CC_TEST_TIER");
+  return q && strcmp(q, "quick") == 0;
+}
+
 static inline double tu_now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
