@@ -108,9 +108,10 @@ $(BUILD)/cuda/cc_bench_cuda: bench/cc_bench.c $(CUDA_DEPS)
 	$(if $(NVCC),,$(error no nvcc: install the CUDA toolkit or set NVCC))
 	$(NVCC) -x cu $(NVWARN) $(NVCC_ARCH) $(NVFLAGS) -I. -o $@ $< -lpthread -lm
 
-$(BUILD)/ccrun: tools/ccrun.c
+# (cc.h's implementation inside, as any program's: -pthread, no libm)
+$(BUILD)/ccrun: tools/ccrun.c cc.h
 	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) $(CFLAGS) -o $@ $< $(LDLIBS)
+	$(CC) $(CSTD) $(WARN) $(CFLAGS) -o $@ $< -pthread
 
 $(BUILD)/cc_bench: bench/cc_bench.c cc.h
 	@mkdir -p $(@D)

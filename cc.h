@@ -407,7 +407,6 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg);
 #include <fcntl.h>
 #include <float.h>
 #include <limits.h>
-#include <math.h>
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
@@ -3196,10 +3195,25 @@ static void cc__settings_clear(cc__settings *s) {
    "aaaa..." or "abababab..." count for little). An upper bound: it cannot tell
    a random string from words, which is why the messages point at
    `ccrun --make-token`. */
+/* log2(x) for x >= 1 in units of 2^-16, in integers (the implementation needs
+   no libm): the integer part from the highest bit, the fraction bit by bit by
+   squaring the mantissa. */
+static uint32_t cc__log2_q16(uint32_t x) {
+  uint32_t r = 0, bit;
+  uint64_t y;
+  while (x >> (r + 1)) r++;
+  y = ((uint64_t)x << 30) >> r;        /* x / 2^r in [1, 2), 30 fraction bits */
+  r <<= 16;
+  for (bit = 1u << 15; bit; bit >>= 1) {
+    y = (y * y) >> 30;
+    if (y >= (2ull << 30)) { y >>= 1; r |= bit; }
+  }
+  return r;
+}
+
 static int cc__token_bits(const char *t) {
   int lower = 0, upper = 0, digit = 0, other = 0, hex = 1, distinct = 0, seen[256], alpha;
   size_t i, n = strlen(t);
-  double per;
   memset(seen, 0, sizeof seen);
   for (i = 0; i < n; i++) {
     unsigned char ch = (unsigned char)t[i];
@@ -3213,8 +3227,7 @@ static int cc__token_bits(const char *t) {
   alpha = hex ? 16 : 26 * lower + 26 * upper + 10 * digit + 33 * other;
   if (alpha > 4 * distinct) alpha = 4 * distinct;
   if (alpha < 2) return 0;
-  per = log((double)alpha) / log(2.0);
-  return (int)(per * (double)n);
+  return (int)(((uint64_t)cc__log2_q16((uint32_t)alpha) * n) >> 16);
 }
 
 /* ---------------------------------------------------------------- settings

@@ -8,7 +8,10 @@
 #     ask is the front end's);
 #   - in a TU that implements it (#define CC_IMPLEMENTATION, then two
 #     #includes), linked with a second TU that only includes it (twice), and
-#     run; also implemented in C++ and used from C and back;
+#     run; also implemented in C++ and used from C and back; every link with
+#     -pthread and nothing else (the implementation needs libc and pthreads
+#     only), and nm finds no symbol of libm's among what each implementation
+#     object needs;
 #   - in a TU that includes it for the declarations first and implements it
 #     after; and after <stdio.h> with -D_GNU_SOURCE (as the header asks);
 #   - a TU that defines CC_IMPLEMENTATION, built with -DCC_NO_IMPLEMENTATION
@@ -35,7 +38,22 @@ rm -rf "$out"
 mkdir -p "$out"
 
 warn=(-Wall -Wextra -Wpedantic -Werror -Wshadow -Wconversion -Wsign-conversion -Wdouble-promotion -O2)
-libs=(-pthread -lm)
+libs=(-pthread)   # the promise (README, docs/api.md): libc and pthreads, no libm
+
+# nolibm.sh COMPILER OBJECT: no undefined symbol of OBJECT is one that only
+# libm defines (libm.so.6's dynamic symbols less libc.so.6's); names them if any.
+cat >"$out/nolibm.sh" <<'EOF'
+set -u
+comp=$1 obj=$2
+libm=$($comp -print-file-name=libm.so.6) libc=$($comp -print-file-name=libc.so.6)
+[ -f "$libm" ] && [ -f "$libc" ] || { echo "cannot find libm.so.6 and libc.so.6 ($libm, $libc)"; exit 1; }
+syms() { nm -D --defined-only "$1" | awk '{ sub(/@.*/, "", $3); print $3 }' | sort -u; }
+only_m=$(comm -23 <(syms "$libm") <(syms "$libc"))
+[ "$(echo "$only_m" | wc -l)" -gt 100 ] || { echo "libm.so.6 defines too few symbols of its own: is nm working?"; exit 1; }
+used=$(nm -u "$obj" | awk '{ sub(/@.*/, "", $2); print $2 }' | sort -u)
+bad=$(comm -12 <(echo "$only_m") <(echo "$used"))
+[ -z "$bad" ] || { echo "$obj needs libm's $(echo $bad)"; exit 1; }
+EOF
 
 # The implementation TU, as the header's usage says: CC_IMPLEMENTATION, then
 # cc.h, then cc.h again (a second include, and a second implementation request,
@@ -139,11 +157,15 @@ for comp in gcc clang g++ clang++; do
     # -O2 with the first standard; the second is a question of the front
     # end's warnings, asked at -O0 (a build of the implementation at -O2
     # costs about 9 s of CPU here, at -O0 about 2)
-    [ "$std" = "${stds%% *}" ] || f=${f/-O2/-O0}
+    lvl=-O2
+    [ "$std" = "${stds%% *}" ] || lvl=-O0
+    f=${f/-O2/$lvl}
     tag="$comp-$std"
     job "$comp -std=$std: implementation TU (#define CC_IMPLEMENTATION, cc.h included twice)" \
       "$comp $f -I$root -c impl.$e -o impl-$tag.o" \
-      "$comp -std=$std: declarations-only TU linked with the implementation TU, runs" \
+      "$comp -std=$std $lvl: the implementation object needs no symbol of libm's (nm)" \
+      "bash nolibm.sh $comp impl-$tag.o" \
+      "$comp -std=$std $lvl: declarations-only TU linked with the implementation TU (-pthread, no -lm), runs" \
       "$comp $f -I$root -c use.$e -o use-$tag.o && $comp -o use-$tag impl-$tag.o use-$tag.o ${libs[*]} && ./use-$tag"
   done
   std=${stds%% *}
@@ -171,11 +193,11 @@ for comp in gcc clang g++ clang++; do
       "$comp $f0 -D$macro -I$root -c impl.$e -o impl-$comp-$macro.o"
   done
 done
-# The launcher, with the same flags (gcc and clang).
+# The launcher, with the same flags (gcc and clang), linked with -pthread alone.
 for comp in gcc clang; do
   have "$comp" || continue
-  job "$comp -std=c99: tools/ccrun.c with the strict flags" \
-    "$comp $(lang_flags "$comp" c99) -c $root/tools/ccrun.c -o ccrun-$comp.o"
+  job "$comp -std=c99: tools/ccrun.c with the strict flags, linked without libm, runs" \
+    "$comp $(lang_flags "$comp" c99) -o ccrun-$comp $root/tools/ccrun.c -pthread && ./ccrun-$comp --version"
 done
 # @crypto's portable builds: no x86 intrinsics (CC_CRYPTO_PORTABLE: ChaCha20-
 # Poly1305 in plain C, AES-256-GCM unavailable) and no unsigned __int128

@@ -29,15 +29,19 @@
    `ccrun --make-token` prints a fresh 256-bit token.
 
    Exit status: the job's as above; 2 for bad usage; 1 when ccrun itself fails.
-   This file is standalone: it does not include cc.h. Linux only (signalfd,
-   prctl, getrandom). Single-threaded, so strerror and setenv are safe here. */
+   It includes cc.h's implementation for what the ranks decide alike (whether
+   a token is strong enough), so that the two cannot disagree; it calls no
+   collective. Linux only (signalfd, prctl, getrandom). Single-threaded, so
+   strerror and setenv are safe here. */
 
 #define _GNU_SOURCE
+#define CC_IMPLEMENTATION
+#include "../cc.h"
+
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <math.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -230,34 +234,12 @@ static void random_hex(char *out, size_t n) {
   for (size_t i = 0; i < n; i++) snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
 
-/* The same estimate of a token's entropy in bits as cc.h's cc__token_bits:
- * 4 bits a character for hex digits, else log2 of the character classes used
- * (26 lower, 26 upper, 10 digits, 33 others), at most log2 of four times the
- * number of distinct characters. */
-static int token_bits(const char *t) {
-  int lower = 0, upper = 0, digit = 0, other = 0, hex = 1, distinct = 0, seen[256] = {0}, alpha;
-  size_t n = strlen(t);
-  for (size_t i = 0; i < n; i++) {
-    unsigned char ch = (unsigned char)t[i];
-    if (!seen[ch]) { seen[ch] = 1; distinct++; }
-    if (ch >= 'a' && ch <= 'z') lower = 1;
-    else if (ch >= 'A' && ch <= 'Z') upper = 1;
-    else if (ch >= '0' && ch <= '9') digit = 1;
-    else other = 1;
-    if (!((ch >= '0' && ch <= '9') || (ch >= 'a' && ch <= 'f') || (ch >= 'A' && ch <= 'F'))) hex = 0;
-  }
-  alpha = hex ? 16 : 26 * lower + 26 * upper + 10 * digit + 33 * other;
-  if (alpha > 4 * distinct) alpha = 4 * distinct;
-  if (alpha < 2) return 0;
-  return (int)(log((double)alpha) / log(2.0) * (double)n);
-}
-
 /* A job on several hosts needs a token (or --insecure-no-token); a token
  * needs 128 bits. */
 static void check_token(void) {
   const char *t = getenv("CC_TOKEN");
   if (t && *t) {
-    int bits = token_bits(t);
+    int bits = cc__token_bits(t);
     if (bits < 128) {
       msg("CC_TOKEN is too weak: about %d bits of entropy, and a token needs at least 128 (a guessable one lets "
           "a stranger into the job); make one with `ccrun --make-token` or `head -c 16 /dev/urandom | xxd -p`", bits);
