@@ -3188,13 +3188,6 @@ static void cc__settings_clear(cc__settings *s) {
   cc__crypto_wipe(s->token, sizeof s->token);
 }
 
-/* An estimate of a token's entropy in bits, from its length and its
-   characters: 4 bits a character for hex digits, else log2 of the character
-   classes it uses (26 lower, 26 upper, 10 digits, 33 others), and never more
-   than log2 of four times the number of distinct characters it has (so that
-   "aaaa..." or "abababab..." count for little). An upper bound: it cannot tell
-   a random string from words, which is why the messages point at
-   `ccrun --make-token`. */
 /* log2(x) for x >= 1 in units of 2^-16, in integers (the implementation needs
    no libm): the integer part from the highest bit, the fraction bit by bit by
    squaring the mantissa. */
@@ -3211,12 +3204,58 @@ static uint32_t cc__log2_q16(uint32_t x) {
   return r;
 }
 
-static int cc__token_bits(const char *t) {
+#define CC__TOKEN_MIN_BITS 128          /* what a token must have */
+#define CC__TOKEN_PATTERN  7            /* characters a pattern must explain to count */
+
+/* A character's place in "0123456789abcdefghijklmnopqrstuvwxyz" (either
+   case), others beyond: what sequences count on. */
+static int cc__token_ord(unsigned char ch) {
+  if (ch >= '0' && ch <= '9') return ch - '0';
+  if (ch >= 'a' && ch <= 'z') return ch - 'a' + 10;
+  if (ch >= 'A' && ch <= 'Z') return ch - 'A' + 10;
+  return 100 + ch;
+}
+
+/* How many characters from t[i] on one pattern explains: each a copy of the
+   one d places back (d = 1: a run, "aaaa"; more: a word or a period again,
+   "abcabc", "deadbeefdeadbeef"), or each the step of the ones p and 2p
+   places back taken once more (p = 1: a sequence, "1234", "fedc", "aceg";
+   p = 2..4: sequences interleaved, "0f1e2d3c"). */
+static size_t cc__token_pattern(const unsigned char *t, size_t n, size_t i) {
+  size_t best = 0, d, p, k;
+  for (d = 1; d <= i; d++) {
+    for (k = 0; i + k < n && t[i + k] == t[i + k - d]; k++) {}
+    best = CC__MAX(best, k);
+  }
+  for (p = 1; p <= 4 && 2 * p <= i; p++) {
+    for (k = 0; i + k < n; k++) {
+      int a = cc__token_ord(t[i + k - 2 * p]), b = cc__token_ord(t[i + k - p]);
+      if (cc__token_ord(t[i + k]) - b != b - a) break;
+    }
+    best = CC__MAX(best, k);
+  }
+  return best;
+}
+
+/* An estimate of a token's entropy in bits. Each character costs log2 of
+   the alphabet it seems drawn from: 16 for hex digits, else the classes it
+   uses (26 lower, 26 upper, 10 digits, 33 others), and never more than four
+   times the number of distinct characters it has. But a stretch of at least
+   CC__TOKEN_PATTERN characters that a pattern explains (cc__token_pattern:
+   runs, repeats of any period, sequences) costs only where it starts and how
+   long it is, as a compressor would count it; *patterned says whether one
+   did. An upper bound: it cannot tell a random string from words, which is
+   why the messages point at `ccrun --make-token`. A random token of 32 hex
+   digits (128 bits) holds a pattern by chance about once in 300,000. */
+static int cc__token_bits(const char *s, int *patterned) {
+  const unsigned char *t = (const unsigned char *)s;
   int lower = 0, upper = 0, digit = 0, other = 0, hex = 1, distinct = 0, seen[256], alpha;
-  size_t i, n = strlen(t);
+  size_t i, k, n = strlen(s);
+  uint64_t q = 0, lit, ref;
   memset(seen, 0, sizeof seen);
+  *patterned = 0;
   for (i = 0; i < n; i++) {
-    unsigned char ch = (unsigned char)t[i];
+    unsigned char ch = t[i];
     if (!seen[ch]) { seen[ch] = 1; distinct++; }
     if (ch >= 'a' && ch <= 'z') lower = 1;
     else if (ch >= 'A' && ch <= 'Z') upper = 1;
@@ -3227,7 +3266,25 @@ static int cc__token_bits(const char *t) {
   alpha = hex ? 16 : 26 * lower + 26 * upper + 10 * digit + 33 * other;
   if (alpha > 4 * distinct) alpha = 4 * distinct;
   if (alpha < 2) return 0;
-  return (int)(((uint64_t)cc__log2_q16((uint32_t)alpha) * n) >> 16);
+  lit = cc__log2_q16((uint32_t)alpha);                 /* a character, in 2^-16 bits */
+  ref = 2 * (uint64_t)cc__log2_q16((uint32_t)n + 1);   /* a pattern: where and how long */
+  for (i = 0; i < n; i += k) {
+    k = cc__token_pattern(t, n, i);
+    if (k >= CC__TOKEN_PATTERN) { q += ref; *patterned = 1; }
+    else { k = 1; q += lit; }
+  }
+  return (int)(q >> 16);
+}
+
+/* 0 when token t is strong enough (CC__TOKEN_MIN_BITS); else -1, and why
+   says how weak ("about N bits of entropy ..."). cc_comm_init and ccrun both
+   judge with this. */
+static int cc__token_check(const char *t, char *why, size_t whylen) {
+  int patterned, bits = cc__token_bits(t, &patterned);
+  if (bits >= CC__TOKEN_MIN_BITS) return 0;
+  snprintf(why, whylen, "about %d bits of entropy%s", bits, patterned ? " (it repeats itself, or runs or counts: "
+           "'aaaa', 'abcabc', '1234')" : "");
+  return -1;
 }
 
 /* ---------------------------------------------------------------- settings
@@ -3388,7 +3445,7 @@ static cc_result cc__settings_lib(const cc_config *cfg, cc__settings *s) {
   const char *tok = cfg && cfg->token ? cfg->token : NULL, *ifn = getenv("CC_SOCKET_IFNAME");
   const char *jid = getenv("CC_JOB_ID");
   long enc = 0;
-  int bits;
+  char weak[160];
   memset(s, 0, sizeof *s);
   s->rank = s->size = s->local_size = -1;
   s->debug = cc__debug_parse(getenv("CC_DEBUG"));
@@ -3437,11 +3494,11 @@ static cc_result cc__settings_lib(const cc_config *cfg, cc__settings *s) {
     return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: the token (%s) is longer than %d bytes", s->token_from,
                     (int)sizeof s->token - 1);
   if (tok) snprintf(s->token, sizeof s->token, "%s", tok);
-  if (s->token[0] && (bits = cc__token_bits(s->token)) < 128) {
+  if (s->token[0] && cc__token_check(s->token, weak, sizeof weak) != 0) {
     cc__settings_clear(s);
-    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: the token (%s) is too weak: about %d bits of entropy, and "
-                    "a token needs at least 128 (a guessable one lets a stranger in); make one with "
-                    "`ccrun --make-token` or `head -c 16 /dev/urandom | xxd -p`", s->token_from, bits);
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: the token (%s) is too weak: %s, and a token needs at "
+                    "least %d (a guessable one lets a stranger in); make one with `ccrun --make-token` or "
+                    "`head -c 16 /dev/urandom | xxd -p`", s->token_from, weak, CC__TOKEN_MIN_BITS);
   }
   if (s->net_encrypt && !s->token[0])
     return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: CC_NET_ENCRYPT=1 needs a token (CC_TOKEN or cfg.token): "

@@ -13,6 +13,10 @@
  *                                    N silent connections, kept up for SECONDS
  *     sec_probe relay LPORT HOST PORT DIR OFFSET
  *                                    forward one connection, flip one byte
+ *     sec_probe tokens N             judge N random-looking tokens
+ *
+ * The ranks join with cc_comm_init(&c, NULL); with SEC_CFG_TOKEN set (even to
+ * ""), with a cc_config whose token is its value instead.
  *
  * allreduce  every rank: x[i] = (rank + 1) * (i % 7 + 1); all_reduce sum in
  *            place; the reference is exact (small integers). Prints
@@ -48,6 +52,10 @@
  *            direction DIR (c2s: from the client, s2c: towards it) is flipped
  *            (xor 0x55). Prints `relay: flipped byte OFFSET of DIR` when it did;
  *            exits when either side closes.
+ * tokens     N tokens of 32 hex digits from a fixed pseudo-random sequence (the
+ *            same every run), each judged as cc_comm_init judges a token
+ *            (cc__token_check); prints `tokens: R of N refused` and the first
+ *            few refused. Exit 0.
  *
  * With -DSEC_PROBE_SHIM this file is instead an LD_PRELOAD shim (the test
  * builds it: cc -shared -fPIC -DSEC_PROBE_SHIM ... -ldl): it flips (xor 0x55)
@@ -155,7 +163,11 @@ static void result(cc_result r, const char *msg) {
 }
 
 static int join(cc_comm **c) {
-  cc_result r = cc_comm_init(c, NULL);
+  cc_config cfg;
+  cc_result r;
+  cc_config_init(&cfg);
+  cfg.token = getenv("SEC_CFG_TOKEN");
+  r = cc_comm_init(c, cfg.token ? &cfg : NULL);
   if (r != CC_OK) {
     result(r, cc_comm_last_error(NULL));
     return -1;
@@ -415,8 +427,31 @@ done:
   return 0;
 }
 
+static int mode_tokens(long n) {
+  uint64_t x = 0x9e3779b97f4a7c15ull;  /* splitmix64 from a fixed seed */
+  long i, bad = 0;
+  for (i = 0; i < n; i++) {
+    unsigned char raw[16];
+    char tok[33], why[160];
+    int j;
+    for (j = 0; j < 16; j += 8) {
+      uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+      int b;
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+      z ^= z >> 31;
+      for (b = 0; b < 8; b++) raw[j + b] = (unsigned char)(z >> (8 * b));
+    }
+    for (j = 0; j < 16; j++) snprintf(tok + 2 * j, 3, "%02x", raw[j]);
+    if (cc__token_check(tok, why, sizeof why) != 0 && ++bad <= 3) printf("refused: %s: %s\n", tok, why);
+  }
+  printf("tokens: %ld of %ld refused\n", bad, n);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
+  if (argc == 3 && !strcmp(argv[1], "tokens")) return mode_tokens(strtol(argv[2], NULL, 10));
   if (argc == 3 && !strcmp(argv[1], "allreduce")) return mode_allreduce((size_t)strtoul(argv[2], NULL, 10));
   if (argc == 2 && !strcmp(argv[1], "unexp")) return mode_unexp();
   if (argc == 5 && !strcmp(argv[1], "stranger")) return mode_stranger(argv[2], atoi(argv[3]), atoi(argv[4]));
@@ -424,7 +459,7 @@ int main(int argc, char **argv) {
   if (argc == 7 && !strcmp(argv[1], "relay"))
     return mode_relay(atoi(argv[2]), argv[3], atoi(argv[4]), argv[5], strtoull(argv[6], NULL, 10));
   fprintf(stderr, "usage: %s allreduce COUNT | unexp | stranger HOST PORT WORLD | flood HOST PORT N SECONDS | "
-          "relay LPORT HOST PORT c2s|s2c OFFSET\n", argv[0]);
+          "relay LPORT HOST PORT c2s|s2c OFFSET | tokens N\n", argv[0]);
   return 2;
 }
 

@@ -5,7 +5,9 @@
 # RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT on loopback (as another launcher would);
 # "hosts" are IPC namespaces (unshare --ipc) where a case needs TCP between ranks
 # of one machine, or CC_TRANSPORT=tcp.
-#   token   a weak CC_TOKEN is refused by cc_comm_init, saying how to make one;
+#   token   a weak token is refused by cc_comm_init (CC_TOKEN and cfg.token),
+#           saying how to make one: a short one, and long ones made of runs,
+#           sequences or a word repeated; random 128-bit ones pass;
 #           CC_TOKEN is gone from the environment once read (and from
 #           /proc/PID/environ, what other processes see); without a token a
 #           job whose rendezvous is not on loopback prints one warning on rank 0
@@ -106,15 +108,33 @@ res() { sed -n 's/^result: //p' "$work/$1" | head -n 1; }
 # ------------------------------------------------------------ token
 
 begin token-weak
-p=$(port)
+# (a world of one: the token is judged before anything else)
+a64=$(printf 'a%.0s' $(seq 64))
+weak_tokens=(s3cret "$a64" 0123456789abcdef0123456789abcdef deadbeefdeadbeefdeadbeefdeadbeef
+             passwordpasswordpasswordpasswordpassword 0f1e2d3c4b5a69788796a5b4c3d2e1f0)
 args=(allreduce 10)
-rank 0 2 "$p" r0.out CC_TOKEN=s3cret CC_TIMEOUT=5
-wait_all "$last_pid"
-r0=$(res r0.out)
-if [[ $r0 == CC_ERR_INVALID_ARG:*too\ weak* ]] && [[ $r0 == *--make-token* ]]; then
-  pass "token: CC_TOKEN=s3cret refused by cc_comm_init at once: '${r0:0:150}...'"
+for w in "${weak_tokens[@]}"; do
+  for how in CC_TOKEN cfg.token; do
+    if [ "$how" = CC_TOKEN ]; then rank 0 1 "$(port)" r0.out CC_TOKEN="$w" CC_TIMEOUT=5
+    else rank 0 1 "$(port)" r0.out SEC_CFG_TOKEN="$w" CC_TIMEOUT=5; fi
+    wait_all "$last_pid"
+    r0=$(res r0.out)
+    if [[ $r0 == CC_ERR_INVALID_ARG:*"the token ($how) is too weak"* ]] && [[ $r0 == *--make-token* ]] &&
+       { [ "$w" = s3cret ] || [[ $r0 == *"repeats itself"* ]]; }; then
+      pass "token: $how=${w:0:40}$([ ${#w} -gt 40 ] && echo ...) refused by cc_comm_init: '$(echo "$r0" | grep -o 'about [0-9]* bits of entropy\( ([^)]*)\)\?')'"
+    else
+      fail "token: $how=$w: expected CC_ERR_INVALID_ARG saying it is too weak (and, but for s3cret, that it repeats itself or counts) and how to make one, got '$r0'"
+    fi
+  done
+done
+# random tokens of 128 bits (32 hex digits, as `head -c 16 /dev/urandom | xxd -p`)
+# pass: 100,000 of a fixed pseudo-random sequence, judged as cc_comm_init does
+out=$("$probe" tokens 100000 2>&1)
+nref=$(echo "$out" | sed -n 's/^tokens: \([0-9]*\) of 100000 refused$/\1/p')
+if [ -n "$nref" ] && [ "$nref" -le 3 ]; then
+  pass "token: $nref of 100000 random 128-bit hex tokens refused (a pattern by chance)"
 else
-  fail "token: CC_TOKEN=s3cret: expected CC_ERR_INVALID_ARG saying it is too weak and how to make one, got '$r0'"
+  fail "token: random 128-bit hex tokens: '$out'; expected at most 3 of 100000 refused"
 fi
 finish
 

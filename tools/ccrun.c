@@ -235,14 +235,14 @@ static void random_hex(char *out, size_t n) {
 }
 
 /* A job on several hosts needs a token (or --insecure-no-token); a token
- * needs 128 bits. */
+ * needs 128 bits, judged as the ranks judge it (cc.h's cc__token_check). */
 static void check_token(void) {
   const char *t = getenv("CC_TOKEN");
   if (t && *t) {
-    int bits = cc__token_bits(t);
-    if (bits < 128) {
-      msg("CC_TOKEN is too weak: about %d bits of entropy, and a token needs at least 128 (a guessable one lets "
-          "a stranger into the job); make one with `ccrun --make-token` or `head -c 16 /dev/urandom | xxd -p`", bits);
+    char weak[160];
+    if (cc__token_check(t, weak, sizeof weak) != 0) {
+      msg("CC_TOKEN is too weak: %s, and a token needs at least %d (a guessable one lets a stranger into the "
+          "job); make one with `ccrun --make-token` or `head -c 16 /dev/urandom | xxd -p`", weak, CC__TOKEN_MIN_BITS);
       exit(2);
     }
     return;
