@@ -183,8 +183,15 @@ typedef struct cc_config {
                                "file:///PATH"                               */
   int timeout_ms;           /* 0: CC_TIMEOUT (seconds) or 600 s            */
   const char *transport;    /* NULL or "auto", "shm", "tcp"                */
-  const char *token;        /* job secret; NULL: CC_TOKEN or none          */
+  const char *token;        /* job secret; NULL or "": CC_TOKEN or none;
+                               CC_INSECURE_NO_TOKEN: none (see below)      */
 } cc_config;
+
+/* cfg.token = CC_INSECURE_NO_TOKEN turns authentication off for this rank
+ * whatever CC_TOKEN says (which is still read and removed from the
+ * environment): its TCP connections are not authenticated, and cc_comm_init
+ * says so on stderr. An empty token means no more than NULL does. */
+#define CC_INSECURE_NO_TOKEN "insecure-no-token"
 
 typedef void (*cc_reduce_fn)(void *inout, const void *in, size_t count,
                              cc_dtype dtype, void *user);
@@ -3442,10 +3449,11 @@ static void cc__settings_master(cc__settings *s) {
    CC_ERR_INVALID_ARG with the thread's message naming the variable. */
 static cc_result cc__settings_lib(const cc_config *cfg, cc__settings *s) {
   const char *t = getenv("CC_TIMEOUT"), *tr = cfg && cfg->transport ? cfg->transport : getenv("CC_TRANSPORT");
-  const char *tok = cfg && cfg->token ? cfg->token : NULL, *ifn = getenv("CC_SOCKET_IFNAME");
+  const char *tok = cfg && cfg->token && cfg->token[0] ? cfg->token : NULL, *ifn = getenv("CC_SOCKET_IFNAME");
   const char *jid = getenv("CC_JOB_ID");
   long enc = 0;
   char weak[160];
+  int env_long;
   memset(s, 0, sizeof *s);
   s->rank = s->size = s->local_size = -1;
   s->debug = cc__debug_parse(getenv("CC_DEBUG"));
@@ -3490,7 +3498,18 @@ static cc_result cc__settings_lib(const cc_config *cfg, cc__settings *s) {
   else if (!strcmp(tr, "tcp")) s->transport = CC__TR_TCP;
   else return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: transport '%.40s' is not auto, shm or tcp", tr);
   s->token_from = tok ? "cfg.token" : "CC_TOKEN";
-  if (tok ? strlen(tok) >= sizeof s->token : cc__env_token(s->token, sizeof s->token) != 0)
+  env_long = cc__env_token(s->token, sizeof s->token) != 0;   /* whatever wins: read, and gone from the environment */
+  if (tok) {
+    int had = s->token[0] != 0;
+    cc__settings_clear(s);
+    if (!strcmp(tok, CC_INSECURE_NO_TOKEN)) {
+      tok = "";
+      cc__log(NULL, CC__LOG_ALWAYS, "comm_init: cfg.token is CC_INSECURE_NO_TOKEN%s: this rank's TCP "
+              "connections are not authenticated; anyone who can reach the job's ports during start-up can join it "
+              "and read or change its data", had ? " (CC_TOKEN, which is set, is not used)" : "");
+    }
+  }
+  if (tok ? strlen(tok) >= sizeof s->token : env_long)
     return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: the token (%s) is longer than %d bytes", s->token_from,
                     (int)sizeof s->token - 1);
   if (tok) snprintf(s->token, sizeof s->token, "%s", tok);

@@ -8,9 +8,12 @@
 #   token   a weak token is refused by cc_comm_init (CC_TOKEN and cfg.token),
 #           saying how to make one: a short one, and long ones made of runs,
 #           sequences or a word repeated; random 128-bit ones pass;
-#           CC_TOKEN is gone from the environment once read (and from
-#           /proc/PID/environ, what other processes see); without a token a
-#           job whose rendezvous is not on loopback prints one warning on rank 0
+#           cfg.token = "" is no token given (CC_TOKEN is used: over TCP, and
+#           in a ccrun job's shared memory); CC_INSECURE_NO_TOKEN turns the
+#           token off with a warning; either way CC_TOKEN is gone from the
+#           environment once read (and from /proc/PID/environ, what other
+#           processes see); without a token a job whose rendezvous is not on
+#           loopback prints one warning on rank 0
 #           (a network namespace of the test's own with a 10.x address; root)
 #   oracle  a stranger's hello refused for its world size gets a challenge with
 #           a status and no MAC, then the connection ends; a well-formed rank-1
@@ -149,6 +152,53 @@ if [ "${statuses[*]}" = "0 0" ] && grep -q '^env token: absent$' "$work/r0.out" 
   pass "token: CC_TOKEN is gone from a rank's environment once cc_comm_init read it, and from /proc/PID/environ (the job succeeds)"
 else
   fail "token: statuses ${statuses[*]}; expected 0 0, and 'env token: absent' and 'proc environ token: absent' on both ranks"
+  show "$work"/r*.out
+fi
+finish
+
+# cfg.token = "" means no token given, as NULL does: CC_TOKEN is the token
+# (and is gone from the environment). Over TCP: rank 0 with cfg.token = "" and
+# CC_TOKEN, rank 1 with the same CC_TOKEN (a rank without the token would be
+# refused); in shared memory (ccrun: CC_JOB_ID, a fresh CC_TOKEN that names the
+# segments): rank 0 with cfg.token = "" meets rank 1 in the same segments.
+begin token-empty
+p=$(port)
+args=(allreduce 1000)
+rank 1 2 "$p" r1.out CC_TOKEN="$token" CC_TRANSPORT=tcp CC_TIMEOUT=8; p1=$last_pid
+rank 0 2 "$p" r0.out CC_TOKEN="$token" CC_TRANSPORT=tcp CC_TIMEOUT=8 SEC_CFG_TOKEN=; p0=$last_pid
+wait_all "$p0" "$p1"
+if [ "${statuses[*]}" = "0 0" ] && grep -q '^data: ok' "$work/r0.out" && grep -q '^env token: absent$' "$work/r0.out"; then
+  pass "token: cfg.token = \"\" with CC_TOKEN set, over TCP: rank 0 proves CC_TOKEN to rank 1 (which has it) and has it gone from its environment"
+else
+  fail "token: cfg.token = \"\" with CC_TOKEN set, TCP: statuses ${statuses[*]} (want 0 0, rank 0 using CC_TOKEN and 'env token: absent')"
+  show "$work"/r*.out
+fi
+launch r.out CC_TIMEOUT=5 -- "$ccrun" --tag-output -n 2 sh -c \
+  'if [ "$RANK" = 0 ]; then export SEC_CFG_TOKEN=; fi; exec "$0" allreduce 1000' "$probe"; pc=$last_pid
+wait_all "$pc"
+if [ "${statuses[*]}" = "0" ] && [ "$(grep -c '^\[[01]\] data: ok' "$work/r.out")" = 2 ] &&
+   [ "$(grep -c '^\[[01]\] env token: absent' "$work/r.out")" = 2 ]; then
+  pass "token: cfg.token = \"\" on rank 0 of a ccrun job: shared memory named after ccrun's CC_TOKEN on both ranks, the job succeeds"
+else
+  fail "token: cfg.token = \"\" on rank 0 of a ccrun job: status ${statuses[*]} (want 0, both ranks' data right, CC_TOKEN gone from both)"
+  show "$work"/r.out
+fi
+finish
+
+# cfg.token = CC_INSECURE_NO_TOKEN: no token whatever CC_TOKEN says, with a
+# warning on stderr; CC_TOKEN is gone from the environment all the same
+begin token-insecure
+p=$(port)
+args=(allreduce 1000)
+rank 1 2 "$p" r1.out CC_TRANSPORT=tcp CC_TIMEOUT=8; p1=$last_pid
+rank 0 2 "$p" r0.out CC_TOKEN="$token" CC_TRANSPORT=tcp CC_TIMEOUT=8 SEC_CFG_TOKEN=insecure-no-token; p0=$last_pid
+wait_all "$p0" "$p1"
+if [ "${statuses[*]}" = "0 0" ] && grep -q '^data: ok' "$work/r0.out" && grep -q '^env token: absent$' "$work/r0.out" &&
+   grep -q 'WARN.*cfg.token is CC_INSECURE_NO_TOKEN (CC_TOKEN, which is set, is not used).*not authenticated' "$work/r0.out" &&
+   ! grep -q 'CC_INSECURE_NO_TOKEN' "$work/r1.out"; then
+  pass "token: cfg.token = CC_INSECURE_NO_TOKEN with CC_TOKEN set: rank 0 joins rank 1 (no token) over TCP, warns '$(grep -o 'cfg.token is CC_INSECURE.\{0,80\}' "$work/r0.out" | head -1)...', CC_TOKEN gone"
+else
+  fail "token: cfg.token = CC_INSECURE_NO_TOKEN: statuses ${statuses[*]} (want 0 0, a warning on rank 0, CC_TOKEN gone)"
   show "$work"/r*.out
 fi
 finish
