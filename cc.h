@@ -624,31 +624,33 @@ static void cc__strerr(int err, char *buf, size_t len) {
 #endif
 }
 
-static void cc__random(void *out, size_t len) {
+/* len random bytes from the kernel: getrandom, else /dev/urandom. 0, or -1
+   with errno when neither gives them (a sandbox that blocks both): the
+   callers fail then, for a secret, a nonce or a key made of anything else
+   (the clock, the pid) could be computed by whoever sees one of them. */
+static int cc__random(void *out, size_t len) {
   unsigned char *p = (unsigned char *)out;
   size_t got = 0;
+  int e = 0;
   while (got < len) {
     long r = syscall(SYS_getrandom, p + got, len - got, 0);
     if (r > 0) { got += (size_t)r; continue; }
     if (r < 0 && errno == EINTR) continue;
+    e = r < 0 ? errno : EIO;
     break;
   }
   if (got < len) {                       /* no getrandom: /dev/urandom */
     int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) e = errno;
     while (fd >= 0 && got < len) {
       ssize_t r = read(fd, p + got, len - got);
       if (r > 0) got += (size_t)r;
-      else if (!(r < 0 && errno == EINTR)) break;
+      else if (!(r < 0 && errno == EINTR)) { e = r < 0 ? errno : EIO; break; }
     }
     if (fd >= 0) close(fd);
   }
-  if (got < len) {                       /* last resort: time and pid, mixed */
-    uint64_t x = cc__now_ns() ^ ((uint64_t)getpid() << 32);
-    for (; got < len; got++) {
-      x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-      p[got] = (unsigned char)x;
-    }
-  }
+  if (got < len) { errno = e ? e : EIO; return -1; }
+  return 0;
 }
 
 /* ---------------------------------------------------------------- processes */
@@ -3047,11 +3049,15 @@ static void cc__hex(const unsigned char *in, size_t n, char *out) {   /* out: 2n
   out[2 * n] = 0;
 }
 
-static void cc__random_hex(char *out, size_t nhex) {   /* out: nhex + 1 bytes, nhex even, at most 128 */
+/* nhex random hex digits (nhex even, at most 128) into out (nhex + 1 bytes):
+   0, or -1 with errno ("" in out) as cc__random. */
+static int cc__random_hex(char *out, size_t nhex) {
   unsigned char raw[64];
   if (nhex > 128) nhex = 128;
-  cc__random(raw, nhex / 2);
+  out[0] = 0;
+  if (cc__random(raw, nhex / 2) != 0) return -1;
   cc__hex(raw, nhex / 2, out);
+  return 0;
 }
 
 static int cc__is_jobid(const char *s) {
@@ -3112,6 +3118,18 @@ static cc_result cc__fail(cc_comm *c, cc_result code, const char *fmt, ...) {
 }
 
 #define CC__TRY(x) do { cc_result cc__r_ = (x); if (cc__r_ != CC_OK) return cc__r_; } while (0)
+
+/* cc__random failed (errno says how) making `what` for `call`: the error,
+   naming this rank where there is one. Nothing else is random enough for a
+   secret, a nonce or a segment's name, so there is no fallback. */
+static CC__COLD cc_result cc__no_random(cc_comm *c, const char *call, const char *what) {
+  char e[96], who[32] = "";
+  cc__strerr(errno, e, sizeof e);
+  if (c) snprintf(who, sizeof who, "rank %d: ", c->rank);
+  return cc__fail(c, CC_ERR_SYSTEM, "%s: %scannot make %s: the kernel gave no random bytes (getrandom, then "
+                  "/dev/urandom: %s), and nothing else is unguessable; allow getrandom or /dev/urandom in the sandbox",
+                  call, who, what, e);
+}
 
 /* ---------------------------------------------------------------- Slurm host lists */
 /* Grammar: list = entry {"," entry}; entry = 1*(char | "[" range {"," range} "]");
@@ -3525,9 +3543,15 @@ static cc_result cc__settings_lib(const cc_config *cfg, cc__settings *s) {
   return CC_OK;
 }
 
-/* Every setting, once: the library's, then rank and size. */
+/* Every setting, once: the library's, then rank and size; and that the
+   kernel gives random bytes. */
 static cc_result cc__settings_read(const cc_config *cfg, cc__settings *s) {
+  unsigned char b[16];
   CC__TRY(cc__settings_lib(cfg, s));
+  if (cc__random(b, sizeof b) != 0) {  /* every init draws nonces, keys or names: fail now, not in a handshake */
+    cc__settings_clear(s);
+    return cc__no_random(NULL, "comm_init", "nonces, keys and segment names");
+  }
   return cc__settings_ranks(cfg, s);
 }
 
@@ -4194,7 +4218,8 @@ static cc_result cc__seg_attach(cc_comm *c, unsigned char *seg, size_t bytes, co
   c->shm = c;
   {                                    /* what peers read to learn whether cross-memory attach works */
     cc__ctl *me = &c->ctl[c->rank];
-    cc__random(&me->probe, sizeof me->probe);
+    if (cc__random(&me->probe, sizeof me->probe) != 0)   /* no secret: any word this process wrote will do */
+      me->probe = cc__now_ns() ^ (uint64_t)cc__getpid() << 32;
     me->probe_at = (uint64_t)(uintptr_t)&me->probe;
   }
   CC__STORE(&c->ctl[c->rank].pid, (int32_t)cc__getpid());
@@ -4626,7 +4651,9 @@ static int cc__sec_open(cc__sec *s, unsigned char *p, size_t n) {
    final (a token that differs, or not a cc rank of this protocol version);
    CC_ERR_MISMATCH (refused: another job or world size), CC_ERR_INVALID_ARG
    (a stale file:// rendezvous), CC_ERR_PEER_LOST (closed) and CC_ERR_TIMEOUT
-   may be retried: a refusal carries no proof, a stranger could send it. */
+   may be retried: a refusal carries no proof, a stranger could send it;
+   CC_ERR_SYSTEM (no random bytes for the nonce) is final too. h's nonce is
+   drawn here, fresh for every connection. */
 static cc_result cc__hs_client(int fd, const cc__hello_t *h, const char *token, int encrypt, uint64_t deadline,
                                cc__sec **sec, char *why, size_t whylen) {
   unsigned char hello[CC__HELLO], chal[CC__CHAL], resp[CC__RESP], verd[CC__VERD], mac[32];
@@ -4634,6 +4661,12 @@ static cc_result cc__hs_client(int fd, const cc__hello_t *h, const char *token, 
   int gcm = cc__aead_have_gcm();
   cc__hello_t hh = *h;
   *sec = NULL;
+  if (cc__random(hh.nonce, sizeof hh.nonce) != 0) {
+    char e[64];
+    cc__strerr(errno, e, sizeof e);
+    snprintf(why, whylen, "no random bytes for the handshake's nonce (getrandom, then /dev/urandom: %s)", e);
+    return CC_ERR_SYSTEM;
+  }
   mine = (token ? CC__HS_TOKEN : 0) | (encrypt ? CC__HS_ENCRYPT : 0);
   hh.flags = mine | (gcm ? CC__HS_GCM : 0);
   cc__hello_encode(hello, &hh);
@@ -4844,7 +4877,11 @@ static int cc__pend_step(const cc__hs_srv *v, cc__pend *q) {
     cc__put32(q->chal + 4, CC__NET_VERSION);
     cc__put32(q->chal + 8, status);
     cc__put32(q->chal + 12, (v->token ? CC__HS_TOKEN : 0) | (v->encrypt ? CC__HS_ENCRYPT : 0));
-    cc__random(q->chal + 16, 16);
+    if (cc__random(q->chal + 16, 16) != 0) {   /* (cc__settings_read checked that the kernel gives them) */
+      cc__log(c, CC__LOG_WARN, "comm_init: rank %d: dropped a connection: no random bytes for its challenge "
+              "(getrandom, then /dev/urandom: errno %d)", c->rank, errno);
+      return -1;
+    }
     cc__put32(q->chal + 32, suite);
     if (reason == CC__REF_WORLD) cc__put32(q->chal + 36, v->world);   /* a refusal for the world size says this one */
     if (status != 0) cc__hs_refused(v, q, reason);
@@ -7575,9 +7612,11 @@ static cc_result cc__mem_share(cc_comm *c, size_t total, unsigned char **base, s
   name[0] = 0;
   if (c->rank == 0 && !*err) {
     char rnd[20];
-    cc__random_hex(rnd, 16);
-    snprintf(name, nlen, "/cc-%s-m%s", c->jobid, rnd);
-    if ((*base = (unsigned char *)cc__shm_create(name, total)) == NULL) { *err = errno; name[0] = 0; }
+    if (cc__random_hex(rnd, 16) != 0) { *err = errno; name[0] = 0; }
+    else {
+      snprintf(name, nlen, "/cc-%s-m%s", c->jobid, rnd);
+      if ((*base = (unsigned char *)cc__shm_create(name, total)) == NULL) { *err = errno; name[0] = 0; }
+    }
     *got = total;
   }
   memcpy(CC__DATA(mine), name, nlen);
@@ -8588,7 +8627,6 @@ static cc_result cc__mesh_connect(cc_comm *c, int j, const cc__rec *rec, uint64_
     if (fd >= 0) {
       cc__sec *sec = NULL;
       refused = 0;
-      cc__random(h.nonce, 16);
       r = cc__hs_client(fd, &h, token, c->set.net_encrypt, CC__MIN(deadline, cc__now_ns() + 10 * CC__S), &sec, why,
                         sizeof why);
       if (r == CC_OK) {
@@ -8598,7 +8636,7 @@ static cc_result cc__mesh_connect(cc_comm *c, int j, const cc__rec *rec, uint64_
         return CC_OK;
       }
       cc__fd_close(fd);
-      if (r == CC_ERR_AUTH || r == CC_ERR_NO_MEMORY)
+      if (r == CC_ERR_AUTH || r == CC_ERR_NO_MEMORY || r == CC_ERR_SYSTEM)
         return cc__fail(c, r, "%s: rank %d: rank %d at %s port %u: %s", what, c->rank, j, rec->ip, rec->port, why);
     } else {
       int e = errno;
@@ -8822,11 +8860,9 @@ static cc_result cc__rdv_serve(cc_comm *c, int lfd, const cc__rdv *v, cc__rec *r
                      "timeout", missing, v->where);
     }
   }
-  if (r == CC_OK) {
-    cc__random_hex(jobid, 32);
-    cc__random(c->shmkey, sizeof c->shmkey);
-    c->has_shmkey = 1;
-  }
+  if (r == CC_OK && (cc__random_hex(jobid, 32) != 0 || cc__random(c->shmkey, sizeof c->shmkey) != 0))
+    r = cc__no_random(c, "comm_init", "the job's identity and segment key");
+  if (r == CC_OK) c->has_shmkey = 1;
   memset(table, 0, CC__REPLY);
   cc__put32(table, CC__HS_MAGIC);
   cc__put32(table + 4, (uint32_t)r);
@@ -8896,12 +8932,11 @@ static cc_result cc__rdv_join(cc_comm *c, const char *ip, int port, const cc__rd
   memset(&h, 0, sizeof h);
   h.kind = CC__HELLO_RDV; h.world = (uint32_t)n; h.from = c->rank; h.to = 0;
   snprintf(h.job, sizeof h.job, "%s", v->nonce);
-  cc__random(h.nonce, 16);
   r = cc__hs_client(fd, &h, c->set.token[0] ? c->set.token : NULL, c->set.net_encrypt,
                     CC__MIN(deadline, cc__now_ns() + 10 * CC__S), &sec, why, whylen);
   if (r != CC_OK) {
     cc__fd_close(fd);
-    if (r != CC_ERR_AUTH && r != CC_ERR_NO_MEMORY) return r;
+    if (r != CC_ERR_AUTH && r != CC_ERR_NO_MEMORY && r != CC_ERR_SYSTEM) return r;
     *retry = 0;
     return cc__fail(c, r, "comm_init: rank %d: rank 0 at %s: %s", c->rank, v->where, why);
   }
@@ -8980,7 +9015,10 @@ static cc_result cc__rdv_file_serve(cc_comm *c, cc__rdv *v, cc__rec *recs, char 
     return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank 0: cannot listen on %s: %s", recs[0].ip, why);
   }
   cc__warn_no_token(c, recs[0].ip, v);
-  cc__random_hex(nonce, 32);
+  if (cc__random_hex(nonce, 32) != 0) {
+    cc__fd_close(lfd);
+    return cc__no_random(c, "comm_init", "the rendezvous' nonce");
+  }
   v->nonce = nonce;
   snprintf(line, sizeof line, "cc-rendezvous 2 %s %d %s\n", recs[0].ip, port, nonce);
   ffd = cc__file_open(v->path, 1, fwhy, sizeof fwhy);
@@ -9080,8 +9118,11 @@ static cc_result cc__init_single(cc_comm *c) {
   cc_result r;
   if (!seg) return cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: cannot map %zu bytes", bytes);
   if (cc__is_jobid(c->set.job_id)) snprintf(c->jobid, sizeof c->jobid, "%s", c->set.job_id);
-  else cc__random_hex(c->jobid, 32);   /* split segments are named after it: ccrun cleans by job */
-  cc__random(c->shmkey, sizeof c->shmkey);
+  /* split segments are named after the job id (ccrun cleans by job) and the key */
+  if ((!cc__is_jobid(c->set.job_id) && cc__random_hex(c->jobid, 32) != 0) || cc__random(c->shmkey, sizeof c->shmkey) != 0) {
+    cc__shm_unmap(seg, bytes);
+    return cc__no_random(c, "comm_init", "the job's identity and segment key");
+  }
   c->has_shmkey = 1;
   if ((r = cc__seg_attach(c, seg, bytes, "comm_init")) != CC_OK) { cc__shm_unmap(seg, bytes); return r; }
   return cc__comm_ready(c);
@@ -9262,8 +9303,11 @@ CC_API cc_result cc_get_unique_id(cc_unique_id *id) {
     cc__fd_close(lfd);
     return cc__fail(NULL, CC_ERR_SYSTEM, "get_unique_id: address %s is neither IPv4 nor IPv6", ip);
   }
-  cc__random(nonce, sizeof nonce);
-  cc__random(secret, sizeof secret);
+  if (cc__random(nonce, sizeof nonce) != 0 || cc__random(secret, sizeof secret) != 0) {
+    cc__fd_close(lfd);
+    cc__crypto_wipe(secret, sizeof secret);
+    return cc__no_random(NULL, "get_unique_id", "the job's nonce and secret");
+  }
   pthread_mutex_lock(&cc__uid_lock);
   for (i = 0; i < CC__UID_SLOTS && cc__uid_slots[i].nonce[0]; i++) {}
   if (i == CC__UID_SLOTS) {
@@ -9460,9 +9504,11 @@ static cc_result cc__split_shm(cc_comm *c, int color, int key, cc_comm **out) {
   memset(CC__DATA(mine), 0, 96);
   if (nc && newrank == 0) {
     char rnd[20];
-    cc__random_hex(rnd, 16);
-    snprintf(name, sizeof name, "/cc-%s-s%s", c->jobid, rnd);
-    if (cc__shm_join(nc, name, 1, what) == CC_OK) memcpy(CC__DATA(mine), name, strlen(name) + 1);
+    if (cc__random_hex(rnd, 16) != 0) cc__no_random(nc, what, "the new communicator's segment name");   /* none: all fail */
+    else {
+      snprintf(name, sizeof name, "/cc-%s-s%s", c->jobid, rnd);
+      if (cc__shm_join(nc, name, 1, what) == CC_OK) memcpy(CC__DATA(mine), name, strlen(name) + 1);
+    }
   }
   cc__ph_arrive(c);
   if ((r = cc__ph_wait(c, -1, what)) != CC_OK) goto out;
@@ -9540,7 +9586,10 @@ static cc_result cc__split_net(cc_comm *c, int color, int key, cc_comm **out) {
     snprintf(rec.ip, sizeof rec.ip, "%s", nt->ip);
     rec.port = 0;
   }
-  cc__random_hex(rec.extra, 10);
+  if (cc__random_hex(rec.extra, 10) != 0) {      /* the same: port 0 tells the others */
+    if (r == CC_OK) r = cc__no_random(c, what, "the new communicator's segment name");
+    rec.port = 0;
+  }
   cc__put32(mine, (uint32_t)color);
   cc__put32(mine + 4, (uint32_t)key);
   cc__rec_encode(mine + 8, &rec);
@@ -10490,8 +10539,11 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg) {
   }
   if (!fn) { cc__fail(NULL, CC_ERR_INVALID_ARG, "cc_spawn: fn is NULL"); return 1; }
   if (cc__settings_lib(NULL, &s) != CC_OK) return 1;
-  cc__random_hex(jobid, 32);
-  cc__random(shmkey, sizeof shmkey);
+  if (cc__random_hex(jobid, 32) != 0 || cc__random(shmkey, sizeof shmkey) != 0) {
+    cc__settings_clear(&s);
+    cc__no_random(NULL, "cc_spawn", "the job's identity and segment key");
+    return 1;
+  }
   snprintf(prefix, sizeof prefix, "cc-%s", jobid);
   seg = cc__seg_anon(nprocs, s.shm_chunk, &bytes);
   pids = (int *)CC_MALLOC(sizeof(int) * (size_t)nprocs);

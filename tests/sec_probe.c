@@ -14,9 +14,13 @@
  *     sec_probe relay LPORT HOST PORT DIR OFFSET
  *                                    forward one connection, flip one byte
  *     sec_probe tokens N             judge N random-looking tokens
+ *     sec_probe uid                  cc_get_unique_id
+ *     sec_probe spawn N              cc_spawn of N ranks, each an all_reduce
  *
  * The ranks join with cc_comm_init(&c, NULL); with SEC_CFG_TOKEN set (even to
- * ""), with a cc_config whose token is its value instead.
+ * ""), with a cc_config whose token is its value instead. With
+ * SEC_NO_GETRANDOM=1 the probe first forbids itself the getrandom system call
+ * (a seccomp filter: ENOSYS), as a sandbox may.
  *
  * allreduce  every rank: x[i] = (rank + 1) * (i % 7 + 1); all_reduce sum in
  *            place; the reference is exact (small integers). Prints
@@ -56,6 +60,9 @@
  *            same every run), each judged as cc_comm_init judges a token
  *            (cc__token_check); prints `tokens: R of N refused` and the first
  *            few refused. Exit 0.
+ * uid        `result: CODE: MESSAGE` of cc_get_unique_id; exit 0 for CC_OK.
+ * spawn      cc_spawn(N, ...), each rank an all_reduce of 1000 float32 checked;
+ *            prints `spawn: status S: MESSAGE` (cc_comm_last_error(NULL)); exit S.
  *
  * With -DSEC_PROBE_SHIM this file is instead an LD_PRELOAD shim (the test
  * builds it: cc -shared -fPIC -DSEC_PROBE_SHIM ... -ldl): it flips (xor 0x55)
@@ -146,8 +153,25 @@ int close(int fd) {
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <stddef.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+
+/* getrandom fails with ENOSYS from now on in this process and its children. */
+static int forbid_getrandom(void) {
+  struct sock_filter f[4];
+  struct sock_fprog prog;
+  f[0] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+  f[1] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getrandom, 0, 1);
+  f[2] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS);
+  f[3] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+  prog.len = 4;
+  prog.filter = f;
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
+  return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
 
 static double now_s(void) {
   struct timespec ts;
@@ -449,8 +473,39 @@ static int mode_tokens(long n) {
   return 0;
 }
 
+static int mode_uid(void) {
+  cc_unique_id id;
+  cc_result r = cc_get_unique_id(&id);
+  result(r, r == CC_OK ? "get_unique_id" : cc_comm_last_error(NULL));
+  return r == CC_OK ? 0 : 1;
+}
+
+static int spawn_rank(cc_comm *c, void *arg) {
+  float x[1000];
+  int i, n = cc_comm_size(c), bad = 0;
+  cc_result r;
+  (void)arg;
+  for (i = 0; i < 1000; i++) x[i] = (float)(cc_comm_rank(c) + 1);
+  r = cc_all_reduce(c, x, x, 1000, CC_FLOAT32, CC_SUM);
+  for (i = 0; i < 1000; i++) bad += x[i] != (float)(n * (n + 1) / 2);
+  return r != CC_OK || bad;
+}
+
+static int mode_spawn(int n) {
+  int st = cc_spawn(n, spawn_rank, NULL);
+  printf("spawn: status %d: %s\n", st, cc_comm_last_error(NULL));
+  return st;
+}
+
 int main(int argc, char **argv) {
+  const char *ng = getenv("SEC_NO_GETRANDOM");
   setvbuf(stdout, NULL, _IOLBF, 0);
+  if (ng && !strcmp(ng, "1") && forbid_getrandom() != 0) {
+    printf("result: cannot install the seccomp filter: %s\n", strerror(errno));
+    return 4;
+  }
+  if (argc == 2 && !strcmp(argv[1], "uid")) return mode_uid();
+  if (argc == 3 && !strcmp(argv[1], "spawn")) return mode_spawn(atoi(argv[2]));
   if (argc == 3 && !strcmp(argv[1], "tokens")) return mode_tokens(strtol(argv[2], NULL, 10));
   if (argc == 3 && !strcmp(argv[1], "allreduce")) return mode_allreduce((size_t)strtoul(argv[2], NULL, 10));
   if (argc == 2 && !strcmp(argv[1], "unexp")) return mode_unexp();
@@ -459,7 +514,7 @@ int main(int argc, char **argv) {
   if (argc == 7 && !strcmp(argv[1], "relay"))
     return mode_relay(atoi(argv[2]), argv[3], atoi(argv[4]), argv[5], strtoull(argv[6], NULL, 10));
   fprintf(stderr, "usage: %s allreduce COUNT | unexp | stranger HOST PORT WORLD | flood HOST PORT N SECONDS | "
-          "relay LPORT HOST PORT c2s|s2c OFFSET | tokens N\n", argv[0]);
+          "relay LPORT HOST PORT c2s|s2c OFFSET | tokens N | uid | spawn N\n", argv[0]);
   return 2;
 }
 

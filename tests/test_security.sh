@@ -15,6 +15,10 @@
 #           processes see); without a token a job whose rendezvous is not on
 #           loopback prints one warning on rank 0
 #           (a network namespace of the test's own with a 10.x address; root)
+#   random  without getrandom (a seccomp filter in the probe) a job runs on
+#           /dev/urandom; without /dev/urandom too (a mount namespace, root)
+#           cc_get_unique_id, cc_comm_init (TCP, and shared memory under ccrun)
+#           and cc_spawn fail at once with CC_ERR_SYSTEM saying why
 #   oracle  a stranger's hello refused for its world size gets a challenge with
 #           a status and no MAC, then the connection ends; a well-formed rank-1
 #           hello (token flag set) gets the challenge, and its response with a
@@ -232,6 +236,61 @@ else
   fi
   ip netns del "$netns" 2>/dev/null
   netns=""
+fi
+finish
+
+# ------------------------------------------------------------ randomness
+
+# Without getrandom (sec_probe's seccomp filter) the ranks take /dev/urandom
+# and the job runs; without either (a mount namespace in which /dev/null is
+# bound over /dev/urandom, root) nothing is made of the clock and the pid:
+# cc_get_unique_id, cc_comm_init (a TCP rendezvous, and shared memory under
+# ccrun) and cc_spawn fail at once, saying why.
+begin random-urandom
+p=$(port)
+args=(allreduce 1000)
+rank 1 2 "$p" r1.out SEC_NO_GETRANDOM=1 CC_TOKEN="$token" CC_TRANSPORT=tcp; p1=$last_pid
+rank 0 2 "$p" r0.out SEC_NO_GETRANDOM=1 CC_TOKEN="$token" CC_TRANSPORT=tcp; p0=$last_pid
+wait_all "$p0" "$p1"
+if [ "${statuses[*]}" = "0 0" ] && grep -q '^data: ok' "$work/r0.out" && grep -q '^data: ok' "$work/r1.out"; then
+  pass "random: without getrandom (seccomp) the ranks take /dev/urandom: a TCP job with a token runs, data right"
+else
+  fail "random: without getrandom: statuses ${statuses[*]} (want 0 0)"
+  show "$work"/r*.out
+fi
+finish
+
+begin random-none
+no_urandom=(unshare -m sh -c 'mount --bind /dev/null /dev/urandom && exec "$@"' _)
+if [ "$(id -u)" -ne 0 ] || ! "${no_urandom[@]}" true 2>/dev/null; then
+  skip "random: a mount namespace without /dev/urandom needs root (unshare -m)"
+else
+  want='CC_ERR_SYSTEM:*"the kernel gave no random bytes (getrandom, then /dev/urandom: "*'
+  launch u.out SEC_NO_GETRANDOM=1 -- "${no_urandom[@]}" "$probe" uid; pu=$last_pid
+  launch s.out SEC_NO_GETRANDOM=1 CC_TIMEOUT=10 -- "${no_urandom[@]}" "$probe" spawn 2; ps=$last_pid
+  launch c.out SEC_NO_GETRANDOM=1 CC_TIMEOUT=10 -- "${no_urandom[@]}" "$ccrun" --tag-output -n 2 "$probe" allreduce 1000; pc=$last_pid
+  p=$(port)
+  args=(allreduce 1000)
+  case_prefix=("${no_urandom[@]}")
+  rank 1 2 "$p" r1.out SEC_NO_GETRANDOM=1 CC_TOKEN="$token" CC_TIMEOUT=10; p1=$last_pid
+  rank 0 2 "$p" r0.out SEC_NO_GETRANDOM=1 CC_TOKEN="$token" CC_TIMEOUT=10; p0=$last_pid
+  case_prefix=()
+  t0=$(cc_now_ms)
+  wait_all "$pu" "$ps" "$pc" "$p0" "$p1"
+  ms=$(($(cc_now_ms) - t0))
+  ru=$(res u.out) r0=$(res r0.out) r1=$(res r1.out)
+  rs=$(sed -n 's/^spawn: status [0-9]*: //p' "$work/s.out")
+  nc=$(grep -c '^\[[01]\] result: CC_ERR_SYSTEM: comm_init: cannot make nonces, keys and segment names: the kernel gave no random bytes' "$work/c.out")
+  if [[ $ru == CC_ERR_SYSTEM:*"get_unique_id: cannot make the job's nonce and secret: the kernel gave no random bytes"* ]] &&
+     [[ $r0 == CC_ERR_SYSTEM:*"comm_init: cannot make nonces, keys and segment names: the kernel gave no random bytes"* ]] &&
+     [[ $r1 == CC_ERR_SYSTEM:*"comm_init: cannot make nonces, keys and segment names: the kernel gave no random bytes"* ]] &&
+     [[ $rs == *"cc_spawn: cannot make the job's identity and segment key: the kernel gave no random bytes"* ]] &&
+     [ "$nc" -ge 1 ] && ! grep -q 'result: CC_OK' "$work/c.out" && [ "${statuses[*]}" = "1 1 1 1 1" ]; then
+    pass "random: neither getrandom nor /dev/urandom: cc_get_unique_id, cc_comm_init (TCP rendezvous; shared memory under ccrun) and cc_spawn fail at once ($ms ms): '${ru:0:170}...'"
+  else
+    fail "random: neither getrandom nor /dev/urandom: statuses ${statuses[*]} (want 1 1 1 1 1), get_unique_id '$ru', cc_spawn '$rs', ranks '$r0' / '$r1', ccrun's ranks: $nc saying why (want 1 or 2: ccrun stops the other when one fails), $(grep -c 'result: CC_OK' "$work/c.out") CC_OK"
+    show "$work"/u.out "$work"/s.out "$work"/c.out "$work"/r*.out
+  fi
 fi
 finish
 

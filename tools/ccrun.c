@@ -30,9 +30,9 @@
 
    Exit status: the job's as above; 2 for bad usage; 1 when ccrun itself fails.
    It includes cc.h's implementation for what the ranks decide alike (whether
-   a token is strong enough), so that the two cannot disagree; it calls no
-   collective. Linux only (signalfd, prctl, getrandom). Single-threaded, so
-   strerror and setenv are safe here. */
+   a token is strong enough, where random bytes come from), so that the two
+   cannot disagree; it calls no collective. Linux only (signalfd, prctl).
+   Single-threaded, so strerror and setenv are safe here. */
 
 #define _GNU_SOURCE
 #define CC_IMPLEMENTATION
@@ -50,7 +50,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -217,21 +216,15 @@ static const char *sig_name(int sig) {
 
 /* ------------------------------------------------------------ tokens */
 
-/* n random bytes as 2n hex digits into out (2n + 1 bytes). */
+/* n random bytes as 2n hex digits into out (2n + 1 bytes), from the kernel
+ * (cc.h's cc__random_hex: getrandom, else /dev/urandom); without them ccrun
+ * fails, as the ranks would. */
 static void random_hex(char *out, size_t n) {
-  unsigned char b[64];
-  size_t got = 0;
-  if (n > sizeof b) n = sizeof b;
-  while (got < n) {
-    ssize_t k = getrandom(b + got, n - got, 0);
-    if (k < 0) {
-      if (errno == EINTR) continue;
-      msg("getrandom: %s", strerror(errno));
-      exit(1);
-    }
-    got += (size_t)k;
+  if (cc__random_hex(out, 2 * n) != 0) {
+    msg("no random bytes from the kernel (getrandom, then /dev/urandom: %s): nothing else makes an unguessable "
+        "token or job id", strerror(errno));
+    exit(1);
   }
-  for (size_t i = 0; i < n; i++) snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
 
 /* A job on several hosts needs a token (or --insecure-no-token); a token
