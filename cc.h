@@ -742,16 +742,24 @@ static void cc__shm_unmap(void *p, size_t bytes) {
   if (p) munmap(p, bytes);
 }
 
-/* Create name (O_EXCL) of `bytes` and map it. Returns NULL with errno set. */
-static void *cc__shm_create(const char *name, size_t bytes) {
+/* Which file a segment is (its device and inode): a name is unlinked on
+   failure only while it still names the file this process created or
+   mapped, never a segment someone else planted there. ino 0: none. */
+typedef struct cc__shm_id { uint64_t dev, ino; } cc__shm_id;
+
+/* Create name (O_EXCL) of `bytes` and map it; *id (when not NULL) gets which
+   file it is. Returns NULL with errno set. */
+static void *cc__shm_create_id(const char *name, size_t bytes, cc__shm_id *id) {
 #ifdef CC_NO_SHM
-  (void)name; (void)bytes;
+  (void)name; (void)bytes; (void)id;
   errno = ENOSYS;
   return NULL;
 #else
   void *p;
+  struct stat st;
   int e, fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return NULL;
+  if (id && fstat(fd, &st) == 0) { id->dev = (uint64_t)st.st_dev; id->ino = (uint64_t)st.st_ino; }
   if (ftruncate(fd, (off_t)bytes) != 0) {
     e = errno; close(fd); shm_unlink(name); errno = e;
     return NULL;
@@ -764,15 +772,20 @@ static void *cc__shm_create(const char *name, size_t bytes) {
 #endif
 }
 
+static __attribute__((unused)) void *cc__shm_create(const char *name, size_t bytes) {
+  return cc__shm_create_id(name, bytes, NULL);
+}
+
 /* Map an existing segment of at least `min_bytes`; *bytes gets its size.
    Returns NULL with errno ENOENT while it does not exist (yet) or is still
    being sized by its creator, and with EPERM (what is wrong in why) when it
    is not one this user made: another owner, or a mode that lets others in
    (the creator makes them 0600), or not a plain file. Nothing is mapped
-   then. */
-static void *cc__shm_open_why(const char *name, size_t min_bytes, size_t *bytes, char *why, size_t whylen) {
+   then. *id (when not NULL) gets which file it is. */
+static void *cc__shm_open_why(const char *name, size_t min_bytes, size_t *bytes, char *why, size_t whylen,
+                              cc__shm_id *id) {
 #ifdef CC_NO_SHM
-  (void)name; (void)min_bytes; (void)bytes; (void)why; (void)whylen;
+  (void)name; (void)min_bytes; (void)bytes; (void)why; (void)whylen; (void)id;
   errno = ENOSYS;
   return NULL;
 #else
@@ -796,6 +809,7 @@ static void *cc__shm_open_why(const char *name, size_t min_bytes, size_t *bytes,
   close(fd);
   if (p == MAP_FAILED) { errno = e; return NULL; }
   *bytes = (size_t)st.st_size;
+  if (id) { id->dev = (uint64_t)st.st_dev; id->ino = (uint64_t)st.st_ino; }
   return p;
 #endif
 }
@@ -803,7 +817,7 @@ static void *cc__shm_open_why(const char *name, size_t min_bytes, size_t *bytes,
 /* The same, without the reason (cc_cuda.cuh's pages). */
 static __attribute__((unused)) void *cc__shm_open(const char *name, size_t min_bytes, size_t *bytes) {
   char why[160];
-  return cc__shm_open_why(name, min_bytes, bytes, why, sizeof why);
+  return cc__shm_open_why(name, min_bytes, bytes, why, sizeof why, NULL);
 }
 
 static void cc__shm_unlink(const char *name) {
@@ -811,6 +825,25 @@ static void cc__shm_unlink(const char *name) {
   shm_unlink(name);
 #else
   (void)name;
+#endif
+}
+
+/* Unlink name only while it names segment *id, this user's own: what this
+   process created or mapped, never what was planted at the name (root may
+   unlink anyone's). Nothing when id is none. */
+static void cc__shm_unlink_same(const char *name, const cc__shm_id *id) {
+#ifndef CC_NO_SHM
+  struct stat st;
+  int fd;
+  if (!id->ino) return;
+  fd = shm_open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+  if (fd < 0) return;
+  if (fstat(fd, &st) == 0 && st.st_uid == geteuid() && (uint64_t)st.st_dev == id->dev &&
+      (uint64_t)st.st_ino == id->ino)
+    shm_unlink(name);
+  close(fd);
+#else
+  (void)name; (void)id;
 #endif
 }
 
@@ -2976,6 +3009,7 @@ struct cc_comm {
   /* the segment (shared memory of this communicator's ranks on one host) */
   unsigned char *seg;
   size_t seg_bytes;
+  cc__shm_id seg_id;                   /* its file, while it may still have a name (cc__shm_forget) */
   cc__hdr *hdr;                        /* the failure word: the segment's, or net's own */
   cc__ctl *ctl;
   unsigned char *regions;
@@ -4241,11 +4275,13 @@ static void cc__seg_name(const cc_comm *c, const char *base, char *out, size_t l
   snprintf(out, len, "%s-%s", base, hex);
 }
 
-/* Remove the segment of base name `base`, if it is still there. */
+/* Remove the segment of base name `base`, if the name is still there and
+   still names the file this rank created or mapped (a refusing rank leaves
+   a planted segment alone). */
 static void cc__shm_forget(const cc_comm *c, const char *base) {
   char name[160];
   cc__seg_name(c, base, name, sizeof name);
-  cc__shm_unlink(name);
+  cc__shm_unlink_same(name, &c->seg_id);
 }
 
 static void cc__shmkey_copy(cc_comm *to, const cc_comm *from) {
@@ -4269,7 +4305,7 @@ static cc_result cc__shm_join(cc_comm *c, const char *base, int creator, const c
   cc__seg_sizes(c->size, c->set.shm_chunk, &half, &chan);
   cc__layout_of(c->size, half, chan, &L);
   if (creator) {
-    seg = (unsigned char *)cc__shm_create(name, L.total);
+    seg = (unsigned char *)cc__shm_create_id(name, L.total, &c->seg_id);
     if (!seg) {
       cc__strerr(errno, why, sizeof why);
       return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: cannot create shared memory /dev/shm%s (%zu bytes): %s",
@@ -4279,9 +4315,9 @@ static cc_result cc__shm_join(cc_comm *c, const char *base, int creator, const c
     bytes = L.total;
   } else {
     for (;;) {
-      seg = (unsigned char *)cc__shm_open_why(name, sizeof(cc__hdr), &bytes, why, sizeof why);
+      seg = (unsigned char *)cc__shm_open_why(name, sizeof(cc__hdr), &bytes, why, sizeof why, &c->seg_id);
       if (seg && CC__LOAD(&((cc__hdr *)seg)->magic) == CC__SHM_MAGIC) break;
-      if (seg) { cc__shm_unmap(seg, bytes); seg = NULL; }
+      if (seg) { cc__shm_unmap(seg, bytes); seg = NULL; memset(&c->seg_id, 0, sizeof c->seg_id); }   /* not yet */
       else if (errno == EPERM) {
         return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: refusing shared memory /dev/shm%s: %s", what, c->rank, name, why);
       } else if (errno != ENOENT) {
@@ -4301,7 +4337,7 @@ static cc_result cc__shm_join(cc_comm *c, const char *base, int creator, const c
     c->seg = NULL;
     return r;
   }
-  if (CC__ADD(&c->hdr->mapped, 1u) + 1 == (uint32_t)c->size) cc__shm_unlink(name);
+  if (CC__ADD(&c->hdr->mapped, 1u) + 1 == (uint32_t)c->size) cc__shm_unlink_same(name, &c->seg_id);
   return CC_OK;
 }
 

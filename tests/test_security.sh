@@ -42,7 +42,8 @@
 #   file    a symbolic link at the file:// path: refused, its target untouched,
 #           the link left; a file owned by another user: refused (root only)
 #   shm     a segment made first by someone else (mode 0666, or another owner)
-#           at the name a job will use: refused at once, not waited in; with a
+#           at the name a job will use: refused at once, not waited in, and
+#           left where it is (even by root); with a
 #           token the job's names carry a suffix nobody else can compute, and a
 #           segment planted at the plain name does not stop the job
 #   unexp   a rank that sends empty messages nobody receives, without end: the
@@ -537,18 +538,31 @@ seg=/dev/shm/cc-$job-w0
 (umask 0; : >"$seg"; chmod 0666 "$seg")
 [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1 && chown nobody "$seg"
 owner=$(stat -c '%U %a' "$seg")
+ino=$(stat -c '%i' "$seg")
 t0=$(cc_now_ms)
 args=(allreduce 10)
 launch r1.out RANK=1 WORLD_SIZE=2 CC_JOB_ID="$job" CC_TIMEOUT=10 -- "$probe" allreduce 10; p1=$last_pid
 wait_all "$p1"
 ms=$(($(cc_now_ms) - t0))
 r1=$(res r1.out)
+left1=$([ "$(stat -c '%i' "$seg" 2>/dev/null)" = "$ino" ] && echo kept || echo removed)
+# rank 0, whose O_EXCL create finds it there
+launch r0.out RANK=0 WORLD_SIZE=2 CC_JOB_ID="$job" CC_TIMEOUT=10 -- "$probe" allreduce 10; p0=$last_pid
+wait_all "$p0"
+r0=$(res r0.out)
+left0=$([ "$(stat -c '%i' "$seg" 2>/dev/null)" = "$ino" ] && echo kept || echo removed)
 rm -f "$seg"
 if [[ $r1 == CC_ERR_SYSTEM:*"refusing shared memory"* ]] && [ "$ms" -lt 3000 ]; then
   pass "shm: a segment made first by someone else ($owner) at the job's name: rank 1 refuses it in $ms ms: '${r1:0:140}...'"
 else
   fail "shm: a foreign segment ($owner) at $seg: rank 1 '$r1' after $ms ms; expected a refusal at once, not a wait in it"
   show "$work"/r1.out
+fi
+if [ "$left1" = kept ] && [ "$left0" = kept ] && [[ $r0 == CC_ERR_SYSTEM:*"cannot create shared memory"* ]]; then
+  pass "shm: the refusing rank 1, and rank 0 that cannot create its segment there, leave the planted one ($owner$([ "$(id -u)" -eq 0 ] && echo ', running as root')) alone: they unlink only a segment they made or mapped"
+else
+  fail "shm: the planted segment ($owner) after rank 1 refused it: $left1, after rank 0 failed ('$r0'): $left0; expected kept both times"
+  show "$work"/r0.out
 fi
 finish
 
