@@ -108,7 +108,7 @@ $(BUILD)/cuda/cc_bench_cuda: bench/cc_bench.c $(CUDA_DEPS)
 	$(if $(NVCC),,$(error no nvcc: install the CUDA toolkit or set NVCC))
 	$(NVCC) -x cu $(NVWARN) $(NVCC_ARCH) $(NVFLAGS) -I. -o $@ $< -lpthread -lm
 
-# (cc.h's implementation inside, as any program's: -pthread, no libm)
+# (cc.h's implementation inside, CC_STATIC: only what it calls; -pthread, no libm)
 $(BUILD)/ccrun: tools/ccrun.c cc.h
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(WARN) $(CFLAGS) -o $@ $< -pthread

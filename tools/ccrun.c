@@ -31,10 +31,12 @@
    Exit status: the job's as above; 2 for bad usage; 1 when ccrun itself fails.
    It includes cc.h's implementation for what the ranks decide alike (whether
    a token is strong enough, where random bytes come from), so that the two
-   cannot disagree; it calls no collective. Linux only (signalfd, prctl).
-   Single-threaded, so strerror and setenv are safe here. */
+   cannot disagree; CC_STATIC keeps only what it calls (no collective). Linux
+   only (signalfd, prctl). Single-threaded, so strerror and setenv are safe
+   here. */
 
 #define _GNU_SOURCE
+#define CC_STATIC
 #define CC_IMPLEMENTATION
 #include "../cc.h"
 
