@@ -431,6 +431,7 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg);
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/uio.h>
 #include <linux/futex.h>
 #if defined(__SSE2__)
@@ -503,16 +504,13 @@ extern "C" {
 #define CC__S  1000000000ull
 
 /* The accepting side of the handshakes (@tcp): connections handled at once,
-   and how long one may be silent (or live) before a newer one may take its
-   place while the table is full. A test may define smaller ones. */
+   and how long one may take over each of its messages before a newer one may
+   take its place while the table is full. A test may define smaller ones. */
 #ifndef CC__PEND_MAX
-#  define CC__PEND_MAX 128
+#  define CC__PEND_MAX 1024
 #endif
-#ifndef CC__HS_IDLE
-#  define CC__HS_IDLE (200 * CC__MS)
-#endif
-#ifndef CC__HS_AGE
-#  define CC__HS_AGE (2 * CC__S)
+#ifndef CC__HS_WAIT
+#  define CC__HS_WAIT (200 * CC__MS)
 #endif
 
 /* ============================================================== @platform */
@@ -727,6 +725,21 @@ static void cc__proc_exit(int code) {
 }
 
 static void cc__env_set(const char *name, const char *value) { setenv(name, value, 1); }
+
+/* Raise this process's soft limit of open files toward `want`, as far as the
+   hard limit lets it: a rank accepting many connections at once (a flood
+   during start-up, a large world over TCP) needs a descriptor for each. The
+   soft limit in effect afterwards (LONG_MAX: none), or -1. */
+static long cc__fd_limit_raise(long want) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return -1;
+  if (rl.rlim_cur != RLIM_INFINITY && want > 0 && (rlim_t)want > rl.rlim_cur) {
+    rlim_t old = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < (rlim_t)want ? rl.rlim_max : (rlim_t)want;
+    if (rl.rlim_cur > old && setrlimit(RLIMIT_NOFILE, &rl) != 0) rl.rlim_cur = old;
+  }
+  return rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (rlim_t)LONG_MAX ? LONG_MAX : (long)rl.rlim_cur;
+}
 static void cc__env_unset(const char *name) { unsetenv(name); }
 
 /* ---------------------------------------------------------------- shared memory */
@@ -4769,21 +4782,26 @@ static cc_result cc__hs_client(int fd, const cc__hello_t *h, const char *token, 
 /* ---------------------------------------------------------------- the accepting side
    Many connections at once: a state machine per connection (hello, response,
    then the record when with_rec), all polled together, so a stranger who
-   sends nothing or dribbles costs nobody any time. The table holds
-   CC__PEND_MAX connections; more wait in the kernel's backlog, never accepted
-   and dropped. While the table is full and more wait, the connection that
-   has been silent longest goes, once it has been silent CC__HS_IDLE (or is
-   CC__HS_AGE old, however it dribbles): a cc rank sends its hello as soon as
-   it connects and its response one round trip later, so it is never the
-   stalest, and if it is dropped anyway it connects again (cc__hs_client's
+   sends nothing or dribbles costs nobody any time. Every time the listener
+   has connections waiting, all of them are accepted (the kernel's queue is
+   drained faster than a flood fills it), up to a table of CC__PEND_MAX (as
+   many as the open-files limit allows: it is raised toward the hard limit
+   first). A connection has CC__HS_WAIT for each message from the moment the
+   server waits for it (the hello from the accept, the response from the
+   challenge, the record from the verdict), however it dribbles: past that it
+   is the first to go when the table is full and a newer connection waits,
+   the one that has waited longest first. A cc rank sends each message whole
+   as soon as it can (its hello is usually there when it is accepted), so it
+   is not the one that goes; if it is, it connects again (cc__hs_client's
    callers retry everything but CC_ERR_AUTH). take(ctx, hello, fd, rec, sec)
    keeps the connection (1: fd and sec are its now) or refuses it (0). */
 
+#define CC__BACKLOG 4096               /* listen(): the kernel caps it at net.core.somaxconn */
 
 typedef struct cc__pend {
   int fd, state;                       /* 0: hello, 1: response, 2: record */
   size_t got;
-  uint64_t born, last;                 /* accepted; last byte received */
+  uint64_t since;                      /* when the server began waiting for this message */
   cc__hello_t h;
   cc__sec *sec;
   unsigned char hello[CC__HELLO], chal[CC__CHAL], resp[CC__RESP], in[CC__REC + CC__TAG];
@@ -4923,6 +4941,7 @@ static int cc__pend_step(const cc__hs_srv *v, cc__pend *q) {
     if (status != 0) cc__hs_refused(v, q, reason);
     if (cc__sock_send_small(q->fd, q->chal, sizeof q->chal) != 0 || status != 0) return -1;
     q->state = 1;
+    q->since = cc__now_ns();
     return 0;
   }
   if (q->state == 1) {
@@ -4948,7 +4967,7 @@ static int cc__pend_step(const cc__hs_srv *v, cc__pend *q) {
       if (!q->sec) return -1;
     }
     if (cc__sock_send_small(q->fd, verd, sizeof verd) != 0) return -1;
-    if (v->with_rec) { q->state = 2; return 0; }
+    if (v->with_rec) { q->state = 2; q->since = cc__now_ns(); return 0; }
     return v->take(v->ctx, &q->h, q->fd, NULL, q->sec) ? 1 : -1;
   }
   if (q->sec && cc__sec_open(q->sec, q->in, CC__REC) != 0) {
@@ -4967,22 +4986,21 @@ static int cc__pend_pump(const cc__hs_srv *v, cc__pend *q) {
     int st;
     if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return -1;
     if (k < 0) return 0;
-    q->last = cc__now_ns();
     if ((q->got += (size_t)k) < need) continue;
     q->got = 0;
     if ((st = cc__pend_step(v, q)) != 0) return st;
   }
 }
 
-/* The connection to drop for a newer one: the one silent longest, if it has
-   been silent CC__HS_IDLE or is CC__HS_AGE old; else -1 and *when the time
-   one will be. */
+/* The connection to drop for a newer one: of those that have waited
+   CC__HS_WAIT or longer for their current message, the one waiting longest;
+   else -1 and *when the time the first will have. */
 static int cc__pend_victim(const cc__pend *pend, int np, uint64_t now, uint64_t *when) {
   int i, best = -1;
   *when = UINT64_MAX;
   for (i = 0; i < np; i++) {
-    uint64_t t = CC__MIN(pend[i].last + CC__HS_IDLE, pend[i].born + CC__HS_AGE);
-    if (t <= now && (best < 0 || pend[i].last < pend[best].last)) best = i;
+    uint64_t t = pend[i].since + CC__HS_WAIT;
+    if (t <= now && (best < 0 || pend[i].since < pend[best].since)) best = i;
     if (t > now) *when = CC__MIN(*when, t);
   }
   return best;
@@ -4994,28 +5012,62 @@ static void cc__pend_drop(cc__pend *pend, int *np, int i) {
   pend[i] = pend[--*np];
 }
 
+/* Accept what waits on lfd while there is room, or a connection too slow to
+   drop for it (counted in *evicted): 0, or -1 when accepting failed for want
+   of file descriptors (then *cap shrinks to what the table holds: the table is
+   full at that size from now on). New connections are pumped at once: a cc
+   rank's hello is usually there already. */
+static int cc__pend_accept(const cc__hs_srv *v, int lfd, cc__pend *pend, int *np, int *cap, int want, int *kept,
+                           unsigned long *evicted) {
+  uint64_t when;
+  while (*kept < want) {
+    int fd, st;
+    if (*np >= *cap) {
+      int victim = cc__pend_victim(pend, *np, cc__now_ns(), &when);
+      if (victim < 0) return 0;        /* every one still in time: the rest waits in the kernel's queue */
+      cc__pend_drop(pend, np, victim);
+      ++*evicted;
+    }
+    if ((fd = cc__sock_accept(lfd)) < 0) {
+      if (errno != EMFILE && errno != ENFILE) return 0;
+      *cap = CC__MAX(*np, 1);
+      return -1;
+    }
+    memset(&pend[*np], 0, sizeof pend[*np]);
+    pend[*np].fd = fd;
+    pend[*np].since = cc__now_ns();
+    st = cc__pend_pump(v, &pend[*np]);
+    ++*np;
+    if (st == 1) { ++*kept; --*np; }
+    else if (st == -1) cc__pend_drop(pend, np, *np - 1);
+  }
+  return 0;
+}
+
 /* Serve until `want` connections were kept (0), the deadline (-1), or until
    give_up says so (-2). */
 static int cc__hs_serve(const cc__hs_srv *vv, int lfd, int want, uint64_t deadline) {
   cc_comm *c = vv->c;
   cc__pend *pend = (cc__pend *)CC_MALLOC(sizeof(cc__pend) * CC__PEND_MAX);
-  struct pollfd pf[CC__PEND_MAX + 1];
-  int np = 0, kept = 0, i, gave_up = 0;
+  struct pollfd *pf = (struct pollfd *)CC_MALLOC(sizeof(struct pollfd) * (CC__PEND_MAX + 1));
+  int np = 0, kept = 0, i, gave_up = 0, cap = CC__PEND_MAX, nofd = 0;
+  unsigned long evicted = 0;
+  uint64_t pause = 0;
   cc__hs_log log;
   cc__hs_srv sv = *vv, *v = &sv;
   memset(&log, 0, sizeof log);
   sv.log = &log;
-  if (!pend) return -1;
+  if (!pend || !pf) { CC_FREE(pend); CC_FREE(pf); return -1; }
+  /* a descriptor for each connection of the table and of the world, and some */
+  (void)cc__fd_limit_raise((long)CC__PEND_MAX + (long)CC__MIN(v->world, 1u << 20) + 64);
   while (kept < want) {
     uint64_t now = cc__now_ns(), next = deadline, when;
-    int nf = 0, lis, victim = -1, taken;
+    int nf = 0, lis, victim = -1;
     if (now >= deadline) break;
     if (v->give_up && v->give_up(v->ctx)) { gave_up = 1; break; }
-    if (np == CC__PEND_MAX) {
-      victim = cc__pend_victim(pend, np, now, &when);
-      next = CC__MIN(next, when);
-    }
-    lis = np < CC__PEND_MAX || victim >= 0;   /* pf[0] is the listener then */
+    if (np >= cap && (victim = cc__pend_victim(pend, np, now, &when)) < 0) next = CC__MIN(next, when);
+    lis = (np < cap || victim >= 0) && now >= pause;   /* pf[0] is the listener then */
+    if (now < pause) next = CC__MIN(next, pause);
     if (lis) { pf[nf].fd = lfd; pf[nf].events = POLLIN; pf[nf++].revents = 0; }
     for (i = 0; i < np; i++) { pf[nf].fd = pend[i].fd; pf[nf].events = POLLIN; pf[nf++].revents = 0; }
     if (cc__poll(pf, nf, CC__MIN(next - now, 100 * CC__MS) + 1000) <= 0) continue;
@@ -5027,26 +5079,20 @@ static int cc__hs_serve(const cc__hs_srv *vv, int lfd, int want, uint64_t deadli
       else if (st == -1) cc__pend_drop(pend, &np, i);
     }
     if (!lis || !(pf[0].revents & POLLIN)) continue;
-    for (taken = 0; taken < CC__PEND_MAX && kept < want; taken++) {   /* what waits, while there is room */
-      int fd, st;
-      if (np == CC__PEND_MAX) {
-        if ((victim = cc__pend_victim(pend, np, cc__now_ns(), &when)) < 0) break;
-        cc__log(c, CC__LOG_WARN, "comm_init: rank %d: dropped a connection that had not finished its handshake "
-                "(silent %.1f s) for a newer one", c->rank, (double)(cc__now_ns() - pend[victim].last) / 1e9);
-        cc__pend_drop(pend, &np, victim);
-      }
-      if ((fd = cc__sock_accept(lfd)) < 0) break;
-      memset(&pend[np], 0, sizeof pend[np]);
-      pend[np].fd = fd;
-      pend[np].born = pend[np].last = cc__now_ns();
-      st = cc__pend_pump(v, &pend[np]);   /* a cc rank's hello is usually there already */
-      np++;
-      if (st == 1) { kept++; np--; }
-      else if (st == -1) cc__pend_drop(pend, &np, np - 1);
+    if (cc__pend_accept(v, lfd, pend, &np, &cap, want, &kept, &evicted) != 0 && np == 0) {
+      pause = cc__now_ns() + 10 * CC__MS;   /* not one descriptor: the connections wait in the kernel's queue */
+      if (!nofd++)
+        cc__log(c, CC__LOG_WARN, "comm_init: rank %d: cannot accept connections: no file descriptor left (the "
+                "open-files limit, ulimit -n)", c->rank);
     }
   }
+  if (evicted)
+    cc__log(c, CC__LOG_WARN, "comm_init: rank %d: dropped %lu connection%s that had not sent a handshake message "
+            "within %.1f s, for newer ones (a flood of connections?)", c->rank, evicted, evicted == 1 ? "" : "s",
+            (double)CC__HS_WAIT / 1e9);
   for (i = 0; i < np; i++) { cc__fd_close(pend[i].fd); cc__sec_free(pend[i].sec); }
   CC_FREE(pend);
+  CC_FREE(pf);
   return kept >= want ? 0 : gave_up ? -2 : -1;
 }
 
@@ -8596,7 +8642,7 @@ static cc_result cc__rec_mine(cc_comm *c, const char *ip, cc__rec *rec, int *lfd
   memset(rec, 0, sizeof *rec);
   cc__host_id(rec->host, sizeof rec->host);
   snprintf(rec->ip, sizeof rec->ip, "%s", ip);
-  if ((*lfd = cc__sock_listen(rec->ip, 0, 256, &port)) < 0) {
+  if ((*lfd = cc__sock_listen(rec->ip, 0, CC__BACKLOG, &port)) < 0) {
     cc__strerr(errno, why, sizeof why);
     return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: cannot listen on %s: %s", what, c->rank, rec->ip, why);
   }
@@ -9046,7 +9092,7 @@ static cc_result cc__rdv_file_serve(cc_comm *c, cc__rdv *v, cc__rec *recs, char 
   char why[200], fwhy[200], line[160], nonce[40], buf[160];
   int lfd, ffd, port = 0;
   cc_result r;
-  if ((lfd = cc__sock_listen(recs[0].ip, 0, 256, &port)) < 0) {
+  if ((lfd = cc__sock_listen(recs[0].ip, 0, CC__BACKLOG, &port)) < 0) {
     cc__strerr(errno, why, sizeof why);
     return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank 0: cannot listen on %s: %s", recs[0].ip, why);
   }
@@ -9087,7 +9133,7 @@ static cc_result cc__rendezvous(cc_comm *c, cc__rdv *v, cc__rec *recs, char *job
     cc_result r;
     if (v->path) return cc__rdv_file_serve(c, v, recs, jobid, deadline);
     if (cc__sock_lookup(v->host, ip, sizeof ip, why, sizeof why) == 0) cc__warn_no_token(c, ip, v);
-    if (lfd < 0 && (lfd = cc__sock_listen(v->host, v->port, 256, NULL)) < 0) {
+    if (lfd < 0 && (lfd = cc__sock_listen(v->host, v->port, CC__BACKLOG, NULL)) < 0) {
       cc__strerr(errno, why, sizeof why);
       return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank 0: cannot listen on %s port %d%s: %s", v->host, v->port,
                       errno == EADDRINUSE ? " (the port is in use: another job, or pick another MASTER_PORT)" : "", why);
@@ -9331,7 +9377,7 @@ CC_API cc_result cc_get_unique_id(cc_unique_id *id) {
   cc__settings_clear(&s);
   if (cc__sock_pick_addr(s.ifname, s.master_addr, !s.ifname[0] && !s.master_addr[0], ip, sizeof ip, why, sizeof why) != 0)
     return cc__fail(NULL, CC_ERR_INVALID_ARG, "get_unique_id: %s", why);
-  if ((lfd = cc__sock_listen(ip, 0, 256, &port)) < 0) {
+  if ((lfd = cc__sock_listen(ip, 0, CC__BACKLOG, &port)) < 0) {
     cc__strerr(errno, why, sizeof why);
     return cc__fail(NULL, CC_ERR_SYSTEM, "get_unique_id: cannot listen on %s: %s", ip, why);
   }
