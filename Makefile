@@ -117,7 +117,7 @@ $(BUILD)/cc_bench: bench/cc_bench.c cc.h
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(WARN) $(CFLAGS) -I. -o $@ $< $(LDLIBS)
 
-$(BUILD)/crypto_bench: bench/crypto_bench.c cc.h
+$(BUILD)/crypto_bench: bench/crypto_bench.c cc.h tests/crypto_extra.h
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(WARN) $(CFLAGS) -I. -o $@ $< $(LDLIBS)
 

@@ -1405,7 +1405,9 @@ static int cc__sock_pick_addr(const char *ifname, const char *toward, int first_
    PCLMULQDQ only). Pure computation: no system call, no allocation. The #ifs
    here are on the compiler and the CPU architecture (the x86-64 intrinsics,
    unsigned __int128), never on the operating system; the CPU's features are
-   read once with CPUID. */
+   read once with CPUID. A build without TCP (CC_NO_TCP) has SHA-256 and HMAC
+   only (shared-memory segments are named with them): everything from HKDF
+   on serves TCP links, and is compiled out. */
 
 typedef struct cc__sha256 {
   uint32_t h[8];
@@ -1534,6 +1536,28 @@ static int cc__ct_equal(const void *a, const void *b, size_t n) {
   return d == 0;
 }
 
+/* Zeroes n bytes in a way the compiler cannot drop as a dead store. */
+static void cc__crypto_wipe(void *p, size_t n) {
+  memset(p, 0, n);
+  __asm__ __volatile__("" : : "r"(p) : "memory");
+}
+
+static void cc__st64be(unsigned char *p, uint64_t v) {
+  int i;
+  for (i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (56 - 8 * i));
+}
+
+#define CC__AEAD_CHACHA20_POLY1305 1    /* the suites, as the handshake numbers them */
+#define CC__AEAD_AES256_GCM        2
+/* RFC 8439 section 2.8: P_MAX = (2^32 - 1) * 64 bytes (counter 0 is the
+   Poly1305 key). SP 800-38D section 5.2.1.1: len(P) <= 2^39 - 256 bits. AAD
+   is held to 2^61 - 1 bytes for both (GCM's 2^64 - 1 bits). */
+#define CC__CHACHA_PMAX (((uint64_t)1 << 38) - 64)
+#define CC__GCM_PMAX    (((uint64_t)1 << 36) - 32)
+#define CC__AEAD_AMAX   (((uint64_t)1 << 61) - 1)
+
+#if CC__HAVE_TCP
+
 /* ------------------------------------------------------------------ crypto */
 /* Key derivation and authenticated encryption for the TCP transport.
 
@@ -1550,7 +1574,8 @@ static int cc__ct_equal(const void *a, const void *b, size_t n) {
                                  instructions are missing, GCM is unavailable
                                  and the caller uses ChaCha20-Poly1305
 
-   One streaming AEAD interface covers both suites:
+   One streaming AEAD interface covers both suites (each a cc__aead_suite,
+   below: the place to plug in another implementation):
 
      cc__aead_key k;   cc__aead_setkey(&k, suite, key32)      once per key
      cc__aead st;      cc__aead_begin(&st, &k, nonce12)        per message
@@ -1571,9 +1596,6 @@ static int cc__ct_equal(const void *a, const void *b, size_t n) {
    tags compared by cc__ct_equal). Branches depend on lengths and the suite. */
 
 
-#define CC__AEAD_CHACHA20_POLY1305 1
-#define CC__AEAD_AES256_GCM        2
-
 /* -------- small helpers */
 static uint32_t cc__ld32le(const unsigned char *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -1583,16 +1605,6 @@ static void cc__st32le(unsigned char *p, uint32_t v) {
 }
 static uint64_t cc__ld64le(const unsigned char *p) { return (uint64_t)cc__ld32le(p) | (uint64_t)cc__ld32le(p + 4) << 32; }
 static void cc__st64le(unsigned char *p, uint64_t v) { cc__st32le(p, (uint32_t)v); cc__st32le(p + 4, (uint32_t)(v >> 32)); }
-static void cc__st64be(unsigned char *p, uint64_t v) {
-  int i;
-  for (i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (56 - 8 * i));
-}
-
-/* Zeroes n bytes in a way the compiler cannot drop as a dead store. */
-static void cc__crypto_wipe(void *p, size_t n) {
-  memset(p, 0, n);
-  __asm__ __volatile__("" : : "r"(p) : "memory");
-}
 
 /* out = a ^ b over n bytes (any alignment; out may equal a or b). */
 static void cc__xor_bytes(unsigned char *out, const unsigned char *a, const unsigned char *b, size_t n) {
@@ -1675,17 +1687,6 @@ static __attribute__((unused)) int cc__hkdf_sha256_expand(const unsigned char *p
   }
   cc__crypto_wipe(t, sizeof t);
   return 0;
-}
-
-/* Extract then expand. */
-static __attribute__((unused)) int cc__hkdf_sha256(const void *salt, size_t saltlen, const void *ikm, size_t ikmlen,
-                                                   const void *info, size_t infolen, unsigned char *out, size_t outlen) {
-  unsigned char prk[32];
-  int rc;
-  cc__hkdf_sha256_extract(salt, saltlen, ikm, ikmlen, prk);
-  rc = cc__hkdf_sha256_expand(prk, 32, info, infolen, out, outlen);
-  cc__crypto_wipe(prk, sizeof prk);
-  return rc;
 }
 
 /* ============================================================ ChaCha20 */
@@ -1841,23 +1842,6 @@ static void cc__chacha20_xor_blocks(uint32_t st[16], const unsigned char *in, un
   cc__crypto_wipe(ks, sizeof ks);
 }
 
-/* RFC 8439 section 2.4: ChaCha20 encryption (= decryption) of len bytes. */
-static __attribute__((unused)) void cc__chacha20_xor(const unsigned char key[32], uint32_t counter,
-                                                     const unsigned char nonce[12], const void *inv, void *outv,
-                                                     size_t len) {
-  const unsigned char *in = (const unsigned char *)inv;
-  unsigned char *out = (unsigned char *)outv, ks[64];
-  uint32_t st[16];
-  cc__chacha20_init(st, key, counter, nonce);
-  cc__chacha20_xor_blocks(st, in, out, len / 64);
-  if (len % 64) {
-    cc__chacha20_block(st, ks);
-    cc__xor_bytes(out + (len & ~(size_t)63), in + (len & ~(size_t)63), ks, len % 64);
-  }
-  cc__crypto_wipe(ks, sizeof ks);
-  cc__crypto_wipe(st, sizeof st);
-}
-
 /* ============================================================ Poly1305 */
 /* RFC 8439 section 2.5, in radix 2^44 (limbs of 44, 44 and 42 bits, as in
    poly1305-donna's 64-bit version). The 64x64->128 multiplies use unsigned
@@ -2008,25 +1992,6 @@ static void cc__poly1305_finish(cc__poly1305 *p, unsigned char tag[16]) {
   h2 += ((t1 >> 24) & CC__M42) + c; h2 &= CC__M42;
   cc__st64le(tag, h0 | (h1 << 44));
   cc__st64le(tag + 8, (h1 >> 20) | (h2 << 24));
-}
-
-/* RFC 8439 section 2.5.1: the one-shot MAC of any message (a short last
-   block gets a 0x01 byte after it). */
-static __attribute__((unused)) void cc__poly1305_mac(const unsigned char key[32], const void *msg, size_t len,
-                                                     unsigned char tag[16]) {
-  const unsigned char *m = (const unsigned char *)msg;
-  cc__poly1305 p;
-  cc__poly1305_init(&p, key);
-  cc__poly1305_blocks(&p, m, len / 16, (uint64_t)1 << 40);
-  if (len % 16) {
-    unsigned char b[16];
-    memset(b, 0, sizeof b);
-    memcpy(b, m + (len & ~(size_t)15), len % 16);
-    b[len % 16] = 1;
-    cc__poly1305_blocks(&p, b, 1, 0);
-  }
-  cc__poly1305_finish(&p, tag);
-  cc__crypto_wipe(&p, sizeof p);
 }
 
 /* ========================================================= AES-256-GCM */
@@ -2206,8 +2171,8 @@ static CC__TARGET_GCM void cc__ghash_update(unsigned char xs[16], const unsigned
 }
 
 /* Round keys, then H = E(K, 0^128) and its powers H^1..H^16, reflected. */
-static CC__TARGET_GCM void cc__gcm_setkey(unsigned char rk[240], unsigned char hp[256], unsigned char hk[256],
-                                          const unsigned char key[32]) {
+static CC__TARGET_GCM void cc__gcm_setkey_rk(unsigned char rk[240], unsigned char hp[256], unsigned char hk[256],
+                                             const unsigned char key[32]) {
   __m128i h, p = _mm_setzero_si128();
   int i;
   cc__aes256_expand(key, rk);
@@ -2222,30 +2187,6 @@ static CC__TARGET_GCM void cc__gcm_setkey(unsigned char rk[240], unsigned char h
 /* The counter block: the 12 bytes of nonce, then ctr big-endian. */
 static CC__INLINE_GCM __m128i cc__gcm_ctr(__m128i base, uint32_t ctr) {
   return _mm_insert_epi32(base, (int)__builtin_bswap32(ctr), 3);
-}
-
-/* SP 800-38D section 7.1 step 2: J0 for an IV of any length. For a 12-byte
-   IV it is IV || 0^31 || 1; otherwise GHASH(IV || 0-pad || 0^64 || [len(IV) in bits]64). */
-static CC__TARGET_GCM void cc__gcm_j0(const unsigned char *hp, const unsigned char *hk, const unsigned char *iv, size_t ivlen,
-                                      unsigned char j0[16]) {
-  if (ivlen == 12) {
-    memcpy(j0, iv, 12);
-    j0[12] = j0[13] = j0[14] = 0;
-    j0[15] = 1;
-  } else {
-    unsigned char b[16];
-    __m128i x = _mm_setzero_si128();
-    x = cc__ghash_blocks(hp, hk, x, iv, ivlen / 16);
-    if (ivlen % 16) {
-      memset(b, 0, sizeof b);
-      memcpy(b, iv + (ivlen & ~(size_t)15), ivlen % 16);
-      x = cc__ghash_blocks(hp, hk, x, b, 1);
-    }
-    memset(b, 0, 8);
-    cc__st64be(b + 8, (uint64_t)ivlen * 8);
-    x = cc__ghash_blocks(hp, hk, x, b, 1);
-    CC__CRY_ST(j0, cc__bswap128(x));
-  }
 }
 
 /* CTR keystream XOR + GHASH of the ciphertext over nblocks whole blocks,
@@ -2385,17 +2326,23 @@ static CC__TARGET_GCM void cc__gcm_keystream(const unsigned char *rk, const unsi
   CC__CRY_ST(out, cc__aes256_block(rk, cc__gcm_ctr(CC__CRY_LD(nb), ctr)));
 }
 
-/* FIPS 197 single-block encryption, for tests. */
-static __attribute__((unused)) CC__TARGET_GCM void cc__aes256_encrypt_block(const unsigned char rk[240],
-                                                                            const unsigned char in[16],
-                                                                            unsigned char out[16]) {
-  CC__CRY_ST(out, cc__aes256_block(rk, CC__CRY_LD(in)));
-}
 #endif /* CC__CRYPTO_X86 */
 
-/* ================================================================ AEAD */
+/* ================================================================ AEAD
+   The suites behind one interface, cc__aead_suite: everything the transport
+   asks of one. The transport reaches them only through cc__aead_setkey ...
+   cc__aead_verify (the interface described above), and cc__aead_suite_of
+   maps the handshake's suite numbers to implementations: the built-in ones
+   of this section. A build that would rather use a system library for a
+   suite (OpenSSL's EVP, the kernel's crypto API) fills a cc__aead_suite with
+   its own functions, keeps its state behind the key's and the message's
+   impl pointers, and has cc__aead_suite_of return it: nothing else changes. */
+typedef struct cc__aead_suite cc__aead_suite;
+
 typedef struct cc__aead_key {
   int suite;                             /* CC__AEAD_*; 0 before setkey */
+  const cc__aead_suite *ops;             /* its implementation; NULL before setkey */
+  void *impl;                            /* a plugged-in implementation's key state */
   unsigned char key[32];                 /* ChaCha20-Poly1305: the key */
   unsigned char rk[240];                 /* AES-256-GCM: the 15 round keys */
   unsigned char hp[256];                 /* AES-256-GCM: H^16, H^15, ..., H^1, reflected */
@@ -2405,6 +2352,7 @@ typedef struct cc__aead_key {
 typedef struct cc__aead {
   const cc__aead_key *key;
   int phase;                             /* 0 AAD, 1 payload, 2 finished, 3 failed */
+  void *impl;                            /* a plugged-in implementation's message state */
   unsigned nmac, nks;                    /* bytes in mbuf; unused bytes at the end of ks */
   uint64_t aadlen, msglen;
   unsigned char mbuf[16];                /* partial MAC block */
@@ -2419,42 +2367,36 @@ typedef struct cc__aead {
   unsigned char x[16];                   /* GHASH accumulator, reflected */
 } cc__aead;
 
-/* RFC 8439 section 2.8: P_MAX = (2^32 - 1) * 64 bytes (counter 0 is the
-   Poly1305 key). SP 800-38D section 5.2.1.1: len(P) <= 2^39 - 256 bits. AAD
-   is held to 2^61 - 1 bytes for both (GCM's 2^64 - 1 bits). */
-#define CC__CHACHA_PMAX (((uint64_t)1 << 38) - 64)
-#define CC__GCM_PMAX    (((uint64_t)1 << 36) - 32)
-#define CC__AEAD_AMAX   (((uint64_t)1 << 61) - 1)
+/* One suite. Each function returns 0, or -1 (the message then refuses
+   everything until the next begin: phase 3). setkey gets k zeroed with its
+   suite and ops set; begin gets s zeroed with its key set; final leaves the
+   state wiped (phase 2). */
+struct cc__aead_suite {
+  int id;                                /* CC__AEAD_*: the number the handshake carries */
+  const char *name;                      /* for log lines */
+  int (*available)(void);                /* 1 when this CPU and build run it */
+  int (*setkey)(cc__aead_key *k, const unsigned char key[32]);
+  int (*begin)(cc__aead *s, const unsigned char nonce[12]);
+  int (*aad)(cc__aead *s, const void *aad, size_t n);               /* phase 0 only */
+  int (*crypt)(cc__aead *s, const void *in, void *out, size_t n, int enc);   /* in == out allowed */
+  int (*final)(cc__aead *s, unsigned char tag[16]);
+};
 
-/* 1 when this CPU (and this build) can run AES-256-GCM. */
-static int cc__aead_have_gcm(void) { return (cc__crypto_cpu() & CC__CPU_GCM) != 0; }
+static int cc__chapo_available(void) { return 1; }
 
-/* The suite this CPU runs fast: AES-256-GCM with AES-NI+PCLMULQDQ, else
-   ChaCha20-Poly1305. Both ends of a connection must agree on one: see NOTES. */
-static __attribute__((unused)) int cc__aead_best_suite(void) {
-  return cc__aead_have_gcm() ? CC__AEAD_AES256_GCM : CC__AEAD_CHACHA20_POLY1305;
+static int cc__chapo_setkey(cc__aead_key *k, const unsigned char key[32]) {
+  memcpy(k->key, key, 32);
+  return 0;
 }
 
-/* Expands a 32-byte key for suite. 0, or -1 (k zeroed) for an unknown suite
-   or AES-256-GCM where the CPU lacks AES-NI/PCLMULQDQ. */
-static __attribute__((unused)) int cc__aead_setkey(cc__aead_key *k, int suite, const unsigned char key[32]) {
-  memset(k, 0, sizeof *k);
-  if (suite == CC__AEAD_CHACHA20_POLY1305) {
-    memcpy(k->key, key, 32);
-    k->suite = suite;
-    return 0;
-  }
 #if CC__CRYPTO_X86
-  if (suite == CC__AEAD_AES256_GCM && cc__aead_have_gcm()) {
-    cc__gcm_setkey(k->rk, k->hp, k->hk, key);
-    k->suite = suite;
-    return 0;
-  }
-#endif
-  return -1;
-}
+static int cc__gcm_available(void) { return (cc__crypto_cpu() & CC__CPU_GCM) != 0; }
 
-static __attribute__((unused)) void cc__aead_key_wipe(cc__aead_key *k) { cc__crypto_wipe(k, sizeof *k); }
+static int cc__gcm_setkey(cc__aead_key *k, const unsigned char key[32]) {
+  cc__gcm_setkey_rk(k->rk, k->hp, k->hk, key);
+  return 0;
+}
+#endif
 
 static void cc__aead_fail(cc__aead *s) {
   const cc__aead_key *k = s->key;
@@ -2502,57 +2444,27 @@ static void cc__aead_mac_pad(cc__aead *s) {
 }
 
 /* Starts a message under nonce (12 bytes; never twice under one key). */
-static __attribute__((unused)) int cc__aead_begin(cc__aead *s, const cc__aead_key *k, const unsigned char nonce[12]) {
-  memset(s, 0, sizeof *s);
-  s->key = k;
-  if (k->suite == CC__AEAD_CHACHA20_POLY1305) {
-    unsigned char otk[64];
-    cc__chacha20_init(s->cst, k->key, 0, nonce);         /* RFC 8439 section 2.6: block 0 keys Poly1305 */
-    cc__chacha20_block(s->cst, otk);
-    cc__poly1305_init(&s->poly, otk);
-    cc__crypto_wipe(otk, sizeof otk);
-    s->cst[12] = 1;                                       /* the payload starts at block 1 */
-    return 0;
-  }
-#if CC__CRYPTO_X86
-  if (k->suite == CC__AEAD_AES256_GCM) {                  /* SP 800-38D section 7.1 */
-    memcpy(s->nonce, nonce, 12);
-    cc__gcm_keystream(k->rk, s->nonce, 1, s->ekj0);       /* E(K, J0), J0 = nonce || 1 */
-    s->ctr = 2;                                           /* inc32(J0) */
-    return 0;
-  }
-#endif
-  s->phase = 3;
-  return -1;
+static int cc__chapo_begin(cc__aead *s, const unsigned char nonce[12]) {
+  unsigned char otk[64];
+  cc__chacha20_init(s->cst, s->key->key, 0, nonce);      /* RFC 8439 section 2.6: block 0 keys Poly1305 */
+  cc__chacha20_block(s->cst, otk);
+  cc__poly1305_init(&s->poly, otk);
+  cc__crypto_wipe(otk, sizeof otk);
+  s->cst[12] = 1;                                       /* the payload starts at block 1 */
+  return 0;
 }
 
-/* AES-256-GCM with an IV of any length (SP 800-38D section 7.1), for the
-   specification's test vectors; the transport uses 12-byte nonces only. */
-static __attribute__((unused)) int cc__aead_begin_gcm_iv(cc__aead *s, const cc__aead_key *k, const unsigned char *iv,
-                                                         size_t ivlen) {
 #if CC__CRYPTO_X86
-  unsigned char j0[16];
-  if (k->suite == CC__AEAD_AES256_GCM && ivlen > 0) {
-    memset(s, 0, sizeof *s);
-    s->key = k;
-    cc__gcm_j0(k->hp, k->hk, iv, ivlen, j0);
-    memcpy(s->nonce, j0, 12);
-    s->ctr = (uint32_t)j0[12] << 24 | (uint32_t)j0[13] << 16 | (uint32_t)j0[14] << 8 | (uint32_t)j0[15];
-    cc__gcm_keystream(k->rk, s->nonce, s->ctr, s->ekj0);
-    s->ctr++;
-    return 0;
-  }
-#else
-  (void)iv; (void)ivlen;
-#endif
-  memset(s, 0, sizeof *s);
-  s->key = k;
-  s->phase = 3;
-  return -1;
+static int cc__gcm_begin(cc__aead *s, const unsigned char nonce[12]) {   /* SP 800-38D section 7.1 */
+  memcpy(s->nonce, nonce, 12);
+  cc__gcm_keystream(s->key->rk, s->nonce, 1, s->ekj0);  /* E(K, J0), J0 = nonce || 1 */
+  s->ctr = 2;                                           /* inc32(J0) */
+  return 0;
 }
+#endif
 
 /* More associated data: only before any payload. */
-static __attribute__((unused)) int cc__aead_aad(cc__aead *s, const void *aad, size_t n) {
+static int cc__aead_builtin_aad(cc__aead *s, const void *aad, size_t n) {
   if (s->phase != 0 || (uint64_t)n > CC__AEAD_AMAX - s->aadlen) { cc__aead_fail(s); return -1; }
   s->aadlen += n;
   cc__aead_mac(s, (const unsigned char *)aad, n);
@@ -2590,7 +2502,7 @@ static void cc__aead_bulk(cc__aead *s, const unsigned char *in, unsigned char *o
 #endif
 }
 
-static int cc__aead_crypt(cc__aead *s, const void *inv, void *outv, size_t n, int enc) {
+static int cc__aead_builtin_crypt(cc__aead *s, const void *inv, void *outv, size_t n, int enc) {
   const unsigned char *in = (const unsigned char *)inv;
   unsigned char *out = (unsigned char *)outv;
   int chacha = s->phase <= 1 && s->key && s->key->suite == CC__AEAD_CHACHA20_POLY1305;
@@ -2624,19 +2536,8 @@ static int cc__aead_crypt(cc__aead *s, const void *inv, void *outv, size_t n, in
   return 0;
 }
 
-/* Plaintext in -> ciphertext out (in == out allowed). */
-static __attribute__((unused)) int cc__aead_encrypt(cc__aead *s, const void *in, void *out, size_t n) {
-  return cc__aead_crypt(s, in, out, n, 1);
-}
-
-/* Ciphertext in -> plaintext out (in == out allowed). The plaintext is not
-   authentic until cc__aead_verify says so. */
-static __attribute__((unused)) int cc__aead_decrypt(cc__aead *s, const void *in, void *out, size_t n) {
-  return cc__aead_crypt(s, in, out, n, 0);
-}
-
 /* The 16-byte tag; the state is wiped (a new message needs a new begin). */
-static int cc__aead_final(cc__aead *s, unsigned char tag[16]) {
+static int cc__aead_builtin_final(cc__aead *s, unsigned char tag[16]) {
   unsigned char lb[16];
   if (s->phase > 1 || !s->key) { cc__aead_fail(s); return -1; }
   cc__aead_mac_pad(s);
@@ -2659,9 +2560,80 @@ static int cc__aead_final(cc__aead *s, unsigned char tag[16]) {
   return 0;
 }
 
+static const cc__aead_suite cc__aead_chapo = {
+  CC__AEAD_CHACHA20_POLY1305, "ChaCha20-Poly1305", cc__chapo_available, cc__chapo_setkey, cc__chapo_begin,
+  cc__aead_builtin_aad, cc__aead_builtin_crypt, cc__aead_builtin_final
+};
+#if CC__CRYPTO_X86
+static const cc__aead_suite cc__aead_gcm = {
+  CC__AEAD_AES256_GCM, "AES-256-GCM", cc__gcm_available, cc__gcm_setkey, cc__gcm_begin,
+  cc__aead_builtin_aad, cc__aead_builtin_crypt, cc__aead_builtin_final
+};
+#endif
+
+/* The implementation of suite id where this CPU and build run it, else NULL. */
+static const cc__aead_suite *cc__aead_suite_of(int id) {
+  const cc__aead_suite *a = NULL;
+  if (id == CC__AEAD_CHACHA20_POLY1305) a = &cc__aead_chapo;
+#if CC__CRYPTO_X86
+  else if (id == CC__AEAD_AES256_GCM) a = &cc__aead_gcm;
+#endif
+  return a && a->available() ? a : NULL;
+}
+
+/* ---- the interface the transport uses */
+
+/* 1 when this CPU (and this build) can run AES-256-GCM. */
+static int cc__aead_have_gcm(void) { return cc__aead_suite_of(CC__AEAD_AES256_GCM) != NULL; }
+
+/* Expands a 32-byte key for suite. 0, or -1 (k zeroed) for an unknown suite
+   or one this CPU does not run (AES-256-GCM without AES-NI/PCLMULQDQ). */
+static int cc__aead_setkey(cc__aead_key *k, int suite, const unsigned char key[32]) {
+  const cc__aead_suite *a = cc__aead_suite_of(suite);
+  memset(k, 0, sizeof *k);
+  if (!a) return -1;
+  k->suite = suite;
+  k->ops = a;
+  if (a->setkey(k, key) != 0) { cc__crypto_wipe(k, sizeof *k); return -1; }
+  return 0;
+}
+
+static int cc__aead_begin(cc__aead *s, const cc__aead_key *k, const unsigned char nonce[12]) {
+  memset(s, 0, sizeof *s);
+  s->key = k;
+  if (!k->ops) { s->phase = 3; return -1; }
+  return k->ops->begin(s, nonce);
+}
+
+/* A message finished (its key wiped with it) or failed refuses everything. */
+static int cc__aead_usable(cc__aead *s) {
+  if (s->key && s->key->ops && s->phase <= 1) return 1;
+  cc__aead_fail(s);
+  return 0;
+}
+
+static int cc__aead_aad(cc__aead *s, const void *aad, size_t n) {
+  return cc__aead_usable(s) ? s->key->ops->aad(s, aad, n) : -1;
+}
+
+/* Plaintext in -> ciphertext out (in == out allowed). */
+static int cc__aead_encrypt(cc__aead *s, const void *in, void *out, size_t n) {
+  return cc__aead_usable(s) ? s->key->ops->crypt(s, in, out, n, 1) : -1;
+}
+
+/* Ciphertext in -> plaintext out (in == out allowed). The plaintext is not
+   authentic until cc__aead_verify says so. */
+static int cc__aead_decrypt(cc__aead *s, const void *in, void *out, size_t n) {
+  return cc__aead_usable(s) ? s->key->ops->crypt(s, in, out, n, 0) : -1;
+}
+
+static int cc__aead_final(cc__aead *s, unsigned char tag[16]) {
+  return cc__aead_usable(s) ? s->key->ops->final(s, tag) : -1;
+}
+
 /* 0 when tag (16 bytes) is the message's tag, compared in constant time;
    -1 otherwise. The state is wiped either way. */
-static __attribute__((unused)) int cc__aead_verify(cc__aead *s, const unsigned char tag[16]) {
+static int cc__aead_verify(cc__aead *s, const unsigned char tag[16]) {
   unsigned char t[16];
   int ok;
   if (cc__aead_final(s, t) != 0) return -1;
@@ -2670,30 +2642,25 @@ static __attribute__((unused)) int cc__aead_verify(cc__aead *s, const unsigned c
   return ok ? 0 : -1;
 }
 
-/* One-shot seal: ciphertext into out (in == out allowed), tag into tag. */
-static __attribute__((unused)) int cc__aead_seal(const cc__aead_key *k, const unsigned char nonce[12], const void *aad,
-                                                 size_t aadlen, const void *in, void *out, size_t len,
-                                                 unsigned char tag[16]) {
-  cc__aead s;
-  if (cc__aead_begin(&s, k, nonce) != 0 || cc__aead_aad(&s, aad, aadlen) != 0 ||
-      cc__aead_encrypt(&s, in, out, len) != 0 || cc__aead_final(&s, tag) != 0)
-    return -1;
-  return 0;
-}
-
-/* One-shot open: plaintext into out, 0; or -1 with out zeroed when the tag
-   (or anything else) is wrong. */
-static __attribute__((unused)) int cc__aead_open(const cc__aead_key *k, const unsigned char nonce[12], const void *aad,
-                                                 size_t aadlen, const void *in, void *out, size_t len,
-                                                 const unsigned char tag[16]) {
-  cc__aead s;
-  if (cc__aead_begin(&s, k, nonce) != 0 || cc__aead_aad(&s, aad, aadlen) != 0 ||
-      cc__aead_decrypt(&s, in, out, len) != 0 || cc__aead_verify(&s, tag) != 0) {
-    if (len) cc__crypto_wipe(out, len);
-    return -1;
-  }
-  return 0;
-}
+#else /* !CC__HAVE_TCP */
+/* CC_NO_TCP: no connection ever opens, so there are no keys and no ciphers.
+   What @tcp and @engine name compiles to nothing that runs, and leaves no
+   symbol behind. */
+typedef struct cc__aead_key { int suite; } cc__aead_key;
+typedef struct cc__aead { int phase; } cc__aead;
+#define cc__aead_have_gcm() 0
+#define cc__aead_setkey(k, suite, key) ((void)(k), (void)(suite), (void)(key), -1)
+#define cc__aead_begin(s, k, nonce) ((void)(s), (void)(k), (void)(nonce), -1)
+#define cc__aead_aad(s, p, n) ((void)(s), (void)(p), (void)(n), -1)
+#define cc__aead_encrypt(s, in, out, n) ((void)(s), (void)(in), (void)(out), (void)(n), -1)
+#define cc__aead_decrypt(s, in, out, n) ((void)(s), (void)(in), (void)(out), (void)(n), -1)
+#define cc__aead_final(s, tag) ((void)(s), (void)(tag), -1)
+#define cc__aead_verify(s, tag) ((void)(s), (void)(tag), -1)
+#define cc__hkdf_sha256_extract(salt, saltlen, ikm, ikmlen, prk) \
+  ((void)(salt), (void)(saltlen), (void)(ikm), (void)(ikmlen), cc__crypto_wipe((prk), 32))
+#define cc__hkdf_sha256_expand(prk, prklen, info, infolen, out, outlen) \
+  ((void)(prk), (void)(prklen), (void)(info), (void)(infolen), (void)(out), (void)(outlen), -1)
+#endif /* CC__HAVE_TCP */
 
 /* ============================================================== @base */
 /* What every section above the platform shares: the internal types (the
