@@ -4981,9 +4981,9 @@ static void cc__pend_drop(cc__pend *pend, int *np, int i) {
 
 /* Accept what waits on lfd while there is room, or a connection too slow to
    drop for it (counted in *evicted): 0, or -1 when accepting failed for want
-   of file descriptors (then *cap shrinks to what the table holds: the table is
-   full at that size from now on). New connections are pumped at once: a cc
-   rank's hello is usually there already. */
+   of file descriptors (then *cap shrinks to what the table holds, and grows
+   back one at a time as accepts succeed again). New connections are pumped
+   at once: a cc rank's hello is usually there already. */
 static int cc__pend_accept(const cc__hs_srv *v, int lfd, cc__pend *pend, int *np, int *cap, int want, int *kept,
                            unsigned long *evicted) {
   uint64_t when;
@@ -5004,7 +5004,7 @@ static int cc__pend_accept(const cc__hs_srv *v, int lfd, cc__pend *pend, int *np
     pend[*np].fd = fd;
     pend[*np].since = cc__now_ns();
     st = cc__pend_pump(v, &pend[*np]);
-    ++*np;
+    if (++*np >= *cap && *cap < CC__PEND_MAX) ++*cap;   /* descriptors came back: try one more */
     if (st == 1) { ++*kept; --*np; }
     else if (st == -1) cc__pend_drop(pend, np, *np - 1);
   }
