@@ -108,7 +108,7 @@ $(BUILD)/cuda/cc_bench_cuda: bench/cc_bench.c $(CUDA_DEPS)
 	$(if $(NVCC),,$(error no nvcc: install the CUDA toolkit or set NVCC))
 	$(NVCC) -x cu $(NVWARN) $(NVCC_ARCH) $(NVFLAGS) -I. -o $@ $< -lpthread -lm
 
-# (cc.h's implementation inside, as any program's: -pthread, no libm)
+# (cc.h's implementation inside, CC_STATIC: only what it calls; -pthread, no libm)
 $(BUILD)/ccrun: tools/ccrun.c cc.h
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(WARN) $(CFLAGS) -o $@ $< -pthread
@@ -117,7 +117,7 @@ $(BUILD)/cc_bench: bench/cc_bench.c cc.h
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(WARN) $(CFLAGS) -I. -o $@ $< $(LDLIBS)
 
-$(BUILD)/crypto_bench: bench/crypto_bench.c cc.h
+$(BUILD)/crypto_bench: bench/crypto_bench.c cc.h tests/crypto_extra.h
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(WARN) $(CFLAGS) -I. -o $@ $< $(LDLIBS)
 

@@ -183,8 +183,15 @@ typedef struct cc_config {
                                "file:///PATH"                               */
   int timeout_ms;           /* 0: CC_TIMEOUT (seconds) or 600 s            */
   const char *transport;    /* NULL or "auto", "shm", "tcp"                */
-  const char *token;        /* job secret; NULL: CC_TOKEN or none          */
+  const char *token;        /* job secret; NULL or "": CC_TOKEN or none;
+                               CC_INSECURE_NO_TOKEN: none (see below)      */
 } cc_config;
+
+/* cfg.token = CC_INSECURE_NO_TOKEN turns authentication off for this rank
+ * whatever CC_TOKEN says (which is still read and removed from the
+ * environment): its TCP connections are not authenticated, and cc_comm_init
+ * says so on stderr. An empty token means no more than NULL does. */
+#define CC_INSECURE_NO_TOKEN "insecure-no-token"
 
 typedef void (*cc_reduce_fn)(void *inout, const void *in, size_t count,
                              cc_dtype dtype, void *user);
@@ -431,6 +438,7 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg);
 #include <sys/types.h>
 #include <sys/wait.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/uio.h>
 #include <linux/futex.h>
 #if defined(__SSE2__)
@@ -503,16 +511,13 @@ extern "C" {
 #define CC__S  1000000000ull
 
 /* The accepting side of the handshakes (@tcp): connections handled at once,
-   and how long one may be silent (or live) before a newer one may take its
-   place while the table is full. A test may define smaller ones. */
+   and how long one may take over each of its messages before a newer one may
+   take its place while the table is full. A test may define smaller ones. */
 #ifndef CC__PEND_MAX
-#  define CC__PEND_MAX 128
+#  define CC__PEND_MAX 1024
 #endif
-#ifndef CC__HS_IDLE
-#  define CC__HS_IDLE (200 * CC__MS)
-#endif
-#ifndef CC__HS_AGE
-#  define CC__HS_AGE (2 * CC__S)
+#ifndef CC__HS_WAIT
+#  define CC__HS_WAIT (200 * CC__MS)
 #endif
 
 /* ============================================================== @platform */
@@ -624,31 +629,33 @@ static void cc__strerr(int err, char *buf, size_t len) {
 #endif
 }
 
-static void cc__random(void *out, size_t len) {
+/* len random bytes from the kernel: getrandom, else /dev/urandom. 0, or -1
+   with errno when neither gives them (a sandbox that blocks both): the
+   callers fail then, for a secret, a nonce or a key made of anything else
+   (the clock, the pid) could be computed by whoever sees one of them. */
+static int cc__random(void *out, size_t len) {
   unsigned char *p = (unsigned char *)out;
   size_t got = 0;
+  int e = 0;
   while (got < len) {
     long r = syscall(SYS_getrandom, p + got, len - got, 0);
     if (r > 0) { got += (size_t)r; continue; }
     if (r < 0 && errno == EINTR) continue;
+    e = r < 0 ? errno : EIO;
     break;
   }
   if (got < len) {                       /* no getrandom: /dev/urandom */
     int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) e = errno;
     while (fd >= 0 && got < len) {
       ssize_t r = read(fd, p + got, len - got);
       if (r > 0) got += (size_t)r;
-      else if (!(r < 0 && errno == EINTR)) break;
+      else if (!(r < 0 && errno == EINTR)) { e = r < 0 ? errno : EIO; break; }
     }
     if (fd >= 0) close(fd);
   }
-  if (got < len) {                       /* last resort: time and pid, mixed */
-    uint64_t x = cc__now_ns() ^ ((uint64_t)getpid() << 32);
-    for (; got < len; got++) {
-      x ^= x << 13; x ^= x >> 7; x ^= x << 17;
-      p[got] = (unsigned char)x;
-    }
-  }
+  if (got < len) { errno = e ? e : EIO; return -1; }
+  return 0;
 }
 
 /* ---------------------------------------------------------------- processes */
@@ -725,6 +732,21 @@ static void cc__proc_exit(int code) {
 }
 
 static void cc__env_set(const char *name, const char *value) { setenv(name, value, 1); }
+
+/* Raise this process's soft limit of open files toward `want`, as far as the
+   hard limit lets it: a rank accepting many connections at once (a flood
+   during start-up, a large world over TCP) needs a descriptor for each. The
+   soft limit in effect afterwards (LONG_MAX: none), or -1. */
+static long cc__fd_limit_raise(long want) {
+  struct rlimit rl;
+  if (getrlimit(RLIMIT_NOFILE, &rl) != 0) return -1;
+  if (rl.rlim_cur != RLIM_INFINITY && want > 0 && (rlim_t)want > rl.rlim_cur) {
+    rlim_t old = rl.rlim_cur;
+    rl.rlim_cur = rl.rlim_max != RLIM_INFINITY && rl.rlim_max < (rlim_t)want ? rl.rlim_max : (rlim_t)want;
+    if (rl.rlim_cur > old && setrlimit(RLIMIT_NOFILE, &rl) != 0) rl.rlim_cur = old;
+  }
+  return rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur > (rlim_t)LONG_MAX ? LONG_MAX : (long)rl.rlim_cur;
+}
 static void cc__env_unset(const char *name) { unsetenv(name); }
 
 /* ---------------------------------------------------------------- shared memory */
@@ -740,16 +762,24 @@ static void cc__shm_unmap(void *p, size_t bytes) {
   if (p) munmap(p, bytes);
 }
 
-/* Create name (O_EXCL) of `bytes` and map it. Returns NULL with errno set. */
-static void *cc__shm_create(const char *name, size_t bytes) {
+/* Which file a segment is (its device and inode): a name is unlinked on
+   failure only while it still names the file this process created or
+   mapped, never a segment someone else planted there. ino 0: none. */
+typedef struct cc__shm_id { uint64_t dev, ino; } cc__shm_id;
+
+/* Create name (O_EXCL) of `bytes` and map it; *id (when not NULL) gets which
+   file it is. Returns NULL with errno set. */
+static void *cc__shm_create_id(const char *name, size_t bytes, cc__shm_id *id) {
 #ifdef CC_NO_SHM
-  (void)name; (void)bytes;
+  (void)name; (void)bytes; (void)id;
   errno = ENOSYS;
   return NULL;
 #else
   void *p;
+  struct stat st;
   int e, fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return NULL;
+  if (id && fstat(fd, &st) == 0) { id->dev = (uint64_t)st.st_dev; id->ino = (uint64_t)st.st_ino; }
   if (ftruncate(fd, (off_t)bytes) != 0) {
     e = errno; close(fd); shm_unlink(name); errno = e;
     return NULL;
@@ -762,15 +792,20 @@ static void *cc__shm_create(const char *name, size_t bytes) {
 #endif
 }
 
+static __attribute__((unused)) void *cc__shm_create(const char *name, size_t bytes) {
+  return cc__shm_create_id(name, bytes, NULL);
+}
+
 /* Map an existing segment of at least `min_bytes`; *bytes gets its size.
    Returns NULL with errno ENOENT while it does not exist (yet) or is still
    being sized by its creator, and with EPERM (what is wrong in why) when it
    is not one this user made: another owner, or a mode that lets others in
    (the creator makes them 0600), or not a plain file. Nothing is mapped
-   then. */
-static void *cc__shm_open_why(const char *name, size_t min_bytes, size_t *bytes, char *why, size_t whylen) {
+   then. *id (when not NULL) gets which file it is. */
+static void *cc__shm_open_why(const char *name, size_t min_bytes, size_t *bytes, char *why, size_t whylen,
+                              cc__shm_id *id) {
 #ifdef CC_NO_SHM
-  (void)name; (void)min_bytes; (void)bytes; (void)why; (void)whylen;
+  (void)name; (void)min_bytes; (void)bytes; (void)why; (void)whylen; (void)id;
   errno = ENOSYS;
   return NULL;
 #else
@@ -794,6 +829,7 @@ static void *cc__shm_open_why(const char *name, size_t min_bytes, size_t *bytes,
   close(fd);
   if (p == MAP_FAILED) { errno = e; return NULL; }
   *bytes = (size_t)st.st_size;
+  if (id) { id->dev = (uint64_t)st.st_dev; id->ino = (uint64_t)st.st_ino; }
   return p;
 #endif
 }
@@ -801,7 +837,7 @@ static void *cc__shm_open_why(const char *name, size_t min_bytes, size_t *bytes,
 /* The same, without the reason (cc_cuda.cuh's pages). */
 static __attribute__((unused)) void *cc__shm_open(const char *name, size_t min_bytes, size_t *bytes) {
   char why[160];
-  return cc__shm_open_why(name, min_bytes, bytes, why, sizeof why);
+  return cc__shm_open_why(name, min_bytes, bytes, why, sizeof why, NULL);
 }
 
 static void cc__shm_unlink(const char *name) {
@@ -809,6 +845,25 @@ static void cc__shm_unlink(const char *name) {
   shm_unlink(name);
 #else
   (void)name;
+#endif
+}
+
+/* Unlink name only while it names segment *id, this user's own: what this
+   process created or mapped, never what was planted at the name (root may
+   unlink anyone's). Nothing when id is none. */
+static void cc__shm_unlink_same(const char *name, const cc__shm_id *id) {
+#ifndef CC_NO_SHM
+  struct stat st;
+  int fd;
+  if (!id->ino) return;
+  fd = shm_open(name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW, 0);
+  if (fd < 0) return;
+  if (fstat(fd, &st) == 0 && st.st_uid == geteuid() && (uint64_t)st.st_dev == id->dev &&
+      (uint64_t)st.st_ino == id->ino)
+    shm_unlink(name);
+  close(fd);
+#else
+  (void)name; (void)id;
 #endif
 }
 
@@ -1369,7 +1424,9 @@ static int cc__sock_pick_addr(const char *ifname, const char *toward, int first_
    PCLMULQDQ only). Pure computation: no system call, no allocation. The #ifs
    here are on the compiler and the CPU architecture (the x86-64 intrinsics,
    unsigned __int128), never on the operating system; the CPU's features are
-   read once with CPUID. */
+   read once with CPUID. A build without TCP (CC_NO_TCP) has SHA-256 and HMAC
+   only (shared-memory segments are named with them): everything from HKDF
+   on serves TCP links, and is compiled out. */
 
 typedef struct cc__sha256 {
   uint32_t h[8];
@@ -1498,6 +1555,28 @@ static int cc__ct_equal(const void *a, const void *b, size_t n) {
   return d == 0;
 }
 
+/* Zeroes n bytes in a way the compiler cannot drop as a dead store. */
+static void cc__crypto_wipe(void *p, size_t n) {
+  memset(p, 0, n);
+  __asm__ __volatile__("" : : "r"(p) : "memory");
+}
+
+static void cc__st64be(unsigned char *p, uint64_t v) {
+  int i;
+  for (i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (56 - 8 * i));
+}
+
+#define CC__AEAD_CHACHA20_POLY1305 1    /* the suites, as the handshake numbers them */
+#define CC__AEAD_AES256_GCM        2
+/* RFC 8439 section 2.8: P_MAX = (2^32 - 1) * 64 bytes (counter 0 is the
+   Poly1305 key). SP 800-38D section 5.2.1.1: len(P) <= 2^39 - 256 bits. AAD
+   is held to 2^61 - 1 bytes for both (GCM's 2^64 - 1 bits). */
+#define CC__CHACHA_PMAX (((uint64_t)1 << 38) - 64)
+#define CC__GCM_PMAX    (((uint64_t)1 << 36) - 32)
+#define CC__AEAD_AMAX   (((uint64_t)1 << 61) - 1)
+
+#if CC__HAVE_TCP
+
 /* ------------------------------------------------------------------ crypto */
 /* Key derivation and authenticated encryption for the TCP transport.
 
@@ -1514,7 +1593,8 @@ static int cc__ct_equal(const void *a, const void *b, size_t n) {
                                  instructions are missing, GCM is unavailable
                                  and the caller uses ChaCha20-Poly1305
 
-   One streaming AEAD interface covers both suites:
+   One streaming AEAD interface covers both suites (each a cc__aead_suite,
+   below: the place to plug in another implementation):
 
      cc__aead_key k;   cc__aead_setkey(&k, suite, key32)      once per key
      cc__aead st;      cc__aead_begin(&st, &k, nonce12)        per message
@@ -1535,9 +1615,6 @@ static int cc__ct_equal(const void *a, const void *b, size_t n) {
    tags compared by cc__ct_equal). Branches depend on lengths and the suite. */
 
 
-#define CC__AEAD_CHACHA20_POLY1305 1
-#define CC__AEAD_AES256_GCM        2
-
 /* -------- small helpers */
 static uint32_t cc__ld32le(const unsigned char *p) {
   return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
@@ -1547,16 +1624,6 @@ static void cc__st32le(unsigned char *p, uint32_t v) {
 }
 static uint64_t cc__ld64le(const unsigned char *p) { return (uint64_t)cc__ld32le(p) | (uint64_t)cc__ld32le(p + 4) << 32; }
 static void cc__st64le(unsigned char *p, uint64_t v) { cc__st32le(p, (uint32_t)v); cc__st32le(p + 4, (uint32_t)(v >> 32)); }
-static void cc__st64be(unsigned char *p, uint64_t v) {
-  int i;
-  for (i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (56 - 8 * i));
-}
-
-/* Zeroes n bytes in a way the compiler cannot drop as a dead store. */
-static void cc__crypto_wipe(void *p, size_t n) {
-  memset(p, 0, n);
-  __asm__ __volatile__("" : : "r"(p) : "memory");
-}
 
 /* out = a ^ b over n bytes (any alignment; out may equal a or b). */
 static void cc__xor_bytes(unsigned char *out, const unsigned char *a, const unsigned char *b, size_t n) {
@@ -1639,17 +1706,6 @@ static __attribute__((unused)) int cc__hkdf_sha256_expand(const unsigned char *p
   }
   cc__crypto_wipe(t, sizeof t);
   return 0;
-}
-
-/* Extract then expand. */
-static __attribute__((unused)) int cc__hkdf_sha256(const void *salt, size_t saltlen, const void *ikm, size_t ikmlen,
-                                                   const void *info, size_t infolen, unsigned char *out, size_t outlen) {
-  unsigned char prk[32];
-  int rc;
-  cc__hkdf_sha256_extract(salt, saltlen, ikm, ikmlen, prk);
-  rc = cc__hkdf_sha256_expand(prk, 32, info, infolen, out, outlen);
-  cc__crypto_wipe(prk, sizeof prk);
-  return rc;
 }
 
 /* ============================================================ ChaCha20 */
@@ -1805,23 +1861,6 @@ static void cc__chacha20_xor_blocks(uint32_t st[16], const unsigned char *in, un
   cc__crypto_wipe(ks, sizeof ks);
 }
 
-/* RFC 8439 section 2.4: ChaCha20 encryption (= decryption) of len bytes. */
-static __attribute__((unused)) void cc__chacha20_xor(const unsigned char key[32], uint32_t counter,
-                                                     const unsigned char nonce[12], const void *inv, void *outv,
-                                                     size_t len) {
-  const unsigned char *in = (const unsigned char *)inv;
-  unsigned char *out = (unsigned char *)outv, ks[64];
-  uint32_t st[16];
-  cc__chacha20_init(st, key, counter, nonce);
-  cc__chacha20_xor_blocks(st, in, out, len / 64);
-  if (len % 64) {
-    cc__chacha20_block(st, ks);
-    cc__xor_bytes(out + (len & ~(size_t)63), in + (len & ~(size_t)63), ks, len % 64);
-  }
-  cc__crypto_wipe(ks, sizeof ks);
-  cc__crypto_wipe(st, sizeof st);
-}
-
 /* ============================================================ Poly1305 */
 /* RFC 8439 section 2.5, in radix 2^44 (limbs of 44, 44 and 42 bits, as in
    poly1305-donna's 64-bit version). The 64x64->128 multiplies use unsigned
@@ -1972,25 +2011,6 @@ static void cc__poly1305_finish(cc__poly1305 *p, unsigned char tag[16]) {
   h2 += ((t1 >> 24) & CC__M42) + c; h2 &= CC__M42;
   cc__st64le(tag, h0 | (h1 << 44));
   cc__st64le(tag + 8, (h1 >> 20) | (h2 << 24));
-}
-
-/* RFC 8439 section 2.5.1: the one-shot MAC of any message (a short last
-   block gets a 0x01 byte after it). */
-static __attribute__((unused)) void cc__poly1305_mac(const unsigned char key[32], const void *msg, size_t len,
-                                                     unsigned char tag[16]) {
-  const unsigned char *m = (const unsigned char *)msg;
-  cc__poly1305 p;
-  cc__poly1305_init(&p, key);
-  cc__poly1305_blocks(&p, m, len / 16, (uint64_t)1 << 40);
-  if (len % 16) {
-    unsigned char b[16];
-    memset(b, 0, sizeof b);
-    memcpy(b, m + (len & ~(size_t)15), len % 16);
-    b[len % 16] = 1;
-    cc__poly1305_blocks(&p, b, 1, 0);
-  }
-  cc__poly1305_finish(&p, tag);
-  cc__crypto_wipe(&p, sizeof p);
 }
 
 /* ========================================================= AES-256-GCM */
@@ -2170,8 +2190,8 @@ static CC__TARGET_GCM void cc__ghash_update(unsigned char xs[16], const unsigned
 }
 
 /* Round keys, then H = E(K, 0^128) and its powers H^1..H^16, reflected. */
-static CC__TARGET_GCM void cc__gcm_setkey(unsigned char rk[240], unsigned char hp[256], unsigned char hk[256],
-                                          const unsigned char key[32]) {
+static CC__TARGET_GCM void cc__gcm_setkey_rk(unsigned char rk[240], unsigned char hp[256], unsigned char hk[256],
+                                             const unsigned char key[32]) {
   __m128i h, p = _mm_setzero_si128();
   int i;
   cc__aes256_expand(key, rk);
@@ -2186,30 +2206,6 @@ static CC__TARGET_GCM void cc__gcm_setkey(unsigned char rk[240], unsigned char h
 /* The counter block: the 12 bytes of nonce, then ctr big-endian. */
 static CC__INLINE_GCM __m128i cc__gcm_ctr(__m128i base, uint32_t ctr) {
   return _mm_insert_epi32(base, (int)__builtin_bswap32(ctr), 3);
-}
-
-/* SP 800-38D section 7.1 step 2: J0 for an IV of any length. For a 12-byte
-   IV it is IV || 0^31 || 1; otherwise GHASH(IV || 0-pad || 0^64 || [len(IV) in bits]64). */
-static CC__TARGET_GCM void cc__gcm_j0(const unsigned char *hp, const unsigned char *hk, const unsigned char *iv, size_t ivlen,
-                                      unsigned char j0[16]) {
-  if (ivlen == 12) {
-    memcpy(j0, iv, 12);
-    j0[12] = j0[13] = j0[14] = 0;
-    j0[15] = 1;
-  } else {
-    unsigned char b[16];
-    __m128i x = _mm_setzero_si128();
-    x = cc__ghash_blocks(hp, hk, x, iv, ivlen / 16);
-    if (ivlen % 16) {
-      memset(b, 0, sizeof b);
-      memcpy(b, iv + (ivlen & ~(size_t)15), ivlen % 16);
-      x = cc__ghash_blocks(hp, hk, x, b, 1);
-    }
-    memset(b, 0, 8);
-    cc__st64be(b + 8, (uint64_t)ivlen * 8);
-    x = cc__ghash_blocks(hp, hk, x, b, 1);
-    CC__CRY_ST(j0, cc__bswap128(x));
-  }
 }
 
 /* CTR keystream XOR + GHASH of the ciphertext over nblocks whole blocks,
@@ -2349,17 +2345,23 @@ static CC__TARGET_GCM void cc__gcm_keystream(const unsigned char *rk, const unsi
   CC__CRY_ST(out, cc__aes256_block(rk, cc__gcm_ctr(CC__CRY_LD(nb), ctr)));
 }
 
-/* FIPS 197 single-block encryption, for tests. */
-static __attribute__((unused)) CC__TARGET_GCM void cc__aes256_encrypt_block(const unsigned char rk[240],
-                                                                            const unsigned char in[16],
-                                                                            unsigned char out[16]) {
-  CC__CRY_ST(out, cc__aes256_block(rk, CC__CRY_LD(in)));
-}
 #endif /* CC__CRYPTO_X86 */
 
-/* ================================================================ AEAD */
+/* ================================================================ AEAD
+   The suites behind one interface, cc__aead_suite: everything the transport
+   asks of one. The transport reaches them only through cc__aead_setkey ...
+   cc__aead_verify (the interface described above), and cc__aead_suite_of
+   maps the handshake's suite numbers to implementations: the built-in ones
+   of this section. A build that would rather use a system library for a
+   suite (OpenSSL's EVP, the kernel's crypto API) fills a cc__aead_suite with
+   its own functions, keeps its state behind the key's and the message's
+   impl pointers, and has cc__aead_suite_of return it: nothing else changes. */
+typedef struct cc__aead_suite cc__aead_suite;
+
 typedef struct cc__aead_key {
   int suite;                             /* CC__AEAD_*; 0 before setkey */
+  const cc__aead_suite *ops;             /* its implementation; NULL before setkey */
+  void *impl;                            /* a plugged-in implementation's key state */
   unsigned char key[32];                 /* ChaCha20-Poly1305: the key */
   unsigned char rk[240];                 /* AES-256-GCM: the 15 round keys */
   unsigned char hp[256];                 /* AES-256-GCM: H^16, H^15, ..., H^1, reflected */
@@ -2369,6 +2371,7 @@ typedef struct cc__aead_key {
 typedef struct cc__aead {
   const cc__aead_key *key;
   int phase;                             /* 0 AAD, 1 payload, 2 finished, 3 failed */
+  void *impl;                            /* a plugged-in implementation's message state */
   unsigned nmac, nks;                    /* bytes in mbuf; unused bytes at the end of ks */
   uint64_t aadlen, msglen;
   unsigned char mbuf[16];                /* partial MAC block */
@@ -2383,43 +2386,36 @@ typedef struct cc__aead {
   unsigned char x[16];                   /* GHASH accumulator, reflected */
 } cc__aead;
 
-/* RFC 8439 section 2.8: P_MAX = (2^32 - 1) * 64 bytes (counter 0 is the
-   Poly1305 key). SP 800-38D section 5.2.1.1: len(P) <= 2^39 - 256 bits. AAD
-   is held to 2^61 - 1 bytes for both (GCM's 2^64 - 1 bits). */
-#define CC__CHACHA_PMAX (((uint64_t)1 << 38) - 64)
-#define CC__GCM_PMAX    (((uint64_t)1 << 36) - 32)
-#define CC__AEAD_AMAX   (((uint64_t)1 << 61) - 1)
+/* One suite. Each function returns 0, or -1 (the message then refuses
+   everything until the next begin: phase 3). setkey gets k zeroed with its
+   suite and ops set; begin gets s zeroed with its key set; final leaves the
+   state wiped (phase 2). */
+struct cc__aead_suite {
+  int id;                                /* CC__AEAD_*: the number the handshake carries */
+  const char *name;                      /* for log lines */
+  int (*available)(void);                /* 1 when this CPU and build run it */
+  int (*setkey)(cc__aead_key *k, const unsigned char key[32]);
+  int (*begin)(cc__aead *s, const unsigned char nonce[12]);
+  int (*aad)(cc__aead *s, const void *aad, size_t n);               /* phase 0 only */
+  int (*crypt)(cc__aead *s, const void *in, void *out, size_t n, int enc);   /* in == out allowed */
+  int (*final)(cc__aead *s, unsigned char tag[16]);
+};
 
-/* 1 when this CPU (and this build) can run AES-256-GCM. */
-static int cc__aead_have_gcm(void) { return (cc__crypto_cpu() & CC__CPU_GCM) != 0; }
+static int cc__chapo_available(void) { return 1; }
 
-/* The suite this CPU runs fast: AES-256-GCM with AES-NI+PCLMULQDQ, else
-   ChaCha20-Poly1305. Both ends of a connection must agree on one: the
-   handshake settles it (docs/security.md, "The suite"). */
-static __attribute__((unused)) int cc__aead_best_suite(void) {
-  return cc__aead_have_gcm() ? CC__AEAD_AES256_GCM : CC__AEAD_CHACHA20_POLY1305;
+static int cc__chapo_setkey(cc__aead_key *k, const unsigned char key[32]) {
+  memcpy(k->key, key, 32);
+  return 0;
 }
 
-/* Expands a 32-byte key for suite. 0, or -1 (k zeroed) for an unknown suite
-   or AES-256-GCM where the CPU lacks AES-NI/PCLMULQDQ. */
-static __attribute__((unused)) int cc__aead_setkey(cc__aead_key *k, int suite, const unsigned char key[32]) {
-  memset(k, 0, sizeof *k);
-  if (suite == CC__AEAD_CHACHA20_POLY1305) {
-    memcpy(k->key, key, 32);
-    k->suite = suite;
-    return 0;
-  }
 #if CC__CRYPTO_X86
-  if (suite == CC__AEAD_AES256_GCM && cc__aead_have_gcm()) {
-    cc__gcm_setkey(k->rk, k->hp, k->hk, key);
-    k->suite = suite;
-    return 0;
-  }
-#endif
-  return -1;
-}
+static int cc__gcm_available(void) { return (cc__crypto_cpu() & CC__CPU_GCM) != 0; }
 
-static __attribute__((unused)) void cc__aead_key_wipe(cc__aead_key *k) { cc__crypto_wipe(k, sizeof *k); }
+static int cc__gcm_setkey(cc__aead_key *k, const unsigned char key[32]) {
+  cc__gcm_setkey_rk(k->rk, k->hp, k->hk, key);
+  return 0;
+}
+#endif
 
 static void cc__aead_fail(cc__aead *s) {
   const cc__aead_key *k = s->key;
@@ -2467,57 +2463,27 @@ static void cc__aead_mac_pad(cc__aead *s) {
 }
 
 /* Starts a message under nonce (12 bytes; never twice under one key). */
-static __attribute__((unused)) int cc__aead_begin(cc__aead *s, const cc__aead_key *k, const unsigned char nonce[12]) {
-  memset(s, 0, sizeof *s);
-  s->key = k;
-  if (k->suite == CC__AEAD_CHACHA20_POLY1305) {
-    unsigned char otk[64];
-    cc__chacha20_init(s->cst, k->key, 0, nonce);         /* RFC 8439 section 2.6: block 0 keys Poly1305 */
-    cc__chacha20_block(s->cst, otk);
-    cc__poly1305_init(&s->poly, otk);
-    cc__crypto_wipe(otk, sizeof otk);
-    s->cst[12] = 1;                                       /* the payload starts at block 1 */
-    return 0;
-  }
-#if CC__CRYPTO_X86
-  if (k->suite == CC__AEAD_AES256_GCM) {                  /* SP 800-38D section 7.1 */
-    memcpy(s->nonce, nonce, 12);
-    cc__gcm_keystream(k->rk, s->nonce, 1, s->ekj0);       /* E(K, J0), J0 = nonce || 1 */
-    s->ctr = 2;                                           /* inc32(J0) */
-    return 0;
-  }
-#endif
-  s->phase = 3;
-  return -1;
+static int cc__chapo_begin(cc__aead *s, const unsigned char nonce[12]) {
+  unsigned char otk[64];
+  cc__chacha20_init(s->cst, s->key->key, 0, nonce);      /* RFC 8439 section 2.6: block 0 keys Poly1305 */
+  cc__chacha20_block(s->cst, otk);
+  cc__poly1305_init(&s->poly, otk);
+  cc__crypto_wipe(otk, sizeof otk);
+  s->cst[12] = 1;                                       /* the payload starts at block 1 */
+  return 0;
 }
 
-/* AES-256-GCM with an IV of any length (SP 800-38D section 7.1), for the
-   specification's test vectors; the transport uses 12-byte nonces only. */
-static __attribute__((unused)) int cc__aead_begin_gcm_iv(cc__aead *s, const cc__aead_key *k, const unsigned char *iv,
-                                                         size_t ivlen) {
 #if CC__CRYPTO_X86
-  unsigned char j0[16];
-  if (k->suite == CC__AEAD_AES256_GCM && ivlen > 0) {
-    memset(s, 0, sizeof *s);
-    s->key = k;
-    cc__gcm_j0(k->hp, k->hk, iv, ivlen, j0);
-    memcpy(s->nonce, j0, 12);
-    s->ctr = (uint32_t)j0[12] << 24 | (uint32_t)j0[13] << 16 | (uint32_t)j0[14] << 8 | (uint32_t)j0[15];
-    cc__gcm_keystream(k->rk, s->nonce, s->ctr, s->ekj0);
-    s->ctr++;
-    return 0;
-  }
-#else
-  (void)iv; (void)ivlen;
-#endif
-  memset(s, 0, sizeof *s);
-  s->key = k;
-  s->phase = 3;
-  return -1;
+static int cc__gcm_begin(cc__aead *s, const unsigned char nonce[12]) {   /* SP 800-38D section 7.1 */
+  memcpy(s->nonce, nonce, 12);
+  cc__gcm_keystream(s->key->rk, s->nonce, 1, s->ekj0);  /* E(K, J0), J0 = nonce || 1 */
+  s->ctr = 2;                                           /* inc32(J0) */
+  return 0;
 }
+#endif
 
 /* More associated data: only before any payload. */
-static __attribute__((unused)) int cc__aead_aad(cc__aead *s, const void *aad, size_t n) {
+static int cc__aead_builtin_aad(cc__aead *s, const void *aad, size_t n) {
   if (s->phase != 0 || (uint64_t)n > CC__AEAD_AMAX - s->aadlen) { cc__aead_fail(s); return -1; }
   s->aadlen += n;
   cc__aead_mac(s, (const unsigned char *)aad, n);
@@ -2555,7 +2521,7 @@ static void cc__aead_bulk(cc__aead *s, const unsigned char *in, unsigned char *o
 #endif
 }
 
-static int cc__aead_crypt(cc__aead *s, const void *inv, void *outv, size_t n, int enc) {
+static int cc__aead_builtin_crypt(cc__aead *s, const void *inv, void *outv, size_t n, int enc) {
   const unsigned char *in = (const unsigned char *)inv;
   unsigned char *out = (unsigned char *)outv;
   int chacha = s->phase <= 1 && s->key && s->key->suite == CC__AEAD_CHACHA20_POLY1305;
@@ -2589,19 +2555,8 @@ static int cc__aead_crypt(cc__aead *s, const void *inv, void *outv, size_t n, in
   return 0;
 }
 
-/* Plaintext in -> ciphertext out (in == out allowed). */
-static __attribute__((unused)) int cc__aead_encrypt(cc__aead *s, const void *in, void *out, size_t n) {
-  return cc__aead_crypt(s, in, out, n, 1);
-}
-
-/* Ciphertext in -> plaintext out (in == out allowed). The plaintext is not
-   authentic until cc__aead_verify says so. */
-static __attribute__((unused)) int cc__aead_decrypt(cc__aead *s, const void *in, void *out, size_t n) {
-  return cc__aead_crypt(s, in, out, n, 0);
-}
-
 /* The 16-byte tag; the state is wiped (a new message needs a new begin). */
-static int cc__aead_final(cc__aead *s, unsigned char tag[16]) {
+static int cc__aead_builtin_final(cc__aead *s, unsigned char tag[16]) {
   unsigned char lb[16];
   if (s->phase > 1 || !s->key) { cc__aead_fail(s); return -1; }
   cc__aead_mac_pad(s);
@@ -2624,9 +2579,80 @@ static int cc__aead_final(cc__aead *s, unsigned char tag[16]) {
   return 0;
 }
 
+static const cc__aead_suite cc__aead_chapo = {
+  CC__AEAD_CHACHA20_POLY1305, "ChaCha20-Poly1305", cc__chapo_available, cc__chapo_setkey, cc__chapo_begin,
+  cc__aead_builtin_aad, cc__aead_builtin_crypt, cc__aead_builtin_final
+};
+#if CC__CRYPTO_X86
+static const cc__aead_suite cc__aead_gcm = {
+  CC__AEAD_AES256_GCM, "AES-256-GCM", cc__gcm_available, cc__gcm_setkey, cc__gcm_begin,
+  cc__aead_builtin_aad, cc__aead_builtin_crypt, cc__aead_builtin_final
+};
+#endif
+
+/* The implementation of suite id where this CPU and build run it, else NULL. */
+static const cc__aead_suite *cc__aead_suite_of(int id) {
+  const cc__aead_suite *a = NULL;
+  if (id == CC__AEAD_CHACHA20_POLY1305) a = &cc__aead_chapo;
+#if CC__CRYPTO_X86
+  else if (id == CC__AEAD_AES256_GCM) a = &cc__aead_gcm;
+#endif
+  return a && a->available() ? a : NULL;
+}
+
+/* ---- the interface the transport uses */
+
+/* 1 when this CPU (and this build) can run AES-256-GCM. */
+static int cc__aead_have_gcm(void) { return cc__aead_suite_of(CC__AEAD_AES256_GCM) != NULL; }
+
+/* Expands a 32-byte key for suite. 0, or -1 (k zeroed) for an unknown suite
+   or one this CPU does not run (AES-256-GCM without AES-NI/PCLMULQDQ). */
+static int cc__aead_setkey(cc__aead_key *k, int suite, const unsigned char key[32]) {
+  const cc__aead_suite *a = cc__aead_suite_of(suite);
+  memset(k, 0, sizeof *k);
+  if (!a) return -1;
+  k->suite = suite;
+  k->ops = a;
+  if (a->setkey(k, key) != 0) { cc__crypto_wipe(k, sizeof *k); return -1; }
+  return 0;
+}
+
+static int cc__aead_begin(cc__aead *s, const cc__aead_key *k, const unsigned char nonce[12]) {
+  memset(s, 0, sizeof *s);
+  s->key = k;
+  if (!k->ops) { s->phase = 3; return -1; }
+  return k->ops->begin(s, nonce);
+}
+
+/* A message finished (its key wiped with it) or failed refuses everything. */
+static int cc__aead_usable(cc__aead *s) {
+  if (s->key && s->key->ops && s->phase <= 1) return 1;
+  cc__aead_fail(s);
+  return 0;
+}
+
+static int cc__aead_aad(cc__aead *s, const void *aad, size_t n) {
+  return cc__aead_usable(s) ? s->key->ops->aad(s, aad, n) : -1;
+}
+
+/* Plaintext in -> ciphertext out (in == out allowed). */
+static int cc__aead_encrypt(cc__aead *s, const void *in, void *out, size_t n) {
+  return cc__aead_usable(s) ? s->key->ops->crypt(s, in, out, n, 1) : -1;
+}
+
+/* Ciphertext in -> plaintext out (in == out allowed). The plaintext is not
+   authentic until cc__aead_verify says so. */
+static int cc__aead_decrypt(cc__aead *s, const void *in, void *out, size_t n) {
+  return cc__aead_usable(s) ? s->key->ops->crypt(s, in, out, n, 0) : -1;
+}
+
+static int cc__aead_final(cc__aead *s, unsigned char tag[16]) {
+  return cc__aead_usable(s) ? s->key->ops->final(s, tag) : -1;
+}
+
 /* 0 when tag (16 bytes) is the message's tag, compared in constant time;
    -1 otherwise. The state is wiped either way. */
-static __attribute__((unused)) int cc__aead_verify(cc__aead *s, const unsigned char tag[16]) {
+static int cc__aead_verify(cc__aead *s, const unsigned char tag[16]) {
   unsigned char t[16];
   int ok;
   if (cc__aead_final(s, t) != 0) return -1;
@@ -2635,30 +2661,25 @@ static __attribute__((unused)) int cc__aead_verify(cc__aead *s, const unsigned c
   return ok ? 0 : -1;
 }
 
-/* One-shot seal: ciphertext into out (in == out allowed), tag into tag. */
-static __attribute__((unused)) int cc__aead_seal(const cc__aead_key *k, const unsigned char nonce[12], const void *aad,
-                                                 size_t aadlen, const void *in, void *out, size_t len,
-                                                 unsigned char tag[16]) {
-  cc__aead s;
-  if (cc__aead_begin(&s, k, nonce) != 0 || cc__aead_aad(&s, aad, aadlen) != 0 ||
-      cc__aead_encrypt(&s, in, out, len) != 0 || cc__aead_final(&s, tag) != 0)
-    return -1;
-  return 0;
-}
-
-/* One-shot open: plaintext into out, 0; or -1 with out zeroed when the tag
-   (or anything else) is wrong. */
-static __attribute__((unused)) int cc__aead_open(const cc__aead_key *k, const unsigned char nonce[12], const void *aad,
-                                                 size_t aadlen, const void *in, void *out, size_t len,
-                                                 const unsigned char tag[16]) {
-  cc__aead s;
-  if (cc__aead_begin(&s, k, nonce) != 0 || cc__aead_aad(&s, aad, aadlen) != 0 ||
-      cc__aead_decrypt(&s, in, out, len) != 0 || cc__aead_verify(&s, tag) != 0) {
-    if (len) cc__crypto_wipe(out, len);
-    return -1;
-  }
-  return 0;
-}
+#else /* !CC__HAVE_TCP */
+/* CC_NO_TCP: no connection ever opens, so there are no keys and no ciphers.
+   What @tcp and @engine name compiles to nothing that runs, and leaves no
+   symbol behind. */
+typedef struct cc__aead_key { int suite; } cc__aead_key;
+typedef struct cc__aead { int phase; } cc__aead;
+#define cc__aead_have_gcm() 0
+#define cc__aead_setkey(k, suite, key) ((void)(k), (void)(suite), (void)(key), -1)
+#define cc__aead_begin(s, k, nonce) ((void)(s), (void)(k), (void)(nonce), -1)
+#define cc__aead_aad(s, p, n) ((void)(s), (void)(p), (void)(n), -1)
+#define cc__aead_encrypt(s, in, out, n) ((void)(s), (void)(in), (void)(out), (void)(n), -1)
+#define cc__aead_decrypt(s, in, out, n) ((void)(s), (void)(in), (void)(out), (void)(n), -1)
+#define cc__aead_final(s, tag) ((void)(s), (void)(tag), -1)
+#define cc__aead_verify(s, tag) ((void)(s), (void)(tag), -1)
+#define cc__hkdf_sha256_extract(salt, saltlen, ikm, ikmlen, prk) \
+  ((void)(salt), (void)(saltlen), (void)(ikm), (void)(ikmlen), cc__crypto_wipe((prk), 32))
+#define cc__hkdf_sha256_expand(prk, prklen, info, infolen, out, outlen) \
+  ((void)(prk), (void)(prklen), (void)(info), (void)(infolen), (void)(out), (void)(outlen), -1)
+#endif /* CC__HAVE_TCP */
 
 /* ============================================================== @base */
 /* What every section above the platform shares: the internal types (the
@@ -2991,6 +3012,7 @@ struct cc_comm {
   /* the segment (shared memory of this communicator's ranks on one host) */
   unsigned char *seg;
   size_t seg_bytes;
+  cc__shm_id seg_id;                   /* its file, while it may still have a name (cc__shm_forget) */
   cc__hdr *hdr;                        /* the failure word: the segment's, or net's own */
   cc__ctl *ctl;
   unsigned char *regions;
@@ -3064,11 +3086,15 @@ static void cc__hex(const unsigned char *in, size_t n, char *out) {   /* out: 2n
   out[2 * n] = 0;
 }
 
-static void cc__random_hex(char *out, size_t nhex) {   /* out: nhex + 1 bytes, nhex even, at most 128 */
+/* nhex random hex digits (nhex even, at most 128) into out (nhex + 1 bytes):
+   0, or -1 with errno ("" in out) as cc__random. */
+static int cc__random_hex(char *out, size_t nhex) {
   unsigned char raw[64];
   if (nhex > 128) nhex = 128;
-  cc__random(raw, nhex / 2);
+  out[0] = 0;
+  if (cc__random(raw, nhex / 2) != 0) return -1;
   cc__hex(raw, nhex / 2, out);
+  return 0;
 }
 
 static int cc__is_jobid(const char *s) {
@@ -3129,6 +3155,18 @@ static cc_result cc__fail(cc_comm *c, cc_result code, const char *fmt, ...) {
 }
 
 #define CC__TRY(x) do { cc_result cc__r_ = (x); if (cc__r_ != CC_OK) return cc__r_; } while (0)
+
+/* cc__random failed (errno says how) making `what` for `call`: the error,
+   naming this rank where there is one. Nothing else is random enough for a
+   secret, a nonce or a segment's name, so there is no fallback. */
+static CC__COLD cc_result cc__no_random(cc_comm *c, const char *call, const char *what) {
+  char e[96], who[32] = "";
+  cc__strerr(errno, e, sizeof e);
+  if (c) snprintf(who, sizeof who, "rank %d: ", c->rank);
+  return cc__fail(c, CC_ERR_SYSTEM, "%s: %scannot make %s: the kernel gave no random bytes (getrandom, then "
+                  "/dev/urandom: %s), and nothing else is unguessable; allow getrandom or /dev/urandom in the sandbox",
+                  call, who, what, e);
+}
 
 /* ---------------------------------------------------------------- Slurm host lists */
 /* Grammar: list = entry {"," entry}; entry = 1*(char | "[" range {"," range} "]");
@@ -3212,13 +3250,6 @@ static void cc__settings_clear(cc__settings *s) {
   cc__crypto_wipe(s->token, sizeof s->token);
 }
 
-/* An estimate of a token's entropy in bits, from its length and its
-   characters: 4 bits a character for hex digits, else log2 of the character
-   classes it uses (26 lower, 26 upper, 10 digits, 33 others), and never more
-   than log2 of four times the number of distinct characters it has (so that
-   "aaaa..." or "abababab..." count for little). An upper bound: it cannot tell
-   a random string from words, which is why the messages point at
-   `ccrun --make-token`. */
 /* log2(x) for x >= 1 in units of 2^-16, in integers (the implementation needs
    no libm): the integer part from the highest bit, the fraction bit by bit by
    squaring the mantissa. */
@@ -3235,12 +3266,58 @@ static uint32_t cc__log2_q16(uint32_t x) {
   return r;
 }
 
-static int cc__token_bits(const char *t) {
+#define CC__TOKEN_MIN_BITS 128          /* what a token must have */
+#define CC__TOKEN_PATTERN  7            /* characters a pattern must explain to count */
+
+/* A character's place in "0123456789abcdefghijklmnopqrstuvwxyz" (either
+   case), others beyond: what sequences count on. */
+static int cc__token_ord(unsigned char ch) {
+  if (ch >= '0' && ch <= '9') return ch - '0';
+  if (ch >= 'a' && ch <= 'z') return ch - 'a' + 10;
+  if (ch >= 'A' && ch <= 'Z') return ch - 'A' + 10;
+  return 100 + ch;
+}
+
+/* How many characters from t[i] on one pattern explains: each a copy of the
+   one d places back (d = 1: a run, "aaaa"; more: a word or a period again,
+   "abcabc", "deadbeefdeadbeef"), or each the step of the ones p and 2p
+   places back taken once more (p = 1: a sequence, "1234", "fedc", "aceg";
+   p = 2..4: sequences interleaved, "0f1e2d3c"). */
+static size_t cc__token_pattern(const unsigned char *t, size_t n, size_t i) {
+  size_t best = 0, d, p, k;
+  for (d = 1; d <= i; d++) {
+    for (k = 0; i + k < n && t[i + k] == t[i + k - d]; k++) {}
+    best = CC__MAX(best, k);
+  }
+  for (p = 1; p <= 4 && 2 * p <= i; p++) {
+    for (k = 0; i + k < n; k++) {
+      int a = cc__token_ord(t[i + k - 2 * p]), b = cc__token_ord(t[i + k - p]);
+      if (cc__token_ord(t[i + k]) - b != b - a) break;
+    }
+    best = CC__MAX(best, k);
+  }
+  return best;
+}
+
+/* An estimate of a token's entropy in bits. Each character costs log2 of
+   the alphabet it seems drawn from: 16 for hex digits, else the classes it
+   uses (26 lower, 26 upper, 10 digits, 33 others), and never more than four
+   times the number of distinct characters it has. But a stretch of at least
+   CC__TOKEN_PATTERN characters that a pattern explains (cc__token_pattern:
+   runs, repeats of any period, sequences) costs only where it starts and how
+   long it is, as a compressor would count it; *patterned says whether one
+   did. An upper bound: it cannot tell a random string from words, which is
+   why the messages point at `ccrun --make-token`. A random token of 32 hex
+   digits (128 bits) holds a pattern by chance about once in 300,000. */
+static int cc__token_bits(const char *s, int *patterned) {
+  const unsigned char *t = (const unsigned char *)s;
   int lower = 0, upper = 0, digit = 0, other = 0, hex = 1, distinct = 0, seen[256], alpha;
-  size_t i, n = strlen(t);
+  size_t i, k, n = strlen(s);
+  uint64_t q = 0, lit, ref;
   memset(seen, 0, sizeof seen);
+  *patterned = 0;
   for (i = 0; i < n; i++) {
-    unsigned char ch = (unsigned char)t[i];
+    unsigned char ch = t[i];
     if (!seen[ch]) { seen[ch] = 1; distinct++; }
     if (ch >= 'a' && ch <= 'z') lower = 1;
     else if (ch >= 'A' && ch <= 'Z') upper = 1;
@@ -3251,7 +3328,25 @@ static int cc__token_bits(const char *t) {
   alpha = hex ? 16 : 26 * lower + 26 * upper + 10 * digit + 33 * other;
   if (alpha > 4 * distinct) alpha = 4 * distinct;
   if (alpha < 2) return 0;
-  return (int)(((uint64_t)cc__log2_q16((uint32_t)alpha) * n) >> 16);
+  lit = cc__log2_q16((uint32_t)alpha);                 /* a character, in 2^-16 bits */
+  ref = 2 * (uint64_t)cc__log2_q16((uint32_t)n + 1);   /* a pattern: where and how long */
+  for (i = 0; i < n; i += k) {
+    k = cc__token_pattern(t, n, i);
+    if (k >= CC__TOKEN_PATTERN) { q += ref; *patterned = 1; }
+    else { k = 1; q += lit; }
+  }
+  return (int)(q >> 16);
+}
+
+/* 0 when token t is strong enough (CC__TOKEN_MIN_BITS); else -1, and why
+   says how weak ("about N bits of entropy ..."). cc_comm_init and ccrun both
+   judge with this. */
+static int cc__token_check(const char *t, char *why, size_t whylen) {
+  int patterned, bits = cc__token_bits(t, &patterned);
+  if (bits >= CC__TOKEN_MIN_BITS) return 0;
+  snprintf(why, whylen, "about %d bits of entropy%s", bits, patterned ? " (it repeats itself, or runs or counts: "
+           "'aaaa', 'abcabc', '1234')" : "");
+  return -1;
 }
 
 /* ---------------------------------------------------------------- settings
@@ -3410,10 +3505,11 @@ static void cc__settings_master(cc__settings *s) {
    CC_ERR_INVALID_ARG with the thread's message naming the variable. */
 static cc_result cc__settings_lib(const cc_config *cfg, cc__settings *s) {
   const char *t = getenv("CC_TIMEOUT"), *tr = cfg && cfg->transport ? cfg->transport : getenv("CC_TRANSPORT");
-  const char *tok = cfg && cfg->token ? cfg->token : NULL, *ifn = getenv("CC_SOCKET_IFNAME");
+  const char *tok = cfg && cfg->token && cfg->token[0] ? cfg->token : NULL, *ifn = getenv("CC_SOCKET_IFNAME");
   const char *jid = getenv("CC_JOB_ID");
   long enc = 0;
-  int bits;
+  char weak[160];
+  int env_long;
   memset(s, 0, sizeof *s);
   s->rank = s->size = s->local_size = -1;
   s->debug = cc__debug_parse(getenv("CC_DEBUG"));
@@ -3458,15 +3554,26 @@ static cc_result cc__settings_lib(const cc_config *cfg, cc__settings *s) {
   else if (!strcmp(tr, "tcp")) s->transport = CC__TR_TCP;
   else return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: transport '%.40s' is not auto, shm or tcp", tr);
   s->token_from = tok ? "cfg.token" : "CC_TOKEN";
-  if (tok ? strlen(tok) >= sizeof s->token : cc__env_token(s->token, sizeof s->token) != 0)
+  env_long = cc__env_token(s->token, sizeof s->token) != 0;   /* whatever wins: read, and gone from the environment */
+  if (tok) {
+    int had = s->token[0] != 0;
+    cc__settings_clear(s);
+    if (!strcmp(tok, CC_INSECURE_NO_TOKEN)) {
+      tok = "";
+      cc__log(NULL, CC__LOG_ALWAYS, "comm_init: cfg.token is CC_INSECURE_NO_TOKEN%s: this rank's TCP "
+              "connections are not authenticated; anyone who can reach the job's ports during start-up can join it "
+              "and read or change its data", had ? " (CC_TOKEN, which is set, is not used)" : "");
+    }
+  }
+  if (tok ? strlen(tok) >= sizeof s->token : env_long)
     return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: the token (%s) is longer than %d bytes", s->token_from,
                     (int)sizeof s->token - 1);
   if (tok) snprintf(s->token, sizeof s->token, "%s", tok);
-  if (s->token[0] && (bits = cc__token_bits(s->token)) < 128) {
+  if (s->token[0] && cc__token_check(s->token, weak, sizeof weak) != 0) {
     cc__settings_clear(s);
-    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: the token (%s) is too weak: about %d bits of entropy, and "
-                    "a token needs at least 128 (a guessable one lets a stranger in); make one with "
-                    "`ccrun --make-token` or `head -c 16 /dev/urandom | xxd -p`", s->token_from, bits);
+    return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: the token (%s) is too weak: %s, and a token needs at "
+                    "least %d (a guessable one lets a stranger in); make one with `ccrun --make-token` or "
+                    "`head -c 16 /dev/urandom | xxd -p`", s->token_from, weak, CC__TOKEN_MIN_BITS);
   }
   if (s->net_encrypt && !s->token[0])
     return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_init: CC_NET_ENCRYPT=1 needs a token (CC_TOKEN or cfg.token): "
@@ -3474,9 +3581,15 @@ static cc_result cc__settings_lib(const cc_config *cfg, cc__settings *s) {
   return CC_OK;
 }
 
-/* Every setting, once: the library's, then rank and size. */
+/* Every setting, once: the library's, then rank and size; and that the
+   kernel gives random bytes. */
 static cc_result cc__settings_read(const cc_config *cfg, cc__settings *s) {
+  unsigned char b[16];
   CC__TRY(cc__settings_lib(cfg, s));
+  if (cc__random(b, sizeof b) != 0) {  /* every init draws nonces, keys or names: fail now, not in a handshake */
+    cc__settings_clear(s);
+    return cc__no_random(NULL, "comm_init", "nonces, keys and segment names");
+  }
   return cc__settings_ranks(cfg, s);
 }
 
@@ -4143,7 +4256,8 @@ static cc_result cc__seg_attach(cc_comm *c, unsigned char *seg, size_t bytes, co
   c->shm = c;
   {                                    /* what peers read to learn whether cross-memory attach works */
     cc__ctl *me = &c->ctl[c->rank];
-    cc__random(&me->probe, sizeof me->probe);
+    if (cc__random(&me->probe, sizeof me->probe) != 0)   /* no secret: any word this process wrote will do */
+      me->probe = cc__now_ns() ^ (uint64_t)cc__getpid() << 32;
     me->probe_at = (uint64_t)(uintptr_t)&me->probe;
   }
   CC__STORE(&c->ctl[c->rank].pid, (int32_t)cc__getpid());
@@ -4165,11 +4279,13 @@ static void cc__seg_name(const cc_comm *c, const char *base, char *out, size_t l
   snprintf(out, len, "%s-%s", base, hex);
 }
 
-/* Remove the segment of base name `base`, if it is still there. */
+/* Remove the segment of base name `base`, if the name is still there and
+   still names the file this rank created or mapped (a refusing rank leaves
+   a planted segment alone). */
 static void cc__shm_forget(const cc_comm *c, const char *base) {
   char name[160];
   cc__seg_name(c, base, name, sizeof name);
-  cc__shm_unlink(name);
+  cc__shm_unlink_same(name, &c->seg_id);
 }
 
 static void cc__shmkey_copy(cc_comm *to, const cc_comm *from) {
@@ -4193,7 +4309,7 @@ static cc_result cc__shm_join(cc_comm *c, const char *base, int creator, const c
   cc__seg_sizes(c->size, c->set.shm_chunk, &half, &chan);
   cc__layout_of(c->size, half, chan, &L);
   if (creator) {
-    seg = (unsigned char *)cc__shm_create(name, L.total);
+    seg = (unsigned char *)cc__shm_create_id(name, L.total, &c->seg_id);
     if (!seg) {
       cc__strerr(errno, why, sizeof why);
       return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: cannot create shared memory /dev/shm%s (%zu bytes): %s",
@@ -4203,9 +4319,9 @@ static cc_result cc__shm_join(cc_comm *c, const char *base, int creator, const c
     bytes = L.total;
   } else {
     for (;;) {
-      seg = (unsigned char *)cc__shm_open_why(name, sizeof(cc__hdr), &bytes, why, sizeof why);
+      seg = (unsigned char *)cc__shm_open_why(name, sizeof(cc__hdr), &bytes, why, sizeof why, &c->seg_id);
       if (seg && CC__LOAD(&((cc__hdr *)seg)->magic) == CC__SHM_MAGIC) break;
-      if (seg) { cc__shm_unmap(seg, bytes); seg = NULL; }
+      if (seg) { cc__shm_unmap(seg, bytes); seg = NULL; memset(&c->seg_id, 0, sizeof c->seg_id); }   /* not yet */
       else if (errno == EPERM) {
         return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: refusing shared memory /dev/shm%s: %s", what, c->rank, name, why);
       } else if (errno != ENOENT) {
@@ -4225,7 +4341,7 @@ static cc_result cc__shm_join(cc_comm *c, const char *base, int creator, const c
     c->seg = NULL;
     return r;
   }
-  if (CC__ADD(&c->hdr->mapped, 1u) + 1 == (uint32_t)c->size) cc__shm_unlink(name);
+  if (CC__ADD(&c->hdr->mapped, 1u) + 1 == (uint32_t)c->size) cc__shm_unlink_same(name, &c->seg_id);
   return CC_OK;
 }
 
@@ -4575,7 +4691,9 @@ static int cc__sec_open(cc__sec *s, unsigned char *p, size_t n) {
    final (a token that differs, or not a cc rank of this protocol version);
    CC_ERR_MISMATCH (refused: another job or world size), CC_ERR_INVALID_ARG
    (a stale file:// rendezvous), CC_ERR_PEER_LOST (closed) and CC_ERR_TIMEOUT
-   may be retried: a refusal carries no proof, a stranger could send it. */
+   may be retried: a refusal carries no proof, a stranger could send it;
+   CC_ERR_SYSTEM (no random bytes for the nonce) is final too. h's nonce is
+   drawn here, fresh for every connection. */
 static cc_result cc__hs_client(int fd, const cc__hello_t *h, const char *token, int encrypt, uint64_t deadline,
                                cc__sec **sec, char *why, size_t whylen) {
   unsigned char hello[CC__HELLO], chal[CC__CHAL], resp[CC__RESP], verd[CC__VERD], mac[32];
@@ -4583,6 +4701,12 @@ static cc_result cc__hs_client(int fd, const cc__hello_t *h, const char *token, 
   int gcm = cc__aead_have_gcm();
   cc__hello_t hh = *h;
   *sec = NULL;
+  if (cc__random(hh.nonce, sizeof hh.nonce) != 0) {
+    char e[64];
+    cc__strerr(errno, e, sizeof e);
+    snprintf(why, whylen, "no random bytes for the handshake's nonce (getrandom, then /dev/urandom: %s)", e);
+    return CC_ERR_SYSTEM;
+  }
   mine = (token ? CC__HS_TOKEN : 0) | (encrypt ? CC__HS_ENCRYPT : 0);
   hh.flags = mine | (gcm ? CC__HS_GCM : 0);
   cc__hello_encode(hello, &hh);
@@ -4649,21 +4773,26 @@ static cc_result cc__hs_client(int fd, const cc__hello_t *h, const char *token, 
 /* ---------------------------------------------------------------- the accepting side
    Many connections at once: a state machine per connection (hello, response,
    then the record when with_rec), all polled together, so a stranger who
-   sends nothing or dribbles costs nobody any time. The table holds
-   CC__PEND_MAX connections; more wait in the kernel's backlog, never accepted
-   and dropped. While the table is full and more wait, the connection that
-   has been silent longest goes, once it has been silent CC__HS_IDLE (or is
-   CC__HS_AGE old, however it dribbles): a cc rank sends its hello as soon as
-   it connects and its response one round trip later, so it is never the
-   stalest, and if it is dropped anyway it connects again (cc__hs_client's
+   sends nothing or dribbles costs nobody any time. Every time the listener
+   has connections waiting, all of them are accepted (the kernel's queue is
+   drained faster than a flood fills it), up to a table of CC__PEND_MAX (as
+   many as the open-files limit allows: it is raised toward the hard limit
+   first). A connection has CC__HS_WAIT for each message from the moment the
+   server waits for it (the hello from the accept, the response from the
+   challenge, the record from the verdict), however it dribbles: past that it
+   is the first to go when the table is full and a newer connection waits,
+   the one that has waited longest first. A cc rank sends each message whole
+   as soon as it can (its hello is usually there when it is accepted), so it
+   is not the one that goes; if it is, it connects again (cc__hs_client's
    callers retry everything but CC_ERR_AUTH). take(ctx, hello, fd, rec, sec)
    keeps the connection (1: fd and sec are its now) or refuses it (0). */
 
+#define CC__BACKLOG 4096               /* listen(): the kernel caps it at net.core.somaxconn */
 
 typedef struct cc__pend {
   int fd, state;                       /* 0: hello, 1: response, 2: record */
   size_t got;
-  uint64_t born, last;                 /* accepted; last byte received */
+  uint64_t since;                      /* when the server began waiting for this message */
   cc__hello_t h;
   cc__sec *sec;
   unsigned char hello[CC__HELLO], chal[CC__CHAL], resp[CC__RESP], in[CC__REC + CC__TAG];
@@ -4793,12 +4922,17 @@ static int cc__pend_step(const cc__hs_srv *v, cc__pend *q) {
     cc__put32(q->chal + 4, CC__NET_VERSION);
     cc__put32(q->chal + 8, status);
     cc__put32(q->chal + 12, (v->token ? CC__HS_TOKEN : 0) | (v->encrypt ? CC__HS_ENCRYPT : 0));
-    cc__random(q->chal + 16, 16);
+    if (cc__random(q->chal + 16, 16) != 0) {   /* (cc__settings_read checked that the kernel gives them) */
+      cc__log(c, CC__LOG_WARN, "comm_init: rank %d: dropped a connection: no random bytes for its challenge "
+              "(getrandom, then /dev/urandom: errno %d)", c->rank, errno);
+      return -1;
+    }
     cc__put32(q->chal + 32, suite);
     if (reason == CC__REF_WORLD) cc__put32(q->chal + 36, v->world);   /* a refusal for the world size says this one */
     if (status != 0) cc__hs_refused(v, q, reason);
     if (cc__sock_send_small(q->fd, q->chal, sizeof q->chal) != 0 || status != 0) return -1;
     q->state = 1;
+    q->since = cc__now_ns();
     return 0;
   }
   if (q->state == 1) {
@@ -4824,7 +4958,7 @@ static int cc__pend_step(const cc__hs_srv *v, cc__pend *q) {
       if (!q->sec) return -1;
     }
     if (cc__sock_send_small(q->fd, verd, sizeof verd) != 0) return -1;
-    if (v->with_rec) { q->state = 2; return 0; }
+    if (v->with_rec) { q->state = 2; q->since = cc__now_ns(); return 0; }
     return v->take(v->ctx, &q->h, q->fd, NULL, q->sec) ? 1 : -1;
   }
   if (q->sec && cc__sec_open(q->sec, q->in, CC__REC) != 0) {
@@ -4843,22 +4977,21 @@ static int cc__pend_pump(const cc__hs_srv *v, cc__pend *q) {
     int st;
     if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return -1;
     if (k < 0) return 0;
-    q->last = cc__now_ns();
     if ((q->got += (size_t)k) < need) continue;
     q->got = 0;
     if ((st = cc__pend_step(v, q)) != 0) return st;
   }
 }
 
-/* The connection to drop for a newer one: the one silent longest, if it has
-   been silent CC__HS_IDLE or is CC__HS_AGE old; else -1 and *when the time
-   one will be. */
+/* The connection to drop for a newer one: of those that have waited
+   CC__HS_WAIT or longer for their current message, the one waiting longest;
+   else -1 and *when the time the first will have. */
 static int cc__pend_victim(const cc__pend *pend, int np, uint64_t now, uint64_t *when) {
   int i, best = -1;
   *when = UINT64_MAX;
   for (i = 0; i < np; i++) {
-    uint64_t t = CC__MIN(pend[i].last + CC__HS_IDLE, pend[i].born + CC__HS_AGE);
-    if (t <= now && (best < 0 || pend[i].last < pend[best].last)) best = i;
+    uint64_t t = pend[i].since + CC__HS_WAIT;
+    if (t <= now && (best < 0 || pend[i].since < pend[best].since)) best = i;
     if (t > now) *when = CC__MIN(*when, t);
   }
   return best;
@@ -4870,28 +5003,62 @@ static void cc__pend_drop(cc__pend *pend, int *np, int i) {
   pend[i] = pend[--*np];
 }
 
+/* Accept what waits on lfd while there is room, or a connection too slow to
+   drop for it (counted in *evicted): 0, or -1 when accepting failed for want
+   of file descriptors (then *cap shrinks to what the table holds, and grows
+   back one at a time as accepts succeed again). New connections are pumped
+   at once: a cc rank's hello is usually there already. */
+static int cc__pend_accept(const cc__hs_srv *v, int lfd, cc__pend *pend, int *np, int *cap, int want, int *kept,
+                           unsigned long *evicted) {
+  uint64_t when;
+  while (*kept < want) {
+    int fd, st;
+    if (*np >= *cap) {
+      int victim = cc__pend_victim(pend, *np, cc__now_ns(), &when);
+      if (victim < 0) return 0;        /* every one still in time: the rest waits in the kernel's queue */
+      cc__pend_drop(pend, np, victim);
+      ++*evicted;
+    }
+    if ((fd = cc__sock_accept(lfd)) < 0) {
+      if (errno != EMFILE && errno != ENFILE) return 0;
+      *cap = CC__MAX(*np, 1);
+      return -1;
+    }
+    memset(&pend[*np], 0, sizeof pend[*np]);
+    pend[*np].fd = fd;
+    pend[*np].since = cc__now_ns();
+    st = cc__pend_pump(v, &pend[*np]);
+    if (++*np >= *cap && *cap < CC__PEND_MAX) ++*cap;   /* descriptors came back: try one more */
+    if (st == 1) { ++*kept; --*np; }
+    else if (st == -1) cc__pend_drop(pend, np, *np - 1);
+  }
+  return 0;
+}
+
 /* Serve until `want` connections were kept (0), the deadline (-1), or until
    give_up says so (-2). */
 static int cc__hs_serve(const cc__hs_srv *vv, int lfd, int want, uint64_t deadline) {
   cc_comm *c = vv->c;
   cc__pend *pend = (cc__pend *)CC_MALLOC(sizeof(cc__pend) * CC__PEND_MAX);
-  struct pollfd pf[CC__PEND_MAX + 1];
-  int np = 0, kept = 0, i, gave_up = 0;
+  struct pollfd *pf = (struct pollfd *)CC_MALLOC(sizeof(struct pollfd) * (CC__PEND_MAX + 1));
+  int np = 0, kept = 0, i, gave_up = 0, cap = CC__PEND_MAX, nofd = 0;
+  unsigned long evicted = 0;
+  uint64_t pause = 0;
   cc__hs_log log;
   cc__hs_srv sv = *vv, *v = &sv;
   memset(&log, 0, sizeof log);
   sv.log = &log;
-  if (!pend) return -1;
+  if (!pend || !pf) { CC_FREE(pend); CC_FREE(pf); return -1; }
+  /* a descriptor for each connection of the table and of the world, and some */
+  (void)cc__fd_limit_raise((long)CC__PEND_MAX + (long)CC__MIN(v->world, 1u << 20) + 64);
   while (kept < want) {
     uint64_t now = cc__now_ns(), next = deadline, when;
-    int nf = 0, lis, victim = -1, taken;
+    int nf = 0, lis, victim = -1;
     if (now >= deadline) break;
     if (v->give_up && v->give_up(v->ctx)) { gave_up = 1; break; }
-    if (np == CC__PEND_MAX) {
-      victim = cc__pend_victim(pend, np, now, &when);
-      next = CC__MIN(next, when);
-    }
-    lis = np < CC__PEND_MAX || victim >= 0;   /* pf[0] is the listener then */
+    if (np >= cap && (victim = cc__pend_victim(pend, np, now, &when)) < 0) next = CC__MIN(next, when);
+    lis = (np < cap || victim >= 0) && now >= pause;   /* pf[0] is the listener then */
+    if (now < pause) next = CC__MIN(next, pause);
     if (lis) { pf[nf].fd = lfd; pf[nf].events = POLLIN; pf[nf++].revents = 0; }
     for (i = 0; i < np; i++) { pf[nf].fd = pend[i].fd; pf[nf].events = POLLIN; pf[nf++].revents = 0; }
     if (cc__poll(pf, nf, CC__MIN(next - now, 100 * CC__MS) + 1000) <= 0) continue;
@@ -4903,26 +5070,20 @@ static int cc__hs_serve(const cc__hs_srv *vv, int lfd, int want, uint64_t deadli
       else if (st == -1) cc__pend_drop(pend, &np, i);
     }
     if (!lis || !(pf[0].revents & POLLIN)) continue;
-    for (taken = 0; taken < CC__PEND_MAX && kept < want; taken++) {   /* what waits, while there is room */
-      int fd, st;
-      if (np == CC__PEND_MAX) {
-        if ((victim = cc__pend_victim(pend, np, cc__now_ns(), &when)) < 0) break;
-        cc__log(c, CC__LOG_WARN, "comm_init: rank %d: dropped a connection that had not finished its handshake "
-                "(silent %.1f s) for a newer one", c->rank, (double)(cc__now_ns() - pend[victim].last) / 1e9);
-        cc__pend_drop(pend, &np, victim);
-      }
-      if ((fd = cc__sock_accept(lfd)) < 0) break;
-      memset(&pend[np], 0, sizeof pend[np]);
-      pend[np].fd = fd;
-      pend[np].born = pend[np].last = cc__now_ns();
-      st = cc__pend_pump(v, &pend[np]);   /* a cc rank's hello is usually there already */
-      np++;
-      if (st == 1) { kept++; np--; }
-      else if (st == -1) cc__pend_drop(pend, &np, np - 1);
+    if (cc__pend_accept(v, lfd, pend, &np, &cap, want, &kept, &evicted) != 0 && np == 0) {
+      pause = cc__now_ns() + 10 * CC__MS;   /* not one descriptor: the connections wait in the kernel's queue */
+      if (!nofd++)
+        cc__log(c, CC__LOG_WARN, "comm_init: rank %d: cannot accept connections: no file descriptor left (the "
+                "open-files limit, ulimit -n)", c->rank);
     }
   }
+  if (evicted)
+    cc__log(c, CC__LOG_WARN, "comm_init: rank %d: dropped %lu connection%s that had not sent a handshake message "
+            "within %.1f s, for newer ones (a flood of connections?)", c->rank, evicted, evicted == 1 ? "" : "s",
+            (double)CC__HS_WAIT / 1e9);
   for (i = 0; i < np; i++) { cc__fd_close(pend[i].fd); cc__sec_free(pend[i].sec); }
   CC_FREE(pend);
+  CC_FREE(pf);
   return kept >= want ? 0 : gave_up ? -2 : -1;
 }
 
@@ -7645,9 +7806,11 @@ static cc_result cc__mem_share(cc_comm *c, size_t total, unsigned char **base, s
   name[0] = 0;
   if (c->rank == 0 && !*err) {
     char rnd[20];
-    cc__random_hex(rnd, 16);
-    snprintf(name, nlen, "/cc-%s-m%s", c->jobid, rnd);
-    if ((*base = (unsigned char *)cc__shm_create(name, total)) == NULL) { *err = errno; name[0] = 0; }
+    if (cc__random_hex(rnd, 16) != 0) { *err = errno; name[0] = 0; }
+    else {
+      snprintf(name, nlen, "/cc-%s-m%s", c->jobid, rnd);
+      if ((*base = (unsigned char *)cc__shm_create(name, total)) == NULL) { *err = errno; name[0] = 0; }
+    }
     *got = total;
   }
   memcpy(CC__DATA(mine), name, nlen);
@@ -8638,7 +8801,7 @@ static cc_result cc__rec_mine(cc_comm *c, const char *ip, cc__rec *rec, int *lfd
   memset(rec, 0, sizeof *rec);
   cc__host_id(rec->host, sizeof rec->host);
   snprintf(rec->ip, sizeof rec->ip, "%s", ip);
-  if ((*lfd = cc__sock_listen(rec->ip, 0, 256, &port)) < 0) {
+  if ((*lfd = cc__sock_listen(rec->ip, 0, CC__BACKLOG, &port)) < 0) {
     cc__strerr(errno, why, sizeof why);
     return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: cannot listen on %s: %s", what, c->rank, rec->ip, why);
   }
@@ -8705,7 +8868,6 @@ static cc_result cc__mesh_connect(cc_comm *c, int j, const cc__rec *rec, uint64_
     if (fd >= 0) {
       cc__sec *sec = NULL;
       refused = 0;
-      cc__random(h.nonce, 16);
       r = cc__hs_client(fd, &h, token, c->set.net_encrypt, CC__MIN(deadline, cc__now_ns() + 10 * CC__S), &sec, why,
                         sizeof why);
       if (r == CC_OK) {
@@ -8715,7 +8877,7 @@ static cc_result cc__mesh_connect(cc_comm *c, int j, const cc__rec *rec, uint64_
         return CC_OK;
       }
       cc__fd_close(fd);
-      if (r == CC_ERR_AUTH || r == CC_ERR_NO_MEMORY)
+      if (r == CC_ERR_AUTH || r == CC_ERR_NO_MEMORY || r == CC_ERR_SYSTEM)
         return cc__fail(c, r, "%s: rank %d: rank %d at %s port %u: %s", what, c->rank, j, rec->ip, rec->port, why);
     } else {
       int e = errno;
@@ -8985,11 +9147,9 @@ static cc_result cc__rdv_serve(cc_comm *c, int lfd, const cc__rdv *v, cc__rec *r
                    "timeout (%.0f s)", n - 2 - x.got > 0 ? "s" : "", list, v->where, (double)c->timeout_ns / 1e9);
     }
   }
-  if (r == CC_OK) {
-    cc__random_hex(jobid, 32);
-    cc__random(c->shmkey, sizeof c->shmkey);
-    c->has_shmkey = 1;
-  }
+  if (r == CC_OK && (cc__random_hex(jobid, 32) != 0 || cc__random(c->shmkey, sizeof c->shmkey) != 0))
+    r = cc__no_random(c, "comm_init", "the job's identity and segment key");
+  if (r == CC_OK) c->has_shmkey = 1;
   memset(table, 0, CC__REPLY);
   cc__put32(table, CC__HS_MAGIC);
   cc__put32(table + 4, (uint32_t)r);
@@ -9078,12 +9238,11 @@ static cc_result cc__rdv_join(cc_comm *c, const char *ip, int port, const cc__rd
   memset(&h, 0, sizeof h);
   h.kind = CC__HELLO_RDV; h.world = (uint32_t)n; h.from = c->rank; h.to = 0;
   snprintf(h.job, sizeof h.job, "%s", v->nonce);
-  cc__random(h.nonce, 16);
   r = cc__hs_client(fd, &h, c->set.token[0] ? c->set.token : NULL, c->set.net_encrypt,
                     CC__MIN(deadline, cc__now_ns() + 10 * CC__S), &sec, why, whylen);
   if (r != CC_OK) {
     cc__fd_close(fd);
-    if (r != CC_ERR_AUTH && r != CC_ERR_NO_MEMORY) return r;
+    if (r != CC_ERR_AUTH && r != CC_ERR_NO_MEMORY && r != CC_ERR_SYSTEM) return r;
     *retry = 0;
     return cc__fail(c, r, "comm_init: rank %d: rank 0 at %s: %s", c->rank, v->where, why);
   }
@@ -9158,12 +9317,15 @@ static cc_result cc__rdv_file_serve(cc_comm *c, cc__rdv *v, cc__rec *recs, char 
   char why[200], fwhy[200], line[160], nonce[40], buf[160];
   int lfd, ffd, port = 0;
   cc_result r;
-  if ((lfd = cc__sock_listen(recs[0].ip, 0, 256, &port)) < 0) {
+  if ((lfd = cc__sock_listen(recs[0].ip, 0, CC__BACKLOG, &port)) < 0) {
     cc__strerr(errno, why, sizeof why);
     return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank 0: cannot listen on %s: %s", recs[0].ip, why);
   }
   cc__warn_no_token(c, recs[0].ip, v);
-  cc__random_hex(nonce, 32);
+  if (cc__random_hex(nonce, 32) != 0) {
+    cc__fd_close(lfd);
+    return cc__no_random(c, "comm_init", "the rendezvous' nonce");
+  }
   v->nonce = nonce;
   snprintf(line, sizeof line, "cc-rendezvous 2 %s %d %s\n", recs[0].ip, port, nonce);
   ffd = cc__file_open(v->path, 1, fwhy, sizeof fwhy);
@@ -9197,7 +9359,7 @@ static cc_result cc__rendezvous(cc_comm *c, cc__rdv *v, cc__rec *recs, char *job
     cc_result r;
     if (v->path) return cc__rdv_file_serve(c, v, recs, jobid, deadline);
     if (cc__sock_lookup(v->host, ip, sizeof ip, why, sizeof why) == 0) cc__warn_no_token(c, ip, v);
-    if (lfd < 0 && (lfd = cc__sock_listen(v->host, v->port, 256, NULL)) < 0) {
+    if (lfd < 0 && (lfd = cc__sock_listen(v->host, v->port, CC__BACKLOG, NULL)) < 0) {
       cc__strerr(errno, why, sizeof why);
       return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank 0: cannot listen on %s port %d%s: %s", v->host, v->port,
                       errno == EADDRINUSE ? " (the port is in use: another job, or pick another MASTER_PORT)" : "", why);
@@ -9271,8 +9433,11 @@ static cc_result cc__init_single(cc_comm *c) {
   cc_result r;
   if (!seg) return cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: cannot map %zu bytes", bytes);
   if (cc__is_jobid(c->set.job_id)) snprintf(c->jobid, sizeof c->jobid, "%s", c->set.job_id);
-  else cc__random_hex(c->jobid, 32);   /* split segments are named after it: ccrun cleans by job */
-  cc__random(c->shmkey, sizeof c->shmkey);
+  /* split segments are named after the job id (ccrun cleans by job) and the key */
+  if ((!cc__is_jobid(c->set.job_id) && cc__random_hex(c->jobid, 32) != 0) || cc__random(c->shmkey, sizeof c->shmkey) != 0) {
+    cc__shm_unmap(seg, bytes);
+    return cc__no_random(c, "comm_init", "the job's identity and segment key");
+  }
   c->has_shmkey = 1;
   if ((r = cc__seg_attach(c, seg, bytes, "comm_init")) != CC_OK) { cc__shm_unmap(seg, bytes); return r; }
   return cc__comm_ready(c);
@@ -9445,7 +9610,7 @@ CC_API cc_result cc_get_unique_id(cc_unique_id *id) {
   cc__settings_clear(&s);
   if (cc__sock_pick_addr(s.ifname, s.master_addr, !s.ifname[0] && !s.master_addr[0], ip, sizeof ip, why, sizeof why) != 0)
     return cc__fail(NULL, CC_ERR_INVALID_ARG, "get_unique_id: %s", why);
-  if ((lfd = cc__sock_listen(ip, 0, 256, &port)) < 0) {
+  if ((lfd = cc__sock_listen(ip, 0, CC__BACKLOG, &port)) < 0) {
     cc__strerr(errno, why, sizeof why);
     return cc__fail(NULL, CC_ERR_SYSTEM, "get_unique_id: cannot listen on %s: %s", ip, why);
   }
@@ -9453,8 +9618,11 @@ CC_API cc_result cc_get_unique_id(cc_unique_id *id) {
     cc__fd_close(lfd);
     return cc__fail(NULL, CC_ERR_SYSTEM, "get_unique_id: address %s is neither IPv4 nor IPv6", ip);
   }
-  cc__random(nonce, sizeof nonce);
-  cc__random(secret, sizeof secret);
+  if (cc__random(nonce, sizeof nonce) != 0 || cc__random(secret, sizeof secret) != 0) {
+    cc__fd_close(lfd);
+    cc__crypto_wipe(secret, sizeof secret);
+    return cc__no_random(NULL, "get_unique_id", "the job's nonce and secret");
+  }
   pthread_mutex_lock(&cc__uid_lock);
   for (i = 0; i < CC__UID_SLOTS && cc__uid_slots[i].nonce[0]; i++) {}
   if (i == CC__UID_SLOTS) {
@@ -9655,9 +9823,11 @@ static cc_result cc__split_shm(cc_comm *c, int color, int key, cc_comm **out) {
   memset(CC__DATA(mine), 0, 96);
   if (nc && newrank == 0) {
     char rnd[20];
-    cc__random_hex(rnd, 16);
-    snprintf(name, sizeof name, "/cc-%s-s%s", c->jobid, rnd);
-    if (cc__shm_join(nc, name, 1, what) == CC_OK) memcpy(CC__DATA(mine), name, strlen(name) + 1);
+    if (cc__random_hex(rnd, 16) != 0) cc__no_random(nc, what, "the new communicator's segment name");   /* none: all fail */
+    else {
+      snprintf(name, sizeof name, "/cc-%s-s%s", c->jobid, rnd);
+      if (cc__shm_join(nc, name, 1, what) == CC_OK) memcpy(CC__DATA(mine), name, strlen(name) + 1);
+    }
   }
   cc__ph_arrive(c);
   if ((r = cc__ph_wait(c, -1, what)) != CC_OK) goto out;
@@ -9735,7 +9905,10 @@ static cc_result cc__split_net(cc_comm *c, int color, int key, cc_comm **out) {
     snprintf(rec.ip, sizeof rec.ip, "%s", nt->ip);
     rec.port = 0;
   }
-  cc__random_hex(rec.extra, 10);
+  if (cc__random_hex(rec.extra, 10) != 0) {      /* the same: port 0 tells the others */
+    if (r == CC_OK) r = cc__no_random(c, what, "the new communicator's segment name");
+    rec.port = 0;
+  }
   cc__put32(mine, (uint32_t)color);
   cc__put32(mine + 4, (uint32_t)key);
   cc__rec_encode(mine + 8, &rec);
@@ -10721,8 +10894,11 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg) {
   }
   if (!fn) { cc__fail(NULL, CC_ERR_INVALID_ARG, "cc_spawn: fn is NULL"); return 1; }
   if (cc__settings_lib(NULL, &s) != CC_OK) return 1;
-  cc__random_hex(jobid, 32);
-  cc__random(shmkey, sizeof shmkey);
+  if (cc__random_hex(jobid, 32) != 0 || cc__random(shmkey, sizeof shmkey) != 0) {
+    cc__settings_clear(&s);
+    cc__no_random(NULL, "cc_spawn", "the job's identity and segment key");
+    return 1;
+  }
   snprintf(prefix, sizeof prefix, "cc-%s", jobid);
   seg = cc__seg_anon(nprocs, s.shm_chunk, &bytes);
   pids = (int *)CC_MALLOC(sizeof(int) * (size_t)nprocs);

@@ -1731,9 +1731,11 @@ static int cc_cuda__page_setup(cc_cuda_comm *g) {
   g->page_bytes = (sizeof(cc_cuda__page) + 4095) & ~(size_t)4095;
   if (g->rank == 0) {
     char hex[17];
-    cc__random_hex(hex, 16);
-    snprintf(name, sizeof name, "/cc-cuda-%d-%s", (int)getpid(), hex);
-    g->page = (cc_cuda__page *)cc__shm_create(name, g->page_bytes);
+    g->page = NULL;
+    if (cc__random_hex(hex, 16) == 0) {  /* no random name: no page (cc.h's checks make this rare) */
+      snprintf(name, sizeof name, "/cc-cuda-%d-%s", (int)getpid(), hex);
+      g->page = (cc_cuda__page *)cc__shm_create(name, g->page_bytes);
+    }
     if (!g->page) { ok = 0; name[0] = 0; }
   }
   if (cc_broadcast(g->host, name, sizeof name, CC_UINT8, 0) != CC_OK) return -1;

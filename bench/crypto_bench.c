@@ -9,6 +9,7 @@
    Build: make build/crypto_bench      Run: build/crypto_bench [seconds per figure, default 0.4] */
 #define CC_IMPLEMENTATION
 #include "cc.h"
+#include "tests/crypto_extra.h"   /* xt_aead_seal */
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,7 +34,7 @@ static double bench(const cc__aead_key *k, int what, unsigned char *buf, unsigne
   double t0, t;
   memset(hdr, 0x5a, sizeof hdr);
   memset(nonce, 0, sizeof nonce);
-  cc__aead_seal(k, nonce, buf, len, NULL, NULL, 0, tag);    /* warm up, and a tag for the verify case */
+  xt_aead_seal(k, nonce, buf, len, NULL, NULL, 0, tag);    /* warm up, and a tag for the verify case */
   t0 = now_s();
   do {
     int r;
@@ -43,9 +44,9 @@ static double bench(const cc__aead_key *k, int what, unsigned char *buf, unsigne
       if (what == 1 || what == 3) memset(nonce + 4, 0, 8);  /* verify/open the message sealed above */
       else cc__st64be(nonce + 4, ++seq);
       switch (what) {
-      case 0: r = cc__aead_seal(k, nonce, buf, len, NULL, NULL, 0, tag); break;
+      case 0: r = xt_aead_seal(k, nonce, buf, len, NULL, NULL, 0, tag); break;
       case 1: r = cc__aead_begin(&s, k, nonce) | cc__aead_aad(&s, buf, len) | (cc__aead_verify(&s, tag) != 0); break;
-      case 2: r = cc__aead_seal(k, nonce, hdr, 16, buf, out, len, tag); break;
+      case 2: r = xt_aead_seal(k, nonce, hdr, 16, buf, out, len, tag); break;
       default:
         r = cc__aead_begin(&s, k, nonce) | cc__aead_aad(&s, hdr, 16) | cc__aead_decrypt(&s, out, buf, len);
         (void)cc__aead_final(&s, tag);

@@ -9,15 +9,25 @@
  *                                    nobody receives
  *     sec_probe stranger HOST PORT WORLD
  *                                    a stranger's rank-1 hello at a rendezvous
- *     sec_probe flood HOST PORT N SECONDS
- *                                    N silent connections, kept up for SECONDS
+ *     sec_probe flood HOST PORT N SECONDS [dribble MS]
+ *                                    N silent (or dribbling) connections, kept
+ *                                    up for SECONDS
  *     sec_probe relay LPORT HOST PORT DIR OFFSET
  *                                    forward one connection, flip one byte
+ *     sec_probe tokens N             judge N random-looking tokens
+ *     sec_probe uid                  cc_get_unique_id
+ *     sec_probe spawn N              cc_spawn of N ranks, each an all_reduce
+ *
+ * The ranks join with cc_comm_init(&c, NULL); with SEC_CFG_TOKEN set (even to
+ * ""), with a cc_config whose token is its value instead. With
+ * SEC_NO_GETRANDOM=1 the probe first forbids itself the getrandom system call
+ * (a seccomp filter: ENOSYS), as a sandbox may.
  *
  * allreduce  every rank: x[i] = (rank + 1) * (i % 7 + 1); all_reduce sum in
  *            place; the reference is exact (small integers). Prints
  *                result: CODE: MESSAGE
  *                data: ok | data: WRONG (N of COUNT elements differ)
+ *                nofile: SOFT of HARD             (the open-files limit after cc_comm_init)
  *                env token: absent | present      (CC_TOKEN after cc_comm_init)
  *                proc environ token: absent | present   (CC_TOKEN=VALUE in
  *                                                 /proc/self/environ, what others read)
@@ -40,14 +50,25 @@
  * flood      opens N connections to HOST:PORT that never send a byte, and for
  *            SECONDS opens a new one as soon as the server closes one (a
  *            sustained flood); SECONDS 0: open them, hold them until killed.
- *            Prints `flood: N open` once all are (or after 5 s), and at the end
- *            `flood: opened A, closed by the server C`.
+ *            With `dribble MS` each connection sends the start of a rank's
+ *            hello one byte every MS milliseconds (never its last byte), as
+ *            slowly as it can while never being silent for long. It raises its
+ *            own open-files limit to the hard one. Prints `flood: N open` once
+ *            all are (or after 5 s), and at the end `flood: opened A, closed
+ *            by the server C, B bytes dribbled`.
  * relay      listens on 127.0.0.1:LPORT (0: a port the kernel picks; either
  *            way it prints `relay: listening on port N`) for one connection, connects it to
  *            HOST:PORT and forwards both ways; the byte at OFFSET of the
  *            direction DIR (c2s: from the client, s2c: towards it) is flipped
  *            (xor 0x55). Prints `relay: flipped byte OFFSET of DIR` when it did;
  *            exits when either side closes.
+ * tokens     N tokens of 32 hex digits from a fixed pseudo-random sequence (the
+ *            same every run), each judged as cc_comm_init judges a token
+ *            (cc__token_check); prints `tokens: R of N refused` and the first
+ *            few refused. Exit 0.
+ * uid        `result: CODE: MESSAGE` of cc_get_unique_id; exit 0 for CC_OK.
+ * spawn      cc_spawn(N, ...), each rank an all_reduce of 1000 float32 checked;
+ *            prints `spawn: status S: MESSAGE` (cc_comm_last_error(NULL)); exit S.
  *
  * With -DSEC_PROBE_SHIM this file is instead an LD_PRELOAD shim (the test
  * builds it: cc -shared -fPIC -DSEC_PROBE_SHIM ... -ldl): it flips (xor 0x55)
@@ -137,9 +158,27 @@ int close(int fd) {
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
+#include <stddef.h>
 #include <time.h>
 #include <unistd.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
+
+/* getrandom fails with ENOSYS from now on in this process and its children. */
+static int forbid_getrandom(void) {
+  struct sock_filter f[4];
+  struct sock_fprog prog;
+  f[0] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
+  f[1] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getrandom, 0, 1);
+  f[2] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS);
+  f[3] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
+  prog.len = 4;
+  prog.filter = f;
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
+  return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
+}
 
 static double now_s(void) {
   struct timespec ts;
@@ -155,7 +194,11 @@ static void result(cc_result r, const char *msg) {
 }
 
 static int join(cc_comm **c) {
-  cc_result r = cc_comm_init(c, NULL);
+  cc_config cfg;
+  cc_result r;
+  cc_config_init(&cfg);
+  cfg.token = getenv("SEC_CFG_TOKEN");
+  r = cc_comm_init(c, cfg.token ? &cfg : NULL);
   if (r != CC_OK) {
     result(r, cc_comm_last_error(NULL));
     return -1;
@@ -186,6 +229,11 @@ static int mode_allreduce(size_t n) {
   int rank, size;
   cc_result r;
   if (join(&c) != 0) return 1;
+  {
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_NOFILE, &rl) == 0) printf("nofile: %llu of %llu\n", (unsigned long long)rl.rlim_cur,
+                                                   (unsigned long long)rl.rlim_max);
+  }
   printf("env token: %s\n", getenv("CC_TOKEN") ? "present" : "absent");
   printf("proc environ token: %s\n", proc_environ_has("CC_TOKEN=") ? "present" : "absent");
   rank = cc_comm_rank(c);
@@ -324,14 +372,32 @@ static int mode_stranger(const char *host, int port, int world) {
 static volatile sig_atomic_t g_stop;
 static void on_term(int s) { (void)s; g_stop = 1; }
 
-static int mode_flood(const char *host, int port, int n, double secs) {
+static int mode_flood(const char *host, int port, int n, double secs, double dribble_ms) {
   int *fds = (int *)malloc(sizeof(int) * (size_t)n), i, open_now = 0, said = 0;
+  size_t *sent = (size_t *)calloc((size_t)n, sizeof(size_t));
+  double *next = (double *)malloc(sizeof(double) * (size_t)n);
   struct pollfd *pf = (struct pollfd *)malloc(sizeof(struct pollfd) * (size_t)n);
-  long opened = 0, closed = 0;
-  double t0 = now_s();
-  if (!fds || !pf) return 1;
+  unsigned char hello[96];
+  long opened = 0, closed = 0, bytes = 0;
+  double t0 = now_s(), gap = dribble_ms / 1000.0;
+  struct rlimit rl;
+  if (!fds || !pf || !sent || !next) return 1;
+  if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {   /* n connections need n descriptors */
+    rl.rlim_cur = rl.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &rl);
+  }
+  memset(hello, 0, sizeof hello);      /* what a rank's hello starts with; never all of it */
+  memcpy(hello, "ccH1", 4);
+  put32(hello + 4, 4);
+  put32(hello + 8, 1);
+  put32(hello + 12, 3);
+  put32(hello + 16, 1);
   signal(SIGTERM, on_term);
-  for (i = 0; i < n; i++) { fds[i] = dial(host, port, 1); if (fds[i] >= 0) opened++; }
+  for (i = 0; i < n; i++) {
+    fds[i] = dial(host, port, 1);
+    if (fds[i] >= 0) opened++;
+    next[i] = t0 + gap * (double)i / (double)n;   /* the dribbles spread over one gap */
+  }
   while (!g_stop) {
     double t = now_s();
     if (secs > 0 && t - t0 >= secs) break;
@@ -339,18 +405,31 @@ static int mode_flood(const char *host, int port, int n, double secs) {
     for (i = 0; i < n; i++) {
       pf[i].fd = fds[i]; pf[i].events = POLLIN; pf[i].revents = 0;
       if (fds[i] >= 0) open_now++;
+      if (gap > 0 && fds[i] >= 0 && t >= next[i]) {        /* one more byte, never the last */
+        if (sent[i] < sizeof hello - 1 && send(fds[i], hello + sent[i], 1, MSG_NOSIGNAL | MSG_DONTWAIT) == 1) {
+          sent[i]++;
+          bytes++;
+        }
+        next[i] += gap;
+        if (next[i] < t) next[i] = t + gap;
+      }
     }
     if (!said && (open_now == n || t - t0 > 5)) { printf("flood: %d open\n", open_now); fflush(stdout); said = 1; }
-    poll(pf, (nfds_t)n, 20);
+    poll(pf, (nfds_t)n, gap > 0 ? 5 : 20);
     for (i = 0; i < n; i++) {
       char b[64];
       if (fds[i] >= 0 && !(pf[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       if (fds[i] >= 0 && recv(fds[i], b, sizeof b, MSG_DONTWAIT) > 0) continue;   /* it said something: stay */
       if (fds[i] >= 0) { close(fds[i]); closed++; fds[i] = -1; }
-      if (secs > 0) { fds[i] = dial(host, port, 1); if (fds[i] >= 0) opened++; }   /* at once, at the back of the queue */
+      if (secs > 0) {                  /* at once, at the back of the queue */
+        fds[i] = dial(host, port, 1);
+        if (fds[i] >= 0) opened++;
+        sent[i] = 0;
+        next[i] = now_s() + gap;
+      }
     }
   }
-  printf("flood: opened %ld, closed by the server %ld\n", opened, closed);
+  printf("flood: opened %ld, closed by the server %ld, %ld bytes dribbled\n", opened, closed, bytes);
   for (i = 0; i < n; i++) if (fds[i] >= 0) close(fds[i]);
   return 0;
 }
@@ -415,16 +494,73 @@ done:
   return 0;
 }
 
+static int mode_tokens(long n) {
+  uint64_t x = 0x9e3779b97f4a7c15ull;  /* splitmix64 from a fixed seed */
+  long i, bad = 0;
+  for (i = 0; i < n; i++) {
+    unsigned char raw[16];
+    char tok[33], why[160];
+    int j;
+    for (j = 0; j < 16; j += 8) {
+      uint64_t z = (x += 0x9e3779b97f4a7c15ull);
+      int b;
+      z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+      z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+      z ^= z >> 31;
+      for (b = 0; b < 8; b++) raw[j + b] = (unsigned char)(z >> (8 * b));
+    }
+    for (j = 0; j < 16; j++) snprintf(tok + 2 * j, 3, "%02x", raw[j]);
+    if (cc__token_check(tok, why, sizeof why) != 0 && ++bad <= 3) printf("refused: %s: %s\n", tok, why);
+  }
+  printf("tokens: %ld of %ld refused\n", bad, n);
+  return 0;
+}
+
+static int mode_uid(void) {
+  cc_unique_id id;
+  cc_result r = cc_get_unique_id(&id);
+  result(r, r == CC_OK ? "get_unique_id" : cc_comm_last_error(NULL));
+  return r == CC_OK ? 0 : 1;
+}
+
+static int spawn_rank(cc_comm *c, void *arg) {
+  float x[1000];
+  int i, n = cc_comm_size(c), bad = 0;
+  cc_result r;
+  (void)arg;
+  for (i = 0; i < 1000; i++) x[i] = (float)(cc_comm_rank(c) + 1);
+  r = cc_all_reduce(c, x, x, 1000, CC_FLOAT32, CC_SUM);
+  for (i = 0; i < 1000; i++) bad += x[i] != (float)(n * (n + 1) / 2);
+  return r != CC_OK || bad;
+}
+
+static int mode_spawn(int n) {
+  int st = cc_spawn(n, spawn_rank, NULL);
+  printf("spawn: status %d: %s\n", st, cc_comm_last_error(NULL));
+  return st;
+}
+
 int main(int argc, char **argv) {
+  const char *ng = getenv("SEC_NO_GETRANDOM");
   setvbuf(stdout, NULL, _IOLBF, 0);
+  if (ng && !strcmp(ng, "1") && forbid_getrandom() != 0) {
+    printf("result: cannot install the seccomp filter: %s\n", strerror(errno));
+    return 4;
+  }
+  if (argc == 2 && !strcmp(argv[1], "uid")) return mode_uid();
+  if (argc == 3 && !strcmp(argv[1], "spawn")) return mode_spawn(atoi(argv[2]));
+  if (argc == 3 && !strcmp(argv[1], "tokens")) return mode_tokens(strtol(argv[2], NULL, 10));
   if (argc == 3 && !strcmp(argv[1], "allreduce")) return mode_allreduce((size_t)strtoul(argv[2], NULL, 10));
   if (argc == 2 && !strcmp(argv[1], "unexp")) return mode_unexp();
   if (argc == 5 && !strcmp(argv[1], "stranger")) return mode_stranger(argv[2], atoi(argv[3]), atoi(argv[4]));
-  if (argc == 6 && !strcmp(argv[1], "flood")) return mode_flood(argv[2], atoi(argv[3]), atoi(argv[4]), atof(argv[5]));
+  if (argc == 6 && !strcmp(argv[1], "flood"))
+    return mode_flood(argv[2], atoi(argv[3]), atoi(argv[4]), atof(argv[5]), 0);
+  if (argc == 8 && !strcmp(argv[1], "flood") && !strcmp(argv[6], "dribble"))
+    return mode_flood(argv[2], atoi(argv[3]), atoi(argv[4]), atof(argv[5]), atof(argv[7]));
   if (argc == 7 && !strcmp(argv[1], "relay"))
     return mode_relay(atoi(argv[2]), argv[3], atoi(argv[4]), argv[5], strtoull(argv[6], NULL, 10));
-  fprintf(stderr, "usage: %s allreduce COUNT | unexp | stranger HOST PORT WORLD | flood HOST PORT N SECONDS | "
-          "relay LPORT HOST PORT c2s|s2c OFFSET\n", argv[0]);
+  fprintf(stderr, "usage: %s allreduce COUNT | unexp | stranger HOST PORT WORLD | flood HOST PORT N SECONDS [dribble MS] | "
+          "relay LPORT HOST PORT c2s|s2c OFFSET | tokens N | uid | spawn N\n", argv[0]);
   return 2;
 }
 

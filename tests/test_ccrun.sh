@@ -99,7 +99,7 @@ else
   fi
 fi
 
-strong=0f1e2d3c4b5a69788796a5b4c3d2e1f0
+strong=29b95765721245e15340fa89df69876f
 tok=$(CC_TOKEN=$strong timeout 20 "$CCRUN" -n 2 sh -c 'echo $CC_TOKEN' 2>/dev/null | sort -u)
 [ "$tok" = "$strong" ] && pass "CC_TOKEN passed through" \
                         || fail "CC_TOKEN passed through" "got '$tok'"
@@ -121,7 +121,8 @@ out=$(env -u CC_TOKEN timeout 10 "$CCRUN" --insecure-no-token --nnodes 2 --node-
 [ "$out" = "started none" ] && pass "--insecure-no-token: --nnodes 2 starts without a token" \
                              || fail "--insecure-no-token" "got '$out'"
 # a weak token is refused (on one host too: the ranks would refuse it)
-for weak in s3cret 0123456789abcdef aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa; do
+for weak in s3cret 0123456789abcdef aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa \
+            0123456789abcdef0123456789abcdef deadbeefdeadbeefdeadbeefdeadbeef passwordpasswordpasswordpasswordpassword; do
   CC_TOKEN=$weak timeout 10 "$CCRUN" -n 1 sh -c 'echo started' >"$T/out" 2>"$T/err"
   rc=$?
   if [ $rc -eq 2 ] && [ ! -s "$T/out" ] && grep -q 'too weak' "$T/err" && grep -q -- '--make-token' "$T/err"; then

@@ -19,6 +19,8 @@
 #   - at -O0, -O1, -Os and -O3 as well (gcc: clang's warnings do not depend on
 #     the level; compiled only);
 #   - with -DCC_NO_TCP and with -DCC_NO_SHM (gcc and clang; compiled only);
+#     the CC_NO_TCP object holds no cipher (nm: @crypto's ciphers, AEADs and
+#     HKDF are compiled out; SHA-256 and HMAC stay, the segments' names use them);
 #   - tests/test_crypto.c with -DCC_CRYPTO_PORTABLE -DCC_CRYPTO_NO_INT128, with
 #     -DCC_CRYPTO_NO_INT128 (clang) and as C++ (g++): built and run.
 # One PASS or FAIL line per combination; a SKIP line for an absent compiler.
@@ -188,10 +190,12 @@ for comp in gcc clang g++ clang++; do
         "$comp ${f/-O2/$lvl} -I$root -c impl.$e -o impl-$comp$lvl.o"
     done
   fi
-  for macro in CC_NO_TCP CC_NO_SHM; do
-    job "$comp -std=$std -O0 -D$macro: implementation TU" \
-      "$comp $f0 -D$macro -I$root -c impl.$e -o impl-$comp-$macro.o"
-  done
+  job "$comp -std=$std -O0 -DCC_NO_TCP: implementation TU" \
+    "$comp $f0 -DCC_NO_TCP -I$root -c impl.$e -o impl-$comp-CC_NO_TCP.o" \
+    "$comp -std=$std -O0 -DCC_NO_TCP: no cipher in the object (nm: no ChaCha20, Poly1305, AES, GHASH, HKDF or AEAD symbol; SHA-256 and HMAC stay, for the segments' names)" \
+    "nm impl-$comp-CC_NO_TCP.o >nm-$comp-notcp.txt && grep -q 'cc__hmac_sha256' nm-$comp-notcp.txt && ! grep -iE 'chacha|poly1305|aes|gcm|ghash|clmul|hkdf|aead|crypto_cpu' nm-$comp-notcp.txt"
+  job "$comp -std=$std -O0 -DCC_NO_SHM: implementation TU" \
+    "$comp $f0 -DCC_NO_SHM -I$root -c impl.$e -o impl-$comp-CC_NO_SHM.o"
 done
 # The launcher, with the same flags (gcc and clang), linked with -pthread alone.
 for comp in gcc clang; do

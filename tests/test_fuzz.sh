@@ -6,7 +6,7 @@
 # link fed a stream (whole, or in pieces that split frames anywhere), checked
 # against a model of the protocol, and the accepting side of the handshake
 # (many clients at once, genuine and not, messages split and pipelined, a full
-# table, eviction and expiry; about 30 inputs a second: each runs a real
+# table and eviction; about 30 inputs a second: each runs a real
 # server on loopback for 25 ms).
 #
 # Each target is built with clang -fsanitize=fuzzer,address,undefined into

@@ -13,7 +13,9 @@
 #              (comments and strings aside)
 #   ifs        above @platform only @base, @reduce and @crypto have an #if, and
 #              those only on the compiler (CUDA, GCC attributes) or, in @crypto,
-#              the CPU architecture (x86-64 intrinsics, __int128), never on the OS
+#              the CPU architecture (x86-64 intrinsics, __int128) and whether the
+#              build has TCP (CC__HAVE_TCP: its ciphers serve TCP only), never on
+#              the OS
 # Plain bash, grep, sed and awk: nothing to install.
 set -u
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -96,10 +98,10 @@ fi
 bad_ifs=$(awk '/^\/\* =+ @/ { sec = $3 } /^#[[:space:]]*if/ { print NR ": [" sec "] " $0 }' "$h" |
           grep -vE '\[(@api|@platform)\]|^[0-9]+: \[\] ' |
           grep -vE '\[(@base|@reduce)\] #(if defined\(__GNUC__\) \|\| defined\(__clang__\)|ifdef __CUDACC__)$' |
-          grep -vE '\[@crypto\] #(if CC__CRYPTO_X86|if defined\(__SIZEOF_INT128__\) && !defined\(CC_CRYPTO_NO_INT128\))$' |
+          grep -vE '\[@crypto\] #(if CC__CRYPTO_X86|if CC__HAVE_TCP|if defined\(__SIZEOF_INT128__\) && !defined\(CC_CRYPTO_NO_INT128\))$' |
           grep -vE '\[@spawn\] #ifdef __cplusplus$')
 if [ -z "$bad_ifs" ]; then
-  pass "no #if on the platform above @platform (only @base's and @reduce's compiler checks, @crypto's CPU ones)"
+  pass "no #if on the platform above @platform (only @base's and @reduce's compiler checks, @crypto's CPU ones and CC__HAVE_TCP)"
 else
   fail "#if outside @platform: $bad_ifs"
 fi

@@ -5,11 +5,20 @@
 # RANK/WORLD_SIZE/MASTER_ADDR/MASTER_PORT on loopback (as another launcher would);
 # "hosts" are IPC namespaces (unshare --ipc) where a case needs TCP between ranks
 # of one machine, or CC_TRANSPORT=tcp.
-#   token   a weak CC_TOKEN is refused by cc_comm_init, saying how to make one;
-#           CC_TOKEN is gone from the environment once read (and from
-#           /proc/PID/environ, what other processes see); without a token a
-#           job whose rendezvous is not on loopback prints one warning on rank 0
+#   token   a weak token is refused by cc_comm_init (CC_TOKEN and cfg.token),
+#           saying how to make one: a short one, and long ones made of runs,
+#           sequences or a word repeated; random 128-bit ones pass;
+#           cfg.token = "" is no token given (CC_TOKEN is used: over TCP, and
+#           in a ccrun job's shared memory); CC_INSECURE_NO_TOKEN turns the
+#           token off with a warning; either way CC_TOKEN is gone from the
+#           environment once read (and from /proc/PID/environ, what other
+#           processes see); without a token a job whose rendezvous is not on
+#           loopback prints one warning on rank 0
 #           (a network namespace of the test's own with a 10.x address; root)
+#   random  without getrandom (a seccomp filter in the probe) a job runs on
+#           /dev/urandom; without /dev/urandom too (a mount namespace, root)
+#           cc_get_unique_id, cc_comm_init (TCP, and shared memory under ccrun)
+#           and cc_spawn fail at once with CC_ERR_SYSTEM saying why
 #   oracle  a stranger's hello refused for its world size gets a challenge with
 #           a status and no MAC, then the connection ends; a well-formed rank-1
 #           hello (token flag set) gets the challenge, and its response with a
@@ -29,11 +38,15 @@
 #           and a sustained flood (300 connections, each reopened as soon as it
 #           is dropped) while they come: the job completes within 2.5 s
 #           (CC_TIMEOUT=5; a table that only expires silent connections after
-#           2 s takes 6 s to reach the ranks behind 200 of them)
+#           2 s takes 6 s to reach the ranks behind 200 of them); 1000 silent
+#           ones reopened as dropped, and 1000 that dribble a hello one byte
+#           every 150 ms (rank 0's soft open-files limit at 256; every link
+#           over TCP): the job completes within CC_TIMEOUT=5
 #   file    a symbolic link at the file:// path: refused, its target untouched,
 #           the link left; a file owned by another user: refused (root only)
 #   shm     a segment made first by someone else (mode 0666, or another owner)
-#           at the name a job will use: refused at once, not waited in; with a
+#           at the name a job will use: refused at once, not waited in, and
+#           left where it is (even by root); with a
 #           token the job's names carry a suffix nobody else can compute, and a
 #           segment planted at the plain name does not stop the job
 #   unexp   a rank that sends empty messages nobody receives, without end: the
@@ -106,15 +119,33 @@ res() { sed -n 's/^result: //p' "$work/$1" | head -n 1; }
 # ------------------------------------------------------------ token
 
 begin token-weak
-p=$(port)
+# (a world of one: the token is judged before anything else)
+a64=$(printf 'a%.0s' $(seq 64))
+weak_tokens=(s3cret "$a64" 0123456789abcdef0123456789abcdef deadbeefdeadbeefdeadbeefdeadbeef
+             passwordpasswordpasswordpasswordpassword 0f1e2d3c4b5a69788796a5b4c3d2e1f0)
 args=(allreduce 10)
-rank 0 2 "$p" r0.out CC_TOKEN=s3cret CC_TIMEOUT=5
-wait_all "$last_pid"
-r0=$(res r0.out)
-if [[ $r0 == CC_ERR_INVALID_ARG:*too\ weak* ]] && [[ $r0 == *--make-token* ]]; then
-  pass "token: CC_TOKEN=s3cret refused by cc_comm_init at once: '${r0:0:150}...'"
+for w in "${weak_tokens[@]}"; do
+  for how in CC_TOKEN cfg.token; do
+    if [ "$how" = CC_TOKEN ]; then rank 0 1 "$(port)" r0.out CC_TOKEN="$w" CC_TIMEOUT=5
+    else rank 0 1 "$(port)" r0.out SEC_CFG_TOKEN="$w" CC_TIMEOUT=5; fi
+    wait_all "$last_pid"
+    r0=$(res r0.out)
+    if [[ $r0 == CC_ERR_INVALID_ARG:*"the token ($how) is too weak"* ]] && [[ $r0 == *--make-token* ]] &&
+       { [ "$w" = s3cret ] || [[ $r0 == *"repeats itself"* ]]; }; then
+      pass "token: $how=${w:0:40}$([ ${#w} -gt 40 ] && echo ...) refused by cc_comm_init: '$(echo "$r0" | grep -o 'about [0-9]* bits of entropy\( ([^)]*)\)\?')'"
+    else
+      fail "token: $how=$w: expected CC_ERR_INVALID_ARG saying it is too weak (and, but for s3cret, that it repeats itself or counts) and how to make one, got '$r0'"
+    fi
+  done
+done
+# random tokens of 128 bits (32 hex digits, as `head -c 16 /dev/urandom | xxd -p`)
+# pass: 100,000 of a fixed pseudo-random sequence, judged as cc_comm_init does
+out=$("$probe" tokens 100000 2>&1)
+nref=$(echo "$out" | sed -n 's/^tokens: \([0-9]*\) of 100000 refused$/\1/p')
+if [ -n "$nref" ] && [ "$nref" -le 3 ]; then
+  pass "token: $nref of 100000 random 128-bit hex tokens refused (a pattern by chance)"
 else
-  fail "token: CC_TOKEN=s3cret: expected CC_ERR_INVALID_ARG saying it is too weak and how to make one, got '$r0'"
+  fail "token: random 128-bit hex tokens: '$out'; expected at most 3 of 100000 refused"
 fi
 finish
 
@@ -129,6 +160,53 @@ if [ "${statuses[*]}" = "0 0" ] && grep -q '^env token: absent$' "$work/r0.out" 
   pass "token: CC_TOKEN is gone from a rank's environment once cc_comm_init read it, and from /proc/PID/environ (the job succeeds)"
 else
   fail "token: statuses ${statuses[*]}; expected 0 0, and 'env token: absent' and 'proc environ token: absent' on both ranks"
+  show "$work"/r*.out
+fi
+finish
+
+# cfg.token = "" means no token given, as NULL does: CC_TOKEN is the token
+# (and is gone from the environment). Over TCP: rank 0 with cfg.token = "" and
+# CC_TOKEN, rank 1 with the same CC_TOKEN (a rank without the token would be
+# refused); in shared memory (ccrun: CC_JOB_ID, a fresh CC_TOKEN that names the
+# segments): rank 0 with cfg.token = "" meets rank 1 in the same segments.
+begin token-empty
+p=$(port)
+args=(allreduce 1000)
+rank 1 2 "$p" r1.out CC_TOKEN="$token" CC_TRANSPORT=tcp CC_TIMEOUT=8; p1=$last_pid
+rank 0 2 "$p" r0.out CC_TOKEN="$token" CC_TRANSPORT=tcp CC_TIMEOUT=8 SEC_CFG_TOKEN=; p0=$last_pid
+wait_all "$p0" "$p1"
+if [ "${statuses[*]}" = "0 0" ] && grep -q '^data: ok' "$work/r0.out" && grep -q '^env token: absent$' "$work/r0.out"; then
+  pass "token: cfg.token = \"\" with CC_TOKEN set, over TCP: rank 0 proves CC_TOKEN to rank 1 (which has it) and has it gone from its environment"
+else
+  fail "token: cfg.token = \"\" with CC_TOKEN set, TCP: statuses ${statuses[*]} (want 0 0, rank 0 using CC_TOKEN and 'env token: absent')"
+  show "$work"/r*.out
+fi
+launch r.out CC_TIMEOUT=5 -- "$ccrun" --tag-output -n 2 sh -c \
+  'if [ "$RANK" = 0 ]; then export SEC_CFG_TOKEN=; fi; exec "$0" allreduce 1000' "$probe"; pc=$last_pid
+wait_all "$pc"
+if [ "${statuses[*]}" = "0" ] && [ "$(grep -c '^\[[01]\] data: ok' "$work/r.out")" = 2 ] &&
+   [ "$(grep -c '^\[[01]\] env token: absent' "$work/r.out")" = 2 ]; then
+  pass "token: cfg.token = \"\" on rank 0 of a ccrun job: shared memory named after ccrun's CC_TOKEN on both ranks, the job succeeds"
+else
+  fail "token: cfg.token = \"\" on rank 0 of a ccrun job: status ${statuses[*]} (want 0, both ranks' data right, CC_TOKEN gone from both)"
+  show "$work"/r.out
+fi
+finish
+
+# cfg.token = CC_INSECURE_NO_TOKEN: no token whatever CC_TOKEN says, with a
+# warning on stderr; CC_TOKEN is gone from the environment all the same
+begin token-insecure
+p=$(port)
+args=(allreduce 1000)
+rank 1 2 "$p" r1.out CC_TRANSPORT=tcp CC_TIMEOUT=8; p1=$last_pid
+rank 0 2 "$p" r0.out CC_TOKEN="$token" CC_TRANSPORT=tcp CC_TIMEOUT=8 SEC_CFG_TOKEN=insecure-no-token; p0=$last_pid
+wait_all "$p0" "$p1"
+if [ "${statuses[*]}" = "0 0" ] && grep -q '^data: ok' "$work/r0.out" && grep -q '^env token: absent$' "$work/r0.out" &&
+   grep -q 'WARN.*cfg.token is CC_INSECURE_NO_TOKEN (CC_TOKEN, which is set, is not used).*not authenticated' "$work/r0.out" &&
+   ! grep -q 'CC_INSECURE_NO_TOKEN' "$work/r1.out"; then
+  pass "token: cfg.token = CC_INSECURE_NO_TOKEN with CC_TOKEN set: rank 0 joins rank 1 (no token) over TCP, warns '$(grep -o 'cfg.token is CC_INSECURE.\{0,80\}' "$work/r0.out" | head -1)...', CC_TOKEN gone"
+else
+  fail "token: cfg.token = CC_INSECURE_NO_TOKEN: statuses ${statuses[*]} (want 0 0, a warning on rank 0, CC_TOKEN gone)"
   show "$work"/r*.out
 fi
 finish
@@ -162,6 +240,61 @@ else
   fi
   ip netns del "$netns" 2>/dev/null
   netns=""
+fi
+finish
+
+# ------------------------------------------------------------ randomness
+
+# Without getrandom (sec_probe's seccomp filter) the ranks take /dev/urandom
+# and the job runs; without either (a mount namespace in which /dev/null is
+# bound over /dev/urandom, root) nothing is made of the clock and the pid:
+# cc_get_unique_id, cc_comm_init (a TCP rendezvous, and shared memory under
+# ccrun) and cc_spawn fail at once, saying why.
+begin random-urandom
+p=$(port)
+args=(allreduce 1000)
+rank 1 2 "$p" r1.out SEC_NO_GETRANDOM=1 CC_TOKEN="$token" CC_TRANSPORT=tcp; p1=$last_pid
+rank 0 2 "$p" r0.out SEC_NO_GETRANDOM=1 CC_TOKEN="$token" CC_TRANSPORT=tcp; p0=$last_pid
+wait_all "$p0" "$p1"
+if [ "${statuses[*]}" = "0 0" ] && grep -q '^data: ok' "$work/r0.out" && grep -q '^data: ok' "$work/r1.out"; then
+  pass "random: without getrandom (seccomp) the ranks take /dev/urandom: a TCP job with a token runs, data right"
+else
+  fail "random: without getrandom: statuses ${statuses[*]} (want 0 0)"
+  show "$work"/r*.out
+fi
+finish
+
+begin random-none
+no_urandom=(unshare -m sh -c 'mount --bind /dev/null /dev/urandom && exec "$@"' _)
+if [ "$(id -u)" -ne 0 ] || ! "${no_urandom[@]}" true 2>/dev/null; then
+  skip "random: a mount namespace without /dev/urandom needs root (unshare -m)"
+else
+  want='CC_ERR_SYSTEM:*"the kernel gave no random bytes (getrandom, then /dev/urandom: "*'
+  launch u.out SEC_NO_GETRANDOM=1 -- "${no_urandom[@]}" "$probe" uid; pu=$last_pid
+  launch s.out SEC_NO_GETRANDOM=1 CC_TIMEOUT=10 -- "${no_urandom[@]}" "$probe" spawn 2; ps=$last_pid
+  launch c.out SEC_NO_GETRANDOM=1 CC_TIMEOUT=10 -- "${no_urandom[@]}" "$ccrun" --tag-output -n 2 "$probe" allreduce 1000; pc=$last_pid
+  p=$(port)
+  args=(allreduce 1000)
+  case_prefix=("${no_urandom[@]}")
+  rank 1 2 "$p" r1.out SEC_NO_GETRANDOM=1 CC_TOKEN="$token" CC_TIMEOUT=10; p1=$last_pid
+  rank 0 2 "$p" r0.out SEC_NO_GETRANDOM=1 CC_TOKEN="$token" CC_TIMEOUT=10; p0=$last_pid
+  case_prefix=()
+  t0=$(cc_now_ms)
+  wait_all "$pu" "$ps" "$pc" "$p0" "$p1"
+  ms=$(($(cc_now_ms) - t0))
+  ru=$(res u.out) r0=$(res r0.out) r1=$(res r1.out)
+  rs=$(sed -n 's/^spawn: status [0-9]*: //p' "$work/s.out")
+  nc=$(grep -c '^\[[01]\] result: CC_ERR_SYSTEM: comm_init: cannot make nonces, keys and segment names: the kernel gave no random bytes' "$work/c.out")
+  if [[ $ru == CC_ERR_SYSTEM:*"get_unique_id: cannot make the job's nonce and secret: the kernel gave no random bytes"* ]] &&
+     [[ $r0 == CC_ERR_SYSTEM:*"comm_init: cannot make nonces, keys and segment names: the kernel gave no random bytes"* ]] &&
+     [[ $r1 == CC_ERR_SYSTEM:*"comm_init: cannot make nonces, keys and segment names: the kernel gave no random bytes"* ]] &&
+     [[ $rs == *"cc_spawn: cannot make the job's identity and segment key: the kernel gave no random bytes"* ]] &&
+     [ "$nc" -ge 1 ] && ! grep -q 'result: CC_OK' "$work/c.out" && [ "${statuses[*]}" = "1 1 1 1 1" ]; then
+    pass "random: neither getrandom nor /dev/urandom: cc_get_unique_id, cc_comm_init (TCP rendezvous; shared memory under ccrun) and cc_spawn fail at once ($ms ms): '${ru:0:170}...'"
+  else
+    fail "random: neither getrandom nor /dev/urandom: statuses ${statuses[*]} (want 1 1 1 1 1), get_unique_id '$ru', cc_spawn '$rs', ranks '$r0' / '$r1', ccrun's ranks: $nc saying why (want 1 or 2: ccrun stops the other when one fails), $(grep -c 'result: CC_OK' "$work/c.out") CC_OK"
+    show "$work"/u.out "$work"/s.out "$work"/c.out "$work"/r*.out
+  fi
 fi
 finish
 
@@ -330,35 +463,62 @@ fi
 
 # ------------------------------------------------------------ flood
 
-# flood_case NAME N SECONDS: the flood starts on rank 0's rendezvous port
-# before ranks 1 and 2 come
+# flood_case NAME MAXMS N SECONDS [dribble MS]: the flood (sec_probe flood N
+# SECONDS ...) starts on rank 0's rendezvous port before ranks 1 and 2 come;
+# the job must complete within CC_TIMEOUT=5 (and MAXMS, when not 0). Ranks
+# take VARS from flood_vars=(...), rank 0 its command prefix from
+# flood_r0_prefix=(...).
+flood_vars=() flood_r0_prefix=()
 flood_case() {
-  local name=$1 n=$2 secs=$3 t0 ms
+  local name=$1 maxms=$2 n=$3 secs=$4 t0 ms
+  shift 4
   begin "flood-$name"
   p=$(port)
   args=(allreduce 1000)
-  rank 0 3 "$p" r0.out CC_TOKEN="$token" CC_TIMEOUT=5; p0=$last_pid
+  case_prefix=(${flood_r0_prefix[@]+"${flood_r0_prefix[@]}"})
+  rank 0 3 "$p" r0.out CC_TOKEN="$token" CC_TIMEOUT=5 ${flood_vars[@]+"${flood_vars[@]}"}; p0=$last_pid
+  case_prefix=()
   for _ in $(seq 100); do grep -q ":$(printf '%04X' "$p") " /proc/net/tcp 2>/dev/null && break; sleep 0.05; done
-  launch flood.out -- "$probe" flood 127.0.0.1 "$p" "$n" "$secs"; pf=$last_pid
-  for _ in $(seq 100); do grep -q '^flood: .* open' "$work/flood.out" && break; sleep 0.05; done
+  launch flood.out -- "$probe" flood 127.0.0.1 "$p" "$n" "$secs" "$@"; pf=$last_pid
+  for _ in $(seq 100); do grep -q '^flood: .* open' "$work/flood.out" 2>/dev/null && break; sleep 0.05; done
   t0=$(cc_now_ms)
-  rank 1 3 "$p" r1.out CC_TOKEN="$token" CC_TIMEOUT=5; p1=$last_pid
-  rank 2 3 "$p" r2.out CC_TOKEN="$token" CC_TIMEOUT=5; p2=$last_pid
+  rank 1 3 "$p" r1.out CC_TOKEN="$token" CC_TIMEOUT=5 ${flood_vars[@]+"${flood_vars[@]}"}; p1=$last_pid
+  rank 2 3 "$p" r2.out CC_TOKEN="$token" CC_TIMEOUT=5 ${flood_vars[@]+"${flood_vars[@]}"}; p2=$last_pid
   wait_all "$p0" "$p1" "$p2"
   ms=$(($(cc_now_ms) - t0))
   kill -TERM "$pf" 2>/dev/null
   wait "$pf" 2>/dev/null
-  if [ "${statuses[*]}" = "0 0 0" ] && grep -q '^data: ok' "$work/r0.out" && [ "$ms" -lt 2500 ]; then
+  if [ "${statuses[*]}" = "0 0 0" ] && grep -q '^data: ok' "$work/r0.out" && { [ "$maxms" = 0 ] || [ "$ms" -lt "$maxms" ]; }; then
     pass "flood: $name: ranks 1 and 2 join through it, the job completes in $ms ms (CC_TIMEOUT=5; $(grep -h '^flood: ' "$work/flood.out" | tr '\n' ' '))"
   else
-    fail "flood: $name: statuses ${statuses[*]} after $ms ms; expected 0 0 0 within 2.5 s (CC_TIMEOUT=5)"
+    fail "flood: $name: statuses ${statuses[*]} after $ms ms; expected 0 0 0 within CC_TIMEOUT=5$([ "$maxms" = 0 ] || echo " and $maxms ms")"
     show "$work"/r*.out "$work"/flood.out
   fi
   finish
 }
-flood_case "200 silent connections" 200 0
-if [ "$quick" = 1 ]; then flood_case "a sustained flood (200 connections reopened as dropped, 4 s)" 200 4
-else flood_case "a sustained flood (300 connections reopened as dropped, 6 s)" 300 6; fi
+flood_case "200 silent connections" 2500 200 0
+if [ "$quick" = 1 ]; then flood_case "a sustained flood (200 connections reopened as dropped, 4 s)" 2500 200 4
+else flood_case "a sustained flood (300 connections reopened as dropped, 6 s)" 2500 300 6; fi
+# From one address: 1000 connections that stay silent, reopened as soon as
+# they are dropped; and 1000 that dribble the start of a hello, a byte every
+# 150 ms (never silent long enough to look idle), reopened as dropped, with
+# rank 0's soft open-files limit at 256 (it raises it toward the hard limit)
+# and every link over TCP.
+flood_case "1000 silent connections reopened as dropped" 0 1000 10
+flood_vars=(CC_TRANSPORT=tcp)
+flood_r0_prefix=(bash -c 'ulimit -S -n 256 && exec "$@"' _)
+flood_case "1000 connections dribbling a hello a byte every 150 ms, reopened as dropped; ulimit -S -n 256 on rank 0; CC_TRANSPORT=tcp" 0 1000 10 dribble 150
+flood_vars=() flood_r0_prefix=()
+nofile=$(sed -n 's/^nofile: \([0-9]*\) of \([0-9]*\)$/\1 \2/p' "$work/r0.out")
+if [ -z "$nofile" ]; then
+  fail "flood: rank 0 did not say its open-files limit after cc_comm_init"
+elif [ "${nofile#* }" -lt 1100 ]; then
+  skip "flood: the hard open-files limit (${nofile#* }) leaves no room to raise the soft one to a table's worth"
+elif [ "${nofile% *}" -ge 1088 ]; then
+  pass "flood: rank 0 raised its soft open-files limit from 256 to ${nofile% *} (hard ${nofile#* }): a descriptor for each connection of its table"
+else
+  fail "flood: rank 0's soft open-files limit after cc_comm_init is ${nofile% *} (from 256; hard ${nofile#* }): expected it raised to a table's worth"
+fi
 
 # ------------------------------------------------------------ file://
 
@@ -408,18 +568,31 @@ seg=/dev/shm/cc-$job-w0
 (umask 0; : >"$seg"; chmod 0666 "$seg")
 [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1 && chown nobody "$seg"
 owner=$(stat -c '%U %a' "$seg")
+ino=$(stat -c '%i' "$seg")
 t0=$(cc_now_ms)
 args=(allreduce 10)
 launch r1.out RANK=1 WORLD_SIZE=2 CC_JOB_ID="$job" CC_TIMEOUT=10 -- "$probe" allreduce 10; p1=$last_pid
 wait_all "$p1"
 ms=$(($(cc_now_ms) - t0))
 r1=$(res r1.out)
+left1=$([ "$(stat -c '%i' "$seg" 2>/dev/null)" = "$ino" ] && echo kept || echo removed)
+# rank 0, whose O_EXCL create finds it there
+launch r0.out RANK=0 WORLD_SIZE=2 CC_JOB_ID="$job" CC_TIMEOUT=10 -- "$probe" allreduce 10; p0=$last_pid
+wait_all "$p0"
+r0=$(res r0.out)
+left0=$([ "$(stat -c '%i' "$seg" 2>/dev/null)" = "$ino" ] && echo kept || echo removed)
 rm -f "$seg"
 if [[ $r1 == CC_ERR_SYSTEM:*"refusing shared memory"* ]] && [ "$ms" -lt 3000 ]; then
   pass "shm: a segment made first by someone else ($owner) at the job's name: rank 1 refuses it in $ms ms: '${r1:0:140}...'"
 else
   fail "shm: a foreign segment ($owner) at $seg: rank 1 '$r1' after $ms ms; expected a refusal at once, not a wait in it"
   show "$work"/r1.out
+fi
+if [ "$left1" = kept ] && [ "$left0" = kept ] && [[ $r0 == CC_ERR_SYSTEM:*"cannot create shared memory"* ]]; then
+  pass "shm: the refusing rank 1, and rank 0 that cannot create its segment there, leave the planted one ($owner$([ "$(id -u)" -eq 0 ] && echo ', running as root')) alone: they unlink only a segment they made or mapped"
+else
+  fail "shm: the planted segment ($owner) after rank 1 refused it: $left1, after rank 0 failed ('$r0'): $left0; expected kept both times"
+  show "$work"/r0.out
 fi
 finish
 

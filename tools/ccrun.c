@@ -30,11 +30,13 @@
 
    Exit status: the job's as above; 2 for bad usage; 1 when ccrun itself fails.
    It includes cc.h's implementation for what the ranks decide alike (whether
-   a token is strong enough), so that the two cannot disagree; it calls no
-   collective. Linux only (signalfd, prctl, getrandom). Single-threaded, so
-   strerror and setenv are safe here. */
+   a token is strong enough, where random bytes come from), so that the two
+   cannot disagree; CC_STATIC keeps only what it calls (no collective). Linux
+   only (signalfd, prctl). Single-threaded, so strerror and setenv are safe
+   here. */
 
 #define _GNU_SOURCE
+#define CC_STATIC
 #define CC_IMPLEMENTATION
 #include "../cc.h"
 
@@ -50,7 +52,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/random.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
@@ -217,32 +218,26 @@ static const char *sig_name(int sig) {
 
 /* ------------------------------------------------------------ tokens */
 
-/* n random bytes as 2n hex digits into out (2n + 1 bytes). */
+/* n random bytes as 2n hex digits into out (2n + 1 bytes), from the kernel
+ * (cc.h's cc__random_hex: getrandom, else /dev/urandom); without them ccrun
+ * fails, as the ranks would. */
 static void random_hex(char *out, size_t n) {
-  unsigned char b[64];
-  size_t got = 0;
-  if (n > sizeof b) n = sizeof b;
-  while (got < n) {
-    ssize_t k = getrandom(b + got, n - got, 0);
-    if (k < 0) {
-      if (errno == EINTR) continue;
-      msg("getrandom: %s", strerror(errno));
-      exit(1);
-    }
-    got += (size_t)k;
+  if (cc__random_hex(out, 2 * n) != 0) {
+    msg("no random bytes from the kernel (getrandom, then /dev/urandom: %s): nothing else makes an unguessable "
+        "token or job id", strerror(errno));
+    exit(1);
   }
-  for (size_t i = 0; i < n; i++) snprintf(out + 2 * i, 3, "%02x", b[i]);
 }
 
 /* A job on several hosts needs a token (or --insecure-no-token); a token
- * needs 128 bits. */
+ * needs 128 bits, judged as the ranks judge it (cc.h's cc__token_check). */
 static void check_token(void) {
   const char *t = getenv("CC_TOKEN");
   if (t && *t) {
-    int bits = cc__token_bits(t);
-    if (bits < 128) {
-      msg("CC_TOKEN is too weak: about %d bits of entropy, and a token needs at least 128 (a guessable one lets "
-          "a stranger into the job); make one with `ccrun --make-token` or `head -c 16 /dev/urandom | xxd -p`", bits);
+    char weak[160];
+    if (cc__token_check(t, weak, sizeof weak) != 0) {
+      msg("CC_TOKEN is too weak: %s, and a token needs at least %d (a guessable one lets a stranger into the "
+          "job); make one with `ccrun --make-token` or `head -c 16 /dev/urandom | xxd -p`", weak, CC__TOKEN_MIN_BITS);
       exit(2);
     }
     return;
