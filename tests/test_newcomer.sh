@@ -98,6 +98,8 @@ int main(void) {
 EOF
 if [ ! -s "$work/readme.c" ]; then
   fail "no C program under '## Usage' in README.md"
+elif [ "${CC_TEST_TIER:-}" = quick ]; then
+  echo "SKIP: newcomer: readme.c and pattern.c under -O2 -Wall -Wextra -Werror with gcc and g++: the quick tier builds and runs the README's program with its own build line only (make check builds these)"
 else
   # the four compiles at once (each compiles the whole implementation); the
   # sanitizer runs (CC_TEST_SANITIZER) compile the README's program with gcc
@@ -141,7 +143,7 @@ if [ -z "$line" ] || [ ! -s "$work/readme.c" ]; then
   fail "no build line (cc ... prog.c ...) or no program under '## Usage' in README.md"
 else
   comps="gcc clang"
-  [ -n "${CC_TEST_SANITIZER:-}" ] && comps=gcc
+  [ -n "${CC_TEST_SANITIZER:-}" ] || [ "${CC_TEST_TIER:-}" = quick ] && comps=gcc
   for comp in $comps; do
     if ! command -v "$comp" >/dev/null; then echo "SKIP: newcomer: README build line: $comp is not installed"; continue; fi
     d=$work/line-$comp
