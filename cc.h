@@ -1428,6 +1428,17 @@ static int cc__sock_pick_addr(const char *ifname, const char *toward, int first_
    only (shared-memory segments are named with them): everything from HKDF
    on serves TCP links, and is compiled out. */
 
+/* Little-endian integers, the one codec of the library: the ciphers' words
+   and every integer on the wire (frames, handshakes, records). */
+static void cc__put32(unsigned char *p, uint32_t v) {
+  p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8); p[2] = (unsigned char)(v >> 16); p[3] = (unsigned char)(v >> 24);
+}
+static uint32_t cc__get32(const unsigned char *p) {
+  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+static void cc__put64(unsigned char *p, uint64_t v) { cc__put32(p, (uint32_t)v); cc__put32(p + 4, (uint32_t)(v >> 32)); }
+static uint64_t cc__get64(const unsigned char *p) { return (uint64_t)cc__get32(p) | (uint64_t)cc__get32(p + 4) << 32; }
+
 typedef struct cc__sha256 {
   uint32_t h[8];
   uint64_t len;            /* bytes hashed so far */
@@ -1616,14 +1627,6 @@ static void cc__st64be(unsigned char *p, uint64_t v) {
 
 
 /* -------- small helpers */
-static uint32_t cc__ld32le(const unsigned char *p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static void cc__st32le(unsigned char *p, uint32_t v) {
-  p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8); p[2] = (unsigned char)(v >> 16); p[3] = (unsigned char)(v >> 24);
-}
-static uint64_t cc__ld64le(const unsigned char *p) { return (uint64_t)cc__ld32le(p) | (uint64_t)cc__ld32le(p + 4) << 32; }
-static void cc__st64le(unsigned char *p, uint64_t v) { cc__st32le(p, (uint32_t)v); cc__st32le(p + 4, (uint32_t)(v >> 32)); }
 
 /* out = a ^ b over n bytes (any alignment; out may equal a or b). */
 static void cc__xor_bytes(unsigned char *out, const unsigned char *a, const unsigned char *b, size_t n) {
@@ -1722,9 +1725,9 @@ static void cc__chacha20_init(uint32_t st[16], const unsigned char key[32], uint
                               const unsigned char nonce[12]) {
   int i;
   st[0] = 0x61707865u; st[1] = 0x3320646eu; st[2] = 0x79622d32u; st[3] = 0x6b206574u;
-  for (i = 0; i < 8; i++) st[4 + i] = cc__ld32le(key + 4 * i);
+  for (i = 0; i < 8; i++) st[4 + i] = cc__get32(key + 4 * i);
   st[12] = counter;
-  for (i = 0; i < 3; i++) st[13 + i] = cc__ld32le(nonce + 4 * i);
+  for (i = 0; i < 3; i++) st[13 + i] = cc__get32(nonce + 4 * i);
 }
 
 /* RFC 8439 section 2.3: the 64-byte block for state st (20 rounds, add the
@@ -1743,7 +1746,7 @@ static void cc__chacha20_block(const uint32_t st[16], unsigned char out[64]) {
     CC__CHACHA_QR(x[2], x[7], x[8], x[13]);
     CC__CHACHA_QR(x[3], x[4], x[9], x[14]);
   }
-  for (i = 0; i < 16; i++) cc__st32le(out + 4 * i, x[i] + st[i]);
+  for (i = 0; i < 16; i++) cc__put32(out + 4 * i, x[i] + st[i]);
   cc__crypto_wipe(x, sizeof x);
 }
 
@@ -1925,7 +1928,7 @@ typedef struct cc__poly1305 {
 
 /* RFC 8439 section 2.5: r = key[0..15] clamped, s = key[16..31]. */
 static void cc__poly1305_init(cc__poly1305 *p, const unsigned char key[32]) {
-  uint64_t t0 = cc__ld64le(key), t1 = cc__ld64le(key + 8);
+  uint64_t t0 = cc__get64(key), t1 = cc__get64(key + 8);
   p->r0 = t0 & 0xffc0fffffffull;                          /* r &= 0x0ffffffc0ffffffc0ffffffc0fffffff */
   p->r1 = ((t0 >> 44) | (t1 << 20)) & 0xfffffc0ffffull;
   p->r2 = (t1 >> 24) & 0x00ffffffc0full;
@@ -1940,8 +1943,8 @@ static void cc__poly1305_init(cc__poly1305 *p, const unsigned char key[32]) {
     p->t2 = p->q2 * 20;
   }
   p->h0 = p->h1 = p->h2 = 0;
-  p->pad0 = cc__ld64le(key + 16);
-  p->pad1 = cc__ld64le(key + 24);
+  p->pad0 = cc__get64(key + 16);
+  p->pad1 = cc__get64(key + 24);
 }
 
 /* Acc = ((Acc + block + hibit) * r) mod 2^130-5 for each 16-byte block;
@@ -1957,7 +1960,7 @@ static void cc__poly1305_blocks(cc__poly1305 *p, const unsigned char *m, size_t 
   uint64_t q0 = p->q0, q1 = p->q1, q2 = p->q2, t1 = p->t1, t2 = p->t2;
   uint64_t h0 = p->h0, h1 = p->h1, h2 = p->h2;
   for (; nblocks >= 2; nblocks -= 2, m += 32) {
-    uint64_t a0 = cc__ld64le(m), a1 = cc__ld64le(m + 8), b0 = cc__ld64le(m + 16), b1 = cc__ld64le(m + 24);
+    uint64_t a0 = cc__get64(m), a1 = cc__get64(m + 8), b0 = cc__get64(m + 16), b1 = cc__get64(m + 24);
     uint64_t g0, g1, g2;
     cc__u128 d0, d1, d2;
     h0 += a0 & CC__M44;
@@ -1975,7 +1978,7 @@ static void cc__poly1305_blocks(cc__poly1305 *p, const unsigned char *m, size_t 
     CC__POLY_CARRY(d0, d1, d2, h0, h1, h2);
   }
   if (nblocks) {
-    uint64_t a0 = cc__ld64le(m), a1 = cc__ld64le(m + 8);
+    uint64_t a0 = cc__get64(m), a1 = cc__get64(m + 8);
     cc__u128 d0, d1, d2;
     h0 += a0 & CC__M44;
     h1 += ((a0 >> 44) | (a1 << 20)) & CC__M44;
@@ -2009,8 +2012,8 @@ static void cc__poly1305_finish(cc__poly1305 *p, unsigned char tag[16]) {
   h0 += t0 & CC__M44; c = h0 >> 44; h0 &= CC__M44;
   h1 += (((t0 >> 44) | (t1 << 20)) & CC__M44) + c; c = h1 >> 44; h1 &= CC__M44;
   h2 += ((t1 >> 24) & CC__M42) + c; h2 &= CC__M42;
-  cc__st64le(tag, h0 | (h1 << 44));
-  cc__st64le(tag + 8, (h1 >> 20) | (h2 << 24));
+  cc__put64(tag, h0 | (h1 << 44));
+  cc__put64(tag + 8, (h1 >> 20) | (h2 << 24));
 }
 
 /* ========================================================= AES-256-GCM */
@@ -2341,7 +2344,7 @@ static CC__TARGET_GCM void cc__gcm_keystream(const unsigned char *rk, const unsi
                                              unsigned char out[16]) {
   unsigned char nb[16];
   memcpy(nb, nonce, 12);
-  cc__st32le(nb + 12, 0);
+  cc__put32(nb + 12, 0);
   CC__CRY_ST(out, cc__aes256_block(rk, cc__gcm_ctr(CC__CRY_LD(nb), ctr)));
 }
 
@@ -2561,8 +2564,8 @@ static int cc__aead_builtin_final(cc__aead *s, unsigned char tag[16]) {
   if (s->phase > 1 || !s->key) { cc__aead_fail(s); return -1; }
   cc__aead_mac_pad(s);
   if (s->key->suite == CC__AEAD_CHACHA20_POLY1305) {      /* RFC 8439 section 2.8: le64(aad) le64(ct) */
-    cc__st64le(lb, s->aadlen);
-    cc__st64le(lb + 8, s->msglen);
+    cc__put64(lb, s->aadlen);
+    cc__put64(lb + 8, s->msglen);
     cc__poly1305_blocks(&s->poly, lb, 1, (uint64_t)1 << 40);
     cc__poly1305_finish(&s->poly, tag);
   } else {                                                /* SP 800-38D: [len(A)]64 [len(C)]64 in bits */
@@ -3069,15 +3072,6 @@ struct cc_comm {
 /* ---------------------------------------------------------------- small helpers */
 
 static size_t cc__align(size_t x, size_t a) { return (x + a - 1) / a * a; }
-
-static void cc__put32(unsigned char *p, uint32_t v) {
-  p[0] = (unsigned char)v; p[1] = (unsigned char)(v >> 8); p[2] = (unsigned char)(v >> 16); p[3] = (unsigned char)(v >> 24);
-}
-static uint32_t cc__get32(const unsigned char *p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static void cc__put64(unsigned char *p, uint64_t v) { cc__put32(p, (uint32_t)v); cc__put32(p + 4, (uint32_t)(v >> 32)); }
-static uint64_t cc__get64(const unsigned char *p) { return (uint64_t)cc__get32(p) | (uint64_t)cc__get32(p + 4) << 32; }
 
 static void cc__hex(const unsigned char *in, size_t n, char *out) {   /* out: 2n + 1 bytes */
   static const char digits[] = "0123456789abcdef";

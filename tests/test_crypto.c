@@ -673,8 +673,8 @@ static void ref_chacha_seal(const unsigned char key[32], const unsigned char non
   n = pa;
   if (len) memcpy(buf + n, ct, len);
   n += pc;
-  cc__st64le(buf + n, alen);
-  cc__st64le(buf + n + 8, len);
+  cc__put64(buf + n, alen);
+  cc__put64(buf + n + 8, len);
   ref_poly1305(otk, buf, n + 16, tag);
   free(buf);
 }
