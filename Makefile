@@ -26,7 +26,7 @@ PROBES   := $(patsubst tests/%.c,$(BUILD)/probes/%,$(wildcard tests/*_probe.c))
 # -DCC_NO_IMPLEMENTATION and linked with cc.h's implementation compiled once,
 # $(BUILD)/cc_impl.o: at -O2 the implementation is about 9 s of CPU a program.
 LINKED   := $(EXAMPLES) $(patsubst %,$(BUILD)/tests/%,test_collectives test_determinism test_failures test_ops \
-              test_p2p_blocking test_split_group test_vcoll) $(patsubst %,$(BUILD)/probes/%,init_probe net_probe newcomer_probe)
+              test_p2p_any test_p2p_blocking test_split_group test_vcoll) $(patsubst %,$(BUILD)/probes/%,init_probe net_probe newcomer_probe)
 # bench/cc_bench.c is nccl-tests for cc: build/cc_bench, linked under
 # nccl-tests' names (the name picks the collective: build/all_reduce_perf ...).
 PERF_NAMES = all_reduce all_gather broadcast reduce reduce_scatter alltoall gather scatter sendrecv
