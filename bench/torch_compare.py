@@ -163,6 +163,9 @@ def timed(case, pg, target_s, ctl):
 
 
 def job(rank, n, port, args, outq):
+    # one OpenMP thread per rank, as torchrun sets for its workers (a thread per
+    # core in every rank makes them spin against each other)
+    torch.set_num_threads(1)
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(n))
     dist.init_process_group("cc", rank=rank, world_size=n)
     cc = dist.group.WORLD

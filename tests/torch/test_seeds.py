@@ -103,7 +103,9 @@ def main():
     for mod, name, fn, ws in examples():
         what = f"seed {mod.__name__}{'' if name == 'example' else ' ' + name} ({ws} ranks)"
         cc = run_seed(mod, fn, ws, "cc")
-        gl = run_seed(mod, fn, ws, "gloo")
+        # TORCH_TEST_QUICK (make torch-test on a second torch): cc against
+        # seeds/expected.txt alone, which holds what gloo printed
+        gl = None if os.environ.get("TORCH_TEST_QUICK") and not record else run_seed(mod, fn, ws, "gloo")
         if not cc.ok:
             harness.report(False, f"{what}: cc failed: {cc.why()}")
             continue
@@ -120,7 +122,11 @@ def main():
             harness.report(False, f"{what}: no expected output in seeds/expected.txt (run with --record)")
             continue
         bad = [r for r, k in enumerate(keys) if cc.outputs[r] != exp[k]]
-        if gl.ok and root_only is not None:
+        if gl is None:
+            harness.report(not bad, f"{what}: cc prints what seeds/expected.txt holds (gloo's output, or the "
+                                    f"tutorial's where gloo cannot run it)"
+                           + ("" if not bad else f"; ranks {bad} differ: {[cc.outputs[r] for r in bad]}"))
+        elif gl.ok and root_only is not None:
             gbad = [] if gl.outputs[root_only] == exp[keys[root_only]] else [root_only]
             harness.report(not bad and not gbad,
                            f"{what}: cc prints the tutorial's output; gloo the same on the root (rank {root_only}) "
