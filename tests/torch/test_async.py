@@ -5,7 +5,7 @@ used between world ops, monitored_barrier, and the errors a caller can make
 (a CUDA tensor where torch has CUDA, a negative tag).
 World sizes 2 to 4.
 
-    PYTHONPATH=build/python /usr/bin/python3 tests/torch/test_async.py
+    PYTHONPATH=build/python python3 tests/torch/test_async.py
 """
 import datetime
 import sys

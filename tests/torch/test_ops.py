@@ -11,7 +11,7 @@ refuse (bitwise ops on floats, AVG on integers, any reduction of int16, MIN
 on complex ...) must raise RuntimeError on every rank, and the group must go
 on working afterwards.
 
-    PYTHONPATH=build/python /usr/bin/python3 tests/torch/test_ops.py [WORLD_SIZES]
+    PYTHONPATH=build/python python3 tests/torch/test_ops.py [WORLD_SIZES]
 
 Prints one PASS/FAIL line per world size and operation (with how many cases
 matched gloo and how many the reference), and a FAIL line per failing case.

@@ -13,7 +13,7 @@ prints, so that gloo's runs check the file as well). Then:
   * init_method tcp:// and file:// (the "distributed package" page): two
     processes started one by one.
 
-    PYTHONPATH=build/python /usr/bin/python3 tests/torch/test_seeds.py [--record]
+    PYTHONPATH=build/python python3 tests/torch/test_seeds.py [--record]
 
 --record rewrites seeds/expected.txt from gloo's runs (and cc's where gloo
 cannot run an example: check those against the tutorial by hand).
