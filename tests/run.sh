@@ -71,6 +71,8 @@ run_one() {
   # device's suites: 220 s on a good day of the 2-vCPU VMs, and the days
   # differ 1.7x. Twice the limit; a hang still ends.
   [ "$name" = test_cuda.sh ] && tlimit=$((limit * 2))
+  # test_torch.sh: eight suites of torch programs, about 5 minutes on torch 2.13
+  [ "$name" = test_torch.sh ] && tlimit=$((limit * 2))
   shm_before=$(cc_shm_snapshot)
   t0=$(cc_now_ms)
   echo "=== $name"
