@@ -26,7 +26,7 @@ PROBES   := $(patsubst tests/%.c,$(BUILD)/probes/%,$(wildcard tests/*_probe.c))
 # -DCC_NO_IMPLEMENTATION and linked with cc.h's implementation compiled once,
 # $(BUILD)/cc_impl.o: at -O2 the implementation is about 9 s of CPU a program.
 LINKED   := $(EXAMPLES) $(patsubst %,$(BUILD)/tests/%,test_collectives test_determinism test_failures test_ops \
-              test_p2p_blocking test_split_group test_vcoll) $(patsubst %,$(BUILD)/probes/%,init_probe net_probe newcomer_probe)
+              test_p2p_any test_p2p_blocking test_split_group test_vcoll) $(patsubst %,$(BUILD)/probes/%,init_probe net_probe newcomer_probe)
 # bench/cc_bench.c is nccl-tests for cc: build/cc_bench, linked under
 # nccl-tests' names (the name picks the collective: build/all_reduce_perf ...).
 PERF_NAMES = all_reduce all_gather broadcast reduce reduce_scatter alltoall gather scatter sendrecv
@@ -165,12 +165,13 @@ $(BUILD)/probes/%: tests/%.c cc.h $(wildcard tests/*.h)
 # ThreadSanitizer (make tsan), those two with CC_TEST_QUICK=1 (fewer large
 # cases).
 SANITIZER = $(if $(findstring -fsanitize=thread,$(CFLAGS)),thread,$(if $(findstring -fsanitize,$(CFLAGS)),address))
+TORCH_ENV = $(if $(findstring -fsanitize,$(CFLAGS)),,TORCH_PYTHON=$(TORCH_PYTHON) TORCH_DIR=$(TORCH_DIR))
 .PHONY: test-full check
 test: all torch-if-here
-	@CC_TEST_TIER=$${CC_TEST_TIER:-quick} CC_TEST_SANITIZER=$(SANITIZER) bash tests/run.sh $(BUILD)
+	@CC_TEST_TIER=$${CC_TEST_TIER:-quick} CC_TEST_SANITIZER=$(SANITIZER) $(TORCH_ENV) bash tests/run.sh $(BUILD)
 
 test-full: all torch-if-here
-	@CC_TEST_TIER=full CC_TEST_SANITIZER=$(SANITIZER) bash tests/run.sh $(BUILD)
+	@CC_TEST_TIER=full CC_TEST_SANITIZER=$(SANITIZER) $(TORCH_ENV) bash tests/run.sh $(BUILD)
 
 check:
 	$(MAKE) test-full
@@ -179,22 +180,37 @@ check:
 
 # torch_cc (docs/torch.md): cc as a torch.distributed backend, a C++ extension
 # built by torch.utils.cpp_extension against the torch that TORCH_PYTHON
-# imports, into $(BUILD)/python: `PYTHONPATH=$(BUILD)/python python3 prog.py`
-# with init_process_group("cc"). `make test` builds it first where torch
-# imports (not in the sanitizer builds). --force: setuptools would keep an
-# extension whose .cpp is older than it, though cc.h changed.
-TORCH_PYTHON ?= /usr/bin/python3
-.PHONY: torch torch-if-here
+# imports, into TORCH_DIR (default $(BUILD)/python): `PYTHONPATH=$(BUILD)/python
+# python3 prog.py` with init_process_group("cc"). TORCH_PYTHON defaults to the
+# first python3 (or python) on PATH whose torch imports (looked for once, and
+# only when a torch rule needs it). `make test` builds it first where torch
+# imports (not in the sanitizer builds) and runs its tests with that Python;
+# `make torch-test` builds and runs them alone (what CI runs for a second
+# torch: TORCH_PYTHON=/usr/bin/python3 TORCH_DIR=build/python-system). --force:
+# setuptools would keep an extension whose .cpp is older than it, though cc.h
+# changed; the extension is rebuilt too when TORCH_PYTHON changes.
+TORCH_PYTHON ?= $(eval TORCH_PYTHON := $(or $(shell for p in $$(which -a python3 python 2>/dev/null); do \
+  "$$p" -c 'import torch' >/dev/null 2>&1 && { echo "$$p"; break; }; done),python3))$(TORCH_PYTHON)
+TORCH_DIR ?= $(BUILD)/python
+.PHONY: torch torch-if-here torch-test FORCE
 # (a prerequisite of test beside all: with -j its one compiler runs beside the others)
 torch-if-here:
 	@$(if $(findstring -fsanitize,$(CFLAGS)),,if $(TORCH_PYTHON) -c 'import torch' 2>/dev/null; then \
-	  $(MAKE) --no-print-directory torch || echo "make torch failed: tests/test_torch.sh says so"; fi)
-torch: $(BUILD)/python/torch_cc/.built
-$(BUILD)/python/torch_cc/.built: cc.h torch_cc/setup.py $(wildcard torch_cc/csrc/*.cpp torch_cc/torch_cc/*.py)
-	@mkdir -p $(BUILD)/python
-	cd torch_cc && $(TORCH_PYTHON) setup.py -q build --force --build-base $(abspath $(BUILD))/torch_cc \
-	  --build-lib $(abspath $(BUILD))/python
+	  $(MAKE) --no-print-directory torch TORCH_PYTHON=$(TORCH_PYTHON) || echo "make torch failed: tests/test_torch.sh says so"; fi)
+torch: $(TORCH_DIR)/torch_cc/.built
+$(TORCH_DIR)/torch_cc/.built: cc.h torch_cc/setup.py $(wildcard torch_cc/csrc/*.cpp torch_cc/torch_cc/*.py) \
+    $(TORCH_DIR)/.torch-python
+	@mkdir -p $(TORCH_DIR)
+	cd torch_cc && $(TORCH_PYTHON) setup.py -q build --force --build-base $(abspath $(TORCH_DIR)).tmp \
+	  --build-lib $(abspath $(TORCH_DIR))
 	@touch $@
+# the interpreter it was built for: rewritten (and so a rebuild) only when it changes
+$(TORCH_DIR)/.torch-python: FORCE
+	@mkdir -p $(@D); [ "$$(cat $@ 2>/dev/null)" = '$(TORCH_PYTHON)' ] || echo '$(TORCH_PYTHON)' > $@
+FORCE:
+# the torch tests alone, with their summary line (N passed, N failed)
+torch-test: torch
+	TORCH_PYTHON=$(TORCH_PYTHON) TORCH_DIR=$(TORCH_DIR) TORCH_TEST_SUMMARY=1 bash tests/test_torch.sh $(BUILD)
 
 # A real four-rank job, readable output; builds only what it runs.
 run: $(BUILD)/ccrun $(BUILD)/examples/tour

@@ -353,6 +353,38 @@ CC_API cc_result cc_send(cc_comm *c, const void *buf, size_t count, cc_dtype t,
 CC_API cc_result cc_recv(cc_comm *c, void *buf, size_t count, cc_dtype t,
                          int peer, int tag);
 
+/* CC_ANY_SOURCE - the peer of a receive that takes a message from whichever
+ *   rank sends one (as MPI_ANY_SOURCE): cc_recv(c, buf, n, t, CC_ANY_SOURCE, tag),
+ *   or cc_recv_any to learn which rank sent it. */
+#define CC_ANY_SOURCE (-2)
+
+/* cc_recv_any - receive a message of `tag` from any rank, and learn which (as
+ *   MPI_Recv with MPI_ANY_SOURCE and a status).
+ *   Matching          the oldest message of `tag` that this rank has taken in,
+ *                     from any rank, in the order they came in; messages from
+ *                     one rank are received in the order it sent them, and no
+ *                     rank's messages are passed over for long: while several
+ *                     ranks have one waiting, receives from any source take
+ *                     them from each rank in turn. While it waits, the receive
+ *                     takes in what every rank sends (as a waiting send does).
+ *                     Receives match in the order they were issued: one from
+ *                     any source issued before a cc_recv from rank r may take
+ *                     r's message first. The counts must agree.
+ *   source            where the sender's rank is written once the receive is
+ *                     complete: when the call returns; in a group, when
+ *                     cc_group_end returns, or when its request is done
+ *                     (cc_test said done, cc_wait returned). CC_UNDEFINED until
+ *                     then, and when the receive did not complete. May be NULL.
+ *   Failures          a message of `tag` with another count: CC_ERR_MISMATCH,
+ *                     naming its sender. A rank that is gone (it exited, was
+ *                     killed or destroyed its communicator) cannot be the
+ *                     sender: the receive waits for the others, and fails with
+ *                     CC_ERR_PEER_LOST, naming each rank gone, once none that
+ *                     could send is left. Nothing from anyone for the timeout:
+ *                     CC_ERR_TIMEOUT, naming the tag waited for. */
+CC_API cc_result cc_recv_any(cc_comm *c, void *buf, size_t count, cc_dtype t, int tag,
+                             int *source);
+
 /* cc_group_begin, cc_group_end - calls in between are queued, not run. The group's
  *   collectives run in issue order, then its sends and receives all progress
  *   together (a ring exchange in one group never deadlocks).
@@ -2895,12 +2927,15 @@ typedef struct cc__umsg {              /* a message received before its receive 
   unsigned char *data;
   size_t cap;                          /* bytes allocated so far (grows as they arrive) */
   size_t cost;                         /* what it counts against CC_MAX_UNEXPECTED */
+  uint64_t stamp;                      /* when it joined its queue (c->uq_stamp): receives from any source take the oldest */
 } cc__umsg;
 
 typedef struct cc__msg {               /* one send or receive in flight */
   int is_send, peer, tag;
   int live;                            /* 0: not yet (a callback makes it live) */
   int started, done, matched;          /* matched: a receive whose frame is arriving */
+  int any;                             /* a receive from any source: peer is CC_ANY_SOURCE until it is matched,
+                                          then the sender */
   unsigned char *buf;
   size_t bytes, moved;
   size_t hdr_sent, hdr_len;            /* send: bytes of hdr written, of hdr_len */
@@ -2962,6 +2997,7 @@ typedef struct cc__call {
   cc_dtype t;
   cc_op op;
   int root, peer, tag;
+  int *src;                            /* a receive from any source: where the sender's rank goes (cc_recv_any) */
   size_t *sc, *sd, *rc, *rd;           /* v arrays (owned copies when queued) */
 } cc__call;
 
@@ -3064,6 +3100,8 @@ struct cc_comm {
   uint32_t abort_flag;
   int split_count;
   size_t uq_bytes;                     /* unexpected messages held, with their overhead (CC_MAX_UNEXPECTED) */
+  uint64_t uq_stamp;                   /* unexpected messages queued so far: each one's stamp */
+  int any_next;                        /* receives from any source read the links from this rank on (each in turn) */
   unsigned char shmkey[32];            /* names this job's segments unguessably (cc__seg_name) */
   int has_shmkey;
   char err[CC__ERR_BYTES];
@@ -5215,7 +5253,12 @@ static int cc__rec_decode(const unsigned char *p, cc__rec *r) {
      a byte ring in the host's segment (SHM), a TCP connection (TCP), or a
      queue for messages to oneself (SELF).
    - A receive takes the oldest message of its (peer, tag); what arrives before
-     its receive waits in the peer's queue of unexpected messages. Frames of a
+     its receive waits in the peer's queue of unexpected messages. A receive
+     from any source (CC_ANY_SOURCE) takes the oldest queued message of its tag
+     from any peer (each carries the order it was queued in), else the first
+     frame of its tag that a link brings; while one waits, every link is read,
+     starting each time at the peer after the one it last took from, so that
+     no sender is passed over. Frames of a
      collective (tag CC__TAG_COLL) carry the call's number and identity; the
      receiver compares them with its own call, whole: CC_ERR_MISMATCH, never
      mixed data.
@@ -6060,6 +6103,10 @@ typedef struct cc__run {               /* one run of the engine */
   const char *what;
   const cc__ident *id;                 /* collectives: this rank's call (its number is c->seq) */
   uint64_t *seen;                      /* the rings' positions when the run last went idle */
+  /* a run with a receive from any source waits in slices (cc__run_idle) */
+  int rotate;                          /* such a receive just took a frame: on to the next peer (cc__rx_pull) */
+  uint64_t idle_t0;                    /* when the run last moved nothing, since it last made progress; 0: it did */
+  uint64_t warn_at, slice_end;         /* its next warning; when its current slice ends */
 } cc__run;
 
 static void cc__umsg_free(cc__umsg *u) {
@@ -6137,27 +6184,41 @@ static cc_result cc__frame_fits(cc__run *x, int p, const cc__frame *f, const cc_
   return CC_OK;
 }
 
-/* Take the oldest queued message of receive m's tag, if one is there. */
+/* A receive from any source not yet matched to a frame. */
+#define CC__ANY(m) ((m)->peer == CC_ANY_SOURCE)
+
+/* Take the oldest queued message of receive m's tag, if one is there: from
+   m's peer, or, for a receive from any source, the one queued first of the
+   oldest of each peer (so a peer's messages still go in their order). */
 static cc_result cc__take_unexp(cc__run *x, cc__msg *m) {
-  cc__peer *pe = &x->c->peers[m->peer];
-  cc__umsg *u, *prev = NULL;
-  for (u = pe->uq_head; u; prev = u, u = u->next) {
-    if (u->f.tag != m->tag) continue;
-    CC__TRY(cc__frame_fits(x, m->peer, &u->f, m));
-    if (m->bytes) memcpy(m->buf, u->data, m->bytes);
-    x->c->uq_bytes -= u->cost;
-    if (prev) prev->next = u->next; else pe->uq_head = u->next;
-    if (pe->uq_tail == u) pe->uq_tail = prev;
-    cc__umsg_free(u);
-    m->done = 1;
-    m->moved = m->bytes;
-    return CC_OK;
-  }
+  cc_comm *c = x->c;
+  cc__umsg *u, *prev, *best = NULL, *bprev = NULL;
+  int p, from = m->peer, lo = m->peer, hi = m->peer;
+  cc__peer *pe;
+  if (CC__ANY(m)) { lo = 0; hi = c->size - 1; }
+  for (p = lo; p <= hi; p++)
+    for (prev = NULL, u = c->peers[p].uq_head; u; prev = u, u = u->next)
+      if (u->f.tag == m->tag) {
+        if (!best || u->stamp < best->stamp) { best = u; bprev = prev; from = p; }
+        break;
+      }
+  if (!best) return CC_OK;
+  CC__TRY(cc__frame_fits(x, from, &best->f, m));
+  pe = &c->peers[from];
+  if (m->bytes) memcpy(m->buf, best->data, m->bytes);
+  c->uq_bytes -= best->cost;
+  if (bprev) bprev->next = best->next; else pe->uq_head = best->next;
+  if (pe->uq_tail == best) pe->uq_tail = bprev;
+  cc__umsg_free(best);
+  if (CC__ANY(m)) { m->peer = from; c->any_next = (from + 1) % c->size; }
+  m->done = 1;
+  m->moved = m->bytes;
   return CC_OK;
 }
 
-static void cc__uq_append(cc__peer *pe, cc__umsg *u) {
+static void cc__uq_append(cc_comm *c, cc__peer *pe, cc__umsg *u) {
   u->next = NULL;
+  u->stamp = ++c->uq_stamp;
   if (pe->uq_tail) pe->uq_tail->next = u; else pe->uq_head = u;
   pe->uq_tail = u;
 }
@@ -6167,7 +6228,9 @@ static cc_result cc__deliver_queued(cc__run *x, int p, int tag, int *progress) {
   int i;
   for (i = 0; i < x->n; i++) {
     cc__msg *m = &x->m[i];
-    if (m->is_send || !m->live || !m->started || m->done || m->matched || m->peer != p || m->tag != tag) continue;
+    if (m->is_send || !m->live || !m->started || m->done || m->matched || (m->peer != p && !CC__ANY(m)) ||
+        m->tag != tag)
+      continue;
     CC__TRY(cc__take_unexp(x, m));
     if (m->done) { *progress = 1; if (x->cb) CC__TRY(x->cb(x->ctx, x->m, i)); }
     break;
@@ -6198,6 +6261,7 @@ static cc_result cc__start(cc__run *x, int *progress) {
       m->hdr_len = CC__FRAME;
       m->sealed = 0;
       m->tag_left = 0;
+      if (m->any) m->peer = CC_ANY_SOURCE;
       if (m->is_send) {
         cc__frame f;
         const cc__sec *s = c->peers[m->peer].link == CC__LINK_TCP ? c->peers[m->peer].sec : NULL;
@@ -6227,7 +6291,7 @@ static cc_result cc__start(cc__run *x, int *progress) {
           u->cap = m->bytes;
           u->cost = cost;
           if (m->bytes) memcpy(u->data, m->buf, m->bytes);
-          cc__uq_append(&c->peers[c->rank], u);
+          cc__uq_append(c, &c->peers[c->rank], u);
           m->done = 1;
           m->moved = m->bytes;
           m->hdr_sent = CC__FRAME;
@@ -6258,7 +6322,7 @@ static int cc__rx_wanted(const cc__run *x, int p, int sending) {
   if (sending) return 1;
   for (i = 0; i < x->n; i++) {
     const cc__msg *m = &x->m[i];
-    if (!m->is_send && m->live && m->started && !m->done && m->peer == p) return 1;
+    if (!m->is_send && m->live && m->started && !m->done && (m->peer == p || CC__ANY(m))) return 1;
   }
   return 0;
 }
@@ -6266,16 +6330,19 @@ static int cc__rx_wanted(const cc__run *x, int p, int sending) {
 /* The frame whose header came from rank p goes into the first receive of the
    run that waits for it, if any (pe->rx_target). */
 static cc_result cc__rx_match(cc__run *x, int p) {
-  cc__peer *pe = &x->c->peers[p];
+  cc_comm *c = x->c;
+  cc__peer *pe = &c->peers[p];
   int i;
   for (i = 0; i < x->n && pe->rx.tag != CC__TAG_ABORT; i++) {
     cc__msg *m = &x->m[i];
-    if (m->is_send || !m->live || !m->started || m->done || m->matched || m->peer != p || m->tag != pe->rx.tag)
+    if (m->is_send || !m->live || !m->started || m->done || m->matched || (m->peer != p && !CC__ANY(m)) ||
+        m->tag != pe->rx.tag)
       continue;
     /* an older message of this tag, queued while this receive waited, goes first */
     CC__TRY(cc__take_unexp(x, m));
     if (m->done) { if (x->cb) CC__TRY(x->cb(x->ctx, x->m, i)); continue; }
     CC__TRY(cc__frame_fits(x, p, &pe->rx, m));
+    if (CC__ANY(m)) { m->peer = p; c->any_next = (p + 1) % c->size; }
     pe->rx_target = m;
     m->matched = 1;
     m->moved = 0;
@@ -6365,6 +6432,7 @@ static cc_result cc__rx_end(cc__run *x, int p) {
   if (pe->rx_target) {
     cc__msg *m = pe->rx_target;
     pe->rx_target = NULL;
+    x->rotate |= m->any;
     return cc__recv_done(x, (int)(m - x->m));
   }
   if (pe->rx.tag == CC__TAG_ABORT) {
@@ -6390,7 +6458,7 @@ static cc_result cc__rx_end(cc__run *x, int p) {
     pe->bye_id = pe->rx.id;
     return CC_OK;
   }
-  cc__uq_append(pe, pe->rx_unexp);
+  cc__uq_append(c, pe, pe->rx_unexp);
   pe->rx_unexp = NULL;
   return cc__deliver_queued(x, p, pe->rx.tag, &dummy);
 }
@@ -6461,6 +6529,7 @@ static cc_result cc__rx_pull(cc__run *x, int p, int *progress) {
       if ((pe->rx_hdr_got += (size_t)k) < CC__TAG) continue;
       if (cc__aead_verify(&s->rxs, pe->rx_tag) != 0) return cc__auth_fail(x, p, "a message");
       CC__TRY(cc__rx_end(x, p));
+      if (x->rotate) { x->rotate = 0; return CC_OK; }   /* a receive from any source took it: the next peer's turn */
       continue;
     }
     if (cc__rx_parked(pe)) {           /* parked: a receive of this run may want it now */
@@ -6470,6 +6539,7 @@ static cc_result cc__rx_pull(cc__run *x, int p, int *progress) {
     if (pe->rx_done == pe->rx.bytes) {
       if (s && pe->rx.bytes) { pe->rx_state = 2; pe->rx_hdr_got = 0; continue; }
       CC__TRY(cc__rx_end(x, p));
+      if (x->rotate) { x->rotate = 0; return CC_OK; }
       continue;
     }
     {
@@ -6536,9 +6606,15 @@ static int cc__sending(const cc__run *x) {
 static int cc__pending_run(cc_comm *c, const void *arg) {
   const cc__run *x = (const cc__run *)arg;
   int i, who = -1, sending = cc__sending(x);
+  if (x->slice_end && cc__now_ns() >= x->slice_end) return -1;   /* the slice is over (cc__any_slice) */
   for (i = 0; i < x->n; i++) {
     const cc__msg *m = &x->m[i];
     if (!m->live || !m->started || m->done) continue;
+    if (CC__ANY(m)) {                  /* from any source: every ring counts, as for a waiting send */
+      sending = 1;
+      if (who < 0) who = c->rank;
+      continue;
+    }
     if (who < 0) who = m->peer;
     if (c->peers[m->peer].link != CC__LINK_SHM) continue;
     if (m->is_send ? CC__LOAD(&cc__ring_out(c, m->peer)->tail) != x->seen[i]
@@ -6549,7 +6625,7 @@ static int cc__pending_run(cc_comm *c, const void *arg) {
   return who < 0 ? -1 : who;
 }
 
-/* The peers an idle run waits for. */
+/* The peers an idle run waits for (receives from any source: see cc__awaited_text). */
 static void cc__awaited_run(cc_comm *c, const void *arg, char *buf, size_t len) {
   const cc__run *x = (const cc__run *)arg;
   int i, j, dup;
@@ -6557,7 +6633,7 @@ static void cc__awaited_run(cc_comm *c, const void *arg, char *buf, size_t len) 
   buf[0] = 0;
   for (i = 0; i < x->n; i++) {
     const cc__msg *m = &x->m[i];
-    if (!m->live || !m->started || m->done) continue;
+    if (!m->live || !m->started || m->done || CC__ANY(m)) continue;
     for (j = 0, dup = 0; j < i; j++)
       dup |= x->m[j].live && x->m[j].started && !x->m[j].done && x->m[j].peer == m->peer;
     if (!dup) cc__cat(buf, len, "%s%d", buf[0] ? ", " : "", m->peer);
@@ -6594,14 +6670,95 @@ static void cc__says_run(cc_comm *c, const void *arg, int who, char *buf, size_t
   if (!k) snprintf(more, mlen, "nothing has come from rank %d that no receive took", who);
 }
 
-/* Every shared-memory peer the run waits on lives. */
+/* What a run with a receive from any source waits for, in words: "rank 2
+   and a message of tag 5 from any rank". */
+static void cc__awaited_text(const cc__run *x, char *buf, size_t len) {
+  char ranks[120];
+  int i, j, dup;
+  cc__awaited_run(x->c, x, ranks, sizeof ranks);
+  buf[0] = 0;
+  if (ranks[0]) cc__cat(buf, len, "rank%s %s", strchr(ranks, ',') ? "s" : "", ranks);
+  for (i = 0; i < x->n; i++) {
+    const cc__msg *m = &x->m[i];
+    if (!m->live || !m->started || m->done || !CC__ANY(m)) continue;
+    for (j = 0, dup = 0; j < i; j++)
+      dup |= x->m[j].live && x->m[j].started && !x->m[j].done && CC__ANY(&x->m[j]) && x->m[j].tag == m->tag;
+    if (!dup) cc__cat(buf, len, "%sa message of tag %d from any rank", buf[0] ? " and " : "", m->tag);
+  }
+}
+
+/* Can some rank still send what a receive from any source waits for? CC_OK
+   while another rank lives (a rank that is gone cannot be the sender); else
+   CC_ERR_PEER_LOST naming every one, posted as cc__check_peer posts it. */
+static cc_result cc__any_alive(cc_comm *c, const char *what) {
+  char gone[240], why[96];
+  int r, last = -1;
+  if (c->size < 2) return CC_OK;
+  gone[0] = 0;
+  for (r = 0; r < c->size; r++) {
+    const cc__peer *p = &c->peers[r];
+    if (r == c->rank) continue;
+    if (p->link == CC__LINK_SHM && cc__shm_gone(c->shm, p->ch, why, sizeof why))
+      cc__cat(gone, sizeof gone, "%srank %d %s", gone[0] ? ", " : "", r, why);
+    else if (p->link == CC__LINK_TCP && p->eof && !p->rx_state && !p->rx_hdr_got && p->st_beg == p->st_end)
+      cc__cat(gone, sizeof gone, "%srank %d closed its connection", gone[0] ? ", " : "", r);
+    else
+      return CC_OK;
+    last = r;
+  }
+  if (c->probing) return CC_ERR_PEER_LOST;
+  return cc__fail_all(c, CC_ERR_PEER_LOST, last, what, "no rank that could send what this rank waits for from any "
+                      "source is left: %s", gone);
+}
+
+/* Every shared-memory peer the run waits on lives (from any source: one at least). */
 static cc_result cc__alive_run(cc_comm *c, const void *arg, const char *what) {
   const cc__run *x = (const cc__run *)arg;
   int i;
   for (i = 0; i < x->n; i++) {
     const cc__msg *m = &x->m[i];
-    if (m->live && m->started && !m->done) CC__TRY(cc__check_peer(c, m->peer, what));
+    if (m->live && m->started && !m->done) CC__TRY(CC__ANY(m) ? cc__any_alive(c, what) : cc__check_peer(c, m->peer, what));
   }
+  return CC_OK;
+}
+
+/* Does a receive of the run wait for a message from any source? */
+static int cc__any_waits(const cc__run *x) {
+  int i;
+  for (i = 0; i < x->n; i++)
+    if (x->m[i].live && x->m[i].started && !x->m[i].done && CC__ANY(&x->m[i])) return 1;
+  return 0;
+}
+
+/* A run with a receive from any source waits in slices of at most a second
+   (cc__pending_run ends each, well before the wait's own timeout), and keeps
+   the time itself since its last progress: its warnings and its timeout
+   then say what it waits for, a tag from any rank, where a wait names one
+   rank. Called before each slice. */
+static cc_result cc__any_slice(cc__run *x) {
+  cc_comm *c = x->c;
+  uint64_t now = cc__now_ns(), slice = CC__MAX(CC__MIN(CC__S, c->timeout_ns / 4), CC__MS), end;
+  char awaited[240], where[400];
+  if (!x->idle_t0) {
+    x->idle_t0 = now;
+    x->warn_at = c->set.warn_ns ? now + c->set.warn_ns : 0;
+  }
+  if (now - x->idle_t0 >= c->timeout_ns) {
+    cc__awaited_text(x, awaited, sizeof awaited);
+    cc__where(c, where, sizeof where);
+    return cc__fail_all(c, CC_ERR_TIMEOUT, c->rank, x->what, "waited %.1f s for %s (timeout; %.150s)",
+                        (double)(now - x->idle_t0) / 1e9, awaited, where);
+  }
+  if (x->warn_at && now >= x->warn_at) {
+    cc__awaited_text(x, awaited, sizeof awaited);
+    cc__log(c, CC__LOG_ALWAYS, "%s: rank %d: has waited %.0f s for %s (the timeout is %.0f s)", x->what, c->rank,
+            (double)(now - x->idle_t0) / 1e9, awaited, (double)c->timeout_ns / 1e9);
+    x->warn_at = x->idle_t0 + 2 * (x->warn_at - x->idle_t0);
+  }
+  if (c->set.warn_ns) slice = CC__MIN(slice, CC__MAX(c->set.warn_ns / 2, CC__MS));
+  end = x->idle_t0 + c->timeout_ns;
+  if (x->warn_at) end = CC__MIN(end, x->warn_at);
+  x->slice_end = CC__MAX(CC__MIN(now + slice, end), now + 1);
   return CC_OK;
 }
 
@@ -6645,9 +6802,44 @@ static int cc__run_pending(const cc__run *x) {
    poll() is asked only while a message of the run is not done: a run whose
    sends are all written (a root's broadcast) ends without another system
    call. */
+/* cc__run_recv for a run with a receive from any source: one poll, then
+   every link in a single pass, shared memory and TCP alike, in turn from the
+   peer after the one such a receive last took from (c->any_next), so that no
+   peer's frames are always read first. */
+static cc_result cc__run_recv_any(cc__run *x, int sending, int *progress, int *np) {
+  cc_comm *c = x->c;
+  int i, k, j = 0, polled, start = c->any_next;
+  *np = 0;
+  for (k = 0; k < c->size; k++) {
+    cc__peer *pe = &c->peers[i = (start + k) % c->size];
+    if (pe->link != CC__LINK_TCP || pe->fd < 0 || pe->eof) continue;
+    c->pfd[*np].fd = pe->fd;
+    c->pfd[*np].events = POLLIN | CC__POLL_END;
+    c->pfd[*np].revents = 0;
+    c->pfd_rank[(*np)++] = i;
+  }
+  polled = *np && cc__poll(c->pfd, *np, 0) > 0;
+  for (k = 0; k < c->size; k++) {
+    cc__peer *pe = &c->peers[i = (start + k) % c->size];
+    if (pe->link == CC__LINK_SHM) {
+      if (pe->rx_state || pe->rx_hdr_got || cc__rx_wanted(x, i, 0) || (sending && cc__link_has_bytes(c, i)))
+        CC__TRY(cc__rx_pull(x, i, progress));
+    } else if (pe->link == CC__LINK_TCP && pe->fd >= 0) {
+      if (pe->st_beg < pe->st_end) CC__TRY(cc__rx_pull(x, i, progress));
+      if (j < *np && c->pfd_rank[j] == i) {
+        if (polled && (c->pfd[j].revents & (POLLIN | POLLHUP | POLLERR | CC__POLL_END)))
+          CC__TRY(cc__rx_pull_ready(x, i, c->pfd[j].revents, progress));
+        j++;
+      }
+    }
+  }
+  return CC_OK;
+}
+
 static cc_result cc__run_recv(cc__run *x, int sending, int *progress, int *np) {
   cc_comm *c = x->c;
   int i;
+  if (cc__any_waits(x)) return cc__run_recv_any(x, sending, progress, np);
   *np = 0;
   for (i = 0; i < c->size; i++) {
     cc__peer *pe = &c->peers[i];
@@ -6678,9 +6870,11 @@ static cc_result cc__run_check(cc__run *x, int *all) {
   *all = 1;
   for (i = 0; i < x->n; i++) {
     const cc__msg *m = &x->m[i];
-    const cc__peer *pe = &c->peers[m->peer];
+    const cc__peer *pe;
     if (!m->live || m->done) continue;
     *all = 0;
+    if (CC__ANY(m)) continue;          /* (the wait asks cc__any_alive) */
+    pe = &c->peers[m->peer];
     if (m->started && pe->link == CC__LINK_TCP && pe->eof && !pe->rx_state && !pe->rx_hdr_got &&
         pe->st_beg == pe->st_end)
       lost = m->peer;                  /* (one made live by a callback starts first: it may be queued) */
@@ -6698,10 +6892,11 @@ static cc_result cc__run_idle(cc__run *x, int np, int sending) {
   cc__msg *m = x->m;
   uint64_t *seen = x->seen;
   cc__waitfor w;
-  int i, k, shm = 0, n = x->n;
+  cc_result r;
+  int i, k, shm = 0, n = x->n, any = cc__any_waits(x);
   for (i = 0; i < n; i++) {
     seen[i] = 0;
-    if (!m[i].live || !m[i].started || m[i].done || c->peers[m[i].peer].link != CC__LINK_SHM) continue;
+    if (!m[i].live || !m[i].started || m[i].done || CC__ANY(&m[i]) || c->peers[m[i].peer].link != CC__LINK_SHM) continue;
     shm = 1;
     seen[i] = m[i].is_send ? CC__LOAD(&cc__ring_out(c, m[i].peer)->tail) : CC__LOAD(&cc__ring_in(c, m[i].peer)->head);
   }
@@ -6709,12 +6904,14 @@ static cc_result cc__run_idle(cc__run *x, int np, int sending) {
     seen[n + i] = c->peers[i].link == CC__LINK_SHM ? CC__LOAD(&cc__ring_in(c, i)->head) : 0;
   for (i = 0; i < n; i++) {
     const cc__msg *s = &m[i];
-    if (!s->live || !s->started || s->done || c->peers[s->peer].link != CC__LINK_SHM) continue;
+    if (!s->live || !s->started || s->done || CC__ANY(s) || c->peers[s->peer].link != CC__LINK_SHM) continue;
     if (!s->is_send && seen[i] != cc__ring_in(c, s->peer)->tail) return CC_OK;
     if (s->is_send && c->shm->chan_bytes - (size_t)(cc__ring_out(c, s->peer)->head - seen[i]) > 0) return CC_OK;
   }
-  for (i = 0; i < c->size && sending; i++)
+  for (i = 0; i < c->size && (sending || any); i++)
     if (c->peers[i].link == CC__LINK_SHM && seen[n + i] != cc__ring_in(c, i)->tail) return CC_OK;
+  for (i = 0; i < c->size && any; i++)   /* from any source: a frame on any ring ends the wait */
+    shm |= c->peers[i].link == CC__LINK_SHM;
   for (i = 0; i < np; i++) {          /* a parked frame: only the peer's end wakes this wait */
     const cc__peer *pe = &c->peers[c->pfd_rank[i]];
     c->pfd[i].events = (short)(cc__rx_parked(pe) && !cc__rx_wanted(x, c->pfd_rank[i], sending) ? CC__POLL_END : POLLIN);
@@ -6726,7 +6923,10 @@ static cc_result cc__run_idle(cc__run *x, int np, int sending) {
   }
   w.pending = cc__pending_run; w.alive = cc__alive_run; w.awaited = cc__awaited_run; w.says = cc__says_run; w.arg = x;
   w.pfd = c->pfd; w.npfd = np; w.shm = shm;
-  return cc__wait(c, &w, x->what);
+  if (any) CC__TRY(cc__any_slice(x));
+  r = cc__wait(c, &w, x->what);
+  x->slice_end = 0;
+  return r;
 }
 
 /* Take in what the TCP links hold before a call: messages of the call join
@@ -6808,6 +7008,7 @@ static cc_result cc__engine_run(cc_comm *c, cc__msg *m, int n, cc__done_fn cb, v
   int i, all = 0;
   cc_result r = CC_OK;
   x.c = c; x.m = m; x.n = n; x.cb = cb; x.ctx = ctx; x.what = what; x.id = id; x.seen = NULL;
+  x.rotate = 0; x.idle_t0 = x.warn_at = x.slice_end = 0;
   if (c->shm && c->shm->rx_lagged) cc__rings_give_back(c->shm);
   for (i = 0; i < n; i++) m[i].started = 0;
   while (r == CC_OK) {
@@ -6817,7 +7018,7 @@ static cc_result cc__engine_run(cc_comm *c, cc__msg *m, int n, cc__done_fn cb, v
     if ((r = cc__run_recv(&x, sending, &progress, &np)) != CC_OK) break;
     /* what the receives' callbacks made live starts now: its message may be queued already */
     if ((r = cc__start(&x, &progress)) != CC_OK || (r = cc__run_check(&x, &all)) != CC_OK || all) break;
-    if (progress) continue;
+    if (progress) { x.idle_t0 = 0; continue; }
     if (!x.seen && !(x.seen = (uint64_t *)CC_MALLOC(sizeof(uint64_t) * ((size_t)n + (size_t)c->size)))) {
       r = cc__fail_all(c, CC_ERR_NO_MEMORY, c->rank, what, "out of memory");
       break;
@@ -6839,6 +7040,7 @@ static void cc__msg_set(cc__msg *m, int is_send, int peer, int tag, void *buf, s
   m->buf = (unsigned char *)buf;
   m->bytes = bytes;
   m->live = 1;
+  m->any = !is_send && peer == CC_ANY_SOURCE;
 }
 static void cc__msg_send(cc__msg *m, int peer, int tag, const void *buf, size_t bytes) {
   cc__msg_set(m, 1, peer, tag, (void *)(uintptr_t)buf, bytes);
@@ -8560,6 +8762,12 @@ static cc_result cc__p2p_run(cc_comm *c, const cc__call *calls, int ncalls, cons
     else cc__msg_recv(&m[n++], k->peer, k->tag, k->rbuf, k->count * cc__dtype_bytes(k->t));
   }
   r = cc__engine_run(c, m, n, NULL, NULL, NULL, what);
+  for (i = 0, n = 0; i < ncalls; i++) {  /* receives from any source: who sent what they took */
+    const cc__call *k = &calls[i];
+    if (k->coll != CC__SEND && k->coll != CC__RECV) continue;
+    if (k->src) *k->src = m[n].done && !CC__ANY(&m[n]) ? m[n].peer : CC_UNDEFINED;
+    n++;
+  }
   return r;
 }
 
@@ -10085,7 +10293,8 @@ static cc_result cc__submit(cc_comm *c, const cc__call *k) {
     cc__ident_of(k, &id);
     cc__ident_str(&id, desc, sizeof desc);
     if (k->coll == CC__SEND || k->coll == CC__RECV)
-      cc__log(c, CC__LOG_TRACE, "%s(count %zu, %s, peer %d, tag %d)", what, k->count, cc__dtype_name(k->t), k->peer, k->tag);
+      cc__log(c, CC__LOG_TRACE, "%s(count %zu, %s, peer %d%s, tag %d)", what, k->count, cc__dtype_name(k->t), k->peer,
+              k->peer == CC_ANY_SOURCE ? " (any source)" : "", k->tag);
     else
       cc__log(c, CC__LOG_TRACE, "%s, collective #%llu", desc, (unsigned long long)c->seq + 1);
   }
@@ -10491,8 +10700,31 @@ static cc_result cc__mk_recv(cc_comm *c, void *buf, size_t count, cc_dtype t, in
 
 CC_API cc_result cc_recv(cc_comm *c, void *buf, size_t count, cc_dtype t, int peer, int tag) {
   cc__call k;
+  if (peer == CC_ANY_SOURCE) return cc_recv_any(c, buf, count, t, tag, NULL);
   CC__CHECK_COMM(c);
   CC__TRY(cc__mk_recv(c, buf, count, t, peer, tag, &k));
+  return cc__submit(c, &k);
+}
+
+/* A receive from any source: peer CC_ANY_SOURCE, the sender's rank to `source`
+   when it completes (cc__p2p_run). */
+static cc_result cc__mk_recv_any(cc_comm *c, void *buf, size_t count, cc_dtype t, int tag, int *source, cc__call *k) {
+  const char *w = "recv";
+  CC__TRY(cc__v_dtype(c, w, t));
+  if (tag < 0) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: tag %d is negative", w, tag);
+  CC__TRY(cc__v_buf(c, w, "buf", buf, count, 1, t));
+  cc__call_init(k, CC__RECV, NULL, buf, count, t, 0, 0);
+  k->peer = CC_ANY_SOURCE;
+  k->tag = tag;
+  k->src = source;
+  return CC_OK;
+}
+
+CC_API cc_result cc_recv_any(cc_comm *c, void *buf, size_t count, cc_dtype t, int tag, int *source) {
+  cc__call k;
+  if (source) *source = CC_UNDEFINED;
+  CC__CHECK_COMM(c);
+  CC__TRY(cc__mk_recv_any(c, buf, count, t, tag, source, &k));
   return cc__submit(c, &k);
 }
 

@@ -1,10 +1,10 @@
-#!/usr/bin/python3
+#!/usr/bin/env python3
 """bench/torch_compare.py - torch.distributed on backend "cc" against "gloo",
 side by side, on CPU tensors on this machine, in nccl-tests' columns.
 
     make torch
-    PYTHONPATH=build/python /usr/bin/python3 bench/torch_compare.py            # 2 and 4 ranks
-    PYTHONPATH=build/python /usr/bin/python3 bench/torch_compare.py -n 2 -k all_reduce -b 8 -e 1M
+    PYTHONPATH=build/python python3 bench/torch_compare.py            # 2 and 4 ranks
+    PYTHONPATH=build/python python3 bench/torch_compare.py -n 2 -k all_reduce -b 8 -e 1M
 
 Every rank of one job holds both process groups (cc the default one, gloo a
 group over the same ranks), so both run on the same processes; for each
@@ -17,7 +17,7 @@ placement (it moves within seconds on a small VM; results follow it).
 
 The calls are torch's: dist.all_reduce (float32 sum), dist.all_gather (the
 output list is the chunks of one tensor), dist.broadcast (root 0),
-dist.reduce_scatter_tensor (gloo: none on CPU), dist.all_to_all_single. Each
+dist.reduce_scatter_tensor (torch 1.13's gloo: none on CPU), dist.all_to_all_single. Each
 timed loop runs about --time seconds (calibrated on rank 0) after warm-up
 calls; the time of a size is the slowest rank's average per call, as
 nccl-tests' -a 3. size is nccl-tests' too: the whole buffer (all_gather: the
@@ -40,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 
 import torch
 import torch.distributed as dist
@@ -163,6 +164,10 @@ def timed(case, pg, target_s, ctl):
 
 
 def job(rank, n, port, args, outq):
+    # one OpenMP thread per rank, as torchrun sets for its workers (a thread per
+    # core in every rank makes them spin against each other)
+    torch.set_num_threads(1)
+    warnings.simplefilter("ignore", FutureWarning)   # torch 2: reduce_scatter_tensor "is deprecated"
     os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), RANK=str(rank), WORLD_SIZE=str(n))
     dist.init_process_group("cc", rank=rank, world_size=n)
     cc = dist.group.WORLD
@@ -174,6 +179,8 @@ def job(rank, n, port, args, outq):
     t = torch.ones(2)
     for _ in range(500):
         dist.all_reduce(t)
+    # torch 2 wraps the backend in a ProcessGroup: the method is the backend's
+    be = cc._get_backend(torch.device("cpu")) if hasattr(cc, "_get_backend") else cc
     torch_s = bare_s = float("inf")
     for p in range(args.overhead_turns):
         dist.barrier()
@@ -181,7 +188,7 @@ def job(rank, n, port, args, outq):
         for _ in range(2000):
             dist.all_reduce(t)
         torch_s = min(torch_s, agree_max((time.perf_counter() - t0) / 2000, ctl))
-        bare_s = min(bare_s, agree_max(cc._bare_all_reduce_seconds(2, 2000), ctl))
+        bare_s = min(bare_s, agree_max(be._bare_all_reduce_seconds(2, 2000), ctl))
     over = [(torch_s, bare_s)]
     sizes = []
     s = args.minbytes

@@ -12,7 +12,10 @@
  * all     Every collective (barrier, broadcast, reduce, all_reduce, gather,
  *         all_gather, scatter, reduce_scatter, all_to_all and the four _v
  *         variants with uneven counts, one of them 0), a send/recv ring in a
- *         group, an asynchronous group (cc_group_end(c, &req), cc_wait), and a
+ *         group, receives from any source (cc_recv_any: every rank's messages
+ *         to rank 0, sources and each sender's order checked, blocking and in
+ *         a group with a request), an asynchronous group (cc_group_end(c,
+ *         &req), cc_wait), and a
  *         cc_comm_split into even and odd ranks with an all_reduce on each half.
  *         Counts 0, 1, 7, 1000 and 3 MiB of float32; int32, float32, float64,
  *         float16 and bfloat16 with sum, prod, min, max and avg (float types).
@@ -45,12 +48,14 @@
  * hang    As die without a victim: after `ready: rank R`, all_reduce in a loop
  *         until a call fails (a test cuts the network meanwhile); the same
  *         `result:` line, MS counted from `ready`; exit 3 (4 after 60 s).
- * diein   COLL is gather, recv or all_to_all. After an all_reduce and a barrier,
- *         every rank prints `ready: rank R`; 500 ms later rank RANK prints
- *         `die: rank RANK` and raises SIGKILL, while rank 0 waits on it in COLL
- *         (gather rooted at 0 of 64 KiB per rank; a recv from RANK; an all_to_all
- *         of 64 KiB per pair) and the other ranks make the same call (recv: they
- *         make none, so that only rank 0 waits on RANK). Each survivor prints the `result:` line of that call
+ * diein   COLL is gather, recv, recv_any or all_to_all. After an all_reduce and a
+ *         barrier, every rank prints `ready: rank R`; 500 ms later rank RANK
+ *         prints `die: rank RANK` and raises SIGKILL, while rank 0 waits on it in
+ *         COLL (gather rooted at 0 of 64 KiB per rank; a recv from RANK; a
+ *         cc_recv_any; an all_to_all of 64 KiB per pair) and the other ranks make
+ *         the same call (recv: they make none, so that only rank 0 waits on RANK;
+ *         recv_any: they destroy their communicator at the time of the death,
+ *         so that no rank that could send is left). Each survivor prints the `result:` line of that call
  *         (MS since the planned death), then ignores SIGTERM long enough to be
  *         read, and exits 3 (4 when the call succeeded).
  * token   cc_comm_init and one barrier; `result: CC_OK in MS ms: ...` and exit 0,
@@ -856,6 +861,67 @@ static void sec_p2p(void) {
   section_end("ring one way and both ways in groups, float32 counts 1, 1000, 3 MiB");
 }
 
+/* Receives from any source: every rank (rank 0 too, to itself) sends 8
+   messages of 4000 bytes with one tag, one of 3 MiB with another, and one
+   more with a third; rank 0 takes them all with cc_recv_any, the last ones in
+   one group with a request: each source names the sender of the payload,
+   each sender's messages come in the order it sent them, none is missing. */
+static void sec_any(void) {
+  enum { K = 8 };
+  size_t small = 4000, i;
+  int j, src, seq[64], n = g_size < 64 ? g_size : 64, srcs[64];
+  unsigned char *s = rbuf(LARGE * 4), *r = rbuf(LARGE * 4), *rs[64];
+  char what[160];
+  cc_request *req = NULL;
+  g_section = "any source";
+  for (j = 0; j < K; j++) {
+    fill_payload(s, small, g_rank, 0, 8000 + (unsigned)j);
+    must(cc_send(g_c, s, small, CC_UINT8, 0, 12), "send (to rank 0)");
+  }
+  fill_payload(s, LARGE * 4, g_rank, 0, 8100);
+  must(cc_send(g_c, s, LARGE, CC_FLOAT32, 0, 13), "send (3 MiB to rank 0)");
+  if (g_rank == 0) {
+    memset(seq, 0, sizeof seq);
+    for (i = 0; i < (size_t)g_size * K; i++) {
+      must(cc_recv_any(g_c, r, small, CC_UINT8, 12, &src), "recv_any");
+      if (src < 0 || src >= n) { bad("receive %zu: source %d", i, src); break; }
+      snprintf(what, sizeof what, "receive %zu from any source (rank %d's message %d)", i, src, seq[src]);
+      check_payload(r, small, src, 0, 8000 + (unsigned)seq[src], what);
+      seq[src]++;
+    }
+    for (j = 0; j < n; j++)
+      if (seq[j] != K) bad("%d messages from rank %d, not %d", seq[j], j, K);
+    memset(seq, 0, sizeof seq);
+    for (j = 0; j < g_size; j++) {
+      must(cc_recv_any(g_c, r, LARGE, CC_FLOAT32, 13, &src), "recv_any (3 MiB)");
+      if (src < 0 || src >= n || seq[src]++) { bad("3 MiB receive %d: source %d (again?)", j, src); break; }
+      check_payload(r, LARGE * 4, src, 0, 8100, "3 MiB from any source");
+      check_guard(r, LARGE * 4, "3 MiB from any source");
+    }
+  }
+  fill_payload(s, 1000, g_rank, 0, 8200);
+  if (g_rank != 0) must(cc_send(g_c, s, 1000, CC_UINT8, 0, 14), "send (to rank 0, third tag)");
+  if (g_rank == 0) {
+    must(cc_group_begin(g_c), "group_begin");
+    must(cc_send(g_c, s, 1000, CC_UINT8, 0, 14), "send to itself (queued)");
+    for (j = 0; j < n; j++) {
+      rs[j] = rbuf(1000);
+      must(cc_recv_any(g_c, rs[j], 1000, CC_UINT8, 14, &srcs[j]), "recv_any (queued)");
+    }
+    must(cc_group_end(g_c, &req), "group_end with a request");
+    must(cc_wait(req), "wait");
+    memset(seq, 0, sizeof seq);
+    for (j = 0; j < n; j++) {
+      if (srcs[j] < 0 || srcs[j] >= n || seq[srcs[j]]++) { bad("queued receive %d: source %d (again?)", j, srcs[j]); continue; }
+      check_payload(rs[j], 1000, srcs[j], 0, 8200, "queued receive from any source");
+      free(rs[j]);
+    }
+  }
+  free(s);
+  free(r);
+  section_end("cc_recv_any: 8 messages from every rank, in each sender's order; 3 MiB from each; in a group with a request");
+}
+
 /* cc_group_end(c, &req): an all_reduce and a ring run while this rank computes. */
 static void sec_async(void) {
   size_t n = 1000, i;
@@ -975,6 +1041,7 @@ static int mode_all(double hold_ms) {
   sec_move();
   sec_v();
   sec_p2p();
+  sec_any();
   sec_async();
   sec_split();
   g_section = "destroy";
@@ -1027,7 +1094,9 @@ static int mode_diein(const char *coll, int victim) {
   float *x, *y, one = 1;
   double t0;
   cc_result r;
-  if (strcmp(coll, "gather") && strcmp(coll, "recv") && strcmp(coll, "all_to_all")) return 2;
+  int src = -1;
+  if (strcmp(coll, "gather") && strcmp(coll, "recv") && strcmp(coll, "recv_any") && strcmp(coll, "all_to_all"))
+    return 2;
   if (!init_or_report(0)) return 3;
   g_section = "diein";
   x = (float *)xmalloc(per * (size_t)g_size * sizeof(float));
@@ -1055,6 +1124,12 @@ static int mode_diein(const char *coll, int victim) {
     printf("result: idle: rank %d made no call\n", g_rank);
     return 3;
   } else if (!strcmp(coll, "recv")) r = cc_recv(g_c, y, per, CC_FLOAT32, victim, 7);
+  else if (!strcmp(coll, "recv_any") && g_rank != 0) {   /* the others leave: then no rank that could send is left */
+    sleep_ms(t0 - now_ms());
+    cc_comm_destroy(g_c);
+    printf("result: left: rank %d destroyed its communicator\n", g_rank);
+    return 3;
+  } else if (!strcmp(coll, "recv_any")) r = cc_recv_any(g_c, y, per, CC_FLOAT32, 7, &src);
   else r = cc_all_to_all(g_c, x, y, per, CC_FLOAT32);
   /* a non-root of gather may finish its send before the death: learn of it */
   while (r == CC_OK && now_ms() - t0 < 30000) r = cc_barrier(g_c);

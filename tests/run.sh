@@ -8,8 +8,8 @@
 # program in BUILD_DIR/tests (run with no arguments) or a script under tests/
 # (run as `bash tests/.../X.sh BUILD_DIR`); a test the list does not name, or a
 # name that names no test, fails the run. Each runs under `timeout`
-# (CC_TEST_TIMEOUT seconds, default 300; test_cuda.sh and test_compile.sh
-# twice that), stdin from /dev/null, output in BUILD_DIR/test-logs/NAME.log
+# (CC_TEST_TIMEOUT seconds, default 300; test_cuda.sh, test_compile.sh and
+# test_torch.sh twice that), stdin from /dev/null, output in BUILD_DIR/test-logs/NAME.log
 # and echoed once the test is over. It counts the lines `PASS: ...`,
 # `FAIL: ...` and `SKIP: ...`; a test that exits nonzero (or times out, or
 # crashes) without printing a FAIL line is one more failure. A test whose log
@@ -76,8 +76,9 @@ run_one() {
   local shm_before st p f s t0 why left leaked n tlimit=$limit
   # test_cuda.sh builds nine CUDA programs with nvcc, then runs the emulated
   # device's suites; test_compile.sh builds the implementation some thirty
-  # times: minutes of CPU each. Twice the limit; a hang still ends.
-  case $name in test_cuda.sh | test_compile.sh) tlimit=$((limit * 2)) ;; esac
+  # times; test_torch.sh runs eight suites of torch programs: minutes of CPU
+  # each. Twice the limit; a hang still ends.
+  case $name in test_cuda.sh | test_compile.sh | test_torch.sh) tlimit=$((limit * 2)) ;; esac
   shm_before=$(cc_shm_snapshot)
   t0=$(cc_now_ms)
   echo "=== $name"

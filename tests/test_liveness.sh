@@ -8,7 +8,8 @@
 # IPC namespace and therefore another host identity (ranks 0, 1 on host A and
 # 2, 3 on host B: shared memory within a host, TCP between them). Rank 1 (on
 # rank 0's host) raises SIGKILL while rank 0 waits on it in
-#   gather (root 0), recv (from rank 1), all_to_all;
+#   gather (root 0), recv (from rank 1), recv_any (from any source, while the
+#   other ranks leave: no rank that could send is then left), all_to_all;
 # net_probe's `diein` mode (tests/net_probe.c). Rank 0 must report
 # CC_ERR_PEER_LOST naming rank 1 within 1000 ms of the death, and every
 # survivor must fail (never CC_OK). The same three cases run with every rank
@@ -84,7 +85,7 @@ judge() {
   fi
 }
 
-for coll in gather recv all_to_all; do
+for coll in gather recv recv_any all_to_all; do
   # --- two hosts: ranks 0,1 | 2,3; the victim shares rank 0's host --------------
   if [ "$two_hosts" = 1 ]; then
     case_id=2hosts-$coll

@@ -43,7 +43,7 @@ setup(
             "torch_cc._C",
             ["csrc/process_group_cc.cpp"],
             include_dirs=[cc_dir],
-            extra_compile_args=[opt, "-g0", "-Wall", "-Wno-unused-parameter", "-pthread"],
+            extra_compile_args=[opt, "-g0", "-Wall", "-Wno-unused-parameter", "-fvisibility=hidden", "-pthread"],
             extra_link_args=["-pthread"],
         )
     ],

@@ -5,7 +5,7 @@ still destroy its process group; ranks that call collectives of different
 sizes both raise RuntimeError saying so, and the group then refuses every
 later call at once (cc's communicator failed) instead of hanging.
 
-    PYTHONPATH=build/python /usr/bin/python3 tests/torch/test_kill.py
+    PYTHONPATH=build/python python3 tests/torch/test_kill.py
 """
 import os
 import sys

@@ -42,6 +42,16 @@
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #endif
 
+// What the torch being built against offers a backend. torch 1.x: a
+// c10d::ProcessGroup; 2.x: a c10d::Backend; the coalesced tensor ops from 2.1;
+// the newer interface (splitting, coalescing, options, abort/shutdown,
+// getError) is compiled for torch >= 2.13, the torch 2 this was built and
+// tested against (the signatures moved between 2.1 and 2.13).
+#define TORCH_CC_AT_LEAST(a, b) (TORCH_VERSION_MAJOR > (a) || (TORCH_VERSION_MAJOR == (a) && TORCH_VERSION_MINOR >= (b)))
+#define TORCH_CC_COALESCED_TENSORS TORCH_CC_AT_LEAST(2, 1)
+#define TORCH_CC_BACKEND_2_13 TORCH_CC_AT_LEAST(2, 13)
+
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -145,6 +155,19 @@ static const char *op_name(c10d::ReduceOp::RedOpType o) {
   }
 }
 
+// PREMUL_SUM's tensor factor: torch 1.13 keeps a list of them
+// (`tensor_factors`, one per device), torch 2 one (`tensor_factor`). Undefined
+// when the factor is a double.
+template <class S>
+static auto premul_factor_of(const S &s, int) -> decltype(s.tensor_factors, at::Tensor()) {
+  return s.tensor_factors.empty() ? at::Tensor() : s.tensor_factors[0];
+}
+template <class S>
+static auto premul_factor_of(const S &s, long) -> decltype(s.tensor_factor, at::Tensor()) {
+  return s.tensor_factor;
+}
+static at::Tensor premul_factor(const c10d::NCCLPreMulSumSupplement &s) { return premul_factor_of(s, 0); }
+
 // ------------------------------------------------------------------ one operation
 
 // What one torch call does in cc: `issue` makes the cc call(s) (blocking, or
@@ -157,6 +180,7 @@ struct Op {
   std::function<void()> finish;
   std::vector<at::Tensor> keep;
   std::vector<at::Tensor> outputs;
+  std::shared_ptr<int> source;  // a receive from any source: cc_recv_any writes the sender here
 };
 
 class CCComm;
@@ -209,6 +233,14 @@ class CCComm : public std::enable_shared_from_this<CCComm> {
   void shutdown();
   std::string last_error();
   bool alive() { std::lock_guard<std::mutex> l(errmu_); return alive_; }
+  // the first failure of an op on this communicator (CC_OK: none); a
+  // caller's bad argument is not one
+  void note_failure(cc_result r) {
+    if (r == CC_OK || r == CC_ERR_INVALID_ARG) return;
+    cc_result none = CC_OK;
+    failure.compare_exchange_strong(none, r);
+  }
+  std::atomic<cc_result> failure{CC_OK};
 
   // with mu held
   void flush_locked();
@@ -250,6 +282,7 @@ class CCWork : public c10d::Work {
       : c10d::Work(comm->rank, type), comm_(std::move(comm)), op_(std::move(op)), src_(src) {
     outputs_ = op_->outputs;
     name_ = op_->name;
+    any_src_ = op_->source;
   }
   ~CCWork() override = default;
 
@@ -258,6 +291,12 @@ class CCWork : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
   std::vector<at::Tensor> result() override { return outputs_; }
   int sourceRank() const override {
+    if (any_src_) {
+      int s = __atomic_load_n(any_src_.get(), __ATOMIC_ACQUIRE);
+      TORCH_CHECK(s >= 0, "backend cc: recv from any source: the sender is known once the receive has completed "
+                          "(wait() first; a failed receive has none)");
+      return s;
+    }
     TORCH_CHECK(src_ >= 0, "backend cc: sourceRank() is for receives only");
     return src_;
   }
@@ -287,6 +326,7 @@ class CCWork : public c10d::Work {
   std::vector<at::Tensor> outputs_;
   const char *name_;
   int src_;
+  std::shared_ptr<int> any_src_;
   std::atomic<int> state_{DEFERRED};
   std::shared_ptr<Req> req_;
 
@@ -567,6 +607,7 @@ void CCWork::run_blocking_locked(std::unique_lock<std::mutex> &l) {
 
 void CCWork::complete(cc_result r, const std::string &msg) {
   std::exception_ptr ex;
+  comm_->note_failure(r);
   if (r != CC_OK) ex = std::make_exception_ptr(std::runtime_error(failure_text(name_, comm_->rank, r, msg)));
   complete_with(ex);
 }
@@ -766,8 +807,10 @@ static void check_same(const std::vector<at::Tensor> &list, const at::Tensor &li
 class ProcessGroupCC : public CCBase {
  public:
   ProcessGroupCC(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
-                 std::chrono::milliseconds timeout)
-      : CCBase(rank, size), store_(store) {
+                 std::chrono::milliseconds timeout, std::string group_id = "",
+                 std::vector<int64_t> global_ranks = {})
+      : CCBase(rank, size), store_(store), timeout_(timeout), group_id_(std::move(group_id)),
+        global_ranks_(std::move(global_ranks)) {
     cc_unique_id id;
     const std::string key = "cc_unique_id";
     if (rank == 0) {
@@ -795,17 +838,26 @@ class ProcessGroupCC : public CCBase {
       } catch (...) {
       }
     }
-    comm_ = std::make_shared<CCComm>(c);
-    uint64_t defer_us = 1000;
-    const char *d = getenv("CC_TORCH_DEFER_US");
-    if (d && *d) defer_us = strtoull(d, nullptr, 10);
-    comm_->start(defer_us);
+    start(c);
   }
 
-  ~ProcessGroupCC() override {
-    if (!comm_) return;
-    // Python drops the group with the GIL held; shutdown waits for the
-    // completion thread, which may be running a future's Python callback.
+  // A communicator that cc_comm_split made of this one's (split()); its
+  // timeout is the parent's (cc_comm_split keeps it).
+  ProcessGroupCC(const c10::intrusive_ptr<c10d::Store> &store, cc_comm *c, std::chrono::milliseconds timeout,
+                 std::string group_id)
+      : CCBase(cc_comm_rank(c), cc_comm_size(c)), store_(store), timeout_(timeout), group_id_(std::move(group_id)),
+        together_(false) {
+    start(c);
+  }
+
+  ~ProcessGroupCC() override { close(); }
+
+  // Leaves together (leave_together), then the communicator goes: once, from
+  // shutdown() or the destructor. Python drops the group with the GIL held;
+  // shutdown waits for the completion thread, which may be running a
+  // future's Python callback.
+  void close() {
+    if (!comm_ || closed_.exchange(true)) return;
     if (Py_IsInitialized() && PyGILState_Check()) {
       pybind11::gil_scoped_release nogil;
       leave_together();
@@ -824,6 +876,7 @@ class ProcessGroupCC : public CCBase {
   // other rank says so when it destroys its group, and rank 0 waits for
   // that, at most 10 s, before its group (and the store it holds) goes.
   void leave_together() {
+    if (!together_) return;  // a split group: the group it was split from waits so
     try {
       const std::string pre = "cc_left/";
       if (getRank() != 0) {
@@ -839,6 +892,62 @@ class ProcessGroupCC : public CCBase {
   }
 
   const std::string getBackendName() const override { return "cc"; }
+
+  // Every collective counts (as gloo's does); torch's desync debugging and
+  // flight recorder read it.
+  void setSequenceNumberForGroup() override { seq_ = 0; }
+  uint64_t getSequenceNumberForGroup() override { return seq_; }
+
+#if TORCH_CC_BACKEND_2_13
+  bool supportsSplitting() const override { return true; }
+  bool supportsCoalescing() const override { return true; }  // batch_isend_irecv: one cc group
+
+  c10::intrusive_ptr<Options> getBackendOptions() override {
+    auto o = c10::make_intrusive<Options>("cc", timeout_);
+    o->group_name = group_id_;
+    for (int64_t r : global_ranks_) o->global_ranks_in_group.push_back((uint64_t)r);
+    return o;
+  }
+
+  // ProcessGroup::splitGroup: every rank of this group calls it, each with
+  // the ranks of its new group (a rank in none: a list without it), so it is
+  // cc_comm_split on this group's communicator, colour the new group's lowest
+  // rank, key the rank's place in it.
+  c10::intrusive_ptr<c10d::Backend> split(const c10::intrusive_ptr<c10d::Store> &store, const std::vector<int> &ranks,
+                                          const c10::intrusive_ptr<Options> &opts) override {
+    auto me = std::find(ranks.begin(), ranks.end(), getRank());
+    int color = CC_UNDEFINED, key = 0;
+    if (me != ranks.end()) {
+      color = *std::min_element(ranks.begin(), ranks.end());
+      key = (int)(me - ranks.begin());
+    }
+    cc_comm *sub = nullptr;
+    {
+      std::lock_guard<std::mutex> l(comm_->mu);
+      TORCH_CHECK(!comm_->coalescing, "backend cc: split: a batch (coalescing) is open");
+      comm_->flush_locked();
+      cc_result r = cc_comm_split(comm_->c, color, key, &sub);
+      TORCH_CHECK(r == CC_OK, failure_text("split (cc_comm_split)", getRank(), r, cc_comm_last_error(comm_->c)));
+    }
+    if (!sub) return nullptr;
+    return c10::make_intrusive<ProcessGroupCC>(store, sub, opts ? opts->timeout : timeout_,
+                                               opts ? opts->group_name : std::string());
+  }
+
+  // abort: fail the communicator on every rank now (pending and later calls
+  // raise); shutdown: leave as the destructor does (dist.destroy_process_group).
+  void abort() override {
+    comm_->note_failure(CC_ERR_ABORTED);
+    if (comm_->alive()) cc_comm_abort(comm_->c);
+  }
+  void shutdown() override { close(); }
+
+  c10d::ErrorType getError() override {
+    cc_result r = comm_->failure.load();
+    if (r == CC_OK) return c10d::ErrorType::SUCCESS;
+    return r == CC_ERR_TIMEOUT ? c10d::ErrorType::TIMEOUT : c10d::ErrorType::COMM_ERROR;
+  }
+#endif
 
   // ---- collectives
 
@@ -876,23 +985,22 @@ class ProcessGroupCC : public CCBase {
     auto op = mkop(w);
     std::vector<Slot> slots;
     std::vector<std::function<cc_result(cc_comm *)>> calls;
+    at::ScalarType st = tensors[0].scalar_type();
     for (auto &t : tensors) {
       check_tensor(t, w);
+      TORCH_CHECK(t.scalar_type() == st, "backend cc: ", w, ": tensors of different dtypes (", dtype_name(t.scalar_type()),
+                  " and ", dtype_name(st), ")");
+    }
+    cc_dtype dt = reduce_dtype(st, w);
+    cc_op o = resolve_op(opts.reduceOp, st, dt, w);  // once: a PREMUL_SUM op is one cc op
+    for (auto &t : tensors) {
       Slot s = slot(t, true);
-      cc_dtype dt = reduce_dtype(s.buf.scalar_type(), w);
-      cc_op o = resolve_op(opts.reduceOp, s.buf.scalar_type(), dt, w);
       void *p = ptr(s.buf);
       size_t n = (size_t)s.buf.numel();
       calls.push_back([=](cc_comm *c) { return cc_all_reduce(c, p, p, n, dt, o); });
       slots.push_back(s);
     }
-    op->issue = [calls](cc_comm *c) {
-      for (auto &f : calls) {
-        cc_result r = f(c);
-        if (r != CC_OK) return r;
-      }
-      return CC_OK;
-    };
+    op->issue = chain(calls);
     finish_slots(*op, slots);
     op->outputs = tensors;
     return submit_locked(l, std::move(op), c10d::OpType::ALLREDUCE_COALESCED);
@@ -955,41 +1063,135 @@ class ProcessGroupCC : public CCBase {
     return submit(std::move(op), c10d::OpType::_ALLGATHER_BASE);
   }
 
+  // output_tensor_lists[r][i] receives rank r's input i (torch's layout). The
+  // inputs travel as one buffer of bytes: one all_gather.
   c10::intrusive_ptr<c10d::Work> allgather_coalesced(std::vector<std::vector<at::Tensor>> &outputs,
                                                      std::vector<at::Tensor> &inputs,
                                                      const c10d::AllgatherOptions &) override {
     const char *w = "all_gather_coalesced";
-    TORCH_CHECK(outputs.size() == inputs.size(), "backend cc: ", w, ": ", outputs.size(), " output lists for ",
-                inputs.size(), " inputs");
-    auto op = mkop(w);
-    std::vector<std::function<cc_result(cc_comm *)>> calls;
-    std::vector<std::pair<std::vector<at::Tensor>, at::Tensor>> copies;
+    int P = getSize();
+    TORCH_CHECK(!inputs.empty(), "backend cc: ", w, ": no input tensors");
+    TORCH_CHECK((int)outputs.size() == P, "backend cc: ", w, ": ", outputs.size(), " output lists for ", P,
+                " ranks (output_tensor_lists[r][i] receives rank r's input i)");
+    std::vector<at::Tensor> bytes;
+    std::vector<int64_t> offs;
+    int64_t total = 0;
     for (size_t i = 0; i < inputs.size(); i++) {
       check_tensor(inputs[i], w);
-      TORCH_CHECK((int)outputs[i].size() == getSize(), "backend cc: ", w, ": output list ", i, " has ",
-                  outputs[i].size(), " tensors for ", getSize(), " ranks");
-      check_same(outputs[i], inputs[i], w);
-      at::Tensor src = contig(inputs[i]), flat = at::empty({inputs[i].numel() * getSize()}, inputs[i].options());
-      Kind k = move_kind(inputs[i].scalar_type());
-      size_t n = (size_t)inputs[i].numel() * k.mult;
-      void *sp = ptr(src), *rp = ptr(flat);
-      calls.push_back([=](cc_comm *c) { return cc_all_gather(c, sp, rp, n, k.t); });
-      op->keep.push_back(src);
-      copies.push_back({outputs[i], flat});
-      for (auto &t : outputs[i]) op->outputs.push_back(t);
+      offs.push_back(total);
+      at::Tensor b = contig(inputs[i]).reshape({-1});
+      bytes.push_back(b.numel() ? b.view(at::kByte) : at::empty({0}, b.options().dtype(at::kByte)));
+      total += bytes.back().numel();
     }
-    op->issue = [calls](cc_comm *c) {
-      for (auto &f : calls) {
-        cc_result r = f(c);
-        if (r != CC_OK) return r;
+    for (int r = 0; r < P; r++) {
+      TORCH_CHECK(outputs[r].size() == inputs.size(), "backend cc: ", w, ": output list ", r, " has ",
+                  outputs[r].size(), " tensors for ", inputs.size(), " inputs");
+      for (size_t i = 0; i < inputs.size(); i++) {
+        const at::Tensor &o = outputs[r][i];
+        check_tensor(o, w);
+        TORCH_CHECK(o.scalar_type() == inputs[i].scalar_type() && o.numel() == inputs[i].numel(), "backend cc: ", w,
+                    ": output [", r, "][", i, "] (", dtype_name(o.scalar_type()), ", ", o.numel(),
+                    " elements) does not match input ", i, " (", dtype_name(inputs[i].scalar_type()), ", ",
+                    inputs[i].numel(), " elements)");
       }
-      return CC_OK;
+    }
+    auto op = mkop(w);
+    at::Tensor send = at::cat(bytes), recv = at::empty({total * P}, send.options());
+    void *sp = ptr(send), *rp = ptr(recv);
+    size_t n = (size_t)total;
+    op->issue = [=](cc_comm *c) { return cc_all_gather(c, sp, rp, n, CC_UINT8); };
+    op->keep = {send, recv};
+    auto outs = outputs;
+    op->finish = [outs, recv, offs, total]() {
+      for (size_t r = 0; r < outs.size(); r++)
+        for (size_t i = 0; i < outs[r].size(); i++) {
+          at::Tensor o = outs[r][i];
+          int64_t nb = o.numel() * (int64_t)o.element_size();
+          if (!nb) continue;
+          o.copy_(recv.narrow(0, (int64_t)r * total + offs[i], nb).clone().view(o.scalar_type()).view(o.sizes()));
+        }
     };
-    op->finish = [copies]() {
-      for (auto &p : copies) scatter_copy(p.first, p.second);
-    };
+    for (auto &l : outputs)
+      for (auto &t : l) op->outputs.push_back(t);
     return submit(std::move(op), c10d::OpType::ALLGATHER_COALESCED);
   }
+
+#if TORCH_CC_COALESCED_TENSORS
+  // Several all_gather_into_tensor in one op (FSDP, _coalescing_manager):
+  // outputs[i] receives every rank's inputs[i].
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(std::vector<at::Tensor> &outputs,
+                                                                 std::vector<at::Tensor> &inputs,
+                                                                 const c10d::AllgatherOptions &) override {
+    const char *w = "all_gather_into_tensor_coalesced";
+    TORCH_CHECK(outputs.size() == inputs.size(), "backend cc: ", w, ": ", outputs.size(), " outputs for ",
+                inputs.size(), " inputs");
+    auto op = mkop(w);
+    std::vector<Slot> slots;
+    std::vector<std::function<cc_result(cc_comm *)>> calls;
+    for (size_t i = 0; i < inputs.size(); i++) {
+      check_tensor(inputs[i], w);
+      check_tensor(outputs[i], w);
+      TORCH_CHECK(outputs[i].scalar_type() == inputs[i].scalar_type(), "backend cc: ", w, ": output ", i, " (",
+                  dtype_name(outputs[i].scalar_type()), ") and input (", dtype_name(inputs[i].scalar_type()),
+                  ") differ");
+      TORCH_CHECK(outputs[i].numel() == inputs[i].numel() * getSize(), "backend cc: ", w, ": output ", i, " has ",
+                  outputs[i].numel(), " elements, not ", getSize(), " x the input's ", inputs[i].numel());
+      Slot o = slot(outputs[i], false);
+      at::Tensor src = contig(inputs[i]);
+      Kind k = move_kind(src.scalar_type());
+      size_t n = (size_t)src.numel() * k.mult;
+      void *sp = ptr(src), *rp = ptr(o.buf);
+      calls.push_back([=](cc_comm *c) { return cc_all_gather(c, sp, rp, n, k.t); });
+      op->keep.push_back(src);
+      slots.push_back(o);
+    }
+    op->issue = chain(calls);
+    finish_slots(*op, slots);
+    op->outputs = outputs;
+    return submit(std::move(op), c10d::OpType::COALESCED);
+  }
+
+  // Several reduce_scatter_tensor in one op: outputs[i] receives block `rank`
+  // of the reduction of inputs[i]. One dtype (torch asks for one; a PREMUL_SUM
+  // makes one cc op for it).
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(std::vector<at::Tensor> &outputs,
+                                                                 std::vector<at::Tensor> &inputs,
+                                                                 const c10d::ReduceScatterOptions &opts) override {
+    const char *w = "reduce_scatter_tensor_coalesced";
+    TORCH_CHECK(outputs.size() == inputs.size() && !inputs.empty(), "backend cc: ", w, ": ", outputs.size(),
+                " outputs for ", inputs.size(), " inputs");
+    at::ScalarType dt = inputs[0].scalar_type();
+    for (size_t i = 0; i < inputs.size(); i++) {
+      check_tensor(inputs[i], w);
+      check_tensor(outputs[i], w);
+      TORCH_CHECK(inputs[i].scalar_type() == dt && outputs[i].scalar_type() == dt, "backend cc: ", w,
+                  ": tensors of different dtypes (", dtype_name(inputs[i].scalar_type()), ", ",
+                  dtype_name(outputs[i].scalar_type()), " and ", dtype_name(dt), ")");
+      TORCH_CHECK(inputs[i].numel() == outputs[i].numel() * getSize(), "backend cc: ", w, ": input ", i, " has ",
+                  inputs[i].numel(), " elements, not ", getSize(), " x the output's ", outputs[i].numel());
+    }
+    std::unique_lock<std::mutex> l(comm_->mu);
+    comm_->flush_locked();
+    cc_dtype t = reduce_dtype(dt, w);
+    cc_op cop = resolve_op(opts.reduceOp, dt, t, w);
+    auto op = mkop(w);
+    std::vector<Slot> slots;
+    std::vector<std::function<cc_result(cc_comm *)>> calls;
+    for (size_t i = 0; i < inputs.size(); i++) {
+      Slot o = slot(outputs[i], false);
+      at::Tensor src = contig(inputs[i]);
+      size_t n = (size_t)outputs[i].numel();
+      void *sp = ptr(src), *rp = ptr(o.buf);
+      calls.push_back([=](cc_comm *c) { return cc_reduce_scatter(c, sp, rp, n, t, cop); });
+      op->keep.push_back(src);
+      slots.push_back(o);
+    }
+    op->issue = chain(calls);
+    finish_slots(*op, slots);
+    op->outputs = outputs;
+    return submit_locked(l, std::move(op), c10d::OpType::REDUCE_SCATTER_TENSOR_COALESCED);
+  }
+#endif
 
   c10::intrusive_ptr<c10d::Work> gather(std::vector<std::vector<at::Tensor>> &outputs,
                                         std::vector<at::Tensor> &inputs,
@@ -1278,9 +1480,24 @@ class ProcessGroupCC : public CCBase {
     return submit(std::move(op), c10d::OpType::RECV, src);
   }
 
-  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor> &, int) override {
-    TORCH_CHECK(false, "backend cc: recv from any source (src=None) is not supported: cc receives from a named "
-                       "rank only; pass src");
+  // dist.recv(t) without src: cc_recv_any; Work::sourceRank() is the sender
+  // once the receive completed.
+  c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor> &tensors, int tag) override {
+    const char *w = "recv";
+    one(tensors, w);
+    TORCH_CHECK(tag >= 0, "backend cc: recv: tag ", tag, " is negative");
+    auto op = mkop(w);
+    Slot s = slot(tensors[0], false);
+    Kind k = move_kind(s.buf.scalar_type());
+    void *p = ptr(s.buf);
+    size_t n = (size_t)s.buf.numel() * k.mult;
+    auto src = std::make_shared<int>(CC_UNDEFINED);
+    int *sp = src.get();
+    op->source = src;
+    op->issue = [=](cc_comm *c) { return cc_recv_any(c, p, n, k.t, tag, sp); };
+    finish_slots(*op, {s});
+    op->outputs = tensors;
+    return submit(std::move(op), c10d::OpType::RECVANYSOURCE);
   }
 
   // ---- batches (batch_isend_irecv): one cc group, one request for all
@@ -1312,7 +1529,21 @@ class ProcessGroupCC : public CCBase {
  private:
   std::shared_ptr<CCComm> comm_;
   c10::intrusive_ptr<c10d::Store> store_;
+  std::chrono::milliseconds timeout_;
+  std::string group_id_;
+  std::vector<int64_t> global_ranks_;
   uint64_t mb_seq_ = 0;
+  uint64_t seq_ = 0;  // collectives issued (getSequenceNumberForGroup)
+  std::atomic<bool> closed_{false};
+  bool together_ = true;  // leave_together when it goes (not a group made by split())
+
+  void start(cc_comm *c) {
+    comm_ = std::make_shared<CCComm>(c);
+    uint64_t defer_us = 1000;
+    const char *d = getenv("CC_TORCH_DEFER_US");
+    if (d && *d) defer_us = strtoull(d, nullptr, 10);
+    comm_->start(defer_us);
+  }
 
   std::unique_ptr<Op> mkop(const char *name) {
     auto op = std::make_unique<Op>();
@@ -1331,6 +1562,17 @@ class ProcessGroupCC : public CCBase {
   void check_peer(int peer, const char *what) {
     TORCH_CHECK(peer >= 0 && peer < getSize(), "backend cc: ", what, ": peer ", peer,
                 " is out of range (group of ", getSize(), " ranks)");
+  }
+
+  // cc calls one after the other; the first failure ends them.
+  static std::function<cc_result(cc_comm *)> chain(std::vector<std::function<cc_result(cc_comm *)>> calls) {
+    return [calls](cc_comm *c) {
+      for (auto &f : calls) {
+        cc_result r = f(c);
+        if (r != CC_OK) return r;
+      }
+      return CC_OK;
+    };
   }
 
   static void finish_slots(Op &op, const std::vector<Slot> &slots) {
@@ -1419,9 +1661,8 @@ class ProcessGroupCC : public CCBase {
     case c10d::ReduceOp::PREMUL_SUM: {
       TORCH_CHECK(rop.supplement_.defined(), "backend cc: ", what, ": PREMUL_SUM without its factor");
       auto *sup = static_cast<c10d::NCCLPreMulSumSupplement *>(rop.supplement_.get());
-      at::Tensor f = sup->tensor_factors.empty()
-                         ? at::scalar_tensor(sup->double_factor, at::TensorOptions().dtype(at::kDouble))
-                         : sup->tensor_factors[0];
+      at::Tensor f = premul_factor(*sup);
+      if (!f.defined()) f = at::scalar_tensor(sup->double_factor, at::TensorOptions().dtype(at::kDouble));
       f = f.to(at::kCPU).to(s).reshape({-1});
       TORCH_CHECK(f.numel() == 1, "backend cc: ", what, ": PREMUL_SUM takes one factor, got ", f.numel());
       f = f.contiguous();
@@ -1477,6 +1718,7 @@ class ProcessGroupCC : public CCBase {
   c10::intrusive_ptr<c10d::Work> submit_locked(std::unique_lock<std::mutex> &, std::unique_ptr<Op> op,
                                                c10d::OpType type, int src = -1) {
     TORCH_CHECK(comm_->alive(), "backend cc: the process group was destroyed");
+    if (type != c10d::OpType::SEND && type != c10d::OpType::RECV && type != c10d::OpType::RECVANYSOURCE) seq_++;
     auto work = c10::make_intrusive<CCWork>(comm_, std::move(op), type, src);
     comm_->flush_locked();
     if (comm_->coalescing || comm_->defer_ns == 0) work->issue_async_locked();
@@ -1525,8 +1767,9 @@ class ProcessGroupCC : public CCBase {
 };
 
 static c10::intrusive_ptr<CCBase> create(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
-                                         std::chrono::milliseconds timeout) {
-  return c10::make_intrusive<ProcessGroupCC>(store, rank, size, timeout);
+                                         std::chrono::milliseconds timeout, std::string group_id,
+                                         std::vector<int64_t> global_ranks) {
+  return c10::make_intrusive<ProcessGroupCC>(store, rank, size, timeout, std::move(group_id), std::move(global_ranks));
 }
 
 }  // namespace torch_cc
@@ -1541,6 +1784,7 @@ PYBIND11_MODULE(_C, m) {
            py::arg("iters"), py::call_guard<py::gil_scoped_release>(),
            "seconds per bare cc_all_reduce of `count` float32 (bench/torch_compare.py)");
   m.def("create", &torch_cc::create, py::arg("store"), py::arg("rank"), py::arg("size"), py::arg("timeout"),
+        py::arg("group_id") = std::string(), py::arg("global_ranks") = std::vector<int64_t>(),
         py::call_guard<py::gil_scoped_release>(),
         "a cc process group of `size` ranks meeting through `store` (what Backend.register_backend calls)");
   m.attr("cc_version") = CC_VERSION_STRING;

@@ -20,7 +20,15 @@ torch_version_built = _C.torch_version_built
 
 
 def _create_process_group(store, rank, world_size, timeout):
+    """The plain creator (a torch without the extended API)."""
     return _C.create(store, rank, world_size, timeout)
+
+
+def _create_process_group_extended(dist_opts, pg_options):
+    """The extended creator: torch's DistributedBackendOptions (the group's
+    name and its ranks in the world too)."""
+    return _C.create(dist_opts.store, dist_opts.group_rank, dist_opts.group_size, dist_opts.timeout,
+                     str(dist_opts.group_id), [int(r) for r in dist_opts.global_ranks_in_group])
 
 
 def _register():
@@ -28,8 +36,10 @@ def _register():
     if "CC" in getattr(backend, "_plugins", {}):
         return
     params = inspect.signature(backend.register_backend).parameters
-    if "devices" in params:  # torch >= 2.1: say which devices the backend serves
-        backend.register_backend("cc", _create_process_group, extended_api=False, devices=["cpu"])
+    if "devices" in params:  # torch >= 2.1: the devices the backend serves
+        backend.register_backend("cc", _create_process_group_extended, extended_api=True, devices=["cpu"])
+    elif "extended_api" in params:
+        backend.register_backend("cc", _create_process_group_extended, extended_api=True)
     else:
         backend.register_backend("cc", _create_process_group)
 
