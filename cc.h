@@ -7197,22 +7197,41 @@ static cc_result cc__first_end(cc_comm *c, const cc__call *k) {
   return CC_OK;
 }
 
-/* dst = fold of c->srcs[0..n) with the call's op. */
-static void cc__apply(cc_comm *c, const cc__call *k, void *dst, size_t count) {
-  int n = c->size;
-  if (!count) return;
-  if (k->op < CC_OP_BUILTIN_COUNT) {
-    cc__reduce_n(dst, c->srcs, n, count, k->t, k->op, NULL);
-  } else {
-    const cc__opinfo *o = &c->ops[k->op - CC__OP_FIRST_USER];
-    if (o->kind == CC__OPK_PREMUL) {
-      cc__reduce_n(dst, c->srcs, n, count, k->t, CC__OP_PREMUL, c->scals);
-    } else {
-      int j;
-      if (dst != c->srcs[0]) memcpy(dst, c->srcs[0], count * cc__dtype_bytes(k->t));
-      for (j = 1; j < n; j++) o->fn(dst, c->srcs[j], count, k->t, o->user);
-    }
+/* dst = srcs[0] op srcs[1] op ... op srcs[m-1], a left fold in the order
+   given (rank order): the one fold every executor uses. A built-in op folds
+   in one pass (cc__reduce_n); premul_sum scales each source by its own
+   scalar (scals[j], each rank's); a user op folds pair by pair, through a
+   copy where dst is a later source, and when there is no memory for that
+   copy the call fails (never a wrong result). */
+static cc_result cc__fold(cc_comm *c, int op, cc_dtype t, void *dst, const void *const *srcs, const void *const *scals,
+                          int m, size_t count, const char *what) {
+  size_t es = cc__dtype_bytes(t);
+  const cc__opinfo *o;
+  unsigned char *acc;
+  int j, alias = 0;
+  if (!count) return CC_OK;
+  if (op < CC_OP_BUILTIN_COUNT) {
+    cc__reduce_n(dst, srcs, m, count, t, op, NULL);
+    return CC_OK;
   }
+  o = &c->ops[op - CC__OP_FIRST_USER];
+  if (o->kind == CC__OPK_PREMUL) {
+    cc__reduce_n(dst, srcs, m, count, t, CC__OP_PREMUL, scals);
+    return CC_OK;
+  }
+  for (j = 1; j < m; j++) if (srcs[j] == dst) alias = 1;
+  acc = alias ? (unsigned char *)CC_MALLOC(count * es) : (unsigned char *)dst;
+  if (!acc) return cc__fail_all(c, CC_ERR_NO_MEMORY, c->rank, what, "out of memory (%zu bytes to fold into)", count * es);
+  if (acc != srcs[0]) memcpy(acc, srcs[0], count * es);
+  for (j = 1; j < m; j++) o->fn(acc, srcs[j], count, t, o->user);
+  if (alias) { memcpy(dst, acc, count * es); CC_FREE(acc); }
+  return CC_OK;
+}
+
+/* The arena's fold: dst = fold of c->srcs[0..n) (their scalars c->scals)
+   with the call's op. */
+static CC__INLINE cc_result cc__apply(cc_comm *c, const cc__call *k, void *dst, size_t count) {
+  return cc__fold(c, k->op, k->t, dst, c->srcs, c->scals, c->size, count, cc__coll_name(k->coll));
 }
 
 /* Stage `n` bytes of a message of `total` bytes into this rank's half:
@@ -7284,7 +7303,7 @@ static cc_result cc__run_reduce(cc_comm *c, const cc__call *k, int root) {
       if (r != CC_OK) return r;
       if (want) {
         for (j = 0; j < n; j++) c->srcs[j] = CC__DATA(cc__half(c, j, c->step));
-        cc__apply(c, k, rb + off * es, m);
+        CC__TRY(cc__apply(c, k, rb + off * es, m));
       }
       off += m;
     } while (off < k->count);
@@ -7306,7 +7325,7 @@ static cc_result cc__run_reduce(cc_comm *c, const cc__call *k, int root) {
     hi = cc__part(m, n, me + 1);
     if ((r = cc__ph_begin(c, &mine, what)) != CC_OK) return r;
     for (j = 0; j < n; j++) c->srcs[j] = CC__DATA(cc__half(c, j, a)) + lo * es;
-    cc__apply(c, k, CC__DATA(mine) + lo * es, hi - lo);
+    CC__TRY(cc__apply(c, k, CC__DATA(mine) + lo * es, hi - lo));
     cc__ph_arrive(c);
     if (want) {
       if ((r = cc__ph_wait(c, -1, what)) != CC_OK) return r;
@@ -7354,7 +7373,7 @@ static CC__NOINLINE cc_result cc__run_reduce_scatter(cc_comm *c, const cc__call 
     else { cc__ph_arrive(c); r = cc__ph_wait(c, -1, what); }
     if (r != CC_OK) return r;
     for (j = 0; j < n; j++) c->srcs[j] = CC__DATA(cc__half(c, j, c->step)) + (size_t)me * pcap;
-    cc__apply(c, k, rb + off, m / es);
+    CC__TRY(cc__apply(c, k, rb + off, m / es));
     off += m;
   } while (off < bytes);
   for (j = 0; j < n; j++) cc__ph_prefetch(c, CC__DESC_BYTES + (size_t)j * pcap);   /* the next call's blocks */
@@ -7879,7 +7898,7 @@ static cc_result cc__direct_reduce(cc_comm *c, const cc__call *k, int root, int 
     /* the result in recvbuf when this rank keeps it; but a user op's fold
        starts with a copy of the first source, which must not land on another */
     dst = keep && !user ? rb + off * es : tmp + (size_t)(n - 1) * pc;
-    cc__apply(c, k, dst, m);
+    CC__TRY(cc__apply(c, k, dst, m));
     if (keep && dst != rb + off * es) memcpy(rb + off * es, dst, m * es);
     for (j = 0; put && root == -1 && j < n; j++)
       if (j != me) cc__peer_put(c, j, off * es, dst, m * es);
@@ -8180,30 +8199,6 @@ static void cc__avg_div(void *buf, size_t count, cc_dtype t, int n) {
   }
 }
 
-/* dst = srcs[0] op srcs[1] op ... op srcs[m-1], a left fold in member order.
-   dst may be one of the sources; a user op then folds through a copy, and
-   when there is no memory for it the call fails (never a wrong result). */
-static cc_result cc__foldn(cc_comm *c, int op, cc_dtype t, void *dst, const void *const *srcs, int m, size_t count,
-                           const char *what) {
-  size_t es = cc__dtype_bytes(t);
-  const cc__opinfo *o;
-  unsigned char *acc;
-  int j, alias = 0;
-  if (!count) return CC_OK;
-  if (op < CC_OP_BUILTIN_COUNT) {
-    cc__reduce_n(dst, srcs, m, count, t, op, NULL);
-    return CC_OK;
-  }
-  o = &c->ops[op - CC__OP_FIRST_USER];
-  for (j = 1; j < m; j++) if (srcs[j] == dst) alias = 1;
-  acc = alias ? (unsigned char *)CC_MALLOC(count * es) : (unsigned char *)dst;
-  if (!acc) return cc__oom(c, what);
-  if (acc != srcs[0]) memcpy(acc, srcs[0], count * es);
-  for (j = 1; j < m; j++) o->fn(acc, srcs[j], count, t, o->user);
-  if (alias) { memcpy(dst, acc, count * es); CC_FREE(acc); }
-  return CC_OK;
-}
-
 /* Send to `to` and receive from `from` (either may be -1), together. */
 static cc_result cc__msg_xchg(cc_comm *c, int to, const void *sb, size_t sbytes, int from, void *rb, size_t rbytes,
                               const char *what) {
@@ -8248,7 +8243,7 @@ static cc_result cc__drs_done(void *ctx, cc__msg *m, int i) {
     if (j == x->p) x->srcs[j] = x->mine + off * es;
     else x->srcs[j] = x->scratch + ((size_t)q++ * x->blen + off) * es;
   }
-  CC__TRY(cc__foldn(x->c, x->op, x->t, x->out + off * es, x->srcs, x->m, n, x->what));
+  CC__TRY(cc__fold(x->c, x->op, x->t, x->out + off * es, x->srcs, NULL, x->m, n, x->what));
   for (q = 0; x->ag >= 0 && q < x->m - 1; q++) m[x->ag + q * x->nch + (int)ch].live = 1;   /* pass it on */
   return CC_OK;
 }
@@ -8406,7 +8401,7 @@ static cc_result cc__msg_reduce(cc_comm *c, const int *M, int m, int p, int rp, 
       srcs[j] = j == p ? in : tmp + (size_t)j * bytes;
     }
     r = cc__engine_run(c, ms, n, NULL, NULL, &c->cur, what);
-    if (r == CC_OK && p == rp) r = cc__foldn(c, op, t, out, srcs, m, count, what);
+    if (r == CC_OK && p == rp) r = cc__fold(c, op, t, out, srcs, NULL, m, count, what);
     CC_FREE(srcs);
   } else {
     size_t bo = cc__part(count, m, p) * es;
@@ -8450,7 +8445,7 @@ static cc_result cc__msg_allreduce(cc_comm *c, const int *M, int m, int p, const
     }
     for (j = 0; j < m; j++) srcs[j] = j == p ? in : tmp + (size_t)j * bytes;
     r = cc__engine_run(c, ms, n, NULL, NULL, &c->cur, what);
-    if (r == CC_OK) r = cc__foldn(c, op, t, out, srcs, m, count, what);
+    if (r == CC_OK) r = cc__fold(c, op, t, out, srcs, NULL, m, count, what);
     CC_FREE(tmp); CC_FREE(srcs); CC_FREE(ms);
     return r;
   }
