@@ -4068,12 +4068,17 @@ static void cc__ident_str(const cc__ident *d, char *buf, size_t len) {
   }
 }
 
+/* Are two ranks' calls the same call? The rule every transport applies: the
+   whole identity, but a v call's own count. */
+static CC__INLINE int cc__ident_same(const cc__ident *a, const cc__ident *b) {
+  return a->coll == b->coll && a->dtype == b->dtype && a->root == b->root && a->op == b->op &&
+         (cc__is_v(a->coll) || a->count == b->count);
+}
+
 /* Do this rank's call and rank j's agree? CC_ERR_MISMATCH naming both, else CC_OK. */
 static CC__COLD cc_result cc__ident_agree(cc_comm *c, const char *what, const cc__ident *mine, const cc__ident *theirs, int j) {
   char a[128], b[128];
-  if (theirs->coll == mine->coll && theirs->dtype == mine->dtype && theirs->root == mine->root &&
-      theirs->op == mine->op && (cc__is_v(mine->coll) || theirs->count == mine->count))
-    return CC_OK;
+  if (cc__ident_same(mine, theirs)) return CC_OK;
   cc__ident_str(theirs, a, sizeof a);
   cc__ident_str(mine, b, sizeof b);
   return cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d called %s while this rank called %s", what, c->rank, j, a, b);
@@ -4425,7 +4430,7 @@ static cc__desc *cc__desc_at(cc_comm *c, int r, uint64_t step) {
   return (cc__desc *)cc__half(c, r, step);
 }
 
-static void cc__ident_of_desc(const cc__desc *d, cc__ident *id) {
+static CC__INLINE void cc__ident_of_desc(const cc__desc *d, cc__ident *id) {
   memset(id, 0, sizeof *id);
   id->count = d->count;
   id->op = d->op;
@@ -5514,10 +5519,7 @@ static cc_result cc__left_mismatch(cc_comm *c, int r, const char *what) {
   const cc__peer *p = &c->peers[r];
   char a[128], b[128];
   if (!c->call_word || !p->bye || p->bye_seq < c->seq) return CC_OK;
-  if (p->bye_seq == c->seq && p->bye_id.coll == c->cur.coll && p->bye_id.dtype == c->cur.dtype &&
-      p->bye_id.root == c->cur.root && p->bye_id.op == c->cur.op &&
-      (cc__is_v(c->cur.coll) || p->bye_id.count == c->cur.count))
-    return CC_OK;
+  if (p->bye_seq == c->seq && cc__ident_same(&p->bye_id, &c->cur)) return CC_OK;
   cc__ident_str(&p->bye_id, a, sizeof a);
   cc__ident_str(&c->cur, b, sizeof b);
   if (p->bye_seq == c->seq)
@@ -7166,12 +7168,11 @@ static cc_result cc__first_end(cc_comm *c, const cc__call *k) {
   if (c->seen_all < s) c->seen_all = s;
   mine = cc__desc_of(c, c->rank);
   v = cc__is_v(mine->coll);
+  cc__ident_of_desc(mine, &me);
   for (j = 0; j < c->size; j++) {
     const cc__desc *d = cc__desc_of(c, j);
-    if (d->coll != mine->coll || d->dtype != mine->dtype || d->root != mine->root || d->op != mine->op ||
-        (!v && (d->count != mine->count || d->aux != mine->aux))) {   /* cc__ident_agree's test, on the */
-      cc__ident_of_desc(mine, &me);                                   /* descriptors themselves */
-      cc__ident_of_desc(d, &them);
+    cc__ident_of_desc(d, &them);
+    if (!cc__ident_same(&me, &them) || (!v && d->aux != mine->aux)) {
       if (cc__ident_agree(c, what, &me, &them, j) != CC_OK)
         return cc__post_mismatch(c, what);
       if (!v && d->aux != mine->aux) {
