@@ -3040,7 +3040,6 @@ struct cc_comm {
   uint64_t timeout_ns, spin_ns;
   uint64_t settle_ns;                  /* a failed run finishes a frame partly written for at most this long */
   int oversub, debug;
-  int probing;                         /* cc__wait_alive: cc__check_peer says, without failing */
   size_t small_bytes;                  /* arena: largest message every rank reduces in one phase */
   size_t stream_bytes;                 /* arena: messages this large stage with non-temporal stores */
   char jobid[40];
@@ -5530,32 +5529,40 @@ static cc_result cc__left_mismatch(cc_comm *c, int r, const char *what) {
                       (unsigned long long)p->bye_seq, a, (unsigned long long)c->seq, b);
 }
 
-/* Is rank r gone? Posts CC_ERR_PEER_LOST naming it when it is. */
+/* Is rank r gone (why says how)? A question only: nothing is posted. */
+static int cc__peer_gone(cc_comm *c, int r, char *why, size_t len) {
+  const cc__peer *p;
+  if (r < 0 || r >= c->size || r == c->rank) return 0;
+  p = &c->peers[r];
+  if (p->link == CC__LINK_SHM) return cc__shm_gone(c->shm, p->ch, why, len);
+  if (p->link == CC__LINK_TCP && p->eof) { snprintf(why, len, "closed its connection"); return 1; }
+  return 0;
+}
+
+/* Is rank r gone? Posts CC_ERR_PEER_LOST naming it when it is (a mismatch
+   when it left from another call than this one: cc__left_mismatch). */
 static cc_result cc__check_peer(cc_comm *c, int r, const char *what) {
   char why[96];
   const cc__peer *p;
-  if (r < 0 || r >= c->size || r == c->rank) return CC_OK;
+  if (!cc__peer_gone(c, r, why, sizeof why)) return CC_OK;
   p = &c->peers[r];
-  if (p->link == CC__LINK_SHM && cc__shm_gone(c->shm, p->ch, why, sizeof why))
-    return c->probing ? CC_ERR_PEER_LOST : cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d %s", r, why);
-  if (p->link == CC__LINK_TCP && p->eof) {
-    if (c->probing) return CC_ERR_PEER_LOST;
-    CC__TRY(cc__left_mismatch(c, r, what));
-    if (p->bye)
-      return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d left (it destroyed its communicator) after its "
-                          "collective #%llu", r, (unsigned long long)p->bye_seq);
-    return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d closed its connection: it exited, was killed or "
-                        "destroyed its communicator", r);
-  }
-  return CC_OK;
+  if (p->link == CC__LINK_SHM) return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d %s", r, why);
+  CC__TRY(cc__left_mismatch(c, r, what));
+  if (p->bye)
+    return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d left (it destroyed its communicator) after its "
+                        "collective #%llu", r, (unsigned long long)p->bye_seq);
+  return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d closed its connection: it exited, was killed or "
+                      "destroyed its communicator", r);
 }
 
 /* ---------------------------------------------------------------- the wait */
 
 /* -1 once the wait is over, else the rank being waited for. */
 typedef int (*cc__pending_fn)(cc_comm *c, const void *arg);
-/* CC_OK while every rank waited for lives, else the failure (posted). */
-typedef cc_result (*cc__alive_fn)(cc_comm *c, const void *arg, const char *what);
+/* CC_OK while every rank waited for lives, else CC_ERR_PEER_LOST: posted
+   (the failure, for every rank), or with probe set only said (a question:
+   cc__wait_alive asks it first, then asks again to fail). */
+typedef cc_result (*cc__alive_fn)(cc_comm *c, const void *arg, const char *what, int probe);
 
 /* The ranks a wait still waits for, as text ("1, 3"). */
 typedef void (*cc__awaited_fn)(cc_comm *c, const void *arg, char *buf, size_t len);
@@ -5627,10 +5634,9 @@ static cc_result cc__check_call(cc_comm *c, const cc__waitfor *w, int who, const
    failure when it failed first: the failure word is read again too (it
    posted there before it left: a mismatch stays a mismatch). */
 static cc_result cc__wait_alive(cc_comm *c, const cc__waitfor *w, int who, const char *what, int *done) {
-  cc_result r;
-  c->probing = 1;
-  r = w->alive ? w->alive(c, w->arg, what) : cc__check_peer(c, who, what);
-  c->probing = 0;
+  char why[96];
+  cc_result r = w->alive ? w->alive(c, w->arg, what, 1)
+                         : cc__peer_gone(c, who, why, sizeof why) ? CC_ERR_PEER_LOST : CC_OK;
   if (r != CC_OK && w->pending(c, w->arg) < 0) {
     *done = 1;
     return CC_OK;
@@ -5641,7 +5647,7 @@ static cc_result cc__wait_alive(cc_comm *c, const cc__waitfor *w, int who, const
      loss: its control block still says which call it was in */
   if (r != CC_OK && !c->net && c->ctl && who >= 0 && who < c->size && CC__LOAD(&c->ctl[who].departed))
     CC__TRY(cc__check_call(c, w, who, what));
-  if (r != CC_OK) CC__TRY(w->alive ? w->alive(c, w->arg, what) : cc__check_peer(c, who, what));
+  if (r != CC_OK) CC__TRY(w->alive ? w->alive(c, w->arg, what, 0) : cc__check_peer(c, who, what));
   return cc__check_call(c, w, who, what);
 }
 
@@ -6691,8 +6697,9 @@ static void cc__awaited_text(const cc__run *x, char *buf, size_t len) {
 
 /* Can some rank still send what a receive from any source waits for? CC_OK
    while another rank lives (a rank that is gone cannot be the sender); else
-   CC_ERR_PEER_LOST naming every one, posted as cc__check_peer posts it. */
-static cc_result cc__any_alive(cc_comm *c, const char *what) {
+   CC_ERR_PEER_LOST naming every one, posted as cc__check_peer posts it
+   (with probe set, only said). */
+static cc_result cc__any_alive(cc_comm *c, const char *what, int probe) {
   char gone[240], why[96];
   int r, last = -1;
   if (c->size < 2) return CC_OK;
@@ -6708,18 +6715,22 @@ static cc_result cc__any_alive(cc_comm *c, const char *what) {
       return CC_OK;
     last = r;
   }
-  if (c->probing) return CC_ERR_PEER_LOST;
+  if (probe) return CC_ERR_PEER_LOST;
   return cc__fail_all(c, CC_ERR_PEER_LOST, last, what, "no rank that could send what this rank waits for from any "
                       "source is left: %s", gone);
 }
 
 /* Every shared-memory peer the run waits on lives (from any source: one at least). */
-static cc_result cc__alive_run(cc_comm *c, const void *arg, const char *what) {
+static cc_result cc__alive_run(cc_comm *c, const void *arg, const char *what, int probe) {
   const cc__run *x = (const cc__run *)arg;
+  char why[96];
   int i;
   for (i = 0; i < x->n; i++) {
     const cc__msg *m = &x->m[i];
-    if (m->live && m->started && !m->done) CC__TRY(CC__ANY(m) ? cc__any_alive(c, what) : cc__check_peer(c, m->peer, what));
+    if (!m->live || !m->started || m->done) continue;
+    if (CC__ANY(m)) CC__TRY(cc__any_alive(c, what, probe));
+    else if (probe && cc__peer_gone(c, m->peer, why, sizeof why)) return CC_ERR_PEER_LOST;
+    else if (!probe) CC__TRY(cc__check_peer(c, m->peer, what));
   }
   return CC_OK;
 }
