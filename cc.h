@@ -7794,6 +7794,14 @@ static int cc__reach(const unsigned char *m, size_t max, size_t need, int cma) {
   return !need || cma || (m && max >= need);
 }
 
+/* How a direct call goes on after its first phase (cc__direct_begin). */
+enum {
+  CC__GO_NOT,                          /* not direct at all: the arena runs the whole call */
+  CC__GO_READ,                         /* each rank reads what it needs from the others' buffers */
+  CC__GO_PUT,                          /* each rank writes what the others need into their buffers */
+  CC__GO_ARENA                         /* the tuner tries the arena this time: it runs the rest */
+};
+
 /* The first phase of a direct call: the descriptor and where this rank's
    buffers are; then every rank's. *go: 0 the call runs through the arena
    instead (from a first phase of its own), 1 the reading run, 2 the putting
@@ -7861,8 +7869,8 @@ static cc_result cc__direct_begin(cc_comm *c, const cc__call *k, cc__tune *t, in
     pt &= cc__reach(b->s, b->s_max, sp, all_cma) && cc__reach(b->r, b->r_max, rp, 0);
   }
   if (k->coll == CC__REDUCE) rd = 0;
-  *go = call_ok && pt ? 2 : call_ok && rd ? 1 : tuned ? 3 : 0;
-  if (t) t->ran = (uint8_t)(!*go || *go == 3 ? 0 : *go == 1 && !rdm ? 1 : 2);
+  *go = call_ok && pt ? CC__GO_PUT : call_ok && rd ? CC__GO_READ : tuned ? CC__GO_ARENA : CC__GO_NOT;
+  if (t) t->ran = (uint8_t)(*go == CC__GO_NOT || *go == CC__GO_ARENA ? 0 : *go == CC__GO_READ && !rdm ? 1 : 2);
   return CC_OK;
 }
 
@@ -7882,16 +7890,17 @@ static unsigned char *cc__direct_tmp(cc_comm *c, size_t *piece) {
   return CC__DATA(cc__half(c, c->rank, c->step + 1));
 }
 
-/* reduce (root >= 0), all_reduce (root -1), reduce_scatter (root -2): each
+/* reduce, all_reduce and reduce_scatter (k->coll): each
    rank folds its share from every rank's sendbuf, in rank order, into its
    recvbuf. The putting run (put) also writes it into every other rank's
    recvbuf (all_reduce) or the root's (reduce); the reading run of
    all_reduce has every rank copy the other shares from their owners'
    recvbufs after a phase. One rank folds each element: the same bits
    everywhere. */
-static cc_result cc__direct_reduce(cc_comm *c, const cc__call *k, int root, int put) {
+static cc_result cc__direct_reduce(cc_comm *c, const cc__call *k, int put) {
   const char *what = cc__coll_name(k->coll);
-  int n = c->size, me = c->rank, j, t, rs = root == -2, keep = root < 0 || me == root;
+  int all = k->coll == CC__ALL_REDUCE, rs = k->coll == CC__REDUCE_SCATTER, root = k->coll == CC__REDUCE ? k->root : -1;
+  int n = c->size, me = c->rank, j, t, keep = root < 0 || me == root;
   int user = k->op >= CC__OP_FIRST_USER && !cc__is_premul(c, k->op);
   size_t es = cc__dtype_bytes(k->t), pc, per, lo, hi, off, m, base;
   unsigned char *tmp = cc__direct_tmp(c, &pc), *rb = (unsigned char *)k->rbuf;
@@ -7912,11 +7921,11 @@ static cc_result cc__direct_reduce(cc_comm *c, const cc__call *k, int root, int 
     dst = keep && !user ? rb + off * es : tmp + (size_t)(n - 1) * pc;
     CC__TRY(cc__apply(c, k, dst, m));
     if (keep && dst != rb + off * es) memcpy(rb + off * es, dst, m * es);
-    for (j = 0; put && root == -1 && j < n; j++)
+    for (j = 0; put && all && j < n; j++)
       if (j != me) cc__peer_put(c, j, off * es, dst, m * es);
     if (root >= 0 && me != root) cc__peer_put(c, root, off * es, dst, m * es);
   }
-  if (root == -1 && !put) {            /* every share folded: copy the others' from their recvbufs */
+  if (all && !put) {                   /* every share folded: copy the others' from their recvbufs */
     CC__TRY(cc__direct_sync(c, what));
     for (t = 1; t < n; t++) {
       j = (me + t) % n;
@@ -7962,19 +7971,19 @@ static cc_result cc__direct_move(cc_comm *c, const cc__call *k, int put) {
 
 static cc_result cc__arena_algo(cc_comm *c, const cc__call *k);
 
-/* The rest of a call whose direct first phase chose go: 1 the reading run, 2
-   the putting run, 3 the arena, then a phase that ends it on every rank at
-   once, as a direct run ends (rank 0 times it: CC_SHM_CMA=auto). */
+/* The rest of a call whose direct first phase chose go: the reading run
+   (CC__GO_READ), the putting run (CC__GO_PUT), or the arena (CC__GO_ARENA)
+   and then a phase that ends it on every rank at once, as a direct run ends
+   (rank 0 times it: CC_SHM_CMA=auto). */
 static cc_result cc__direct_body(cc_comm *c, const cc__call *k, int go) {
-  if (go == 3) {
+  if (go == CC__GO_ARENA) {
     CC__TRY(cc__arena_algo(c, k));
     return cc__direct_sync(c, cc__coll_name(k->coll));
   }
   switch (k->coll) {
-  case CC__ALL_REDUCE: return cc__direct_reduce(c, k, -1, go == 2);
-  case CC__REDUCE: return cc__direct_reduce(c, k, k->root, go == 2);
-  case CC__REDUCE_SCATTER: return cc__direct_reduce(c, k, -2, 0);
-  default: return cc__direct_move(c, k, go == 2);
+  case CC__ALL_REDUCE: case CC__REDUCE: return cc__direct_reduce(c, k, go == CC__GO_PUT);
+  case CC__REDUCE_SCATTER: return cc__direct_reduce(c, k, 0);
+  default: return cc__direct_move(c, k, go == CC__GO_PUT);
   }
 }
 
