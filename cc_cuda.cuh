@@ -745,6 +745,7 @@ typedef struct cc_cuda__alloc {        /* cc_cuda_malloc'd, not yet freed */
 typedef struct cc_cuda__closing {      /* a peer's mapping to close once this rank's work up to ev is done */
   void *base;
   int owner;
+  int sealed;                          /* 0: the call being made may still read it (ev comes at its end) */
   cudaEvent_t ev;                      /* NULL: nothing was queued before it */
 } cc_cuda__closing;
 
@@ -1092,12 +1093,33 @@ static unsigned long long cc_cuda__buffer_id(cc_cuda_comm *g, const void *p) {
   return id;
 }
 
-/* Close a peer's mapping once nothing queued so far can still read it: an
-   event on the stream of the call being made, which has waited for the end
-   of the previous call (every earlier one is ordered before that), never by
-   waiting for the device. (Not on the previous call's stream: the caller may
-   have destroyed it since.) */
-static cc_result cc_cuda__close_later(cc_cuda_comm *g, const char *what, int owner, void *base) {
+/* Close a peer's mapping once nothing queued can still read it: an event on
+   the stream of the call being made, which has waited for the end of the
+   previous call (every earlier one is ordered before that), never by waiting
+   for the device. (Not on the previous call's stream: the caller may have
+   destroyed it since.) `now`: no work of the call being made reads it (a
+   buffer its owner retired), so the event is recorded at once; else the
+   call's own copies may read it (a mapping its cache evicts while the call
+   is being queued), and the event is recorded once all of the call's work is
+   queued (cc_cuda__seal_closes). */
+static cc_result cc_cuda__record_close(cc_cuda_comm *g, const char *what, cc_cuda__closing *c, int queued) {
+  cudaError_t before = cudaPeekAtLastError(), e = cudaSuccess;
+  if (!queued) {                       /* nothing was ever queued: it may close at once */
+    c->sealed = 1;
+    return CC_OK;
+  }
+  if ((!c->ev && (e = cudaEventCreateWithFlags(&c->ev, cudaEventDisableTiming)) != cudaSuccess) ||
+      (e = cudaEventRecord(c->ev, g->cur)) != cudaSuccess) {
+    cc_cuda__forgive(before);
+    return what ? cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: an event for closing rank %d's buffer failed: %s (%s)",
+                                 what, g->rank, c->owner, cudaGetErrorName(e), cudaGetErrorString(e))
+                : CC_ERR_SYSTEM;       /* left unsealed: destroy closes it after all of this rank's work */
+  }
+  c->sealed = 1;
+  return CC_OK;
+}
+
+static cc_result cc_cuda__close_later(cc_cuda_comm *g, const char *what, int owner, void *base, int now) {
   cc_cuda__closing *c;
   if (g->ncloses == g->capcloses) {
     int cap = g->capcloses ? 2 * g->capcloses : 16;
@@ -1108,18 +1130,22 @@ static cc_result cc_cuda__close_later(cc_cuda_comm *g, const char *what, int own
     g->closes = q;
     g->capcloses = cap;
   }
-  c = &g->closes[g->ncloses];
+  c = &g->closes[g->ncloses++];
   c->base = base;
   c->owner = owner;
+  c->sealed = 0;
   c->ev = NULL;
-  if (g->have_last) {
-    CC_CUDA__CALL(g, what, cudaEventCreateWithFlags(&c->ev, cudaEventDisableTiming));
-    if (cudaEventRecord(c->ev, g->cur) != cudaSuccess) {
-      cudaEventDestroy(c->ev);
-      return cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: cudaEventRecord failed", what, g->rank);
-    }
-  }
-  g->ncloses++;
+  return now ? cc_cuda__record_close(g, what, c, g->have_last) : CC_OK;
+}
+
+/* The call being made has queued its work on g->cur: the mappings it evicted
+   are closed once that work is done. `what` NULL: the call failed with its
+   own message already, which this must not replace (what cannot be sealed
+   is closed by destroy). */
+static cc_result cc_cuda__seal_closes(cc_cuda_comm *g, const char *what) {
+  int i;
+  for (i = 0; i < g->ncloses; i++)
+    if (!g->closes[i].sealed) CC__TRY(cc_cuda__record_close(g, what, &g->closes[i], 1));
   return CC_OK;
 }
 
@@ -1129,6 +1155,10 @@ static void cc_cuda__reap_closes(cc_cuda_comm *g, int all) {
   int i, n = 0, p;
   for (i = 0; i < g->ncloses; i++) {
     cc_cuda__closing *c = &g->closes[i];
+    if (!all && !c->sealed) {          /* the call being made may read it */
+      g->closes[n++] = *c;
+      continue;
+    }
     if (!all && c->ev) {
       cudaError_t before = cudaPeekAtLastError(), e = cudaEventQuery(c->ev);
       if (e == cudaErrorNotReady) {
@@ -1166,14 +1196,14 @@ static cc_result cc_cuda__peer_frees(cc_cuda_comm *g, const char *what) {
       for (k = seen + 1; !hit && m->base && k != f + 1; k++)
         hit = __atomic_load_n(&g->page->freed[p][(k - 1) % CC_CUDA__NFREED], __ATOMIC_ACQUIRE) == m->id;
       if (!hit || !m->base) continue;
-      CC__TRY(cc_cuda__close_later(g, what, p, m->base));
+      CC__TRY(cc_cuda__close_later(g, what, p, m->base, 1));
       memset(m, 0, sizeof *m);
     }
     f2 = __atomic_load_n(&g->page->frees[p], __ATOMIC_ACQUIRE);
     if (f2 - seen > CC_CUDA__NFREED)   /* the ring moved on while it was read: close them all */
       for (i = 0; i < CC_CUDA__NMAP; i++)
         if (g->maps[p][i].base) {
-          CC__TRY(cc_cuda__close_later(g, what, p, g->maps[p][i].base));
+          CC__TRY(cc_cuda__close_later(g, what, p, g->maps[p][i].base, 1));
           memset(&g->maps[p][i], 0, sizeof g->maps[p][i]);
         }
     g->seen[p] = f;
@@ -1205,8 +1235,8 @@ static cc_result cc_cuda__peer(cc_cuda_comm *g, const char *what, int p, const c
   if (!m) {
     void *base = NULL;
     m = lru;
-    if (m->base) {                     /* earlier calls may still read it: closed once they are done */
-      CC__TRY(cc_cuda__close_later(g, what, p, m->base));
+    if (m->base) {                     /* this call and earlier ones may still read it: closed after them */
+      CC__TRY(cc_cuda__close_later(g, what, p, m->base, 0));
       m->base = NULL;
     }
     CC_CUDA__CALL(g, what, cudaIpcOpenMemHandle(&base, b->h, cudaIpcMemLazyEnablePeerAccess));
@@ -1327,7 +1357,7 @@ static cc_result cc_cuda__ordered(cc_cuda_comm *g, const char *what, cudaStream_
   CC_CUDA__CALL(g, what, cudaEventRecord(g->ev, s));
   g->last = s;
   g->have_last = 1;
-  return CC_OK;
+  return cc_cuda__seal_closes(g, what);
 }
 
 /* The calls cannot be captured into a CUDA graph: each call's phase numbers,
@@ -2138,7 +2168,7 @@ static cc_result cc_cuda__coll_moves(cc_cuda_comm *g, const char *what, const cc
   return CC_OK;
 }
 
-static cc_result cc_cuda__ipc_coll(cc_cuda_comm *g, const cc__call *k, cudaStream_t s) {
+static cc_result cc_cuda__ipc_coll_queue(cc_cuda_comm *g, const cc__call *k, cudaStream_t s) {
   const char *what = cc__coll_names[k->coll];
   cc_cuda__copies cp;
   int twoshot = k->coll == CC__ALL_REDUCE && k->count * cc__dtype_bytes(k->t) > g->oneshot && g->size > 1, staged = 0;
@@ -2154,6 +2184,14 @@ static cc_result cc_cuda__ipc_coll(cc_cuda_comm *g, const cc__call *k, cudaStrea
   CC__TRY(cc_cuda__copy_flush(g, what, s, &cp));
   CC__TRY(cc_cuda__bar(g, what, s, 1));
   return cc_cuda__ordered(g, what, s);
+}
+
+/* A call that failed after its cache evicted mappings its queued work reads:
+   they are closed after that work too. */
+static cc_result cc_cuda__ipc_coll(cc_cuda_comm *g, const cc__call *k, cudaStream_t s) {
+  cc_result r = cc_cuda__ipc_coll_queue(g, k, s);
+  if (r != CC_OK) (void)cc_cuda__seal_closes(g, NULL);
+  return r;
 }
 
 /* ============================================================== @cuda-p2p */
@@ -2306,6 +2344,7 @@ static cc_result cc_cuda__ipc_p2p(cc_cuda_comm *g, cc_cuda__p2p *ops, int nops, 
   CC_FREE(recs);
   if (r == CC_OK) r = cc_cuda__p2p_stream(g, what, ops, nops, s);
   if (r == CC_OK) r = cc_cuda__ordered(g, what, s);
+  else (void)cc_cuda__seal_closes(g, NULL);   /* what was queued before the failure may read them */
   if (r == CC_OK && nomem >= 0)
     r = cc_cuda__fail(g, CC_ERR_NO_MEMORY, "%s: rank %d could not allocate device memory to send from buffers CUDA "
                       "IPC cannot share; those messages were not sent (the others were)", what, nomem);

@@ -90,7 +90,8 @@
  *
  *   test_cuda                     everything
  *   test_cuda 3 staged death      only world size 3, the staged pass, the peer_exit cases
- *                                 (words: 2 3 4 staged twoshot death regress)
+ *                                 (words: 2 3 4 staged twoshot death regress,
+ *                                 regress:NAME for one regression world)
  *   CC_TEST_QUICK=1               world size 3 only, fewer large cases
  *   CC_TEST_VERBOSE=1             timings on stderr */
 #define CC_IMPLEMENTATION
@@ -2339,7 +2340,13 @@ static void run_death(int variant) {
  *   user_error         the user's own pending CUDA error is neither taken for
  *                      the library's nor cleared
  *   flush              two-shot all_reduce writes into the peers' memory: the
- *                      waits that publish it flush remote writes (emulation) */
+ *                      waits that publish it flush remote writes (emulation)
+ *   evict_in_call      one group of 40 receives from one peer, each from its
+ *                      own cudaMalloc (the cache maps 32 per peer), and a
+ *                      call right after it: a mapping the group itself
+ *                      evicts is closed only after the group's copies
+ *
+ * One world alone: test_cuda_emu regress:NAME. */
 
 typedef struct rshared {
   int nfail[MAXR], done[MAXR];
@@ -3030,23 +3037,93 @@ out:
   rdestroy(r);
 }
 
-static void run_regressions(void) {
-  run_reg("two_streams", 3, reg_two_streams, "CC_TIMEOUT=10", "calls alternating between two streams");
-  run_reg("p2p_staged_sends", 3, reg_p2p_staged, "CC_TIMEOUT=10", "a p2p group of sends that go through scratch");
-  run_reg("one_rank_oom", 3, reg_oom, "CC_TIMEOUT=10", "out of memory on rank 0");
-  run_reg("context_killed", 3, reg_context, "CC_TIMEOUT=10", "a dead context on rank 1");
-  run_reg("free_mapped", 3, reg_free_mapped, "CC_TIMEOUT=10", "buffers freed after use");
-  run_reg("misaligned", 2, reg_misaligned, "CC_TIMEOUT=10", "misaligned element pointers");
-  run_reg("graph_capture", 2, reg_capture, "CC_TIMEOUT=10", "a call during graph capture");
-  if (emulated()) {
-    run_reg("visible_devices", 2, reg_visible, "CC_TIMEOUT=10 CC_EMU_DEVICES=2", "one GPU visible to each rank");
-    run_reg("mig", 2, reg_mig, "CC_TIMEOUT=10 CC_EMU_DEVICES=2 CC_EMU_MIG=1", "ranks on two MIG instances");
-  } else {
-    tu_skip("cuda regress visible_devices", "needs the emulation's devices (CC_EMU_DEVICES)");
+/* ---- evict_in_call: one group receives more messages from one peer than
+ * the per-peer mapping cache holds, each from its own allocation, so that
+ * the call itself evicts mappings its own copies read; the next calls come
+ * at once (their reap must not close a mapping a queued copy still reads) */
+#define EV_MSGS 40
+#define EV_ROUNDS 3
+static void reg_evict_in_call(rctx *r) {
+  float *sbuf[EV_MSGS], *rbuf = NULL, *host = NULL, *got = NULL;
+  size_t count = 1000 + 64, i;
+  int round, m;
+  cc_result rc = CC_OK, rc2;
+  memset(sbuf, 0, sizeof sbuf);
+  if (!rinit(r)) return;
+  host = (float *)malloc(count * 4);
+  got = (float *)malloc(count * 4 * EV_MSGS);
+  if (!rok(r, cc_cuda_malloc(r->g, (void **)&rbuf, count * 4 * EV_MSGS), "cc_cuda_malloc")) goto out;
+  for (m = 0; m < EV_MSGS && r->me == 0; m++)   /* each message from its own cudaMalloc */
+    if (!rcu(r, cudaMalloc((void **)&sbuf[m], count * 4), "cudaMalloc")) goto out;
+  for (round = 0; round < EV_ROUNDS && !r->sh->nfail[r->me]; round++) {
+    for (m = 0; m < EV_MSGS && r->me == 0; m++)
+      if (!rput(r, r->s, sbuf[m], 700 + (uint64_t)(round * EV_MSGS + m), 0, count, host)) goto out;
+    if (!rok(r, cc_cuda_group_begin(r->g), "cc_cuda_group_begin")) goto out;
+    for (m = 0; m < EV_MSGS && rc == CC_OK; m++)
+      rc = r->me == 0 ? cc_cuda_send(r->g, sbuf[m], count, CC_FLOAT32, 1, m, r->s)
+                      : cc_cuda_recv(r->g, rbuf + (size_t)m * count, count, CC_FLOAT32, 0, m, r->s);
+    rc2 = cc_cuda_group_end(r->g);
+    if (!rok(r, rc, "cc_cuda_send/recv") || !rok(r, rc2, "cc_cuda_group_end")) goto out;
+    /* the next call at once: its reap runs while the group's copies may still be queued */
+    if (!rok(r, cc_cuda_barrier(r->g, r->s), "cc_cuda_barrier")) goto out;
+    if (!rcu(r, cudaStreamSynchronize(r->s), "cudaStreamSynchronize")) goto out;
+    if (r->me != 1) continue;
+    if (!rcu(r, cudaMemcpy(got, rbuf, count * 4 * EV_MSGS, cudaMemcpyDeviceToHost), "cudaMemcpy")) goto out;
+    for (m = 0; m < EV_MSGS; m++) {
+      char msg[300];
+      tr_fill(host, CC_FLOAT32, TR_GEN_ANY, 700 + (uint64_t)(round * EV_MSGS + m), 0, 0, count);
+      if (tr_compare(got + (size_t)m * count, host, count, CC_FLOAT32, msg, sizeof msg)) {
+        rfail(r, "round %d, message %d of %d from rank 0: %s", round, m, EV_MSGS, msg);
+        break;
+      }
+    }
   }
-  run_reg("no_device_sync", 2, reg_nosync, "CC_TIMEOUT=10", "another stream busy");
-  run_reg("user_error", 2, reg_user_error, "CC_TIMEOUT=10", "the user's pending CUDA error");
-  run_reg("flush", 2, reg_flush, "CC_TIMEOUT=10 CC_CUDA_ONESHOT_BYTES=0", "remote writes flushed");
+  rnote(r, "%d rounds of one group of %d receives from rank 0, each from its own cudaMalloc (the cache holds 32 per "
+        "peer), a call right after each: every message right", EV_ROUNDS, EV_MSGS);
+out:
+  rdestroy(r);
+  for (i = 0; i < EV_MSGS; i++)
+    if (sbuf[i]) cudaFree(sbuf[i]);
+  free(host);
+  free(got);
+}
+
+/* The regression worlds; `only`: just the one of that name (NULL: all). */
+static void run_regressions(const char *only) {
+  static const struct {
+    const char *name;
+    int n, emu_only;
+    reg_fn fn;
+    const char *env, *what;
+  } regs[] = {
+    {"two_streams", 3, 0, reg_two_streams, "CC_TIMEOUT=10", "calls alternating between two streams"},
+    {"p2p_staged_sends", 3, 0, reg_p2p_staged, "CC_TIMEOUT=10", "a p2p group of sends that go through scratch"},
+    {"one_rank_oom", 3, 0, reg_oom, "CC_TIMEOUT=10", "out of memory on rank 0"},
+    {"context_killed", 3, 0, reg_context, "CC_TIMEOUT=10", "a dead context on rank 1"},
+    {"free_mapped", 3, 0, reg_free_mapped, "CC_TIMEOUT=10", "buffers freed after use"},
+    {"misaligned", 2, 0, reg_misaligned, "CC_TIMEOUT=10", "misaligned element pointers"},
+    {"graph_capture", 2, 0, reg_capture, "CC_TIMEOUT=10", "a call during graph capture"},
+    {"visible_devices", 2, 1, reg_visible, "CC_TIMEOUT=10 CC_EMU_DEVICES=2", "one GPU visible to each rank"},
+    {"mig", 2, 1, reg_mig, "CC_TIMEOUT=10 CC_EMU_DEVICES=2 CC_EMU_MIG=1", "ranks on two MIG instances"},
+    {"no_device_sync", 2, 0, reg_nosync, "CC_TIMEOUT=10", "another stream busy"},
+    {"user_error", 2, 0, reg_user_error, "CC_TIMEOUT=10", "the user's pending CUDA error"},
+    {"flush", 2, 0, reg_flush, "CC_TIMEOUT=10 CC_CUDA_ONESHOT_BYTES=0", "remote writes flushed"},
+    {"evict_in_call", 2, 0, reg_evict_in_call, "CC_TIMEOUT=10",
+     "a group evicting mappings its own copies read"},
+  };
+  size_t i;
+  int ran = 0;
+  for (i = 0; i < sizeof regs / sizeof regs[0]; i++) {
+    char full[96];
+    if (only && strcmp(only, regs[i].name) != 0) continue;
+    ran = 1;
+    snprintf(full, sizeof full, "cuda regress %s", regs[i].name);
+    if (regs[i].emu_only && !emulated())
+      tu_skip(full, "needs the emulation's devices (CC_EMU_DEVICES)");
+    else
+      run_reg(regs[i].name, regs[i].n, regs[i].fn, regs[i].env, regs[i].what);
+  }
+  if (only && !ran) tu_fail("cuda regress", "no regression world is named \"%s\"", only);
 }
 
 /* ------------------------------------------------------------ main */
@@ -3094,6 +3171,7 @@ static void probe_devices(probe *p) {
 
 int main(int argc, char **argv) {
   int quick = tu_quick(), i, n, want_n[MAXR + 1], want_staged = 1, want_twoshot = 1, want_death = 1, want_regress = 1;
+  const char *only_regress = NULL;
   double t0 = tu_now();
   probe *p = (probe *)tu_shared_alloc(sizeof(probe));
   if (!p) {
@@ -3116,6 +3194,7 @@ int main(int argc, char **argv) {
     for (i = 1; i < argc; i++) {
       if (!strcmp(argv[i], "staged")) want_staged = 1;
       else if (!strcmp(argv[i], "regress")) want_regress = 1;
+      else if (!strncmp(argv[i], "regress:", 8)) only_regress = argv[i] + 8;
       else if (!strcmp(argv[i], "twoshot")) want_twoshot = 1;
       else if (!strcmp(argv[i], "death")) want_death = 1;
       else if ((n = atoi(argv[i])) >= 2 && n <= 4) want_n[n] = 1;
@@ -3139,7 +3218,8 @@ int main(int argc, char **argv) {
     run_death(0);
     run_death(1);
   }
-  if (want_regress) run_regressions();
+  if (want_regress) run_regressions(NULL);
+  if (only_regress) run_regressions(only_regress);
   fprintf(stderr, "test_cuda: %.2f s\n", tu_now() - t0);
   tu_shared_free(p, sizeof(probe));
   return tu_exit_code();
