@@ -951,13 +951,42 @@ static cc_result cc_cuda__host_failed(cc_cuda_comm *g, cc_result r) {
 }
 
 /* Does this process's CUDA context still live? A fault in a kernel kills it:
-   every call then returns the same (sticky) error. */
+   every call then returns the same (sticky) error. Errors that a stream
+   capture makes (a query prohibited while some thread captures, which the
+   callers' relaxed capture mode should prevent) say nothing of the context. */
 static cudaError_t cc_cuda__context(cc_cuda_comm *g) {
   cudaError_t e;
   if (!g->probe) return cudaSuccess;
   e = cudaEventQuery(g->probe);        /* never recorded: cudaSuccess while the context lives */
-  return e == cudaErrorNotReady ? cudaSuccess : e;
+  switch (e) {
+    case cudaErrorNotReady: case cudaErrorStreamCaptureUnsupported: case cudaErrorStreamCaptureInvalidated:
+    case cudaErrorStreamCaptureImplicit: case cudaErrorCapturedEvent: case cudaErrorStreamCaptureWrongThread:
+      return cudaSuccess;
+    default: return e;
+  }
 }
+
+/* Every call of this library, and its watchdog thread, runs with the
+   thread's stream-capture mode relaxed (as NCCL allocates, and PyTorch's
+   NCCL watchdog queries its events): its allocations, mappings and event
+   queries touch no stream that is being captured, so they must neither fail
+   nor invalidate a capture that another thread, or the caller on another
+   stream, is making (torch.cuda.graph captures in Global mode, which
+   prohibits them in every other thread). A call on a stream that is being
+   captured is refused before any of them (cc_cuda__not_capturing). The
+   caller's mode is given back when the call returns. */
+struct cc_cuda__relaxed {
+  cudaStreamCaptureMode prev;
+  int ok;
+  cc_cuda__relaxed() : prev(cudaStreamCaptureModeRelaxed), ok(0) {
+    cudaError_t before = cudaPeekAtLastError();
+    ok = cudaThreadExchangeStreamCaptureMode(&prev) == cudaSuccess;
+    if (!ok) cc_cuda__forgive(before);
+  }
+  ~cc_cuda__relaxed() {
+    if (ok) cudaThreadExchangeStreamCaptureMode(&prev);
+  }
+};
 
 /* The caller's current device, made this communicator's for the call and
    given back when the call returns. */
@@ -1629,6 +1658,7 @@ static void cc_cuda__watch(cc_cuda_comm *g, int closing) {
 static void *cc_cuda__watchdog(void *arg) {
   cc_cuda_comm *g = (cc_cuda_comm *)arg;
   int closing;
+  cc_cuda__relaxed relaxed;            /* its probe must not break another thread's capture */
   if (g->probe) cudaSetDevice(g->dev);   /* its context, for the probe */
   pthread_mutex_lock(&g->lock);
   while (!g->wd_stop) {
@@ -1923,6 +1953,7 @@ CC_API cc_result cc_cuda_comm_init(cc_comm *host, int device, cc_cuda_comm **out
   *out = NULL;
   if (!host) return cc__fail(NULL, CC_ERR_INVALID_ARG, "%s: host communicator is NULL", w);
   CC__TRY(cc__ready(host, w));
+  cc_cuda__relaxed relaxed;
   g = (cc_cuda_comm *)CC_MALLOC(sizeof *g);
   all = (cc_cuda__hello *)CC_MALLOC(sizeof *all * (size_t)host->size);
   if (!g || !all) {
@@ -1963,6 +1994,7 @@ CC_API cc_result cc_cuda_comm_destroy(cc_cuda_comm *g) {
   cudaError_t e = cudaSuccess;
   if (!g) return CC_OK;
   cc_cuda__device_guard guard(g->dev);
+  cc_cuda__relaxed relaxed;
   cudaSetDevice(g->dev);
   if (g->have_last) e = cudaEventSynchronize(g->ev);   /* the watchdog still runs: a dead peer cannot hang this */
   if (e != cudaSuccess && !g->failed)
@@ -2476,6 +2508,7 @@ static cc_result cc_cuda__staged_p2p(cc_cuda_comm *g, cc_cuda__p2p *ops, int nop
 #define CC_CUDA__ENTER(g, what)                                                      \
   if (!(g)) return cc__fail(NULL, CC_ERR_INVALID_ARG, "cuda %s: communicator is NULL", what); \
   cc_cuda__device_guard cc_cuda__guard_((g)->dev);                                 \
+  cc_cuda__relaxed cc_cuda__relaxed_;                                              \
   do {                                                                             \
     cc_result cc_cuda__r_;                                                         \
     if ((cc_cuda__r_ = cc_cuda__ready(g, what)) != CC_OK) return cc_cuda__r_;      \
@@ -2718,6 +2751,7 @@ CC_API cc_result cc_cuda_free(cc_cuda_comm *g, void *ptr) {
   named = a->named;
   *a = g->allocs[--g->nallocs];
   cc_cuda__device_guard guard(g->dev);
+  cc_cuda__relaxed relaxed;
   cudaSetDevice(g->dev);
   if (g->mode == CC_CUDA__IPC && named) {
     CC__TRY(cc_cuda__retire(g, "cuda_free", ptr));

@@ -27,7 +27,19 @@
  *                   runtime documents); with pinned memory it is async.
  *                   cudaFree and cudaDeviceSynchronize wait for every stream.
  *                   Graph capture: work queued while capturing is not run;
- *                   cudaDeviceSynchronize during a capture fails.
+ *                   cudaDeviceSynchronize during a capture fails. Capture
+ *                   modes as the runtime documents them: each thread's mode
+ *                   (cudaThreadExchangeStreamCaptureMode, Global by
+ *                   default) and each capture's; a potentially unsafe call
+ *                   (allocating, freeing, mapping or registering memory,
+ *                   querying or synchronizing an event, a stream or the
+ *                   device) from a thread that the rules prohibit fails with
+ *                   cudaErrorStreamCaptureUnsupported and invalidates the
+ *                   captures that prohibit it (cudaStreamEndCapture then
+ *                   fails, with no graph); the legacy stream used while a
+ *                   blocking stream captures invalidates it too; an event
+ *                   recorded in a capture cannot be queried, synchronized or
+ *                   waited for outside it.
  *   device memory   every cudaMalloc is a memfd of its own, mapped here;
  *                   every call that takes a device pointer checks that the
  *                   whole range lies in one live allocation, and that host
@@ -104,17 +116,18 @@ static pthread_mutex_t emu_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread cudaError_t emu_last = cudaSuccess;
 static __thread int emu_cur = 0;                  /* current device (ordinal) */
 static cudaError_t emu_sticky = cudaSuccess;      /* atomic */
-static long emu_counts[4];                        /* freed_while_mapped, flush_waits, kernels, faults */
-enum { EC_FREED_MAPPED, EC_FLUSH, EC_KERNELS, EC_FAULTS };
+static long emu_counts[5];                        /* freed_while_mapped, flush_waits, kernels, faults, capture_violations */
+enum { EC_FREED_MAPPED, EC_FLUSH, EC_KERNELS, EC_FAULTS, EC_CAPTURE, EC_N };
 static unsigned long long emu_next_id = 1;
 static size_t emu_mem_used;
 
 static long hb_count_of(const char *what);
 extern "C" int cc_cuda_emulated(void) { return 1; }
 extern "C" long cc_emu_count(const char *what) {
-  static const char *const names[4] = {"freed_while_mapped", "flush_waits", "kernels", "faults"};
+  static const char *const names[EC_N] = {"freed_while_mapped", "flush_waits", "kernels", "faults",
+                                         "capture_violations"};
   int i;
-  for (i = 0; i < 4; i++)
+  for (i = 0; i < EC_N; i++)
     if (!strcmp(what, names[i])) return __atomic_load_n(&emu_counts[i], __ATOMIC_ACQUIRE);
   return hb_count_of(what);
 }
@@ -891,6 +904,7 @@ typedef struct emu_op {
 struct CUstream_st {
   unsigned int magic;
   int id, blocking, legacy, capturing, dead;
+  int cap_mode, cap_tid, cap_invalid;  /* the capture's mode, its thread, invalidated by a prohibited call */
   pthread_mutex_t mu;
   pthread_cond_t cv;
   emu_op *head, *tail;
@@ -912,6 +926,7 @@ struct CUevent_st {
   unsigned int magic;
   struct CUstream_st *s;               /* NULL: never recorded */
   unsigned long long seq;
+  int captured;                        /* last recorded in a capturing stream */
 };
 #define EMU_EVENT_MAGIC 0x3e7e3e7eu
 
@@ -1179,7 +1194,11 @@ static void emu_push_wait(struct CUstream_st *s, struct CUstream_st *t, unsigned
 static unsigned long long emu_enqueue(struct CUstream_st *s, emu_op *o) {
   struct CUstream_st *t;
   unsigned long long seq;
-  if (s->capturing) {
+  int capturing;
+  pthread_mutex_lock(&emu_lock);
+  capturing = s->capturing;
+  pthread_mutex_unlock(&emu_lock);
+  if (capturing) {
     emu_op_free(o);
     return 0;
   }
@@ -1240,6 +1259,105 @@ static int emu_any_capturing(void) {
     if (!s->dead && s->capturing) c = 1;
   pthread_mutex_unlock(&emu_lock);
   return c;
+}
+
+/* ------------------------------------------------------------ capture modes
+ *
+ * A thread's mode (cudaThreadExchangeStreamCaptureMode; Global unless set)
+ * decides which captures prohibit its potentially unsafe calls: Global, its
+ * own captures not begun Relaxed and every other thread's Global capture;
+ * ThreadLocal, its own captures not begun Relaxed; Relaxed, none. A
+ * prohibited call fails and invalidates the captures that prohibit it. */
+
+static __thread enum cudaStreamCaptureMode emu_tmode = cudaStreamCaptureModeGlobal;
+static __thread int emu_tid;                  /* this thread's number, from 1 */
+static int emu_next_tid;
+
+static int emu_thread_id(void) {
+  if (!emu_tid) emu_tid = __atomic_add_fetch(&emu_next_tid, 1, __ATOMIC_ACQ_REL);
+  return emu_tid;
+}
+
+static const char *emu_mode_name(int m) {
+  return m == cudaStreamCaptureModeGlobal ? "Global" : m == cudaStreamCaptureModeThreadLocal ? "ThreadLocal" : "Relaxed";
+}
+
+/* A query or synchronization of stream s, which stands for no work while it
+ * is captured: prohibited in every mode (the capture is invalidated). */
+static int emu_captured_now(struct CUstream_st *s) {
+  int c;
+  pthread_mutex_lock(&emu_lock);
+  c = s->capturing;
+  if (c) s->cap_invalid = 1;
+  pthread_mutex_unlock(&emu_lock);
+  return c;
+}
+
+/* `call`, potentially unsafe during stream capture: cudaSuccess, or the
+ * error it fails with (its prohibiting captures invalidated). */
+static cudaError_t emu_capture_unsafe(const char *call) {
+  struct CUstream_st *s;
+  int me = emu_thread_id(), hit = 0, mode = 0, other = 0;
+  long n;
+  if (emu_tmode == cudaStreamCaptureModeRelaxed) return cudaSuccess;
+  pthread_mutex_lock(&emu_lock);
+  for (s = emu_streams; s; s = s->next_all) {
+    if (s->dead || !s->capturing) continue;
+    if ((s->cap_tid == me && s->cap_mode != cudaStreamCaptureModeRelaxed) ||
+        (emu_tmode == cudaStreamCaptureModeGlobal && s->cap_tid != me && s->cap_mode == cudaStreamCaptureModeGlobal)) {
+      s->cap_invalid = 1;
+      hit = 1;
+      mode = s->cap_mode;
+      other = s->cap_tid != me;
+    }
+  }
+  pthread_mutex_unlock(&emu_lock);
+  if (!hit) return cudaSuccess;
+  n = __atomic_add_fetch(&emu_counts[EC_CAPTURE], 1, __ATOMIC_ACQ_REL);
+  if (n <= 3)
+    fprintf(stderr, "cuda_emu: pid %d: %s from a thread in capture mode %s during a %s capture of %s: prohibited; "
+            "the capture is invalidated\n", (int)getpid(), call, emu_mode_name(emu_tmode), emu_mode_name(mode),
+            other ? "another thread" : "this thread");
+  return emu_err(cudaErrorStreamCaptureUnsupported);
+}
+#define EMU_CAPTURE_SAFE(call)                                                                       \
+  do {                                                                                               \
+    cudaError_t emu_c_ = emu_capture_unsafe(call);                                                   \
+    if (emu_c_ != cudaSuccess) return emu_c_;                                                        \
+  } while (0)
+
+/* Work queued on s: cudaSuccess, or why a capture forbids it (an invalidated
+ * capture; the legacy stream while a blocking stream is captured, which
+ * invalidates that capture). */
+static cudaError_t emu_stream_use(struct CUstream_st *s) {
+  struct CUstream_st *t;
+  int implicit = 0, invalid;
+  pthread_mutex_lock(&emu_lock);
+  invalid = s->capturing && s->cap_invalid;
+  for (t = emu_streams; t && s->legacy && !invalid; t = t->next_all)
+    if (!t->dead && t->capturing && t->blocking) {
+      t->cap_invalid = 1;
+      implicit = 1;
+    }
+  pthread_mutex_unlock(&emu_lock);
+  if (invalid) return emu_err(cudaErrorStreamCaptureInvalidated);
+  if (implicit) __atomic_add_fetch(&emu_counts[EC_CAPTURE], 1, __ATOMIC_ACQ_REL);
+  return implicit ? emu_err(cudaErrorStreamCaptureImplicit) : cudaSuccess;
+}
+#define EMU_STREAM_USE(s)                                                                            \
+  do {                                                                                               \
+    cudaError_t emu_u_ = emu_stream_use(s);                                                          \
+    if (emu_u_ != cudaSuccess) return emu_u_;                                                        \
+  } while (0)
+
+cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode) {
+  enum cudaStreamCaptureMode prev = emu_tmode;
+  if (!mode || (*mode != cudaStreamCaptureModeGlobal && *mode != cudaStreamCaptureModeThreadLocal &&
+                *mode != cudaStreamCaptureModeRelaxed))
+    return emu_err(cudaErrorInvalidValue);
+  emu_tmode = *mode;
+  *mode = prev;
+  return cudaSuccess;
 }
 
 static emu_op *emu_op_new(int kind) {
@@ -1325,6 +1443,7 @@ cudaError_t cudaDeviceCanAccessPeer(int *canAccessPeer, int device, int peerDevi
 
 cudaError_t cudaDeviceSynchronize(void) {
   EMU_LIVE();
+  EMU_CAPTURE_SAFE("cudaDeviceSynchronize");
   if (emu_any_capturing()) return emu_err(cudaErrorStreamCaptureUnsupported);
   emu_drain_all();
   EMU_LIVE();
@@ -1364,6 +1483,11 @@ const char *cudaGetErrorName(cudaError_t e) {
   case cudaErrorHostMemoryAlreadyRegistered: return "cudaErrorHostMemoryAlreadyRegistered";
   case cudaErrorHostMemoryNotRegistered: return "cudaErrorHostMemoryNotRegistered";
   case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+  case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
+  case cudaErrorStreamCaptureIsolation: return "cudaErrorStreamCaptureIsolation";
+  case cudaErrorStreamCaptureImplicit: return "cudaErrorStreamCaptureImplicit";
+  case cudaErrorCapturedEvent: return "cudaErrorCapturedEvent";
+  case cudaErrorStreamCaptureWrongThread: return "cudaErrorStreamCaptureWrongThread";
   case cudaErrorIllegalState: return "cudaErrorIllegalState";
   default: return "cudaErrorUnknown";
   }
@@ -1390,6 +1514,11 @@ const char *cudaGetErrorString(cudaError_t e) {
   case cudaErrorHostMemoryAlreadyRegistered: return "part or all of the requested memory range is already mapped";
   case cudaErrorHostMemoryNotRegistered: return "pointer does not correspond to a registered memory region";
   case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+  case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+  case cudaErrorStreamCaptureIsolation: return "dependency created on uncaptured work in another stream";
+  case cudaErrorStreamCaptureImplicit: return "operation would make the legacy stream depend on a capturing blocking stream";
+  case cudaErrorCapturedEvent: return "operation not permitted on an event last recorded in a capturing stream";
+  case cudaErrorStreamCaptureWrongThread: return "attempt to terminate a thread-local capture sequence from another thread";
   case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
   default: return "unknown error";
   }
@@ -1408,6 +1537,7 @@ cudaError_t cudaMalloc(void **devPtr, size_t size) {
   char *map;
   emu_hdr *h;
   EMU_LIVE();
+  EMU_CAPTURE_SAFE("cudaMalloc");
   if (!devPtr) return emu_err(cudaErrorInvalidValue);
   *devPtr = NULL;
   data = ((size ? size : 1) + 4095) & ~(size_t)4095;
@@ -1471,6 +1601,7 @@ cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags) {
   int i;
   (void)flags;
   EMU_LIVE();
+  EMU_CAPTURE_SAFE("cudaMallocManaged");
   if (!devPtr) return emu_err(cudaErrorInvalidValue);
   *devPtr = NULL;
   if (size > emu_mem_limit() || posix_memalign(&p, 4096, size ? size : 1) != 0)
@@ -1516,6 +1647,7 @@ cudaError_t cudaFree(void *devPtr) {
   int i;
   emu_mem m;
   memset(&m, 0, sizeof m);
+  EMU_CAPTURE_SAFE("cudaFree");
   if (!devPtr) {                       /* also the usual "make the context now" */
     EMU_LIVE();
     return cudaSuccess;
@@ -1548,6 +1680,7 @@ cudaError_t cudaFree(void *devPtr) {
 cudaError_t cudaMallocHost(void **ptr, size_t size) {
   int i;
   EMU_LIVE();
+  EMU_CAPTURE_SAFE("cudaMallocHost");
   if (!ptr) return emu_err(cudaErrorInvalidValue);
   if (posix_memalign(ptr, 4096, size ? size : 1) != 0) {
     *ptr = NULL;
@@ -1571,6 +1704,7 @@ cudaError_t cudaMallocHost(void **ptr, size_t size) {
 
 cudaError_t cudaFreeHost(void *ptr) {
   int i;
+  EMU_CAPTURE_SAFE("cudaFreeHost");
   if (!ptr) return cudaSuccess;
   emu_drain_all();
   pthread_mutex_lock(&emu_lock);
@@ -1591,6 +1725,7 @@ cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
   int i;
   (void)flags;
   EMU_LIVE();
+  EMU_CAPTURE_SAFE("cudaHostRegister");
   if (!ptr || !size) return emu_err(cudaErrorInvalidValue);
   if (emu_is_pinned(ptr, 1) || emu_is_dev(ptr, 1)) return emu_err(cudaErrorHostMemoryAlreadyRegistered);
   alias = ((uintptr_t)ptr & 4095) == 0 ? (char *)mremap(ptr, 0, size, MREMAP_MAYMOVE) : (char *)MAP_FAILED;
@@ -1618,6 +1753,7 @@ cudaError_t cudaHostUnregister(void *ptr) {
   int i;
   emu_mem m;
   memset(&m, 0, sizeof m);
+  EMU_CAPTURE_SAFE("cudaHostUnregister");
   emu_drain_all();
   pthread_mutex_lock(&emu_lock);
   for (i = 0; i < EMU_MAXA; i++)
@@ -1656,7 +1792,9 @@ static cudaError_t emu_copy(void *dst, const void *src, size_t count, enum cudaM
   unsigned long long seq;
   emu_op *o;
   EMU_LIVE();
+  if (sync) EMU_CAPTURE_SAFE("cudaMemcpy");
   if (!s) return emu_err(cudaErrorInvalidResourceHandle);
+  EMU_STREAM_USE(s);
   if (!count) return cudaSuccess;
   if (!dst || !src) return emu_err(cudaErrorInvalidValue);
   dd = emu_is_dev(dst, count);
@@ -1712,6 +1850,7 @@ cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t 
   emu_op *o;
   EMU_LIVE();
   if (!s) return emu_err(cudaErrorInvalidResourceHandle);
+  EMU_STREAM_USE(s);
   if (!count) return cudaSuccess;
   if (!emu_is_dev(devPtr, count)) return emu_err(cudaErrorInvalidValue);
   if (!(o = emu_op_new(OP_MEMSET))) return emu_err(cudaErrorMemoryAllocation);
@@ -1792,6 +1931,11 @@ static CUresult emu_memop(CUstream hs, CUdeviceptr addr, cuuint32_t value, unsig
   emu_op *o;
   if (emu_sticky_err() != cudaSuccess) return CUDA_ERROR_ILLEGAL_ADDRESS;
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  switch (emu_stream_use(s)) {
+  case cudaSuccess: break;
+  case cudaErrorStreamCaptureImplicit: return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+  default: return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  }
   if ((addr & 3) || !emu_gpu_reaches((const void *)(uintptr_t)addr, 4)) return CUDA_ERROR_INVALID_VALUE;
   if (wait ? (flags & ~(unsigned int)(CU_STREAM_WAIT_VALUE_FLUSH | 3)) != 0
            : (flags & ~(unsigned int)CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER) != 0)
@@ -1866,6 +2010,7 @@ cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle, unsig
   size_t len;
   int fd, i, k;
   EMU_LIVE();
+  EMU_CAPTURE_SAFE("cudaIpcOpenMemHandle");
   if (!devPtr || flags != cudaIpcMemLazyEnablePeerAccess) return emu_err(cudaErrorInvalidValue);
   *devPtr = NULL;
   memcpy(&h, &handle, sizeof h);
@@ -1940,6 +2085,7 @@ cudaError_t cudaIpcCloseMemHandle(void *devPtr) {
   emu_mem m;
   memset(&m, 0, sizeof m);
   EMU_LIVE();
+  EMU_CAPTURE_SAFE("cudaIpcCloseMemHandle");
   pthread_mutex_lock(&emu_lock);
   for (i = 0; i < EMU_MAXA; i++)
     if (emu_mems[i].kind == M_IPC && emu_mems[i].p == devPtr) break;
@@ -2002,7 +2148,8 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   struct CUstream_st *s = emu_stream(stream);
   EMU_LIVE();
   if (!s) return emu_err(cudaErrorInvalidResourceHandle);
-  if (s->capturing) return emu_err(cudaErrorStreamCaptureUnsupported);
+  if (emu_captured_now(s)) return emu_err(cudaErrorStreamCaptureUnsupported);
+  EMU_CAPTURE_SAFE("cudaStreamSynchronize");
   emu_drain(s);
   EMU_LIVE();
   return cudaSuccess;
@@ -2013,6 +2160,8 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
   int idle;
   EMU_LIVE();
   if (!s) return emu_err(cudaErrorInvalidResourceHandle);
+  if (emu_captured_now(s)) return emu_err(cudaErrorStreamCaptureUnsupported);
+  EMU_CAPTURE_SAFE("cudaStreamQuery");
   unsigned long long seq;
   pthread_mutex_lock(&s->mu);
   idle = s->completed == s->submitted;
@@ -2024,30 +2173,61 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
   struct CUstream_st *s = emu_stream(stream);
-  (void)mode;
   EMU_LIVE();
   if (!s || s->legacy) return emu_err(s ? cudaErrorStreamCaptureUnsupported : cudaErrorInvalidResourceHandle);
-  if (s->capturing) return emu_err(cudaErrorIllegalState);
+  if (mode != cudaStreamCaptureModeGlobal && mode != cudaStreamCaptureModeThreadLocal &&
+      mode != cudaStreamCaptureModeRelaxed)
+    return emu_err(cudaErrorInvalidValue);
+  pthread_mutex_lock(&emu_lock);
+  if (s->capturing) {
+    pthread_mutex_unlock(&emu_lock);
+    return emu_err(cudaErrorIllegalState);
+  }
   s->capturing = 1;
+  s->cap_mode = (int)mode;
+  s->cap_tid = emu_thread_id();
+  s->cap_invalid = 0;
+  pthread_mutex_unlock(&emu_lock);
   return cudaSuccess;
 }
 
+/* The capture ends; an invalidated one gives no graph and fails. */
 cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph) {
   struct CUstream_st *s = emu_stream(stream);
+  int invalid;
   EMU_LIVE();
   if (!s || !pGraph) return emu_err(s ? cudaErrorInvalidValue : cudaErrorInvalidResourceHandle);
-  if (!s->capturing) return emu_err(cudaErrorIllegalState);
+  pthread_mutex_lock(&emu_lock);
+  if (!s->capturing) {
+    pthread_mutex_unlock(&emu_lock);
+    return emu_err(cudaErrorIllegalState);
+  }
+  if (s->cap_mode != cudaStreamCaptureModeRelaxed && s->cap_tid != emu_thread_id()) {
+    pthread_mutex_unlock(&emu_lock);
+    return emu_err(cudaErrorStreamCaptureWrongThread);
+  }
   s->capturing = 0;
+  invalid = s->cap_invalid;
+  s->cap_invalid = 0;
+  pthread_mutex_unlock(&emu_lock);
+  *pGraph = NULL;
+  if (invalid) return emu_err(cudaErrorStreamCaptureInvalidated);
   *pGraph = (cudaGraph_t)calloc(1, sizeof(struct CUgraph_st));
   return cudaSuccess;
 }
 
 cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus) {
-  struct CUstream_st *s = emu_stream(stream);
+  struct CUstream_st *s = emu_stream(stream), *t;
+  int implicit = 0;
   EMU_LIVE();
   if (!s || !pCaptureStatus) return emu_err(s ? cudaErrorInvalidValue : cudaErrorInvalidResourceHandle);
-  *pCaptureStatus = s->capturing ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
-  return cudaSuccess;
+  pthread_mutex_lock(&emu_lock);
+  for (t = emu_streams; t && s->legacy; t = t->next_all)
+    if (!t->dead && t->capturing && t->blocking) implicit = 1;
+  *pCaptureStatus = !s->capturing ? cudaStreamCaptureStatusNone
+                    : s->cap_invalid ? cudaStreamCaptureStatusInvalidated : cudaStreamCaptureStatusActive;
+  pthread_mutex_unlock(&emu_lock);
+  return implicit ? emu_err(cudaErrorStreamCaptureImplicit) : cudaSuccess;
 }
 
 cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
@@ -2081,10 +2261,15 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   struct CUstream_st *s = emu_stream(stream);
   EMU_LIVE();
   if (!event || event->magic != EMU_EVENT_MAGIC || !s) return emu_err(cudaErrorInvalidResourceHandle);
-  if (s->capturing) return cudaSuccess;
+  EMU_STREAM_USE(s);
+  if (s->capturing) {                  /* a node of the graph being captured */
+    event->captured = 1;
+    return cudaSuccess;
+  }
   pthread_mutex_lock(&s->mu);
   event->s = s;
   event->seq = s->submitted;
+  event->captured = 0;
   pthread_mutex_unlock(&s->mu);
   return cudaSuccess;
 }
@@ -2094,6 +2279,8 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   (void)flags;
   EMU_LIVE();
   if (!event || event->magic != EMU_EVENT_MAGIC || !s) return emu_err(cudaErrorInvalidResourceHandle);
+  EMU_STREAM_USE(s);
+  if (event->captured && !s->capturing) return emu_err(cudaErrorStreamCaptureIsolation);
   if (event->s && event->s != s && !s->capturing && (hb_reg || !emu_reached(event->s, event->seq)))
     emu_push_wait(s, event->s, event->seq);        /* the checker: done work is ordered too */
   return cudaSuccess;
@@ -2102,6 +2289,8 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
 cudaError_t cudaEventQuery(cudaEvent_t event) {
   EMU_LIVE();
   if (!event || event->magic != EMU_EVENT_MAGIC) return emu_err(cudaErrorInvalidResourceHandle);
+  if (event->captured) return emu_err(cudaErrorCapturedEvent);
+  EMU_CAPTURE_SAFE("cudaEventQuery");
   if (event->s && !emu_reached(event->s, event->seq)) return cudaErrorNotReady;
   if (event->s) hb_join_seq(hb_me(), event->s, event->seq);   /* found done: ordered after it */
   return cudaSuccess;
@@ -2110,6 +2299,8 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   EMU_LIVE();
   if (!event || event->magic != EMU_EVENT_MAGIC) return emu_err(cudaErrorInvalidResourceHandle);
+  if (event->captured) return emu_err(cudaErrorCapturedEvent);
+  EMU_CAPTURE_SAFE("cudaEventSynchronize");
   if (event->s) emu_wait_seq(event->s, event->seq);
   EMU_LIVE();
   return cudaSuccess;
@@ -2120,6 +2311,7 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userD
   emu_op *o;
   EMU_LIVE();
   if (!s || !fn) return emu_err(s ? cudaErrorInvalidValue : cudaErrorInvalidResourceHandle);
+  EMU_STREAM_USE(s);
   if (!(o = emu_op_new(OP_HOSTFN))) return emu_err(cudaErrorMemoryAllocation);
   o->fn = fn;
   o->user = userData;
@@ -2151,6 +2343,7 @@ static cudaError_t emu_launch(const void *func, dim3 grid, dim3 block, void **ar
   int i;
   EMU_LIVE();
   if (!s) return emu_err(cudaErrorInvalidResourceHandle);
+  EMU_STREAM_USE(s);
   memset(&tw, 0, sizeof tw);
   if (!cc_emu_kernel_twin || !cc_emu_kernel_twin(func, &tw) || !tw.run || tw.nargs < 0 || tw.nargs > 8) {
     fprintf(stderr, "cuda_emu: pid %d: no CPU twin for kernel %s (%p)\n", (int)getpid(), emu_kernel_name(func), func);

@@ -103,6 +103,7 @@
 
 #include <cuda_runtime_api.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -2916,6 +2917,145 @@ out:
   rdestroy(r);
 }
 
+/* ---- capture_modes: graph captures made around the communicator, by another
+ * thread (torch.cuda.graph's Global mode) and by the calling thread itself:
+ * the watchdog and the calls must neither fail nor invalidate them */
+typedef struct cap_helper {
+  cudaStream_t s;
+  void *buf;
+  int hold_ms;                         /* >= 0: end the capture after it; -1: when `go` is set */
+  int go;
+  cudaError_t begin, end;
+  int got_graph;
+} cap_helper;
+
+static void *cap_helper_main(void *arg) {
+  cap_helper *h = (cap_helper *)arg;
+  cudaGraph_t graph = NULL;
+  h->begin = cudaStreamBeginCapture(h->s, cudaStreamCaptureModeGlobal);
+  if (h->begin != cudaSuccess) return NULL;
+  cudaMemsetAsync(h->buf, 1, 4096, h->s);   /* captured, not run */
+  if (h->hold_ms >= 0) tu_sleep_us((long)h->hold_ms * 1000);
+  else
+    while (!__atomic_load_n(&h->go, __ATOMIC_ACQUIRE)) tu_sleep_us(1000);
+  h->end = cudaStreamEndCapture(h->s, &graph);
+  h->got_graph = graph != NULL;
+  if (graph) cudaGraphDestroy(graph);
+  return NULL;
+}
+
+/* h's capture ended right: 1; else a failure, named */
+static int cap_helper_ok(rctx *r, const cap_helper *h, const char *phase) {
+  if (h->begin != cudaSuccess) rfail(r, "%s: cudaStreamBeginCapture: %s", phase, cudaGetErrorName(h->begin));
+  else if (h->end != cudaSuccess || !h->got_graph)
+    rfail(r, "%s: the other thread's Global-mode capture was broken: cudaStreamEndCapture returned %s%s", phase,
+          cudaGetErrorName(h->end), h->got_graph ? "" : " and no graph");
+  else
+    return 1;
+  return 0;
+}
+
+static void reg_capture_modes(rctx *r) {
+  static const cudaStreamCaptureMode modes[3] = {cudaStreamCaptureModeGlobal, cudaStreamCaptureModeThreadLocal,
+                                                 cudaStreamCaptureModeRelaxed};
+  static const char *const mode_names[3] = {"Global", "ThreadLocal", "Relaxed"};
+  cap_helper h;
+  pthread_t th;
+  cudaStream_t side = 0;
+  cudaGraph_t graph = NULL;
+  float *buf = NULL, *big = NULL, *host = NULL;
+  void *side_buf = NULL;
+  size_t count = 1000, bigc = 300007;
+  cudaError_t e;
+  cc_result rc;
+  int i;
+  memset(&h, 0, sizeof h);
+  if (!rinit(r)) return;
+  host = (float *)malloc(bigc * 4);
+  if (!rcu(r, cudaStreamCreateWithFlags(&h.s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags") ||
+      !rcu(r, cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), "cudaStreamCreateWithFlags") ||
+      !rcu(r, cudaMalloc(&h.buf, 4096), "cudaMalloc") || !rcu(r, cudaMalloc(&side_buf, 4096), "cudaMalloc") ||
+      !rok(r, cc_cuda_malloc(r->g, (void **)&buf, 2 * count * 4), "cc_cuda_malloc") ||
+      !rcu(r, cudaMalloc((void **)&big, bigc * 4), "cudaMalloc") || !rput(r, r->s, buf, 131, r->me, count, host) ||
+      !rok(r, cc_cuda_all_reduce(r->g, buf, buf + count, count, CC_FLOAT32, CC_SUM, r->s), "all_reduce") ||
+      !rcu(r, cudaStreamSynchronize(r->s), "cudaStreamSynchronize"))
+    goto out;
+  /* 1: another thread captures in Global mode for 300 ms (six watchdog rounds) */
+  h.hold_ms = 300;
+  if (pthread_create(&th, NULL, cap_helper_main, &h) != 0) { rfail(r, "pthread_create"); goto out; }
+  pthread_join(th, NULL);
+  if (!cap_helper_ok(r, &h, "another thread's capture while the communicator was idle")) goto out;
+  if ((rc = cc_cuda_comm_check(r->g)) != CC_OK) {
+    rfail(r, "the communicator failed during another thread's capture: %s (%s)", res_name(rc),
+          cc_cuda_comm_last_error(r->g));
+    goto out;
+  }
+  /* 2: calls on this thread's own stream while another thread captures: a
+     buffer's first use (peers map it) and a scratch that grows */
+  if (!rput(r, r->s, big, 132, r->me, bigc, host)) goto out;
+  h.hold_ms = -1;
+  h.go = 0;
+  if (!rcu(r, cudaStreamSynchronize(r->s), "cudaStreamSynchronize") ||
+      pthread_create(&th, NULL, cap_helper_main, &h) != 0)
+    goto out;
+  tu_sleep_us(20000);
+  rc = cc_cuda_all_reduce(r->g, big, big, bigc, CC_FLOAT32, CC_SUM, r->s);
+  __atomic_store_n(&h.go, 1, __ATOMIC_RELEASE);
+  pthread_join(th, NULL);
+  if (!rok(r, rc, "in-place all_reduce while another thread captures") ||
+      !cap_helper_ok(r, &h, "calls during another thread's capture") ||
+      !rcu(r, cudaStreamSynchronize(r->s), "cudaStreamSynchronize"))
+    goto out;
+  rcheck_sum(r, "in-place all_reduce during another thread's capture", big, 132, bigc);
+  /* 3: this thread captures a side stream (each mode) and calls on its own stream */
+  for (i = 0; i < 3 && !r->sh->nfail[r->me]; i++) {
+    if (!rput(r, r->s, buf, 140 + (uint64_t)i, r->me, count, host) ||
+        !rcu(r, cudaStreamBeginCapture(side, modes[i]), "cudaStreamBeginCapture"))
+      goto out;
+    cudaMemsetAsync(side_buf, 2, 4096, side);
+    rc = cc_cuda_all_reduce(r->g, buf, buf, count, CC_FLOAT32, CC_SUM, r->s);
+    e = cudaStreamEndCapture(side, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    if (!rok(r, rc, mode_names[i])) goto out;
+    if (e != cudaSuccess || !graph) {
+      rfail(r, "a call while this thread captured another stream (%s mode) broke the capture: %s", mode_names[i],
+            cudaGetErrorName(e));
+      goto out;
+    }
+    graph = NULL;
+    if (!rcu(r, cudaStreamSynchronize(r->s), "cudaStreamSynchronize")) goto out;
+    rcheck_sum(r, mode_names[i], buf, 140 + (uint64_t)i, count);
+  }
+  /* 4: a call on the capturing stream itself, each mode: refused, the capture intact */
+  for (i = 0; i < 3 && !r->sh->nfail[r->me]; i++) {
+    if (!rcu(r, cudaStreamBeginCapture(side, modes[i]), "cudaStreamBeginCapture")) goto out;
+    rc = cc_cuda_all_reduce(r->g, buf, buf + count, count, CC_FLOAT32, CC_SUM, side);
+    e = cudaStreamEndCapture(side, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    if (rc != CC_ERR_UNSUPPORTED || !strstr(cc_cuda_comm_last_error(r->g), "captured"))
+      rfail(r, "all_reduce on a stream being captured (%s mode) returned %s (%s), want CC_ERR_UNSUPPORTED saying so",
+            mode_names[i], res_name(rc), cc_cuda_comm_last_error(r->g));
+    else if (e != cudaSuccess || !graph)
+      rfail(r, "the refused call broke the %s-mode capture: %s", mode_names[i], cudaGetErrorName(e));
+    graph = NULL;
+  }
+  if ((rc = cc_cuda_comm_check(r->g)) != CC_OK)
+    rfail(r, "the communicator failed: %s (%s)", res_name(rc), cc_cuda_comm_last_error(r->g));
+  rnote(r, "another thread's Global-mode capture for 300 ms, then during an in-place all_reduce (new mappings, "
+        "scratch growth); this thread capturing another stream in each mode during an all_reduce; a call on a "
+        "capturing stream refused in each mode: every capture intact, every result right");
+out:
+  if (r->g && r->sh->nfail[r->me]) cc_cuda_comm_abort(r->g);  /* the others must not wait for this rank */
+  free(host);
+  if (buf) cc_cuda_free(r->g, buf);
+  rdestroy(r);
+  if (big) cudaFree(big);
+  if (h.buf) cudaFree(h.buf);
+  if (side_buf) cudaFree(side_buf);
+  if (h.s) cudaStreamDestroy(h.s);
+  if (side) cudaStreamDestroy(side);
+}
+
 /* ---- visible_devices (the emulation's devices) */
 static void reg_devices(rctx *r, int mig) {
   float *buf = NULL, *host = NULL;
@@ -3110,6 +3250,7 @@ static void run_regressions(const char *only) {
     {"flush", 2, 0, reg_flush, "CC_TIMEOUT=10 CC_CUDA_ONESHOT_BYTES=0", "remote writes flushed"},
     {"evict_in_call", 2, 0, reg_evict_in_call, "CC_TIMEOUT=10",
      "a group evicting mappings its own copies read"},
+    {"capture_modes", 2, 0, reg_capture_modes, "CC_TIMEOUT=10", "graph captures around the communicator"},
   };
   size_t i;
   int ran = 0;
@@ -3171,7 +3312,8 @@ static void probe_devices(probe *p) {
 
 int main(int argc, char **argv) {
   int quick = tu_quick(), i, n, want_n[MAXR + 1], want_staged = 1, want_twoshot = 1, want_death = 1, want_regress = 1;
-  const char *only_regress = NULL;
+  const char *only_regress[16];
+  int n_only = 0;
   double t0 = tu_now();
   probe *p = (probe *)tu_shared_alloc(sizeof(probe));
   if (!p) {
@@ -3194,7 +3336,7 @@ int main(int argc, char **argv) {
     for (i = 1; i < argc; i++) {
       if (!strcmp(argv[i], "staged")) want_staged = 1;
       else if (!strcmp(argv[i], "regress")) want_regress = 1;
-      else if (!strncmp(argv[i], "regress:", 8)) only_regress = argv[i] + 8;
+      else if (!strncmp(argv[i], "regress:", 8) && n_only < 16) only_regress[n_only++] = argv[i] + 8;
       else if (!strcmp(argv[i], "twoshot")) want_twoshot = 1;
       else if (!strcmp(argv[i], "death")) want_death = 1;
       else if ((n = atoi(argv[i])) >= 2 && n <= 4) want_n[n] = 1;
@@ -3219,7 +3361,7 @@ int main(int argc, char **argv) {
     run_death(1);
   }
   if (want_regress) run_regressions(NULL);
-  if (only_regress) run_regressions(only_regress);
+  for (i = 0; i < n_only; i++) run_regressions(only_regress[i]);
   fprintf(stderr, "test_cuda: %.2f s\n", tu_now() - t0);
   tu_shared_free(p, sizeof(probe));
   return tu_exit_code();
