@@ -39,11 +39,13 @@ all: $(TOOLS) $(EXAMPLES) $(TESTS) $(PROBES)
 # cc_cuda.cuh: its tests, example and benchmark, built with nvcc (`make cuda`;
 # tests/test_cuda.sh builds and runs them within `make test`). NVCC_ARCH picks
 # the GPUs. Default: a fat binary with code for every architecture from Volta
-# (sm_70) to Hopper (sm_90) that this nvcc still builds (CUDA 13 starts at
-# sm_75), plus Hopper's PTX, which newer GPUs compile when they load it.
+# (sm_70) to Blackwell (sm_100 data centre, sm_120 workstation) that this nvcc
+# builds (CUDA 13 starts at sm_75; sm_103 and sm_121 run sm_100's and sm_120's
+# code), plus Hopper's PTX, which any newer GPU without its own code (sm_110)
+# compiles when it loads it.
 NVCC      ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc))
-NVCC_SMS   = $(filter $(shell $(NVCC) --list-gpu-code 2>/dev/null),sm_70 sm_75 sm_80 sm_86 sm_89 sm_90)
-NVCC_PTX   = $(lastword $(NVCC_SMS:sm_%=%))
+NVCC_SMS   = $(filter $(shell $(NVCC) --list-gpu-code 2>/dev/null),sm_70 sm_75 sm_80 sm_86 sm_89 sm_90 sm_100 sm_120)
+NVCC_PTX   = $(if $(filter sm_90,$(NVCC_SMS)),90,$(lastword $(NVCC_SMS:sm_%=%)))
 comma     := ,
 NVCC_ARCH ?= $(foreach s,$(NVCC_SMS),-gencode arch=compute_$(s:sm_%=%)$(comma)code=$(s)) \
              $(if $(NVCC_PTX),-gencode arch=compute_$(NVCC_PTX)$(comma)code=compute_$(NVCC_PTX))

@@ -657,6 +657,23 @@ static void cc_cuda__sync_twin(void **args, dim3 grid, dim3 block) {
   for (i = 0; i < (int)block.x; i++) cc_cuda__sync_body(*a, i);
 }
 
+/* Device code built with --use_fast_math or -ftz=true flushes float32
+   subnormals to zero, even in __fadd_rn and __fmul_rn (add.rn.ftz.f32): the
+   folds would no longer give cc.h's bits. Init multiplies the smallest normal
+   float32 by one half here, once, and refuses such a build. */
+typedef struct cc_cuda__ftz_args {
+  float *out;
+  float x;
+} cc_cuda__ftz_args;
+
+__global__ void cc_cuda__ftz_kernel(cc_cuda__ftz_args a) { *a.out = cc_cuda__rn<float>::mul(a.x, 0.5f); }
+
+static void cc_cuda__ftz_twin(void **args, dim3 grid, dim3 block) {
+  const cc_cuda__ftz_args *a = (const cc_cuda__ftz_args *)args[0];
+  (void)grid, (void)block;
+  *a->out = cc_cuda__rn<float>::mul(a->x, 0.5f);
+}
+
 /* For a CUDA runtime emulated on the CPU (tests/cuda_emu.cpp): the CPU twin
    of kernel `stub` (its host stub, as a launch names it), which runs the
    kernel's own body over the whole grid, thread after thread, and the size of
@@ -665,6 +682,7 @@ static __attribute__((unused)) cc_cuda__twin_fn cc_cuda__twin(const void *stub, 
   int t, op;
   if (stub == (const void *)&cc_cuda__copy_kernel) { *argbytes = sizeof(cc_cuda__copy_args); return cc_cuda__copy_twin; }
   if (stub == (const void *)&cc_cuda__sync_kernel) { *argbytes = sizeof(cc_cuda__sync_args); return cc_cuda__sync_twin; }
+  if (stub == (const void *)&cc_cuda__ftz_kernel) { *argbytes = sizeof(cc_cuda__ftz_args); return cc_cuda__ftz_twin; }
   *argbytes = sizeof(cc_cuda__fold_args);
   for (t = 0; t < CC_DTYPE_COUNT; t++)
     for (op = 0; op <= CC__OP_PREMUL; op++) {
@@ -768,9 +786,17 @@ typedef CUresult (*cc_cuda__attrs_fn)(unsigned int, CUpointer_attribute *, void 
 
 enum { CC_CUDA__STAGED, CC_CUDA__IPC };
 
+typedef struct cc_cuda__occ {          /* blocks of one kernel that an SM holds at once */
+  const void *fn;
+  unsigned int per_sm;
+} cc_cuda__occ;
+#define CC_CUDA__NOCC 96               /* kernels of this file, with room */
+
 struct cc_cuda_comm {
   cc_comm *host;
   int rank, size, dev, mode, sms;
+  cc_cuda__occ occ[CC_CUDA__NOCC];     /* per kernel, asked once */
+  int nocc;
   size_t oneshot;                      /* CC_CUDA_ONESHOT_BYTES */
   char err[320];
   int failed;                          /* cc_result of the failure; later calls get CC_ERR_ABORTED */
@@ -1472,8 +1498,32 @@ static cc_result cc_cuda__bar(cc_cuda_comm *g, const char *what, cudaStream_t s,
   return cc_cuda__sync(g, what, s, &g->page->post[g->rank][0], v, waits, vals, n, closing ? g->flush : 0u);
 }
 
-static unsigned int cc_cuda__blocks(cc_cuda_comm *g, size_t items) {
-  size_t b = (items + CC_CUDA__THREADS - 1) / CC_CUDA__THREADS, cap = (size_t)g->sms * 4;
+/* How many blocks of kernel fn (CC_CUDA__THREADS threads each) one SM runs at
+   once: its registers decide (the fold kernels use 33 to 40 per thread, so 3
+   of 512 threads fit where 4 would take 32). Asked of the runtime once per
+   kernel. */
+static unsigned int cc_cuda__per_sm(cc_cuda_comm *g, const void *fn) {
+  int i, n = 0;
+  cudaError_t before;
+  for (i = 0; i < g->nocc; i++)
+    if (g->occ[i].fn == fn) return g->occ[i].per_sm;
+  before = cudaPeekAtLastError();
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, fn, CC_CUDA__THREADS, 0) != cudaSuccess || n < 1) {
+    cc_cuda__forgive(before);
+    n = 1;
+  }
+  if (g->nocc < CC_CUDA__NOCC) {
+    g->occ[g->nocc].fn = fn;
+    g->occ[g->nocc++].per_sm = (unsigned int)n;
+  }
+  return (unsigned int)n;
+}
+
+/* The grid of kernel fn for `items` units of work (each thread strides over
+   the rest): at most what the device runs at once, so that every launch is
+   one wave. */
+static unsigned int cc_cuda__blocks(cc_cuda_comm *g, const void *fn, size_t items) {
+  size_t b = (items + CC_CUDA__THREADS - 1) / CC_CUDA__THREADS, cap = (size_t)g->sms * cc_cuda__per_sm(g, fn);
   return (unsigned int)(b < 1 ? 1 : b > cap ? cap : b);
 }
 
@@ -1505,7 +1555,7 @@ static cc_result cc_cuda__fold(cc_cuda_comm *g, const char *what, cudaStream_t s
   a.vec = (bits & 15) == 0;
   a.abort = (const volatile unsigned int *)(uintptr_t)cc_cuda__dflag(g, &g->page->abort);
   return cc_cuda__launch(g, what, (const void *)fn,
-                         dim3(cc_cuda__blocks(g, a.vec ? count * scale * es / 16 : count * scale)),
+                         dim3(cc_cuda__blocks(g, (const void *)fn, a.vec ? count * scale * es / 16 : count * scale)),
                          dim3(CC_CUDA__THREADS), &a, s);
 }
 
@@ -1518,8 +1568,11 @@ typedef struct cc_cuda__copies {
 
 static cc_result cc_cuda__copy_flush(cc_cuda_comm *g, const char *what, cudaStream_t s, cc_cuda__copies *c) {
   dim3 grid;
+  unsigned int cap;
   if (!c->n) return CC_OK;
-  grid.x = cc_cuda__blocks(g, c->most / 16 + 1);
+  cap = (unsigned int)g->sms * cc_cuda__per_sm(g, (const void *)cc_cuda__copy_kernel) / (unsigned int)c->n;   /* the copies share one wave */
+  grid.x = cc_cuda__blocks(g, (const void *)cc_cuda__copy_kernel, c->most / 16 + 1);
+  grid.x = grid.x < cap ? grid.x : cap ? cap : 1;
   grid.y = (unsigned int)c->n;
   grid.z = 1;
   c->a.abort = (const volatile unsigned int *)(uintptr_t)cc_cuda__dflag(g, &g->page->abort);
@@ -1703,10 +1756,33 @@ static cc_cuda__memop_fn cc_cuda__entry(const char *name) {
   return q == cudaDriverEntryPointSuccess ? (cc_cuda__memop_fn)fn : NULL;
 }
 
+/* Does this build's device code keep float32 subnormals (*kept)? Run on a
+   stream of its own, once (cc_cuda__ftz_kernel). */
+static cudaError_t cc_cuda__subnormals(int *kept) {
+  cc_cuda__ftz_args a;
+  cudaStream_t s = NULL;
+  float got = 0.0f;
+  void *args[1];
+  cudaError_t e;
+  *kept = 1;
+  a.out = NULL;
+  a.x = cc__f32_from_bits(0x00800000u);   /* 2^-126: half of it is a subnormal */
+  args[0] = &a;
+  if ((e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)) != cudaSuccess) return e;
+  if ((e = cudaMalloc((void **)&a.out, sizeof(float))) == cudaSuccess &&
+      (e = cudaLaunchKernel((const void *)cc_cuda__ftz_kernel, dim3(1), dim3(1), args, 0, s)) == cudaSuccess &&
+      (e = cudaMemcpyAsync(&got, a.out, sizeof got, cudaMemcpyDeviceToHost, s)) == cudaSuccess)
+    e = cudaStreamSynchronize(s);
+  if (a.out) cudaFree(a.out);
+  cudaStreamDestroy(s);
+  if (e == cudaSuccess) *kept = got != 0.0f;
+  return e;
+}
+
 /* This rank's side of init: the device, its context, the driver entry points,
    the probe buffer (freed after init). */
 static void cc_cuda__init_local(cc_cuda_comm *g, cc_cuda__hello *h, void **probe) {
-  int ndev = 0, flush = 0;
+  int ndev = 0, flush = 0, kept = 1;
   cudaError_t e = cudaGetDeviceCount(&ndev);
   const char *mode = getenv("CC_CUDA_TRANSPORT");
   struct cudaDeviceProp prop;
@@ -1728,6 +1804,12 @@ static void cc_cuda__init_local(cc_cuda_comm *g, cc_cuda__hello *h, void **probe
       (e = cudaEventCreateWithFlags(&g->ev, cudaEventDisableTiming)) != cudaSuccess ||
       (e = cudaEventCreateWithFlags(&g->probe, cudaEventDisableTiming)) != cudaSuccess)
     CC_CUDA__HELLO_FAIL(CC_ERR_SYSTEM, "device %d: %s (%s)", g->dev, cudaGetErrorName(e), cudaGetErrorString(e));
+  if ((e = cc_cuda__subnormals(&kept)) != cudaSuccess)
+    CC_CUDA__HELLO_FAIL(CC_ERR_SYSTEM, "device %d: a probe kernel failed: %s (%s)", g->dev, cudaGetErrorName(e),
+                        cudaGetErrorString(e));
+  if (!kept)
+    CC_CUDA__HELLO_FAIL(CC_ERR_UNSUPPORTED, "device code built with --use_fast_math or -ftz=true (float32 "
+                        "subnormals flushed): its folds would not give cc.h's bits; build cc_cuda.cuh without them");
 #undef CC_CUDA__HELLO_FAIL
   memcpy(h->uuid, prop.uuid.bytes, sizeof h->uuid);
   if (cudaDeviceGetAttribute(&flush, cudaDevAttrCanFlushRemoteWrites, g->dev) == cudaSuccess && flush)
@@ -1953,6 +2035,7 @@ CC_API cc_result cc_cuda_comm_init(cc_comm *host, int device, cc_cuda_comm **out
   *out = NULL;
   if (!host) return cc__fail(NULL, CC_ERR_INVALID_ARG, "%s: host communicator is NULL", w);
   CC__TRY(cc__ready(host, w));
+  cc_cuda__device_guard guard(device);   /* the caller's current device is given back */
   cc_cuda__relaxed relaxed;
   g = (cc_cuda_comm *)CC_MALLOC(sizeof *g);
   all = (cc_cuda__hello *)CC_MALLOC(sizeof *all * (size_t)host->size);

@@ -116,8 +116,8 @@ static pthread_mutex_t emu_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread cudaError_t emu_last = cudaSuccess;
 static __thread int emu_cur = 0;                  /* current device (ordinal) */
 static cudaError_t emu_sticky = cudaSuccess;      /* atomic */
-static long emu_counts[5];                        /* freed_while_mapped, flush_waits, kernels, faults, capture_violations */
-enum { EC_FREED_MAPPED, EC_FLUSH, EC_KERNELS, EC_FAULTS, EC_CAPTURE, EC_N };
+static long emu_counts[7];   /* freed_while_mapped, flush_waits, kernels, faults, capture_violations, over_one_wave, max_blocks */
+enum { EC_FREED_MAPPED, EC_FLUSH, EC_KERNELS, EC_FAULTS, EC_CAPTURE, EC_WAVES, EC_MAXBLOCKS, EC_N };
 static unsigned long long emu_next_id = 1;
 static size_t emu_mem_used;
 
@@ -125,7 +125,7 @@ static long hb_count_of(const char *what);
 extern "C" int cc_cuda_emulated(void) { return 1; }
 extern "C" long cc_emu_count(const char *what) {
   static const char *const names[EC_N] = {"freed_while_mapped", "flush_waits", "kernels", "faults",
-                                         "capture_violations"};
+                                         "capture_violations", "over_one_wave", "max_blocks"};
   int i;
   for (i = 0; i < EC_N; i++)
     if (!strcmp(what, names[i])) return __atomic_load_n(&emu_counts[i], __ATOMIC_ACQUIRE);
@@ -226,6 +226,30 @@ static void emu_uuid(int phys, char *bytes) {
   for (i = 0; i < 16; i++) bytes[i] = (char)(0xc0 + i);
   bytes[14] = (char)(emu_mig ? 0x4d : 0x47); /* 'M'IG instance or 'G'PU */
   bytes[15] = (char)phys;
+}
+
+/* Streaming multiprocessors per device (CC_EMU_SMS, default 132 as an H100
+ * SXM), and what one holds at once: 2048 threads, 65536 registers, 32
+ * blocks. The emulator does not know a kernel's registers: CC_EMU_REGS per
+ * thread (default 40, the most cc_cuda.cuh's fold kernels use) stands for
+ * every kernel's, in cudaOccupancyMaxActiveBlocksPerMultiprocessor and in the
+ * count of launches larger than one wave (cc_emu_count("over_one_wave")). */
+#define EMU_SM_THREADS 2048
+#define EMU_SM_REGS 65536
+static int emu_sms(void) {
+  long v = emu_env_long("CC_EMU_SMS", 132);
+  return v < 1 ? 1 : v > 1024 ? 1024 : (int)v;
+}
+
+static int emu_blocks_per_sm(unsigned int threads) {
+  long regs = emu_env_long("CC_EMU_REGS", 40);
+  unsigned int warps = (threads + 31) / 32, per_warp, by_regs, by_threads;
+  if (regs < 1) regs = 1;
+  if (regs > 255) regs = 255;
+  per_warp = ((unsigned int)regs * 32 + 255) / 256 * 256;
+  by_regs = EMU_SM_REGS / (warps * per_warp);
+  by_threads = EMU_SM_THREADS / (warps * 32);
+  return (int)(by_regs < by_threads ? (by_regs < 32 ? by_regs : 32) : (by_threads < 32 ? by_threads : 32));
 }
 
 /* Can memory of physical device a be used from device b? */
@@ -1394,7 +1418,7 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device) {
   snprintf(prop->name, sizeof prop->name, "CPU emulation of device %d%s (tests/cuda_emu.cpp)", emu_phys[device],
            emu_mig ? ", a MIG instance" : "");
   emu_uuid(emu_phys[device], prop->uuid.bytes);
-  prop->multiProcessorCount = 1;
+  prop->multiProcessorCount = emu_sms();
   prop->unifiedAddressing = 1;
   prop->major = 9;
   return cudaSuccess;
@@ -1404,7 +1428,9 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int dev
   if (!value) return emu_err(cudaErrorInvalidValue);
   if (device < 0 || device >= emu_devices()) return emu_err(cudaErrorInvalidDevice);
   switch (attr) {
-  case cudaDevAttrMultiProcessorCount: *value = 1; break;
+  case cudaDevAttrMultiProcessorCount: *value = emu_sms(); break;
+  case cudaDevAttrMaxThreadsPerMultiProcessor: *value = EMU_SM_THREADS; break;
+  case cudaDevAttrMaxRegistersPerMultiprocessor: *value = EMU_SM_REGS; break;
   case cudaDevAttrUnifiedAddressing: *value = 1; break;
   case cudaDevAttrCanFlushRemoteWrites: *value = 1; break;
   default: *value = 0; break;
@@ -2365,7 +2391,24 @@ static cudaError_t emu_launch(const void *func, dim3 grid, dim3 block, void **ar
   o->tw = tw;
   o->grid = grid;
   o->block = block;
+  {                                    /* more blocks than the device runs at once? */
+    long blocks = (long)grid.x * grid.y * grid.z, most = __atomic_load_n(&emu_counts[EC_MAXBLOCKS], __ATOMIC_ACQUIRE);
+    while (blocks > most &&
+           !__atomic_compare_exchange_n(&emu_counts[EC_MAXBLOCKS], &most, blocks, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    }
+    if (blocks > (long)emu_sms() * emu_blocks_per_sm(block.x * block.y * block.z)) emu_count(EC_WAVES);
+  }
   emu_enqueue(s, o);
+  return cudaSuccess;
+}
+
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, const void *func, int blockSize,
+                                                         size_t dynamicSMemSize) {
+  cc_emu_twin tw;
+  memset(&tw, 0, sizeof tw);
+  if (!numBlocks || blockSize <= 0 || blockSize > 1024 || dynamicSMemSize) return emu_err(cudaErrorInvalidValue);
+  if (!cc_emu_kernel_twin || !cc_emu_kernel_twin(func, &tw)) return emu_err(cudaErrorInvalidDeviceFunction);
+  *numBlocks = emu_blocks_per_sm((unsigned int)blockSize);
   return cudaSuccess;
 }
 

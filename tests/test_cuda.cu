@@ -2386,18 +2386,29 @@ static void rnote(rctx *r, const char *fmt, ...) {
   va_end(ap);
 }
 
-/* cudaSetDevice, a stream, cc_cuda_comm_init: 1 when all worked */
+/* cudaSetDevice, a stream, cc_cuda_comm_init: 1 when all worked. Where there
+ * are several devices, another one is current when init is called, and must
+ * be again after it. */
 static int rinit(rctx *r) {
-  int ndev = 1;
+  int ndev = 1, other, cur = -1;
   cc_result rc;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) ndev = 1;
+  other = (r->me + 1) % ndev;
   if (cudaSetDevice(r->me % ndev) != cudaSuccess ||
-      cudaStreamCreateWithFlags(&r->s, cudaStreamNonBlocking) != cudaSuccess) {
+      cudaStreamCreateWithFlags(&r->s, cudaStreamNonBlocking) != cudaSuccess || cudaSetDevice(other) != cudaSuccess) {
     rfail(r, "cudaSetDevice or cudaStreamCreateWithFlags failed");
     return 0;
   }
   if ((rc = cc_cuda_comm_init(r->c, r->me % ndev, &r->g)) != CC_OK) {
     rfail(r, "cc_cuda_comm_init: %s (%s)", cc_strerror(rc), cc_comm_last_error(r->c));
+    return 0;
+  }
+  if (cudaGetDevice(&cur) != cudaSuccess || cur != other) {
+    rfail(r, "cc_cuda_comm_init(device %d) left device %d current; the caller's was %d", r->me % ndev, cur, other);
+    return 0;
+  }
+  if (cudaSetDevice(r->me % ndev) != cudaSuccess) {
+    rfail(r, "cudaSetDevice(%d) failed", r->me % ndev);
     return 0;
   }
   return 1;
@@ -3056,6 +3067,57 @@ out:
   if (side) cudaStreamDestroy(side);
 }
 
+/* ---- grid: launches sized to the device (CC_EMU_SMS SMs, CC_EMU_REGS
+ * registers per thread): never more blocks than run at once, and the whole
+ * of that for large calls; every result right with many blocks */
+static void reg_grid(rctx *r) {
+  float *a = NULL, *b = NULL, *host = NULL;
+  size_t big = 1000003, one = 60001;
+  long cap = 0, most, waves;
+  int sms = 0, per = 0, dev = 0;
+  size_t scale, es;
+  cc_result rc;
+  if (!rinit(r)) return;
+  host = (float *)malloc(big * 4);
+  if (!rcu(r, cudaGetDevice(&dev), "cudaGetDevice") ||
+      !rcu(r, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute") ||
+      !rok(r, cc_cuda_malloc(r->g, (void **)&a, big * 4), "cc_cuda_malloc") ||
+      !rok(r, cc_cuda_malloc(r->g, (void **)&b, big * 4 * (size_t)r->n), "cc_cuda_malloc"))
+    goto out;
+  /* one-shot and two-shot all_reduce, all_gather (copies), reduce_scatter */
+  if (!rput(r, r->s, a, 151, r->me, one, host) ||
+      !rok(r, cc_cuda_all_reduce(r->g, a, b, one, CC_FLOAT32, CC_SUM, r->s), "one-shot all_reduce") ||
+      !rcu(r, cudaStreamSynchronize(r->s), "sync"))
+    goto out;
+  rcheck_sum(r, "one-shot all_reduce", b, 151, one);
+  if (!rput(r, r->s, a, 152, r->me, big, host) ||
+      !rok(r, cc_cuda_all_reduce(r->g, a, b, big, CC_FLOAT32, CC_SUM, r->s), "two-shot all_reduce") ||
+      !rcu(r, cudaStreamSynchronize(r->s), "sync"))
+    goto out;
+  rcheck_sum(r, "two-shot all_reduce", b, 152, big);
+  rc = cc_cuda_all_gather(r->g, a, b, big, CC_FLOAT32, r->s);
+  if (!rok(r, rc, "all_gather") || !rcu(r, cudaStreamSynchronize(r->s), "sync")) goto out;
+  if (!cc_emu_count) {
+    rnote(r, "one-shot and two-shot all_reduce, all_gather of %zu floats: right (the grid counts need the emulation)", big);
+    goto out;
+  }
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, (const void *)cc_cuda__fold_pick(CC_FLOAT32, CC_SUM, &scale, &es),
+                                                    CC_CUDA__THREADS, 0) != cudaSuccess)
+    per = 0;
+  cap = (long)sms * per;
+  most = cc_emu_count("max_blocks");
+  waves = cc_emu_count("over_one_wave");
+  if (waves) rfail(r, "%ld launches had more blocks than the device runs at once (%d SMs x %d)", waves, sms, per);
+  else if (most != cap) rfail(r, "the largest launch had %ld blocks; the device runs %ld at once (%d SMs x %d)", most, cap, sms, per);
+  rnote(r, "%d SMs, %d blocks of %d threads per SM: the largest launch %ld blocks, none larger than one wave; "
+        "one-shot and two-shot all_reduce and all_gather right", sms, per, CC_CUDA__THREADS, most);
+out:
+  free(host);
+  if (a) cc_cuda_free(r->g, a);
+  if (b) cc_cuda_free(r->g, b);
+  rdestroy(r);
+}
+
 /* ---- visible_devices (the emulation's devices) */
 static void reg_devices(rctx *r, int mig) {
   float *buf = NULL, *host = NULL;
@@ -3251,6 +3313,7 @@ static void run_regressions(const char *only) {
     {"evict_in_call", 2, 0, reg_evict_in_call, "CC_TIMEOUT=10",
      "a group evicting mappings its own copies read"},
     {"capture_modes", 2, 0, reg_capture_modes, "CC_TIMEOUT=10", "graph captures around the communicator"},
+    {"grid", 3, 0, reg_grid, "CC_TIMEOUT=10 CC_EMU_SMS=5 CC_EMU_REGS=40", "launches sized to the device"},
   };
   size_t i;
   int ran = 0;
