@@ -805,6 +805,7 @@ struct cc_cuda_comm {
   cc_cuda__attrs_fn attrs;
   int memops;                          /* waits are stream memory operations, else cc_cuda__sync_kernel */
   unsigned int flush;                  /* CU_STREAM_WAIT_VALUE_FLUSH where the device can flush remote writes */
+  int far;                             /* some peer's GPU is another GPU than this rank's */
   /* the order of calls across streams */
   cudaEvent_t ev;                      /* the end of the latest call's work, on stream `last` */
   cudaStream_t last;
@@ -1454,9 +1455,9 @@ static cc_result cc_cuda__launch(cc_cuda_comm *g, const char *what, const void *
    spinning), else a one-block kernel per 32 waits (after a system fence). */
 static cc_result cc_cuda__sync(cc_cuda_comm *g, const char *what, cudaStream_t s, unsigned int *post,
                                unsigned int pval, unsigned int *const *waits, const unsigned int *vals, int nwait,
-                               unsigned int flags) {
+                               unsigned int flags, int kernel) {
   int i, j;
-  if (g->memops) {
+  if (g->memops && !kernel) {
     CUresult r = CUDA_SUCCESS;
     if (post) r = g->write32((CUstream)s, cc_cuda__dflag(g, post), pval, 0);
     for (i = 0; i < nwait && r == CUDA_SUCCESS; i++)
@@ -1485,9 +1486,16 @@ static cc_result cc_cuda__sync(cc_cuda_comm *g, const char *what, cudaStream_t s
 }
 
 /* A barrier of every rank's stream: post the next phase, wait for everyone.
-   The closing barrier of a call flushes: peers may have written into this
-   rank's memory before they posted (two-shot all_reduce). */
-static cc_result cc_cuda__bar(cc_cuda_comm *g, const char *what, cudaStream_t s, int closing) {
+   `written`: peers wrote into this rank's memory before they posted (the
+   closing barrier of two-shot all_reduce). A GPU may still reorder writes
+   that came from other GPUs after they arrived, so the work after the wait
+   must be ordered after them by a flush: the waits carry
+   CU_STREAM_WAIT_VALUE_FLUSH where the device can flush remote writes; where
+   it cannot (CAN_FLUSH_REMOTE_WRITES is 0 on most x86 hosts) and a peer is on
+   another GPU, the barrier is the wait kernel, whose acquire of the flags
+   (a system fence after the loads) orders the writes before the work after
+   it. Writes from ranks on the same GPU need neither. */
+static cc_result cc_cuda__bar(cc_cuda_comm *g, const char *what, cudaStream_t s, int written) {
   unsigned int *waits[CC_CUDA__MAXR], vals[CC_CUDA__MAXR], v = ++g->phase;
   int p, n = 0;
   for (p = 0; p < g->size; p++) {
@@ -1495,7 +1503,8 @@ static cc_result cc_cuda__bar(cc_cuda_comm *g, const char *what, cudaStream_t s,
     waits[n] = &g->page->post[p][0];
     vals[n++] = v;
   }
-  return cc_cuda__sync(g, what, s, &g->page->post[g->rank][0], v, waits, vals, n, closing ? g->flush : 0u);
+  return cc_cuda__sync(g, what, s, &g->page->post[g->rank][0], v, waits, vals, n, written ? g->flush : 0u,
+                       written && g->far && !g->flush);
 }
 
 /* How many blocks of kernel fn (CC_CUDA__THREADS threads each) one SM runs at
@@ -2016,7 +2025,10 @@ static cc_result cc_cuda__start(cc_cuda_comm *g, int ipc, const cc_cuda__hello *
   if (!g->recs || !g->hi) return cc__fail(g->host, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", w, g->rank);
   if (g->mode != CC_CUDA__IPC) return CC_OK;
   memset(g->hi, 0, sizeof *g->hi * 2 * CC_CUDA__NFLAGS);
-  for (p = 0; p < g->size; p++) g->pids[p] = all[p].pid;
+  for (p = 0; p < g->size; p++) {
+    g->pids[p] = all[p].pid;
+    if (memcmp(all[p].uuid, all[g->rank].uuid, sizeof all[p].uuid)) g->far = 1;
+  }
   g->memops = cc_cuda__memops_work(g);
   if (pthread_create(&g->wd, NULL, cc_cuda__watchdog, g) != 0)
     return cc__fail(g->host, CC_ERR_SYSTEM, "%s: rank %d: cannot start the watchdog thread", w, g->rank);
@@ -2297,7 +2309,7 @@ static cc_result cc_cuda__ipc_coll_queue(cc_cuda_comm *g, const cc__call *k, cud
   memset(&cp, 0, sizeof cp);
   CC__TRY(cc_cuda__coll_moves(g, what, k, s, twoshot, &cp));
   CC__TRY(cc_cuda__copy_flush(g, what, s, &cp));
-  CC__TRY(cc_cuda__bar(g, what, s, 1));
+  CC__TRY(cc_cuda__bar(g, what, s, twoshot));
   return cc_cuda__ordered(g, what, s);
 }
 
@@ -2417,7 +2429,7 @@ static cc_result cc_cuda__p2p_stream(cc_cuda_comm *g, const char *what, cc_cuda_
   memset(&cp, 0, sizeof cp);
   for (i = 0; i < nops && r == CC_OK; i++)
     if (ops[i].send && ops[i].peer != me && !(ops[i].rec.flags & CC_CUDA__NOMEM))
-      r = cc_cuda__sync(g, what, s, &g->page->ready[me][ops[i].peer], (unsigned int)ops[i].rec.seq, NULL, NULL, 0, 0);
+      r = cc_cuda__sync(g, what, s, &g->page->ready[me][ops[i].peer], (unsigned int)ops[i].rec.seq, NULL, NULL, 0, 0, 0);
   for (i = 0; i < nops && r == CC_OK; i++) {
     cc_cuda__p2p *o = &ops[i];
     unsigned int *wt, v = (unsigned int)o->rec.seq;
@@ -2425,7 +2437,7 @@ static cc_result cc_cuda__p2p_stream(cc_cuda_comm *g, const char *what, cc_cuda_
     if (o->send || (o->rec.flags & CC_CUDA__NOMEM)) continue;
     if (o->peer != me) {
       wt = &g->page->ready[o->peer][me];
-      r = cc_cuda__sync(g, what, s, &g->page->want[o->peer][me], v, &wt, &v, 1, 0);
+      r = cc_cuda__sync(g, what, s, &g->page->want[o->peer][me], v, &wt, &v, 1, 0, 0);
     }
     if (r == CC_OK) r = cc_cuda__peer(g, what, o->peer, &o->rec.b[0], 0, o->count * cc__dtype_bytes(o->t), &from);
     if (r == CC_OK) r = cc_cuda__copy_add(g, what, s, &cp, from, o->rbuf, o->count * cc__dtype_bytes(o->t));
@@ -2433,13 +2445,13 @@ static cc_result cc_cuda__p2p_stream(cc_cuda_comm *g, const char *what, cc_cuda_
   if (r == CC_OK) r = cc_cuda__copy_flush(g, what, s, &cp);
   for (i = 0; i < nops && r == CC_OK; i++)
     if (!ops[i].send && ops[i].peer != me && !(ops[i].rec.flags & CC_CUDA__NOMEM))
-      r = cc_cuda__sync(g, what, s, &g->page->done[ops[i].peer][me], (unsigned int)ops[i].rec.seq, NULL, NULL, 0, 0);
+      r = cc_cuda__sync(g, what, s, &g->page->done[ops[i].peer][me], (unsigned int)ops[i].rec.seq, NULL, NULL, 0, 0, 0);
   for (i = 0; i < nops && r == CC_OK; i++) {
     unsigned int *wt, v;
     if (!ops[i].send || ops[i].peer == me || (ops[i].rec.flags & CC_CUDA__NOMEM)) continue;
     wt = &g->page->done[me][ops[i].peer];
     v = (unsigned int)ops[i].rec.seq;
-    r = cc_cuda__sync(g, what, s, NULL, 0, &wt, &v, 1, 0);
+    r = cc_cuda__sync(g, what, s, NULL, 0, &wt, &v, 1, 0, 0);
   }
   return r;
 }

@@ -59,14 +59,18 @@
  *                   another address than it writes, as it would on a GPU.
  *   driver          through the entry-point query: cuPointerGetAttributes,
  *                   cuStreamWriteValue32 and cuStreamWaitValue32 (GEQ, EQ,
- *                   AND, NOR, with CU_STREAM_WAIT_VALUE_FLUSH, which the
- *                   device reports it can do) on device memory or a
- *                   registered page's device address.
+ *                   AND, NOR, with CU_STREAM_WAIT_VALUE_FLUSH where the
+ *                   device can flush remote writes: CC_EMU_FLUSH=1; default
+ *                   0, what x86 hosts report, and the flag is then refused)
+ *                   on device memory or a registered page's device address.
  *   devices         CC_EMU_DEVICES (default 1) devices with their own UUID and
  *                   PCI bus id, each reaching the others; CUDA_VISIBLE_DEVICES
  *                   picks and orders them. CC_EMU_MIG=1: they are MIG
  *                   instances of one GPU (one bus id, no peer access, no IPC
- *                   between them).
+ *                   between them). CC_EMU_SMS SMs each (default 132);
+ *                   cudaOccupancyMaxActiveBlocksPerMultiprocessor as if every
+ *                   kernel used CC_EMU_REGS registers per thread (default 40);
+ *                   launches larger than one wave are counted.
  *   errors          each failing call sets the thread's last error;
  *                   cudaGetLastError returns and clears it (not a sticky one).
  *   order           CC_EMU_HB=1: a happens-before checker of every access
@@ -74,9 +78,10 @@
  *                   section below; docs/cuda.md).
  *
  * What it does not do: model a GPU's memory (its writes are the CPU's,
- * coherent at once across processes, so missing fences and flushes go
- * unseen), run threads of a kernel at the same time, catch host code that
- * reads device memory directly, or time anything like a GPU. */
+ * coherent at once across processes, so a missing fence goes unseen; a
+ * missing flush of remote writes is seen only as an order, by the
+ * happens-before checker), run threads of a kernel at the same time, catch
+ * host code that reads device memory directly, or time anything like a GPU. */
 #include "cuda_emu.h"
 #include "cuda_emu_hb.h"
 
@@ -251,6 +256,13 @@ static int emu_blocks_per_sm(unsigned int threads) {
   by_threads = EMU_SM_THREADS / (warps * 32);
   return (int)(by_regs < by_threads ? (by_regs < 32 ? by_regs : 32) : (by_threads < 32 ? by_threads : 32));
 }
+
+/* CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES: CC_EMU_FLUSH, default 0 (what
+ * x86 hosts report); a wait with CU_STREAM_WAIT_VALUE_FLUSH is refused
+ * without it (CUDA_ERROR_NOT_SUPPORTED). The happens-before checker holds a
+ * device's accesses of bytes that another device wrote into its memory to a
+ * flushing order (tests/cuda_emu_hb.h). */
+static int emu_can_flush(void) { return emu_env_long("CC_EMU_FLUSH", 0) != 0; }
 
 /* Can memory of physical device a be used from device b? */
 static int emu_reach(int a, int b) { return a == b || !emu_mig; }
@@ -435,6 +447,7 @@ typedef struct hb_flag {
   uint64_t stamp;                      /* 0: free */
   uint32_t value, unused;
   uint32_t vc[HB_MAXA];                /* the clock of the store of `value` */
+  uint32_t fvc[HB_MAXA];               /* and the flushed one */
 } hb_flag;
 
 typedef struct hb_region {
@@ -458,7 +471,9 @@ typedef struct hb_alloc {              /* after a device allocation's data, in i
 
 typedef struct hb_ctx {                /* a thread's: a stream's (slot > 0) or a host thread's */
   int slot;                            /* agent + 1; 0: none */
+  int dev;                             /* a stream's physical device */
   uint32_t vc[HB_MAXA];
+  uint32_t fvc[HB_MAXA];               /* what it knows through flushing paths (cuda_emu_hb.h: remote writes) */
 } hb_ctx;
 
 static hb_region *hb_reg;
@@ -676,6 +691,7 @@ static hb_flag *hb_flag_at(const uint64_t k[3], int make) {
   free_one->stamp = ++hb_reg->stamp;
   free_one->value = 0;
   memset(free_one->vc, 0, sizeof free_one->vc);
+  memset(free_one->fvc, 0, sizeof free_one->fvc);
   return free_one;
 }
 
@@ -693,13 +709,17 @@ static void hb_release(hb_ctx *c, volatile unsigned int *p, unsigned int v) {
   __atomic_store_n(p, v, __ATOMIC_RELEASE);
   e->value = v;
   memcpy(e->vc, c->vc, sizeof e->vc);
+  memcpy(e->fvc, c->fvc, sizeof e->fvc);
   pthread_mutex_unlock(&hb_reg->mu);
   hb_tick(c);
 }
 
 /* Load the word at p with acquire order; when it holds the value whose clock
-   was published beside it, c takes that clock in. */
-static unsigned int hb_acquire(hb_ctx *c, const volatile unsigned int *p) {
+   was published beside it, c takes that clock in. `flush`: the wait flushes
+   the remote writes into its device (CU_STREAM_WAIT_VALUE_FLUSH, or a
+   kernel's acquire of the flag): what the publisher knew is visible, its own
+   remote writes included; else only what the publisher knew flushed. */
+static unsigned int hb_acquire(hb_ctx *c, const volatile unsigned int *p, int flush) {
   uint64_t k[3];
   hb_flag *e;
   unsigned int x;
@@ -710,6 +730,7 @@ static unsigned int hb_acquire(hb_ctx *c, const volatile unsigned int *p) {
   e = hb_flag_at(k, 0);
   if (e && e->value == x) {
     hb_vc_join(c->vc, e->vc);
+    hb_vc_join(c->fvc, flush ? e->vc : e->fvc);
     hb_count(HBC_FLAG_EDGES, 1);
   } else if (x != 0 && !__atomic_exchange_n(&hb_released_here, 1, __ATOMIC_RELAXED)) {
     hb_count(HBC_RELEASED, 1);
@@ -732,7 +753,7 @@ static __thread unsigned int emu_poll_value;
 static __thread int emu_poll_same;
 
 extern "C" unsigned int cc_emu_flag_load(const volatile unsigned int *p) {
-  unsigned int x = hb_acquire(hb_me(), p);
+  unsigned int x = hb_acquire(hb_me(), p, 1);   /* a kernel's load, then its system fence */
   if (p != emu_poll_at || x != emu_poll_value) {
     emu_poll_at = p;
     emu_poll_value = x;
@@ -770,7 +791,7 @@ static void hb_touch(const void *p, size_t n, int write, uint16_t op, int kernel
   char me[80], other[80];
   const char *base = NULL;
   unsigned long long id = 0;
-  int i, r = 0, freed = 0, owner = 0, host = 0;
+  int i, r = 0, freed = 0, owner = 0, host = 0, mdev = -1;
   memset(&cf, 0, sizeof cf);
   if (!hb_reg || !n) return;
   pthread_mutex_lock(&emu_lock);
@@ -779,6 +800,7 @@ static void hb_touch(const void *p, size_t n, int write, uint16_t op, int kernel
     a = emu_mems[i].hb;
     base = emu_mems[i].p;
     id = emu_mems[i].id;
+    mdev = emu_mems[i].dev;
   } else {                             /* host memory a kernel may reach: not watched */
     int j;
     for (j = 0; j < EMU_MAXA && !host; j++)
@@ -800,7 +822,8 @@ static void hb_touch(const void *p, size_t n, int write, uint16_t op, int kernel
   owner = a->owner;
   if (a->freed_by) freed = a->freed_by;
   else r = hb_access(&a->sh, (uint64_t)((const char *)p - base), (uint64_t)((const char *)p - base) + n, write,
-                     (uint16_t)(c->slot - 1), op, c->vc, &cf);
+                     (uint16_t)(c->slot - 1), (uint16_t)(op | (write && c->dev != mdev ? HB_REMOTE : 0)), c->vc,
+                     c->dev == mdev ? c->fvc : NULL, &cf);
   pthread_mutex_unlock(&a->mu);
   hb_name(c->slot - 1, 0, me, sizeof me);
   if (freed) {
@@ -811,11 +834,19 @@ static void hb_touch(const void *p, size_t n, int write, uint16_t op, int kernel
              "not checked", id, owner, HB_NSEG, n);
   } else if (r > 0) {
     hb_name(cf.prev.agent, cf.prev.clk, other, sizeof other);
-    hb_report(0, "%s: a %s %s bytes [%llu, %llu) of device buffer %llu of pid %d, not ordered after the %s of those "
-                 "bytes by %s (a %s): no stream order, event, synchronization or flag between them%s",
-              me, hb_ops[op], write ? "writes" : "reads", (unsigned long long)cf.lo, (unsigned long long)cf.hi, id,
-              owner, cf.kind == HB_RW ? "read" : "write", other, hb_ops[cf.prev.op < 5 ? cf.prev.op : 0],
-              r > 1 ? " (and elsewhere in the range)" : "");
+    uint16_t pop = (uint16_t)(cf.prev.op & ~HB_REMOTE);
+    if (cf.kind == HB_UNFLUSHED)
+      hb_report(0, "%s: a %s %s bytes [%llu, %llu) of device buffer %llu of pid %d (device %d), which %s (a %s) wrote "
+                   "from another device: ordered after that remote write only by a wait without "
+                   "CU_STREAM_WAIT_VALUE_FLUSH, so the device may not see it yet%s",
+                me, hb_ops[op], write ? "writes" : "reads", (unsigned long long)cf.lo, (unsigned long long)cf.hi, id,
+                owner, mdev, other, hb_ops[pop < 5 ? pop : 0], r > 1 ? " (and elsewhere in the range)" : "");
+    else
+      hb_report(0, "%s: a %s %s bytes [%llu, %llu) of device buffer %llu of pid %d, not ordered after the %s of those "
+                   "bytes by %s (a %s): no stream order, event, synchronization or flag between them%s",
+                me, hb_ops[op], write ? "writes" : "reads", (unsigned long long)cf.lo, (unsigned long long)cf.hi, id,
+                owner, cf.kind == HB_RW ? "read" : "write", other, hb_ops[pop < 5 ? pop : 0],
+                r > 1 ? " (and elsewhere in the range)" : "");
   }
 }
 
@@ -855,7 +886,8 @@ static void hb_closing(hb_alloc *a, unsigned long long id) {
   hb_report(1, "pid %d closes its mapping of device buffer %llu of pid %d (cudaIpcCloseMemHandle) while the %s of "
                "bytes [%llu, %llu) by its %s (a %s) through it is not known to be done (no synchronization with "
                "that work since)", (int)getpid(), id, owner, cf.kind == HB_RW ? "read" : "write",
-            (unsigned long long)cf.lo, (unsigned long long)cf.hi, other, hb_ops[cf.prev.op < 5 ? cf.prev.op : 0]);
+            (unsigned long long)cf.lo, (unsigned long long)cf.hi, other,
+            hb_ops[(cf.prev.op & ~HB_REMOTE) < 5 ? cf.prev.op & ~HB_REMOTE : 0]);
 }
 
 /* The owner frees it: later accesses through another process's mapping are uses after free. */
@@ -929,6 +961,7 @@ struct CUstream_st {
   unsigned int magic;
   int id, blocking, legacy, capturing, dead;
   int cap_mode, cap_tid, cap_invalid;  /* the capture's mode, its thread, invalidated by a prohibited call */
+  int dev;                             /* physical device (the current one when it was made) */
   pthread_mutex_t mu;
   pthread_cond_t cv;
   emu_op *head, *tail;
@@ -942,7 +975,8 @@ struct CUstream_st {
 };
 typedef struct hb_snap {
   unsigned long long seq;
-  uint32_t vc[HB_MAXA];
+  int slot;                            /* the stream's agent + 1 then */
+  uint32_t vc[HB_MAXA], fvc[HB_MAXA];
 } hb_snap;
 #define EMU_STREAM_MAGIC 0x5743c0deu
 
@@ -1000,6 +1034,9 @@ static void hb_join_seq(hb_ctx *c, struct CUstream_st *s, unsigned long long seq
   h = &s->hist[seq % HB_HIST];
   if (h->seq == seq) {
     hb_vc_join(c->vc, h->vc);
+    hb_vc_join(c->fvc, h->fvc);
+    if (h->slot && h->vc[h->slot - 1] > c->fvc[h->slot - 1])   /* s's work is done: its writes landed */
+      c->fvc[h->slot - 1] = h->vc[h->slot - 1];
     hb_count(HBC_SYNC_EDGES, 1);
   } else {
     hb_count(HBC_MISSES, 1);
@@ -1071,7 +1108,7 @@ static void emu_exec(struct CUstream_st *s, emu_op *o) {
       emu_sleep_us(nap);
       if (nap < 200) nap *= 2;
     }
-    if (hb_reg) hb_acquire(&s->hb, o->addr);  /* the clock published with what it read */
+    if (hb_reg) hb_acquire(&s->hb, o->addr, (o->flags & CU_STREAM_WAIT_VALUE_FLUSH) != 0);  /* the clock published with what it read */
     if (o->flags & CU_STREAM_WAIT_VALUE_FLUSH) emu_count(EC_FLUSH);
     break;
   }
@@ -1114,7 +1151,10 @@ static void *emu_worker(void *arg) {
     if (!s->head) s->tail = NULL;
     pthread_mutex_unlock(&s->mu);
     if (emu_delay_max > 0 && emu_rand(&s->rng) % 4 == 0) emu_sleep_us((long)(emu_rand(&s->rng) % (uint64_t)emu_delay_max));
-    if (o->hbvc) hb_vc_join(s->hb.vc, o->hbvc);  /* after what its queuing thread knew */
+    if (o->hbvc) {                     /* after what its queuing thread knew */
+      hb_vc_join(s->hb.vc, o->hbvc);
+      hb_vc_join(s->hb.fvc, o->hbvc + HB_MAXA);
+    }
     if (emu_sticky_err() == cudaSuccess) emu_exec(s, o);
     emu_op_free(o);
     pthread_mutex_lock(&s->mu);
@@ -1122,6 +1162,8 @@ static void *emu_worker(void *arg) {
     if (s->hist) {                     /* its clock now, for those who wait for this operation */
       s->hist[s->completed % HB_HIST].seq = s->completed;
       memcpy(s->hist[s->completed % HB_HIST].vc, s->hb.vc, sizeof s->hb.vc);
+      memcpy(s->hist[s->completed % HB_HIST].fvc, s->hb.fvc, sizeof s->hb.fvc);
+      s->hist[s->completed % HB_HIST].slot = s->hb.slot;
     }
     pthread_cond_broadcast(&s->cv);
     if (hb_reg) hb_tick(&s->hb);
@@ -1146,6 +1188,9 @@ static struct CUstream_st *emu_stream_new_locked(int blocking, int legacy) {
   s->rng = emu_seed * 1000003u + (uint64_t)s->id;
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
+  emu_devices_locked();
+  s->dev = emu_phys[emu_cur];
+  s->hb.dev = s->dev;
   if (hb_reg) {
     if (!(s->hist = (hb_snap *)calloc(HB_HIST, sizeof *s->hist)))
       hb_error("no memory for stream %d's clocks: waits for it carry no order", s->id);
@@ -1182,8 +1227,10 @@ static struct CUstream_st *emu_stream(cudaStream_t h) {
 
 static unsigned long long emu_push(struct CUstream_st *s, emu_op *o) {
   unsigned long long seq;
-  if (hb_reg && !o->hbvc && (o->hbvc = (uint32_t *)malloc(sizeof hb_me()->vc)))
+  if (hb_reg && !o->hbvc && (o->hbvc = (uint32_t *)malloc(2 * sizeof hb_me()->vc))) {
     memcpy(o->hbvc, hb_me()->vc, sizeof hb_me()->vc);
+    memcpy(o->hbvc + HB_MAXA, hb_me()->fvc, sizeof hb_me()->fvc);
+  }
   pthread_mutex_lock(&s->mu);
   o->next = NULL;
   if (s->tail) s->tail->next = o;
@@ -1432,7 +1479,7 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int dev
   case cudaDevAttrMaxThreadsPerMultiProcessor: *value = EMU_SM_THREADS; break;
   case cudaDevAttrMaxRegistersPerMultiprocessor: *value = EMU_SM_REGS; break;
   case cudaDevAttrUnifiedAddressing: *value = 1; break;
-  case cudaDevAttrCanFlushRemoteWrites: *value = 1; break;
+  case cudaDevAttrCanFlushRemoteWrites: *value = emu_can_flush(); break;
   default: *value = 0; break;
   }
   return cudaSuccess;
@@ -1966,6 +2013,7 @@ static CUresult emu_memop(CUstream hs, CUdeviceptr addr, cuuint32_t value, unsig
   if (wait ? (flags & ~(unsigned int)(CU_STREAM_WAIT_VALUE_FLUSH | 3)) != 0
            : (flags & ~(unsigned int)CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER) != 0)
     return CUDA_ERROR_INVALID_VALUE;
+  if (wait && (flags & CU_STREAM_WAIT_VALUE_FLUSH) && !emu_can_flush()) return CUDA_ERROR_NOT_SUPPORTED;
   if (!(o = emu_op_new(wait ? OP_WAIT32 : OP_WRITE32))) return CUDA_ERROR_OUT_OF_MEMORY;
   o->addr = (unsigned int *)(uintptr_t)addr;
   o->v = value;

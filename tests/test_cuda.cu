@@ -66,7 +66,11 @@
  *   cuda twoshot n=3|4 ...   all_reduce and reduce_scatter with
  *                            CC_CUDA_ONESHOT_BYTES=0 (two-shot from 1
  *                            element: counts 1..2N+2, slices some ranks find
- *                            empty), premul, user, stream_order
+ *                            empty), premul, user, stream_order; in the
+ *                            emulation each rank on a GPU of its own, so that
+ *                            peers write into other GPUs' memory: at 3 ranks
+ *                            GPUs that cannot flush remote writes
+ *                            (CC_EMU_FLUSH=0), at 4 GPUs that can
  *   cuda n=3 peer_exit ...   rank 1 _exit(3)s just before an all_reduce, or
  *                            right after queueing one behind a long spin
  *                            kernel; with CC_TIMEOUT=5 the others' call or
@@ -183,6 +187,7 @@ typedef struct wshared {
 typedef struct warg {
   wshared *sh;
   int wtype, n, quick, ndev, expect_ipc;
+  int emu_devices, emu_flush;          /* emulation: a GPU per rank (CC_EMU_DEVICES), CC_EMU_FLUSH */
 } warg;
 
 static int plan_coll(int wtype, int k) {
@@ -1177,8 +1182,9 @@ static void run_mode(ctx *x) {
   if (rc != CC_OK) tr_fail(&x->t, "returned %s, want CC_OK", cc_strerror(rc));
   tr_label(&x->t, "cc_cuda_comm_last_error after init");
   if (!cc_cuda_comm_last_error(x->g)) tr_fail(&x->t, "returned NULL (want a string, \"\" when nothing failed)");
-  misc_cover(x, M_MODE, "mode \"%s\" on GPU %d of %d; cc_cuda_comm_check CC_OK", want, x->dev,
-             x->w->ndev);
+  misc_cover(x, M_MODE, "mode \"%s\" on GPU %d of %d%s; cc_cuda_comm_check CC_OK", want, x->dev, x->w->ndev,
+             !x->w->emu_devices ? "" : x->w->emu_flush ? ", devices that flush remote writes"
+                                                       : ", devices that cannot flush remote writes");
 }
 
 #define BARRIER_ROUNDS 6
@@ -2020,6 +2026,12 @@ static int rank_main(cc_comm *c, void *argp) {
   x.cap = arena_bytes(x.t.n);
   if (w->wtype == W_STAGED) setenv("CC_CUDA_TRANSPORT", "staged", 1);
   if (w->wtype == W_TWOSHOT) setenv("CC_CUDA_ONESHOT_BYTES", "0", 1);
+  if (w->emu_devices) {                /* before this process's first CUDA call */
+    char v[16];
+    snprintf(v, sizeof v, "%d", w->emu_devices);
+    setenv("CC_EMU_DEVICES", v, 1);
+    setenv("CC_EMU_FLUSH", w->emu_flush ? "1" : "0", 1);
+  }
   if ((rc = rank_setup(&x, c)) != 0 || (rc = rank_collectives(&x)) != 0 || (rc = rank_misc(&x, c)) != 0) return rc;
   if (x.dead) return 1;
   cudaStreamDestroy(x.s);
@@ -2113,6 +2125,11 @@ static void run_world(int wtype, int n, int quick) {
   w.quick = quick;
   w.ndev = g_ndev;
   w.expect_ipc = expect_ipc(n);
+  if (emulated() && wtype == W_TWOSHOT) {   /* peers write into each other's GPU: flushed (4) or not (3) */
+    w.ndev = w.emu_devices = n;
+    w.emu_flush = n == 4;
+    w.expect_ipc = 1;
+  }
   rc = tu_spawn(n, rank_main, &w);
   report_world(&w, rc);
   fprintf(stderr, "test_cuda: %sworld size %d took %.2f s\n", w_prefix(wtype), n, tu_now() - t0);
@@ -3309,7 +3326,8 @@ static void run_regressions(const char *only) {
     {"mig", 2, 1, reg_mig, "CC_TIMEOUT=10 CC_EMU_DEVICES=2 CC_EMU_MIG=1", "ranks on two MIG instances"},
     {"no_device_sync", 2, 0, reg_nosync, "CC_TIMEOUT=10", "another stream busy"},
     {"user_error", 2, 0, reg_user_error, "CC_TIMEOUT=10", "the user's pending CUDA error"},
-    {"flush", 2, 0, reg_flush, "CC_TIMEOUT=10 CC_CUDA_ONESHOT_BYTES=0", "remote writes flushed"},
+    {"flush", 2, 0, reg_flush, "CC_TIMEOUT=10 CC_CUDA_ONESHOT_BYTES=0 CC_EMU_DEVICES=2 CC_EMU_FLUSH=1",
+     "remote writes flushed"},
     {"evict_in_call", 2, 0, reg_evict_in_call, "CC_TIMEOUT=10",
      "a group evicting mappings its own copies read"},
     {"capture_modes", 2, 0, reg_capture_modes, "CC_TIMEOUT=10", "graph captures around the communicator"},

@@ -30,6 +30,14 @@
  *   close_in_flight    as ipc_flag, but rank 1 closes its mapping while its
  *                      stream's read through it is not known to be done (it
  *                      only slept): reported
+ *   remote_flush       each rank on a GPU of its own (CC_EMU_DEVICES=2, the
+ *                      devices can flush remote writes): rank 0's stream
+ *                      writes into rank 1's buffer through CUDA IPC, then a
+ *                      flag; rank 1's stream waits for the flag with
+ *                      CU_STREAM_WAIT_VALUE_FLUSH and reads its buffer: 0
+ *                      races
+ *   remote_no_flush    the same wait without the flush: a race (rank 1's GPU
+ *                      may not see the remote write yet)
  * Built with ThreadSanitizer (test_cuda_hb_tsan), the two cases whose race
  * is between two threads of one process (two_streams_unordered, no_event)
  * are skipped: TSan reports that very race itself, and a sanitizer report
@@ -225,6 +233,55 @@ static int ipc_main(cc_comm *c, void *arg) {
   return 0;
 }
 
+/* ---- rank 0 writes into rank 1's memory (another GPU) through CUDA IPC, then
+   a flag; rank 1 waits for it with CU_STREAM_WAIT_VALUE_FLUSH (sh->flag 1)
+   or without (0), then reads its buffer */
+static int remote_main(cc_comm *c, void *arg) {
+  shared *sh = (shared *)arg;
+  int me = cc_comm_rank(c), ok = 1;
+  cudaStream_t s;
+  unsigned char *buf = NULL, *peer = NULL, *host = (unsigned char *)malloc(IPC_BYTES);
+  void *dflag = NULL;
+  memop_fn write32 = NULL, wait32 = NULL;
+  size_t i;
+  if (!host) return 1;
+  CU(sh, me, cudaSetDevice(me));
+  CU(sh, me, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CU(sh, me, cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", (void **)&write32, 12000, cudaEnableDefault, NULL));
+  CU(sh, me, cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", (void **)&wait32, 12000, cudaEnableDefault, NULL));
+  CU(sh, me, cudaHostRegister(sh->page, 4096, cudaHostRegisterMapped | cudaHostRegisterPortable));
+  CU(sh, me, cudaHostGetDevicePointer(&dflag, sh->page, 0));
+  if (me == 1) {
+    CU(sh, me, cudaMalloc((void **)&buf, IPC_BYTES));
+    CU(sh, me, cudaIpcGetMemHandle(&sh->h, buf));
+  }
+  cc_barrier(c);
+  if (me == 0) {
+    CU(sh, me, cudaIpcOpenMemHandle((void **)&peer, sh->h, cudaIpcMemLazyEnablePeerAccess));
+    CU(sh, me, cudaMemsetAsync(peer, 0x6b, IPC_BYTES, s));   /* a remote write into rank 1's GPU */
+    if (write32((CUstream)s, (CUdeviceptr)(uintptr_t)dflag, 1, 0) != CUDA_SUCCESS) why(sh, me, "write32");
+    CU(sh, me, cudaStreamSynchronize(s));
+    CU(sh, me, cudaIpcCloseMemHandle(peer));
+  } else {
+    if (wait32((CUstream)s, (CUdeviceptr)(uintptr_t)dflag, 1,
+               CU_STREAM_WAIT_VALUE_GEQ | (sh->flag ? CU_STREAM_WAIT_VALUE_FLUSH : 0)) != CUDA_SUCCESS)
+      why(sh, me, "wait32");
+    CU(sh, me, cudaMemcpyAsync(host, buf, IPC_BYTES, cudaMemcpyDeviceToHost, s));
+    CU(sh, me, cudaStreamSynchronize(s));
+    for (i = 0; i < IPC_BYTES && ok; i++)
+      if (host[i] != 0x6b) {
+        why(sh, me, "byte %zu is 0x%02x, not 0x6b", i, host[i]);
+        ok = 0;
+      }
+  }
+  cc_barrier(c);                       /* closed before it is freed */
+  if (me == 1) CU(sh, me, cudaFree(buf));
+  cudaHostUnregister(sh->page);
+  cudaStreamDestroy(s);
+  free(host);
+  return 0;
+}
+
 /* ---- one process: written on stream a, read on stream b, with an event
    between them (sh->flag) or nothing */
 static int event_main(cc_comm *c, void *arg) {
@@ -389,5 +446,13 @@ int main(int argc, char **argv) {
            "rank 0 frees memory rank 1 still has open (issue 10's defect 6), rank 1 reads it after");
   run_case("close_in_flight", 2, ipc_main, 2, UAF, 0,
            "as ipc_flag, but rank 1 closes its mapping while its stream's read through it is only slept on");
+  setenv("CC_EMU_DEVICES", "2", 1);
+  setenv("CC_EMU_FLUSH", "1", 1);
+  run_case("remote_flush", 2, remote_main, 1, -1, 0,
+           "rank 0's stream writes into rank 1's GPU, then a flag; rank 1's stream waits for it with "
+           "CU_STREAM_WAIT_VALUE_FLUSH and reads");
+  run_case("remote_no_flush", 2, remote_main, 0, RACES, 0, "the same wait without the flush");
+  setenv("CC_EMU_DEVICES", "1", 1);
+  unsetenv("CC_EMU_FLUSH");
   return tu_exit_code();
 }
