@@ -58,6 +58,8 @@
        CC_CUDA_ONESHOT_BYTES all_reduce up to this size reads every peer's whole
                              buffer in one kernel; above, reduce-scatter then
                              all-gather (default 256K)
+       CC_CUDA_BLOCKS        the most blocks of one kernel launch (default 32; never
+                             more than the device runs at once)
        CC_CUDA_SYNC          memop | kernel: how the GPU waits for peers (stream
                              memory operations where the device has them)
        CC_TIMEOUT, CC_DEBUG  as for cc.h
@@ -798,6 +800,7 @@ struct cc_cuda_comm {
   cc_cuda__occ occ[CC_CUDA__NOCC];     /* per kernel, asked once */
   int nocc;
   size_t oneshot;                      /* CC_CUDA_ONESHOT_BYTES */
+  size_t max_blocks;                   /* CC_CUDA_BLOCKS: the most blocks of one launch */
   char err[320];
   int failed;                          /* cc_result of the failure; later calls get CC_ERR_ABORTED */
   /* driver entry points (NULL where the driver lacks them) */
@@ -1528,11 +1531,19 @@ static unsigned int cc_cuda__per_sm(cc_cuda_comm *g, const void *fn) {
   return (unsigned int)n;
 }
 
+/* The most blocks of one launch of kernel fn: CC_CUDA_BLOCKS (default 32,
+   as NCCL runs 8 to 32 channels on a node), so that the collectives leave
+   the other SMs to the caller's kernels, and never more than the device runs
+   at once, so that every launch is one wave. */
+static size_t cc_cuda__cap(cc_cuda_comm *g, const void *fn) {
+  size_t cap = (size_t)g->sms * cc_cuda__per_sm(g, fn);
+  return cap < g->max_blocks ? cap : g->max_blocks;
+}
+
 /* The grid of kernel fn for `items` units of work (each thread strides over
-   the rest): at most what the device runs at once, so that every launch is
-   one wave. */
+   the rest). */
 static unsigned int cc_cuda__blocks(cc_cuda_comm *g, const void *fn, size_t items) {
-  size_t b = (items + CC_CUDA__THREADS - 1) / CC_CUDA__THREADS, cap = (size_t)g->sms * cc_cuda__per_sm(g, fn);
+  size_t b = (items + CC_CUDA__THREADS - 1) / CC_CUDA__THREADS, cap = cc_cuda__cap(g, fn);
   return (unsigned int)(b < 1 ? 1 : b > cap ? cap : b);
 }
 
@@ -1579,7 +1590,7 @@ static cc_result cc_cuda__copy_flush(cc_cuda_comm *g, const char *what, cudaStre
   dim3 grid;
   unsigned int cap;
   if (!c->n) return CC_OK;
-  cap = (unsigned int)g->sms * cc_cuda__per_sm(g, (const void *)cc_cuda__copy_kernel) / (unsigned int)c->n;   /* the copies share one wave */
+  cap = (unsigned int)(cc_cuda__cap(g, (const void *)cc_cuda__copy_kernel) / (size_t)c->n);   /* the copies share it */
   grid.x = cc_cuda__blocks(g, (const void *)cc_cuda__copy_kernel, c->most / 16 + 1);
   grid.x = grid.x < cap ? grid.x : cap ? cap : 1;
   grid.y = (unsigned int)c->n;
@@ -2066,6 +2077,7 @@ CC_API cc_result cc_cuda_comm_init(cc_comm *host, int device, cc_cuda_comm **out
   g->dev = device;
   g->sms = 1;
   g->oneshot = cc__env_size("CC_CUDA_ONESHOT_BYTES", 256u << 10, 0, (size_t)1 << 40);
+  g->max_blocks = cc__env_size("CC_CUDA_BLOCKS", 32, 1, 1024);
   cc_cuda__init_local(g, &mine, &probe);
   r = cc_cuda__pick_mode(g, &mine, all, probe, &ipc);
   if (r == CC_OK) r = cc_cuda__start(g, ipc, all);

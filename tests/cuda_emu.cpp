@@ -133,7 +133,9 @@ extern "C" long cc_emu_count(const char *what) {
                                          "capture_violations", "over_one_wave", "max_blocks"};
   int i;
   for (i = 0; i < EC_N; i++)
-    if (!strcmp(what, names[i])) return __atomic_load_n(&emu_counts[i], __ATOMIC_ACQUIRE);
+    if (!strcmp(what, names[i]))
+      return i == EC_MAXBLOCKS ? __atomic_exchange_n(&emu_counts[i], 0, __ATOMIC_ACQ_REL)   /* since asked last */
+                               : __atomic_load_n(&emu_counts[i], __ATOMIC_ACQUIRE);
   return hb_count_of(what);
 }
 static void emu_count(int i) { __atomic_add_fetch(&emu_counts[i], 1, __ATOMIC_ACQ_REL); }

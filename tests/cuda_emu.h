@@ -21,7 +21,12 @@
  *                            live process still had open through CUDA IPC),
  *                            "flush_waits" (stream waits with
  *                            CU_STREAM_WAIT_VALUE_FLUSH), "kernels" (run),
- *                            "faults" (kernels that faulted); and the
+ *                            "faults" (kernels that faulted),
+ *                            "capture_violations" (calls a stream capture
+ *                            prohibited), "over_one_wave" (launches with more
+ *                            blocks than the device runs at once),
+ *                            "max_blocks" (the most blocks of one launch
+ *                            since it was asked last); and the
  *                            happens-before checker's, every process's:
  *                            "hb_on" (1: CC_EMU_HB=1 made it), "hb_accesses",
  *                            "hb_flag_edges", "hb_sync_edges", "hb_races",

@@ -3084,52 +3084,76 @@ out:
   if (side) cudaStreamDestroy(side);
 }
 
+static void grid_calls_with(rctx *r, float *a, float *b, size_t big, size_t one, uint64_t seed, float *host) {
+  if (!rput(r, r->s, a, seed, r->me, one, host) ||
+      !rok(r, cc_cuda_all_reduce(r->g, a, b, one, CC_FLOAT32, CC_SUM, r->s), "one-shot all_reduce") ||
+      !rcu(r, cudaStreamSynchronize(r->s), "sync"))
+    return;
+  rcheck_sum(r, "one-shot all_reduce", b, seed, one);
+  if (!rput(r, r->s, a, seed + 1, r->me, big, host) ||
+      !rok(r, cc_cuda_all_reduce(r->g, a, b, big, CC_FLOAT32, CC_SUM, r->s), "two-shot all_reduce") ||
+      !rcu(r, cudaStreamSynchronize(r->s), "sync"))
+    return;
+  rcheck_sum(r, "two-shot all_reduce", b, seed + 1, big);
+  if (!rok(r, cc_cuda_all_gather(r->g, a, b, big, CC_FLOAT32, r->s), "all_gather")) return;
+  rcu(r, cudaStreamSynchronize(r->s), "sync");
+}
+
 /* ---- grid: launches sized to the device (CC_EMU_SMS SMs, CC_EMU_REGS
- * registers per thread): never more blocks than run at once, and the whole
- * of that for large calls; every result right with many blocks */
+ * registers per thread) and to CC_CUDA_BLOCKS: never more blocks than run at
+ * once, and the whole of the bound for large calls; every result right with
+ * many blocks */
+static void grid_calls(rctx *r, float *a, float *b, size_t big, size_t one, uint64_t seed) {
+  float *host = (float *)malloc(big * 4);
+  if (host) grid_calls_with(r, a, b, big, one, seed, host);
+  else rfail(r, "out of memory");
+  free(host);
+}
+
 static void reg_grid(rctx *r) {
-  float *a = NULL, *b = NULL, *host = NULL;
-  size_t big = 1000003, one = 60001;
-  long cap = 0, most, waves;
+  float *a = NULL, *b = NULL;
+  size_t big = 1000003, one = 60001, scale, es;
+  long most = 0, most7 = 0, waves;
   int sms = 0, per = 0, dev = 0;
-  size_t scale, es;
-  cc_result rc;
   if (!rinit(r)) return;
-  host = (float *)malloc(big * 4);
   if (!rcu(r, cudaGetDevice(&dev), "cudaGetDevice") ||
       !rcu(r, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute") ||
       !rok(r, cc_cuda_malloc(r->g, (void **)&a, big * 4), "cc_cuda_malloc") ||
       !rok(r, cc_cuda_malloc(r->g, (void **)&b, big * 4 * (size_t)r->n), "cc_cuda_malloc"))
     goto out;
-  /* one-shot and two-shot all_reduce, all_gather (copies), reduce_scatter */
-  if (!rput(r, r->s, a, 151, r->me, one, host) ||
-      !rok(r, cc_cuda_all_reduce(r->g, a, b, one, CC_FLOAT32, CC_SUM, r->s), "one-shot all_reduce") ||
-      !rcu(r, cudaStreamSynchronize(r->s), "sync"))
+  if (cc_emu_count) cc_emu_count("max_blocks");   /* from here */
+  grid_calls(r, a, b, big, one, 151);
+  if (cc_emu_count) most = cc_emu_count("max_blocks");
+  /* a communicator bounded to 7 blocks */
+  cc_cuda_free(r->g, a);
+  cc_cuda_free(r->g, b);
+  a = b = NULL;
+  if (!rok(r, cc_cuda_comm_destroy(r->g), "cc_cuda_comm_destroy")) goto out;
+  r->g = NULL;
+  setenv("CC_CUDA_BLOCKS", "7", 1);
+  if (!rok(r, cc_cuda_comm_init(r->c, dev, &r->g), "cc_cuda_comm_init with CC_CUDA_BLOCKS=7") ||
+      !rok(r, cc_cuda_malloc(r->g, (void **)&a, big * 4), "cc_cuda_malloc") ||
+      !rok(r, cc_cuda_malloc(r->g, (void **)&b, big * 4 * (size_t)r->n), "cc_cuda_malloc"))
     goto out;
-  rcheck_sum(r, "one-shot all_reduce", b, 151, one);
-  if (!rput(r, r->s, a, 152, r->me, big, host) ||
-      !rok(r, cc_cuda_all_reduce(r->g, a, b, big, CC_FLOAT32, CC_SUM, r->s), "two-shot all_reduce") ||
-      !rcu(r, cudaStreamSynchronize(r->s), "sync"))
-    goto out;
-  rcheck_sum(r, "two-shot all_reduce", b, 152, big);
-  rc = cc_cuda_all_gather(r->g, a, b, big, CC_FLOAT32, r->s);
-  if (!rok(r, rc, "all_gather") || !rcu(r, cudaStreamSynchronize(r->s), "sync")) goto out;
-  if (!cc_emu_count) {
-    rnote(r, "one-shot and two-shot all_reduce, all_gather of %zu floats: right (the grid counts need the emulation)", big);
+  grid_calls(r, a, b, big, one, 161);
+  if (!cc_emu_count || r->sh->nfail[r->me]) {
+    rnote(r, "one-shot and two-shot all_reduce, all_gather of %zu floats, with CC_CUDA_BLOCKS unset and 7: right", big);
     goto out;
   }
+  most7 = cc_emu_count("max_blocks");
   if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, (const void *)cc_cuda__fold_pick(CC_FLOAT32, CC_SUM, &scale, &es),
                                                     CC_CUDA__THREADS, 0) != cudaSuccess)
     per = 0;
-  cap = (long)sms * per;
-  most = cc_emu_count("max_blocks");
   waves = cc_emu_count("over_one_wave");
   if (waves) rfail(r, "%ld launches had more blocks than the device runs at once (%d SMs x %d)", waves, sms, per);
-  else if (most != cap) rfail(r, "the largest launch had %ld blocks; the device runs %ld at once (%d SMs x %d)", most, cap, sms, per);
-  rnote(r, "%d SMs, %d blocks of %d threads per SM: the largest launch %ld blocks, none larger than one wave; "
-        "one-shot and two-shot all_reduce and all_gather right", sms, per, CC_CUDA__THREADS, most);
+  else if (most != (long)sms * per) rfail(r, "the largest launch had %ld blocks; the device runs %d at once (%d SMs x %d)",
+                                          most, sms * per, sms, per);
+  else if (most7 != 7) rfail(r, "with CC_CUDA_BLOCKS=7 the largest launch had %ld blocks", most7);
+  rnote(r, "%d SMs, %d blocks of %d threads per SM: the largest launch %ld blocks (CC_CUDA_BLOCKS=7: %ld), none "
+        "larger than one wave; one-shot and two-shot all_reduce and all_gather right", sms, per, CC_CUDA__THREADS,
+        most, most7);
 out:
-  free(host);
+  unsetenv("CC_CUDA_BLOCKS");
   if (a) cc_cuda_free(r->g, a);
   if (b) cc_cuda_free(r->g, b);
   rdestroy(r);
@@ -3331,7 +3355,8 @@ static void run_regressions(const char *only) {
     {"evict_in_call", 2, 0, reg_evict_in_call, "CC_TIMEOUT=10",
      "a group evicting mappings its own copies read"},
     {"capture_modes", 2, 0, reg_capture_modes, "CC_TIMEOUT=10", "graph captures around the communicator"},
-    {"grid", 3, 0, reg_grid, "CC_TIMEOUT=10 CC_EMU_SMS=5 CC_EMU_REGS=40", "launches sized to the device"},
+    {"grid", 3, 0, reg_grid, "CC_TIMEOUT=10 CC_EMU_SMS=5 CC_EMU_REGS=40",
+     "launches sized to the device and to CC_CUDA_BLOCKS"},
   };
   size_t i;
   int ran = 0;
