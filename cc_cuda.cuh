@@ -257,7 +257,9 @@ template <> struct cc_cuda__rn<double> {
    stream's earlier writes, a system-wide fence, a short nap while polling.
    The kernels use no __syncthreads, shared memory, atomics or warp
    intrinsics, so that their threads may run one after another
-   (tests/test_cuda.sh checks it). */
+   (tests/test_cuda.sh checks it), but for one thing: each block reads the
+   abort word once, in a first phase of its own (cc_cuda__block_stopped),
+   which the CPU twins run once per block before the block's threads. */
 /* Hooks for the tests' CUDA emulation (tests/cuda_emu.cpp) and its
    happens-before checker, in the kernels' CPU twins only, never in device
    code. A build for the emulation defines CC_CUDA_EMU_HOOKS; then each twin
@@ -312,6 +314,21 @@ static CC__HD inline void cc_cuda__nap(void) {
   sched_yield();
 #endif
 }
+
+/* Has the communicator failed? The abort word is host memory (the flag page,
+   over PCIe): each block reads it once, its thread 0 into shared memory, and
+   every thread of the block takes it from there after the barrier, so that
+   the whole block returns, or none of it. The kernels' only cooperation
+   within a block, and only before their work: a block's first phase, which
+   the CPU twins run once per block (cc_cuda__twin_stopped). */
+static __device__ __forceinline__ int cc_cuda__block_stopped(const volatile unsigned int *abort) {
+  __shared__ unsigned int stop;
+  if (threadIdx.x == 0) stop = *abort;
+  __syncthreads();
+  return stop != 0;
+}
+/* The same phase in a twin: block b of a launch, its word read once. */
+static inline int cc_cuda__twin_stopped(const volatile unsigned int *abort) { return cc_cuda__load(abort) != 0; }
 
 template <typename T> static CC__HD T cc_cuda__scal(const unsigned char *m) {
   T v;
@@ -457,7 +474,6 @@ static CC__HD void cc_cuda__fold_body(const cc_cuda__fold_args &a, size_t t, siz
   enum { L = 16 / sizeof(S) };
   size_t i, npack = a.vec ? a.count / L : 0;
   int k, l, d;
-  if (cc_cuda__load(a.abort)) return;
   for (i = t; i < npack; i += stride) {
     cc_cuda__pack<S> in, out;
     typename P::A acc[L];
@@ -478,19 +494,24 @@ static CC__HD void cc_cuda__fold_body(const cc_cuda__fold_args &a, size_t t, siz
 
 template <class P, int OP>
 __global__ void __launch_bounds__(CC_CUDA__THREADS) cc_cuda__fold_kernel(cc_cuda__fold_args a) {
+  if (cc_cuda__block_stopped(a.abort)) return;
   cc_cuda__fold_body<P, OP>(a, (size_t)blockIdx.x * blockDim.x + threadIdx.x, (size_t)gridDim.x * blockDim.x);
 }
 
 typedef void (*cc_cuda__fold_fn)(cc_cuda__fold_args);
 typedef void (*cc_cuda__host_fold_fn)(const cc_cuda__fold_args *a, size_t threads);
 
-/* The kernel's body on the CPU, its `threads` threads one after the other:
-   what tests/test_cuda_fold.cu compares with cc.h's cc__reduce_n, on machines
+/* The kernel on the CPU, its `threads` threads one after the other, block
+   by block (each block's first phase: the abort word): what
+   tests/test_cuda_fold.cu compares with cc.h's cc__reduce_n, on machines
    without a GPU too. */
 template <class P, int OP>
 static void cc_cuda__host_fold(const cc_cuda__fold_args *a, size_t threads) {
-  size_t t;
-  for (t = 0; t < threads; t++) cc_cuda__fold_body<P, OP>(*a, t, threads);
+  size_t t, b;
+  for (b = 0; b < threads; b += CC_CUDA__THREADS) {
+    if (cc_cuda__twin_stopped(a->abort)) continue;
+    for (t = b; t < threads && t < b + CC_CUDA__THREADS; t++) cc_cuda__fold_body<P, OP>(*a, t, threads);
+  }
 }
 
 /* The kernel's CPU twin for an emulated launch (see cc_cuda__twin). */
@@ -598,7 +619,7 @@ static CC__HD void cc_cuda__copy_body(const cc_cuda__copy_args &a, unsigned int 
   const unsigned char *s = (const unsigned char *)a.src[y];
   unsigned char *d = (unsigned char *)a.dst[y];
   size_t n = a.bytes[y], i, done = 0;
-  if (cc_cuda__load(a.abort) || n == 0 || s == d) return;
+  if (n == 0 || s == d) return;
   if ((((uintptr_t)s | (uintptr_t)d) & 15) == 0) {
     for (i = t; i < n / 16; i += stride) ((uint4 *)d)[i] = ((const uint4 *)s)[i];
     done = n / 16 * 16;
@@ -610,6 +631,7 @@ static CC__HD void cc_cuda__copy_body(const cc_cuda__copy_args &a, unsigned int 
 }
 
 __global__ void __launch_bounds__(CC_CUDA__THREADS) cc_cuda__copy_kernel(cc_cuda__copy_args a) {
+  if (cc_cuda__block_stopped(a.abort)) return;
   cc_cuda__copy_body(a, blockIdx.y, (size_t)blockIdx.x * blockDim.x + threadIdx.x, (size_t)gridDim.x * blockDim.x);
 }
 
@@ -625,7 +647,11 @@ static void cc_cuda__copy_twin(void **args, dim3 grid, dim3 block) {
     }
 #endif
   for (y = 0; y < grid.y; y++)
-    for (t = 0; t < stride; t++) cc_cuda__copy_body(*a, y, t, stride);
+    for (t = 0; t < stride; t++)
+      if (t % block.x || !cc_cuda__twin_stopped(a->abort))   /* block (t / block.x, y): its abort word once */
+        cc_cuda__copy_body(*a, y, t, stride);
+      else
+        t += block.x - 1;
 }
 
 /* The wait without stream memory operations: thread 0 posts (after a system

@@ -11,7 +11,10 @@
  * kernels); a kernel without a twin fails to launch with
  * cudaErrorInvalidDeviceFunction. Kernels run this way must not depend on
  * threads running at the same time: no __syncthreads, shared memory, atomics
- * or warp intrinsics (tests/test_cuda.sh checks cc_cuda.cuh's kernels).
+ * or warp intrinsics, but for a block's first phase before a barrier, which
+ * a twin runs once per block before the block's threads, phase by phase
+ * (cc_cuda.cuh's kernels read their abort word so; tests/test_cuda.sh checks
+ * them).
  *
  * What the emulator offers a test besides the runtime (weak: absent, that is
  * NULL, in a build with the real runtime):

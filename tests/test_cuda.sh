@@ -21,11 +21,13 @@
 #     finds defects brought back on purpose (issue 10's 1 and 6, a missing
 #     flag or event, a close while a read is in flight);
 #   - cc_cuda.cuh's kernels use nothing that needs a block's threads to run
-#     at once (the emulation runs them one after another);
+#     at once (the emulation runs them one after another) but a block's first
+#     phase, its abort word read once into shared memory (the emulation runs
+#     it once per block, before the block's threads);
 #   - tests/test_cuda.cu runs every collective on the GPU, or prints one SKIP
 #     line when this machine has no CUDA device; with a device, the example
-#     and a short cc_bench run follow, and both again under compute-sanitizer
-#     (memcheck, racecheck) where it is installed.
+#     and a short cc_bench run follow, and the example under compute-sanitizer
+#     (memcheck, racecheck, synccheck) where it is installed.
 # No nvcc: one SKIP line. CC_TEST_QUICK set (the sanitizer runs): under
 # `make tsan` (CFLAGS has -fsanitize=thread) only test_cuda_emu_tsan, the
 # emulated suite under ThreadSanitizer with CC_TEST_QUICK's smaller matrix
@@ -199,17 +201,27 @@ done
 [ "$built" = 1 ] || exit 1
 
 # ---- the kernels may run thread after thread (the emulation does): nothing
-# in cc_cuda.cuh's kernel section may need a block's threads at once
-# (comments dropped by the preprocessor, which expands nothing with -fpreprocessed)
+# in cc_cuda.cuh's kernel section may need a block's threads at once but the
+# one first phase of a block, cc_cuda__block_stopped (its abort word read
+# once into shared memory), which the twins run once per block before its
+# threads (comments dropped by the preprocessor, which expands nothing with
+# -fpreprocessed)
 kern=$(sed -n '/^\/\* =* @cuda-kernels \*\//,/^\/\* =* @cuda-types \*\//p' "$root/cc_cuda.cuh" |
        g++ -fpreprocessed -dD -E -P -x c++ - 2>/dev/null)
+phase=$(printf '%s\n' "$kern" | sed -n '/int cc_cuda__block_stopped(const volatile/,/^}/p')
+rest=$(printf '%s\n' "$kern" | sed '/int cc_cuda__block_stopped(const volatile/,/^}/d')
 coop='__syncthreads|__syncwarp|__shared__|(^|[^_a-zA-Z])atomic[A-Z][A-Za-z]*[[:space:]]*\(|__shfl|__ballot|__any_sync|__all_sync|__activemask|__match_|__reduce_[a-z]+_sync|cooperative_groups|this_thread_block'
-if [ "$(printf '%s\n' "$kern" | grep -c '__global__')" -lt 3 ]; then
+nglobal=$(printf '%s\n' "$kern" | grep -c '__global__')
+nstopped=$(printf '%s\n' "$rest" | grep -c 'if (cc_cuda__block_stopped(a\.abort)) return;')
+if [ "$nglobal" -lt 3 ]; then
   echo "FAIL: cuda kernels: the @cuda-kernels section of cc_cuda.cuh was not found (or holds fewer than 3 kernels)"
-elif hits=$(printf '%s\n' "$kern" | grep -nE "$coop"); then
+elif hits=$(printf '%s\n' "$rest" | grep -nE "$coop"); then
   echo "FAIL: cuda kernels: cc_cuda.cuh's kernels cooperate within a block, which the CPU emulation cannot run: $(echo "$hits" | head -n 3 | tr '\n' ' ')"
+elif [ "$(printf '%s\n' "$phase" | grep -cE "$coop")" != 2 ] ||
+     [ "$(printf '%s\n' "$phase" | grep -c '^ *if (threadIdx.x == 0) stop = \*abort;$')" != 1 ]; then
+  echo "FAIL: cuda kernels: cc_cuda__block_stopped is not the one shared word and barrier the twins run as a block's first phase: $(printf '%s\n' "$phase" | tr '\n' ' ')"
 else
-  echo "PASS: cuda kernels: no __syncthreads, shared memory, atomics or warp intrinsics in cc_cuda.cuh's $(printf '%s\n' "$kern" | grep -c '__global__') kernels (their threads may run one after another)"
+  echo "PASS: cuda kernels: no __syncthreads, shared memory, atomics or warp intrinsics in cc_cuda.cuh's $nglobal kernels but a block's first phase ($nstopped kernels read the abort word once per block), which the twins run once per block; their threads may run one after another"
 fi
 
 # ---- on the CPU: the kernel's body, the watchdog's logic, init without a
@@ -270,7 +282,8 @@ if [ -z "$san" ]; then
   echo "SKIP: cuda compute-sanitizer: not installed"
   exit 0
 fi
-for tool in memcheck racecheck; do
+# memcheck; racecheck and synccheck: the abort word that each block shares
+for tool in memcheck racecheck synccheck; do
   if "$san" --tool "$tool" --target-processes all --error-exitcode 9 \
       "$build/ccrun" -n 2 "$out/cuda_all_reduce" 4099 >"$out/san-$tool.log" 2>&1 &&
      grep -q 'ERROR SUMMARY: 0 errors' "$out/san-$tool.log"; then
