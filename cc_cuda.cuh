@@ -810,6 +810,7 @@ typedef struct cc_cuda__p2p {          /* a send or receive queued in a group */
 } cc_cuda__p2p;
 
 typedef CUresult (*cc_cuda__memop_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+typedef CUresult (*cc_cuda__batch_fn)(CUstream, unsigned int, CUstreamBatchMemOpParams *, unsigned int);
 typedef CUresult (*cc_cuda__attrs_fn)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr);
 
 enum { CC_CUDA__STAGED, CC_CUDA__IPC };
@@ -831,6 +832,7 @@ struct cc_cuda_comm {
   int failed;                          /* cc_result of the failure; later calls get CC_ERR_ABORTED */
   /* driver entry points (NULL where the driver lacks them) */
   cc_cuda__memop_fn wait32, write32;
+  cc_cuda__batch_fn batch;             /* cuStreamBatchMemOp: a barrier's post and waits in one call */
   cc_cuda__attrs_fn attrs;
   int memops;                          /* waits are stream memory operations, else cc_cuda__sync_kernel */
   unsigned int flush;                  /* CU_STREAM_WAIT_VALUE_FLUSH where the device can flush remote writes */
@@ -1488,6 +1490,27 @@ static cc_result cc_cuda__sync(cc_cuda_comm *g, const char *what, cudaStream_t s
   int i, j;
   if (g->memops && !kernel) {
     CUresult r = CUDA_SUCCESS;
+    if (g->batch && nwait < CC_CUDA__MAXR + 1) {   /* the post and the waits in one call */
+      CUstreamBatchMemOpParams op[CC_CUDA__MAXR + 2];
+      unsigned int n = 0;
+      memset(op, 0, sizeof op);
+      if (post) {
+        op[n].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+        op[n].writeValue.address = cc_cuda__dflag(g, post);
+        op[n++].writeValue.value = pval;
+      }
+      for (i = 0; i < nwait; i++) {
+        op[n].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+        op[n].waitValue.address = cc_cuda__dflag(g, waits[i]);
+        op[n].waitValue.value = vals[i];
+        op[n++].waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ | flags;
+      }
+      if (n) r = g->batch((CUstream)s, n, op, 0);
+      if (r != CUDA_SUCCESS)
+        return cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: cuStreamBatchMemOp of %u stream memory operations "
+                              "failed (CUresult %d)", what, g->rank, n, (int)r);
+      return CC_OK;
+    }
     if (post) r = g->write32((CUstream)s, cc_cuda__dflag(g, post), pval, 0);
     for (i = 0; i < nwait && r == CUDA_SUCCESS; i++)
       r = g->wait32((CUstream)s, cc_cuda__dflag(g, waits[i]), vals[i], CU_STREAM_WAIT_VALUE_GEQ | flags);
@@ -1862,6 +1885,7 @@ static void cc_cuda__init_local(cc_cuda_comm *g, cc_cuda__hello *h, void **probe
     g->flush = CU_STREAM_WAIT_VALUE_FLUSH;
   g->wait32 = cc_cuda__entry("cuStreamWaitValue32");
   g->write32 = cc_cuda__entry("cuStreamWriteValue32");
+  g->batch = (cc_cuda__batch_fn)(void *)cc_cuda__entry("cuStreamBatchMemOp");
   g->attrs = (cc_cuda__attrs_fn)(void *)cc_cuda__entry("cuPointerGetAttributes");
   if (!g->attrs) h->ipc = 0;
   if (h->ipc) {                        /* a buffer peers that cannot see this GPU try to open */
@@ -1948,16 +1972,40 @@ static int cc_cuda__page_setup(cc_cuda_comm *g) {
   return all;
 }
 
+/* Does cuStreamBatchMemOp work here? The same probe as one batch, on the
+   next two words of the page; without it (an older driver, or refused) each
+   operation is a call of its own. */
+static int cc_cuda__batch_works(cc_cuda_comm *g, cudaStream_t s) {
+  unsigned int *probe = &g->page->post[g->rank][3];
+  CUstreamBatchMemOpParams op[3];
+  memset(op, 0, sizeof op);
+  op[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+  op[0].writeValue.address = cc_cuda__dflag(g, probe);
+  op[0].writeValue.value = 0x5eed5eefu;
+  op[1].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+  op[1].waitValue.address = cc_cuda__dflag(g, probe);
+  op[1].waitValue.value = 0x5eed5eefu;
+  op[1].waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ | g->flush;
+  op[2].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+  op[2].writeValue.address = cc_cuda__dflag(g, probe + 1);
+  op[2].writeValue.value = 0x5eed5ef0u;
+  return g->batch((CUstream)s, 3, op, 0) == CUDA_SUCCESS && cudaStreamSynchronize(s) == cudaSuccess &&
+         __atomic_load_n(probe, __ATOMIC_ACQUIRE) == 0x5eed5eefu && __atomic_load_n(probe + 1, __ATOMIC_ACQUIRE) == 0x5eed5ef0u;
+}
+
 /* Do stream memory operations work here, on the registered page? One write,
    then a wait on what it wrote (with the flush flag where the device has it),
-   read back. */
+   read back; then the same as one batch. */
 static int cc_cuda__memops_work(cc_cuda_comm *g) {
   const char *sync = getenv("CC_CUDA_SYNC");
   unsigned int *probe = &g->page->post[g->rank][1];
   cudaError_t before = cudaPeekAtLastError();
   cudaStream_t s;
   int ok;
-  if (!g->wait32 || !g->write32 || (sync && !strcmp(sync, "kernel"))) return 0;
+  if (!g->wait32 || !g->write32 || (sync && !strcmp(sync, "kernel"))) {
+    g->batch = NULL;
+    return 0;
+  }
   if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) { cc_cuda__forgive(before); return 0; }
   ok = g->write32((CUstream)s, cc_cuda__dflag(g, probe), 0x5eed5eedu, 0) == CUDA_SUCCESS &&
        g->wait32((CUstream)s, cc_cuda__dflag(g, probe), 0x5eed5eedu, CU_STREAM_WAIT_VALUE_GEQ | g->flush) == CUDA_SUCCESS &&
@@ -1965,6 +2013,10 @@ static int cc_cuda__memops_work(cc_cuda_comm *g) {
        cudaStreamSynchronize(s) == cudaSuccess && __atomic_load_n(probe, __ATOMIC_ACQUIRE) == 0x5eed5eedu &&
        __atomic_load_n(probe + 1, __ATOMIC_ACQUIRE) == 0x5eed5eeeu;
   if (!ok) cc_cuda__forgive(before);
+  if (ok && g->batch && !cc_cuda__batch_works(g, s)) {
+    cc_cuda__forgive(before);
+    g->batch = NULL;
+  }
   cudaStreamDestroy(s);
   return ok;
 }
@@ -2112,9 +2164,9 @@ CC_API cc_result cc_cuda_comm_init(cc_comm *host, int device, cc_cuda_comm **out
     cc_cuda__free_all(g);
     return r;
   }
-  cc__log(host, CC__LOG_INFO, "%s: rank %d: device %d (%s), %s mode, %s waits%s", w, g->rank, g->dev, mine.busid,
+  cc__log(host, CC__LOG_INFO, "%s: rank %d: device %d (%s), %s mode, %s waits%s%s", w, g->rank, g->dev, mine.busid,
           g->mode == CC_CUDA__IPC ? "ipc" : "staged", g->memops ? "stream-memop" : "kernel",
-          g->memops && g->flush ? " (flushing remote writes)" : "");
+          g->memops && g->batch ? " (batched)" : "", g->memops && g->flush ? " (flushing remote writes)" : "");
   *out = g;
   return CC_OK;
 }

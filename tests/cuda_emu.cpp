@@ -58,6 +58,7 @@
  *                   up the host and the device address of a page reads
  *                   another address than it writes, as it would on a GPU.
  *   driver          through the entry-point query: cuPointerGetAttributes,
+ *                   cuStreamBatchMemOp (not with CC_EMU_NO_BATCH=1),
  *                   cuStreamWriteValue32 and cuStreamWaitValue32 (GEQ, EQ,
  *                   AND, NOR, with CU_STREAM_WAIT_VALUE_FLUSH where the
  *                   device can flush remote writes: CC_EMU_FLUSH=1; default
@@ -121,8 +122,8 @@ static pthread_mutex_t emu_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread cudaError_t emu_last = cudaSuccess;
 static __thread int emu_cur = 0;                  /* current device (ordinal) */
 static cudaError_t emu_sticky = cudaSuccess;      /* atomic */
-static long emu_counts[7];   /* freed_while_mapped, flush_waits, kernels, faults, capture_violations, over_one_wave, max_blocks */
-enum { EC_FREED_MAPPED, EC_FLUSH, EC_KERNELS, EC_FAULTS, EC_CAPTURE, EC_WAVES, EC_MAXBLOCKS, EC_N };
+static long emu_counts[9];   /* see cc_emu_count's names */
+enum { EC_FREED_MAPPED, EC_FLUSH, EC_KERNELS, EC_FAULTS, EC_CAPTURE, EC_WAVES, EC_MAXBLOCKS, EC_MEMOPS, EC_BATCHES, EC_N };
 static unsigned long long emu_next_id = 1;
 static size_t emu_mem_used;
 
@@ -130,7 +131,8 @@ static long hb_count_of(const char *what);
 extern "C" int cc_cuda_emulated(void) { return 1; }
 extern "C" long cc_emu_count(const char *what) {
   static const char *const names[EC_N] = {"freed_while_mapped", "flush_waits", "kernels", "faults",
-                                         "capture_violations", "over_one_wave", "max_blocks"};
+                                         "capture_violations", "over_one_wave", "max_blocks", "memop_calls",
+                                         "batch_calls"};
   int i;
   for (i = 0; i < EC_N; i++)
     if (!strcmp(what, names[i]))
@@ -930,7 +932,7 @@ static void hb_summary(void) {
 
 /* ------------------------------------------------------------ streams */
 
-enum { OP_KERNEL = 1, OP_COPY, OP_MEMSET, OP_WRITE32, OP_WAIT32, OP_WAITSEQ, OP_HOSTFN };
+enum { OP_KERNEL = 1, OP_COPY, OP_MEMSET, OP_WRITE32, OP_WAIT32, OP_WAITSEQ, OP_HOSTFN, OP_FLUSH };
 
 struct CUstream_st;
 typedef struct emu_op {
@@ -1129,6 +1131,7 @@ static void emu_exec(struct CUstream_st *s, emu_op *o) {
     break;
   }
   case OP_HOSTFN: o->fn(o->user); break;
+  case OP_FLUSH: hb_vc_join(s->hb.fvc, s->hb.vc); break;   /* the remote writes it knows of are visible */
   default: break;
   }
 }
@@ -2001,27 +2004,47 @@ static CUresult emu_cuPointerGetAttributes(unsigned int n, CUpointer_attribute *
 
 /* ------------------------------------------------------------ stream memory operations */
 
-static CUresult emu_memop(CUstream hs, CUdeviceptr addr, cuuint32_t value, unsigned int flags, int wait) {
+/* The stream of a memory operation, or why it cannot take one. */
+static CUresult emu_memop_stream(CUstream hs, struct CUstream_st **out) {
   struct CUstream_st *s = emu_stream((cudaStream_t)hs);
-  emu_op *o;
+  *out = s;
   if (emu_sticky_err() != cudaSuccess) return CUDA_ERROR_ILLEGAL_ADDRESS;
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
   switch (emu_stream_use(s)) {
-  case cudaSuccess: break;
+  case cudaSuccess: return CUDA_SUCCESS;
   case cudaErrorStreamCaptureImplicit: return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
   default: return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
   }
+}
+
+/* Is this a 32-bit write (wait) the v2 entry points take? Writes have no
+ * flags (CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER is not in the v2 API); a
+ * wait takes a comparison and the flush flag, this one where the device can
+ * flush. */
+static CUresult emu_memop_check(CUdeviceptr addr, unsigned int flags, int wait) {
   if ((addr & 3) || !emu_gpu_reaches((const void *)(uintptr_t)addr, 4)) return CUDA_ERROR_INVALID_VALUE;
-  if (wait ? (flags & ~(unsigned int)(CU_STREAM_WAIT_VALUE_FLUSH | 3)) != 0
-           : (flags & ~(unsigned int)CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER) != 0)
-    return CUDA_ERROR_INVALID_VALUE;
+  if (wait ? (flags & ~(unsigned int)(CU_STREAM_WAIT_VALUE_FLUSH | 3)) != 0 : flags != 0) return CUDA_ERROR_INVALID_VALUE;
   if (wait && (flags & CU_STREAM_WAIT_VALUE_FLUSH) && !emu_can_flush()) return CUDA_ERROR_NOT_SUPPORTED;
-  if (!(o = emu_op_new(wait ? OP_WAIT32 : OP_WRITE32))) return CUDA_ERROR_OUT_OF_MEMORY;
+  return CUDA_SUCCESS;
+}
+
+static CUresult emu_memop_queue(struct CUstream_st *s, int kind, CUdeviceptr addr, cuuint32_t value, unsigned int flags) {
+  emu_op *o = emu_op_new(kind);
+  if (!o) return CUDA_ERROR_OUT_OF_MEMORY;
   o->addr = (unsigned int *)(uintptr_t)addr;
   o->v = value;
   o->flags = flags;
   emu_enqueue(s, o);
   return CUDA_SUCCESS;
+}
+
+static CUresult emu_memop(CUstream hs, CUdeviceptr addr, cuuint32_t value, unsigned int flags, int wait) {
+  struct CUstream_st *s;
+  CUresult r = emu_memop_stream(hs, &s);
+  if (r == CUDA_SUCCESS) r = emu_memop_check(addr, flags, wait);
+  if (r != CUDA_SUCCESS) return r;
+  emu_count(EC_MEMOPS);
+  return emu_memop_queue(s, wait ? OP_WAIT32 : OP_WRITE32, addr, value, flags);
 }
 static CUresult emu_cuStreamWaitValue32(CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned int flags) {
   return emu_memop(s, addr, value, flags, 1);
@@ -2030,7 +2053,45 @@ static CUresult emu_cuStreamWriteValue32(CUstream s, CUdeviceptr addr, cuuint32_
   return emu_memop(s, addr, value, flags, 0);
 }
 
-/* Of the driver: the pointer query and the two stream memory operations. */
+/* cuStreamBatchMemOp (v2): 32-bit waits and writes, flushes of remote
+ * writes, memory barriers; every operation is checked before any is queued;
+ * at most 255. */
+static CUresult emu_cuStreamBatchMemOp(CUstream hs, unsigned int count, CUstreamBatchMemOpParams *ops,
+                                       unsigned int flags) {
+  struct CUstream_st *s;
+  CUresult r = emu_memop_stream(hs, &s);
+  unsigned int i;
+  if (r != CUDA_SUCCESS) return r;
+  if (!count || count >= 256 || !ops || flags) return CUDA_ERROR_INVALID_VALUE;
+  for (i = 0; i < count; i++) {
+    switch (ops[i].operation) {
+    case CU_STREAM_MEM_OP_WAIT_VALUE_32: r = emu_memop_check(ops[i].waitValue.address, ops[i].waitValue.flags, 1); break;
+    case CU_STREAM_MEM_OP_WRITE_VALUE_32: r = emu_memop_check(ops[i].writeValue.address, ops[i].writeValue.flags, 0); break;
+    case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES:
+      r = ops[i].flushRemoteWrites.flags ? CUDA_ERROR_INVALID_VALUE : emu_can_flush() ? CUDA_SUCCESS : CUDA_ERROR_NOT_SUPPORTED;
+      break;
+    case CU_STREAM_MEM_OP_BARRIER: r = ops[i].memoryBarrier.flags > 1 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS; break;
+    default: r = CUDA_ERROR_INVALID_VALUE; break;   /* the 64-bit forms: not emulated */
+    }
+    if (r != CUDA_SUCCESS) return r;
+  }
+  emu_count(EC_BATCHES);
+  for (i = 0; i < count && r == CUDA_SUCCESS; i++)
+    switch (ops[i].operation) {
+    case CU_STREAM_MEM_OP_WAIT_VALUE_32:
+      r = emu_memop_queue(s, OP_WAIT32, ops[i].waitValue.address, ops[i].waitValue.value, ops[i].waitValue.flags);
+      break;
+    case CU_STREAM_MEM_OP_WRITE_VALUE_32:
+      r = emu_memop_queue(s, OP_WRITE32, ops[i].writeValue.address, ops[i].writeValue.value, 0);
+      break;
+    case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES: r = emu_memop_queue(s, OP_FLUSH, 0, 0, 0); break;
+    default: break;                    /* a barrier: the emulation's writes are in order already */
+    }
+  return r;
+}
+
+/* Of the driver: the pointer query and the stream memory operations
+ * (CC_EMU_NO_BATCH=1: a driver without cuStreamBatchMemOp). */
 cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr, unsigned int cudaVersion,
                                              unsigned long long flags,
                                              enum cudaDriverEntryPointQueryResult *driverStatus) {
@@ -2040,6 +2101,7 @@ cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr,
   *funcPtr = !strcmp(symbol, "cuPointerGetAttributes") ? (void *)emu_cuPointerGetAttributes
              : !strcmp(symbol, "cuStreamWaitValue32") ? (void *)emu_cuStreamWaitValue32
              : !strcmp(symbol, "cuStreamWriteValue32") ? (void *)emu_cuStreamWriteValue32
+             : !strcmp(symbol, "cuStreamBatchMemOp") && !emu_env_long("CC_EMU_NO_BATCH", 0) ? (void *)emu_cuStreamBatchMemOp
                                                         : NULL;
   if (driverStatus)
     *driverStatus = *funcPtr ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;

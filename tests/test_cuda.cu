@@ -70,7 +70,8 @@
  *                            emulation each rank on a GPU of its own, so that
  *                            peers write into other GPUs' memory: at 3 ranks
  *                            GPUs that cannot flush remote writes
- *                            (CC_EMU_FLUSH=0), at 4 GPUs that can
+ *                            (CC_EMU_FLUSH=0), at 4 GPUs that can, on a
+ *                            driver without cuStreamBatchMemOp
  *   cuda n=3 peer_exit ...   rank 1 _exit(3)s just before an all_reduce, or
  *                            right after queueing one behind a long spin
  *                            kernel; with CC_TIMEOUT=5 the others' call or
@@ -2031,6 +2032,7 @@ static int rank_main(cc_comm *c, void *argp) {
     snprintf(v, sizeof v, "%d", w->emu_devices);
     setenv("CC_EMU_DEVICES", v, 1);
     setenv("CC_EMU_FLUSH", w->emu_flush ? "1" : "0", 1);
+    if (w->emu_flush) setenv("CC_EMU_NO_BATCH", "1", 1);   /* and one call per stream memory operation */
   }
   if ((rc = rank_setup(&x, c)) != 0 || (rc = rank_collectives(&x)) != 0 || (rc = rank_misc(&x, c)) != 0) return rc;
   if (x.dead) return 1;
@@ -2358,7 +2360,9 @@ static void run_death(int variant) {
  *   user_error         the user's own pending CUDA error is neither taken for
  *                      the library's nor cleared
  *   flush              two-shot all_reduce writes into the peers' memory: the
- *                      waits that publish it flush remote writes (emulation)
+ *                      waits that publish it flush remote writes (emulation);
+ *                      each barrier is one cuStreamBatchMemOp (and, with
+ *                      flush_unbatched, one call per operation without it)
  *   evict_in_call      one group of 40 receives from one peer, each from its
  *                      own cudaMalloc (the cache maps 32 per peer), and a
  *                      call right after it: a mapping the group itself
@@ -3257,23 +3261,45 @@ out:
   rdestroy(r);
 }
 
-/* ---- flush */
+/* ---- flush: two-shot all_reduce writes into the peers' memory, the waits
+ * after it flush (on GPUs that can); the barriers' stream memory operations
+ * go as one cuStreamBatchMemOp each, or one call each where the driver has
+ * none (CC_EMU_NO_BATCH) */
 static void reg_flush(rctx *r) {
   float *buf = NULL, *host = NULL;
-  long before = cc_emu_count ? cc_emu_count("flush_waits") : 0;
+  long before = cc_emu_count ? cc_emu_count("flush_waits") : 0, b0 = 0, m0 = 0, db, dm;
+  int unbatched = getenv("CC_EMU_NO_BATCH") != NULL;
   size_t count = 10001;
   if (!rinit(r)) return;
   host = (float *)malloc(count * 4);
   if (!rok(r, cc_cuda_malloc(r->g, (void **)&buf, 2 * count * 4), "cc_cuda_malloc") ||
-      !rput(r, r->s, buf, 123, r->me, count, host) ||
-      !rok(r, cc_cuda_all_reduce(r->g, buf, buf + count, count, CC_FLOAT32, CC_SUM, r->s), "two-shot all_reduce") ||
+      !rput(r, r->s, buf, 123, r->me, count, host))
+    goto out;
+  if (cc_emu_count) {
+    b0 = cc_emu_count("batch_calls");
+    m0 = cc_emu_count("memop_calls");
+  }
+  if (!rok(r, cc_cuda_all_reduce(r->g, buf, buf + count, count, CC_FLOAT32, CC_SUM, r->s), "two-shot all_reduce") ||
       !rcu(r, cudaStreamSynchronize(r->s), "cudaStreamSynchronize"))
     goto out;
   rcheck_sum(r, "two-shot all_reduce", buf + count, 123, count);
-  if (cc_emu_count && cc_emu_count("flush_waits") == before)
+  if (!cc_emu_count) {
+    rnote(r, "two-shot all_reduce (CC_CUDA_ONESHOT_BYTES=0) right");
+    goto out;
+  }
+  if (cc_emu_count("flush_waits") == before)
     rfail(r, "no stream wait flushed remote writes after peers wrote into this rank's output (the device reports "
           "CAN_FLUSH_REMOTE_WRITES)");
-  rnote(r, "two-shot all_reduce (CC_CUDA_ONESHOT_BYTES=0): the waits after the peers' writes flush them");
+  db = cc_emu_count("batch_calls") - b0;
+  dm = cc_emu_count("memop_calls") - m0;
+  if (!unbatched && (db != 2 || dm != 0))
+    rfail(r, "the call's two barriers took %ld cuStreamBatchMemOp and %ld single stream memory operations, want 2 and 0",
+          db, dm);
+  if (unbatched && (db != 0 || dm != 2 * (long)r->n))
+    rfail(r, "without cuStreamBatchMemOp the call's two barriers took %ld batches and %ld single operations, want 0 "
+          "and %d", db, dm, 2 * r->n);
+  rnote(r, "two-shot all_reduce (CC_CUDA_ONESHOT_BYTES=0): the waits after the peers' writes flush them; its barriers "
+        "%s", unbatched ? "one stream memory operation per call (no cuStreamBatchMemOp)" : "one cuStreamBatchMemOp each");
 out:
   free(host);
   if (buf) cc_cuda_free(r->g, buf);
@@ -3351,7 +3377,10 @@ static void run_regressions(const char *only) {
     {"no_device_sync", 2, 0, reg_nosync, "CC_TIMEOUT=10", "another stream busy"},
     {"user_error", 2, 0, reg_user_error, "CC_TIMEOUT=10", "the user's pending CUDA error"},
     {"flush", 2, 0, reg_flush, "CC_TIMEOUT=10 CC_CUDA_ONESHOT_BYTES=0 CC_EMU_DEVICES=2 CC_EMU_FLUSH=1",
-     "remote writes flushed"},
+     "remote writes flushed, barriers batched"},
+    {"flush_unbatched", 2, 1, reg_flush,
+     "CC_TIMEOUT=10 CC_CUDA_ONESHOT_BYTES=0 CC_EMU_DEVICES=2 CC_EMU_FLUSH=1 CC_EMU_NO_BATCH=1",
+     "remote writes flushed, a driver without cuStreamBatchMemOp"},
     {"evict_in_call", 2, 0, reg_evict_in_call, "CC_TIMEOUT=10",
      "a group evicting mappings its own copies read"},
     {"capture_modes", 2, 0, reg_capture_modes, "CC_TIMEOUT=10", "graph captures around the communicator"},
