@@ -55,9 +55,9 @@
    Environment:
 
        CC_CUDA_TRANSPORT     auto | ipc | staged (default auto)
-       CC_CUDA_ONESHOT_BYTES all_reduce up to this size reads every peer's whole
-                             buffer in one kernel; above, reduce-scatter then
-                             all-gather (default 256K)
+       CC_CUDA_ONESHOT_BYTES all_reduce, broadcast and reduce up to this size read
+                             whole buffers; above, each rank reads a slice once
+                             and writes it where it is needed (default 256K)
        CC_CUDA_BLOCKS        the most blocks of one kernel launch (default 32; never
                              more than the device runs at once)
        CC_CUDA_SYNC          memop | kernel: how the GPU waits for peers (stream
@@ -654,6 +654,63 @@ static void cc_cuda__copy_twin(void **args, dim3 grid, dim3 block) {
         t += block.x - 1;
 }
 
+/* One source to up to CC_CUDA__MAXR destinations, each byte read once (a
+   slice of a broadcast: read from the root, written to every rank that
+   receives it). 16 bytes a load where every pointer is aligned to 16, else 4,
+   else 1. */
+typedef struct cc_cuda__fan_args {
+  const void *src;
+  void *dst[CC_CUDA__MAXR];
+  unsigned long long bytes;
+  int ndst;
+  const volatile unsigned int *abort;
+} cc_cuda__fan_args;
+
+static CC__HD void cc_cuda__fan_body(const cc_cuda__fan_args &a, size_t t, size_t stride) {
+  const unsigned char *s = (const unsigned char *)a.src;
+  size_t n = a.bytes, i, done = 0;
+  uintptr_t bits = (uintptr_t)s;
+  int d;
+  for (d = 0; d < a.ndst; d++) bits |= (uintptr_t)a.dst[d];
+  if ((bits & 15) == 0) {
+    for (i = t; i < n / 16; i += stride) {
+      uint4 v = ((const uint4 *)s)[i];
+      for (d = 0; d < a.ndst; d++) ((uint4 *)a.dst[d])[i] = v;
+    }
+    done = n / 16 * 16;
+  } else if ((bits & 3) == 0) {
+    for (i = t; i < n / 4; i += stride) {
+      unsigned int v = ((const unsigned int *)s)[i];
+      for (d = 0; d < a.ndst; d++) ((unsigned int *)a.dst[d])[i] = v;
+    }
+    done = n / 4 * 4;
+  }
+  for (i = done + t; i < n; i += stride) {
+    unsigned char v = s[i];
+    for (d = 0; d < a.ndst; d++) ((unsigned char *)a.dst[d])[i] = v;
+  }
+}
+
+__global__ void __launch_bounds__(CC_CUDA__THREADS) cc_cuda__fan_kernel(cc_cuda__fan_args a) {
+  if (cc_cuda__block_stopped(a.abort)) return;
+  cc_cuda__fan_body(a, (size_t)blockIdx.x * blockDim.x + threadIdx.x, (size_t)gridDim.x * blockDim.x);
+}
+
+static void cc_cuda__fan_twin(void **args, dim3 grid, dim3 block) {
+  const cc_cuda__fan_args *a = (const cc_cuda__fan_args *)args[0];
+  size_t t, stride = (size_t)grid.x * block.x;
+#ifdef CC_CUDA_EMU_HOOKS
+  int d;
+  if (a->bytes && !cc_cuda__load(a->abort)) {
+    cc_emu_access(a->src, a->bytes, 0, "copy kernel");
+    for (d = 0; d < a->ndst; d++) cc_emu_access(a->dst[d], a->bytes, 1, "copy kernel");
+  }
+#endif
+  for (t = 0; t < stride; t++)
+    if (t % block.x || !cc_cuda__twin_stopped(a->abort)) cc_cuda__fan_body(*a, t, stride);
+    else t += block.x - 1;
+}
+
 /* The wait without stream memory operations: thread 0 posts (after a system
    fence, so that the stream's earlier writes are seen first), thread i waits
    for flag i. Gives up when the communicator fails. */
@@ -709,6 +766,7 @@ static void cc_cuda__ftz_twin(void **args, dim3 grid, dim3 block) {
 static __attribute__((unused)) cc_cuda__twin_fn cc_cuda__twin(const void *stub, size_t *argbytes) {
   int t, op;
   if (stub == (const void *)&cc_cuda__copy_kernel) { *argbytes = sizeof(cc_cuda__copy_args); return cc_cuda__copy_twin; }
+  if (stub == (const void *)&cc_cuda__fan_kernel) { *argbytes = sizeof(cc_cuda__fan_args); return cc_cuda__fan_twin; }
   if (stub == (const void *)&cc_cuda__sync_kernel) { *argbytes = sizeof(cc_cuda__sync_args); return cc_cuda__sync_twin; }
   if (stub == (const void *)&cc_cuda__ftz_kernel) { *argbytes = sizeof(cc_cuda__ftz_args); return cc_cuda__ftz_twin; }
   *argbytes = sizeof(cc_cuda__fold_args);
@@ -1662,6 +1720,23 @@ static cc_result cc_cuda__copy_add(cc_cuda_comm *g, const char *what, cudaStream
   return CC_OK;
 }
 
+/* src (bytes long) into every one of dst[0..ndst-1], each byte read once. */
+static cc_result cc_cuda__fan(cc_cuda_comm *g, const char *what, cudaStream_t s, const void *src, void *const *dst,
+                              int ndst, size_t bytes) {
+  cc_cuda__fan_args a;
+  int d;
+  if (!bytes || !ndst) return CC_OK;
+  memset(&a, 0, sizeof a);
+  a.src = src;
+  for (d = 0; d < ndst; d++) a.dst[d] = dst[d];
+  a.ndst = ndst;
+  a.bytes = bytes;
+  a.abort = (const volatile unsigned int *)(uintptr_t)cc_cuda__dflag(g, &g->page->abort);
+  return cc_cuda__launch(g, what, (const void *)cc_cuda__fan_kernel,
+                         dim3(cc_cuda__blocks(g, (const void *)cc_cuda__fan_kernel, bytes / 16 + 1)),
+                         dim3(CC_CUDA__THREADS), &a, s);
+}
+
 /* ============================================================== @cuda-watchdog */
 /* One thread per ipc-mode communicator. Every 50 ms (or when woken) it checks
    that the peers' processes live, that this process's CUDA context lives (a
@@ -2164,9 +2239,12 @@ CC_API cc_result cc_cuda_comm_init(cc_comm *host, int device, cc_cuda_comm **out
     cc_cuda__free_all(g);
     return r;
   }
-  cc__log(host, CC__LOG_INFO, "%s: rank %d: device %d (%s), %s mode, %s waits%s%s", w, g->rank, g->dev, mine.busid,
-          g->mode == CC_CUDA__IPC ? "ipc" : "staged", g->memops ? "stream-memop" : "kernel",
-          g->memops && g->batch ? " (batched)" : "", g->memops && g->flush ? " (flushing remote writes)" : "");
+  cc__log(host, CC__LOG_INFO, "%s: rank %d: device %d (%s), %s mode, %s waits%s, remote writes %s", w, g->rank, g->dev,
+          mine.busid, g->mode == CC_CUDA__IPC ? "ipc" : "staged", g->memops ? "stream-memop" : "kernel",
+          g->memops && g->batch ? " (batched)" : "",
+          g->mode != CC_CUDA__IPC ? "none (staged)" : !g->far ? "none (every rank on this GPU)"
+          : !g->memops ? "ordered by the wait kernel" : g->flush ? "flushed by the waits (CU_STREAM_WAIT_VALUE_FLUSH)"
+          : "ordered by the wait kernel (the device cannot flush them)");
   *out = g;
   return CC_OK;
 }
@@ -2269,7 +2347,7 @@ static cc_result cc_cuda__staged(cc_cuda_comm *g, const cc__call *k, cudaStream_
    input that the peers read while this rank overwrites it), swapped with
    every rank's through the host communicator and checked. *staged: some
    rank needs the staged path. */
-static cc_result cc_cuda__coll_swap(cc_cuda_comm *g, const char *what, const cc__call *k, cudaStream_t s, int twoshot,
+static cc_result cc_cuda__coll_swap(cc_cuda_comm *g, const char *what, const cc__call *k, cudaStream_t s, int sliced,
                                     int *staged) {
   size_t sx, rx;
   const void *sbuf = k->sbuf;
@@ -2282,7 +2360,7 @@ static cc_result cc_cuda__coll_swap(cc_cuda_comm *g, const char *what, const cc_
   /* an input that the peers read while this rank overwrites it: read a copy
      (once the caller's buffer is known to be device memory). Without memory
      for it, the peers learn it from the record and nobody runs the call. */
-  if (sx && ((k->coll == CC__ALL_REDUCE && !twoshot) || k->coll == CC__ALL_TO_ALL) && sbuf == (const void *)rbuf) {
+  if (sx && ((k->coll == CC__ALL_REDUCE && !sliced) || k->coll == CC__ALL_TO_ALL) && sbuf == (const void *)rbuf) {
     void *w;
     unsigned int fl = 0;
     CC__TRY(cc_cuda__describe(g, what, "sendbuf", sbuf, sx, &me->b[0], &fl));
@@ -2327,28 +2405,77 @@ static cc_result cc_cuda__coll_swap(cc_cuda_comm *g, const char *what, const cc_
   return CC_OK;
 }
 
+/* A call's shape. Direct: each rank reads what it needs from its peers'
+   buffers (the root's whole buffer, for a broadcast; every input, for the
+   root of a reduce). Sliced, over CC_CUDA_ONESHOT_BYTES: the data is cut into
+   slices of whole 16-byte packs, and each slice is read once, by the rank
+   that owns it, and written into the buffers of every rank that needs it, so
+   that every rank moves about the same bytes and no rank's link carries the
+   others' (the root's does, direct: n-1 copies of its buffer go out of it,
+   or come into it):
+   - all_reduce ("two-shot"): rank r folds slice r of every input and writes
+     it into every rank's output (reduce-scatter and all-gather in one
+     kernel);
+   - broadcast: the n-1 ranks other than the root own a slice each: read it
+     from the root, write it into every non-root buffer;
+   - reduce: the n-1 ranks other than the root own a slice each: fold it
+     from every input, write it into the root's output.
+   Two ranks stay direct for broadcast and reduce (nothing to share). */
+static int cc_cuda__sliced(const cc_cuda_comm *g, const cc__call *k) {
+  if (k->count * cc__dtype_bytes(k->t) <= g->oneshot) return 0;
+  if (k->coll == CC__ALL_REDUCE) return g->size > 1;
+  return (k->coll == CC__BROADCAST || k->coll == CC__REDUCE) && g->size > 2;
+}
+
+/* Peers write into this rank's memory in a sliced call. */
+static int cc_cuda__written(const cc_cuda_comm *g, const cc__call *k, int sliced) {
+  return sliced && (k->coll == CC__ALL_REDUCE || (k->coll == CC__BROADCAST && g->rank != k->root) ||
+                    (k->coll == CC__REDUCE && g->rank == k->root));
+}
+
+/* Slice j of m of count elements of es bytes: [*lo, *hi), whole 16-byte packs. */
+static void cc_cuda__slice(size_t count, size_t es, int m, int j, size_t *lo, size_t *hi) {
+  size_t q = es >= 16 ? 1 : 16 / es, per = (count + (size_t)m - 1) / (size_t)m;
+  per = (per + q - 1) / q * q;
+  *lo = CC__MIN(count, per * (size_t)j);
+  *hi = CC__MIN(count, *lo + per);
+}
+
 /* The copies and folds of a collective, each rank reading its peers'
    buffers in place (between the two barriers of cc_cuda__ipc_coll). */
-static cc_result cc_cuda__coll_moves(cc_cuda_comm *g, const char *what, const cc__call *k, cudaStream_t s, int twoshot,
+static cc_result cc_cuda__coll_moves(cc_cuda_comm *g, const char *what, const cc__call *k, cudaStream_t s, int sliced,
                                      cc_cuda__copies *cp) {
-  size_t es = cc__dtype_bytes(k->t), one = k->count * es;
+  size_t es = cc__dtype_bytes(k->t), one = k->count * es, lo, hi;
   const void *src[CC_CUDA__MAXR];
+  void *dst[CC_CUDA__MAXR];
   unsigned char *rbuf = (unsigned char *)k->rbuf;
-  int n = g->size, p, root = k->root;
+  int n = g->size, p, root = k->root, nd = 0, mine = (g->rank - root - 1 + n) % n;   /* mine: this non-root's slice */
 #define CC_CUDA__AT(p, side, off, len, out) CC__TRY(cc_cuda__peer(g, what, p, &cc_cuda__recp(g, p)->b[side], off, len, out))
 #define CC_CUDA__COPY(srcp, dst, len) CC__TRY(cc_cuda__copy_add(g, what, s, cp, srcp, dst, len))
   switch (k->coll) {
     case CC__BROADCAST:
-      if (g->rank != root) { CC_CUDA__AT(root, 0, 0, one, &src[0]); CC_CUDA__COPY(src[0], rbuf, one); }
+      if (g->rank == root) break;
+      if (!sliced) { CC_CUDA__AT(root, 0, 0, one, &src[0]); CC_CUDA__COPY(src[0], rbuf, one); break; }
+      cc_cuda__slice(k->count, es, n - 1, mine, &lo, &hi);
+      if (lo == hi) break;
+      CC_CUDA__AT(root, 0, lo * es, (hi - lo) * es, &src[0]);
+      for (p = 0; p < n; p++)
+        if (p != root) CC_CUDA__AT(p, 0, lo * es, (hi - lo) * es, (const void **)&dst[nd++]);
+      CC__TRY(cc_cuda__fan(g, what, s, src[0], dst, nd, (hi - lo) * es));
       break;
     case CC__REDUCE: case CC__ALL_REDUCE: case CC__REDUCE_SCATTER:
+      if (k->coll == CC__REDUCE && sliced) {   /* this non-root's slice of every input, into the root's output */
+        if (g->rank == root) break;
+        cc_cuda__slice(k->count, es, n - 1, mine, &lo, &hi);
+        if (lo == hi) break;
+        for (p = 0; p < n; p++) CC_CUDA__AT(p, 0, lo * es, (hi - lo) * es, &src[p]);
+        CC_CUDA__AT(root, 1, lo * es, (hi - lo) * es, (const void **)&dst[0]);
+        CC__TRY(cc_cuda__fold(g, what, s, k->t, cc_cuda__gpu_op(g, k->op), src, dst, 1, hi - lo));
+        break;
+      }
       if (k->coll == CC__REDUCE && g->rank != root) break;
-      if (twoshot) {                   /* this rank's slice, of whole 16-byte packs */
-        size_t q = es >= 16 ? 1 : 16 / es, per = (k->count + n - 1) / n, lo, hi;
-        void *dst[CC_CUDA__MAXR];
-        per = (per + q - 1) / q * q;
-        lo = CC__MIN(k->count, per * (size_t)g->rank);
-        hi = CC__MIN(k->count, lo + per);
+      if (sliced) {                    /* two-shot: slice `rank` of every input, into every output */
+        cc_cuda__slice(k->count, es, n, g->rank, &lo, &hi);
         for (p = 0; p < n; p++) {
           CC_CUDA__AT(p, 0, lo * es, (hi - lo) * es, &src[p]);
           CC_CUDA__AT(p, 1, lo * es, (hi - lo) * es, (const void **)&dst[p]);
@@ -2358,10 +2485,8 @@ static cc_result cc_cuda__coll_moves(cc_cuda_comm *g, const char *what, const cc
       }
       for (p = 0; p < n; p++)
         CC_CUDA__AT(p, 0, k->coll == CC__REDUCE_SCATTER ? (size_t)g->rank * one : 0, one, &src[p]);
-      {
-        void *dst = rbuf;
-        CC__TRY(cc_cuda__fold(g, what, s, k->t, cc_cuda__gpu_op(g, k->op), src, &dst, 1, k->count));
-      }
+      dst[0] = rbuf;
+      CC__TRY(cc_cuda__fold(g, what, s, k->t, cc_cuda__gpu_op(g, k->op), src, dst, 1, k->count));
       break;
     case CC__GATHER: case CC__ALL_GATHER: case CC__SCATTER: case CC__ALL_TO_ALL:
     case CC__GATHER_V: case CC__ALL_GATHER_V: case CC__SCATTER_V: case CC__ALL_TO_ALL_V: {
@@ -2388,18 +2513,18 @@ static cc_result cc_cuda__coll_moves(cc_cuda_comm *g, const char *what, const cc
 static cc_result cc_cuda__ipc_coll_queue(cc_cuda_comm *g, const cc__call *k, cudaStream_t s) {
   const char *what = cc__coll_names[k->coll];
   cc_cuda__copies cp;
-  int twoshot = k->coll == CC__ALL_REDUCE && k->count * cc__dtype_bytes(k->t) > g->oneshot && g->size > 1, staged = 0;
+  int sliced = cc_cuda__sliced(g, k), staged = 0;
   CC__TRY(cc_cuda__order(g, what, s));
   CC__TRY(cc_cuda__peer_frees(g, what));
-  CC__TRY(cc_cuda__coll_swap(g, what, k, s, twoshot, &staged));
+  CC__TRY(cc_cuda__coll_swap(g, what, k, s, sliced, &staged));
   if (staged) return cc_cuda__staged(g, k, s);
   if (!cc__is_v(k->coll) && k->coll != CC__BARRIER && !k->count) return CC_OK;
   CC__TRY(cc_cuda__bar(g, what, s, 0));
   if (k->coll == CC__BARRIER) return cc_cuda__ordered(g, what, s);
   memset(&cp, 0, sizeof cp);
-  CC__TRY(cc_cuda__coll_moves(g, what, k, s, twoshot, &cp));
+  CC__TRY(cc_cuda__coll_moves(g, what, k, s, sliced, &cp));
   CC__TRY(cc_cuda__copy_flush(g, what, s, &cp));
-  CC__TRY(cc_cuda__bar(g, what, s, twoshot));
+  CC__TRY(cc_cuda__bar(g, what, s, cc_cuda__written(g, k, sliced)));
   return cc_cuda__ordered(g, what, s);
 }
 

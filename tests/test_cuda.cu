@@ -63,10 +63,11 @@
  *   cuda staged n=3 ...      the same with CC_CUDA_TRANSPORT=staged (sum and
  *                            one more op per dtype, counts 0, 7, 4099, large
  *                            float32); mode must be "staged"
- *   cuda twoshot n=3|4 ...   all_reduce and reduce_scatter with
- *                            CC_CUDA_ONESHOT_BYTES=0 (two-shot from 1
- *                            element: counts 1..2N+2, slices some ranks find
- *                            empty), premul, user, stream_order; in the
+ *   cuda twoshot n=3|4 ...   all_reduce, reduce_scatter, broadcast and reduce
+ *                            with CC_CUDA_ONESHOT_BYTES=0 (two-shot all_reduce
+ *                            and sliced broadcast and reduce from 1 element:
+ *                            counts 1..2N+2, every root, slices some ranks
+ *                            find empty), premul, user, stream_order; in the
  *                            emulation each rank on a GPU of its own, so that
  *                            peers write into other GPUs' memory: at 3 ranks
  *                            GPUs that cannot flush remote writes
@@ -192,7 +193,7 @@ typedef struct warg {
 } warg;
 
 static int plan_coll(int wtype, int k) {
-  if (wtype == W_TWOSHOT) return k == K_ALL_REDUCE || k == K_REDUCE_SCATTER;
+  if (wtype == W_TWOSHOT) return k == K_ALL_REDUCE || k == K_REDUCE_SCATTER || k == K_BROADCAST || k == K_REDUCE;
   return 1;
 }
 static int plan_misc(int wtype, int m) {
@@ -1078,14 +1079,17 @@ static void matrix_twoshot(ctx *x, int bk, int k) {
     if (bk != BK_REG && li) break;
     for (c = 1; c <= (size_t)(2 * n + 2); c++) {
       base_case(&cs, k, bk, tp[li].t, tp[li].op, c);
-      cs.inplace = (int)(c & 1);
+      cs.inplace = has_inplace(k) && (c & 1);
       cs.off = (int)((c >> 1) & 1);
+      cs.root = has_root(k) ? (int)(c % (size_t)n) : 0;
+      cs.null_nonroot = (int)((c >> 2) & 1);
       run_case(x, &cs);
     }
     base_case(&cs, k, bk, tp[li].t, tp[li].op,
               k == K_REDUCE_SCATTER ? (tr_large_count(tp[li].t) / (size_t)n) | 1
                                     : tr_large_count(tp[li].t));
-    cs.inplace = (int)(li & 1);
+    cs.inplace = has_inplace(k) && (li & 1);
+    cs.root = has_root(k) ? li % n : 0;
     run_case(x, &cs);
   }
 }
@@ -1320,7 +1324,6 @@ static void run_premul(ctx *x) {
         for (ip = 0; ip < 2; ip++) {
           int kk = which == 0 ? K_ALL_REDUCE : which == 1 ? K_REDUCE : K_REDUCE_SCATTER;
           size_t cnt = counts[ci];
-          if (x->w->wtype == W_TWOSHOT && kk == K_REDUCE) continue;
           if (kk != K_ALL_REDUCE && ip != (k & 1)) continue;
           if (kk == K_REDUCE_SCATTER && cnt > 4099) cnt = (cnt / (size_t)n) | 1;
           base_case(&cs, kk, (cnt == 7 && ip) ? BK_PLAIN : BK_REG, types[ti], op, cnt);
@@ -1351,8 +1354,8 @@ static void run_premul(ctx *x) {
     cc_ok(x, cc_op_destroy(x->t.c, op), "cc_op_destroy");
   }
   misc_cover(x, M_PREMUL, "float32, float64, float16, bfloat16, int32, complex64, a scalar per "
-             "rank; counts 0,1,7,4099 (300007 float32); all_reduce in/out of place%s, "
-             "reduce_scatter", x->w->wtype == W_TWOSHOT ? "" : ", reduce");
+             "rank; counts 0,1,7,4099 (300007 float32); all_reduce in/out of place, reduce, "
+             "reduce_scatter");
 }
 
 static void run_user(ctx *x) {
@@ -1379,7 +1382,6 @@ static void run_user(ctx *x) {
         for (ip = 0; ip < 2; ip++) {
           int kk = which == 0 ? K_ALL_REDUCE : which == 1 ? K_REDUCE : K_REDUCE_SCATTER;
           size_t cnt = counts[ci];
-          if (x->w->wtype == W_TWOSHOT && kk == K_REDUCE) continue;
           if (kk != K_ALL_REDUCE && ip != (k & 1)) continue;
           if (kk == K_REDUCE_SCATTER && cnt > 4099) cnt = (cnt / (size_t)n) | 1;
           base_case(&cs, kk, (cnt == 7 && ip) ? BK_PLAIN : BK_REG, uops[ui].t,
@@ -1418,8 +1420,7 @@ static void run_user(ctx *x) {
     cc_ok(x, cc_op_destroy(x->t.c, ops[i]), "cc_op_destroy");
   }
   misc_cover(x, M_USER, "maxabs float32/float64, saturating uint8 sum, int64 sum; counts "
-             "0,1,7,4099 (300007 maxabs float32); all_reduce in/out of place%s, reduce_scatter",
-             x->w->wtype == W_TWOSHOT ? "" : ", reduce");
+             "0,1,7,4099 (300007 maxabs float32); all_reduce in/out of place, reduce, reduce_scatter");
 }
 
 /* ------------------------------------------------------------ point to point */
