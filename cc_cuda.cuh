@@ -1480,20 +1480,12 @@ static CUdeviceptr cc_cuda__dflag(cc_cuda_comm *g, unsigned int *flag) {
   return (CUdeviceptr)(uintptr_t)(g->dpage + ((unsigned char *)flag - (unsigned char *)g->page));
 }
 
-/* CC_CUDA_TEST_NO_STREAM_ORDER: only tests/test_cuda_hb.cu defines it (an
-   expression there), to bring back issue 10's defect 1 (no order between calls
-   on two streams) and show that the emulation's happens-before checker finds
-   it. 0 everywhere else. */
-#ifndef CC_CUDA_TEST_NO_STREAM_ORDER
-#define CC_CUDA_TEST_NO_STREAM_ORDER 0
-#endif
-
 /* Calls run in the order they were made, whatever their streams (as NCCL
    orders a communicator's work): a call on another stream than the previous
    one first waits for the previous one's end (g->ev), and every call records
    its own end. Calls on one stream cost nothing more than the record. */
 static cc_result cc_cuda__order(cc_cuda_comm *g, const char *what, cudaStream_t s) {
-  if (g->have_last && s != g->last && !(CC_CUDA_TEST_NO_STREAM_ORDER))
+  if (g->have_last && s != g->last)
     CC_CUDA__CALL(g, what, cudaStreamWaitEvent(s, g->ev, 0));
   g->cur = s;
   return CC_OK;

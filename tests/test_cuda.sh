@@ -13,13 +13,15 @@
 #     CUDA runtime on the CPU: kernels run as their CPU twins on stream
 #     threads, CUDA IPC between processes, stream memory operations) and built
 #     with ASan and UBSan, runs the GPU suite in ipc mode at 2 and 3 ranks,
-#     staged, two-shot, a rank's exit and the regression worlds of issue 10,
+#     staged, two-shot, a rank's exit and the regression worlds,
 #     GPU or not; and the staged path over TCP;
 #   - every emulated run is under the emulation's happens-before checker
 #     (CC_EMU_HB=1): a PASS line each when it checked accesses and found no
 #     race, use after free or checker error; tests/test_cuda_hb.cu shows it
-#     finds defects brought back on purpose (issue 10's 1 and 6, a missing
-#     flag or event, a close while a read is in flight);
+#     finds defects brought back on purpose (calls on two streams unordered,
+#     in a copy of cc_cuda.cuh that the Makefile patches; memory freed while
+#     mapped; a missing flag or event; a close while a read is in flight; a
+#     remote write without a flush);
 #   - cc_cuda.cuh's kernels use nothing that needs a block's threads to run
 #     at once (the emulation runs them one after another) but a block's first
 #     phase, its abort word read once into shared memory (the emulation runs
@@ -135,10 +137,11 @@ fat=1
 built=1 srcs=() bins=() pids=() archs=()
 make --no-print-directory -s -C "$root" BUILD="$build" "$build/ccrun" >/dev/null 2>&1
 for t in tests/cuda_emu.cpp $(cd "$root" && ls examples/*.cu) tests/test_cuda_hb.cu tests/test_cuda.cu bench/cc_bench.c \
-         $(cd "$root" && ls tests/*.cu | grep -v -e '^tests/test_cuda.cu$' -e '^tests/test_cuda_hb.cu$'); do
+         $(cd "$root" && ls tests/*.cu | grep -v -e '^tests/test_cuda.cu$' -e '^tests/test_cuda_hb.cu$') mutant; do
   case $t in
     bench/*) bin=cc_bench_cuda ;;
     tests/cuda_emu.cpp) bin=test_cuda_emu t="tests/test_cuda.cu with tests/cuda_emu.cpp, ASan and UBSan" ;;
+    mutant) bin=test_cuda_hb_unordered t="tests/test_cuda_hb.cu against cc_cuda.cuh without the order of calls on two streams (a mutant the Makefile makes)" ;;
     *) bin=$(basename "$t" .cu) ;;
   esac
   one=()
@@ -244,9 +247,10 @@ hb_check "$out/hb-tcp.log" "the staged path over TCP"
 CC_EMU_HB=1 CC_EMU_HB_LOG="$out/hb-kernel.log" CC_CUDA_SYNC=kernel CC_TEST_QUICK=1 "$out/test_cuda_emu" 3
 hb_check "$out/hb-kernel.log" "ipc mode at 3 ranks with the waits as a kernel"
 # the checker finds what it must: defects brought back on purpose, missing
-# flags and events, a use after free, a close while a read is in flight; and
-# nothing in the same programs made right
+# flags and events, a use after free, a close while a read is in flight, an
+# unflushed remote write; and nothing in the same programs made right
 "$out/test_cuda_hb"
+"$out/test_cuda_hb_unordered"
 
 # ---- on the GPU
 log=$out/test_cuda.log

@@ -11,9 +11,10 @@
  *   two_streams        cc_cuda calls alternating between two streams, one
  *                      held back 50 ms (issue 10's defect 1's world): 0 races,
  *                      results right
- *   two_streams_unordered  the same with CC_CUDA_TEST_NO_STREAM_ORDER (defect 1
- *                      brought back: no order between calls on two streams):
- *                      races found
+ *   two_streams_unordered  the same against a copy of cc_cuda.cuh whose wait
+ *                      that orders calls on two streams the Makefile took out
+ *                      (test_cuda_hb_unordered, built with HB_UNORDERED=1,
+ *                      runs this case alone): races found
  *   ipc_flag           rank 0's stream writes a buffer and then a flag
  *                      (cuStreamWriteValue32 on shared registered memory);
  *                      rank 1's stream waits for the flag and reads the buffer
@@ -47,8 +48,9 @@
  * nothing must check something (accesses and edges counted). */
 #define _POSIX_C_SOURCE 200809L
 #define CC_IMPLEMENTATION
-static int hb_no_order;                /* 1: cc_cuda.cuh without the order of calls across streams */
-#define CC_CUDA_TEST_NO_STREAM_ORDER hb_no_order
+#ifndef HB_UNORDERED                   /* 1: built against the Makefile's copy of cc_cuda.cuh without */
+#define HB_UNORDERED 0                 /* the order of calls across streams */
+#endif
 #include "cc.h"
 #include "cc_cuda.cuh"
 #include "test_util.h"
@@ -139,7 +141,7 @@ static int two_streams_main(cc_comm *c, void *arg) {
       break;
     }
   }
-  if (hb_no_order) {                   /* the defect may hang (a later call's post lands first, then an
+  if (HB_UNORDERED) {                   /* the defect may hang (a later call's post lands first, then an
                                           older one over it): give up after 3 s, as a user would */
     double t0 = tu_now();
     while ((cudaStreamQuery(st[0]) == cudaErrorNotReady || cudaStreamQuery(st[1]) == cudaErrorNotReady) &&
@@ -149,7 +151,7 @@ static int two_streams_main(cc_comm *c, void *arg) {
   }
   cudaStreamSynchronize(st[0]);
   cudaStreamSynchronize(st[1]);
-  for (i = 0; i < TS_CALLS && !sh->bad[me] && !hb_no_order; i++) {
+  for (i = 0; i < TS_CALLS && !sh->bad[me] && !HB_UNORDERED; i++) {
     float *in = (float *)(void *)(arena + offs[i]), *out = in + counts[i];
     CU(sh, me, cudaMemcpy(host, i % 2 ? out : in, counts[i] * 4, cudaMemcpyDeviceToHost));
     for (j = 0; j < counts[i]; j++) {
@@ -162,7 +164,7 @@ static int two_streams_main(cc_comm *c, void *arg) {
   }
   cc_cuda_free(g, arena);
   rc = cc_cuda_comm_destroy(g);
-  if (rc != CC_OK && !hb_no_order) why(sh, me, "cc_cuda_comm_destroy: %s", cc_strerror(rc));
+  if (rc != CC_OK && !HB_UNORDERED) why(sh, me, "cc_cuda_comm_destroy: %s", cc_strerror(rc));
   cudaStreamDestroy(st[0]);
   cudaStreamDestroy(st[1]);
   free(host);
@@ -429,12 +431,14 @@ int main(int argc, char **argv) {
   }
   tu_default_timeout("20");
   setenv("CC_EMU_DEVICES", "1", 1);
+  if (HB_UNORDERED) {                  /* the mutant: this case alone */
+    run_case("two_streams_unordered", 3, two_streams_main, 0, RACES, 0,
+             "cc_cuda all_reduce calls alternating between two streams, with cc_cuda.cuh's wait that orders calls on "
+             "two streams taken out (the Makefile's mutant)", 1);
+    return tu_exit_code();
+  }
   run_case("two_streams", 3, two_streams_main, 0, -1, 0,
            "cc_cuda all_reduce calls alternating between two streams, one held back 50 ms");
-  hb_no_order = 1;
-  run_case("two_streams_unordered", 3, two_streams_main, 0, RACES, 0,
-           "the same with CC_CUDA_TEST_NO_STREAM_ORDER (issue 10's defect 1 brought back)", 1);
-  hb_no_order = 0;
   run_case("ipc_flag", 2, ipc_main, 1, -1, 0,
            "a buffer written on rank 0's stream, then a flag; read through CUDA IPC by rank 1's stream after it waits "
            "for the flag");
