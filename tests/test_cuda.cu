@@ -2330,8 +2330,8 @@ static void run_death(int variant) {
 
 /* ------------------------------------------------------------ regressions
  *
- * Each in a world of its own (fresh processes), for the defects of issue 10;
- * each failed before its fix (the commit that fixed it says how):
+ * Each in a world of its own (fresh processes), for a defect each; each
+ * failed before its fix (the commit that fixed it says how):
  *
  *   two_streams        calls alternate between two streams with no
  *                      synchronization between them; the first stream is

@@ -257,6 +257,19 @@ log=$out/test_cuda.log
 "$out/test_cuda" 2>&1 | tee "$log"
 if grep -q '^SKIP: cuda: no CUDA device' "$log"; then
   echo "SKIP: cuda example and benchmark: no CUDA device"
+  # tests/gpu_device_check.sh, the check for the day a GPU is lent: here it
+  # must say that there is none (exit 2, building nothing), and read
+  # cc_bench's rows right (its self-test, in CPU mode)
+  dc=$(bash "$root/tests/gpu_device_check.sh" "$out/device-check" 2>&1)
+  rc=$?
+  if [ $rc = 2 ] && [ "$(printf '%s\n' "$dc" | wc -l)" = 1 ] &&
+     printf '%s\n' "$dc" | grep -q '^FAIL: gpu device check: no NVIDIA GPU on this machine'; then
+    echo "PASS: gpu device check: without a GPU it exits 2 on one line saying so"
+  else
+    echo "FAIL: gpu device check: without a GPU it exited $rc: $(printf '%s\n' "$dc" | head -n 2 | tr '\n' ' ')"
+  fi
+  st=$(BUILD=$build bash "$root/tests/gpu_device_check.sh" --self-test "$out/device-check" 2>&1 | grep -E '^(PASS|FAIL):')
+  echo "${st:-FAIL: gpu device check self-test: it printed no verdict}"
   exit 0
 fi
 for n in 2 3; do

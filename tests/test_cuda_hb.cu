@@ -9,8 +9,9 @@
  * checker's memory is shared with the ranks it forks), one PASS or FAIL line:
  *
  *   two_streams        cc_cuda calls alternating between two streams, one
- *                      held back 50 ms (issue 10's defect 1's world): 0 races,
- *                      results right
+ *                      held back 50 ms (the world of the regression
+ *                      two_streams in tests/test_cuda.cu): 0 races, results
+ *                      right
  *   two_streams_unordered  the same against a copy of cc_cuda.cuh whose wait
  *                      that orders calls on two streams the Makefile took out
  *                      (test_cuda_hb_unordered, built with HB_UNORDERED=1,
@@ -25,8 +26,9 @@
  *                      nothing on the GPU said was ready)
  *   event / no_event   one process: a write on stream A, a read on stream B
  *                      after cudaStreamWaitEvent: 0 races; without: a race
- *   use_after_free     rank 0 frees memory rank 1 still has open (issue 10's
- *                      defect 6), then rank 1 reads it: a use after free, and
+ *   use_after_free     rank 0 frees memory rank 1 still has open (what the
+ *                      regression free_mapped guards against), then rank 1
+ *                      reads it: a use after free, and
  *                      the emulator's own count of the free
  *   close_in_flight    as ipc_flag, but rank 1 closes its mapping while its
  *                      stream's read through it is not known to be done (it
@@ -447,7 +449,7 @@ int main(int argc, char **argv) {
   run_case("event", 1, event_main, 1, -1, 0, "written on stream a, read on stream b after cudaStreamWaitEvent");
   run_case("no_event", 1, event_main, 0, RACES, 0, "the same without the event", 1);
   run_case("use_after_free", 2, free_main, 0, UAF, 1,
-           "rank 0 frees memory rank 1 still has open (issue 10's defect 6), rank 1 reads it after");
+           "rank 0 frees memory rank 1 still has open, rank 1 reads it after");
   run_case("close_in_flight", 2, ipc_main, 2, UAF, 0,
            "as ipc_flag, but rank 1 closes its mapping while its stream's read through it is only slept on");
   setenv("CC_EMU_DEVICES", "2", 1);
