@@ -39,11 +39,13 @@ all: $(TOOLS) $(EXAMPLES) $(TESTS) $(PROBES)
 # cc_cuda.cuh: its tests, example and benchmark, built with nvcc (`make cuda`;
 # tests/test_cuda.sh builds and runs them within `make test`). NVCC_ARCH picks
 # the GPUs. Default: a fat binary with code for every architecture from Volta
-# (sm_70) to Hopper (sm_90) that this nvcc still builds (CUDA 13 starts at
-# sm_75), plus Hopper's PTX, which newer GPUs compile when they load it.
+# (sm_70) to Blackwell (sm_100 data centre, sm_120 workstation) that this nvcc
+# builds (CUDA 13 starts at sm_75; sm_103 and sm_121 run sm_100's and sm_120's
+# code), plus Hopper's PTX, which any newer GPU without its own code (sm_110)
+# compiles when it loads it.
 NVCC      ?= $(or $(shell command -v nvcc 2>/dev/null),$(wildcard /usr/local/cuda/bin/nvcc))
-NVCC_SMS   = $(filter $(shell $(NVCC) --list-gpu-code 2>/dev/null),sm_70 sm_75 sm_80 sm_86 sm_89 sm_90)
-NVCC_PTX   = $(lastword $(NVCC_SMS:sm_%=%))
+NVCC_SMS   = $(filter $(shell $(NVCC) --list-gpu-code 2>/dev/null),sm_70 sm_75 sm_80 sm_86 sm_89 sm_90 sm_100 sm_120)
+NVCC_PTX   = $(if $(filter sm_90,$(NVCC_SMS)),90,$(lastword $(NVCC_SMS:sm_%=%)))
 comma     := ,
 NVCC_ARCH ?= $(foreach s,$(NVCC_SMS),-gencode arch=compute_$(s:sm_%=%)$(comma)code=$(s)) \
              $(if $(NVCC_PTX),-gencode arch=compute_$(NVCC_PTX)$(comma)code=compute_$(NVCC_PTX))
@@ -51,6 +53,7 @@ NVFLAGS   ?= -O2 -g
 NVWARN     = -std=c++17 -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror
 CUDA_DEPS  = cc.h cc_cuda.cuh $(wildcard tests/*.h)
 CUDA_BINS := $(patsubst tests/%.cu,$(BUILD)/cuda/%,$(wildcard tests/*.cu)) $(BUILD)/cuda/test_cuda_emu \
+             $(BUILD)/cuda/test_cuda_hb_unordered \
              $(patsubst examples/%.cu,$(BUILD)/cuda/%,$(wildcard examples/*.cu)) $(BUILD)/cuda/cc_bench_cuda
 
 cuda: $(CUDA_BINS) $(BUILD)/ccrun
@@ -86,6 +89,24 @@ $(BUILD)/cuda/test_cuda_hb_tsan: tests/test_cuda_hb.cu tests/cuda_emu.cpp $(CUDA
 	@mkdir -p $(@D)
 	$(if $(NVCC),,$(error no nvcc: install the CUDA toolkit or set NVCC))
 	$(NVCC) $(NVWARN) $(EMU_ARCH) -O1 -g $(EMU_TSAN) -I. -Itests -cudart=none -DCC_CUDA_EMU_HOOKS -o $@ tests/test_cuda_hb.cu tests/cuda_emu.cpp -lpthread -lm
+
+# test_cuda_hb_unordered: tests/test_cuda_hb.cu's two_streams_unordered case
+# against a copy of cc_cuda.cuh without the wait that orders calls on two
+# streams: a mutation the test makes by patching the source (checked to change
+# exactly one line), so that the product has no switch for it; the checker
+# must find the races it brings back. No sanitizers, no optimization: only the
+# checker's verdict counts here.
+$(BUILD)/cuda/mutant/no-stream-order/cc_cuda.cuh: cc_cuda.cuh
+	@mkdir -p $(@D)
+	sed 's/cudaStreamWaitEvent(s, g->ev, 0)/cudaSuccess/' cc_cuda.cuh >$@.tmp
+	@test "$$(diff cc_cuda.cuh $@.tmp | grep -c '^>')" = 1 || \
+	  { echo "the no-stream-order mutation no longer applies to cc_cuda.cuh (tests/test_cuda_hb.cu)" >&2; rm -f $@.tmp; exit 1; }
+	mv $@.tmp $@
+
+$(BUILD)/cuda/test_cuda_hb_unordered: tests/test_cuda_hb.cu tests/cuda_emu.cpp $(BUILD)/cuda/mutant/no-stream-order/cc_cuda.cuh $(CUDA_DEPS)
+	@mkdir -p $(@D)
+	$(if $(NVCC),,$(error no nvcc: install the CUDA toolkit or set NVCC))
+	$(NVCC) $(NVWARN) $(EMU_ARCH) -O0 -g -I$(BUILD)/cuda/mutant/no-stream-order -I. -Itests -cudart=none -DCC_CUDA_EMU_HOOKS -DHB_UNORDERED=1 -o $@ tests/test_cuda_hb.cu tests/cuda_emu.cpp -lpthread -lm
 
 # The tests that run on the CPU only (the fold's body, the watchdog's logic,
 # init without a GPU) need no fat binary either, nor an optimized host side

@@ -55,9 +55,11 @@
    Environment:
 
        CC_CUDA_TRANSPORT     auto | ipc | staged (default auto)
-       CC_CUDA_ONESHOT_BYTES all_reduce up to this size reads every peer's whole
-                             buffer in one kernel; above, reduce-scatter then
-                             all-gather (default 256K)
+       CC_CUDA_ONESHOT_BYTES all_reduce, broadcast and reduce up to this size read
+                             whole buffers; above, each rank reads a slice once
+                             and writes it where it is needed (default 256K)
+       CC_CUDA_BLOCKS        the most blocks of one kernel launch (default 32; never
+                             more than the device runs at once)
        CC_CUDA_SYNC          memop | kernel: how the GPU waits for peers (stream
                              memory operations where the device has them)
        CC_TIMEOUT, CC_DEBUG  as for cc.h
@@ -255,7 +257,9 @@ template <> struct cc_cuda__rn<double> {
    stream's earlier writes, a system-wide fence, a short nap while polling.
    The kernels use no __syncthreads, shared memory, atomics or warp
    intrinsics, so that their threads may run one after another
-   (tests/test_cuda.sh checks it). */
+   (tests/test_cuda.sh checks it), but for one thing: each block reads the
+   abort word once, in a first phase of its own (cc_cuda__block_stopped),
+   which the CPU twins run once per block before the block's threads. */
 /* Hooks for the tests' CUDA emulation (tests/cuda_emu.cpp) and its
    happens-before checker, in the kernels' CPU twins only, never in device
    code. A build for the emulation defines CC_CUDA_EMU_HOOKS; then each twin
@@ -310,6 +314,21 @@ static CC__HD inline void cc_cuda__nap(void) {
   sched_yield();
 #endif
 }
+
+/* Has the communicator failed? The abort word is host memory (the flag page,
+   over PCIe): each block reads it once, its thread 0 into shared memory, and
+   every thread of the block takes it from there after the barrier, so that
+   the whole block returns, or none of it. The kernels' only cooperation
+   within a block, and only before their work: a block's first phase, which
+   the CPU twins run once per block (cc_cuda__twin_stopped). */
+static __device__ __forceinline__ int cc_cuda__block_stopped(const volatile unsigned int *abort) {
+  __shared__ unsigned int stop;
+  if (threadIdx.x == 0) stop = *abort;
+  __syncthreads();
+  return stop != 0;
+}
+/* The same phase in a twin: block b of a launch, its word read once. */
+static inline int cc_cuda__twin_stopped(const volatile unsigned int *abort) { return cc_cuda__load(abort) != 0; }
 
 template <typename T> static CC__HD T cc_cuda__scal(const unsigned char *m) {
   T v;
@@ -455,7 +474,6 @@ static CC__HD void cc_cuda__fold_body(const cc_cuda__fold_args &a, size_t t, siz
   enum { L = 16 / sizeof(S) };
   size_t i, npack = a.vec ? a.count / L : 0;
   int k, l, d;
-  if (cc_cuda__load(a.abort)) return;
   for (i = t; i < npack; i += stride) {
     cc_cuda__pack<S> in, out;
     typename P::A acc[L];
@@ -476,19 +494,24 @@ static CC__HD void cc_cuda__fold_body(const cc_cuda__fold_args &a, size_t t, siz
 
 template <class P, int OP>
 __global__ void __launch_bounds__(CC_CUDA__THREADS) cc_cuda__fold_kernel(cc_cuda__fold_args a) {
+  if (cc_cuda__block_stopped(a.abort)) return;
   cc_cuda__fold_body<P, OP>(a, (size_t)blockIdx.x * blockDim.x + threadIdx.x, (size_t)gridDim.x * blockDim.x);
 }
 
 typedef void (*cc_cuda__fold_fn)(cc_cuda__fold_args);
 typedef void (*cc_cuda__host_fold_fn)(const cc_cuda__fold_args *a, size_t threads);
 
-/* The kernel's body on the CPU, its `threads` threads one after the other:
-   what tests/test_cuda_fold.cu compares with cc.h's cc__reduce_n, on machines
+/* The kernel on the CPU, its `threads` threads one after the other, block
+   by block (each block's first phase: the abort word): what
+   tests/test_cuda_fold.cu compares with cc.h's cc__reduce_n, on machines
    without a GPU too. */
 template <class P, int OP>
 static void cc_cuda__host_fold(const cc_cuda__fold_args *a, size_t threads) {
-  size_t t;
-  for (t = 0; t < threads; t++) cc_cuda__fold_body<P, OP>(*a, t, threads);
+  size_t t, b;
+  for (b = 0; b < threads; b += CC_CUDA__THREADS) {
+    if (cc_cuda__twin_stopped(a->abort)) continue;
+    for (t = b; t < threads && t < b + CC_CUDA__THREADS; t++) cc_cuda__fold_body<P, OP>(*a, t, threads);
+  }
 }
 
 /* The kernel's CPU twin for an emulated launch (see cc_cuda__twin). */
@@ -596,7 +619,7 @@ static CC__HD void cc_cuda__copy_body(const cc_cuda__copy_args &a, unsigned int 
   const unsigned char *s = (const unsigned char *)a.src[y];
   unsigned char *d = (unsigned char *)a.dst[y];
   size_t n = a.bytes[y], i, done = 0;
-  if (cc_cuda__load(a.abort) || n == 0 || s == d) return;
+  if (n == 0 || s == d) return;
   if ((((uintptr_t)s | (uintptr_t)d) & 15) == 0) {
     for (i = t; i < n / 16; i += stride) ((uint4 *)d)[i] = ((const uint4 *)s)[i];
     done = n / 16 * 16;
@@ -608,6 +631,7 @@ static CC__HD void cc_cuda__copy_body(const cc_cuda__copy_args &a, unsigned int 
 }
 
 __global__ void __launch_bounds__(CC_CUDA__THREADS) cc_cuda__copy_kernel(cc_cuda__copy_args a) {
+  if (cc_cuda__block_stopped(a.abort)) return;
   cc_cuda__copy_body(a, blockIdx.y, (size_t)blockIdx.x * blockDim.x + threadIdx.x, (size_t)gridDim.x * blockDim.x);
 }
 
@@ -623,7 +647,68 @@ static void cc_cuda__copy_twin(void **args, dim3 grid, dim3 block) {
     }
 #endif
   for (y = 0; y < grid.y; y++)
-    for (t = 0; t < stride; t++) cc_cuda__copy_body(*a, y, t, stride);
+    for (t = 0; t < stride; t++)
+      if (t % block.x || !cc_cuda__twin_stopped(a->abort))   /* block (t / block.x, y): its abort word once */
+        cc_cuda__copy_body(*a, y, t, stride);
+      else
+        t += block.x - 1;
+}
+
+/* One source to up to CC_CUDA__MAXR destinations, each byte read once (a
+   slice of a broadcast: read from the root, written to every rank that
+   receives it). 16 bytes a load where every pointer is aligned to 16, else 4,
+   else 1. */
+typedef struct cc_cuda__fan_args {
+  const void *src;
+  void *dst[CC_CUDA__MAXR];
+  unsigned long long bytes;
+  int ndst;
+  const volatile unsigned int *abort;
+} cc_cuda__fan_args;
+
+static CC__HD void cc_cuda__fan_body(const cc_cuda__fan_args &a, size_t t, size_t stride) {
+  const unsigned char *s = (const unsigned char *)a.src;
+  size_t n = a.bytes, i, done = 0;
+  uintptr_t bits = (uintptr_t)s;
+  int d;
+  for (d = 0; d < a.ndst; d++) bits |= (uintptr_t)a.dst[d];
+  if ((bits & 15) == 0) {
+    for (i = t; i < n / 16; i += stride) {
+      uint4 v = ((const uint4 *)s)[i];
+      for (d = 0; d < a.ndst; d++) ((uint4 *)a.dst[d])[i] = v;
+    }
+    done = n / 16 * 16;
+  } else if ((bits & 3) == 0) {
+    for (i = t; i < n / 4; i += stride) {
+      unsigned int v = ((const unsigned int *)s)[i];
+      for (d = 0; d < a.ndst; d++) ((unsigned int *)a.dst[d])[i] = v;
+    }
+    done = n / 4 * 4;
+  }
+  for (i = done + t; i < n; i += stride) {
+    unsigned char v = s[i];
+    for (d = 0; d < a.ndst; d++) ((unsigned char *)a.dst[d])[i] = v;
+  }
+}
+
+__global__ void __launch_bounds__(CC_CUDA__THREADS) cc_cuda__fan_kernel(cc_cuda__fan_args a) {
+  if (cc_cuda__block_stopped(a.abort)) return;
+  cc_cuda__fan_body(a, (size_t)blockIdx.x * blockDim.x + threadIdx.x, (size_t)gridDim.x * blockDim.x);
+}
+
+static void cc_cuda__fan_twin(void **args, dim3 grid, dim3 block) {
+  const cc_cuda__fan_args *a = (const cc_cuda__fan_args *)args[0];
+  size_t t, stride = (size_t)grid.x * block.x;
+#ifdef CC_CUDA_EMU_HOOKS
+  int d;
+  if (a->bytes && !cc_cuda__load(a->abort)) {
+    cc_emu_access(a->src, a->bytes, 0, "copy kernel");
+    for (d = 0; d < a->ndst; d++) cc_emu_access(a->dst[d], a->bytes, 1, "copy kernel");
+  }
+#endif
+  for (t = 0; t < stride; t++)
+    if (t % block.x || !cc_cuda__twin_stopped(a->abort)) cc_cuda__fan_body(*a, t, stride);
+    else t += block.x - 1;
 }
 
 /* The wait without stream memory operations: thread 0 posts (after a system
@@ -657,6 +742,23 @@ static void cc_cuda__sync_twin(void **args, dim3 grid, dim3 block) {
   for (i = 0; i < (int)block.x; i++) cc_cuda__sync_body(*a, i);
 }
 
+/* Device code built with --use_fast_math or -ftz=true flushes float32
+   subnormals to zero, even in __fadd_rn and __fmul_rn (add.rn.ftz.f32): the
+   folds would no longer give cc.h's bits. Init multiplies the smallest normal
+   float32 by one half here, once, and refuses such a build. */
+typedef struct cc_cuda__ftz_args {
+  float *out;
+  float x;
+} cc_cuda__ftz_args;
+
+__global__ void cc_cuda__ftz_kernel(cc_cuda__ftz_args a) { *a.out = cc_cuda__rn<float>::mul(a.x, 0.5f); }
+
+static void cc_cuda__ftz_twin(void **args, dim3 grid, dim3 block) {
+  const cc_cuda__ftz_args *a = (const cc_cuda__ftz_args *)args[0];
+  (void)grid, (void)block;
+  *a->out = cc_cuda__rn<float>::mul(a->x, 0.5f);
+}
+
 /* For a CUDA runtime emulated on the CPU (tests/cuda_emu.cpp): the CPU twin
    of kernel `stub` (its host stub, as a launch names it), which runs the
    kernel's own body over the whole grid, thread after thread, and the size of
@@ -664,7 +766,9 @@ static void cc_cuda__sync_twin(void **args, dim3 grid, dim3 block) {
 static __attribute__((unused)) cc_cuda__twin_fn cc_cuda__twin(const void *stub, size_t *argbytes) {
   int t, op;
   if (stub == (const void *)&cc_cuda__copy_kernel) { *argbytes = sizeof(cc_cuda__copy_args); return cc_cuda__copy_twin; }
+  if (stub == (const void *)&cc_cuda__fan_kernel) { *argbytes = sizeof(cc_cuda__fan_args); return cc_cuda__fan_twin; }
   if (stub == (const void *)&cc_cuda__sync_kernel) { *argbytes = sizeof(cc_cuda__sync_args); return cc_cuda__sync_twin; }
+  if (stub == (const void *)&cc_cuda__ftz_kernel) { *argbytes = sizeof(cc_cuda__ftz_args); return cc_cuda__ftz_twin; }
   *argbytes = sizeof(cc_cuda__fold_args);
   for (t = 0; t < CC_DTYPE_COUNT; t++)
     for (op = 0; op <= CC__OP_PREMUL; op++) {
@@ -745,6 +849,7 @@ typedef struct cc_cuda__alloc {        /* cc_cuda_malloc'd, not yet freed */
 typedef struct cc_cuda__closing {      /* a peer's mapping to close once this rank's work up to ev is done */
   void *base;
   int owner;
+  int sealed;                          /* 0: the call being made may still read it (ev comes at its end) */
   cudaEvent_t ev;                      /* NULL: nothing was queued before it */
 } cc_cuda__closing;
 
@@ -763,21 +868,33 @@ typedef struct cc_cuda__p2p {          /* a send or receive queued in a group */
 } cc_cuda__p2p;
 
 typedef CUresult (*cc_cuda__memop_fn)(CUstream, CUdeviceptr, cuuint32_t, unsigned int);
+typedef CUresult (*cc_cuda__batch_fn)(CUstream, unsigned int, CUstreamBatchMemOpParams *, unsigned int);
 typedef CUresult (*cc_cuda__attrs_fn)(unsigned int, CUpointer_attribute *, void **, CUdeviceptr);
 
 enum { CC_CUDA__STAGED, CC_CUDA__IPC };
 
+typedef struct cc_cuda__occ {          /* blocks of one kernel that an SM holds at once */
+  const void *fn;
+  unsigned int per_sm;
+} cc_cuda__occ;
+#define CC_CUDA__NOCC 96               /* kernels of this file, with room */
+
 struct cc_cuda_comm {
   cc_comm *host;
   int rank, size, dev, mode, sms;
+  cc_cuda__occ occ[CC_CUDA__NOCC];     /* per kernel, asked once */
+  int nocc;
   size_t oneshot;                      /* CC_CUDA_ONESHOT_BYTES */
+  size_t max_blocks;                   /* CC_CUDA_BLOCKS: the most blocks of one launch */
   char err[320];
   int failed;                          /* cc_result of the failure; later calls get CC_ERR_ABORTED */
   /* driver entry points (NULL where the driver lacks them) */
   cc_cuda__memop_fn wait32, write32;
+  cc_cuda__batch_fn batch;             /* cuStreamBatchMemOp: a barrier's post and waits in one call */
   cc_cuda__attrs_fn attrs;
   int memops;                          /* waits are stream memory operations, else cc_cuda__sync_kernel */
   unsigned int flush;                  /* CU_STREAM_WAIT_VALUE_FLUSH where the device can flush remote writes */
+  int far;                             /* some peer's GPU is another GPU than this rank's */
   /* the order of calls across streams */
   cudaEvent_t ev;                      /* the end of the latest call's work, on stream `last` */
   cudaStream_t last;
@@ -950,13 +1067,42 @@ static cc_result cc_cuda__host_failed(cc_cuda_comm *g, cc_result r) {
 }
 
 /* Does this process's CUDA context still live? A fault in a kernel kills it:
-   every call then returns the same (sticky) error. */
+   every call then returns the same (sticky) error. Errors that a stream
+   capture makes (a query prohibited while some thread captures, which the
+   callers' relaxed capture mode should prevent) say nothing of the context. */
 static cudaError_t cc_cuda__context(cc_cuda_comm *g) {
   cudaError_t e;
   if (!g->probe) return cudaSuccess;
   e = cudaEventQuery(g->probe);        /* never recorded: cudaSuccess while the context lives */
-  return e == cudaErrorNotReady ? cudaSuccess : e;
+  switch (e) {
+    case cudaErrorNotReady: case cudaErrorStreamCaptureUnsupported: case cudaErrorStreamCaptureInvalidated:
+    case cudaErrorStreamCaptureImplicit: case cudaErrorCapturedEvent: case cudaErrorStreamCaptureWrongThread:
+      return cudaSuccess;
+    default: return e;
+  }
 }
+
+/* Every call of this library, and its watchdog thread, runs with the
+   thread's stream-capture mode relaxed (as NCCL allocates, and PyTorch's
+   NCCL watchdog queries its events): its allocations, mappings and event
+   queries touch no stream that is being captured, so they must neither fail
+   nor invalidate a capture that another thread, or the caller on another
+   stream, is making (torch.cuda.graph captures in Global mode, which
+   prohibits them in every other thread). A call on a stream that is being
+   captured is refused before any of them (cc_cuda__not_capturing). The
+   caller's mode is given back when the call returns. */
+struct cc_cuda__relaxed {
+  cudaStreamCaptureMode prev;
+  int ok;
+  cc_cuda__relaxed() : prev(cudaStreamCaptureModeRelaxed), ok(0) {
+    cudaError_t before = cudaPeekAtLastError();
+    ok = cudaThreadExchangeStreamCaptureMode(&prev) == cudaSuccess;
+    if (!ok) cc_cuda__forgive(before);
+  }
+  ~cc_cuda__relaxed() {
+    if (ok) cudaThreadExchangeStreamCaptureMode(&prev);
+  }
+};
 
 /* The caller's current device, made this communicator's for the call and
    given back when the call returns. */
@@ -1092,12 +1238,33 @@ static unsigned long long cc_cuda__buffer_id(cc_cuda_comm *g, const void *p) {
   return id;
 }
 
-/* Close a peer's mapping once nothing queued so far can still read it: an
-   event on the stream of the call being made, which has waited for the end
-   of the previous call (every earlier one is ordered before that), never by
-   waiting for the device. (Not on the previous call's stream: the caller may
-   have destroyed it since.) */
-static cc_result cc_cuda__close_later(cc_cuda_comm *g, const char *what, int owner, void *base) {
+/* Close a peer's mapping once nothing queued can still read it: an event on
+   the stream of the call being made, which has waited for the end of the
+   previous call (every earlier one is ordered before that), never by waiting
+   for the device. (Not on the previous call's stream: the caller may have
+   destroyed it since.) `now`: no work of the call being made reads it (a
+   buffer its owner retired), so the event is recorded at once; else the
+   call's own copies may read it (a mapping its cache evicts while the call
+   is being queued), and the event is recorded once all of the call's work is
+   queued (cc_cuda__seal_closes). */
+static cc_result cc_cuda__record_close(cc_cuda_comm *g, const char *what, cc_cuda__closing *c, int queued) {
+  cudaError_t before = cudaPeekAtLastError(), e = cudaSuccess;
+  if (!queued) {                       /* nothing was ever queued: it may close at once */
+    c->sealed = 1;
+    return CC_OK;
+  }
+  if ((!c->ev && (e = cudaEventCreateWithFlags(&c->ev, cudaEventDisableTiming)) != cudaSuccess) ||
+      (e = cudaEventRecord(c->ev, g->cur)) != cudaSuccess) {
+    cc_cuda__forgive(before);
+    return what ? cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: an event for closing rank %d's buffer failed: %s (%s)",
+                                 what, g->rank, c->owner, cudaGetErrorName(e), cudaGetErrorString(e))
+                : CC_ERR_SYSTEM;       /* left unsealed: destroy closes it after all of this rank's work */
+  }
+  c->sealed = 1;
+  return CC_OK;
+}
+
+static cc_result cc_cuda__close_later(cc_cuda_comm *g, const char *what, int owner, void *base, int now) {
   cc_cuda__closing *c;
   if (g->ncloses == g->capcloses) {
     int cap = g->capcloses ? 2 * g->capcloses : 16;
@@ -1108,18 +1275,22 @@ static cc_result cc_cuda__close_later(cc_cuda_comm *g, const char *what, int own
     g->closes = q;
     g->capcloses = cap;
   }
-  c = &g->closes[g->ncloses];
+  c = &g->closes[g->ncloses++];
   c->base = base;
   c->owner = owner;
+  c->sealed = 0;
   c->ev = NULL;
-  if (g->have_last) {
-    CC_CUDA__CALL(g, what, cudaEventCreateWithFlags(&c->ev, cudaEventDisableTiming));
-    if (cudaEventRecord(c->ev, g->cur) != cudaSuccess) {
-      cudaEventDestroy(c->ev);
-      return cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: cudaEventRecord failed", what, g->rank);
-    }
-  }
-  g->ncloses++;
+  return now ? cc_cuda__record_close(g, what, c, g->have_last) : CC_OK;
+}
+
+/* The call being made has queued its work on g->cur: the mappings it evicted
+   are closed once that work is done. `what` NULL: the call failed with its
+   own message already, which this must not replace (what cannot be sealed
+   is closed by destroy). */
+static cc_result cc_cuda__seal_closes(cc_cuda_comm *g, const char *what) {
+  int i;
+  for (i = 0; i < g->ncloses; i++)
+    if (!g->closes[i].sealed) CC__TRY(cc_cuda__record_close(g, what, &g->closes[i], 1));
   return CC_OK;
 }
 
@@ -1129,6 +1300,10 @@ static void cc_cuda__reap_closes(cc_cuda_comm *g, int all) {
   int i, n = 0, p;
   for (i = 0; i < g->ncloses; i++) {
     cc_cuda__closing *c = &g->closes[i];
+    if (!all && !c->sealed) {          /* the call being made may read it */
+      g->closes[n++] = *c;
+      continue;
+    }
     if (!all && c->ev) {
       cudaError_t before = cudaPeekAtLastError(), e = cudaEventQuery(c->ev);
       if (e == cudaErrorNotReady) {
@@ -1166,14 +1341,14 @@ static cc_result cc_cuda__peer_frees(cc_cuda_comm *g, const char *what) {
       for (k = seen + 1; !hit && m->base && k != f + 1; k++)
         hit = __atomic_load_n(&g->page->freed[p][(k - 1) % CC_CUDA__NFREED], __ATOMIC_ACQUIRE) == m->id;
       if (!hit || !m->base) continue;
-      CC__TRY(cc_cuda__close_later(g, what, p, m->base));
+      CC__TRY(cc_cuda__close_later(g, what, p, m->base, 1));
       memset(m, 0, sizeof *m);
     }
     f2 = __atomic_load_n(&g->page->frees[p], __ATOMIC_ACQUIRE);
     if (f2 - seen > CC_CUDA__NFREED)   /* the ring moved on while it was read: close them all */
       for (i = 0; i < CC_CUDA__NMAP; i++)
         if (g->maps[p][i].base) {
-          CC__TRY(cc_cuda__close_later(g, what, p, g->maps[p][i].base));
+          CC__TRY(cc_cuda__close_later(g, what, p, g->maps[p][i].base, 1));
           memset(&g->maps[p][i], 0, sizeof g->maps[p][i]);
         }
     g->seen[p] = f;
@@ -1205,8 +1380,8 @@ static cc_result cc_cuda__peer(cc_cuda_comm *g, const char *what, int p, const c
   if (!m) {
     void *base = NULL;
     m = lru;
-    if (m->base) {                     /* earlier calls may still read it: closed once they are done */
-      CC__TRY(cc_cuda__close_later(g, what, p, m->base));
+    if (m->base) {                     /* this call and earlier ones may still read it: closed after them */
+      CC__TRY(cc_cuda__close_later(g, what, p, m->base, 0));
       m->base = NULL;
     }
     CC_CUDA__CALL(g, what, cudaIpcOpenMemHandle(&base, b->h, cudaIpcMemLazyEnablePeerAccess));
@@ -1305,20 +1480,12 @@ static CUdeviceptr cc_cuda__dflag(cc_cuda_comm *g, unsigned int *flag) {
   return (CUdeviceptr)(uintptr_t)(g->dpage + ((unsigned char *)flag - (unsigned char *)g->page));
 }
 
-/* CC_CUDA_TEST_NO_STREAM_ORDER: only tests/test_cuda_hb.cu defines it (an
-   expression there), to bring back issue 10's defect 1 (no order between calls
-   on two streams) and show that the emulation's happens-before checker finds
-   it. 0 everywhere else. */
-#ifndef CC_CUDA_TEST_NO_STREAM_ORDER
-#define CC_CUDA_TEST_NO_STREAM_ORDER 0
-#endif
-
 /* Calls run in the order they were made, whatever their streams (as NCCL
    orders a communicator's work): a call on another stream than the previous
    one first waits for the previous one's end (g->ev), and every call records
    its own end. Calls on one stream cost nothing more than the record. */
 static cc_result cc_cuda__order(cc_cuda_comm *g, const char *what, cudaStream_t s) {
-  if (g->have_last && s != g->last && !(CC_CUDA_TEST_NO_STREAM_ORDER))
+  if (g->have_last && s != g->last)
     CC_CUDA__CALL(g, what, cudaStreamWaitEvent(s, g->ev, 0));
   g->cur = s;
   return CC_OK;
@@ -1327,7 +1494,7 @@ static cc_result cc_cuda__ordered(cc_cuda_comm *g, const char *what, cudaStream_
   CC_CUDA__CALL(g, what, cudaEventRecord(g->ev, s));
   g->last = s;
   g->have_last = 1;
-  return CC_OK;
+  return cc_cuda__seal_closes(g, what);
 }
 
 /* The calls cannot be captured into a CUDA graph: each call's phase numbers,
@@ -1369,10 +1536,31 @@ static cc_result cc_cuda__launch(cc_cuda_comm *g, const char *what, const void *
    spinning), else a one-block kernel per 32 waits (after a system fence). */
 static cc_result cc_cuda__sync(cc_cuda_comm *g, const char *what, cudaStream_t s, unsigned int *post,
                                unsigned int pval, unsigned int *const *waits, const unsigned int *vals, int nwait,
-                               unsigned int flags) {
+                               unsigned int flags, int kernel) {
   int i, j;
-  if (g->memops) {
+  if (g->memops && !kernel) {
     CUresult r = CUDA_SUCCESS;
+    if (g->batch && nwait < CC_CUDA__MAXR + 1) {   /* the post and the waits in one call */
+      CUstreamBatchMemOpParams op[CC_CUDA__MAXR + 2];
+      unsigned int n = 0;
+      memset(op, 0, sizeof op);
+      if (post) {
+        op[n].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+        op[n].writeValue.address = cc_cuda__dflag(g, post);
+        op[n++].writeValue.value = pval;
+      }
+      for (i = 0; i < nwait; i++) {
+        op[n].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+        op[n].waitValue.address = cc_cuda__dflag(g, waits[i]);
+        op[n].waitValue.value = vals[i];
+        op[n++].waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ | flags;
+      }
+      if (n) r = g->batch((CUstream)s, n, op, 0);
+      if (r != CUDA_SUCCESS)
+        return cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: cuStreamBatchMemOp of %u stream memory operations "
+                              "failed (CUresult %d)", what, g->rank, n, (int)r);
+      return CC_OK;
+    }
     if (post) r = g->write32((CUstream)s, cc_cuda__dflag(g, post), pval, 0);
     for (i = 0; i < nwait && r == CUDA_SUCCESS; i++)
       r = g->wait32((CUstream)s, cc_cuda__dflag(g, waits[i]), vals[i], CU_STREAM_WAIT_VALUE_GEQ | flags);
@@ -1400,9 +1588,16 @@ static cc_result cc_cuda__sync(cc_cuda_comm *g, const char *what, cudaStream_t s
 }
 
 /* A barrier of every rank's stream: post the next phase, wait for everyone.
-   The closing barrier of a call flushes: peers may have written into this
-   rank's memory before they posted (two-shot all_reduce). */
-static cc_result cc_cuda__bar(cc_cuda_comm *g, const char *what, cudaStream_t s, int closing) {
+   `written`: peers wrote into this rank's memory before they posted (the
+   closing barrier of two-shot all_reduce). A GPU may still reorder writes
+   that came from other GPUs after they arrived, so the work after the wait
+   must be ordered after them by a flush: the waits carry
+   CU_STREAM_WAIT_VALUE_FLUSH where the device can flush remote writes; where
+   it cannot (CAN_FLUSH_REMOTE_WRITES is 0 on most x86 hosts) and a peer is on
+   another GPU, the barrier is the wait kernel, whose acquire of the flags
+   (a system fence after the loads) orders the writes before the work after
+   it. Writes from ranks on the same GPU need neither. */
+static cc_result cc_cuda__bar(cc_cuda_comm *g, const char *what, cudaStream_t s, int written) {
   unsigned int *waits[CC_CUDA__MAXR], vals[CC_CUDA__MAXR], v = ++g->phase;
   int p, n = 0;
   for (p = 0; p < g->size; p++) {
@@ -1410,11 +1605,44 @@ static cc_result cc_cuda__bar(cc_cuda_comm *g, const char *what, cudaStream_t s,
     waits[n] = &g->page->post[p][0];
     vals[n++] = v;
   }
-  return cc_cuda__sync(g, what, s, &g->page->post[g->rank][0], v, waits, vals, n, closing ? g->flush : 0u);
+  return cc_cuda__sync(g, what, s, &g->page->post[g->rank][0], v, waits, vals, n, written ? g->flush : 0u,
+                       written && g->far && !g->flush);
 }
 
-static unsigned int cc_cuda__blocks(cc_cuda_comm *g, size_t items) {
-  size_t b = (items + CC_CUDA__THREADS - 1) / CC_CUDA__THREADS, cap = (size_t)g->sms * 4;
+/* How many blocks of kernel fn (CC_CUDA__THREADS threads each) one SM runs at
+   once: its registers decide (the fold kernels use 33 to 40 per thread, so 3
+   of 512 threads fit where 4 would take 32). Asked of the runtime once per
+   kernel. */
+static unsigned int cc_cuda__per_sm(cc_cuda_comm *g, const void *fn) {
+  int i, n = 0;
+  cudaError_t before;
+  for (i = 0; i < g->nocc; i++)
+    if (g->occ[i].fn == fn) return g->occ[i].per_sm;
+  before = cudaPeekAtLastError();
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, fn, CC_CUDA__THREADS, 0) != cudaSuccess || n < 1) {
+    cc_cuda__forgive(before);
+    n = 1;
+  }
+  if (g->nocc < CC_CUDA__NOCC) {
+    g->occ[g->nocc].fn = fn;
+    g->occ[g->nocc++].per_sm = (unsigned int)n;
+  }
+  return (unsigned int)n;
+}
+
+/* The most blocks of one launch of kernel fn: CC_CUDA_BLOCKS (default 32,
+   as NCCL runs 8 to 32 channels on a node), so that the collectives leave
+   the other SMs to the caller's kernels, and never more than the device runs
+   at once, so that every launch is one wave. */
+static size_t cc_cuda__cap(cc_cuda_comm *g, const void *fn) {
+  size_t cap = (size_t)g->sms * cc_cuda__per_sm(g, fn);
+  return cap < g->max_blocks ? cap : g->max_blocks;
+}
+
+/* The grid of kernel fn for `items` units of work (each thread strides over
+   the rest). */
+static unsigned int cc_cuda__blocks(cc_cuda_comm *g, const void *fn, size_t items) {
+  size_t b = (items + CC_CUDA__THREADS - 1) / CC_CUDA__THREADS, cap = cc_cuda__cap(g, fn);
   return (unsigned int)(b < 1 ? 1 : b > cap ? cap : b);
 }
 
@@ -1446,7 +1674,7 @@ static cc_result cc_cuda__fold(cc_cuda_comm *g, const char *what, cudaStream_t s
   a.vec = (bits & 15) == 0;
   a.abort = (const volatile unsigned int *)(uintptr_t)cc_cuda__dflag(g, &g->page->abort);
   return cc_cuda__launch(g, what, (const void *)fn,
-                         dim3(cc_cuda__blocks(g, a.vec ? count * scale * es / 16 : count * scale)),
+                         dim3(cc_cuda__blocks(g, (const void *)fn, a.vec ? count * scale * es / 16 : count * scale)),
                          dim3(CC_CUDA__THREADS), &a, s);
 }
 
@@ -1459,8 +1687,11 @@ typedef struct cc_cuda__copies {
 
 static cc_result cc_cuda__copy_flush(cc_cuda_comm *g, const char *what, cudaStream_t s, cc_cuda__copies *c) {
   dim3 grid;
+  unsigned int cap;
   if (!c->n) return CC_OK;
-  grid.x = cc_cuda__blocks(g, c->most / 16 + 1);
+  cap = (unsigned int)(cc_cuda__cap(g, (const void *)cc_cuda__copy_kernel) / (size_t)c->n);   /* the copies share it */
+  grid.x = cc_cuda__blocks(g, (const void *)cc_cuda__copy_kernel, c->most / 16 + 1);
+  grid.x = grid.x < cap ? grid.x : cap ? cap : 1;
   grid.y = (unsigned int)c->n;
   grid.z = 1;
   c->a.abort = (const volatile unsigned int *)(uintptr_t)cc_cuda__dflag(g, &g->page->abort);
@@ -1479,6 +1710,23 @@ static cc_result cc_cuda__copy_add(cc_cuda_comm *g, const char *what, cudaStream
   c->n++;
   c->most = CC__MAX(c->most, bytes);
   return CC_OK;
+}
+
+/* src (bytes long) into every one of dst[0..ndst-1], each byte read once. */
+static cc_result cc_cuda__fan(cc_cuda_comm *g, const char *what, cudaStream_t s, const void *src, void *const *dst,
+                              int ndst, size_t bytes) {
+  cc_cuda__fan_args a;
+  int d;
+  if (!bytes || !ndst) return CC_OK;
+  memset(&a, 0, sizeof a);
+  a.src = src;
+  for (d = 0; d < ndst; d++) a.dst[d] = dst[d];
+  a.ndst = ndst;
+  a.bytes = bytes;
+  a.abort = (const volatile unsigned int *)(uintptr_t)cc_cuda__dflag(g, &g->page->abort);
+  return cc_cuda__launch(g, what, (const void *)cc_cuda__fan_kernel,
+                         dim3(cc_cuda__blocks(g, (const void *)cc_cuda__fan_kernel, bytes / 16 + 1)),
+                         dim3(CC_CUDA__THREADS), &a, s);
 }
 
 /* ============================================================== @cuda-watchdog */
@@ -1599,6 +1847,7 @@ static void cc_cuda__watch(cc_cuda_comm *g, int closing) {
 static void *cc_cuda__watchdog(void *arg) {
   cc_cuda_comm *g = (cc_cuda_comm *)arg;
   int closing;
+  cc_cuda__relaxed relaxed;            /* its probe must not break another thread's capture */
   if (g->probe) cudaSetDevice(g->dev);   /* its context, for the probe */
   pthread_mutex_lock(&g->lock);
   while (!g->wd_stop) {
@@ -1643,10 +1892,33 @@ static cc_cuda__memop_fn cc_cuda__entry(const char *name) {
   return q == cudaDriverEntryPointSuccess ? (cc_cuda__memop_fn)fn : NULL;
 }
 
+/* Does this build's device code keep float32 subnormals (*kept)? Run on a
+   stream of its own, once (cc_cuda__ftz_kernel). */
+static cudaError_t cc_cuda__subnormals(int *kept) {
+  cc_cuda__ftz_args a;
+  cudaStream_t s = NULL;
+  float got = 0.0f;
+  void *args[1];
+  cudaError_t e;
+  *kept = 1;
+  a.out = NULL;
+  a.x = cc__f32_from_bits(0x00800000u);   /* 2^-126: half of it is a subnormal */
+  args[0] = &a;
+  if ((e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking)) != cudaSuccess) return e;
+  if ((e = cudaMalloc((void **)&a.out, sizeof(float))) == cudaSuccess &&
+      (e = cudaLaunchKernel((const void *)cc_cuda__ftz_kernel, dim3(1), dim3(1), args, 0, s)) == cudaSuccess &&
+      (e = cudaMemcpyAsync(&got, a.out, sizeof got, cudaMemcpyDeviceToHost, s)) == cudaSuccess)
+    e = cudaStreamSynchronize(s);
+  if (a.out) cudaFree(a.out);
+  cudaStreamDestroy(s);
+  if (e == cudaSuccess) *kept = got != 0.0f;
+  return e;
+}
+
 /* This rank's side of init: the device, its context, the driver entry points,
    the probe buffer (freed after init). */
 static void cc_cuda__init_local(cc_cuda_comm *g, cc_cuda__hello *h, void **probe) {
-  int ndev = 0, flush = 0;
+  int ndev = 0, flush = 0, kept = 1;
   cudaError_t e = cudaGetDeviceCount(&ndev);
   const char *mode = getenv("CC_CUDA_TRANSPORT");
   struct cudaDeviceProp prop;
@@ -1668,12 +1940,19 @@ static void cc_cuda__init_local(cc_cuda_comm *g, cc_cuda__hello *h, void **probe
       (e = cudaEventCreateWithFlags(&g->ev, cudaEventDisableTiming)) != cudaSuccess ||
       (e = cudaEventCreateWithFlags(&g->probe, cudaEventDisableTiming)) != cudaSuccess)
     CC_CUDA__HELLO_FAIL(CC_ERR_SYSTEM, "device %d: %s (%s)", g->dev, cudaGetErrorName(e), cudaGetErrorString(e));
+  if ((e = cc_cuda__subnormals(&kept)) != cudaSuccess)
+    CC_CUDA__HELLO_FAIL(CC_ERR_SYSTEM, "device %d: a probe kernel failed: %s (%s)", g->dev, cudaGetErrorName(e),
+                        cudaGetErrorString(e));
+  if (!kept)
+    CC_CUDA__HELLO_FAIL(CC_ERR_UNSUPPORTED, "device code built with --use_fast_math or -ftz=true (float32 "
+                        "subnormals flushed): its folds would not give cc.h's bits; build cc_cuda.cuh without them");
 #undef CC_CUDA__HELLO_FAIL
   memcpy(h->uuid, prop.uuid.bytes, sizeof h->uuid);
   if (cudaDeviceGetAttribute(&flush, cudaDevAttrCanFlushRemoteWrites, g->dev) == cudaSuccess && flush)
     g->flush = CU_STREAM_WAIT_VALUE_FLUSH;
   g->wait32 = cc_cuda__entry("cuStreamWaitValue32");
   g->write32 = cc_cuda__entry("cuStreamWriteValue32");
+  g->batch = (cc_cuda__batch_fn)(void *)cc_cuda__entry("cuStreamBatchMemOp");
   g->attrs = (cc_cuda__attrs_fn)(void *)cc_cuda__entry("cuPointerGetAttributes");
   if (!g->attrs) h->ipc = 0;
   if (h->ipc) {                        /* a buffer peers that cannot see this GPU try to open */
@@ -1762,16 +2041,40 @@ static int cc_cuda__page_setup(cc_cuda_comm *g) {
   return all;
 }
 
+/* Does cuStreamBatchMemOp work here? The same probe as one batch, on the
+   next two words of the page; without it (an older driver, or refused) each
+   operation is a call of its own. */
+static int cc_cuda__batch_works(cc_cuda_comm *g, cudaStream_t s) {
+  unsigned int *probe = &g->page->post[g->rank][3];
+  CUstreamBatchMemOpParams op[3];
+  memset(op, 0, sizeof op);
+  op[0].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+  op[0].writeValue.address = cc_cuda__dflag(g, probe);
+  op[0].writeValue.value = 0x5eed5eefu;
+  op[1].waitValue.operation = CU_STREAM_MEM_OP_WAIT_VALUE_32;
+  op[1].waitValue.address = cc_cuda__dflag(g, probe);
+  op[1].waitValue.value = 0x5eed5eefu;
+  op[1].waitValue.flags = CU_STREAM_WAIT_VALUE_GEQ | g->flush;
+  op[2].writeValue.operation = CU_STREAM_MEM_OP_WRITE_VALUE_32;
+  op[2].writeValue.address = cc_cuda__dflag(g, probe + 1);
+  op[2].writeValue.value = 0x5eed5ef0u;
+  return g->batch((CUstream)s, 3, op, 0) == CUDA_SUCCESS && cudaStreamSynchronize(s) == cudaSuccess &&
+         __atomic_load_n(probe, __ATOMIC_ACQUIRE) == 0x5eed5eefu && __atomic_load_n(probe + 1, __ATOMIC_ACQUIRE) == 0x5eed5ef0u;
+}
+
 /* Do stream memory operations work here, on the registered page? One write,
    then a wait on what it wrote (with the flush flag where the device has it),
-   read back. */
+   read back; then the same as one batch. */
 static int cc_cuda__memops_work(cc_cuda_comm *g) {
   const char *sync = getenv("CC_CUDA_SYNC");
   unsigned int *probe = &g->page->post[g->rank][1];
   cudaError_t before = cudaPeekAtLastError();
   cudaStream_t s;
   int ok;
-  if (!g->wait32 || !g->write32 || (sync && !strcmp(sync, "kernel"))) return 0;
+  if (!g->wait32 || !g->write32 || (sync && !strcmp(sync, "kernel"))) {
+    g->batch = NULL;
+    return 0;
+  }
   if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) { cc_cuda__forgive(before); return 0; }
   ok = g->write32((CUstream)s, cc_cuda__dflag(g, probe), 0x5eed5eedu, 0) == CUDA_SUCCESS &&
        g->wait32((CUstream)s, cc_cuda__dflag(g, probe), 0x5eed5eedu, CU_STREAM_WAIT_VALUE_GEQ | g->flush) == CUDA_SUCCESS &&
@@ -1779,6 +2082,10 @@ static int cc_cuda__memops_work(cc_cuda_comm *g) {
        cudaStreamSynchronize(s) == cudaSuccess && __atomic_load_n(probe, __ATOMIC_ACQUIRE) == 0x5eed5eedu &&
        __atomic_load_n(probe + 1, __ATOMIC_ACQUIRE) == 0x5eed5eeeu;
   if (!ok) cc_cuda__forgive(before);
+  if (ok && g->batch && !cc_cuda__batch_works(g, s)) {
+    cc_cuda__forgive(before);
+    g->batch = NULL;
+  }
   cudaStreamDestroy(s);
   return ok;
 }
@@ -1876,7 +2183,10 @@ static cc_result cc_cuda__start(cc_cuda_comm *g, int ipc, const cc_cuda__hello *
   if (!g->recs || !g->hi) return cc__fail(g->host, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", w, g->rank);
   if (g->mode != CC_CUDA__IPC) return CC_OK;
   memset(g->hi, 0, sizeof *g->hi * 2 * CC_CUDA__NFLAGS);
-  for (p = 0; p < g->size; p++) g->pids[p] = all[p].pid;
+  for (p = 0; p < g->size; p++) {
+    g->pids[p] = all[p].pid;
+    if (memcmp(all[p].uuid, all[g->rank].uuid, sizeof all[p].uuid)) g->far = 1;
+  }
   g->memops = cc_cuda__memops_work(g);
   if (pthread_create(&g->wd, NULL, cc_cuda__watchdog, g) != 0)
     return cc__fail(g->host, CC_ERR_SYSTEM, "%s: rank %d: cannot start the watchdog thread", w, g->rank);
@@ -1895,6 +2205,8 @@ CC_API cc_result cc_cuda_comm_init(cc_comm *host, int device, cc_cuda_comm **out
   *out = NULL;
   if (!host) return cc__fail(NULL, CC_ERR_INVALID_ARG, "%s: host communicator is NULL", w);
   CC__TRY(cc__ready(host, w));
+  cc_cuda__device_guard guard(device);   /* the caller's current device is given back */
+  cc_cuda__relaxed relaxed;
   g = (cc_cuda_comm *)CC_MALLOC(sizeof *g);
   all = (cc_cuda__hello *)CC_MALLOC(sizeof *all * (size_t)host->size);
   if (!g || !all) {
@@ -1912,6 +2224,7 @@ CC_API cc_result cc_cuda_comm_init(cc_comm *host, int device, cc_cuda_comm **out
   g->dev = device;
   g->sms = 1;
   g->oneshot = cc__env_size("CC_CUDA_ONESHOT_BYTES", 256u << 10, 0, (size_t)1 << 40);
+  g->max_blocks = cc__env_size("CC_CUDA_BLOCKS", 32, 1, 1024);
   cc_cuda__init_local(g, &mine, &probe);
   r = cc_cuda__pick_mode(g, &mine, all, probe, &ipc);
   if (r == CC_OK) r = cc_cuda__start(g, ipc, all);
@@ -1920,9 +2233,12 @@ CC_API cc_result cc_cuda_comm_init(cc_comm *host, int device, cc_cuda_comm **out
     cc_cuda__free_all(g);
     return r;
   }
-  cc__log(host, CC__LOG_INFO, "%s: rank %d: device %d (%s), %s mode, %s waits%s", w, g->rank, g->dev, mine.busid,
-          g->mode == CC_CUDA__IPC ? "ipc" : "staged", g->memops ? "stream-memop" : "kernel",
-          g->memops && g->flush ? " (flushing remote writes)" : "");
+  cc__log(host, CC__LOG_INFO, "%s: rank %d: device %d (%s), %s mode, %s waits%s, remote writes %s", w, g->rank, g->dev,
+          mine.busid, g->mode == CC_CUDA__IPC ? "ipc" : "staged", g->memops ? "stream-memop" : "kernel",
+          g->memops && g->batch ? " (batched)" : "",
+          g->mode != CC_CUDA__IPC ? "none (staged)" : !g->far ? "none (every rank on this GPU)"
+          : !g->memops ? "ordered by the wait kernel" : g->flush ? "flushed by the waits (CU_STREAM_WAIT_VALUE_FLUSH)"
+          : "ordered by the wait kernel (the device cannot flush them)");
   *out = g;
   return CC_OK;
 }
@@ -1935,6 +2251,7 @@ CC_API cc_result cc_cuda_comm_destroy(cc_cuda_comm *g) {
   cudaError_t e = cudaSuccess;
   if (!g) return CC_OK;
   cc_cuda__device_guard guard(g->dev);
+  cc_cuda__relaxed relaxed;
   cudaSetDevice(g->dev);
   if (g->have_last) e = cudaEventSynchronize(g->ev);   /* the watchdog still runs: a dead peer cannot hang this */
   if (e != cudaSuccess && !g->failed)
@@ -2024,7 +2341,7 @@ static cc_result cc_cuda__staged(cc_cuda_comm *g, const cc__call *k, cudaStream_
    input that the peers read while this rank overwrites it), swapped with
    every rank's through the host communicator and checked. *staged: some
    rank needs the staged path. */
-static cc_result cc_cuda__coll_swap(cc_cuda_comm *g, const char *what, const cc__call *k, cudaStream_t s, int twoshot,
+static cc_result cc_cuda__coll_swap(cc_cuda_comm *g, const char *what, const cc__call *k, cudaStream_t s, int sliced,
                                     int *staged) {
   size_t sx, rx;
   const void *sbuf = k->sbuf;
@@ -2037,7 +2354,7 @@ static cc_result cc_cuda__coll_swap(cc_cuda_comm *g, const char *what, const cc_
   /* an input that the peers read while this rank overwrites it: read a copy
      (once the caller's buffer is known to be device memory). Without memory
      for it, the peers learn it from the record and nobody runs the call. */
-  if (sx && ((k->coll == CC__ALL_REDUCE && !twoshot) || k->coll == CC__ALL_TO_ALL) && sbuf == (const void *)rbuf) {
+  if (sx && ((k->coll == CC__ALL_REDUCE && !sliced) || k->coll == CC__ALL_TO_ALL) && sbuf == (const void *)rbuf) {
     void *w;
     unsigned int fl = 0;
     CC__TRY(cc_cuda__describe(g, what, "sendbuf", sbuf, sx, &me->b[0], &fl));
@@ -2082,28 +2399,77 @@ static cc_result cc_cuda__coll_swap(cc_cuda_comm *g, const char *what, const cc_
   return CC_OK;
 }
 
+/* A call's shape. Direct: each rank reads what it needs from its peers'
+   buffers (the root's whole buffer, for a broadcast; every input, for the
+   root of a reduce). Sliced, over CC_CUDA_ONESHOT_BYTES: the data is cut into
+   slices of whole 16-byte packs, and each slice is read once, by the rank
+   that owns it, and written into the buffers of every rank that needs it, so
+   that every rank moves about the same bytes and no rank's link carries the
+   others' (the root's does, direct: n-1 copies of its buffer go out of it,
+   or come into it):
+   - all_reduce ("two-shot"): rank r folds slice r of every input and writes
+     it into every rank's output (reduce-scatter and all-gather in one
+     kernel);
+   - broadcast: the n-1 ranks other than the root own a slice each: read it
+     from the root, write it into every non-root buffer;
+   - reduce: the n-1 ranks other than the root own a slice each: fold it
+     from every input, write it into the root's output.
+   Two ranks stay direct for broadcast and reduce (nothing to share). */
+static int cc_cuda__sliced(const cc_cuda_comm *g, const cc__call *k) {
+  if (k->count * cc__dtype_bytes(k->t) <= g->oneshot) return 0;
+  if (k->coll == CC__ALL_REDUCE) return g->size > 1;
+  return (k->coll == CC__BROADCAST || k->coll == CC__REDUCE) && g->size > 2;
+}
+
+/* Peers write into this rank's memory in a sliced call. */
+static int cc_cuda__written(const cc_cuda_comm *g, const cc__call *k, int sliced) {
+  return sliced && (k->coll == CC__ALL_REDUCE || (k->coll == CC__BROADCAST && g->rank != k->root) ||
+                    (k->coll == CC__REDUCE && g->rank == k->root));
+}
+
+/* Slice j of m of count elements of es bytes: [*lo, *hi), whole 16-byte packs. */
+static void cc_cuda__slice(size_t count, size_t es, int m, int j, size_t *lo, size_t *hi) {
+  size_t q = es >= 16 ? 1 : 16 / es, per = (count + (size_t)m - 1) / (size_t)m;
+  per = (per + q - 1) / q * q;
+  *lo = CC__MIN(count, per * (size_t)j);
+  *hi = CC__MIN(count, *lo + per);
+}
+
 /* The copies and folds of a collective, each rank reading its peers'
    buffers in place (between the two barriers of cc_cuda__ipc_coll). */
-static cc_result cc_cuda__coll_moves(cc_cuda_comm *g, const char *what, const cc__call *k, cudaStream_t s, int twoshot,
+static cc_result cc_cuda__coll_moves(cc_cuda_comm *g, const char *what, const cc__call *k, cudaStream_t s, int sliced,
                                      cc_cuda__copies *cp) {
-  size_t es = cc__dtype_bytes(k->t), one = k->count * es;
+  size_t es = cc__dtype_bytes(k->t), one = k->count * es, lo, hi;
   const void *src[CC_CUDA__MAXR];
+  void *dst[CC_CUDA__MAXR];
   unsigned char *rbuf = (unsigned char *)k->rbuf;
-  int n = g->size, p, root = k->root;
+  int n = g->size, p, root = k->root, nd = 0, mine = (g->rank - root - 1 + n) % n;   /* mine: this non-root's slice */
 #define CC_CUDA__AT(p, side, off, len, out) CC__TRY(cc_cuda__peer(g, what, p, &cc_cuda__recp(g, p)->b[side], off, len, out))
 #define CC_CUDA__COPY(srcp, dst, len) CC__TRY(cc_cuda__copy_add(g, what, s, cp, srcp, dst, len))
   switch (k->coll) {
     case CC__BROADCAST:
-      if (g->rank != root) { CC_CUDA__AT(root, 0, 0, one, &src[0]); CC_CUDA__COPY(src[0], rbuf, one); }
+      if (g->rank == root) break;
+      if (!sliced) { CC_CUDA__AT(root, 0, 0, one, &src[0]); CC_CUDA__COPY(src[0], rbuf, one); break; }
+      cc_cuda__slice(k->count, es, n - 1, mine, &lo, &hi);
+      if (lo == hi) break;
+      CC_CUDA__AT(root, 0, lo * es, (hi - lo) * es, &src[0]);
+      for (p = 0; p < n; p++)
+        if (p != root) CC_CUDA__AT(p, 0, lo * es, (hi - lo) * es, (const void **)&dst[nd++]);
+      CC__TRY(cc_cuda__fan(g, what, s, src[0], dst, nd, (hi - lo) * es));
       break;
     case CC__REDUCE: case CC__ALL_REDUCE: case CC__REDUCE_SCATTER:
+      if (k->coll == CC__REDUCE && sliced) {   /* this non-root's slice of every input, into the root's output */
+        if (g->rank == root) break;
+        cc_cuda__slice(k->count, es, n - 1, mine, &lo, &hi);
+        if (lo == hi) break;
+        for (p = 0; p < n; p++) CC_CUDA__AT(p, 0, lo * es, (hi - lo) * es, &src[p]);
+        CC_CUDA__AT(root, 1, lo * es, (hi - lo) * es, (const void **)&dst[0]);
+        CC__TRY(cc_cuda__fold(g, what, s, k->t, cc_cuda__gpu_op(g, k->op), src, dst, 1, hi - lo));
+        break;
+      }
       if (k->coll == CC__REDUCE && g->rank != root) break;
-      if (twoshot) {                   /* this rank's slice, of whole 16-byte packs */
-        size_t q = es >= 16 ? 1 : 16 / es, per = (k->count + n - 1) / n, lo, hi;
-        void *dst[CC_CUDA__MAXR];
-        per = (per + q - 1) / q * q;
-        lo = CC__MIN(k->count, per * (size_t)g->rank);
-        hi = CC__MIN(k->count, lo + per);
+      if (sliced) {                    /* two-shot: slice `rank` of every input, into every output */
+        cc_cuda__slice(k->count, es, n, g->rank, &lo, &hi);
         for (p = 0; p < n; p++) {
           CC_CUDA__AT(p, 0, lo * es, (hi - lo) * es, &src[p]);
           CC_CUDA__AT(p, 1, lo * es, (hi - lo) * es, (const void **)&dst[p]);
@@ -2113,10 +2479,8 @@ static cc_result cc_cuda__coll_moves(cc_cuda_comm *g, const char *what, const cc
       }
       for (p = 0; p < n; p++)
         CC_CUDA__AT(p, 0, k->coll == CC__REDUCE_SCATTER ? (size_t)g->rank * one : 0, one, &src[p]);
-      {
-        void *dst = rbuf;
-        CC__TRY(cc_cuda__fold(g, what, s, k->t, cc_cuda__gpu_op(g, k->op), src, &dst, 1, k->count));
-      }
+      dst[0] = rbuf;
+      CC__TRY(cc_cuda__fold(g, what, s, k->t, cc_cuda__gpu_op(g, k->op), src, dst, 1, k->count));
       break;
     case CC__GATHER: case CC__ALL_GATHER: case CC__SCATTER: case CC__ALL_TO_ALL:
     case CC__GATHER_V: case CC__ALL_GATHER_V: case CC__SCATTER_V: case CC__ALL_TO_ALL_V: {
@@ -2140,22 +2504,30 @@ static cc_result cc_cuda__coll_moves(cc_cuda_comm *g, const char *what, const cc
   return CC_OK;
 }
 
-static cc_result cc_cuda__ipc_coll(cc_cuda_comm *g, const cc__call *k, cudaStream_t s) {
+static cc_result cc_cuda__ipc_coll_queue(cc_cuda_comm *g, const cc__call *k, cudaStream_t s) {
   const char *what = cc__coll_names[k->coll];
   cc_cuda__copies cp;
-  int twoshot = k->coll == CC__ALL_REDUCE && k->count * cc__dtype_bytes(k->t) > g->oneshot && g->size > 1, staged = 0;
+  int sliced = cc_cuda__sliced(g, k), staged = 0;
   CC__TRY(cc_cuda__order(g, what, s));
   CC__TRY(cc_cuda__peer_frees(g, what));
-  CC__TRY(cc_cuda__coll_swap(g, what, k, s, twoshot, &staged));
+  CC__TRY(cc_cuda__coll_swap(g, what, k, s, sliced, &staged));
   if (staged) return cc_cuda__staged(g, k, s);
   if (!cc__is_v(k->coll) && k->coll != CC__BARRIER && !k->count) return CC_OK;
   CC__TRY(cc_cuda__bar(g, what, s, 0));
   if (k->coll == CC__BARRIER) return cc_cuda__ordered(g, what, s);
   memset(&cp, 0, sizeof cp);
-  CC__TRY(cc_cuda__coll_moves(g, what, k, s, twoshot, &cp));
+  CC__TRY(cc_cuda__coll_moves(g, what, k, s, sliced, &cp));
   CC__TRY(cc_cuda__copy_flush(g, what, s, &cp));
-  CC__TRY(cc_cuda__bar(g, what, s, 1));
+  CC__TRY(cc_cuda__bar(g, what, s, cc_cuda__written(g, k, sliced)));
   return cc_cuda__ordered(g, what, s);
+}
+
+/* A call that failed after its cache evicted mappings its queued work reads:
+   they are closed after that work too. */
+static cc_result cc_cuda__ipc_coll(cc_cuda_comm *g, const cc__call *k, cudaStream_t s) {
+  cc_result r = cc_cuda__ipc_coll_queue(g, k, s);
+  if (r != CC_OK) (void)cc_cuda__seal_closes(g, NULL);
+  return r;
 }
 
 /* ============================================================== @cuda-p2p */
@@ -2266,7 +2638,7 @@ static cc_result cc_cuda__p2p_stream(cc_cuda_comm *g, const char *what, cc_cuda_
   memset(&cp, 0, sizeof cp);
   for (i = 0; i < nops && r == CC_OK; i++)
     if (ops[i].send && ops[i].peer != me && !(ops[i].rec.flags & CC_CUDA__NOMEM))
-      r = cc_cuda__sync(g, what, s, &g->page->ready[me][ops[i].peer], (unsigned int)ops[i].rec.seq, NULL, NULL, 0, 0);
+      r = cc_cuda__sync(g, what, s, &g->page->ready[me][ops[i].peer], (unsigned int)ops[i].rec.seq, NULL, NULL, 0, 0, 0);
   for (i = 0; i < nops && r == CC_OK; i++) {
     cc_cuda__p2p *o = &ops[i];
     unsigned int *wt, v = (unsigned int)o->rec.seq;
@@ -2274,7 +2646,7 @@ static cc_result cc_cuda__p2p_stream(cc_cuda_comm *g, const char *what, cc_cuda_
     if (o->send || (o->rec.flags & CC_CUDA__NOMEM)) continue;
     if (o->peer != me) {
       wt = &g->page->ready[o->peer][me];
-      r = cc_cuda__sync(g, what, s, &g->page->want[o->peer][me], v, &wt, &v, 1, 0);
+      r = cc_cuda__sync(g, what, s, &g->page->want[o->peer][me], v, &wt, &v, 1, 0, 0);
     }
     if (r == CC_OK) r = cc_cuda__peer(g, what, o->peer, &o->rec.b[0], 0, o->count * cc__dtype_bytes(o->t), &from);
     if (r == CC_OK) r = cc_cuda__copy_add(g, what, s, &cp, from, o->rbuf, o->count * cc__dtype_bytes(o->t));
@@ -2282,13 +2654,13 @@ static cc_result cc_cuda__p2p_stream(cc_cuda_comm *g, const char *what, cc_cuda_
   if (r == CC_OK) r = cc_cuda__copy_flush(g, what, s, &cp);
   for (i = 0; i < nops && r == CC_OK; i++)
     if (!ops[i].send && ops[i].peer != me && !(ops[i].rec.flags & CC_CUDA__NOMEM))
-      r = cc_cuda__sync(g, what, s, &g->page->done[ops[i].peer][me], (unsigned int)ops[i].rec.seq, NULL, NULL, 0, 0);
+      r = cc_cuda__sync(g, what, s, &g->page->done[ops[i].peer][me], (unsigned int)ops[i].rec.seq, NULL, NULL, 0, 0, 0);
   for (i = 0; i < nops && r == CC_OK; i++) {
     unsigned int *wt, v;
     if (!ops[i].send || ops[i].peer == me || (ops[i].rec.flags & CC_CUDA__NOMEM)) continue;
     wt = &g->page->done[me][ops[i].peer];
     v = (unsigned int)ops[i].rec.seq;
-    r = cc_cuda__sync(g, what, s, NULL, 0, &wt, &v, 1, 0);
+    r = cc_cuda__sync(g, what, s, NULL, 0, &wt, &v, 1, 0, 0);
   }
   return r;
 }
@@ -2308,6 +2680,7 @@ static cc_result cc_cuda__ipc_p2p(cc_cuda_comm *g, cc_cuda__p2p *ops, int nops, 
   CC_FREE(recs);
   if (r == CC_OK) r = cc_cuda__p2p_stream(g, what, ops, nops, s);
   if (r == CC_OK) r = cc_cuda__ordered(g, what, s);
+  else (void)cc_cuda__seal_closes(g, NULL);   /* what was queued before the failure may read them */
   if (r == CC_OK && nomem >= 0)
     r = cc_cuda__fail(g, CC_ERR_NO_MEMORY, "%s: rank %d could not allocate device memory to send from buffers CUDA "
                       "IPC cannot share; those messages were not sent (the others were)", what, nomem);
@@ -2439,6 +2812,7 @@ static cc_result cc_cuda__staged_p2p(cc_cuda_comm *g, cc_cuda__p2p *ops, int nop
 #define CC_CUDA__ENTER(g, what)                                                      \
   if (!(g)) return cc__fail(NULL, CC_ERR_INVALID_ARG, "cuda %s: communicator is NULL", what); \
   cc_cuda__device_guard cc_cuda__guard_((g)->dev);                                 \
+  cc_cuda__relaxed cc_cuda__relaxed_;                                              \
   do {                                                                             \
     cc_result cc_cuda__r_;                                                         \
     if ((cc_cuda__r_ = cc_cuda__ready(g, what)) != CC_OK) return cc_cuda__r_;      \
@@ -2681,6 +3055,7 @@ CC_API cc_result cc_cuda_free(cc_cuda_comm *g, void *ptr) {
   named = a->named;
   *a = g->allocs[--g->nallocs];
   cc_cuda__device_guard guard(g->dev);
+  cc_cuda__relaxed relaxed;
   cudaSetDevice(g->dev);
   if (g->mode == CC_CUDA__IPC && named) {
     CC__TRY(cc_cuda__retire(g, "cuda_free", ptr));

@@ -27,7 +27,19 @@
  *                   runtime documents); with pinned memory it is async.
  *                   cudaFree and cudaDeviceSynchronize wait for every stream.
  *                   Graph capture: work queued while capturing is not run;
- *                   cudaDeviceSynchronize during a capture fails.
+ *                   cudaDeviceSynchronize during a capture fails. Capture
+ *                   modes as the runtime documents them: each thread's mode
+ *                   (cudaThreadExchangeStreamCaptureMode, Global by
+ *                   default) and each capture's; a potentially unsafe call
+ *                   (allocating, freeing, mapping or registering memory,
+ *                   querying or synchronizing an event, a stream or the
+ *                   device) from a thread that the rules prohibit fails with
+ *                   cudaErrorStreamCaptureUnsupported and invalidates the
+ *                   captures that prohibit it (cudaStreamEndCapture then
+ *                   fails, with no graph); the legacy stream used while a
+ *                   blocking stream captures invalidates it too; an event
+ *                   recorded in a capture cannot be queried, synchronized or
+ *                   waited for outside it.
  *   device memory   every cudaMalloc is a memfd of its own, mapped here;
  *                   every call that takes a device pointer checks that the
  *                   whole range lies in one live allocation, and that host
@@ -46,15 +58,20 @@
  *                   up the host and the device address of a page reads
  *                   another address than it writes, as it would on a GPU.
  *   driver          through the entry-point query: cuPointerGetAttributes,
+ *                   cuStreamBatchMemOp (not with CC_EMU_NO_BATCH=1),
  *                   cuStreamWriteValue32 and cuStreamWaitValue32 (GEQ, EQ,
- *                   AND, NOR, with CU_STREAM_WAIT_VALUE_FLUSH, which the
- *                   device reports it can do) on device memory or a
- *                   registered page's device address.
+ *                   AND, NOR, with CU_STREAM_WAIT_VALUE_FLUSH where the
+ *                   device can flush remote writes: CC_EMU_FLUSH=1; default
+ *                   0, what x86 hosts report, and the flag is then refused)
+ *                   on device memory or a registered page's device address.
  *   devices         CC_EMU_DEVICES (default 1) devices with their own UUID and
  *                   PCI bus id, each reaching the others; CUDA_VISIBLE_DEVICES
  *                   picks and orders them. CC_EMU_MIG=1: they are MIG
  *                   instances of one GPU (one bus id, no peer access, no IPC
- *                   between them).
+ *                   between them). CC_EMU_SMS SMs each (default 132);
+ *                   cudaOccupancyMaxActiveBlocksPerMultiprocessor as if every
+ *                   kernel used CC_EMU_REGS registers per thread (default 40);
+ *                   launches larger than one wave are counted.
  *   errors          each failing call sets the thread's last error;
  *                   cudaGetLastError returns and clears it (not a sticky one).
  *   order           CC_EMU_HB=1: a happens-before checker of every access
@@ -62,9 +79,10 @@
  *                   section below; docs/cuda.md).
  *
  * What it does not do: model a GPU's memory (its writes are the CPU's,
- * coherent at once across processes, so missing fences and flushes go
- * unseen), run threads of a kernel at the same time, catch host code that
- * reads device memory directly, or time anything like a GPU. */
+ * coherent at once across processes, so a missing fence goes unseen; a
+ * missing flush of remote writes is seen only as an order, by the
+ * happens-before checker), run threads of a kernel at the same time, catch
+ * host code that reads device memory directly, or time anything like a GPU. */
 #include "cuda_emu.h"
 #include "cuda_emu_hb.h"
 
@@ -104,18 +122,22 @@ static pthread_mutex_t emu_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread cudaError_t emu_last = cudaSuccess;
 static __thread int emu_cur = 0;                  /* current device (ordinal) */
 static cudaError_t emu_sticky = cudaSuccess;      /* atomic */
-static long emu_counts[4];                        /* freed_while_mapped, flush_waits, kernels, faults */
-enum { EC_FREED_MAPPED, EC_FLUSH, EC_KERNELS, EC_FAULTS };
+static long emu_counts[9];   /* see cc_emu_count's names */
+enum { EC_FREED_MAPPED, EC_FLUSH, EC_KERNELS, EC_FAULTS, EC_CAPTURE, EC_WAVES, EC_MAXBLOCKS, EC_MEMOPS, EC_BATCHES, EC_N };
 static unsigned long long emu_next_id = 1;
 static size_t emu_mem_used;
 
 static long hb_count_of(const char *what);
 extern "C" int cc_cuda_emulated(void) { return 1; }
 extern "C" long cc_emu_count(const char *what) {
-  static const char *const names[4] = {"freed_while_mapped", "flush_waits", "kernels", "faults"};
+  static const char *const names[EC_N] = {"freed_while_mapped", "flush_waits", "kernels", "faults",
+                                         "capture_violations", "over_one_wave", "max_blocks", "memop_calls",
+                                         "batch_calls"};
   int i;
-  for (i = 0; i < 4; i++)
-    if (!strcmp(what, names[i])) return __atomic_load_n(&emu_counts[i], __ATOMIC_ACQUIRE);
+  for (i = 0; i < EC_N; i++)
+    if (!strcmp(what, names[i]))
+      return i == EC_MAXBLOCKS ? __atomic_exchange_n(&emu_counts[i], 0, __ATOMIC_ACQ_REL)   /* since asked last */
+                               : __atomic_load_n(&emu_counts[i], __ATOMIC_ACQUIRE);
   return hb_count_of(what);
 }
 static void emu_count(int i) { __atomic_add_fetch(&emu_counts[i], 1, __ATOMIC_ACQ_REL); }
@@ -214,6 +236,37 @@ static void emu_uuid(int phys, char *bytes) {
   bytes[14] = (char)(emu_mig ? 0x4d : 0x47); /* 'M'IG instance or 'G'PU */
   bytes[15] = (char)phys;
 }
+
+/* Streaming multiprocessors per device (CC_EMU_SMS, default 132 as an H100
+ * SXM), and what one holds at once: 2048 threads, 65536 registers, 32
+ * blocks. The emulator does not know a kernel's registers: CC_EMU_REGS per
+ * thread (default 40, the most cc_cuda.cuh's fold kernels use) stands for
+ * every kernel's, in cudaOccupancyMaxActiveBlocksPerMultiprocessor and in the
+ * count of launches larger than one wave (cc_emu_count("over_one_wave")). */
+#define EMU_SM_THREADS 2048
+#define EMU_SM_REGS 65536
+static int emu_sms(void) {
+  long v = emu_env_long("CC_EMU_SMS", 132);
+  return v < 1 ? 1 : v > 1024 ? 1024 : (int)v;
+}
+
+static int emu_blocks_per_sm(unsigned int threads) {
+  long regs = emu_env_long("CC_EMU_REGS", 40);
+  unsigned int warps = (threads + 31) / 32, per_warp, by_regs, by_threads;
+  if (regs < 1) regs = 1;
+  if (regs > 255) regs = 255;
+  per_warp = ((unsigned int)regs * 32 + 255) / 256 * 256;
+  by_regs = EMU_SM_REGS / (warps * per_warp);
+  by_threads = EMU_SM_THREADS / (warps * 32);
+  return (int)(by_regs < by_threads ? (by_regs < 32 ? by_regs : 32) : (by_threads < 32 ? by_threads : 32));
+}
+
+/* CU_DEVICE_ATTRIBUTE_CAN_FLUSH_REMOTE_WRITES: CC_EMU_FLUSH, default 0 (what
+ * x86 hosts report); a wait with CU_STREAM_WAIT_VALUE_FLUSH is refused
+ * without it (CUDA_ERROR_NOT_SUPPORTED). The happens-before checker holds a
+ * device's accesses of bytes that another device wrote into its memory to a
+ * flushing order (tests/cuda_emu_hb.h). */
+static int emu_can_flush(void) { return emu_env_long("CC_EMU_FLUSH", 0) != 0; }
 
 /* Can memory of physical device a be used from device b? */
 static int emu_reach(int a, int b) { return a == b || !emu_mig; }
@@ -398,6 +451,7 @@ typedef struct hb_flag {
   uint64_t stamp;                      /* 0: free */
   uint32_t value, unused;
   uint32_t vc[HB_MAXA];                /* the clock of the store of `value` */
+  uint32_t fvc[HB_MAXA];               /* and the flushed one */
 } hb_flag;
 
 typedef struct hb_region {
@@ -421,7 +475,9 @@ typedef struct hb_alloc {              /* after a device allocation's data, in i
 
 typedef struct hb_ctx {                /* a thread's: a stream's (slot > 0) or a host thread's */
   int slot;                            /* agent + 1; 0: none */
+  int dev;                             /* a stream's physical device */
   uint32_t vc[HB_MAXA];
+  uint32_t fvc[HB_MAXA];               /* what it knows through flushing paths (cuda_emu_hb.h: remote writes) */
 } hb_ctx;
 
 static hb_region *hb_reg;
@@ -639,6 +695,7 @@ static hb_flag *hb_flag_at(const uint64_t k[3], int make) {
   free_one->stamp = ++hb_reg->stamp;
   free_one->value = 0;
   memset(free_one->vc, 0, sizeof free_one->vc);
+  memset(free_one->fvc, 0, sizeof free_one->fvc);
   return free_one;
 }
 
@@ -656,13 +713,17 @@ static void hb_release(hb_ctx *c, volatile unsigned int *p, unsigned int v) {
   __atomic_store_n(p, v, __ATOMIC_RELEASE);
   e->value = v;
   memcpy(e->vc, c->vc, sizeof e->vc);
+  memcpy(e->fvc, c->fvc, sizeof e->fvc);
   pthread_mutex_unlock(&hb_reg->mu);
   hb_tick(c);
 }
 
 /* Load the word at p with acquire order; when it holds the value whose clock
-   was published beside it, c takes that clock in. */
-static unsigned int hb_acquire(hb_ctx *c, const volatile unsigned int *p) {
+   was published beside it, c takes that clock in. `flush`: the wait flushes
+   the remote writes into its device (CU_STREAM_WAIT_VALUE_FLUSH, or a
+   kernel's acquire of the flag): what the publisher knew is visible, its own
+   remote writes included; else only what the publisher knew flushed. */
+static unsigned int hb_acquire(hb_ctx *c, const volatile unsigned int *p, int flush) {
   uint64_t k[3];
   hb_flag *e;
   unsigned int x;
@@ -673,6 +734,7 @@ static unsigned int hb_acquire(hb_ctx *c, const volatile unsigned int *p) {
   e = hb_flag_at(k, 0);
   if (e && e->value == x) {
     hb_vc_join(c->vc, e->vc);
+    hb_vc_join(c->fvc, flush ? e->vc : e->fvc);
     hb_count(HBC_FLAG_EDGES, 1);
   } else if (x != 0 && !__atomic_exchange_n(&hb_released_here, 1, __ATOMIC_RELAXED)) {
     hb_count(HBC_RELEASED, 1);
@@ -695,7 +757,7 @@ static __thread unsigned int emu_poll_value;
 static __thread int emu_poll_same;
 
 extern "C" unsigned int cc_emu_flag_load(const volatile unsigned int *p) {
-  unsigned int x = hb_acquire(hb_me(), p);
+  unsigned int x = hb_acquire(hb_me(), p, 1);   /* a kernel's load, then its system fence */
   if (p != emu_poll_at || x != emu_poll_value) {
     emu_poll_at = p;
     emu_poll_value = x;
@@ -733,7 +795,7 @@ static void hb_touch(const void *p, size_t n, int write, uint16_t op, int kernel
   char me[80], other[80];
   const char *base = NULL;
   unsigned long long id = 0;
-  int i, r = 0, freed = 0, owner = 0, host = 0;
+  int i, r = 0, freed = 0, owner = 0, host = 0, mdev = -1;
   memset(&cf, 0, sizeof cf);
   if (!hb_reg || !n) return;
   pthread_mutex_lock(&emu_lock);
@@ -742,6 +804,7 @@ static void hb_touch(const void *p, size_t n, int write, uint16_t op, int kernel
     a = emu_mems[i].hb;
     base = emu_mems[i].p;
     id = emu_mems[i].id;
+    mdev = emu_mems[i].dev;
   } else {                             /* host memory a kernel may reach: not watched */
     int j;
     for (j = 0; j < EMU_MAXA && !host; j++)
@@ -763,7 +826,8 @@ static void hb_touch(const void *p, size_t n, int write, uint16_t op, int kernel
   owner = a->owner;
   if (a->freed_by) freed = a->freed_by;
   else r = hb_access(&a->sh, (uint64_t)((const char *)p - base), (uint64_t)((const char *)p - base) + n, write,
-                     (uint16_t)(c->slot - 1), op, c->vc, &cf);
+                     (uint16_t)(c->slot - 1), (uint16_t)(op | (write && c->dev != mdev ? HB_REMOTE : 0)), c->vc,
+                     c->dev == mdev ? c->fvc : NULL, &cf);
   pthread_mutex_unlock(&a->mu);
   hb_name(c->slot - 1, 0, me, sizeof me);
   if (freed) {
@@ -774,11 +838,19 @@ static void hb_touch(const void *p, size_t n, int write, uint16_t op, int kernel
              "not checked", id, owner, HB_NSEG, n);
   } else if (r > 0) {
     hb_name(cf.prev.agent, cf.prev.clk, other, sizeof other);
-    hb_report(0, "%s: a %s %s bytes [%llu, %llu) of device buffer %llu of pid %d, not ordered after the %s of those "
-                 "bytes by %s (a %s): no stream order, event, synchronization or flag between them%s",
-              me, hb_ops[op], write ? "writes" : "reads", (unsigned long long)cf.lo, (unsigned long long)cf.hi, id,
-              owner, cf.kind == HB_RW ? "read" : "write", other, hb_ops[cf.prev.op < 5 ? cf.prev.op : 0],
-              r > 1 ? " (and elsewhere in the range)" : "");
+    uint16_t pop = (uint16_t)(cf.prev.op & ~HB_REMOTE);
+    if (cf.kind == HB_UNFLUSHED)
+      hb_report(0, "%s: a %s %s bytes [%llu, %llu) of device buffer %llu of pid %d (device %d), which %s (a %s) wrote "
+                   "from another device: ordered after that remote write only by a wait without "
+                   "CU_STREAM_WAIT_VALUE_FLUSH, so the device may not see it yet%s",
+                me, hb_ops[op], write ? "writes" : "reads", (unsigned long long)cf.lo, (unsigned long long)cf.hi, id,
+                owner, mdev, other, hb_ops[pop < 5 ? pop : 0], r > 1 ? " (and elsewhere in the range)" : "");
+    else
+      hb_report(0, "%s: a %s %s bytes [%llu, %llu) of device buffer %llu of pid %d, not ordered after the %s of those "
+                   "bytes by %s (a %s): no stream order, event, synchronization or flag between them%s",
+                me, hb_ops[op], write ? "writes" : "reads", (unsigned long long)cf.lo, (unsigned long long)cf.hi, id,
+                owner, cf.kind == HB_RW ? "read" : "write", other, hb_ops[pop < 5 ? pop : 0],
+                r > 1 ? " (and elsewhere in the range)" : "");
   }
 }
 
@@ -818,7 +890,8 @@ static void hb_closing(hb_alloc *a, unsigned long long id) {
   hb_report(1, "pid %d closes its mapping of device buffer %llu of pid %d (cudaIpcCloseMemHandle) while the %s of "
                "bytes [%llu, %llu) by its %s (a %s) through it is not known to be done (no synchronization with "
                "that work since)", (int)getpid(), id, owner, cf.kind == HB_RW ? "read" : "write",
-            (unsigned long long)cf.lo, (unsigned long long)cf.hi, other, hb_ops[cf.prev.op < 5 ? cf.prev.op : 0]);
+            (unsigned long long)cf.lo, (unsigned long long)cf.hi, other,
+            hb_ops[(cf.prev.op & ~HB_REMOTE) < 5 ? cf.prev.op & ~HB_REMOTE : 0]);
 }
 
 /* The owner frees it: later accesses through another process's mapping are uses after free. */
@@ -859,7 +932,7 @@ static void hb_summary(void) {
 
 /* ------------------------------------------------------------ streams */
 
-enum { OP_KERNEL = 1, OP_COPY, OP_MEMSET, OP_WRITE32, OP_WAIT32, OP_WAITSEQ, OP_HOSTFN };
+enum { OP_KERNEL = 1, OP_COPY, OP_MEMSET, OP_WRITE32, OP_WAIT32, OP_WAITSEQ, OP_HOSTFN, OP_FLUSH };
 
 struct CUstream_st;
 typedef struct emu_op {
@@ -891,6 +964,8 @@ typedef struct emu_op {
 struct CUstream_st {
   unsigned int magic;
   int id, blocking, legacy, capturing, dead;
+  int cap_mode, cap_tid, cap_invalid;  /* the capture's mode, its thread, invalidated by a prohibited call */
+  int dev;                             /* physical device (the current one when it was made) */
   pthread_mutex_t mu;
   pthread_cond_t cv;
   emu_op *head, *tail;
@@ -904,7 +979,8 @@ struct CUstream_st {
 };
 typedef struct hb_snap {
   unsigned long long seq;
-  uint32_t vc[HB_MAXA];
+  int slot;                            /* the stream's agent + 1 then */
+  uint32_t vc[HB_MAXA], fvc[HB_MAXA];
 } hb_snap;
 #define EMU_STREAM_MAGIC 0x5743c0deu
 
@@ -912,6 +988,7 @@ struct CUevent_st {
   unsigned int magic;
   struct CUstream_st *s;               /* NULL: never recorded */
   unsigned long long seq;
+  int captured;                        /* last recorded in a capturing stream */
 };
 #define EMU_EVENT_MAGIC 0x3e7e3e7eu
 
@@ -961,6 +1038,9 @@ static void hb_join_seq(hb_ctx *c, struct CUstream_st *s, unsigned long long seq
   h = &s->hist[seq % HB_HIST];
   if (h->seq == seq) {
     hb_vc_join(c->vc, h->vc);
+    hb_vc_join(c->fvc, h->fvc);
+    if (h->slot && h->vc[h->slot - 1] > c->fvc[h->slot - 1])   /* s's work is done: its writes landed */
+      c->fvc[h->slot - 1] = h->vc[h->slot - 1];
     hb_count(HBC_SYNC_EDGES, 1);
   } else {
     hb_count(HBC_MISSES, 1);
@@ -1032,7 +1112,7 @@ static void emu_exec(struct CUstream_st *s, emu_op *o) {
       emu_sleep_us(nap);
       if (nap < 200) nap *= 2;
     }
-    if (hb_reg) hb_acquire(&s->hb, o->addr);  /* the clock published with what it read */
+    if (hb_reg) hb_acquire(&s->hb, o->addr, (o->flags & CU_STREAM_WAIT_VALUE_FLUSH) != 0);  /* the clock published with what it read */
     if (o->flags & CU_STREAM_WAIT_VALUE_FLUSH) emu_count(EC_FLUSH);
     break;
   }
@@ -1051,6 +1131,7 @@ static void emu_exec(struct CUstream_st *s, emu_op *o) {
     break;
   }
   case OP_HOSTFN: o->fn(o->user); break;
+  case OP_FLUSH: hb_vc_join(s->hb.fvc, s->hb.vc); break;   /* the remote writes it knows of are visible */
   default: break;
   }
 }
@@ -1075,7 +1156,10 @@ static void *emu_worker(void *arg) {
     if (!s->head) s->tail = NULL;
     pthread_mutex_unlock(&s->mu);
     if (emu_delay_max > 0 && emu_rand(&s->rng) % 4 == 0) emu_sleep_us((long)(emu_rand(&s->rng) % (uint64_t)emu_delay_max));
-    if (o->hbvc) hb_vc_join(s->hb.vc, o->hbvc);  /* after what its queuing thread knew */
+    if (o->hbvc) {                     /* after what its queuing thread knew */
+      hb_vc_join(s->hb.vc, o->hbvc);
+      hb_vc_join(s->hb.fvc, o->hbvc + HB_MAXA);
+    }
     if (emu_sticky_err() == cudaSuccess) emu_exec(s, o);
     emu_op_free(o);
     pthread_mutex_lock(&s->mu);
@@ -1083,6 +1167,8 @@ static void *emu_worker(void *arg) {
     if (s->hist) {                     /* its clock now, for those who wait for this operation */
       s->hist[s->completed % HB_HIST].seq = s->completed;
       memcpy(s->hist[s->completed % HB_HIST].vc, s->hb.vc, sizeof s->hb.vc);
+      memcpy(s->hist[s->completed % HB_HIST].fvc, s->hb.fvc, sizeof s->hb.fvc);
+      s->hist[s->completed % HB_HIST].slot = s->hb.slot;
     }
     pthread_cond_broadcast(&s->cv);
     if (hb_reg) hb_tick(&s->hb);
@@ -1107,6 +1193,9 @@ static struct CUstream_st *emu_stream_new_locked(int blocking, int legacy) {
   s->rng = emu_seed * 1000003u + (uint64_t)s->id;
   pthread_mutex_init(&s->mu, NULL);
   pthread_cond_init(&s->cv, NULL);
+  emu_devices_locked();
+  s->dev = emu_phys[emu_cur];
+  s->hb.dev = s->dev;
   if (hb_reg) {
     if (!(s->hist = (hb_snap *)calloc(HB_HIST, sizeof *s->hist)))
       hb_error("no memory for stream %d's clocks: waits for it carry no order", s->id);
@@ -1143,8 +1232,10 @@ static struct CUstream_st *emu_stream(cudaStream_t h) {
 
 static unsigned long long emu_push(struct CUstream_st *s, emu_op *o) {
   unsigned long long seq;
-  if (hb_reg && !o->hbvc && (o->hbvc = (uint32_t *)malloc(sizeof hb_me()->vc)))
+  if (hb_reg && !o->hbvc && (o->hbvc = (uint32_t *)malloc(2 * sizeof hb_me()->vc))) {
     memcpy(o->hbvc, hb_me()->vc, sizeof hb_me()->vc);
+    memcpy(o->hbvc + HB_MAXA, hb_me()->fvc, sizeof hb_me()->fvc);
+  }
   pthread_mutex_lock(&s->mu);
   o->next = NULL;
   if (s->tail) s->tail->next = o;
@@ -1179,7 +1270,11 @@ static void emu_push_wait(struct CUstream_st *s, struct CUstream_st *t, unsigned
 static unsigned long long emu_enqueue(struct CUstream_st *s, emu_op *o) {
   struct CUstream_st *t;
   unsigned long long seq;
-  if (s->capturing) {
+  int capturing;
+  pthread_mutex_lock(&emu_lock);
+  capturing = s->capturing;
+  pthread_mutex_unlock(&emu_lock);
+  if (capturing) {
     emu_op_free(o);
     return 0;
   }
@@ -1242,6 +1337,105 @@ static int emu_any_capturing(void) {
   return c;
 }
 
+/* ------------------------------------------------------------ capture modes
+ *
+ * A thread's mode (cudaThreadExchangeStreamCaptureMode; Global unless set)
+ * decides which captures prohibit its potentially unsafe calls: Global, its
+ * own captures not begun Relaxed and every other thread's Global capture;
+ * ThreadLocal, its own captures not begun Relaxed; Relaxed, none. A
+ * prohibited call fails and invalidates the captures that prohibit it. */
+
+static __thread enum cudaStreamCaptureMode emu_tmode = cudaStreamCaptureModeGlobal;
+static __thread int emu_tid;                  /* this thread's number, from 1 */
+static int emu_next_tid;
+
+static int emu_thread_id(void) {
+  if (!emu_tid) emu_tid = __atomic_add_fetch(&emu_next_tid, 1, __ATOMIC_ACQ_REL);
+  return emu_tid;
+}
+
+static const char *emu_mode_name(int m) {
+  return m == cudaStreamCaptureModeGlobal ? "Global" : m == cudaStreamCaptureModeThreadLocal ? "ThreadLocal" : "Relaxed";
+}
+
+/* A query or synchronization of stream s, which stands for no work while it
+ * is captured: prohibited in every mode (the capture is invalidated). */
+static int emu_captured_now(struct CUstream_st *s) {
+  int c;
+  pthread_mutex_lock(&emu_lock);
+  c = s->capturing;
+  if (c) s->cap_invalid = 1;
+  pthread_mutex_unlock(&emu_lock);
+  return c;
+}
+
+/* `call`, potentially unsafe during stream capture: cudaSuccess, or the
+ * error it fails with (its prohibiting captures invalidated). */
+static cudaError_t emu_capture_unsafe(const char *call) {
+  struct CUstream_st *s;
+  int me = emu_thread_id(), hit = 0, mode = 0, other = 0;
+  long n;
+  if (emu_tmode == cudaStreamCaptureModeRelaxed) return cudaSuccess;
+  pthread_mutex_lock(&emu_lock);
+  for (s = emu_streams; s; s = s->next_all) {
+    if (s->dead || !s->capturing) continue;
+    if ((s->cap_tid == me && s->cap_mode != cudaStreamCaptureModeRelaxed) ||
+        (emu_tmode == cudaStreamCaptureModeGlobal && s->cap_tid != me && s->cap_mode == cudaStreamCaptureModeGlobal)) {
+      s->cap_invalid = 1;
+      hit = 1;
+      mode = s->cap_mode;
+      other = s->cap_tid != me;
+    }
+  }
+  pthread_mutex_unlock(&emu_lock);
+  if (!hit) return cudaSuccess;
+  n = __atomic_add_fetch(&emu_counts[EC_CAPTURE], 1, __ATOMIC_ACQ_REL);
+  if (n <= 3)
+    fprintf(stderr, "cuda_emu: pid %d: %s from a thread in capture mode %s during a %s capture of %s: prohibited; "
+            "the capture is invalidated\n", (int)getpid(), call, emu_mode_name(emu_tmode), emu_mode_name(mode),
+            other ? "another thread" : "this thread");
+  return emu_err(cudaErrorStreamCaptureUnsupported);
+}
+#define EMU_CAPTURE_SAFE(call)                                                                       \
+  do {                                                                                               \
+    cudaError_t emu_c_ = emu_capture_unsafe(call);                                                   \
+    if (emu_c_ != cudaSuccess) return emu_c_;                                                        \
+  } while (0)
+
+/* Work queued on s: cudaSuccess, or why a capture forbids it (an invalidated
+ * capture; the legacy stream while a blocking stream is captured, which
+ * invalidates that capture). */
+static cudaError_t emu_stream_use(struct CUstream_st *s) {
+  struct CUstream_st *t;
+  int implicit = 0, invalid;
+  pthread_mutex_lock(&emu_lock);
+  invalid = s->capturing && s->cap_invalid;
+  for (t = emu_streams; t && s->legacy && !invalid; t = t->next_all)
+    if (!t->dead && t->capturing && t->blocking) {
+      t->cap_invalid = 1;
+      implicit = 1;
+    }
+  pthread_mutex_unlock(&emu_lock);
+  if (invalid) return emu_err(cudaErrorStreamCaptureInvalidated);
+  if (implicit) __atomic_add_fetch(&emu_counts[EC_CAPTURE], 1, __ATOMIC_ACQ_REL);
+  return implicit ? emu_err(cudaErrorStreamCaptureImplicit) : cudaSuccess;
+}
+#define EMU_STREAM_USE(s)                                                                            \
+  do {                                                                                               \
+    cudaError_t emu_u_ = emu_stream_use(s);                                                          \
+    if (emu_u_ != cudaSuccess) return emu_u_;                                                        \
+  } while (0)
+
+cudaError_t cudaThreadExchangeStreamCaptureMode(enum cudaStreamCaptureMode *mode) {
+  enum cudaStreamCaptureMode prev = emu_tmode;
+  if (!mode || (*mode != cudaStreamCaptureModeGlobal && *mode != cudaStreamCaptureModeThreadLocal &&
+                *mode != cudaStreamCaptureModeRelaxed))
+    return emu_err(cudaErrorInvalidValue);
+  emu_tmode = *mode;
+  *mode = prev;
+  return cudaSuccess;
+}
+
 static emu_op *emu_op_new(int kind) {
   emu_op *o = (emu_op *)calloc(1, sizeof *o);
   if (o) o->kind = kind;
@@ -1276,7 +1470,7 @@ cudaError_t cudaGetDeviceProperties(struct cudaDeviceProp *prop, int device) {
   snprintf(prop->name, sizeof prop->name, "CPU emulation of device %d%s (tests/cuda_emu.cpp)", emu_phys[device],
            emu_mig ? ", a MIG instance" : "");
   emu_uuid(emu_phys[device], prop->uuid.bytes);
-  prop->multiProcessorCount = 1;
+  prop->multiProcessorCount = emu_sms();
   prop->unifiedAddressing = 1;
   prop->major = 9;
   return cudaSuccess;
@@ -1286,9 +1480,11 @@ cudaError_t cudaDeviceGetAttribute(int *value, enum cudaDeviceAttr attr, int dev
   if (!value) return emu_err(cudaErrorInvalidValue);
   if (device < 0 || device >= emu_devices()) return emu_err(cudaErrorInvalidDevice);
   switch (attr) {
-  case cudaDevAttrMultiProcessorCount: *value = 1; break;
+  case cudaDevAttrMultiProcessorCount: *value = emu_sms(); break;
+  case cudaDevAttrMaxThreadsPerMultiProcessor: *value = EMU_SM_THREADS; break;
+  case cudaDevAttrMaxRegistersPerMultiprocessor: *value = EMU_SM_REGS; break;
   case cudaDevAttrUnifiedAddressing: *value = 1; break;
-  case cudaDevAttrCanFlushRemoteWrites: *value = 1; break;
+  case cudaDevAttrCanFlushRemoteWrites: *value = emu_can_flush(); break;
   default: *value = 0; break;
   }
   return cudaSuccess;
@@ -1325,6 +1521,7 @@ cudaError_t cudaDeviceCanAccessPeer(int *canAccessPeer, int device, int peerDevi
 
 cudaError_t cudaDeviceSynchronize(void) {
   EMU_LIVE();
+  EMU_CAPTURE_SAFE("cudaDeviceSynchronize");
   if (emu_any_capturing()) return emu_err(cudaErrorStreamCaptureUnsupported);
   emu_drain_all();
   EMU_LIVE();
@@ -1364,6 +1561,11 @@ const char *cudaGetErrorName(cudaError_t e) {
   case cudaErrorHostMemoryAlreadyRegistered: return "cudaErrorHostMemoryAlreadyRegistered";
   case cudaErrorHostMemoryNotRegistered: return "cudaErrorHostMemoryNotRegistered";
   case cudaErrorStreamCaptureUnsupported: return "cudaErrorStreamCaptureUnsupported";
+  case cudaErrorStreamCaptureInvalidated: return "cudaErrorStreamCaptureInvalidated";
+  case cudaErrorStreamCaptureIsolation: return "cudaErrorStreamCaptureIsolation";
+  case cudaErrorStreamCaptureImplicit: return "cudaErrorStreamCaptureImplicit";
+  case cudaErrorCapturedEvent: return "cudaErrorCapturedEvent";
+  case cudaErrorStreamCaptureWrongThread: return "cudaErrorStreamCaptureWrongThread";
   case cudaErrorIllegalState: return "cudaErrorIllegalState";
   default: return "cudaErrorUnknown";
   }
@@ -1390,6 +1592,11 @@ const char *cudaGetErrorString(cudaError_t e) {
   case cudaErrorHostMemoryAlreadyRegistered: return "part or all of the requested memory range is already mapped";
   case cudaErrorHostMemoryNotRegistered: return "pointer does not correspond to a registered memory region";
   case cudaErrorStreamCaptureUnsupported: return "operation not permitted when stream is capturing";
+  case cudaErrorStreamCaptureInvalidated: return "operation failed due to a previous error during capture";
+  case cudaErrorStreamCaptureIsolation: return "dependency created on uncaptured work in another stream";
+  case cudaErrorStreamCaptureImplicit: return "operation would make the legacy stream depend on a capturing blocking stream";
+  case cudaErrorCapturedEvent: return "operation not permitted on an event last recorded in a capturing stream";
+  case cudaErrorStreamCaptureWrongThread: return "attempt to terminate a thread-local capture sequence from another thread";
   case cudaErrorIllegalState: return "the operation cannot be performed in the present state";
   default: return "unknown error";
   }
@@ -1408,6 +1615,7 @@ cudaError_t cudaMalloc(void **devPtr, size_t size) {
   char *map;
   emu_hdr *h;
   EMU_LIVE();
+  EMU_CAPTURE_SAFE("cudaMalloc");
   if (!devPtr) return emu_err(cudaErrorInvalidValue);
   *devPtr = NULL;
   data = ((size ? size : 1) + 4095) & ~(size_t)4095;
@@ -1471,6 +1679,7 @@ cudaError_t cudaMallocManaged(void **devPtr, size_t size, unsigned int flags) {
   int i;
   (void)flags;
   EMU_LIVE();
+  EMU_CAPTURE_SAFE("cudaMallocManaged");
   if (!devPtr) return emu_err(cudaErrorInvalidValue);
   *devPtr = NULL;
   if (size > emu_mem_limit() || posix_memalign(&p, 4096, size ? size : 1) != 0)
@@ -1516,6 +1725,7 @@ cudaError_t cudaFree(void *devPtr) {
   int i;
   emu_mem m;
   memset(&m, 0, sizeof m);
+  EMU_CAPTURE_SAFE("cudaFree");
   if (!devPtr) {                       /* also the usual "make the context now" */
     EMU_LIVE();
     return cudaSuccess;
@@ -1548,6 +1758,7 @@ cudaError_t cudaFree(void *devPtr) {
 cudaError_t cudaMallocHost(void **ptr, size_t size) {
   int i;
   EMU_LIVE();
+  EMU_CAPTURE_SAFE("cudaMallocHost");
   if (!ptr) return emu_err(cudaErrorInvalidValue);
   if (posix_memalign(ptr, 4096, size ? size : 1) != 0) {
     *ptr = NULL;
@@ -1571,6 +1782,7 @@ cudaError_t cudaMallocHost(void **ptr, size_t size) {
 
 cudaError_t cudaFreeHost(void *ptr) {
   int i;
+  EMU_CAPTURE_SAFE("cudaFreeHost");
   if (!ptr) return cudaSuccess;
   emu_drain_all();
   pthread_mutex_lock(&emu_lock);
@@ -1591,6 +1803,7 @@ cudaError_t cudaHostRegister(void *ptr, size_t size, unsigned int flags) {
   int i;
   (void)flags;
   EMU_LIVE();
+  EMU_CAPTURE_SAFE("cudaHostRegister");
   if (!ptr || !size) return emu_err(cudaErrorInvalidValue);
   if (emu_is_pinned(ptr, 1) || emu_is_dev(ptr, 1)) return emu_err(cudaErrorHostMemoryAlreadyRegistered);
   alias = ((uintptr_t)ptr & 4095) == 0 ? (char *)mremap(ptr, 0, size, MREMAP_MAYMOVE) : (char *)MAP_FAILED;
@@ -1618,6 +1831,7 @@ cudaError_t cudaHostUnregister(void *ptr) {
   int i;
   emu_mem m;
   memset(&m, 0, sizeof m);
+  EMU_CAPTURE_SAFE("cudaHostUnregister");
   emu_drain_all();
   pthread_mutex_lock(&emu_lock);
   for (i = 0; i < EMU_MAXA; i++)
@@ -1656,7 +1870,9 @@ static cudaError_t emu_copy(void *dst, const void *src, size_t count, enum cudaM
   unsigned long long seq;
   emu_op *o;
   EMU_LIVE();
+  if (sync) EMU_CAPTURE_SAFE("cudaMemcpy");
   if (!s) return emu_err(cudaErrorInvalidResourceHandle);
+  EMU_STREAM_USE(s);
   if (!count) return cudaSuccess;
   if (!dst || !src) return emu_err(cudaErrorInvalidValue);
   dd = emu_is_dev(dst, count);
@@ -1712,6 +1928,7 @@ cudaError_t cudaMemsetAsync(void *devPtr, int value, size_t count, cudaStream_t 
   emu_op *o;
   EMU_LIVE();
   if (!s) return emu_err(cudaErrorInvalidResourceHandle);
+  EMU_STREAM_USE(s);
   if (!count) return cudaSuccess;
   if (!emu_is_dev(devPtr, count)) return emu_err(cudaErrorInvalidValue);
   if (!(o = emu_op_new(OP_MEMSET))) return emu_err(cudaErrorMemoryAllocation);
@@ -1787,21 +2004,47 @@ static CUresult emu_cuPointerGetAttributes(unsigned int n, CUpointer_attribute *
 
 /* ------------------------------------------------------------ stream memory operations */
 
-static CUresult emu_memop(CUstream hs, CUdeviceptr addr, cuuint32_t value, unsigned int flags, int wait) {
+/* The stream of a memory operation, or why it cannot take one. */
+static CUresult emu_memop_stream(CUstream hs, struct CUstream_st **out) {
   struct CUstream_st *s = emu_stream((cudaStream_t)hs);
-  emu_op *o;
+  *out = s;
   if (emu_sticky_err() != cudaSuccess) return CUDA_ERROR_ILLEGAL_ADDRESS;
   if (!s) return CUDA_ERROR_INVALID_HANDLE;
+  switch (emu_stream_use(s)) {
+  case cudaSuccess: return CUDA_SUCCESS;
+  case cudaErrorStreamCaptureImplicit: return CUDA_ERROR_STREAM_CAPTURE_IMPLICIT;
+  default: return CUDA_ERROR_STREAM_CAPTURE_INVALIDATED;
+  }
+}
+
+/* Is this a 32-bit write (wait) the v2 entry points take? Writes have no
+ * flags (CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER is not in the v2 API); a
+ * wait takes a comparison and the flush flag, this one where the device can
+ * flush. */
+static CUresult emu_memop_check(CUdeviceptr addr, unsigned int flags, int wait) {
   if ((addr & 3) || !emu_gpu_reaches((const void *)(uintptr_t)addr, 4)) return CUDA_ERROR_INVALID_VALUE;
-  if (wait ? (flags & ~(unsigned int)(CU_STREAM_WAIT_VALUE_FLUSH | 3)) != 0
-           : (flags & ~(unsigned int)CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER) != 0)
-    return CUDA_ERROR_INVALID_VALUE;
-  if (!(o = emu_op_new(wait ? OP_WAIT32 : OP_WRITE32))) return CUDA_ERROR_OUT_OF_MEMORY;
+  if (wait ? (flags & ~(unsigned int)(CU_STREAM_WAIT_VALUE_FLUSH | 3)) != 0 : flags != 0) return CUDA_ERROR_INVALID_VALUE;
+  if (wait && (flags & CU_STREAM_WAIT_VALUE_FLUSH) && !emu_can_flush()) return CUDA_ERROR_NOT_SUPPORTED;
+  return CUDA_SUCCESS;
+}
+
+static CUresult emu_memop_queue(struct CUstream_st *s, int kind, CUdeviceptr addr, cuuint32_t value, unsigned int flags) {
+  emu_op *o = emu_op_new(kind);
+  if (!o) return CUDA_ERROR_OUT_OF_MEMORY;
   o->addr = (unsigned int *)(uintptr_t)addr;
   o->v = value;
   o->flags = flags;
   emu_enqueue(s, o);
   return CUDA_SUCCESS;
+}
+
+static CUresult emu_memop(CUstream hs, CUdeviceptr addr, cuuint32_t value, unsigned int flags, int wait) {
+  struct CUstream_st *s;
+  CUresult r = emu_memop_stream(hs, &s);
+  if (r == CUDA_SUCCESS) r = emu_memop_check(addr, flags, wait);
+  if (r != CUDA_SUCCESS) return r;
+  emu_count(EC_MEMOPS);
+  return emu_memop_queue(s, wait ? OP_WAIT32 : OP_WRITE32, addr, value, flags);
 }
 static CUresult emu_cuStreamWaitValue32(CUstream s, CUdeviceptr addr, cuuint32_t value, unsigned int flags) {
   return emu_memop(s, addr, value, flags, 1);
@@ -1810,7 +2053,45 @@ static CUresult emu_cuStreamWriteValue32(CUstream s, CUdeviceptr addr, cuuint32_
   return emu_memop(s, addr, value, flags, 0);
 }
 
-/* Of the driver: the pointer query and the two stream memory operations. */
+/* cuStreamBatchMemOp (v2): 32-bit waits and writes, flushes of remote
+ * writes, memory barriers; every operation is checked before any is queued;
+ * at most 255. */
+static CUresult emu_cuStreamBatchMemOp(CUstream hs, unsigned int count, CUstreamBatchMemOpParams *ops,
+                                       unsigned int flags) {
+  struct CUstream_st *s;
+  CUresult r = emu_memop_stream(hs, &s);
+  unsigned int i;
+  if (r != CUDA_SUCCESS) return r;
+  if (!count || count >= 256 || !ops || flags) return CUDA_ERROR_INVALID_VALUE;
+  for (i = 0; i < count; i++) {
+    switch (ops[i].operation) {
+    case CU_STREAM_MEM_OP_WAIT_VALUE_32: r = emu_memop_check(ops[i].waitValue.address, ops[i].waitValue.flags, 1); break;
+    case CU_STREAM_MEM_OP_WRITE_VALUE_32: r = emu_memop_check(ops[i].writeValue.address, ops[i].writeValue.flags, 0); break;
+    case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES:
+      r = ops[i].flushRemoteWrites.flags ? CUDA_ERROR_INVALID_VALUE : emu_can_flush() ? CUDA_SUCCESS : CUDA_ERROR_NOT_SUPPORTED;
+      break;
+    case CU_STREAM_MEM_OP_BARRIER: r = ops[i].memoryBarrier.flags > 1 ? CUDA_ERROR_INVALID_VALUE : CUDA_SUCCESS; break;
+    default: r = CUDA_ERROR_INVALID_VALUE; break;   /* the 64-bit forms: not emulated */
+    }
+    if (r != CUDA_SUCCESS) return r;
+  }
+  emu_count(EC_BATCHES);
+  for (i = 0; i < count && r == CUDA_SUCCESS; i++)
+    switch (ops[i].operation) {
+    case CU_STREAM_MEM_OP_WAIT_VALUE_32:
+      r = emu_memop_queue(s, OP_WAIT32, ops[i].waitValue.address, ops[i].waitValue.value, ops[i].waitValue.flags);
+      break;
+    case CU_STREAM_MEM_OP_WRITE_VALUE_32:
+      r = emu_memop_queue(s, OP_WRITE32, ops[i].writeValue.address, ops[i].writeValue.value, 0);
+      break;
+    case CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES: r = emu_memop_queue(s, OP_FLUSH, 0, 0, 0); break;
+    default: break;                    /* a barrier: the emulation's writes are in order already */
+    }
+  return r;
+}
+
+/* Of the driver: the pointer query and the stream memory operations
+ * (CC_EMU_NO_BATCH=1: a driver without cuStreamBatchMemOp). */
 cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr, unsigned int cudaVersion,
                                              unsigned long long flags,
                                              enum cudaDriverEntryPointQueryResult *driverStatus) {
@@ -1820,6 +2101,7 @@ cudaError_t cudaGetDriverEntryPointByVersion(const char *symbol, void **funcPtr,
   *funcPtr = !strcmp(symbol, "cuPointerGetAttributes") ? (void *)emu_cuPointerGetAttributes
              : !strcmp(symbol, "cuStreamWaitValue32") ? (void *)emu_cuStreamWaitValue32
              : !strcmp(symbol, "cuStreamWriteValue32") ? (void *)emu_cuStreamWriteValue32
+             : !strcmp(symbol, "cuStreamBatchMemOp") && !emu_env_long("CC_EMU_NO_BATCH", 0) ? (void *)emu_cuStreamBatchMemOp
                                                         : NULL;
   if (driverStatus)
     *driverStatus = *funcPtr ? cudaDriverEntryPointSuccess : cudaDriverEntryPointSymbolNotFound;
@@ -1866,6 +2148,7 @@ cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle, unsig
   size_t len;
   int fd, i, k;
   EMU_LIVE();
+  EMU_CAPTURE_SAFE("cudaIpcOpenMemHandle");
   if (!devPtr || flags != cudaIpcMemLazyEnablePeerAccess) return emu_err(cudaErrorInvalidValue);
   *devPtr = NULL;
   memcpy(&h, &handle, sizeof h);
@@ -1940,6 +2223,7 @@ cudaError_t cudaIpcCloseMemHandle(void *devPtr) {
   emu_mem m;
   memset(&m, 0, sizeof m);
   EMU_LIVE();
+  EMU_CAPTURE_SAFE("cudaIpcCloseMemHandle");
   pthread_mutex_lock(&emu_lock);
   for (i = 0; i < EMU_MAXA; i++)
     if (emu_mems[i].kind == M_IPC && emu_mems[i].p == devPtr) break;
@@ -2002,7 +2286,8 @@ cudaError_t cudaStreamSynchronize(cudaStream_t stream) {
   struct CUstream_st *s = emu_stream(stream);
   EMU_LIVE();
   if (!s) return emu_err(cudaErrorInvalidResourceHandle);
-  if (s->capturing) return emu_err(cudaErrorStreamCaptureUnsupported);
+  if (emu_captured_now(s)) return emu_err(cudaErrorStreamCaptureUnsupported);
+  EMU_CAPTURE_SAFE("cudaStreamSynchronize");
   emu_drain(s);
   EMU_LIVE();
   return cudaSuccess;
@@ -2013,6 +2298,8 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
   int idle;
   EMU_LIVE();
   if (!s) return emu_err(cudaErrorInvalidResourceHandle);
+  if (emu_captured_now(s)) return emu_err(cudaErrorStreamCaptureUnsupported);
+  EMU_CAPTURE_SAFE("cudaStreamQuery");
   unsigned long long seq;
   pthread_mutex_lock(&s->mu);
   idle = s->completed == s->submitted;
@@ -2024,30 +2311,61 @@ cudaError_t cudaStreamQuery(cudaStream_t stream) {
 
 cudaError_t cudaStreamBeginCapture(cudaStream_t stream, enum cudaStreamCaptureMode mode) {
   struct CUstream_st *s = emu_stream(stream);
-  (void)mode;
   EMU_LIVE();
   if (!s || s->legacy) return emu_err(s ? cudaErrorStreamCaptureUnsupported : cudaErrorInvalidResourceHandle);
-  if (s->capturing) return emu_err(cudaErrorIllegalState);
+  if (mode != cudaStreamCaptureModeGlobal && mode != cudaStreamCaptureModeThreadLocal &&
+      mode != cudaStreamCaptureModeRelaxed)
+    return emu_err(cudaErrorInvalidValue);
+  pthread_mutex_lock(&emu_lock);
+  if (s->capturing) {
+    pthread_mutex_unlock(&emu_lock);
+    return emu_err(cudaErrorIllegalState);
+  }
   s->capturing = 1;
+  s->cap_mode = (int)mode;
+  s->cap_tid = emu_thread_id();
+  s->cap_invalid = 0;
+  pthread_mutex_unlock(&emu_lock);
   return cudaSuccess;
 }
 
+/* The capture ends; an invalidated one gives no graph and fails. */
 cudaError_t cudaStreamEndCapture(cudaStream_t stream, cudaGraph_t *pGraph) {
   struct CUstream_st *s = emu_stream(stream);
+  int invalid;
   EMU_LIVE();
   if (!s || !pGraph) return emu_err(s ? cudaErrorInvalidValue : cudaErrorInvalidResourceHandle);
-  if (!s->capturing) return emu_err(cudaErrorIllegalState);
+  pthread_mutex_lock(&emu_lock);
+  if (!s->capturing) {
+    pthread_mutex_unlock(&emu_lock);
+    return emu_err(cudaErrorIllegalState);
+  }
+  if (s->cap_mode != cudaStreamCaptureModeRelaxed && s->cap_tid != emu_thread_id()) {
+    pthread_mutex_unlock(&emu_lock);
+    return emu_err(cudaErrorStreamCaptureWrongThread);
+  }
   s->capturing = 0;
+  invalid = s->cap_invalid;
+  s->cap_invalid = 0;
+  pthread_mutex_unlock(&emu_lock);
+  *pGraph = NULL;
+  if (invalid) return emu_err(cudaErrorStreamCaptureInvalidated);
   *pGraph = (cudaGraph_t)calloc(1, sizeof(struct CUgraph_st));
   return cudaSuccess;
 }
 
 cudaError_t cudaStreamIsCapturing(cudaStream_t stream, enum cudaStreamCaptureStatus *pCaptureStatus) {
-  struct CUstream_st *s = emu_stream(stream);
+  struct CUstream_st *s = emu_stream(stream), *t;
+  int implicit = 0;
   EMU_LIVE();
   if (!s || !pCaptureStatus) return emu_err(s ? cudaErrorInvalidValue : cudaErrorInvalidResourceHandle);
-  *pCaptureStatus = s->capturing ? cudaStreamCaptureStatusActive : cudaStreamCaptureStatusNone;
-  return cudaSuccess;
+  pthread_mutex_lock(&emu_lock);
+  for (t = emu_streams; t && s->legacy; t = t->next_all)
+    if (!t->dead && t->capturing && t->blocking) implicit = 1;
+  *pCaptureStatus = !s->capturing ? cudaStreamCaptureStatusNone
+                    : s->cap_invalid ? cudaStreamCaptureStatusInvalidated : cudaStreamCaptureStatusActive;
+  pthread_mutex_unlock(&emu_lock);
+  return implicit ? emu_err(cudaErrorStreamCaptureImplicit) : cudaSuccess;
 }
 
 cudaError_t cudaGraphDestroy(cudaGraph_t graph) {
@@ -2081,10 +2399,15 @@ cudaError_t cudaEventRecord(cudaEvent_t event, cudaStream_t stream) {
   struct CUstream_st *s = emu_stream(stream);
   EMU_LIVE();
   if (!event || event->magic != EMU_EVENT_MAGIC || !s) return emu_err(cudaErrorInvalidResourceHandle);
-  if (s->capturing) return cudaSuccess;
+  EMU_STREAM_USE(s);
+  if (s->capturing) {                  /* a node of the graph being captured */
+    event->captured = 1;
+    return cudaSuccess;
+  }
   pthread_mutex_lock(&s->mu);
   event->s = s;
   event->seq = s->submitted;
+  event->captured = 0;
   pthread_mutex_unlock(&s->mu);
   return cudaSuccess;
 }
@@ -2094,6 +2417,8 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
   (void)flags;
   EMU_LIVE();
   if (!event || event->magic != EMU_EVENT_MAGIC || !s) return emu_err(cudaErrorInvalidResourceHandle);
+  EMU_STREAM_USE(s);
+  if (event->captured && !s->capturing) return emu_err(cudaErrorStreamCaptureIsolation);
   if (event->s && event->s != s && !s->capturing && (hb_reg || !emu_reached(event->s, event->seq)))
     emu_push_wait(s, event->s, event->seq);        /* the checker: done work is ordered too */
   return cudaSuccess;
@@ -2102,6 +2427,8 @@ cudaError_t cudaStreamWaitEvent(cudaStream_t stream, cudaEvent_t event, unsigned
 cudaError_t cudaEventQuery(cudaEvent_t event) {
   EMU_LIVE();
   if (!event || event->magic != EMU_EVENT_MAGIC) return emu_err(cudaErrorInvalidResourceHandle);
+  if (event->captured) return emu_err(cudaErrorCapturedEvent);
+  EMU_CAPTURE_SAFE("cudaEventQuery");
   if (event->s && !emu_reached(event->s, event->seq)) return cudaErrorNotReady;
   if (event->s) hb_join_seq(hb_me(), event->s, event->seq);   /* found done: ordered after it */
   return cudaSuccess;
@@ -2110,6 +2437,8 @@ cudaError_t cudaEventQuery(cudaEvent_t event) {
 cudaError_t cudaEventSynchronize(cudaEvent_t event) {
   EMU_LIVE();
   if (!event || event->magic != EMU_EVENT_MAGIC) return emu_err(cudaErrorInvalidResourceHandle);
+  if (event->captured) return emu_err(cudaErrorCapturedEvent);
+  EMU_CAPTURE_SAFE("cudaEventSynchronize");
   if (event->s) emu_wait_seq(event->s, event->seq);
   EMU_LIVE();
   return cudaSuccess;
@@ -2120,6 +2449,7 @@ cudaError_t cudaLaunchHostFunc(cudaStream_t stream, cudaHostFn_t fn, void *userD
   emu_op *o;
   EMU_LIVE();
   if (!s || !fn) return emu_err(s ? cudaErrorInvalidValue : cudaErrorInvalidResourceHandle);
+  EMU_STREAM_USE(s);
   if (!(o = emu_op_new(OP_HOSTFN))) return emu_err(cudaErrorMemoryAllocation);
   o->fn = fn;
   o->user = userData;
@@ -2151,6 +2481,7 @@ static cudaError_t emu_launch(const void *func, dim3 grid, dim3 block, void **ar
   int i;
   EMU_LIVE();
   if (!s) return emu_err(cudaErrorInvalidResourceHandle);
+  EMU_STREAM_USE(s);
   memset(&tw, 0, sizeof tw);
   if (!cc_emu_kernel_twin || !cc_emu_kernel_twin(func, &tw) || !tw.run || tw.nargs < 0 || tw.nargs > 8) {
     fprintf(stderr, "cuda_emu: pid %d: no CPU twin for kernel %s (%p)\n", (int)getpid(), emu_kernel_name(func), func);
@@ -2172,7 +2503,24 @@ static cudaError_t emu_launch(const void *func, dim3 grid, dim3 block, void **ar
   o->tw = tw;
   o->grid = grid;
   o->block = block;
+  {                                    /* more blocks than the device runs at once? */
+    long blocks = (long)grid.x * grid.y * grid.z, most = __atomic_load_n(&emu_counts[EC_MAXBLOCKS], __ATOMIC_ACQUIRE);
+    while (blocks > most &&
+           !__atomic_compare_exchange_n(&emu_counts[EC_MAXBLOCKS], &most, blocks, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE)) {
+    }
+    if (blocks > (long)emu_sms() * emu_blocks_per_sm(block.x * block.y * block.z)) emu_count(EC_WAVES);
+  }
   emu_enqueue(s, o);
+  return cudaSuccess;
+}
+
+cudaError_t cudaOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, const void *func, int blockSize,
+                                                         size_t dynamicSMemSize) {
+  cc_emu_twin tw;
+  memset(&tw, 0, sizeof tw);
+  if (!numBlocks || blockSize <= 0 || blockSize > 1024 || dynamicSMemSize) return emu_err(cudaErrorInvalidValue);
+  if (!cc_emu_kernel_twin || !cc_emu_kernel_twin(func, &tw)) return emu_err(cudaErrorInvalidDeviceFunction);
+  *numBlocks = emu_blocks_per_sm((unsigned int)blockSize);
   return cudaSuccess;
 }
 

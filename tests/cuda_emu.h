@@ -11,7 +11,10 @@
  * kernels); a kernel without a twin fails to launch with
  * cudaErrorInvalidDeviceFunction. Kernels run this way must not depend on
  * threads running at the same time: no __syncthreads, shared memory, atomics
- * or warp intrinsics (tests/test_cuda.sh checks cc_cuda.cuh's kernels).
+ * or warp intrinsics, but for a block's first phase before a barrier, which
+ * a twin runs once per block before the block's threads, phase by phase
+ * (cc_cuda.cuh's kernels read their abort word so; tests/test_cuda.sh checks
+ * them).
  *
  * What the emulator offers a test besides the runtime (weak: absent, that is
  * NULL, in a build with the real runtime):
@@ -21,7 +24,14 @@
  *                            live process still had open through CUDA IPC),
  *                            "flush_waits" (stream waits with
  *                            CU_STREAM_WAIT_VALUE_FLUSH), "kernels" (run),
- *                            "faults" (kernels that faulted); and the
+ *                            "faults" (kernels that faulted),
+ *                            "capture_violations" (calls a stream capture
+ *                            prohibited), "over_one_wave" (launches with more
+ *                            blocks than the device runs at once),
+ *                            "max_blocks" (the most blocks of one launch
+ *                            since it was asked last), "memop_calls"
+ *                            (cuStreamWaitValue32 and cuStreamWriteValue32),
+ *                            "batch_calls" (cuStreamBatchMemOp); and the
  *                            happens-before checker's, every process's:
  *                            "hb_on" (1: CC_EMU_HB=1 made it), "hb_accesses",
  *                            "hb_flag_edges", "hb_sync_edges", "hb_races",

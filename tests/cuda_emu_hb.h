@@ -26,7 +26,17 @@
  * Segments are split at the access's ends and equal neighbours merged again,
  * so the partition stays as coarse as the accesses allow: bytes, never a
  * fixed granule (two ranks may write neighbouring bytes of one buffer at
- * once, as two-shot all_reduce does at 16-byte boundaries). */
+ * once, as two-shot all_reduce does at 16-byte boundaries).
+ *
+ * Remote writes. A write into a device's memory by an agent of another device
+ * (through a peer mapping: NVLink, PCIe) is marked remote (HB_REMOTE in its
+ * op). The device may still reorder such writes after they arrived, so an
+ * access of those bytes by an agent of that very device must be ordered
+ * after the write by a path that flushes them: the caller passes, besides the
+ * agent's vector clock V, its flushed clock F (what it knows through waits
+ * with CU_STREAM_WAIT_VALUE_FLUSH, a kernel's acquire of a flag, or the
+ * writing work's completion), and the access is checked against F instead of
+ * V (HB_UNFLUSHED when only V orders it). */
 #ifndef CC_CUDA_EMU_HB_H
 #define CC_CUDA_EMU_HB_H
 
@@ -55,7 +65,9 @@ typedef struct hb_shadow {
   hb_seg seg[HB_NSEG];
 } hb_shadow;
 
-enum { HB_NONE, HB_WW, HB_RW, HB_WR }; /* write after write, write after read, read after write */
+enum { HB_NONE, HB_WW, HB_RW, HB_WR, HB_UNFLUSHED }; /* write after write, write after read, read after write,
+                                                         an access after a remote write not flushed */
+#define HB_REMOTE 0x8000u              /* in hb_acc.op: a write from another device (see above) */
 
 typedef struct hb_conflict {
   int kind;
@@ -154,11 +166,14 @@ static inline void hb_add_read(hb_shadow *s, hb_seg *g, hb_acc me, const uint32_
 }
 
 /* Agent `agent`, whose vector clock is vc (vc[agent]: its clock now), reads
-   (write 0) or writes bytes [lo, hi) in operation `op`. Returns in how many
-   segments it races (0: none; *c says the first), or -1 when the shadow has
-   no room for the access's ends (then nothing is recorded). */
+   (write 0) or writes bytes [lo, hi) in operation `op` (HB_REMOTE set: a
+   write from another device than the memory's). fvc: the agent's flushed
+   clock when it is of the memory's own device (remote writes are checked
+   against it), NULL otherwise. Returns in how many segments it races (0:
+   none; *c says the first), or -1 when the shadow has no room for the
+   access's ends (then nothing is recorded). */
 static inline int hb_access(hb_shadow *s, uint64_t lo, uint64_t hi, int write, uint16_t agent, uint16_t op,
-                            const uint32_t *vc, hb_conflict *c) {
+                            const uint32_t *vc, const uint32_t *fvc, hb_conflict *c) {
   uint32_t i, first;
   int races = 0, k;
   hb_acc me;
@@ -180,6 +195,7 @@ static inline int hb_access(hb_shadow *s, uint64_t lo, uint64_t hi, int write, u
     int found = HB_NONE;
     hb_acc prev = g->w;
     if (!hb_before(g->w, vc)) found = write ? HB_WW : HB_WR;
+    else if (fvc && (g->w.op & HB_REMOTE) && g->w.agent != agent && !hb_before(g->w, fvc)) found = HB_UNFLUSHED;
     for (k = 0; write && !found && k < HB_NR; k++)
       if (g->r[k].clk && !hb_before(g->r[k], vc)) {
         found = HB_RW;

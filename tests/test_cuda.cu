@@ -63,10 +63,16 @@
  *   cuda staged n=3 ...      the same with CC_CUDA_TRANSPORT=staged (sum and
  *                            one more op per dtype, counts 0, 7, 4099, large
  *                            float32); mode must be "staged"
- *   cuda twoshot n=3|4 ...   all_reduce and reduce_scatter with
- *                            CC_CUDA_ONESHOT_BYTES=0 (two-shot from 1
- *                            element: counts 1..2N+2, slices some ranks find
- *                            empty), premul, user, stream_order
+ *   cuda twoshot n=3|4 ...   all_reduce, reduce_scatter, broadcast and reduce
+ *                            with CC_CUDA_ONESHOT_BYTES=0 (two-shot all_reduce
+ *                            and sliced broadcast and reduce from 1 element:
+ *                            counts 1..2N+2, every root, slices some ranks
+ *                            find empty), premul, user, stream_order; in the
+ *                            emulation each rank on a GPU of its own, so that
+ *                            peers write into other GPUs' memory: at 3 ranks
+ *                            GPUs that cannot flush remote writes
+ *                            (CC_EMU_FLUSH=0), at 4 GPUs that can, on a
+ *                            driver without cuStreamBatchMemOp
  *   cuda n=3 peer_exit ...   rank 1 _exit(3)s just before an all_reduce, or
  *                            right after queueing one behind a long spin
  *                            kernel; with CC_TIMEOUT=5 the others' call or
@@ -90,7 +96,8 @@
  *
  *   test_cuda                     everything
  *   test_cuda 3 staged death      only world size 3, the staged pass, the peer_exit cases
- *                                 (words: 2 3 4 staged twoshot death regress)
+ *                                 (words: 2 3 4 staged twoshot death regress,
+ *                                 regress:NAME for one regression world)
  *   CC_TEST_QUICK=1               world size 3 only, fewer large cases
  *   CC_TEST_VERBOSE=1             timings on stderr */
 #define CC_IMPLEMENTATION
@@ -102,6 +109,7 @@
 
 #include <cuda_runtime_api.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -181,10 +189,11 @@ typedef struct wshared {
 typedef struct warg {
   wshared *sh;
   int wtype, n, quick, ndev, expect_ipc;
+  int emu_devices, emu_flush;          /* emulation: a GPU per rank (CC_EMU_DEVICES), CC_EMU_FLUSH */
 } warg;
 
 static int plan_coll(int wtype, int k) {
-  if (wtype == W_TWOSHOT) return k == K_ALL_REDUCE || k == K_REDUCE_SCATTER;
+  if (wtype == W_TWOSHOT) return k == K_ALL_REDUCE || k == K_REDUCE_SCATTER || k == K_BROADCAST || k == K_REDUCE;
   return 1;
 }
 static int plan_misc(int wtype, int m) {
@@ -1070,14 +1079,17 @@ static void matrix_twoshot(ctx *x, int bk, int k) {
     if (bk != BK_REG && li) break;
     for (c = 1; c <= (size_t)(2 * n + 2); c++) {
       base_case(&cs, k, bk, tp[li].t, tp[li].op, c);
-      cs.inplace = (int)(c & 1);
+      cs.inplace = has_inplace(k) && (c & 1);
       cs.off = (int)((c >> 1) & 1);
+      cs.root = has_root(k) ? (int)(c % (size_t)n) : 0;
+      cs.null_nonroot = (int)((c >> 2) & 1);
       run_case(x, &cs);
     }
     base_case(&cs, k, bk, tp[li].t, tp[li].op,
               k == K_REDUCE_SCATTER ? (tr_large_count(tp[li].t) / (size_t)n) | 1
                                     : tr_large_count(tp[li].t));
-    cs.inplace = (int)(li & 1);
+    cs.inplace = has_inplace(k) && (li & 1);
+    cs.root = has_root(k) ? li % n : 0;
     run_case(x, &cs);
   }
 }
@@ -1175,8 +1187,9 @@ static void run_mode(ctx *x) {
   if (rc != CC_OK) tr_fail(&x->t, "returned %s, want CC_OK", cc_strerror(rc));
   tr_label(&x->t, "cc_cuda_comm_last_error after init");
   if (!cc_cuda_comm_last_error(x->g)) tr_fail(&x->t, "returned NULL (want a string, \"\" when nothing failed)");
-  misc_cover(x, M_MODE, "mode \"%s\" on GPU %d of %d; cc_cuda_comm_check CC_OK", want, x->dev,
-             x->w->ndev);
+  misc_cover(x, M_MODE, "mode \"%s\" on GPU %d of %d%s; cc_cuda_comm_check CC_OK", want, x->dev, x->w->ndev,
+             !x->w->emu_devices ? "" : x->w->emu_flush ? ", devices that flush remote writes"
+                                                       : ", devices that cannot flush remote writes");
 }
 
 #define BARRIER_ROUNDS 6
@@ -1311,7 +1324,6 @@ static void run_premul(ctx *x) {
         for (ip = 0; ip < 2; ip++) {
           int kk = which == 0 ? K_ALL_REDUCE : which == 1 ? K_REDUCE : K_REDUCE_SCATTER;
           size_t cnt = counts[ci];
-          if (x->w->wtype == W_TWOSHOT && kk == K_REDUCE) continue;
           if (kk != K_ALL_REDUCE && ip != (k & 1)) continue;
           if (kk == K_REDUCE_SCATTER && cnt > 4099) cnt = (cnt / (size_t)n) | 1;
           base_case(&cs, kk, (cnt == 7 && ip) ? BK_PLAIN : BK_REG, types[ti], op, cnt);
@@ -1342,8 +1354,8 @@ static void run_premul(ctx *x) {
     cc_ok(x, cc_op_destroy(x->t.c, op), "cc_op_destroy");
   }
   misc_cover(x, M_PREMUL, "float32, float64, float16, bfloat16, int32, complex64, a scalar per "
-             "rank; counts 0,1,7,4099 (300007 float32); all_reduce in/out of place%s, "
-             "reduce_scatter", x->w->wtype == W_TWOSHOT ? "" : ", reduce");
+             "rank; counts 0,1,7,4099 (300007 float32); all_reduce in/out of place, reduce, "
+             "reduce_scatter");
 }
 
 static void run_user(ctx *x) {
@@ -1370,7 +1382,6 @@ static void run_user(ctx *x) {
         for (ip = 0; ip < 2; ip++) {
           int kk = which == 0 ? K_ALL_REDUCE : which == 1 ? K_REDUCE : K_REDUCE_SCATTER;
           size_t cnt = counts[ci];
-          if (x->w->wtype == W_TWOSHOT && kk == K_REDUCE) continue;
           if (kk != K_ALL_REDUCE && ip != (k & 1)) continue;
           if (kk == K_REDUCE_SCATTER && cnt > 4099) cnt = (cnt / (size_t)n) | 1;
           base_case(&cs, kk, (cnt == 7 && ip) ? BK_PLAIN : BK_REG, uops[ui].t,
@@ -1409,8 +1420,7 @@ static void run_user(ctx *x) {
     cc_ok(x, cc_op_destroy(x->t.c, ops[i]), "cc_op_destroy");
   }
   misc_cover(x, M_USER, "maxabs float32/float64, saturating uint8 sum, int64 sum; counts "
-             "0,1,7,4099 (300007 maxabs float32); all_reduce in/out of place%s, reduce_scatter",
-             x->w->wtype == W_TWOSHOT ? "" : ", reduce");
+             "0,1,7,4099 (300007 maxabs float32); all_reduce in/out of place, reduce, reduce_scatter");
 }
 
 /* ------------------------------------------------------------ point to point */
@@ -2018,6 +2028,13 @@ static int rank_main(cc_comm *c, void *argp) {
   x.cap = arena_bytes(x.t.n);
   if (w->wtype == W_STAGED) setenv("CC_CUDA_TRANSPORT", "staged", 1);
   if (w->wtype == W_TWOSHOT) setenv("CC_CUDA_ONESHOT_BYTES", "0", 1);
+  if (w->emu_devices) {                /* before this process's first CUDA call */
+    char v[16];
+    snprintf(v, sizeof v, "%d", w->emu_devices);
+    setenv("CC_EMU_DEVICES", v, 1);
+    setenv("CC_EMU_FLUSH", w->emu_flush ? "1" : "0", 1);
+    if (w->emu_flush) setenv("CC_EMU_NO_BATCH", "1", 1);   /* and one call per stream memory operation */
+  }
   if ((rc = rank_setup(&x, c)) != 0 || (rc = rank_collectives(&x)) != 0 || (rc = rank_misc(&x, c)) != 0) return rc;
   if (x.dead) return 1;
   cudaStreamDestroy(x.s);
@@ -2111,6 +2128,11 @@ static void run_world(int wtype, int n, int quick) {
   w.quick = quick;
   w.ndev = g_ndev;
   w.expect_ipc = expect_ipc(n);
+  if (emulated() && wtype == W_TWOSHOT) {   /* peers write into each other's GPU: flushed (4) or not (3) */
+    w.ndev = w.emu_devices = n;
+    w.emu_flush = n == 4;
+    w.expect_ipc = 1;
+  }
   rc = tu_spawn(n, rank_main, &w);
   report_world(&w, rc);
   fprintf(stderr, "test_cuda: %sworld size %d took %.2f s\n", w_prefix(wtype), n, tu_now() - t0);
@@ -2308,8 +2330,8 @@ static void run_death(int variant) {
 
 /* ------------------------------------------------------------ regressions
  *
- * Each in a world of its own (fresh processes), for the defects of issue 10;
- * each failed before its fix (the commit that fixed it says how):
+ * Each in a world of its own (fresh processes), for a defect each; each
+ * failed before its fix (the commit that fixed it says how):
  *
  *   two_streams        calls alternate between two streams with no
  *                      synchronization between them; the first stream is
@@ -2339,7 +2361,15 @@ static void run_death(int variant) {
  *   user_error         the user's own pending CUDA error is neither taken for
  *                      the library's nor cleared
  *   flush              two-shot all_reduce writes into the peers' memory: the
- *                      waits that publish it flush remote writes (emulation) */
+ *                      waits that publish it flush remote writes (emulation);
+ *                      each barrier is one cuStreamBatchMemOp (and, with
+ *                      flush_unbatched, one call per operation without it)
+ *   evict_in_call      one group of 40 receives from one peer, each from its
+ *                      own cudaMalloc (the cache maps 32 per peer), and a
+ *                      call right after it: a mapping the group itself
+ *                      evicts is closed only after the group's copies
+ *
+ * One world alone: test_cuda_emu regress:NAME. */
 
 typedef struct rshared {
   int nfail[MAXR], done[MAXR];
@@ -2378,18 +2408,29 @@ static void rnote(rctx *r, const char *fmt, ...) {
   va_end(ap);
 }
 
-/* cudaSetDevice, a stream, cc_cuda_comm_init: 1 when all worked */
+/* cudaSetDevice, a stream, cc_cuda_comm_init: 1 when all worked. Where there
+ * are several devices, another one is current when init is called, and must
+ * be again after it. */
 static int rinit(rctx *r) {
-  int ndev = 1;
+  int ndev = 1, other, cur = -1;
   cc_result rc;
   if (cudaGetDeviceCount(&ndev) != cudaSuccess || ndev < 1) ndev = 1;
+  other = (r->me + 1) % ndev;
   if (cudaSetDevice(r->me % ndev) != cudaSuccess ||
-      cudaStreamCreateWithFlags(&r->s, cudaStreamNonBlocking) != cudaSuccess) {
+      cudaStreamCreateWithFlags(&r->s, cudaStreamNonBlocking) != cudaSuccess || cudaSetDevice(other) != cudaSuccess) {
     rfail(r, "cudaSetDevice or cudaStreamCreateWithFlags failed");
     return 0;
   }
   if ((rc = cc_cuda_comm_init(r->c, r->me % ndev, &r->g)) != CC_OK) {
     rfail(r, "cc_cuda_comm_init: %s (%s)", cc_strerror(rc), cc_comm_last_error(r->c));
+    return 0;
+  }
+  if (cudaGetDevice(&cur) != cudaSuccess || cur != other) {
+    rfail(r, "cc_cuda_comm_init(device %d) left device %d current; the caller's was %d", r->me % ndev, cur, other);
+    return 0;
+  }
+  if (cudaSetDevice(r->me % ndev) != cudaSuccess) {
+    rfail(r, "cudaSetDevice(%d) failed", r->me % ndev);
     return 0;
   }
   return 1;
@@ -2909,6 +2950,220 @@ out:
   rdestroy(r);
 }
 
+/* ---- capture_modes: graph captures made around the communicator, by another
+ * thread (torch.cuda.graph's Global mode) and by the calling thread itself:
+ * the watchdog and the calls must neither fail nor invalidate them */
+typedef struct cap_helper {
+  cudaStream_t s;
+  void *buf;
+  int hold_ms;                         /* >= 0: end the capture after it; -1: when `go` is set */
+  int go;
+  cudaError_t begin, end;
+  int got_graph;
+} cap_helper;
+
+static void *cap_helper_main(void *arg) {
+  cap_helper *h = (cap_helper *)arg;
+  cudaGraph_t graph = NULL;
+  h->begin = cudaStreamBeginCapture(h->s, cudaStreamCaptureModeGlobal);
+  if (h->begin != cudaSuccess) return NULL;
+  cudaMemsetAsync(h->buf, 1, 4096, h->s);   /* captured, not run */
+  if (h->hold_ms >= 0) tu_sleep_us((long)h->hold_ms * 1000);
+  else
+    while (!__atomic_load_n(&h->go, __ATOMIC_ACQUIRE)) tu_sleep_us(1000);
+  h->end = cudaStreamEndCapture(h->s, &graph);
+  h->got_graph = graph != NULL;
+  if (graph) cudaGraphDestroy(graph);
+  return NULL;
+}
+
+/* h's capture ended right: 1; else a failure, named */
+static int cap_helper_ok(rctx *r, const cap_helper *h, const char *phase) {
+  if (h->begin != cudaSuccess) rfail(r, "%s: cudaStreamBeginCapture: %s", phase, cudaGetErrorName(h->begin));
+  else if (h->end != cudaSuccess || !h->got_graph)
+    rfail(r, "%s: the other thread's Global-mode capture was broken: cudaStreamEndCapture returned %s%s", phase,
+          cudaGetErrorName(h->end), h->got_graph ? "" : " and no graph");
+  else
+    return 1;
+  return 0;
+}
+
+static void reg_capture_modes(rctx *r) {
+  static const cudaStreamCaptureMode modes[3] = {cudaStreamCaptureModeGlobal, cudaStreamCaptureModeThreadLocal,
+                                                 cudaStreamCaptureModeRelaxed};
+  static const char *const mode_names[3] = {"Global", "ThreadLocal", "Relaxed"};
+  cap_helper h;
+  pthread_t th;
+  cudaStream_t side = 0;
+  cudaGraph_t graph = NULL;
+  float *buf = NULL, *big = NULL, *host = NULL;
+  void *side_buf = NULL;
+  size_t count = 1000, bigc = 300007;
+  cudaError_t e;
+  cc_result rc;
+  int i;
+  memset(&h, 0, sizeof h);
+  if (!rinit(r)) return;
+  host = (float *)malloc(bigc * 4);
+  if (!rcu(r, cudaStreamCreateWithFlags(&h.s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags") ||
+      !rcu(r, cudaStreamCreateWithFlags(&side, cudaStreamNonBlocking), "cudaStreamCreateWithFlags") ||
+      !rcu(r, cudaMalloc(&h.buf, 4096), "cudaMalloc") || !rcu(r, cudaMalloc(&side_buf, 4096), "cudaMalloc") ||
+      !rok(r, cc_cuda_malloc(r->g, (void **)&buf, 2 * count * 4), "cc_cuda_malloc") ||
+      !rcu(r, cudaMalloc((void **)&big, bigc * 4), "cudaMalloc") || !rput(r, r->s, buf, 131, r->me, count, host) ||
+      !rok(r, cc_cuda_all_reduce(r->g, buf, buf + count, count, CC_FLOAT32, CC_SUM, r->s), "all_reduce") ||
+      !rcu(r, cudaStreamSynchronize(r->s), "cudaStreamSynchronize"))
+    goto out;
+  /* 1: another thread captures in Global mode for 300 ms (six watchdog rounds) */
+  h.hold_ms = 300;
+  if (pthread_create(&th, NULL, cap_helper_main, &h) != 0) { rfail(r, "pthread_create"); goto out; }
+  pthread_join(th, NULL);
+  if (!cap_helper_ok(r, &h, "another thread's capture while the communicator was idle")) goto out;
+  if ((rc = cc_cuda_comm_check(r->g)) != CC_OK) {
+    rfail(r, "the communicator failed during another thread's capture: %s (%s)", res_name(rc),
+          cc_cuda_comm_last_error(r->g));
+    goto out;
+  }
+  /* 2: calls on this thread's own stream while another thread captures: a
+     buffer's first use (peers map it) and a scratch that grows */
+  if (!rput(r, r->s, big, 132, r->me, bigc, host)) goto out;
+  h.hold_ms = -1;
+  h.go = 0;
+  if (!rcu(r, cudaStreamSynchronize(r->s), "cudaStreamSynchronize") ||
+      pthread_create(&th, NULL, cap_helper_main, &h) != 0)
+    goto out;
+  tu_sleep_us(20000);
+  rc = cc_cuda_all_reduce(r->g, big, big, bigc, CC_FLOAT32, CC_SUM, r->s);
+  __atomic_store_n(&h.go, 1, __ATOMIC_RELEASE);
+  pthread_join(th, NULL);
+  if (!rok(r, rc, "in-place all_reduce while another thread captures") ||
+      !cap_helper_ok(r, &h, "calls during another thread's capture") ||
+      !rcu(r, cudaStreamSynchronize(r->s), "cudaStreamSynchronize"))
+    goto out;
+  rcheck_sum(r, "in-place all_reduce during another thread's capture", big, 132, bigc);
+  /* 3: this thread captures a side stream (each mode) and calls on its own stream */
+  for (i = 0; i < 3 && !r->sh->nfail[r->me]; i++) {
+    if (!rput(r, r->s, buf, 140 + (uint64_t)i, r->me, count, host) ||
+        !rcu(r, cudaStreamBeginCapture(side, modes[i]), "cudaStreamBeginCapture"))
+      goto out;
+    cudaMemsetAsync(side_buf, 2, 4096, side);
+    rc = cc_cuda_all_reduce(r->g, buf, buf, count, CC_FLOAT32, CC_SUM, r->s);
+    e = cudaStreamEndCapture(side, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    if (!rok(r, rc, mode_names[i])) goto out;
+    if (e != cudaSuccess || !graph) {
+      rfail(r, "a call while this thread captured another stream (%s mode) broke the capture: %s", mode_names[i],
+            cudaGetErrorName(e));
+      goto out;
+    }
+    graph = NULL;
+    if (!rcu(r, cudaStreamSynchronize(r->s), "cudaStreamSynchronize")) goto out;
+    rcheck_sum(r, mode_names[i], buf, 140 + (uint64_t)i, count);
+  }
+  /* 4: a call on the capturing stream itself, each mode: refused, the capture intact */
+  for (i = 0; i < 3 && !r->sh->nfail[r->me]; i++) {
+    if (!rcu(r, cudaStreamBeginCapture(side, modes[i]), "cudaStreamBeginCapture")) goto out;
+    rc = cc_cuda_all_reduce(r->g, buf, buf + count, count, CC_FLOAT32, CC_SUM, side);
+    e = cudaStreamEndCapture(side, &graph);
+    if (graph) cudaGraphDestroy(graph);
+    if (rc != CC_ERR_UNSUPPORTED || !strstr(cc_cuda_comm_last_error(r->g), "captured"))
+      rfail(r, "all_reduce on a stream being captured (%s mode) returned %s (%s), want CC_ERR_UNSUPPORTED saying so",
+            mode_names[i], res_name(rc), cc_cuda_comm_last_error(r->g));
+    else if (e != cudaSuccess || !graph)
+      rfail(r, "the refused call broke the %s-mode capture: %s", mode_names[i], cudaGetErrorName(e));
+    graph = NULL;
+  }
+  if ((rc = cc_cuda_comm_check(r->g)) != CC_OK)
+    rfail(r, "the communicator failed: %s (%s)", res_name(rc), cc_cuda_comm_last_error(r->g));
+  rnote(r, "another thread's Global-mode capture for 300 ms, then during an in-place all_reduce (new mappings, "
+        "scratch growth); this thread capturing another stream in each mode during an all_reduce; a call on a "
+        "capturing stream refused in each mode: every capture intact, every result right");
+out:
+  if (r->g && r->sh->nfail[r->me]) cc_cuda_comm_abort(r->g);  /* the others must not wait for this rank */
+  free(host);
+  if (buf) cc_cuda_free(r->g, buf);
+  rdestroy(r);
+  if (big) cudaFree(big);
+  if (h.buf) cudaFree(h.buf);
+  if (side_buf) cudaFree(side_buf);
+  if (h.s) cudaStreamDestroy(h.s);
+  if (side) cudaStreamDestroy(side);
+}
+
+static void grid_calls_with(rctx *r, float *a, float *b, size_t big, size_t one, uint64_t seed, float *host) {
+  if (!rput(r, r->s, a, seed, r->me, one, host) ||
+      !rok(r, cc_cuda_all_reduce(r->g, a, b, one, CC_FLOAT32, CC_SUM, r->s), "one-shot all_reduce") ||
+      !rcu(r, cudaStreamSynchronize(r->s), "sync"))
+    return;
+  rcheck_sum(r, "one-shot all_reduce", b, seed, one);
+  if (!rput(r, r->s, a, seed + 1, r->me, big, host) ||
+      !rok(r, cc_cuda_all_reduce(r->g, a, b, big, CC_FLOAT32, CC_SUM, r->s), "two-shot all_reduce") ||
+      !rcu(r, cudaStreamSynchronize(r->s), "sync"))
+    return;
+  rcheck_sum(r, "two-shot all_reduce", b, seed + 1, big);
+  if (!rok(r, cc_cuda_all_gather(r->g, a, b, big, CC_FLOAT32, r->s), "all_gather")) return;
+  rcu(r, cudaStreamSynchronize(r->s), "sync");
+}
+
+/* ---- grid: launches sized to the device (CC_EMU_SMS SMs, CC_EMU_REGS
+ * registers per thread) and to CC_CUDA_BLOCKS: never more blocks than run at
+ * once, and the whole of the bound for large calls; every result right with
+ * many blocks */
+static void grid_calls(rctx *r, float *a, float *b, size_t big, size_t one, uint64_t seed) {
+  float *host = (float *)malloc(big * 4);
+  if (host) grid_calls_with(r, a, b, big, one, seed, host);
+  else rfail(r, "out of memory");
+  free(host);
+}
+
+static void reg_grid(rctx *r) {
+  float *a = NULL, *b = NULL;
+  size_t big = 1000003, one = 60001, scale, es;
+  long most = 0, most7 = 0, waves;
+  int sms = 0, per = 0, dev = 0;
+  if (!rinit(r)) return;
+  if (!rcu(r, cudaGetDevice(&dev), "cudaGetDevice") ||
+      !rcu(r, cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev), "cudaDeviceGetAttribute") ||
+      !rok(r, cc_cuda_malloc(r->g, (void **)&a, big * 4), "cc_cuda_malloc") ||
+      !rok(r, cc_cuda_malloc(r->g, (void **)&b, big * 4 * (size_t)r->n), "cc_cuda_malloc"))
+    goto out;
+  if (cc_emu_count) cc_emu_count("max_blocks");   /* from here */
+  grid_calls(r, a, b, big, one, 151);
+  if (cc_emu_count) most = cc_emu_count("max_blocks");
+  /* a communicator bounded to 7 blocks */
+  cc_cuda_free(r->g, a);
+  cc_cuda_free(r->g, b);
+  a = b = NULL;
+  if (!rok(r, cc_cuda_comm_destroy(r->g), "cc_cuda_comm_destroy")) goto out;
+  r->g = NULL;
+  setenv("CC_CUDA_BLOCKS", "7", 1);
+  if (!rok(r, cc_cuda_comm_init(r->c, dev, &r->g), "cc_cuda_comm_init with CC_CUDA_BLOCKS=7") ||
+      !rok(r, cc_cuda_malloc(r->g, (void **)&a, big * 4), "cc_cuda_malloc") ||
+      !rok(r, cc_cuda_malloc(r->g, (void **)&b, big * 4 * (size_t)r->n), "cc_cuda_malloc"))
+    goto out;
+  grid_calls(r, a, b, big, one, 161);
+  if (!cc_emu_count || r->sh->nfail[r->me]) {
+    rnote(r, "one-shot and two-shot all_reduce, all_gather of %zu floats, with CC_CUDA_BLOCKS unset and 7: right", big);
+    goto out;
+  }
+  most7 = cc_emu_count("max_blocks");
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per, (const void *)cc_cuda__fold_pick(CC_FLOAT32, CC_SUM, &scale, &es),
+                                                    CC_CUDA__THREADS, 0) != cudaSuccess)
+    per = 0;
+  waves = cc_emu_count("over_one_wave");
+  if (waves) rfail(r, "%ld launches had more blocks than the device runs at once (%d SMs x %d)", waves, sms, per);
+  else if (most != (long)sms * per) rfail(r, "the largest launch had %ld blocks; the device runs %d at once (%d SMs x %d)",
+                                          most, sms * per, sms, per);
+  else if (most7 != 7) rfail(r, "with CC_CUDA_BLOCKS=7 the largest launch had %ld blocks", most7);
+  rnote(r, "%d SMs, %d blocks of %d threads per SM: the largest launch %ld blocks (CC_CUDA_BLOCKS=7: %ld), none "
+        "larger than one wave; one-shot and two-shot all_reduce and all_gather right", sms, per, CC_CUDA__THREADS,
+        most, most7);
+out:
+  unsetenv("CC_CUDA_BLOCKS");
+  if (a) cc_cuda_free(r->g, a);
+  if (b) cc_cuda_free(r->g, b);
+  rdestroy(r);
+}
+
 /* ---- visible_devices (the emulation's devices) */
 static void reg_devices(rctx *r, int mig) {
   float *buf = NULL, *host = NULL;
@@ -3007,46 +3262,145 @@ out:
   rdestroy(r);
 }
 
-/* ---- flush */
+/* ---- flush: two-shot all_reduce writes into the peers' memory, the waits
+ * after it flush (on GPUs that can); the barriers' stream memory operations
+ * go as one cuStreamBatchMemOp each, or one call each where the driver has
+ * none (CC_EMU_NO_BATCH) */
 static void reg_flush(rctx *r) {
   float *buf = NULL, *host = NULL;
-  long before = cc_emu_count ? cc_emu_count("flush_waits") : 0;
+  long before = cc_emu_count ? cc_emu_count("flush_waits") : 0, b0 = 0, m0 = 0, db, dm;
+  int unbatched = getenv("CC_EMU_NO_BATCH") != NULL;
   size_t count = 10001;
   if (!rinit(r)) return;
   host = (float *)malloc(count * 4);
   if (!rok(r, cc_cuda_malloc(r->g, (void **)&buf, 2 * count * 4), "cc_cuda_malloc") ||
-      !rput(r, r->s, buf, 123, r->me, count, host) ||
-      !rok(r, cc_cuda_all_reduce(r->g, buf, buf + count, count, CC_FLOAT32, CC_SUM, r->s), "two-shot all_reduce") ||
+      !rput(r, r->s, buf, 123, r->me, count, host))
+    goto out;
+  if (cc_emu_count) {
+    b0 = cc_emu_count("batch_calls");
+    m0 = cc_emu_count("memop_calls");
+  }
+  if (!rok(r, cc_cuda_all_reduce(r->g, buf, buf + count, count, CC_FLOAT32, CC_SUM, r->s), "two-shot all_reduce") ||
       !rcu(r, cudaStreamSynchronize(r->s), "cudaStreamSynchronize"))
     goto out;
   rcheck_sum(r, "two-shot all_reduce", buf + count, 123, count);
-  if (cc_emu_count && cc_emu_count("flush_waits") == before)
+  if (!cc_emu_count) {
+    rnote(r, "two-shot all_reduce (CC_CUDA_ONESHOT_BYTES=0) right");
+    goto out;
+  }
+  if (cc_emu_count("flush_waits") == before)
     rfail(r, "no stream wait flushed remote writes after peers wrote into this rank's output (the device reports "
           "CAN_FLUSH_REMOTE_WRITES)");
-  rnote(r, "two-shot all_reduce (CC_CUDA_ONESHOT_BYTES=0): the waits after the peers' writes flush them");
+  db = cc_emu_count("batch_calls") - b0;
+  dm = cc_emu_count("memop_calls") - m0;
+  if (!unbatched && (db != 2 || dm != 0))
+    rfail(r, "the call's two barriers took %ld cuStreamBatchMemOp and %ld single stream memory operations, want 2 and 0",
+          db, dm);
+  if (unbatched && (db != 0 || dm != 2 * (long)r->n))
+    rfail(r, "without cuStreamBatchMemOp the call's two barriers took %ld batches and %ld single operations, want 0 "
+          "and %d", db, dm, 2 * r->n);
+  rnote(r, "two-shot all_reduce (CC_CUDA_ONESHOT_BYTES=0): the waits after the peers' writes flush them; its barriers "
+        "%s", unbatched ? "one stream memory operation per call (no cuStreamBatchMemOp)" : "one cuStreamBatchMemOp each");
 out:
   free(host);
   if (buf) cc_cuda_free(r->g, buf);
   rdestroy(r);
 }
 
-static void run_regressions(void) {
-  run_reg("two_streams", 3, reg_two_streams, "CC_TIMEOUT=10", "calls alternating between two streams");
-  run_reg("p2p_staged_sends", 3, reg_p2p_staged, "CC_TIMEOUT=10", "a p2p group of sends that go through scratch");
-  run_reg("one_rank_oom", 3, reg_oom, "CC_TIMEOUT=10", "out of memory on rank 0");
-  run_reg("context_killed", 3, reg_context, "CC_TIMEOUT=10", "a dead context on rank 1");
-  run_reg("free_mapped", 3, reg_free_mapped, "CC_TIMEOUT=10", "buffers freed after use");
-  run_reg("misaligned", 2, reg_misaligned, "CC_TIMEOUT=10", "misaligned element pointers");
-  run_reg("graph_capture", 2, reg_capture, "CC_TIMEOUT=10", "a call during graph capture");
-  if (emulated()) {
-    run_reg("visible_devices", 2, reg_visible, "CC_TIMEOUT=10 CC_EMU_DEVICES=2", "one GPU visible to each rank");
-    run_reg("mig", 2, reg_mig, "CC_TIMEOUT=10 CC_EMU_DEVICES=2 CC_EMU_MIG=1", "ranks on two MIG instances");
-  } else {
-    tu_skip("cuda regress visible_devices", "needs the emulation's devices (CC_EMU_DEVICES)");
+/* ---- evict_in_call: one group receives more messages from one peer than
+ * the per-peer mapping cache holds, each from its own allocation, so that
+ * the call itself evicts mappings its own copies read; the next calls come
+ * at once (their reap must not close a mapping a queued copy still reads) */
+#define EV_MSGS 40
+#define EV_ROUNDS 3
+static void reg_evict_in_call(rctx *r) {
+  float *sbuf[EV_MSGS], *rbuf = NULL, *host = NULL, *got = NULL;
+  size_t count = 1000 + 64, i;
+  int round, m;
+  cc_result rc = CC_OK, rc2;
+  memset(sbuf, 0, sizeof sbuf);
+  if (!rinit(r)) return;
+  host = (float *)malloc(count * 4);
+  got = (float *)malloc(count * 4 * EV_MSGS);
+  if (!rok(r, cc_cuda_malloc(r->g, (void **)&rbuf, count * 4 * EV_MSGS), "cc_cuda_malloc")) goto out;
+  for (m = 0; m < EV_MSGS && r->me == 0; m++)   /* each message from its own cudaMalloc */
+    if (!rcu(r, cudaMalloc((void **)&sbuf[m], count * 4), "cudaMalloc")) goto out;
+  for (round = 0; round < EV_ROUNDS && !r->sh->nfail[r->me]; round++) {
+    for (m = 0; m < EV_MSGS && r->me == 0; m++)
+      if (!rput(r, r->s, sbuf[m], 700 + (uint64_t)(round * EV_MSGS + m), 0, count, host)) goto out;
+    if (!rok(r, cc_cuda_group_begin(r->g), "cc_cuda_group_begin")) goto out;
+    for (m = 0; m < EV_MSGS && rc == CC_OK; m++)
+      rc = r->me == 0 ? cc_cuda_send(r->g, sbuf[m], count, CC_FLOAT32, 1, m, r->s)
+                      : cc_cuda_recv(r->g, rbuf + (size_t)m * count, count, CC_FLOAT32, 0, m, r->s);
+    rc2 = cc_cuda_group_end(r->g);
+    if (!rok(r, rc, "cc_cuda_send/recv") || !rok(r, rc2, "cc_cuda_group_end")) goto out;
+    /* the next call at once: its reap runs while the group's copies may still be queued */
+    if (!rok(r, cc_cuda_barrier(r->g, r->s), "cc_cuda_barrier")) goto out;
+    if (!rcu(r, cudaStreamSynchronize(r->s), "cudaStreamSynchronize")) goto out;
+    if (r->me != 1) continue;
+    if (!rcu(r, cudaMemcpy(got, rbuf, count * 4 * EV_MSGS, cudaMemcpyDeviceToHost), "cudaMemcpy")) goto out;
+    for (m = 0; m < EV_MSGS; m++) {
+      char msg[300];
+      tr_fill(host, CC_FLOAT32, TR_GEN_ANY, 700 + (uint64_t)(round * EV_MSGS + m), 0, 0, count);
+      if (tr_compare(got + (size_t)m * count, host, count, CC_FLOAT32, msg, sizeof msg)) {
+        rfail(r, "round %d, message %d of %d from rank 0: %s", round, m, EV_MSGS, msg);
+        break;
+      }
+    }
   }
-  run_reg("no_device_sync", 2, reg_nosync, "CC_TIMEOUT=10", "another stream busy");
-  run_reg("user_error", 2, reg_user_error, "CC_TIMEOUT=10", "the user's pending CUDA error");
-  run_reg("flush", 2, reg_flush, "CC_TIMEOUT=10 CC_CUDA_ONESHOT_BYTES=0", "remote writes flushed");
+  rnote(r, "%d rounds of one group of %d receives from rank 0, each from its own cudaMalloc (the cache holds 32 per "
+        "peer), a call right after each: every message right", EV_ROUNDS, EV_MSGS);
+out:
+  rdestroy(r);
+  for (i = 0; i < EV_MSGS; i++)
+    if (sbuf[i]) cudaFree(sbuf[i]);
+  free(host);
+  free(got);
+}
+
+/* The regression worlds; `only`: just the one of that name (NULL: all). */
+static void run_regressions(const char *only) {
+  static const struct {
+    const char *name;
+    int n, emu_only;
+    reg_fn fn;
+    const char *env, *what;
+  } regs[] = {
+    {"two_streams", 3, 0, reg_two_streams, "CC_TIMEOUT=10", "calls alternating between two streams"},
+    {"p2p_staged_sends", 3, 0, reg_p2p_staged, "CC_TIMEOUT=10", "a p2p group of sends that go through scratch"},
+    {"one_rank_oom", 3, 0, reg_oom, "CC_TIMEOUT=10", "out of memory on rank 0"},
+    {"context_killed", 3, 0, reg_context, "CC_TIMEOUT=10", "a dead context on rank 1"},
+    {"free_mapped", 3, 0, reg_free_mapped, "CC_TIMEOUT=10", "buffers freed after use"},
+    {"misaligned", 2, 0, reg_misaligned, "CC_TIMEOUT=10", "misaligned element pointers"},
+    {"graph_capture", 2, 0, reg_capture, "CC_TIMEOUT=10", "a call during graph capture"},
+    {"visible_devices", 2, 1, reg_visible, "CC_TIMEOUT=10 CC_EMU_DEVICES=2", "one GPU visible to each rank"},
+    {"mig", 2, 1, reg_mig, "CC_TIMEOUT=10 CC_EMU_DEVICES=2 CC_EMU_MIG=1", "ranks on two MIG instances"},
+    {"no_device_sync", 2, 0, reg_nosync, "CC_TIMEOUT=10", "another stream busy"},
+    {"user_error", 2, 0, reg_user_error, "CC_TIMEOUT=10", "the user's pending CUDA error"},
+    {"flush", 2, 0, reg_flush, "CC_TIMEOUT=10 CC_CUDA_ONESHOT_BYTES=0 CC_EMU_DEVICES=2 CC_EMU_FLUSH=1",
+     "remote writes flushed, barriers batched"},
+    {"flush_unbatched", 2, 1, reg_flush,
+     "CC_TIMEOUT=10 CC_CUDA_ONESHOT_BYTES=0 CC_EMU_DEVICES=2 CC_EMU_FLUSH=1 CC_EMU_NO_BATCH=1",
+     "remote writes flushed, a driver without cuStreamBatchMemOp"},
+    {"evict_in_call", 2, 0, reg_evict_in_call, "CC_TIMEOUT=10",
+     "a group evicting mappings its own copies read"},
+    {"capture_modes", 2, 0, reg_capture_modes, "CC_TIMEOUT=10", "graph captures around the communicator"},
+    {"grid", 3, 0, reg_grid, "CC_TIMEOUT=10 CC_EMU_SMS=5 CC_EMU_REGS=40",
+     "launches sized to the device and to CC_CUDA_BLOCKS"},
+  };
+  size_t i;
+  int ran = 0;
+  for (i = 0; i < sizeof regs / sizeof regs[0]; i++) {
+    char full[96];
+    if (only && strcmp(only, regs[i].name) != 0) continue;
+    ran = 1;
+    snprintf(full, sizeof full, "cuda regress %s", regs[i].name);
+    if (regs[i].emu_only && !emulated())
+      tu_skip(full, "needs the emulation's devices (CC_EMU_DEVICES)");
+    else
+      run_reg(regs[i].name, regs[i].n, regs[i].fn, regs[i].env, regs[i].what);
+  }
+  if (only && !ran) tu_fail("cuda regress", "no regression world is named \"%s\"", only);
 }
 
 /* ------------------------------------------------------------ main */
@@ -3094,6 +3448,8 @@ static void probe_devices(probe *p) {
 
 int main(int argc, char **argv) {
   int quick = tu_quick(), i, n, want_n[MAXR + 1], want_staged = 1, want_twoshot = 1, want_death = 1, want_regress = 1;
+  const char *only_regress[16];
+  int n_only = 0;
   double t0 = tu_now();
   probe *p = (probe *)tu_shared_alloc(sizeof(probe));
   if (!p) {
@@ -3116,6 +3472,7 @@ int main(int argc, char **argv) {
     for (i = 1; i < argc; i++) {
       if (!strcmp(argv[i], "staged")) want_staged = 1;
       else if (!strcmp(argv[i], "regress")) want_regress = 1;
+      else if (!strncmp(argv[i], "regress:", 8) && n_only < 16) only_regress[n_only++] = argv[i] + 8;
       else if (!strcmp(argv[i], "twoshot")) want_twoshot = 1;
       else if (!strcmp(argv[i], "death")) want_death = 1;
       else if ((n = atoi(argv[i])) >= 2 && n <= 4) want_n[n] = 1;
@@ -3139,7 +3496,8 @@ int main(int argc, char **argv) {
     run_death(0);
     run_death(1);
   }
-  if (want_regress) run_regressions();
+  if (want_regress) run_regressions(NULL);
+  for (i = 0; i < n_only; i++) run_regressions(only_regress[i]);
   fprintf(stderr, "test_cuda: %.2f s\n", tu_now() - t0);
   tu_shared_free(p, sizeof(probe));
   return tu_exit_code();

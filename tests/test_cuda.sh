@@ -13,19 +13,23 @@
 #     CUDA runtime on the CPU: kernels run as their CPU twins on stream
 #     threads, CUDA IPC between processes, stream memory operations) and built
 #     with ASan and UBSan, runs the GPU suite in ipc mode at 2 and 3 ranks,
-#     staged, two-shot, a rank's exit and the regression worlds of issue 10,
+#     staged, two-shot, a rank's exit and the regression worlds,
 #     GPU or not; and the staged path over TCP;
 #   - every emulated run is under the emulation's happens-before checker
 #     (CC_EMU_HB=1): a PASS line each when it checked accesses and found no
 #     race, use after free or checker error; tests/test_cuda_hb.cu shows it
-#     finds defects brought back on purpose (issue 10's 1 and 6, a missing
-#     flag or event, a close while a read is in flight);
+#     finds defects brought back on purpose (calls on two streams unordered,
+#     in a copy of cc_cuda.cuh that the Makefile patches; memory freed while
+#     mapped; a missing flag or event; a close while a read is in flight; a
+#     remote write without a flush);
 #   - cc_cuda.cuh's kernels use nothing that needs a block's threads to run
-#     at once (the emulation runs them one after another);
+#     at once (the emulation runs them one after another) but a block's first
+#     phase, its abort word read once into shared memory (the emulation runs
+#     it once per block, before the block's threads);
 #   - tests/test_cuda.cu runs every collective on the GPU, or prints one SKIP
 #     line when this machine has no CUDA device; with a device, the example
-#     and a short cc_bench run follow, and both again under compute-sanitizer
-#     (memcheck, racecheck) where it is installed.
+#     and a short cc_bench run follow, and the example under compute-sanitizer
+#     (memcheck, racecheck, synccheck) where it is installed.
 # No nvcc: one SKIP line. CC_TEST_QUICK set (the sanitizer runs): under
 # `make tsan` (CFLAGS has -fsanitize=thread) only test_cuda_emu_tsan, the
 # emulated suite under ThreadSanitizer with CC_TEST_QUICK's smaller matrix
@@ -133,10 +137,11 @@ fat=1
 built=1 srcs=() bins=() pids=() archs=()
 make --no-print-directory -s -C "$root" BUILD="$build" "$build/ccrun" >/dev/null 2>&1
 for t in tests/cuda_emu.cpp $(cd "$root" && ls examples/*.cu) tests/test_cuda_hb.cu tests/test_cuda.cu bench/cc_bench.c \
-         $(cd "$root" && ls tests/*.cu | grep -v -e '^tests/test_cuda.cu$' -e '^tests/test_cuda_hb.cu$'); do
+         $(cd "$root" && ls tests/*.cu | grep -v -e '^tests/test_cuda.cu$' -e '^tests/test_cuda_hb.cu$') mutant; do
   case $t in
     bench/*) bin=cc_bench_cuda ;;
     tests/cuda_emu.cpp) bin=test_cuda_emu t="tests/test_cuda.cu with tests/cuda_emu.cpp, ASan and UBSan" ;;
+    mutant) bin=test_cuda_hb_unordered t="tests/test_cuda_hb.cu against cc_cuda.cuh without the order of calls on two streams (a mutant the Makefile makes)" ;;
     *) bin=$(basename "$t" .cu) ;;
   esac
   one=()
@@ -199,17 +204,27 @@ done
 [ "$built" = 1 ] || exit 1
 
 # ---- the kernels may run thread after thread (the emulation does): nothing
-# in cc_cuda.cuh's kernel section may need a block's threads at once
-# (comments dropped by the preprocessor, which expands nothing with -fpreprocessed)
+# in cc_cuda.cuh's kernel section may need a block's threads at once but the
+# one first phase of a block, cc_cuda__block_stopped (its abort word read
+# once into shared memory), which the twins run once per block before its
+# threads (comments dropped by the preprocessor, which expands nothing with
+# -fpreprocessed)
 kern=$(sed -n '/^\/\* =* @cuda-kernels \*\//,/^\/\* =* @cuda-types \*\//p' "$root/cc_cuda.cuh" |
        g++ -fpreprocessed -dD -E -P -x c++ - 2>/dev/null)
+phase=$(printf '%s\n' "$kern" | sed -n '/int cc_cuda__block_stopped(const volatile/,/^}/p')
+rest=$(printf '%s\n' "$kern" | sed '/int cc_cuda__block_stopped(const volatile/,/^}/d')
 coop='__syncthreads|__syncwarp|__shared__|(^|[^_a-zA-Z])atomic[A-Z][A-Za-z]*[[:space:]]*\(|__shfl|__ballot|__any_sync|__all_sync|__activemask|__match_|__reduce_[a-z]+_sync|cooperative_groups|this_thread_block'
-if [ "$(printf '%s\n' "$kern" | grep -c '__global__')" -lt 3 ]; then
+nglobal=$(printf '%s\n' "$kern" | grep -c '__global__')
+nstopped=$(printf '%s\n' "$rest" | grep -c 'if (cc_cuda__block_stopped(a\.abort)) return;')
+if [ "$nglobal" -lt 3 ]; then
   echo "FAIL: cuda kernels: the @cuda-kernels section of cc_cuda.cuh was not found (or holds fewer than 3 kernels)"
-elif hits=$(printf '%s\n' "$kern" | grep -nE "$coop"); then
+elif hits=$(printf '%s\n' "$rest" | grep -nE "$coop"); then
   echo "FAIL: cuda kernels: cc_cuda.cuh's kernels cooperate within a block, which the CPU emulation cannot run: $(echo "$hits" | head -n 3 | tr '\n' ' ')"
+elif [ "$(printf '%s\n' "$phase" | grep -cE "$coop")" != 2 ] ||
+     [ "$(printf '%s\n' "$phase" | grep -c '^ *if (threadIdx.x == 0) stop = \*abort;$')" != 1 ]; then
+  echo "FAIL: cuda kernels: cc_cuda__block_stopped is not the one shared word and barrier the twins run as a block's first phase: $(printf '%s\n' "$phase" | tr '\n' ' ')"
 else
-  echo "PASS: cuda kernels: no __syncthreads, shared memory, atomics or warp intrinsics in cc_cuda.cuh's $(printf '%s\n' "$kern" | grep -c '__global__') kernels (their threads may run one after another)"
+  echo "PASS: cuda kernels: no __syncthreads, shared memory, atomics or warp intrinsics in cc_cuda.cuh's $nglobal kernels but a block's first phase ($nstopped kernels read the abort word once per block), which the twins run once per block; their threads may run one after another"
 fi
 
 # ---- on the CPU: the kernel's body, the watchdog's logic, init without a
@@ -232,15 +247,29 @@ hb_check "$out/hb-tcp.log" "the staged path over TCP"
 CC_EMU_HB=1 CC_EMU_HB_LOG="$out/hb-kernel.log" CC_CUDA_SYNC=kernel CC_TEST_QUICK=1 "$out/test_cuda_emu" 3
 hb_check "$out/hb-kernel.log" "ipc mode at 3 ranks with the waits as a kernel"
 # the checker finds what it must: defects brought back on purpose, missing
-# flags and events, a use after free, a close while a read is in flight; and
-# nothing in the same programs made right
+# flags and events, a use after free, a close while a read is in flight, an
+# unflushed remote write; and nothing in the same programs made right
 "$out/test_cuda_hb"
+"$out/test_cuda_hb_unordered"
 
 # ---- on the GPU
 log=$out/test_cuda.log
 "$out/test_cuda" 2>&1 | tee "$log"
 if grep -q '^SKIP: cuda: no CUDA device' "$log"; then
   echo "SKIP: cuda example and benchmark: no CUDA device"
+  # tests/gpu_device_check.sh, the check for the day a GPU is lent: here it
+  # must say that there is none (exit 2, building nothing), and read
+  # cc_bench's rows right (its self-test, in CPU mode)
+  dc=$(bash "$root/tests/gpu_device_check.sh" "$out/device-check" 2>&1)
+  rc=$?
+  if [ $rc = 2 ] && [ "$(printf '%s\n' "$dc" | wc -l)" = 1 ] &&
+     printf '%s\n' "$dc" | grep -q '^FAIL: gpu device check: no NVIDIA GPU on this machine'; then
+    echo "PASS: gpu device check: without a GPU it exits 2 on one line saying so"
+  else
+    echo "FAIL: gpu device check: without a GPU it exited $rc: $(printf '%s\n' "$dc" | head -n 2 | tr '\n' ' ')"
+  fi
+  st=$(BUILD=$build bash "$root/tests/gpu_device_check.sh" --self-test "$out/device-check" 2>&1 | grep -E '^(PASS|FAIL):')
+  echo "${st:-FAIL: gpu device check self-test: it printed no verdict}"
   exit 0
 fi
 for n in 2 3; do
@@ -270,7 +299,8 @@ if [ -z "$san" ]; then
   echo "SKIP: cuda compute-sanitizer: not installed"
   exit 0
 fi
-for tool in memcheck racecheck; do
+# memcheck; racecheck and synccheck: the abort word that each block shares
+for tool in memcheck racecheck synccheck; do
   if "$san" --tool "$tool" --target-processes all --error-exitcode 9 \
       "$build/ccrun" -n 2 "$out/cuda_all_reduce" 4099 >"$out/san-$tool.log" 2>&1 &&
      grep -q 'ERROR SUMMARY: 0 errors' "$out/san-$tool.log"; then

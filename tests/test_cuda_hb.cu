@@ -9,11 +9,13 @@
  * checker's memory is shared with the ranks it forks), one PASS or FAIL line:
  *
  *   two_streams        cc_cuda calls alternating between two streams, one
- *                      held back 50 ms (issue 10's defect 1's world): 0 races,
- *                      results right
- *   two_streams_unordered  the same with CC_CUDA_TEST_NO_STREAM_ORDER (defect 1
- *                      brought back: no order between calls on two streams):
- *                      races found
+ *                      held back 50 ms (the world of the regression
+ *                      two_streams in tests/test_cuda.cu): 0 races, results
+ *                      right
+ *   two_streams_unordered  the same against a copy of cc_cuda.cuh whose wait
+ *                      that orders calls on two streams the Makefile took out
+ *                      (test_cuda_hb_unordered, built with HB_UNORDERED=1,
+ *                      runs this case alone): races found
  *   ipc_flag           rank 0's stream writes a buffer and then a flag
  *                      (cuStreamWriteValue32 on shared registered memory);
  *                      rank 1's stream waits for the flag and reads the buffer
@@ -24,12 +26,21 @@
  *                      nothing on the GPU said was ready)
  *   event / no_event   one process: a write on stream A, a read on stream B
  *                      after cudaStreamWaitEvent: 0 races; without: a race
- *   use_after_free     rank 0 frees memory rank 1 still has open (issue 10's
- *                      defect 6), then rank 1 reads it: a use after free, and
+ *   use_after_free     rank 0 frees memory rank 1 still has open (what the
+ *                      regression free_mapped guards against), then rank 1
+ *                      reads it: a use after free, and
  *                      the emulator's own count of the free
  *   close_in_flight    as ipc_flag, but rank 1 closes its mapping while its
  *                      stream's read through it is not known to be done (it
  *                      only slept): reported
+ *   remote_flush       each rank on a GPU of its own (CC_EMU_DEVICES=2, the
+ *                      devices can flush remote writes): rank 0's stream
+ *                      writes into rank 1's buffer through CUDA IPC, then a
+ *                      flag; rank 1's stream waits for the flag with
+ *                      CU_STREAM_WAIT_VALUE_FLUSH and reads its buffer: 0
+ *                      races
+ *   remote_no_flush    the same wait without the flush: a race (rank 1's GPU
+ *                      may not see the remote write yet)
  * Built with ThreadSanitizer (test_cuda_hb_tsan), the two cases whose race
  * is between two threads of one process (two_streams_unordered, no_event)
  * are skipped: TSan reports that very race itself, and a sanitizer report
@@ -39,8 +50,9 @@
  * nothing must check something (accesses and edges counted). */
 #define _POSIX_C_SOURCE 200809L
 #define CC_IMPLEMENTATION
-static int hb_no_order;                /* 1: cc_cuda.cuh without the order of calls across streams */
-#define CC_CUDA_TEST_NO_STREAM_ORDER hb_no_order
+#ifndef HB_UNORDERED                   /* 1: built against the Makefile's copy of cc_cuda.cuh without */
+#define HB_UNORDERED 0                 /* the order of calls across streams */
+#endif
 #include "cc.h"
 #include "cc_cuda.cuh"
 #include "test_util.h"
@@ -131,7 +143,7 @@ static int two_streams_main(cc_comm *c, void *arg) {
       break;
     }
   }
-  if (hb_no_order) {                   /* the defect may hang (a later call's post lands first, then an
+  if (HB_UNORDERED) {                   /* the defect may hang (a later call's post lands first, then an
                                           older one over it): give up after 3 s, as a user would */
     double t0 = tu_now();
     while ((cudaStreamQuery(st[0]) == cudaErrorNotReady || cudaStreamQuery(st[1]) == cudaErrorNotReady) &&
@@ -141,7 +153,7 @@ static int two_streams_main(cc_comm *c, void *arg) {
   }
   cudaStreamSynchronize(st[0]);
   cudaStreamSynchronize(st[1]);
-  for (i = 0; i < TS_CALLS && !sh->bad[me] && !hb_no_order; i++) {
+  for (i = 0; i < TS_CALLS && !sh->bad[me] && !HB_UNORDERED; i++) {
     float *in = (float *)(void *)(arena + offs[i]), *out = in + counts[i];
     CU(sh, me, cudaMemcpy(host, i % 2 ? out : in, counts[i] * 4, cudaMemcpyDeviceToHost));
     for (j = 0; j < counts[i]; j++) {
@@ -154,7 +166,7 @@ static int two_streams_main(cc_comm *c, void *arg) {
   }
   cc_cuda_free(g, arena);
   rc = cc_cuda_comm_destroy(g);
-  if (rc != CC_OK && !hb_no_order) why(sh, me, "cc_cuda_comm_destroy: %s", cc_strerror(rc));
+  if (rc != CC_OK && !HB_UNORDERED) why(sh, me, "cc_cuda_comm_destroy: %s", cc_strerror(rc));
   cudaStreamDestroy(st[0]);
   cudaStreamDestroy(st[1]);
   free(host);
@@ -219,6 +231,55 @@ static int ipc_main(cc_comm *c, void *arg) {
   cc_barrier(c);                       /* closed before it is freed */
   if (me == 0) CU(sh, me, cudaFree(buf));
   sh->freed_mapped[me] = cc_emu_count("freed_while_mapped");
+  cudaHostUnregister(sh->page);
+  cudaStreamDestroy(s);
+  free(host);
+  return 0;
+}
+
+/* ---- rank 0 writes into rank 1's memory (another GPU) through CUDA IPC, then
+   a flag; rank 1 waits for it with CU_STREAM_WAIT_VALUE_FLUSH (sh->flag 1)
+   or without (0), then reads its buffer */
+static int remote_main(cc_comm *c, void *arg) {
+  shared *sh = (shared *)arg;
+  int me = cc_comm_rank(c), ok = 1;
+  cudaStream_t s;
+  unsigned char *buf = NULL, *peer = NULL, *host = (unsigned char *)malloc(IPC_BYTES);
+  void *dflag = NULL;
+  memop_fn write32 = NULL, wait32 = NULL;
+  size_t i;
+  if (!host) return 1;
+  CU(sh, me, cudaSetDevice(me));
+  CU(sh, me, cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  CU(sh, me, cudaGetDriverEntryPointByVersion("cuStreamWriteValue32", (void **)&write32, 12000, cudaEnableDefault, NULL));
+  CU(sh, me, cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", (void **)&wait32, 12000, cudaEnableDefault, NULL));
+  CU(sh, me, cudaHostRegister(sh->page, 4096, cudaHostRegisterMapped | cudaHostRegisterPortable));
+  CU(sh, me, cudaHostGetDevicePointer(&dflag, sh->page, 0));
+  if (me == 1) {
+    CU(sh, me, cudaMalloc((void **)&buf, IPC_BYTES));
+    CU(sh, me, cudaIpcGetMemHandle(&sh->h, buf));
+  }
+  cc_barrier(c);
+  if (me == 0) {
+    CU(sh, me, cudaIpcOpenMemHandle((void **)&peer, sh->h, cudaIpcMemLazyEnablePeerAccess));
+    CU(sh, me, cudaMemsetAsync(peer, 0x6b, IPC_BYTES, s));   /* a remote write into rank 1's GPU */
+    if (write32((CUstream)s, (CUdeviceptr)(uintptr_t)dflag, 1, 0) != CUDA_SUCCESS) why(sh, me, "write32");
+    CU(sh, me, cudaStreamSynchronize(s));
+    CU(sh, me, cudaIpcCloseMemHandle(peer));
+  } else {
+    if (wait32((CUstream)s, (CUdeviceptr)(uintptr_t)dflag, 1,
+               CU_STREAM_WAIT_VALUE_GEQ | (sh->flag ? CU_STREAM_WAIT_VALUE_FLUSH : 0)) != CUDA_SUCCESS)
+      why(sh, me, "wait32");
+    CU(sh, me, cudaMemcpyAsync(host, buf, IPC_BYTES, cudaMemcpyDeviceToHost, s));
+    CU(sh, me, cudaStreamSynchronize(s));
+    for (i = 0; i < IPC_BYTES && ok; i++)
+      if (host[i] != 0x6b) {
+        why(sh, me, "byte %zu is 0x%02x, not 0x6b", i, host[i]);
+        ok = 0;
+      }
+  }
+  cc_barrier(c);                       /* closed before it is freed */
+  if (me == 1) CU(sh, me, cudaFree(buf));
   cudaHostUnregister(sh->page);
   cudaStreamDestroy(s);
   free(host);
@@ -372,12 +433,14 @@ int main(int argc, char **argv) {
   }
   tu_default_timeout("20");
   setenv("CC_EMU_DEVICES", "1", 1);
+  if (HB_UNORDERED) {                  /* the mutant: this case alone */
+    run_case("two_streams_unordered", 3, two_streams_main, 0, RACES, 0,
+             "cc_cuda all_reduce calls alternating between two streams, with cc_cuda.cuh's wait that orders calls on "
+             "two streams taken out (the Makefile's mutant)", 1);
+    return tu_exit_code();
+  }
   run_case("two_streams", 3, two_streams_main, 0, -1, 0,
            "cc_cuda all_reduce calls alternating between two streams, one held back 50 ms");
-  hb_no_order = 1;
-  run_case("two_streams_unordered", 3, two_streams_main, 0, RACES, 0,
-           "the same with CC_CUDA_TEST_NO_STREAM_ORDER (issue 10's defect 1 brought back)", 1);
-  hb_no_order = 0;
   run_case("ipc_flag", 2, ipc_main, 1, -1, 0,
            "a buffer written on rank 0's stream, then a flag; read through CUDA IPC by rank 1's stream after it waits "
            "for the flag");
@@ -386,8 +449,16 @@ int main(int argc, char **argv) {
   run_case("event", 1, event_main, 1, -1, 0, "written on stream a, read on stream b after cudaStreamWaitEvent");
   run_case("no_event", 1, event_main, 0, RACES, 0, "the same without the event", 1);
   run_case("use_after_free", 2, free_main, 0, UAF, 1,
-           "rank 0 frees memory rank 1 still has open (issue 10's defect 6), rank 1 reads it after");
+           "rank 0 frees memory rank 1 still has open, rank 1 reads it after");
   run_case("close_in_flight", 2, ipc_main, 2, UAF, 0,
            "as ipc_flag, but rank 1 closes its mapping while its stream's read through it is only slept on");
+  setenv("CC_EMU_DEVICES", "2", 1);
+  setenv("CC_EMU_FLUSH", "1", 1);
+  run_case("remote_flush", 2, remote_main, 1, -1, 0,
+           "rank 0's stream writes into rank 1's GPU, then a flag; rank 1's stream waits for it with "
+           "CU_STREAM_WAIT_VALUE_FLUSH and reads");
+  run_case("remote_no_flush", 2, remote_main, 0, RACES, 0, "the same wait without the flush");
+  setenv("CC_EMU_DEVICES", "1", 1);
+  unsetenv("CC_EMU_FLUSH");
   return tu_exit_code();
 }

@@ -1,7 +1,8 @@
 /* tests/test_cuda_hb_unit.cpp - the happens-before checker's logic
  * (tests/cuda_emu_hb.h) against cases computed by hand: vector clocks, races
  * of reads and writes by byte range, the reads it keeps and forgets, the
- * segments it splits and merges, a full shadow, the check before a close.
+ * segments it splits and merges, a full shadow, the check before a close,
+ * remote writes that only a flush orders.
  * Needs no CUDA: g++ or clang++ alone (tests/test_cuda_hb.sh builds it with
  * both, -Wall -Wextra -Wpedantic -Werror). */
 #include "cuda_emu_hb.h"
@@ -67,24 +68,24 @@ static void unit_read_after_write(void) {
   s = fresh(1000);
   memset(va, 0, sizeof va), memset(vb, 0, sizeof vb), memset(vc, 0, sizeof vc);
   va[A] = 1, vb[B] = 1, vc[C] = 1;
-  r = hb_access(s, 0, 100, 1, A, 7, va, &c);
+  r = hb_access(s, 0, 100, 1, A, 7, va, NULL, &c);
   CHECK(r == 0 && s->nseg == 2 && s->seg[1].lo == 100, "first write: r %d nseg %u", r, s->nseg);
-  r = hb_access(s, 50, 60, 0, B, 8, vb, &c);
+  r = hb_access(s, 50, 60, 0, B, 8, vb, NULL, &c);
   CHECK(r == 1 && c.kind == HB_WR && c.prev.agent == A && c.prev.clk == 1 && c.prev.op == 7 && c.lo == 50 &&
             c.hi == 60, "unordered read: r %d kind %d prev %u/%u [%llu, %llu)", r, c.kind, c.prev.agent,
         c.prev.clk, (unsigned long long)c.lo, (unsigned long long)c.hi);
   CHECK(s->nseg == 4, "segments after the read: %u (want [0,50) [50,60) [60,100) [100,1000))", s->nseg);
   vb[A] = 1;                           /* B acquires A's clock 1 (a flag) */
-  r = hb_access(s, 0, 100, 0, B, 8, vb, &c);
+  r = hb_access(s, 0, 100, 0, B, 8, vb, NULL, &c);
   CHECK(r == 0, "ordered read: r %d", r);
   /* same agent: A writes again over what it wrote: never a race with itself,
      but B's reads are not ordered before A: a race (write after read) */
   va[A] = 2;
-  r = hb_access(s, 10, 20, 1, A, 7, va, &c);
+  r = hb_access(s, 10, 20, 1, A, 7, va, NULL, &c);
   CHECK(r == 1 && c.kind == HB_RW && c.prev.agent == B, "write after unordered read: r %d kind %d", r, c.kind);
   va[B] = 1;                           /* A learns B's clock 1 (its reads happened first) */
   va[A] = 3;
-  r = hb_access(s, 0, 100, 1, A, 7, va, &c);
+  r = hb_access(s, 0, 100, 1, A, 7, va, NULL, &c);
   CHECK(r == 0, "write after ordered reads: r %d kind %d", r, c.kind);
   CHECK(s->nseg == 2 && s->seg[0].w.clk == 3 && s->seg[0].r[0].clk == 0, "one write forgets the reads, merges: nseg %u",
         s->nseg);
@@ -102,15 +103,15 @@ static void unit_bytes(void) {
   s = fresh(256);
   memset(va, 0, sizeof va), memset(vb, 0, sizeof vb);
   va[A] = 1, vb[B] = 1;
-  CHECK(hb_access(s, 0, 100, 1, A, 1, va, &c) == 0 && hb_access(s, 100, 200, 1, B, 1, vb, &c) == 0, "disjoint writes");
+  CHECK(hb_access(s, 0, 100, 1, A, 1, va, NULL, &c) == 0 && hb_access(s, 100, 200, 1, B, 1, vb, NULL, &c) == 0, "disjoint writes");
   CHECK(s->nseg == 3, "three segments: %u", s->nseg);
   vb[B] = 2;
-  r = hb_access(s, 99, 101, 1, B, 1, vb, &c);
+  r = hb_access(s, 99, 101, 1, B, 1, vb, NULL, &c);
   CHECK(r == 1 && c.kind == HB_WW && c.prev.agent == A && c.lo == 99 && c.hi == 100, "overlap: r %d [%llu, %llu)", r,
         (unsigned long long)c.lo, (unsigned long long)c.hi);
   /* an access past the end is cut at the end; an empty one does nothing */
-  CHECK(hb_access(s, 250, 900, 0, A, 1, va, &c) == 0 && s->seg[s->nseg - 1].lo == 250, "past the end");
-  CHECK(hb_access(s, 10, 10, 1, B, 1, vb, &c) == 0, "empty access");
+  CHECK(hb_access(s, 250, 900, 0, A, 1, va, NULL, &c) == 0 && s->seg[s->nseg - 1].lo == 250, "past the end");
+  CHECK(hb_access(s, 10, 10, 1, B, 1, vb, NULL, &c) == 0, "empty access");
   free(s);
 }
 
@@ -124,15 +125,15 @@ static void unit_reads_kept(void) {
   s = fresh(64);
   memset(va, 0, sizeof va), memset(vb, 0, sizeof vb), memset(vc, 0, sizeof vc);
   vb[B] = 1;
-  hb_access(s, 0, 64, 0, B, 1, vb, &c);
+  hb_access(s, 0, 64, 0, B, 1, vb, NULL, &c);
   vb[B] = 2;
-  hb_access(s, 0, 64, 0, B, 1, vb, &c);
+  hb_access(s, 0, 64, 0, B, 1, vb, NULL, &c);
   CHECK(s->seg[0].r[0].agent == B && s->seg[0].r[0].clk == 2 && s->seg[0].r[1].clk == 0, "B's later read replaces its earlier");
   vc[C] = 1, vc[B] = 2;
-  hb_access(s, 0, 64, 0, C, 1, vc, &c);
+  hb_access(s, 0, 64, 0, C, 1, vc, NULL, &c);
   CHECK(s->seg[0].r[0].agent == C && s->seg[0].r[1].clk == 0, "C's ordered read replaces B's");
   va[A] = 1, va[C] = 1;
-  CHECK(hb_access(s, 0, 64, 1, A, 1, va, &c) == 0, "write ordered after the last read: no race");
+  CHECK(hb_access(s, 0, 64, 1, A, 1, va, NULL, &c) == 0, "write ordered after the last read: no race");
   free(s);
 }
 
@@ -149,7 +150,7 @@ static void unit_concurrent_reads(void) {
     uint32_t v[HB_MAXA];
     memset(v, 0, sizeof v);
     v[i] = 1;
-    hb_access(s, 0, 64, 0, (uint16_t)i, 1, v, &c);
+    hb_access(s, 0, 64, 0, (uint16_t)i, 1, v, NULL, &c);
   }
   for (i = 0; i < HB_NR; i++)
     CHECK(s->seg[0].r[i].agent == i + 1 && s->seg[0].r[i].clk == 1, "read %d kept, sorted: agent %u", i,
@@ -158,14 +159,14 @@ static void unit_concurrent_reads(void) {
   memset(va, 0, sizeof va);
   va[A] = 1;
   for (i = 1; i <= HB_NR; i++) va[i] = i == 3 ? 0 : 1;
-  r = hb_access(s, 0, 64, 1, A, 1, va, &c);
+  r = hb_access(s, 0, 64, 1, A, 1, va, NULL, &c);
   CHECK(r == 1 && c.kind == HB_RW && c.prev.agent == 3, "write knowing all readers but 3: r %d agent %u", r, c.prev.agent);
   for (i = 1; i <= HB_NR + 1; i++) {
     uint32_t v[HB_MAXA];
     memset(v, 0, sizeof v);
     v[A] = 1;                          /* each knows A's write */
     v[i] = 2;
-    hb_access(s, 0, 64, 0, (uint16_t)i, 1, v, &c);
+    hb_access(s, 0, 64, 0, (uint16_t)i, 1, v, NULL, &c);
   }
   CHECK(s->dropped == 1, "HB_NR + 1 concurrent readers: %u forgotten (want 1)", s->dropped);
   free(s);
@@ -183,12 +184,12 @@ static void unit_full_shadow(void) {
   s = fresh(4 * HB_NSEG);
   memset(va, 0, sizeof va), memset(vb, 0, sizeof vb);
   va[A] = 1, vb[B] = 1;
-  for (i = 0; i < HB_NSEG / 2 - 1; i++) hb_access(s, (uint64_t)2 * i, (uint64_t)2 * i + 1, 1, (uint16_t)(i & 1), 1, (i & 1) ? vb : va, &c);
+  for (i = 0; i < HB_NSEG / 2 - 1; i++) hb_access(s, (uint64_t)2 * i, (uint64_t)2 * i + 1, 1, (uint16_t)(i & 1), 1, (i & 1) ? vb : va, NULL, &c);
   CHECK(s->nseg == HB_NSEG - 2, "segments: %u (want %d)", s->nseg, HB_NSEG - 2);
-  CHECK(hb_access(s, 4000, 4 * HB_NSEG, 1, A, 2, va, &c) == 0 && s->nseg == HB_NSEG - 1, "segments: %u", s->nseg);
-  r = hb_access(s, 3000, 3001, 1, A, 3, va, &c);
+  CHECK(hb_access(s, 4000, 4 * HB_NSEG, 1, A, 2, va, NULL, &c) == 0 && s->nseg == HB_NSEG - 1, "segments: %u", s->nseg);
+  r = hb_access(s, 3000, 3001, 1, A, 3, va, NULL, &c);
   CHECK(r == -1 && s->nseg == HB_NSEG - 1, "no room: r %d nseg %u", r, s->nseg);
-  r = hb_access(s, 3000, 4000, 1, A, 3, va, &c);
+  r = hb_access(s, 3000, 4000, 1, A, 3, va, NULL, &c);
   CHECK(r == 0 && s->nseg == HB_NSEG, "room for one boundary: r %d nseg %u", r, s->nseg);
   free(s);
 }
@@ -201,13 +202,50 @@ static void unit_before_close(void) {
   s = fresh(100);
   memset(va, 0, sizeof va), memset(vb, 0, sizeof vb), memset(t, 0, sizeof t);
   va[A] = 5, vb[B] = 9, vb[A] = 5;
-  hb_access(s, 0, 100, 1, A, 1, va, &c);
-  hb_access(s, 20, 30, 0, B, 2, vb, &c);
+  hb_access(s, 0, 100, 1, A, 1, va, NULL, &c);
+  hb_access(s, 20, 30, 0, B, 2, vb, NULL, &c);
   t[A] = 5;
   CHECK(hb_unordered(s, t, is_b, NULL, &c) == 1 && c.prev.agent == B && c.prev.clk == 9 && c.lo == 20 && c.hi == 30,
         "close before B's read is known");
   t[B] = 9;
   CHECK(hb_unordered(s, t, is_b, NULL, &c) == 0, "close after B's read is known");
+  free(s);
+}
+
+/* B (device 1) writes [0, 64) of device 0's memory: remote. A (device 0)
+   learns of it by a wait without flush (V has it, F not): reading it is an
+   unflushed access, and so is writing over it; with F too, nothing. A read
+   on another device than the memory's (no F) checks V only; B's own later
+   access, and local writes, need no flush. */
+static void unit_remote_writes(void) {
+  hb_shadow *s = fresh(256);
+  hb_conflict c;
+  uint32_t va[HB_MAXA], fa[HB_MAXA], vb[HB_MAXA];
+  int r;
+  memset(va, 0, sizeof va);
+  memset(fa, 0, sizeof fa);
+  memset(vb, 0, sizeof vb);
+  vb[B] = 3;
+  CHECK(hb_access(s, 0, 64, 1, B, 1 | HB_REMOTE, vb, NULL, &c) == 0, "the remote write itself");
+  va[A] = 1, va[B] = 3;                /* A waited for B's flag, without a flush */
+  r = hb_access(s, 0, 16, 0, A, 2, va, fa, &c);
+  CHECK(r == 1 && c.kind == HB_UNFLUSHED && c.prev.agent == B && (c.prev.op & HB_REMOTE) && c.hi == 16,
+        "read of an unflushed remote write: r %d kind %d agent %u hi %llu", r, c.kind, c.prev.agent,
+        (unsigned long long)c.hi);
+  r = hb_access(s, 16, 32, 1, A, 2, va, fa, &c);
+  CHECK(r == 1 && c.kind == HB_UNFLUSHED, "write over an unflushed remote write: r %d kind %d", r, c.kind);
+  r = hb_access(s, 32, 48, 0, A, 2, va, NULL, &c);
+  CHECK(r == 0, "a reader of another device checks its clock only: r %d", r);
+  fa[B] = 3;                           /* a wait with the flush */
+  r = hb_access(s, 48, 64, 0, A, 2, va, fa, &c);
+  CHECK(r == 0, "flushed: r %d kind %d", r, c.kind);
+  fa[B] = 0;
+  vb[B] = 4;
+  r = hb_access(s, 0, 8, 0, B, 1, vb, fa, &c);
+  CHECK(r == 0, "the writer's own later read: r %d", r);
+  r = hb_access(s, 100, 120, 1, B, 1, vb, NULL, &c);
+  va[B] = 4;
+  CHECK(r == 0 && hb_access(s, 100, 120, 0, A, 2, va, fa, &c) == 0, "a local write needs no flush");
   free(s);
 }
 
@@ -221,6 +259,7 @@ int main(int argc, char **argv) {
   unit_concurrent_reads();
   unit_full_shadow();
   unit_before_close();
+  unit_remote_writes();
   if (fails) return 1;
   printf("PASS: cuda hb unit%s: vector clocks and the shadow of an allocation against hand-computed cases (%d checks)\n",
          who, checks);
