@@ -188,11 +188,17 @@ $(BUILD)/probes/%: tests/%.c cc.h $(wildcard tests/*.h)
 SANITIZER = $(if $(findstring -fsanitize=thread,$(CFLAGS)),thread,$(if $(findstring -fsanitize,$(CFLAGS)),address))
 TORCH_ENV = $(if $(findstring -fsanitize,$(CFLAGS)),,TORCH_PYTHON=$(TORCH_PYTHON) TORCH_DIR=$(TORCH_DIR))
 .PHONY: test-full check
-test: all torch-if-here
+test: all torch-if-here cuda-if-here
 	@CC_TEST_TIER=$${CC_TEST_TIER:-quick} CC_TEST_SANITIZER=$(SANITIZER) $(TORCH_ENV) bash tests/run.sh $(BUILD)
 
 test-full: all torch-if-here
 	@CC_TEST_TIER=full CC_TEST_SANITIZER=$(SANITIZER) $(TORCH_ENV) bash tests/run.sh $(BUILD)
+
+# make test's CUDA test (tests/test_cuda.sh builds the rest itself), beside
+# the other builds, where nvcc is and the build has no sanitizer
+.PHONY: cuda-if-here
+cuda-if-here:
+	@$(if $(and $(NVCC),$(if $(findstring -fsanitize,$(CFLAGS)),,1)),$(MAKE) --no-print-directory $(BUILD)/cuda/test_cuda_emu,true)
 
 check:
 	$(MAKE) test-full

@@ -124,3 +124,12 @@ cc_case_finish() {
     rm -f "/dev/shm/$n"
   done
 }
+
+# cc_full_only WHAT - in the quick tier (CC_TEST_TIER=quick: make test) print
+# "SKIP: WHAT: ..." and return 1, so that a script leaves that part to the
+# full suite (make check); else return 0.
+cc_full_only() {
+  [ "${CC_TEST_TIER:-}" = quick ] || return 0
+  echo "SKIP: $1: the quick tier leaves it to the full suite (make check)"
+  return 1
+}

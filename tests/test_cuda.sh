@@ -45,8 +45,10 @@ build=${1:-build}
 mkdir -p "$build" && build=$(cd "$build" && pwd)
 out=$build/cuda
 
-tsan_only=0
-if [ -n "${CC_TEST_QUICK:-}" ]; then
+tsan_only=0 quick_tier=0
+if [ "${CC_TEST_TIER:-}" = quick ] && [ -z "${CC_TEST_SANITIZER:-}" ]; then
+  quick_tier=1                         # make test: one build, the quickest world (below)
+elif [ -n "${CC_TEST_QUICK:-}" ]; then
   case " ${CFLAGS:-} " in
     *-fsanitize=thread*) tsan_only=1 ;;
     *)
@@ -122,6 +124,25 @@ if [ "$tsan_only" = 1 ]; then
   rc=$?
   hb_check "$out/hb-tsan.log" "TSan: ipc mode at 3 ranks and the regression worlds"
   "$out/test_cuda_hb_tsan" || rc=1
+  exit $rc
+fi
+
+# ---- the quick tier (make test): the emulated GPU suite's quickest world,
+# ipc mode at 2 ranks under the happens-before checker, from one build
+if [ "$quick_tier" = 1 ]; then
+  release=$("$nvcc" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p')
+  make --no-print-directory -s -C "$root" BUILD="$build" "$build/ccrun" >/dev/null 2>&1
+  if make --no-print-directory -s -C "$root" BUILD="$build" NVCC="$nvcc" "$out/test_cuda_emu" >"$out/test_cuda_emu.build.log" 2>&1; then
+    echo "PASS: cuda build: tests/test_cuda.cu with tests/cuda_emu.cpp, ASan and UBSan, nvcc $release"
+  else
+    echo "FAIL: cuda build: test_cuda_emu: $(tail -n 5 "$out/test_cuda_emu.build.log" | tr '\n' ' ')"
+    exit 1
+  fi
+  rm -f "$out/hb-quick.log"
+  CC_EMU_HB=1 CC_EMU_HB_LOG="$out/hb-quick.log" "$out/test_cuda_emu" 2
+  rc=$?
+  hb_check "$out/hb-quick.log" "ipc mode at 2 ranks"
+  echo "SKIP: cuda: the quick tier runs the emulated suite at 2 ranks only; make check builds every CUDA program and runs 3 ranks, staged, two-shot, a rank's exit, the regression worlds, TCP, the kernel waits, the checker's own tests, and the GPU where there is one"
   exit $rc
 fi
 

@@ -396,6 +396,7 @@ all_case() {
 }
 
 all_case a 2 2 'size 4 local_size 2'
+if cc_full_only "multihost: b (2 x 2 over TCP alone), c (3 x 1), f (tokens), g (garbage)"; then
 all_case b 2 2 'size 4 local_size [12]' CC_TRANSPORT=tcp
 all_case c 3 1 'size 3 local_size 1'
 
@@ -506,6 +507,8 @@ else
 fi
 finish
 
+fi  # cc_full_only
+
 # ------------------------------------------------------------ d: a rank dies
 
 begin d-die
@@ -546,6 +549,7 @@ fi
 finish
 
 # ------------------------------------------------------------ e: a cut link
+if cc_full_only "multihost: e (a cut link)"; then
 
 begin e-linkcut
 p=$(port)
@@ -579,6 +583,7 @@ else
 fi
 finish
 
+fi  # cc_full_only
 fi  # have_tcp
 
 echo "multihost: $npass passed, $nfail failed, $nskip skipped"

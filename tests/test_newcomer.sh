@@ -185,6 +185,7 @@ else
 fi
 
 # --- long waits ------------------------------------------------------------------------
+if cc_full_only "newcomer: long waits (a late rank, shm and TCP; the timeout's summary)"; then
 for tr in shm tcp; do
   out=$("${clean_env[@]}" CC_TRANSPORT=$tr CC_WARN_AFTER=1 timeout 60 "$ccrun" --tag-output -n 2 "$probe" late 1 2500 2>&1)
   w1=$(printf '%s\n' "$out" | grep -c '^\[0\] \[cc rank 0\] WARN all_reduce: rank 0: collective #2 has waited [0-9]* s for rank 1')
@@ -204,6 +205,8 @@ if printf '%s\n' "$out" | grep -q '^\[0\] result: CC_ERR_TIMEOUT: all_reduce: ra
 else
   fail "timeout summary: $(printf '%s\n' "$out" | grep -E 'result|timeout' | head -4)"
 fi
+
+fi  # cc_full_only
 
 # --- cc_spawn's failure summary ----------------------------------------------------------
 out=$("${clean_env[@]}" timeout 60 "$probe" spawn_fail 2>&1)
@@ -292,6 +295,7 @@ else
 fi
 
 # --- a point-to-point wait says which receive waits, and what came instead --------------
+if cc_full_only "newcomer: p2p waits (shm and TCP)"; then
 for tr in shm tcp; do
   out=$("${clean_env[@]}" CC_TRANSPORT=$tr CC_WARN_AFTER=1 CC_TIMEOUT=2.5 timeout 60 "$ccrun" --tag-output --kill-grace 5000 -n 2 "$probe" p2p_tag 2>&1)
   w=$(printf '%s\n' "$out" | grep -c '^\[1\] \[cc rank 1\] WARN recv: rank 1: the receive of 4 bytes from rank 0 with tag 5 has waited [0-9] s (the timeout is 2.5 s); from rank 0, messages no receive took: tag 0 (4 bytes)$')
@@ -303,7 +307,10 @@ for tr in shm tcp; do
   fi
 done
 
+fi  # cc_full_only
+
 # --- start-up: one host of two started alone speaks up while it waits -----------------
+if cc_full_only "newcomer: start-up waits (one host of two alone)"; then
 port=$(cc_free_port)
 tok=$("$ccrun" --make-token)
 out=$("${clean_env[@]}" CC_TOKEN=$tok CC_WARN_AFTER=1 CC_TIMEOUT=3.5 timeout 60 "$ccrun" --tag-output --nnodes 2 --node-rank 0 \
@@ -324,6 +331,8 @@ if [ "$w2" -ge 2 ]; then
 else
   fail "host 1 alone: $w2 warnings from rank 2 (expected 2 or more); output: $(printf '%s\n' "$out" | head -6)"
 fi
+
+fi  # cc_full_only
 
 echo "newcomer: $fails failed"
 [ "$fails" -eq 0 ]

@@ -244,6 +244,8 @@ fi
 finish
 
 # ------------------------------------------------------------ randomness
+if cc_full_only "security: randomness"; then
+
 
 # Without getrandom (sec_probe's seccomp filter) the ranks take /dev/urandom
 # and the job runs; without either (a mount namespace in which /dev/null is
@@ -298,7 +300,11 @@ else
 fi
 finish
 
+fi  # cc_full_only
+
 # ------------------------------------------------------------ oracle
+if cc_full_only "security: oracle"; then
+
 
 begin oracle
 p=$(port)
@@ -371,6 +377,8 @@ else
   show "$work"/r*.out
 fi
 finish
+
+fi  # cc_full_only
 
 # ------------------------------------------------------------ tamper
 
@@ -462,6 +470,8 @@ else
 fi
 
 # ------------------------------------------------------------ flood
+if cc_full_only "security: flood"; then
+
 
 # flood_case NAME MAXMS N SECONDS [dribble MS]: the flood (sec_probe flood N
 # SECONDS ...) starts on rank 0's rendezvous port before ranks 1 and 2 come;
@@ -520,7 +530,11 @@ else
   fail "flood: rank 0's soft open-files limit after cc_comm_init is ${nofile% *} (from 256; hard ${nofile#* }): expected it raised to a table's worth"
 fi
 
+fi  # cc_full_only
+
 # ------------------------------------------------------------ file://
+if cc_full_only "security: file://"; then
+
 
 begin file-symlink
 echo "precious" >"$work/victim"
@@ -559,6 +573,8 @@ else
   fi
 fi
 finish
+
+fi  # cc_full_only
 
 # ------------------------------------------------------------ shm
 
@@ -614,6 +630,8 @@ fi
 finish
 
 # ------------------------------------------------------------ unexpected messages
+if cc_full_only "security: unexpected messages"; then
+
 
 # unexp_case NAME VARS...: rank 1 sends empty messages that nobody receives
 unexp_case() {
@@ -645,6 +663,8 @@ unexp_case() {
 }
 unexp_case "TCP" CC_TRANSPORT=tcp CC_TOKEN="$token"
 unexp_case "shared memory"
+
+fi  # cc_full_only
 
 echo "security: $npass passed, $nfail failed, $nskip skipped"
 [ "$nfail" -eq 0 ]

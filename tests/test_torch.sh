@@ -69,6 +69,12 @@ export CC_TIMEOUT=${CC_TIMEOUT:-60}
 export OMP_NUM_THREADS=${OMP_NUM_THREADS:-1}
 cd "$here/torch" || exit 1
 
+# the quick tier (make test): the collectives against gloo, at 1, 2 and 4 ranks
+if [ "${CC_TEST_TIER:-}" = quick ] && [ -z "${TORCH_TESTS:-}" ]; then
+  export TORCH_TESTS=ops TORCH_TEST_QUICK=1
+  echo "SKIP: torch: the quick tier runs test_ops.py at 1, 2 and 4 ranks only; make check runs every tests/torch/test_*.py (async, DDP and FSDP, torchrun, a killed rank, the seeds, the API, DETAIL)"
+fi
+
 status=0
 log=$(mktemp "${TMPDIR:-/tmp}/cc-test-torch.XXXXXX")
 for t in test_*.py; do
