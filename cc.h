@@ -77,6 +77,13 @@
                          copy) and the arena (two) by timing the calls, per
                          collective and size; 1: cross-memory attach wherever
                          allowed; 0: never (default auto)
+       CC_SHM_TUNE_FIRST, CC_SHM_TUNE_MOST, CC_SHM_TUNE_ASK, CC_SHM_TUNE_GAIN,
+       CC_SHM_TUNE_DRIFT  CC_SHM_CMA=auto's choosing (docs/performance.md): calls
+                         before the first try of the other way (16), the longest
+                         run between tries (1024), how often the arena's way asks
+                         (16), percent faster a try must be to be taken (10),
+                         percent slower the way in use may grow before the other
+                         is tried at once (50)
        CC_NET_CHUNK      bytes of one pipelined piece over TCP (1M)
        CC_NET_SMALL_BYTES  largest message sent whole to every peer over TCP (64K)
        CC_NET_SOCKBUF    TCP socket buffer bytes (default: the kernel's autotuning)
@@ -2797,6 +2804,8 @@ typedef struct cc__settings {
   size_t stream_bytes, net_chunk, net_small_bytes, net_sockbuf;
   int shm_cma;                         /* CC_SHM_CMA: 0 never read peers' memory by cross-memory attach, 1 where
                                           allowed, CC__CMA_AUTO where measured faster (the default) */
+  uint32_t tune_first, tune_most, tune_ask;   /* CC_SHM_TUNE_*: CC_SHM_CMA=auto's runs between tries */
+  uint32_t tune_gain, tune_drift;      /* ... and its margins, in percent (cc__tune_step) */
   size_t direct_bytes;                 /* CC_SHM_DIRECT_BYTES: from this size, read peers' buffers directly */
   size_t queue_bytes;                  /* CC_SHM_QUEUE_BYTES: broadcasts up to this (scatters, gathers: all parts) go queued */
   char ifname[64];
@@ -3552,6 +3561,11 @@ static cc_result cc__settings_lib(const cc_config *cfg, cc__settings *s) {
   s->shm_chunk = cc__env_size("CC_SHM_CHUNK", 0, 16 << 10, 64 << 20);
   s->stream_bytes = cc__env_size("CC_STREAM_BYTES", 512u << 10, 0, (size_t)1 << 40);
   s->shm_cma = cc__env_is("CC_SHM_CMA", "auto", 1) ? CC__CMA_AUTO : (int)cc__env_size("CC_SHM_CMA", 0, 0, 1);
+  s->tune_first = (uint32_t)cc__env_size("CC_SHM_TUNE_FIRST", 16, 1, 1u << 20);
+  s->tune_most = (uint32_t)cc__env_size("CC_SHM_TUNE_MOST", 1024, s->tune_first, 1u << 24);
+  s->tune_ask = (uint32_t)cc__env_size("CC_SHM_TUNE_ASK", 16, 1, 1u << 20);
+  s->tune_gain = (uint32_t)cc__env_size("CC_SHM_TUNE_GAIN", 10, 0, 99);
+  s->tune_drift = (uint32_t)cc__env_size("CC_SHM_TUNE_DRIFT", 50, 0, 1000);
   s->direct_bytes = cc__env_size("CC_SHM_DIRECT_BYTES", 256u << 10, 0, (size_t)1 << 40);
   s->queue_bytes = cc__env_size("CC_SHM_QUEUE_BYTES", 4096, 0, 1u << 20);
   s->net_chunk = cc__env_size("CC_NET_CHUNK", 1u << 20, 4096, (size_t)1 << 30);
@@ -7610,7 +7624,8 @@ static size_t cc__direct_size(const cc_comm *c, const cc__call *k) {
    and cross-memory attach's one. Neither wins everywhere: on this project's
    VM, with memory three times slower one hour than another, cross-memory
    attach was 1.2-3.4x faster than the arena in the slow hours and lost
-   nearly everywhere in the fast ones (docs/performance.md).
+   nearly everywhere in the fast ones (docs/performance.md, which explains
+   the settings below).
    Rank 0 times its calls and chooses; its record in the direct first phase
    carries the way of the call and the class's state after it, which every
    rank takes, so that every rank goes the same way. While the arena is the
@@ -7618,19 +7633,19 @@ static size_t cc__direct_size(const cc_comm *c, const cc__call *k) {
    on every rank) until the next try of the other way. Learning: two calls
    the way the next smaller class chose (the first call each way is cold),
    two the other, then the faster of their last calls; after that the other
-   way is tried once after 16 calls, then 32, ... up to 1024, and taken when
-   that call beats the median of the last three the current way by 10%; it
-   is tried at once when that median is half again slower than when the way
-   was last chosen or confirmed. The arena's way asks rank 0 every 16th
-   call, so that it can see that. A call that asks is timed from the end of
+   way is tried once after CC_SHM_TUNE_FIRST calls (16), then twice as many,
+   ... up to CC_SHM_TUNE_MOST (1024), and taken when that call beats the
+   median of the last three the current way by CC_SHM_TUNE_GAIN percent (10);
+   it is tried at once when that median is CC_SHM_TUNE_DRIFT percent (50)
+   slower than when the way was last chosen or confirmed. The arena's way
+   asks rank 0 every CC_SHM_TUNE_ASK-th call (16), so that it can see that.
+   Only rank 0's settings count: it chooses for every rank. A call that asks
+   is timed from the end of
    its first phase (every rank has arrived: what the last call left undone,
    a root that returned before its readers, is not counted to this one) to
    a phase that ends it on every rank, through the arena as directly.
    Reductions fold in rank order either way: the same bits (docs/api.md). */
 
-#define CC__TUNE_FIRST 16u             /* calls before the first try of the other way */
-#define CC__TUNE_MOST  1024u           /* the longest run between tries */
-#define CC__TUNE_ASK   16u             /* the arena's way asks rank 0 this often */
 
 static int cc__tune_size(size_t bytes) {
   int i = 0;
@@ -7667,7 +7682,7 @@ static void cc__tune_note(cc__tune *t, float ns) {
    memory attach); t->way and t->wait become the class's state after it.
    prior: the way to learn first. *chose: 1 when t->way was decided or
    changed (a log line). */
-static int cc__tune_step(cc__tune *t, int prior, int *chose) {
+static int cc__tune_step(const cc__settings *s, cc__tune *t, int prior, int *chose) {
   int use;
   *chose = 0;
   if (t->wait) {                       /* asked although waiting: the call may use mapped memory */
@@ -7679,23 +7694,24 @@ static int cc__tune_step(cc__tune *t, int prior, int *chose) {
     return t->nsamp[t->way] < 2 ? t->way : !t->way;     /* learning: every call asks */
   if (!t->every) {
     t->way = cc__tune_est(t, 1) < cc__tune_est(t, 0);
-    t->every = t->left = CC__TUNE_FIRST;
+    t->every = t->left = s->tune_first;
     t->ref = cc__tune_est(t, t->way);
     *chose = 1;
   } else if (t->trying) {
     float tried = t->ns[!t->way][0];
     t->trying = 0;
-    if (tried < 0.9f * cc__tune_est(t, t->way)) {
+    if (tried * 100.0f < (float)(100 - s->tune_gain) * cc__tune_est(t, t->way)) {
       t->way = !t->way;
-      t->every = CC__TUNE_FIRST;
+      t->every = s->tune_first;
       t->ref = tried;
       *chose = 1;
     } else {
-      t->every = CC__MIN(2 * t->every, CC__TUNE_MOST);
+      t->every = CC__MIN(2 * t->every, s->tune_most);
       t->ref = cc__tune_est(t, t->way);
     }
     t->left = t->every;
-  } else if (t->nsamp[t->way] == CC__TUNE_KEEP && cc__tune_est(t, t->way) > 1.5f * t->ref) {
+  } else if (t->nsamp[t->way] == CC__TUNE_KEEP &&
+             cc__tune_est(t, t->way) * 100.0f > (float)(100 + s->tune_drift) * t->ref) {
     t->left = 0;                       /* the way in use got slower: try the other now */
   }
   if (!t->left) {
@@ -7706,7 +7722,7 @@ static int cc__tune_step(cc__tune *t, int prior, int *chose) {
   if (use) {
     t->left--;                         /* cross-memory attach: every call asks anyway */
   } else {                             /* the arena: this call and the next wait calls do not ask */
-    uint32_t run = CC__MIN(t->left, CC__TUNE_ASK);
+    uint32_t run = CC__MIN(t->left, s->tune_ask);
     t->wait = run - 1;
     t->left -= run;
   }
@@ -7726,7 +7742,7 @@ static uint32_t cc__tune_ask(const cc_comm *c, const cc__call *k, cc__tune *t) {
   int si = (int)(t - c->tune) % CC__TUNE_SIZES, prior = 0, chose, use, i;
   for (i = si - 1; i >= 0; i--)
     if (t[i - si].every) { prior = t[i - si].way; break; }
-  use = cc__tune_step(t, prior, &chose);
+  use = cc__tune_step(&c->set, t, prior, &chose);
   t->want = (uint8_t)use;
   if (chose)                           /* the figures the choice compared: t->ref is what the way chosen did */
     cc__log(c, CC__LOG_INFO, "shm: %s of %zu KiB to %zu KiB: %s, %.2f GB/s against %.2f (CC_SHM_CMA=auto)",

@@ -315,6 +315,14 @@ static int matrix_main(cc_comm *c, void *arg) {
 
 /* ---------------------------------------------------------------- CC_SHM_CMA=auto */
 
+/* CC_SHM_CMA=auto's settings, the defaults (CC_SHM_TUNE_*), unless a case
+   changes them. */
+static cc__settings pset;
+static void policy_defaults(void) {
+  memset(&pset, 0, sizeof pset);
+  pset.tune_first = 16; pset.tune_most = 1024; pset.tune_ask = 16; pset.tune_gain = 10; pset.tune_drift = 50;
+}
+
 /* One call of a class as cc__tuned_run makes it, on made-up timings: cost[w]
    ns per byte each way. Returns the way it went. */
 static int policy_call(cc__tune *t, int prior, const float cost[2], int *chose) {
@@ -323,7 +331,7 @@ static int policy_call(cc__tune *t, int prior, const float cost[2], int *chose) 
     t->wait--;
     t->want = t->ran = 0;
   } else {
-    t->want = t->ran = (uint8_t)cc__tune_step(t, prior, chose);
+    t->want = t->ran = (uint8_t)cc__tune_step(&pset, t, prior, chose);
   }
   cc__tune_note(t, cost[t->ran]);
   return t->ran;
@@ -333,6 +341,7 @@ static void policy_unit(void) {
   static const float cma_fast[2] = {2.0f, 1.0f}, arena_fast[2] = {1.0f, 2.0f};
   cc__tune t;
   int i, chose, way, seq[4], ok, changes, slow, slow_before = 0, last_try = -1, gap_max = 0;
+  policy_defaults();
   /* learning: the prior way twice, the other twice */
   for (way = 0; way < 2; way++) {
     memset(&t, 0, sizeof t);
@@ -375,7 +384,7 @@ static void policy_unit(void) {
     way = policy_call(&t, 0, i < 2000 ? arena_fast : slower, &chose);
     if (i >= 2000 && t.way == 1) break;
   }
-  if (i >= 2000 && i <= 2000 + (int)CC__TUNE_ASK + 3)   /* the arena's way asks every 16th call */
+  if (i >= 2000 && i <= 2000 + (int)pset.tune_ask + 3)   /* the arena's way asks every 16th call */
     tu_pass("direct.auto.policy.slower", "the arena three times slower from call 2000: cross-memory attach taken at "
             "call %d", i);
   else
@@ -384,7 +393,7 @@ static void policy_unit(void) {
   memset(&t, 0, sizeof t);
   for (i = 0; i < 8; i++) {
     if (!t.way && t.wait) { t.wait--; t.want = t.ran = 0; }
-    else t.want = (uint8_t)cc__tune_step(&t, 1, &chose);
+    else t.want = (uint8_t)cc__tune_step(&pset, &t, 1, &chose);
     t.ran = 0;                         /* as an in-place all_to_all: always through the arena */
     cc__tune_note(&t, 5.0f);
   }
@@ -392,6 +401,23 @@ static void policy_unit(void) {
     tu_pass("direct.auto.policy.cannot", "a way the calls could not take counted as endless: the arena kept");
   else
     tu_fail("direct.auto.policy.cannot", "way %d every %u best(1) %g", t.way, t.every, (double)cc__tune_est(&t, 1));
+  /* the settings are the tuner's: CC_SHM_TUNE_MOST=64 keeps tries at most 64
+     calls apart, CC_SHM_TUNE_GAIN=60 keeps a way that a try beats by less */
+  policy_defaults();
+  pset.tune_most = 64;
+  memset(&t, 0, sizeof t);
+  for (i = 0; i < 3000; i++) (void)policy_call(&t, 0, arena_fast, &chose);
+  ok = t.every == 64;
+  policy_defaults();
+  pset.tune_gain = 60;
+  memset(&t, 0, sizeof t);
+  for (i = 0; i < 3000; i++) (void)policy_call(&t, 0, i < 10 ? arena_fast : cma_fast, &chose);
+  if (ok && t.way == 0)
+    tu_pass("direct.auto.policy.settings", "CC_SHM_TUNE_MOST=64: tries 64 calls apart; CC_SHM_TUNE_GAIN=60: a way "
+            "twice as fast (50%% less time) is not taken");
+  else
+    tu_fail("direct.auto.policy.settings", "CC_SHM_TUNE_MOST=64: every %u (want 64); CC_SHM_TUNE_GAIN=60: way %d "
+            "(want the arena kept)", t.every, t.way);
 }
 
 #define AUTO_CALLS 600
