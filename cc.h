@@ -3072,7 +3072,6 @@ struct cc_comm {
   const void **srcs;                   /* size entries: reduction sources */
   const void **scals;
   unsigned char *scalbuf;              /* size x 16: the call's premul scalars, copied */
-  size_t *scratch;                     /* 4 x size entries: move plans */
   int cma;                             /* cross-memory attach to every rank: -1 not known yet, 0 no, 1 yes */
   int cma_mine;                        /* this rank may read every rank's memory: -1 not probed yet */
   size_t direct_bytes;                 /* arena: messages this large read peers' buffers directly */
@@ -4108,75 +4107,86 @@ static cc_result cc__vcount_mismatch(cc_comm *c, const char *what, int from, int
 typedef struct cc__plan {
   int one_piece;                       /* every reader gets the same bytes (gather, all_gather) */
   int writer, reader;                  /* -1: every rank; else only that rank sends / receives */
-  size_t *soff, *slen;                 /* bytes of sendbuf this rank sends to rank j */
-  size_t *roff, *rlen;                 /* where in recvbuf the bytes from rank j land */
+  const cc__call *k;                   /* the call: each rank's piece is computed from it when asked */
+  int me;
+  size_t es, bytes;                    /* the element's size; a regular form's block */
 } cc__plan;
 
 /* The plan of data-movement call k on this rank, from what this rank knows
-   (its own arguments). Arrays in c->scratch (4 x size entries). A rank's own
-   piece goes from sendbuf + soff[me] to recvbuf + roff[me], rlen[me] bytes;
-   in place, both are the same bytes and nothing moves. */
-static void cc__plan_move(cc_comm *c, const cc__call *k, cc__plan *p) {
-  size_t es = cc__dtype_bytes(k->t), bytes = k->count * es, *a = c->scratch, got;
-  int n = c->size, j, me = c->rank, root = k->root;
-  p->soff = a; p->slen = a + n; p->roff = a + 2 * n; p->rlen = a + 3 * n;
+   (its own arguments). It holds no arrays: the pieces below are computed
+   from the call when asked, so no plan overwrites another. A rank's own
+   piece goes from sendbuf + soff(me) to recvbuf + roff(me), rlen(me) bytes;
+   in place, both are the same bytes and nothing moves. What this rank does
+   not know (another rank's v counts) is 0. */
+static void cc__plan_move(const cc_comm *c, const cc__call *k, cc__plan *p) {
+  p->k = k;
+  p->me = c->rank;
+  p->es = cc__dtype_bytes(k->t);
+  p->bytes = k->count * p->es;
   p->writer = p->reader = -1;
   p->one_piece = 0;
-  switch (k->coll) {                   /* the regular forms: every entry written */
-  case CC__GATHER: case CC__ALL_GATHER:
-    if (k->coll == CC__GATHER) p->reader = root;
-    p->one_piece = 1;
-    got = k->coll == CC__GATHER && me != root ? 0 : bytes;
-    for (j = 0; j < n; j++) { p->soff[j] = 0; p->slen[j] = bytes; p->roff[j] = (size_t)j * bytes; p->rlen[j] = got; }
-    return;
-  case CC__SCATTER:
-    p->writer = root;
-    for (j = 0; j < n; j++) {
-      p->soff[j] = me == root ? (size_t)j * bytes : 0;
-      p->slen[j] = me == root ? bytes : 0;
-      p->roff[j] = 0;
-      p->rlen[j] = j == root ? bytes : 0;
-    }
-    return;
-  case CC__ALL_TO_ALL:
-    for (j = 0; j < n; j++) {
-      p->soff[j] = p->roff[j] = (size_t)j * bytes;
-      p->slen[j] = p->rlen[j] = bytes;
-    }
-    return;
-  default:
-    break;
-  }
-  for (j = 0; j < 4 * n; j++) a[j] = 0;   /* the v forms: what this rank does not know stays 0 */
   switch (k->coll) {
-  case CC__GATHER_V: case CC__ALL_GATHER_V:
-    if (k->coll == CC__GATHER_V) p->reader = root;
-    p->one_piece = 1;
-    for (j = 0; j < n; j++) p->slen[j] = k->scount * es;
-    if (k->rc) for (j = 0; j < n; j++) { p->roff[j] = k->rd[j] * es; p->rlen[j] = k->rc[j] * es; }
-    break;
-  case CC__SCATTER_V:
-    p->writer = root;
-    if (me == root) for (j = 0; j < n; j++) { p->soff[j] = k->sd[j] * es; p->slen[j] = k->sc[j] * es; }
-    p->rlen[root] = k->rcount * es;
-    break;
-  case CC__ALL_TO_ALL_V:
-    for (j = 0; j < n; j++) {
-      p->soff[j] = k->sd[j] * es; p->slen[j] = k->sc[j] * es;
-      p->roff[j] = k->rd[j] * es; p->rlen[j] = k->rc[j] * es;
-    }
-    break;
-  default:
-    break;
+  case CC__GATHER: case CC__GATHER_V: p->reader = k->root; p->one_piece = 1; break;
+  case CC__ALL_GATHER: case CC__ALL_GATHER_V: p->one_piece = 1; break;
+  case CC__SCATTER: case CC__SCATTER_V: p->writer = k->root; break;
+  default: break;
+  }
+}
+
+/* Bytes of sendbuf this rank sends to rank j: from soff(j), slen(j) of them. */
+static CC__INLINE size_t cc__plan_soff(const cc__plan *p, int j) {
+  const cc__call *k = p->k;
+  switch (k->coll) {
+  case CC__SCATTER: return p->me == k->root ? (size_t)j * p->bytes : 0;
+  case CC__ALL_TO_ALL: return (size_t)j * p->bytes;
+  case CC__SCATTER_V: return p->me == k->root ? k->sd[j] * p->es : 0;
+  case CC__ALL_TO_ALL_V: return k->sd[j] * p->es;
+  default: return 0;                   /* gather, all_gather: one piece from the start */
+  }
+}
+
+static CC__INLINE size_t cc__plan_slen(const cc__plan *p, int j) {
+  const cc__call *k = p->k;
+  switch (k->coll) {
+  case CC__GATHER: case CC__ALL_GATHER: case CC__ALL_TO_ALL: return p->bytes;
+  case CC__SCATTER: return p->me == k->root ? p->bytes : 0;
+  case CC__GATHER_V: case CC__ALL_GATHER_V: return k->scount * p->es;
+  case CC__SCATTER_V: return p->me == k->root ? k->sc[j] * p->es : 0;
+  case CC__ALL_TO_ALL_V: return k->sc[j] * p->es;
+  default: return 0;
+  }
+}
+
+/* Where in recvbuf the bytes from rank j land: from roff(j), rlen(j) of them. */
+static CC__INLINE size_t cc__plan_roff(const cc__plan *p, int j) {
+  const cc__call *k = p->k;
+  switch (k->coll) {
+  case CC__GATHER: case CC__ALL_GATHER: case CC__ALL_TO_ALL: return (size_t)j * p->bytes;
+  case CC__GATHER_V: case CC__ALL_GATHER_V: return k->rc ? k->rd[j] * p->es : 0;
+  case CC__ALL_TO_ALL_V: return k->rd[j] * p->es;
+  default: return 0;                   /* scatter: its one piece at the start */
+  }
+}
+
+static CC__INLINE size_t cc__plan_rlen(const cc__plan *p, int j) {
+  const cc__call *k = p->k;
+  switch (k->coll) {
+  case CC__GATHER: return p->me == k->root ? p->bytes : 0;
+  case CC__ALL_GATHER: case CC__ALL_TO_ALL: return p->bytes;
+  case CC__SCATTER: return j == k->root ? p->bytes : 0;
+  case CC__GATHER_V: case CC__ALL_GATHER_V: return k->rc ? k->rc[j] * p->es : 0;
+  case CC__SCATTER_V: return j == k->root ? k->rcount * p->es : 0;
+  case CC__ALL_TO_ALL_V: return k->rc[j] * p->es;
+  default: return 0;
   }
 }
 
 /* This rank's own piece, once every other rank has read what it needed of
    sendbuf (in place it is already where it belongs). */
 static void cc__plan_own(cc_comm *c, const cc__call *k, const cc__plan *p) {
-  const unsigned char *src = (const unsigned char *)k->sbuf + p->soff[c->rank];
-  unsigned char *dst = (unsigned char *)k->rbuf + p->roff[c->rank];
-  size_t len = p->rlen[c->rank];
+  const unsigned char *src = (const unsigned char *)k->sbuf + cc__plan_soff(p, c->rank);
+  unsigned char *dst = (unsigned char *)k->rbuf + cc__plan_roff(p, c->rank);
+  size_t len = cc__plan_rlen(p, c->rank);
   if (len && (p->reader < 0 || p->reader == c->rank) && src != dst) memmove(dst, src, len);
 }
 
@@ -4210,8 +4220,8 @@ CC__COMPANION size_t cc__plan_extent(cc_comm *c, const cc__call *k, int side) {
   }
   cc__plan_move(c, k, &p);
   for (j = 0; j < c->size; j++) {
-    if (side == 0 && p.slen[j]) e = CC__MAX(e, p.soff[j] + p.slen[j]);
-    if (side == 1 && p.rlen[j]) e = CC__MAX(e, p.roff[j] + p.rlen[j]);
+    if (side == 0 && cc__plan_slen(&p, j)) e = CC__MAX(e, cc__plan_soff(&p, j) + cc__plan_slen(&p, j));
+    if (side == 1 && cc__plan_rlen(&p, j)) e = CC__MAX(e, cc__plan_roff(&p, j) + cc__plan_rlen(&p, j));
   }
   return e;
 }
@@ -7428,7 +7438,7 @@ static CC__NOINLINE cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
     maxlen = k->count * es;
   } else {                             /* the counts: [0,n) what this rank sends, [n,2n) what it expects */
     uint64_t *arr;
-    for (j = 0; j < n; j++) own = CC__MAX(own, p.slen[j]);
+    for (j = 0; j < n; j++) own = CC__MAX(own, cc__plan_slen(&p, j));
     CC__TRY(cc__first_begin(c, k, count, own, &mine));
     arr = (uint64_t *)CC__DATA(mine);
     for (j = 0; j < 2 * n; j++) arr[j] = 0;
@@ -7462,13 +7472,13 @@ static CC__NOINLINE cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
     if (r != CC_OK) return r;
     if (writes) {
       for (j = 0; j < n; j++) {
-        const unsigned char *src = (const unsigned char *)k->sbuf + p.soff[j] + off;
+        const unsigned char *src = (const unsigned char *)k->sbuf + cc__plan_soff(&p, j) + off;
         if (p.one_piece) {
-          if (p.slen[0] > off) cc__stage(c, CC__DATA(mine), src, CC__MIN(pc, p.slen[0] - off), maxlen * (size_t)n);
+          if (cc__plan_slen(&p, 0) > off) cc__stage(c, CC__DATA(mine), src, CC__MIN(pc, cc__plan_slen(&p, 0) - off), maxlen * (size_t)n);
           break;
         }
-        if (j != me && (p.reader < 0 || p.reader == j) && p.slen[j] > off)
-          cc__stage(c, CC__DATA(mine) + (size_t)j * pc, src, CC__MIN(pc, p.slen[j] - off), maxlen * (size_t)n);
+        if (j != me && (p.reader < 0 || p.reader == j) && cc__plan_slen(&p, j) > off)
+          cc__stage(c, CC__DATA(mine) + (size_t)j * pc, src, CC__MIN(pc, cc__plan_slen(&p, j) - off), maxlen * (size_t)n);
       }
     }
     if (first) r = cc__first_end(c, k);
@@ -7480,15 +7490,15 @@ static CC__NOINLINE cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
     first = 0;
     for (j = 0; reads && j < n; j++) {
       const unsigned char *src;
-      if (j == me || (p.writer >= 0 && p.writer != j) || p.rlen[j] <= off) continue;
+      if (j == me || (p.writer >= 0 && p.writer != j) || cc__plan_rlen(&p, j) <= off) continue;
       src = CC__DATA(cc__half(c, j, c->step)) + (p.one_piece ? 0 : (size_t)me * pc);
-      memcpy((unsigned char *)k->rbuf + p.roff[j] + off, src, CC__MIN(pc, p.rlen[j] - off));
+      memcpy((unsigned char *)k->rbuf + cc__plan_roff(&p, j) + off, src, CC__MIN(pc, cc__plan_rlen(&p, j) - off));
     }
     off += pc;
   }
   cc__plan_own(c, k, &p);
   for (j = 0; !p.one_piece && writes && j < n; j++)   /* the pieces of the next call like this one */
-    if (j != me && p.slen[j]) cc__ph_prefetch(c, CC__DESC_BYTES + (size_t)j * pc);
+    if (j != me && cc__plan_slen(&p, j)) cc__ph_prefetch(c, CC__DESC_BYTES + (size_t)j * pc);
   return CC_OK;
 }
 
@@ -8347,14 +8357,14 @@ static cc_result cc__msg_rs_direct(cc_comm *c, const int *M, int m, int p, const
   return r;
 }
 
-/* Ring all-gather of blocks at byte offsets off[j], lengths len[j], in buf. */
-static cc_result cc__msg_ring_ag(cc_comm *c, const int *M, int m, int p, void *buf, const size_t *off,
-                                 const size_t *len, const char *what) {
+/* Ring all-gather of member j's block (where plan pl puts rank j's bytes) in buf. */
+static cc_result cc__msg_ring_ag(cc_comm *c, const int *M, int m, int p, void *buf, const cc__plan *pl,
+                                 const char *what) {
   int s, right = M[(p + 1) % m], left = M[(p + m - 1) % m];
   for (s = 0; s < m - 1; s++) {
     int sb = (p - s + m) % m, rb = (p - s - 1 + 2 * m) % m;
-    CC__TRY(cc__msg_xchg(c, right, (unsigned char *)buf + off[sb], len[sb], left, (unsigned char *)buf + off[rb],
-                         len[rb], what));
+    CC__TRY(cc__msg_xchg(c, right, (unsigned char *)buf + cc__plan_roff(pl, sb), cc__plan_rlen(pl, sb), left,
+                         (unsigned char *)buf + cc__plan_roff(pl, rb), cc__plan_rlen(pl, rb), what));
   }
   return CC_OK;
 }
@@ -8543,12 +8553,12 @@ static cc_result cc__msg_flat(cc_comm *c, const cc__call *k) {
   cc__plan_move(c, k, &p);
   if (k->coll == CC__ALL_GATHER || k->coll == CC__ALL_GATHER_V) {
     cc__plan_own(c, k, &p);
-    r = cc__msg_ring_ag(c, M, n, me, rb, p.roff, p.rlen, what);
+    r = cc__msg_ring_ag(c, M, n, me, rb, &p, what);
     goto out;
   }
   if (sb && sb == rb && (k->coll == CC__ALL_TO_ALL || k->coll == CC__ALL_TO_ALL_V)) {
     size_t total = 0;                  /* in place: send from a copy */
-    for (j = 0; j < n; j++) if (p.slen[j]) total = CC__MAX(total, p.soff[j] + p.slen[j]);
+    for (j = 0; j < n; j++) if (cc__plan_slen(&p, j)) total = CC__MAX(total, cc__plan_soff(&p, j) + cc__plan_slen(&p, j));
     if (!(copy = (unsigned char *)CC_MALLOC(total + 1))) { r = cc__oom(c, what); goto out; }
     if (total) memcpy(copy, sb, total);
     sb = copy;
@@ -8556,12 +8566,12 @@ static cc_result cc__msg_flat(cc_comm *c, const cc__call *k) {
   for (j = 1; j < n; j++) {            /* in a staggered order, so that not all send to one rank first */
     int to = (me + j) % n, from = (me - j + n) % n;
     if ((p.writer < 0 || p.writer == me) && (p.reader < 0 || p.reader == to))
-      cc__msg_send(&ms[nm++], to, CC__TAG_COLL, sb + p.soff[to], p.slen[to]);
+      cc__msg_send(&ms[nm++], to, CC__TAG_COLL, sb + cc__plan_soff(&p, to), cc__plan_slen(&p, to));
     if ((p.reader < 0 || p.reader == me) && (p.writer < 0 || p.writer == from))
-      cc__msg_recv(&ms[nm++], from, CC__TAG_COLL, rb + p.roff[from], p.rlen[from]);
+      cc__msg_recv(&ms[nm++], from, CC__TAG_COLL, rb + cc__plan_roff(&p, from), cc__plan_rlen(&p, from));
   }
   if (copy) {                          /* this rank's own piece, from the copy */
-    if (p.rlen[me]) memmove(rb + p.roff[me], sb + p.soff[me], p.rlen[me]);
+    if (cc__plan_rlen(&p, me)) memmove(rb + cc__plan_roff(&p, me), sb + cc__plan_soff(&p, me), cc__plan_rlen(&p, me));
   } else {
     cc__plan_own(c, k, &p);
   }
@@ -8911,16 +8921,15 @@ static cc_comm *cc__comm_new(int rank, int size, const cc__settings *s) {
   c->cma = c->cma_mine = -1;
   c->srcs = (const void **)CC_MALLOC(sizeof(void *) * n);
   c->scals = (const void **)CC_MALLOC(sizeof(void *) * n);
-  c->scratch = (size_t *)CC_MALLOC(sizeof(size_t) * 4 * n);
   c->scalbuf = (unsigned char *)CC_MALLOC(16 * n);
   c->peers = (cc__peer *)CC_MALLOC(sizeof(cc__peer) * n);
   c->pfd = (struct pollfd *)CC_MALLOC(sizeof(struct pollfd) * n);
   c->pfd_rank = (int *)CC_MALLOC(sizeof(int) * n);
   if (s->shm_cma == CC__CMA_AUTO && (c->tune = (cc__tune *)CC_MALLOC(sizeof(cc__tune) * CC__TUNE_COLLS * CC__TUNE_SIZES)))
     memset(c->tune, 0, sizeof(cc__tune) * CC__TUNE_COLLS * CC__TUNE_SIZES);
-  if (!c->srcs || !c->scals || !c->scratch || !c->peers || !c->scalbuf || !c->pfd || !c->pfd_rank ||
+  if (!c->srcs || !c->scals || !c->peers || !c->scalbuf || !c->pfd || !c->pfd_rank ||
       (s->shm_cma == CC__CMA_AUTO && !c->tune)) {
-    CC_FREE(c->srcs); CC_FREE(c->scals); CC_FREE(c->scratch); CC_FREE(c->peers); CC_FREE(c->scalbuf);
+    CC_FREE(c->srcs); CC_FREE(c->scals); CC_FREE(c->peers); CC_FREE(c->scalbuf);
     CC_FREE(c->pfd); CC_FREE(c->pfd_rank); CC_FREE(c->tune); CC_FREE(c);
     return NULL;
   }
@@ -9009,7 +9018,7 @@ static void cc__comm_free(cc_comm *c) {
   if (c->seg) cc__shm_unmap(c->seg, c->seg_bytes);
   pthread_mutex_destroy(&c->qlock);
   pthread_cond_destroy(&c->qcond);
-  CC_FREE(c->srcs); CC_FREE(c->scals); CC_FREE(c->scratch); CC_FREE(c->peers); CC_FREE(c->ops);
+  CC_FREE(c->srcs); CC_FREE(c->scals); CC_FREE(c->peers); CC_FREE(c->ops);
   CC_FREE(c->scalbuf); CC_FREE(c->pfd); CC_FREE(c->pfd_rank); CC_FREE(c->one); CC_FREE(c->pb); CC_FREE(c->tune);
   cc__mem_drop_all(c);
   cc__settings_clear(&c->set);

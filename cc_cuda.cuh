@@ -2489,10 +2489,10 @@ static cc_result cc_cuda__coll_moves(cc_cuda_comm *g, const char *what, const cc
       if (pl.reader >= 0 && pl.reader != g->rank) break;
       for (p = 0; p < n; p++) {
         size_t off = cc__plan_src_off(g->host, k, p);
-        if (!pl.rlen[p] || (pl.writer >= 0 && pl.writer != p)) continue;
+        if (!cc__plan_rlen(&pl, p) || (pl.writer >= 0 && pl.writer != p)) continue;
         if (off == (size_t)-1) off = cc_cuda__tab(g, p, g->rank)[0] * es;   /* the sender's displacement */
-        CC_CUDA__AT(p, 0, off, pl.rlen[p], &src[0]);
-        CC_CUDA__COPY(src[0], rbuf + pl.roff[p], pl.rlen[p]);
+        CC_CUDA__AT(p, 0, off, cc__plan_rlen(&pl, p), &src[0]);
+        CC_CUDA__COPY(src[0], rbuf + cc__plan_roff(&pl, p), cc__plan_rlen(&pl, p));
       }
       break;
     }
