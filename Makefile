@@ -17,10 +17,16 @@ ifneq ($(filter clean,$(MAKECMDGOALS)),)
 endif
 
 EXAMPLES := $(patsubst examples/%.c,$(BUILD)/examples/%,$(wildcard examples/*.c))
-# tests/*_probe.c are helpers that the shell tests start (with arguments and an
-# environment), so they are built outside build/tests, which run.sh runs bare.
-TESTS    := $(patsubst tests/%.c,$(BUILD)/tests/%,$(filter-out tests/%_probe.c,$(wildcard tests/*.c)))
-PROBES   := $(patsubst tests/%.c,$(BUILD)/probes/%,$(wildcard tests/*_probe.c))
+# The tests' C sources lie in tests/ by what they test (unit, transport,
+# multihost, user; cuda and fuzz have rules of their own). tests/*/*_probe.c
+# are helpers that the shell tests start (with arguments and an environment),
+# so they are built outside build/tests, which run.sh runs bare.
+TEST_DIRS := tests/unit tests/transport tests/multihost tests/user
+TEST_SRCS := $(wildcard $(addsuffix /*.c,$(TEST_DIRS)))
+TESTS    := $(patsubst %.c,$(BUILD)/tests/%,$(notdir $(filter-out %_probe.c,$(TEST_SRCS))))
+PROBES   := $(patsubst %.c,$(BUILD)/probes/%,$(notdir $(filter %_probe.c,$(TEST_SRCS))))
+TEST_HDRS := $(wildcard tests/*.h $(addsuffix /*.h,$(TEST_DIRS)))
+vpath %.c $(TEST_DIRS)
 # Every example, and the tests and probes that use only the public API, stand
 # alone (each defines CC_IMPLEMENTATION), but are built with
 # -DCC_NO_IMPLEMENTATION and linked with cc.h's implementation compiled once,
@@ -37,7 +43,7 @@ TOOLS    := $(BUILD)/ccrun $(PERF) $(if $(wildcard bench/crypto_bench.c),$(BUILD
 all: $(TOOLS) $(EXAMPLES) $(TESTS) $(PROBES)
 
 # cc_cuda.cuh: its tests, example and benchmark, built with nvcc (`make cuda`;
-# tests/test_cuda.sh builds and runs them within `make test`). NVCC_ARCH picks
+# tests/cuda/test_cuda.sh builds and runs them within `make test`). NVCC_ARCH picks
 # the GPUs. Default: a fat binary with code for every architecture from Volta
 # (sm_70) to Blackwell (sm_100 data centre, sm_120 workstation) that this nvcc
 # builds (CUDA 13 starts at sm_75; sm_103 and sm_121 run sm_100's and sm_120's
@@ -51,14 +57,14 @@ NVCC_ARCH ?= $(foreach s,$(NVCC_SMS),-gencode arch=compute_$(s:sm_%=%)$(comma)co
              $(if $(NVCC_PTX),-gencode arch=compute_$(NVCC_PTX)$(comma)code=compute_$(NVCC_PTX))
 NVFLAGS   ?= -O2 -g
 NVWARN     = -std=c++17 -Werror all-warnings -Xcompiler -Wall,-Wextra,-Werror
-CUDA_DEPS  = cc.h cc_cuda.cuh $(wildcard tests/*.h)
-CUDA_BINS := $(patsubst tests/%.cu,$(BUILD)/cuda/%,$(wildcard tests/*.cu)) $(BUILD)/cuda/test_cuda_emu \
+CUDA_DEPS  = cc.h cc_cuda.cuh $(wildcard tests/*.h tests/cuda/*.h)
+CUDA_BINS := $(patsubst tests/cuda/%.cu,$(BUILD)/cuda/%,$(wildcard tests/cuda/*.cu)) $(BUILD)/cuda/test_cuda_emu \
              $(BUILD)/cuda/test_cuda_hb_unordered \
              $(patsubst examples/%.cu,$(BUILD)/cuda/%,$(wildcard examples/*.cu)) $(BUILD)/cuda/cc_bench_cuda
 
 cuda: $(CUDA_BINS) $(BUILD)/ccrun
 
-# test_cuda linked with tests/cuda_emu.cpp instead of CUDA's runtime: the CUDA
+# test_cuda linked with tests/cuda/cuda_emu.cpp instead of CUDA's runtime: the CUDA
 # runtime on the CPU, which runs the staged path where there is no GPU. Built
 # with ASan and UBSan: the host code of cc_cuda.cuh runs under them there.
 # test_cuda_emu_tsan: the same with ThreadSanitizer (the stream threads, the
@@ -67,30 +73,30 @@ cuda: $(CUDA_BINS) $(BUILD)/ccrun
 EMU_SAN = $(foreach f,-fsanitize=address -fsanitize=undefined -fno-sanitize-recover=all -fno-omit-frame-pointer,-Xcompiler $(f))
 EMU_TSAN = -Xcompiler -fsanitize=thread
 EMU_ARCH = $(if $(NVCC_PTX),-arch=sm_$(NVCC_PTX))
-$(BUILD)/cuda/test_cuda_emu: tests/test_cuda.cu tests/cuda_emu.cpp $(CUDA_DEPS)
+$(BUILD)/cuda/test_cuda_emu: tests/cuda/test_cuda.cu tests/cuda/cuda_emu.cpp $(CUDA_DEPS)
 	@mkdir -p $(@D)
 	$(if $(NVCC),,$(error no nvcc: install the CUDA toolkit or set NVCC))
-	$(NVCC) $(NVWARN) $(EMU_ARCH) -O1 -g $(EMU_SAN) -I. -Itests -cudart=none -DCC_CUDA_EMU_HOOKS -o $@ tests/test_cuda.cu tests/cuda_emu.cpp -lpthread -lm
+	$(NVCC) $(NVWARN) $(EMU_ARCH) -O1 -g $(EMU_SAN) -I. -Itests -Itests/cuda -cudart=none -DCC_CUDA_EMU_HOOKS -o $@ tests/cuda/test_cuda.cu tests/cuda/cuda_emu.cpp -lpthread -lm
 
-$(BUILD)/cuda/test_cuda_emu_tsan: tests/test_cuda.cu tests/cuda_emu.cpp $(CUDA_DEPS)
+$(BUILD)/cuda/test_cuda_emu_tsan: tests/cuda/test_cuda.cu tests/cuda/cuda_emu.cpp $(CUDA_DEPS)
 	@mkdir -p $(@D)
 	$(if $(NVCC),,$(error no nvcc: install the CUDA toolkit or set NVCC))
-	$(NVCC) $(NVWARN) $(EMU_ARCH) -O1 -g $(EMU_TSAN) -I. -Itests -cudart=none -DCC_CUDA_EMU_HOOKS -o $@ tests/test_cuda.cu tests/cuda_emu.cpp -lpthread -lm
+	$(NVCC) $(NVWARN) $(EMU_ARCH) -O1 -g $(EMU_TSAN) -I. -Itests -Itests/cuda -cudart=none -DCC_CUDA_EMU_HOOKS -o $@ tests/cuda/test_cuda.cu tests/cuda/cuda_emu.cpp -lpthread -lm
 
 # test_cuda_hb: the emulation's happens-before checker finds defects brought
-# back on purpose and nothing in right programs (tests/test_cuda_hb.cu); with
+# back on purpose and nothing in right programs (tests/cuda/test_cuda_hb.cu); with
 # ASan and UBSan, and (test_cuda_hb_tsan) with ThreadSanitizer.
-$(BUILD)/cuda/test_cuda_hb: tests/test_cuda_hb.cu tests/cuda_emu.cpp $(CUDA_DEPS)
+$(BUILD)/cuda/test_cuda_hb: tests/cuda/test_cuda_hb.cu tests/cuda/cuda_emu.cpp $(CUDA_DEPS)
 	@mkdir -p $(@D)
 	$(if $(NVCC),,$(error no nvcc: install the CUDA toolkit or set NVCC))
-	$(NVCC) $(NVWARN) $(EMU_ARCH) -O1 -g $(EMU_SAN) -I. -Itests -cudart=none -DCC_CUDA_EMU_HOOKS -o $@ tests/test_cuda_hb.cu tests/cuda_emu.cpp -lpthread -lm
+	$(NVCC) $(NVWARN) $(EMU_ARCH) -O1 -g $(EMU_SAN) -I. -Itests -Itests/cuda -cudart=none -DCC_CUDA_EMU_HOOKS -o $@ tests/cuda/test_cuda_hb.cu tests/cuda/cuda_emu.cpp -lpthread -lm
 
-$(BUILD)/cuda/test_cuda_hb_tsan: tests/test_cuda_hb.cu tests/cuda_emu.cpp $(CUDA_DEPS)
+$(BUILD)/cuda/test_cuda_hb_tsan: tests/cuda/test_cuda_hb.cu tests/cuda/cuda_emu.cpp $(CUDA_DEPS)
 	@mkdir -p $(@D)
 	$(if $(NVCC),,$(error no nvcc: install the CUDA toolkit or set NVCC))
-	$(NVCC) $(NVWARN) $(EMU_ARCH) -O1 -g $(EMU_TSAN) -I. -Itests -cudart=none -DCC_CUDA_EMU_HOOKS -o $@ tests/test_cuda_hb.cu tests/cuda_emu.cpp -lpthread -lm
+	$(NVCC) $(NVWARN) $(EMU_ARCH) -O1 -g $(EMU_TSAN) -I. -Itests -Itests/cuda -cudart=none -DCC_CUDA_EMU_HOOKS -o $@ tests/cuda/test_cuda_hb.cu tests/cuda/cuda_emu.cpp -lpthread -lm
 
-# test_cuda_hb_unordered: tests/test_cuda_hb.cu's two_streams_unordered case
+# test_cuda_hb_unordered: tests/cuda/test_cuda_hb.cu's two_streams_unordered case
 # against a copy of cc_cuda.cuh without the wait that orders calls on two
 # streams: a mutation the test makes by patching the source (checked to change
 # exactly one line), so that the product has no switch for it; the checker
@@ -100,13 +106,13 @@ $(BUILD)/cuda/mutant/no-stream-order/cc_cuda.cuh: cc_cuda.cuh
 	@mkdir -p $(@D)
 	sed 's/cudaStreamWaitEvent(s, g->ev, 0)/cudaSuccess/' cc_cuda.cuh >$@.tmp
 	@test "$$(diff cc_cuda.cuh $@.tmp | grep -c '^>')" = 1 || \
-	  { echo "the no-stream-order mutation no longer applies to cc_cuda.cuh (tests/test_cuda_hb.cu)" >&2; rm -f $@.tmp; exit 1; }
+	  { echo "the no-stream-order mutation no longer applies to cc_cuda.cuh (tests/cuda/test_cuda_hb.cu)" >&2; rm -f $@.tmp; exit 1; }
 	mv $@.tmp $@
 
-$(BUILD)/cuda/test_cuda_hb_unordered: tests/test_cuda_hb.cu tests/cuda_emu.cpp $(BUILD)/cuda/mutant/no-stream-order/cc_cuda.cuh $(CUDA_DEPS)
+$(BUILD)/cuda/test_cuda_hb_unordered: tests/cuda/test_cuda_hb.cu tests/cuda/cuda_emu.cpp $(BUILD)/cuda/mutant/no-stream-order/cc_cuda.cuh $(CUDA_DEPS)
 	@mkdir -p $(@D)
 	$(if $(NVCC),,$(error no nvcc: install the CUDA toolkit or set NVCC))
-	$(NVCC) $(NVWARN) $(EMU_ARCH) -O0 -g -I$(BUILD)/cuda/mutant/no-stream-order -I. -Itests -cudart=none -DCC_CUDA_EMU_HOOKS -DHB_UNORDERED=1 -o $@ tests/test_cuda_hb.cu tests/cuda_emu.cpp -lpthread -lm
+	$(NVCC) $(NVWARN) $(EMU_ARCH) -O0 -g -I$(BUILD)/cuda/mutant/no-stream-order -I. -Itests -Itests/cuda -cudart=none -DCC_CUDA_EMU_HOOKS -DHB_UNORDERED=1 -o $@ tests/cuda/test_cuda_hb.cu tests/cuda/cuda_emu.cpp -lpthread -lm
 
 # The tests that run on the CPU only (the fold's body, the watchdog's logic,
 # init without a GPU) need no fat binary either, nor an optimized host side
@@ -114,10 +120,10 @@ $(BUILD)/cuda/test_cuda_hb_unordered: tests/test_cuda_hb.cu tests/cuda_emu.cpp $
 $(BUILD)/cuda/test_cuda_fold $(BUILD)/cuda/test_cuda_watchdog $(BUILD)/cuda/test_cuda_init: NVCC_ARCH = $(EMU_ARCH)
 $(BUILD)/cuda/test_cuda_fold $(BUILD)/cuda/test_cuda_watchdog $(BUILD)/cuda/test_cuda_init: NVFLAGS = -O0 -g
 
-$(BUILD)/cuda/%: tests/%.cu $(CUDA_DEPS)
+$(BUILD)/cuda/%: tests/cuda/%.cu $(CUDA_DEPS)
 	@mkdir -p $(@D)
 	$(if $(NVCC),,$(error no nvcc: install the CUDA toolkit or set NVCC))
-	$(NVCC) $(NVWARN) $(NVCC_ARCH) $(NVFLAGS) -I. -Itests -o $@ $< -lpthread -lm
+	$(NVCC) $(NVWARN) $(NVCC_ARCH) $(NVFLAGS) -I. -Itests -Itests/cuda -o $@ $< -lpthread -lm
 
 $(BUILD)/cuda/%: examples/%.cu $(CUDA_DEPS)
 	@mkdir -p $(@D)
@@ -138,7 +144,7 @@ $(BUILD)/cc_bench: bench/cc_bench.c cc.h
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(WARN) $(CFLAGS) -I. -o $@ $< $(LDLIBS)
 
-$(BUILD)/crypto_bench: bench/crypto_bench.c cc.h tests/crypto_extra.h
+$(BUILD)/crypto_bench: bench/crypto_bench.c cc.h tests/unit/crypto_extra.h
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(WARN) $(CFLAGS) -I. -o $@ $< $(LDLIBS)
 
@@ -171,13 +177,13 @@ $(BUILD)/examples/%: examples/%.c cc.h $(wildcard examples/*.h)
 	@mkdir -p $(@D)
 	$(CC) $(CSTD) $(WARN) $(CFLAGS) -I. -o $@ $< $(IMPL) $(LDLIBS)
 
-$(BUILD)/tests/%: tests/%.c cc.h $(wildcard tests/*.h)
+$(BUILD)/tests/%: %.c cc.h $(TEST_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) $(CFLAGS) -I. -o $@ $< $(IMPL) $(LDLIBS)
+	$(CC) $(CSTD) $(WARN) $(CFLAGS) -I. -Itests -o $@ $< $(IMPL) $(LDLIBS)
 
-$(BUILD)/probes/%: tests/%.c cc.h $(wildcard tests/*.h)
+$(BUILD)/probes/%: %.c cc.h $(TEST_HDRS)
 	@mkdir -p $(@D)
-	$(CC) $(CSTD) $(WARN) $(CFLAGS) -I. -o $@ $< $(IMPL) $(LDLIBS)
+	$(CC) $(CSTD) $(WARN) $(CFLAGS) -I. -Itests -o $@ $< $(IMPL) $(LDLIBS)
 
 # The test suite (tests/run.sh, the tests and their tiers in tests/tiers); ends
 # with "N passed, N failed". make test: the quick tier, every feature area in
@@ -194,7 +200,7 @@ test: all torch-if-here cuda-if-here
 test-full: all torch-if-here
 	@CC_TEST_TIER=full CC_TEST_SANITIZER=$(SANITIZER) $(TORCH_ENV) bash tests/run.sh $(BUILD)
 
-# make test's CUDA test (tests/test_cuda.sh builds the rest itself), beside
+# make test's CUDA test (tests/cuda/test_cuda.sh builds the rest itself), beside
 # the other builds, where nvcc is and the build has no sanitizer
 .PHONY: cuda-if-here
 cuda-if-here:
@@ -223,7 +229,7 @@ TORCH_DIR ?= $(BUILD)/python
 # (a prerequisite of test beside all: with -j its one compiler runs beside the others)
 torch-if-here:
 	@$(if $(findstring -fsanitize,$(CFLAGS)),,if $(TORCH_PYTHON) -c 'import torch' 2>/dev/null; then \
-	  $(MAKE) --no-print-directory torch TORCH_PYTHON=$(TORCH_PYTHON) || echo "make torch failed: tests/test_torch.sh says so"; fi)
+	  $(MAKE) --no-print-directory torch TORCH_PYTHON=$(TORCH_PYTHON) || echo "make torch failed: tests/torch/test_torch.sh says so"; fi)
 torch: $(TORCH_DIR)/torch_cc/.built
 $(TORCH_DIR)/torch_cc/.built: cc.h torch_cc/setup.py $(wildcard torch_cc/csrc/*.cpp torch_cc/torch_cc/*.py) \
     $(TORCH_DIR)/.torch-python
@@ -237,7 +243,7 @@ $(TORCH_DIR)/.torch-python: FORCE
 FORCE:
 # the torch tests alone, with their summary line (N passed, N failed)
 torch-test: torch
-	TORCH_PYTHON=$(TORCH_PYTHON) TORCH_DIR=$(TORCH_DIR) TORCH_TEST_SUMMARY=1 bash tests/test_torch.sh $(BUILD)
+	TORCH_PYTHON=$(TORCH_PYTHON) TORCH_DIR=$(TORCH_DIR) TORCH_TEST_SUMMARY=1 bash tests/torch/test_torch.sh $(BUILD)
 
 # A real four-rank job, readable output; builds only what it runs.
 run: $(BUILD)/ccrun $(BUILD)/examples/tour

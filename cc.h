@@ -514,7 +514,7 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg);
 /* A seam for the tests, nothing else: CC__TEST_SEAM(where, c) marks the few
    places where a race between ranks has been found and fixed, so that a test
    can stop this rank there and let another rank do what the race needs
-   (tests/test_queued.c, queued.race_*). Where it is not defined, nothing. */
+   (tests/transport/test_queued.c, queued.race_*). Where it is not defined, nothing. */
 #ifndef CC__TEST_SEAM
 #  define CC__TEST_SEAM(where, c) ((void)0)
 #endif
@@ -3390,7 +3390,7 @@ static int cc__token_check(const char *t, char *why, size_t whylen) {
 
 /* ---------------------------------------------------------------- settings
    The only reader of the environment (the table at the top of this file
-   lists every variable; tests/test_compile.sh checks that they agree). A
+   lists every variable; tests/unit/test_compile.sh checks that they agree). A
    value in cc_config wins over the environment. */
 
 /* An integer variable: 0 unset, 1 ok, -1 not a number. */

@@ -217,7 +217,7 @@ CC_API cc_result cc_cuda_group_end(cc_cuda_comm *g);
    adds scal[k]*x[k] for the others; every NaN stored as the canonical quiet NaN.
    Every product and sum is rounded on its own (__fmul_rn etc.), so that nvcc
    never fuses a multiply-add: the bits are those of cc.h's CPU fold, which the
-   host test tests/test_cuda_fold.cu checks by running these very functions on
+   host test tests/cuda/test_cuda_fold.cu checks by running these very functions on
    the CPU. */
 
 template <typename T> struct cc_cuda__rn;
@@ -257,10 +257,10 @@ template <> struct cc_cuda__rn<double> {
    stream's earlier writes, a system-wide fence, a short nap while polling.
    The kernels use no __syncthreads, shared memory, atomics or warp
    intrinsics, so that their threads may run one after another
-   (tests/test_cuda.sh checks it), but for one thing: each block reads the
+   (tests/cuda/test_cuda.sh checks it), but for one thing: each block reads the
    abort word once, in a first phase of its own (cc_cuda__block_stopped),
    which the CPU twins run once per block before the block's threads. */
-/* Hooks for the tests' CUDA emulation (tests/cuda_emu.cpp) and its
+/* Hooks for the tests' CUDA emulation (tests/cuda/cuda_emu.cpp) and its
    happens-before checker, in the kernels' CPU twins only, never in device
    code. A build for the emulation defines CC_CUDA_EMU_HOOKS; then each twin
    tells the emulator which bytes its launch reads and writes
@@ -503,7 +503,7 @@ typedef void (*cc_cuda__host_fold_fn)(const cc_cuda__fold_args *a, size_t thread
 
 /* The kernel on the CPU, its `threads` threads one after the other, block
    by block (each block's first phase: the abort word): what
-   tests/test_cuda_fold.cu compares with cc.h's cc__reduce_n, on machines
+   tests/cuda/test_cuda_fold.cu compares with cc.h's cc__reduce_n, on machines
    without a GPU too. */
 template <class P, int OP>
 static void cc_cuda__host_fold(const cc_cuda__fold_args *a, size_t threads) {
@@ -759,7 +759,7 @@ static void cc_cuda__ftz_twin(void **args, dim3 grid, dim3 block) {
   *a->out = cc_cuda__rn<float>::mul(a->x, 0.5f);
 }
 
-/* For a CUDA runtime emulated on the CPU (tests/cuda_emu.cpp): the CPU twin
+/* For a CUDA runtime emulated on the CPU (tests/cuda/cuda_emu.cpp): the CPU twin
    of kernel `stub` (its host stub, as a launch names it), which runs the
    kernel's own body over the whole grid, thread after thread, and the size of
    its one parameter; NULL when stub is not a kernel of this file. */

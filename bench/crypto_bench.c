@@ -9,7 +9,7 @@
    Build: make build/crypto_bench      Run: build/crypto_bench [seconds per figure, default 0.4] */
 #define CC_IMPLEMENTATION
 #include "cc.h"
-#include "tests/crypto_extra.h"   /* xt_aead_seal */
+#include "tests/unit/crypto_extra.h"   /* xt_aead_seal */
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -19,7 +19,7 @@
        tensor([[0., 0.],             ->   tensor([[0., 0.], [1., 1.]])
                [1., 1.]])
    so that the lines of all ranks can be sorted and compared with a file
-   (tests/test_examples.sh). ex_print writes a line with one write, so lines
+   (tests/user/test_examples.sh). ex_print writes a line with one write, so lines
    from different ranks never mix.
 
    Every formatter fills an ex_text and returns its string, for printf's %s;

@@ -1,4 +1,4 @@
-"""Shared by the torch tests (tests/test_torch.sh runs them): start a job of N
+"""Shared by the torch tests (tests/torch/test_torch.sh runs them): start a job of N
 ranks as forked processes of this one (torch is imported once, so a job starts
 in milliseconds instead of a second per rank), each with its own output file,
 a free port on 127.0.0.1, RANK/WORLD_SIZE/MASTER_* set as torchrun sets them,
