@@ -52,6 +52,20 @@ else
   fail "make run would build: ${built:-nothing} (expected cc_impl.o, ccrun and examples/tour only)"
 fi
 
+# --- make check is make test-full, make sanitize and make tsan, in that order --------
+out=$(sed -n '/^check:/,/^$/p' "$root/Makefile" | grep -oE '\$\(MAKE\) (test-full|sanitize|tsan)$' | grep -oE '[a-z-]+$' | tr '\n' ' ')
+if [ "$out" = "test-full sanitize tsan " ]; then
+  pass "make check runs make test-full, make sanitize and make tsan, in that order (what CI runs, .ci/run)"
+else
+  fail "make check would run: '${out}' (expected test-full sanitize tsan)"
+fi
+if grep -qE '^phase test [0-9]+ -- test-full$' "$root/.ci/run" && grep -qE '^phase sanitize [0-9]+ CC_TEST_QUICK=1 -- sanitize$' "$root/.ci/run" &&
+   grep -qE '^phase tsan [0-9]+ CC_TEST_QUICK=1 -- tsan$' "$root/.ci/run"; then
+  pass ".ci/run's phases are make check's three suites"
+else
+  fail ".ci/run's phases are not make check's: $(grep -E '^phase ' "$root/.ci/run" | tr '\n' ';')"
+fi
+
 # --- nccl-tests' flags ---------------------------------------------------------------
 if [ -x "$build/all_reduce_perf" ]; then
   out=$("${clean_env[@]}" timeout 60 "$ccrun" -n 2 "$build/all_reduce_perf" -b 8 -e 64 -f 2 -o sum -d float -n 2 -w 1 2>&1)
