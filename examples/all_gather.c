@@ -19,19 +19,14 @@
 #include "example_util.h"
 
 int main(void) {
-  cc_comm *c;
+  cc_comm *c = ex_start();
+  const int rank = cc_comm_rank(c), size = cc_comm_size(c);
+  float x = (float)rank + 1.0f;
+  float *all = (float *)ex_alloc((size_t)size, sizeof *all); /* gather_list */
   ex_text t;
-  int rank, size;
-  float x, *all;
 
-  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
-  rank = cc_comm_rank(c);
-  size = cc_comm_size(c);
-
-  x = (float)rank + 1.0f;
   ex_print("Rank %d before all_gather: %s\n", rank, ex_tensor_f32(&t, &x, 1));
 
-  all = (float *)ex_alloc((size_t)size, sizeof *all);
   ex_check(c, cc_all_gather(c, &x, all, 1, CC_FLOAT32), "cc_all_gather");
 
   /* print(gather_list): a list of `size` one-element tensors */
@@ -39,6 +34,5 @@ int main(void) {
            ex_tensor_list_f32(&t, all, (size_t)size, 1));
 
   free(all);
-  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
-  return 0;
+  return ex_finish(c);
 }

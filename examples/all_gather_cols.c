@@ -26,40 +26,29 @@
 enum { ROWS = 5, COLS_PER_RANK = 2 };
 
 int main(void) {
-  cc_comm *c;
-  ex_text t;
-  int rank, size, width, r, i, j;
+  cc_comm *c = ex_start();
+  const int rank = cc_comm_rank(c), size = cc_comm_size(c);
+  const int width = size * COLS_PER_RANK; /* of the gathered matrix */
+  const size_t n = (size_t)ROWS * (size_t)width;
   float tensor[ROWS][COLS_PER_RANK];
-  float *blocks, *gathered_tensor;
+  float *blocks = (float *)ex_alloc(n, sizeof *blocks); /* gather_list */
+  float *gathered_tensor = (float *)ex_alloc(n, sizeof *gathered_tensor);
+  ex_text t;
 
-  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
-  rank = cc_comm_rank(c);
-  size = cc_comm_size(c);
-  width = size * COLS_PER_RANK;
-
-  for (i = 0; i < ROWS; i++)
-    for (j = 0; j < COLS_PER_RANK; j++) tensor[i][j] = (float)(rank * 10 + j);
+  ex_fill_cols_f32(&tensor[0][0], ROWS, COLS_PER_RANK, (float)(rank * 10));
   ex_print("Rank %d local tensor shape torch.Size([%d, %d]): %s\n", rank, ROWS,
            COLS_PER_RANK, ex_numpy2_f32(&t, &tensor[0][0], ROWS, COLS_PER_RANK));
 
-  blocks = (float *)ex_alloc((size_t)size * ROWS * COLS_PER_RANK, sizeof *blocks);
   ex_check(c, cc_all_gather(c, tensor, blocks, ROWS * COLS_PER_RANK, CC_FLOAT32),
            "cc_all_gather");
 
   /* torch.cat(gather_list, dim=1): block r becomes columns r*2 .. r*2+1 */
-  gathered_tensor = (float *)ex_alloc((size_t)ROWS * (size_t)width,
-                                      sizeof *gathered_tensor);
-  for (r = 0; r < size; r++)
-    for (i = 0; i < ROWS; i++)
-      for (j = 0; j < COLS_PER_RANK; j++)
-        gathered_tensor[i * width + r * COLS_PER_RANK + j] =
-            blocks[(r * ROWS + i) * COLS_PER_RANK + j];
+  ex_cat_cols_f32(gathered_tensor, blocks, ROWS, (size_t)size, COLS_PER_RANK);
 
   ex_print("Rank %d after column-wise all_gather, shape torch.Size([%d, %d]): %s\n",
            rank, ROWS, width, ex_numpy2_f32(&t, gathered_tensor, ROWS, (size_t)width));
 
   free(blocks);
   free(gathered_tensor);
-  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
-  return 0;
+  return ex_finish(c);
 }

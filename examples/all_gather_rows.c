@@ -22,17 +22,13 @@
 #include "example_util.h"
 
 int main(void) {
-  cc_comm *c;
+  cc_comm *c = ex_start();
+  const int rank = cc_comm_rank(c), size = cc_comm_size(c);
+  float tensor_shard[5]; /* shape [1, 5] */
+  float *gathered_tensor = (float *)ex_alloc((size_t)size * 5, sizeof *gathered_tensor);
   ex_text t;
-  int rank, size, i;
-  float tensor_shard[5], *gathered_tensor;
 
-  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
-  rank = cc_comm_rank(c);
-  size = cc_comm_size(c);
-
-  for (i = 0; i < 5; i++) tensor_shard[i] = (float)rank; /* shape [1, 5] */
-  gathered_tensor = (float *)ex_alloc((size_t)size * 5, sizeof *gathered_tensor);
+  ex_full_f32(tensor_shard, 5, (float)rank); /* torch.ones(1, 5) * rank */
 
   ex_check(c, cc_all_gather(c, tensor_shard, gathered_tensor, 5, CC_FLOAT32),
            "cc_all_gather");
@@ -42,6 +38,5 @@ int main(void) {
            ex_tensor2_f32(&t, gathered_tensor, (size_t)size, 5));
 
   free(gathered_tensor);
-  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
-  return 0;
+  return ex_finish(c);
 }

@@ -18,22 +18,15 @@
 #include "example_util.h"
 
 int main(void) {
-  cc_comm *c;
+  cc_comm *c = ex_start();
+  const int rank = cc_comm_rank(c), size = cc_comm_size(c);
+  int64_t tensor = rank;
+  int64_t *gather_list = (int64_t *)ex_alloc((size_t)size, sizeof *gather_list);
   ex_text t;
-  int rank, size;
-  int64_t tensor, *gather_list;
 
-  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
-  rank = cc_comm_rank(c);
-  size = cc_comm_size(c);
-
-  tensor = rank;
-  gather_list = (int64_t *)ex_alloc((size_t)size, sizeof *gather_list);
   ex_check(c, cc_all_gather(c, &tensor, gather_list, 1, CC_INT64), "cc_all_gather");
-
   ex_print("Rank %d: %s\n", rank, ex_tensor_list_i64(&t, gather_list, (size_t)size, 1));
 
   free(gather_list);
-  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
-  return 0;
+  return ex_finish(c);
 }

@@ -28,24 +28,14 @@ static const float seed_weights[6][4] = {
     {-0.9139f, 0.4885f, 0.1722f, -0.1989f},  {0.5774f, 1.4462f, 0.1082f, -1.3113f}};
 
 int main(void) {
-  cc_comm *c;
-  ex_text t;
-  int rank, local_rank, word_size;
+  cc_comm *c = ex_start();
+  const int rank = cc_comm_rank(c), local_rank = cc_comm_local_rank(c);
+  const int word_size = cc_comm_size(c); /* the seed's spelling */
   const float *weight;
   float gathered[6][4];
+  ex_text t;
 
-  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
-  rank = cc_comm_rank(c);
-  local_rank = cc_comm_local_rank(c);
-  word_size = cc_comm_size(c); /* the seed's spelling */
-  if (word_size != 6) {
-    fprintf(stderr, "all_gather_weights: needs 6 ranks, one per weight vector of "
-                    "the seed, got %d; run: ccrun -n 6 build/examples/all_gather_weights\n",
-            word_size);
-    cc_comm_destroy(c);
-    return 1;
-  }
-
+  ex_need_ranks(c, 6, 6, "all_gather_weights"); /* one per weight vector of the seed */
   weight = seed_weights[rank];
   ex_print("weight=%s, rank=%d,world_size=%d\n", ex_tensor_f32(&t, weight, 4),
            local_rank, word_size);
@@ -54,6 +44,5 @@ int main(void) {
 
   ex_print("after gather=%s\n", ex_tensor_list_f32(&t, &gathered[0][0], 6, 4));
 
-  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
-  return 0;
+  return ex_finish(c);
 }

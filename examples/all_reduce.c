@@ -19,21 +19,16 @@
 #include "example_util.h"
 
 int main(void) {
-  cc_comm *c;
+  cc_comm *c = ex_start();
+  const int rank = cc_comm_rank(c);
+  float x = (float)rank + 1.0f;
   ex_text t;
-  int rank;
-  float x;
 
-  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
-  rank = cc_comm_rank(c);
-
-  x = (float)rank + 1.0f;
   ex_print("Rank %d before all_reduce: %s\n", rank, ex_tensor_f32(&t, &x, 1));
 
   ex_check(c, cc_all_reduce(c, &x, &x, 1, CC_FLOAT32, CC_SUM), "cc_all_reduce");
 
   ex_print("Rank %d after all_reduce: %s\n", rank, ex_tensor_f32(&t, &x, 1));
 
-  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
-  return 0;
+  return ex_finish(c);
 }

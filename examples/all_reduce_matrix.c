@@ -20,16 +20,12 @@
 #include "example_util.h"
 
 int main(void) {
-  cc_comm *c;
-  ex_text t;
-  int rank, i, j;
+  cc_comm *c = ex_start();
+  const int rank = cc_comm_rank(c);
   float tensor[2][5];
+  ex_text t;
 
-  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
-  rank = cc_comm_rank(c);
-
-  for (i = 0; i < 2; i++)
-    for (j = 0; j < 5; j++) tensor[i][j] = (float)rank;
+  ex_full_f32(&tensor[0][0], 2 * 5, (float)rank); /* torch.full((2, 5), rank) */
   ex_print("Rank %d before all_reduce: %s\n", rank, ex_numpy2_f32(&t, &tensor[0][0], 2, 5));
 
   ex_check(c, cc_all_reduce(c, tensor, tensor, 2 * 5, CC_FLOAT32, CC_SUM),
@@ -38,6 +34,5 @@ int main(void) {
   ex_print("Rank %d after all_reduce (sum): %s\n", rank,
            ex_numpy2_f32(&t, &tensor[0][0], 2, 5));
 
-  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
-  return 0;
+  return ex_finish(c);
 }

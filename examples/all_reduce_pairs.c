@@ -20,13 +20,10 @@
 #include "example_util.h"
 
 int main(void) {
-  cc_comm *c;
+  cc_comm *c = ex_start();
+  const int rank = cc_comm_rank(c);
+  int64_t tensor[2]; /* torch.tensor([2, 3]) + rank*2 */
   ex_text t;
-  int rank;
-  int64_t tensor[2];
-
-  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
-  rank = cc_comm_rank(c);
 
   tensor[0] = 2 + rank * 2;
   tensor[1] = 3 + rank * 2;
@@ -36,6 +33,5 @@ int main(void) {
 
   ex_print("after all_reduce tensor=%s, rank=%d\n", ex_tensor_i64(&t, tensor, 2), rank);
 
-  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
-  return 0;
+  return ex_finish(c);
 }

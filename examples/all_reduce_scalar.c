@@ -17,19 +17,13 @@
 #include "example_util.h"
 
 int main(void) {
-  cc_comm *c;
+  cc_comm *c = ex_start();
+  const int rank = cc_comm_rank(c);
+  int64_t tensor = rank + 1;
   ex_text t;
-  int rank;
-  int64_t tensor;
 
-  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
-  rank = cc_comm_rank(c);
-
-  tensor = rank + 1;
   ex_check(c, cc_all_reduce(c, &tensor, &tensor, 1, CC_INT64, CC_SUM), "cc_all_reduce");
-
   ex_print("Rank %d: %s\n", rank, ex_tensor_i64(&t, &tensor, 1));
 
-  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
-  return 0;
+  return ex_finish(c);
 }

@@ -31,34 +31,26 @@
 enum { ROWS = 5 };
 
 int main(void) {
-  cc_comm *c;
+  cc_comm *c = ex_start();
+  const int rank = cc_comm_rank(c), size = cc_comm_size(c);
+  const size_t n = (size_t)ROWS * (size_t)size;
+  float *local_tensor = (float *)ex_alloc(n, sizeof *local_tensor); /* [5, size] */
+  float *send = (float *)ex_alloc(n, sizeof *send); /* size blocks of 5 */
+  float *recv = (float *)ex_alloc(n, sizeof *recv); /* size blocks of 5 */
+  float *result = (float *)ex_alloc(n, sizeof *result); /* [5, size] */
   ex_text t;
-  int rank, size, i, j;
-  float *local_tensor, *send, *recv, *result; /* [5, size]; size blocks of 5 */
 
-  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
-  rank = cc_comm_rank(c);
-  size = cc_comm_size(c);
-
-  local_tensor = (float *)ex_alloc((size_t)ROWS * (size_t)size, sizeof *local_tensor);
-  send = (float *)ex_alloc((size_t)ROWS * (size_t)size, sizeof *send);
-  recv = (float *)ex_alloc((size_t)ROWS * (size_t)size, sizeof *recv);
-  result = (float *)ex_alloc((size_t)ROWS * (size_t)size, sizeof *result);
-
-  for (i = 0; i < ROWS; i++)
-    for (j = 0; j < size; j++) local_tensor[i * size + j] = (float)(rank * 10 + j);
+  ex_fill_cols_f32(local_tensor, ROWS, (size_t)size, (float)(rank * 10));
   ex_print("Rank %d local tensor (shape torch.Size([%d, %d])): %s\n", rank, ROWS, size,
            ex_numpy2_f32(&t, local_tensor, ROWS, (size_t)size));
 
   /* input_list: column j, made contiguous, is the block for rank j */
-  for (j = 0; j < size; j++)
-    for (i = 0; i < ROWS; i++) send[j * ROWS + i] = local_tensor[i * size + j];
+  ex_split_cols_f32(send, local_tensor, ROWS, (size_t)size, 1);
 
   ex_check(c, cc_all_to_all(c, send, recv, ROWS, CC_FLOAT32), "cc_all_to_all");
 
   /* torch.cat(output_list, dim=1): the block from rank s becomes column s */
-  for (j = 0; j < size; j++)
-    for (i = 0; i < ROWS; i++) result[i * size + j] = recv[j * ROWS + i];
+  ex_cat_cols_f32(result, recv, ROWS, (size_t)size, 1);
 
   ex_print("Rank %d after column-wise all_to_all (shape torch.Size([%d, %d])): %s\n",
            rank, ROWS, size, ex_numpy2_f32(&t, result, ROWS, (size_t)size));
@@ -67,6 +59,5 @@ int main(void) {
   free(send);
   free(recv);
   free(result);
-  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
-  return 0;
+  return ex_finish(c);
 }

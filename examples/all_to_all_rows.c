@@ -27,20 +27,15 @@
 enum { ELEMENT_SIZE = 2 }; /* numbers in each block */
 
 int main(void) {
-  cc_comm *c;
+  cc_comm *c = ex_start();
+  const int rank = cc_comm_rank(c), size = cc_comm_size(c);
+  const size_t n = (size_t)size * ELEMENT_SIZE; /* shape [size, 2] */
+  float *send_tensor = (float *)ex_alloc(n, sizeof *send_tensor);
+  float *recv_tensor = (float *)ex_alloc(n, sizeof *recv_tensor);
   ex_text t;
-  int rank, size, dst, k;
-  float *send_tensor, *recv_tensor; /* shape [size, 2] each */
 
-  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
-  rank = cc_comm_rank(c);
-  size = cc_comm_size(c);
-
-  send_tensor = (float *)ex_alloc((size_t)size * ELEMENT_SIZE, sizeof *send_tensor);
-  recv_tensor = (float *)ex_alloc((size_t)size * ELEMENT_SIZE, sizeof *recv_tensor);
-  for (dst = 0; dst < size; dst++)
-    for (k = 0; k < ELEMENT_SIZE; k++)
-      send_tensor[dst * ELEMENT_SIZE + k] = (float)(rank * 10 + dst);
+  /* row dst, the block meant for rank dst, is rank*10 + dst */
+  ex_fill_rows_f32(send_tensor, (size_t)size, ELEMENT_SIZE, (float)(rank * 10));
   ex_print("Rank %d send_tensor (before alltoall): %s\n", rank,
            ex_numpy2_f32(&t, send_tensor, (size_t)size, ELEMENT_SIZE));
 
@@ -52,6 +47,5 @@ int main(void) {
 
   free(send_tensor);
   free(recv_tensor);
-  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
-  return 0;
+  return ex_finish(c);
 }

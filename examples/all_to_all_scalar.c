@@ -21,24 +21,19 @@
 #include "example_util.h"
 
 int main(void) {
-  cc_comm *c;
+  cc_comm *c = ex_start();
+  const int rank = cc_comm_rank(c), size = cc_comm_size(c);
+  int32_t *input = (int32_t *)ex_alloc((size_t)size, sizeof *input);
+  int32_t *output = (int32_t *)ex_alloc((size_t)size, sizeof *output);
   ex_text t;
-  int rank, size, i;
-  int32_t *input, *output;
+  int i;
 
-  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
-  rank = cc_comm_rank(c);
-  size = cc_comm_size(c);
-
-  input = (int32_t *)ex_alloc((size_t)size, sizeof *input);
-  output = (int32_t *)ex_alloc((size_t)size, sizeof *output);
-  for (i = 0; i < size; i++) input[i] = rank;
+  for (i = 0; i < size; i++) input[i] = rank; /* torch.tensor([rank] * world_size) */
   ex_check(c, cc_all_to_all(c, input, output, 1, CC_INT32), "cc_all_to_all");
 
   ex_print("Rank %d: %s\n", rank, ex_tensor_i32(&t, output, (size_t)size));
 
   free(input);
   free(output);
-  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
-  return 0;
+  return ex_finish(c);
 }

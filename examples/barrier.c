@@ -16,16 +16,12 @@
 #include "example_util.h"
 
 int main(void) {
-  cc_comm *c;
-  int rank;
-
-  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
-  rank = cc_comm_rank(c);
+  cc_comm *c = ex_start();
+  const int rank = cc_comm_rank(c);
 
   ex_print("Rank %d reached barrier.\n", rank);
   ex_check(c, cc_barrier(c), "cc_barrier");
   ex_print("Rank %d passed barrier.\n", rank);
 
-  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
-  return 0;
+  return ex_finish(c);
 }

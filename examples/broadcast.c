@@ -20,17 +20,13 @@
 #include "example_util.h"
 
 int main(void) {
-  cc_comm *c;
-  ex_text t;
-  int rank, i, j;
-  const int root = 0;
+  cc_comm *c = ex_start();
+  const int rank = cc_comm_rank(c), root = 0;
   float tensor[5][2];
+  ex_text t;
 
-  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
-  rank = cc_comm_rank(c);
-
-  for (i = 0; i < 5; i++)
-    for (j = 0; j < 2; j++) tensor[i][j] = rank == root ? 1.0f : 0.0f;
+  /* torch.ones(5, 2) on the root, torch.zeros(5, 2) elsewhere */
+  ex_full_f32(&tensor[0][0], 5 * 2, rank == root ? 1.0f : 0.0f);
   if (rank == root)
     ex_print("Rank %d before broadcast: %s\n", rank, ex_numpy2_f32(&t, &tensor[0][0], 5, 2));
   else
@@ -41,6 +37,5 @@ int main(void) {
 
   ex_print("Rank %d after broadcast: %s\n", rank, ex_numpy2_f32(&t, &tensor[0][0], 5, 2));
 
-  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
-  return 0;
+  return ex_finish(c);
 }

@@ -17,19 +17,14 @@
 #include "example_util.h"
 
 int main(void) {
-  cc_comm *c;
-  ex_text t;
-  int rank;
+  cc_comm *c = ex_start();
+  const int rank = cc_comm_rank(c);
   int64_t tensor = 0;
-
-  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
-  rank = cc_comm_rank(c);
+  ex_text t;
 
   if (rank == 0) tensor += 1; /* only rank 0 modifies the tensor */
   ex_check(c, cc_broadcast(c, &tensor, 1, CC_INT64, 0), "cc_broadcast");
-
   ex_print("Rank %d: %s\n", rank, ex_tensor_i64(&t, &tensor, 1));
 
-  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
-  return 0;
+  return ex_finish(c);
 }

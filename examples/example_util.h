@@ -1,5 +1,17 @@
-/* example_util.h - what the examples share: stopping on a failed cc call, and
-   printing tensors the way the seeds' Python programs printed them.
+/* example_util.h - what the examples share: starting and finishing the
+   communicator, stopping on a failed cc call, filling the seeds' tensors,
+   moving column blocks in and out of contiguous buffers, and printing tensors
+   the way the seeds' Python programs printed them. Each example keeps its
+   collective call, and why its buffers look as they do, in its own file.
+
+   An example reads:
+
+       cc_comm *c = ex_start();                  cc_comm_init, or exit
+       int rank = cc_comm_rank(c);
+       ...
+       ex_check(c, cc_all_reduce(c, ...), "cc_all_reduce");
+       ...
+       return ex_finish(c);                      cc_comm_destroy, or exit
 
    The seeds print three ways, and each has a formatter here:
 
@@ -28,6 +40,7 @@
 #ifndef EXAMPLE_UTIL_H_INCLUDED
 #define EXAMPLE_UTIL_H_INCLUDED
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -59,6 +72,43 @@ static inline void ex_check(const cc_comm *c, cc_result r, const char *what) {
   exit(1);
 }
 
+/* ex_start - this process's communicator: cc_comm_init(&c, NULL) takes the
+ *   rank, the world size and the rendezvous from the environment that ccrun
+ *   sets (torchrun's and Open MPI's work too). Exits as ex_check does when
+ *   it fails. */
+static inline cc_comm *ex_start(void) {
+  cc_comm *c = NULL;
+  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
+  return c;
+}
+
+/* ex_finish - cc_comm_destroy(c), checked; returns 0, main's status, for
+ *   `return ex_finish(c);`. */
+static inline int ex_finish(cc_comm *c) {
+  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
+  return 0;
+}
+
+/* ex_need_ranks - go on only in a world of `least` to `most` ranks (most
+ *   INT_MAX: no upper bound); else say on stderr, in one line per rank, what
+ *   the example `name` needs and how to run it, destroy the communicator and
+ *   exit with status 1. */
+static inline void ex_need_ranks(cc_comm *c, int least, int most, const char *name) {
+  const int size = cc_comm_size(c);
+  char need[64];
+  if (size >= least && size <= most) return;
+  if (least == most)
+    snprintf(need, sizeof need, "%d", least);
+  else if (most == INT_MAX)
+    snprintf(need, sizeof need, "at least %d", least);
+  else
+    snprintf(need, sizeof need, "%d to %d", least, most);
+  fprintf(stderr, "%s: needs %s ranks, got %d; run: ccrun -n %d build/examples/%s\n", name,
+          need, size, most == INT_MAX ? least : most, name);
+  cc_comm_destroy(c);
+  exit(1);
+}
+
 /* ex_alloc - `n` zeroed elements of `size` bytes, or exit with a message. */
 static inline void *ex_alloc(size_t n, size_t size) {
   void *p = NULL;
@@ -69,6 +119,64 @@ static inline void *ex_alloc(size_t n, size_t size) {
     exit(1);
   }
   return p;
+}
+
+/* ------------------------------------------------------------ tensors */
+
+/* The seeds' tensors, in C: row-major float32 buffers. */
+
+/* ex_full_f32 - torch.full: every one of the n elements is x. */
+static inline void ex_full_f32(float *v, size_t n, float x) {
+  size_t i;
+  for (i = 0; i < n; i++) v[i] = x;
+}
+
+/* ex_fill_rows_f32 - a rows x cols matrix whose row i is all first + i. */
+static inline void ex_fill_rows_f32(float *m, size_t rows, size_t cols, float first) {
+  size_t i;
+  for (i = 0; i < rows; i++) ex_full_f32(m + i * cols, cols, first + (float)i);
+}
+
+/* ex_fill_cols_f32 - a rows x cols matrix whose column j is all first + j. */
+static inline void ex_fill_cols_f32(float *m, size_t rows, size_t cols, float first) {
+  size_t i, j;
+  for (i = 0; i < rows; i++)
+    for (j = 0; j < cols; j++) m[i * cols + j] = first + (float)j;
+}
+
+/* Copies a rows x width block from src, whose rows lie src_stride floats
+ * apart, to dst, whose rows lie dst_stride apart. */
+static inline void ex__copy_block(float *dst, size_t dst_stride, const float *src,
+                                  size_t src_stride, size_t rows, size_t width) {
+  size_t i;
+  for (i = 0; i < rows; i++)
+    memcpy(dst + i * dst_stride, src + i * src_stride, width * sizeof *dst);
+}
+
+/* ex_split_cols_f32 - torch.split(m, width, dim=1), each piece made
+ *   contiguous: the rows x (blocks*width) matrix m is cut into `blocks`
+ *   column blocks of rows x width, laid one after another in out (block k at
+ *   out + k*rows*width), the layout a collective sends from. A column of a
+ *   row-major matrix is not contiguous: its numbers lie blocks*width apart. */
+static inline void ex_split_cols_f32(float *out, const float *m, size_t rows,
+                                     size_t blocks, size_t width) {
+  size_t k;
+  for (k = 0; k < blocks; k++)
+    ex__copy_block(out + k * rows * width, width, m + k * width, blocks * width, rows,
+                   width);
+}
+
+/* ex_cat_cols_f32 - torch.cat(pieces, dim=1), the inverse of
+ *   ex_split_cols_f32: `blocks` contiguous rows x width blocks, one after
+ *   another in `pieces` (as a gather lays them), put side by side into the
+ *   rows x (blocks*width) matrix m: block k becomes columns k*width to
+ *   k*width + width - 1. */
+static inline void ex_cat_cols_f32(float *m, const float *pieces, size_t rows,
+                                   size_t blocks, size_t width) {
+  size_t k;
+  for (k = 0; k < blocks; k++)
+    ex__copy_block(m + k * width, blocks * width, pieces + k * rows * width, width, rows,
+                   width);
 }
 
 /* ------------------------------------------------------------ printing */
@@ -225,33 +333,32 @@ static inline const char *ex_tensor_i32(ex_text *t, const int32_t *v, size_t n) 
   return t->s;
 }
 
-/* ex_tensor_list_f32, ex_tensor_list_i64 - print(list) of `count` 1-D tensors
- *   of n elements each, stored one after another in v:
- *   "[tensor([1.]), tensor([2.])]". Each tensor is padded on its own. */
-static inline const char *ex_tensor_list_f32(ex_text *t, const float *v,
-                                             size_t count, size_t n) {
+/* torch's repr of a Python list of `count` 1-D tensors of n elements each,
+ * stored one after another from v (elements of `esize` bytes). */
+static inline const char *ex__torch_list(ex_text *t, const void *v, ex__kind k,
+                                         size_t esize, size_t count, size_t n) {
   size_t i;
   ex__clear(t);
   ex__cat(t, "[");
   for (i = 0; i < count; i++) {
     if (i) ex__cat(t, ", ");
-    ex__torch(t, v + i * n, EX__F32, 0, n);
+    ex__torch(t, (const char *)v + i * n * esize, k, 0, n);
   }
   ex__cat(t, "]");
   return t->s;
 }
 
+/* ex_tensor_list_f32, ex_tensor_list_i64 - print(list) of `count` 1-D tensors
+ *   of n elements each, stored one after another in v:
+ *   "[tensor([1.]), tensor([2.])]". Each tensor is padded on its own. */
+static inline const char *ex_tensor_list_f32(ex_text *t, const float *v,
+                                             size_t count, size_t n) {
+  return ex__torch_list(t, v, EX__F32, sizeof *v, count, n);
+}
+
 static inline const char *ex_tensor_list_i64(ex_text *t, const int64_t *v,
                                              size_t count, size_t n) {
-  size_t i;
-  ex__clear(t);
-  ex__cat(t, "[");
-  for (i = 0; i < count; i++) {
-    if (i) ex__cat(t, ", ");
-    ex__torch(t, v + i * n, EX__I64, 0, n);
-  }
-  ex__cat(t, "]");
-  return t->s;
+  return ex__torch_list(t, v, EX__I64, sizeof *v, count, n);
 }
 
 /* --- numpy: float32 arrays in numpy's default positional format --- */

@@ -28,19 +28,13 @@
 enum { ROWS = 5, COLS_PER_RANK = 2 };
 
 int main(void) {
-  cc_comm *c;
-  ex_text t;
-  int rank, size, r, i, j;
-  const int root = 0;
+  cc_comm *c = ex_start();
+  const int rank = cc_comm_rank(c), size = cc_comm_size(c), root = 0;
   float local[ROWS][COLS_PER_RANK];
   float *blocks = NULL, *gathered = NULL;
+  ex_text t;
 
-  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
-  rank = cc_comm_rank(c);
-  size = cc_comm_size(c);
-
-  for (i = 0; i < ROWS; i++)
-    for (j = 0; j < COLS_PER_RANK; j++) local[i][j] = (float)(rank * 10 + j);
+  ex_fill_cols_f32(&local[0][0], ROWS, COLS_PER_RANK, (float)(rank * 10));
   ex_print("Rank %d local tensor (shape torch.Size([%d, %d])): %s\n", rank, ROWS,
            COLS_PER_RANK, ex_numpy2_f32(&t, &local[0][0], ROWS, COLS_PER_RANK));
 
@@ -53,11 +47,7 @@ int main(void) {
     /* torch.cat(gather_list, dim=1): block r becomes columns r*2 .. r*2+1 */
     const int width = size * COLS_PER_RANK;
     gathered = (float *)ex_alloc((size_t)ROWS * (size_t)width, sizeof *gathered);
-    for (r = 0; r < size; r++)
-      for (i = 0; i < ROWS; i++)
-        for (j = 0; j < COLS_PER_RANK; j++)
-          gathered[i * width + r * COLS_PER_RANK + j] =
-              blocks[(r * ROWS + i) * COLS_PER_RANK + j];
+    ex_cat_cols_f32(gathered, blocks, ROWS, (size_t)size, COLS_PER_RANK);
     ex_print("Rank %d final gathered tensor (shape torch.Size([%d, %d])): %s\n", rank,
              ROWS, width, ex_numpy2_f32(&t, gathered, ROWS, (size_t)width));
   } else {
@@ -66,6 +56,5 @@ int main(void) {
 
   free(blocks);
   free(gathered);
-  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
-  return 0;
+  return ex_finish(c);
 }

@@ -22,17 +22,12 @@
 #include "example_util.h"
 
 int main(void) {
-  cc_comm *c;
+  cc_comm *c = ex_start();
+  const int rank = cc_comm_rank(c), size = cc_comm_size(c), root = 0;
+  float tensor[5], *gathered = NULL; /* tensor: shape [1, 5] */
   ex_text t;
-  int rank, size, i;
-  const int root = 0;
-  float tensor[5], *gathered = NULL;
 
-  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
-  rank = cc_comm_rank(c);
-  size = cc_comm_size(c);
-
-  for (i = 0; i < 5; i++) tensor[i] = (float)rank; /* shape [1, 5] */
+  ex_full_f32(tensor, 5, (float)rank); /* torch.ones(1, 5) * rank */
   if (rank == root) gathered = (float *)ex_alloc((size_t)size * 5, sizeof *gathered);
 
   ex_check(c, cc_gather(c, tensor, gathered, 5, CC_FLOAT32, root), "cc_gather");
@@ -45,6 +40,5 @@ int main(void) {
   }
 
   free(gathered);
-  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
-  return 0;
+  return ex_finish(c);
 }

@@ -18,16 +18,11 @@
 #include "example_util.h"
 
 int main(void) {
-  cc_comm *c;
+  cc_comm *c = ex_start();
+  const int rank = cc_comm_rank(c), size = cc_comm_size(c);
+  int64_t tensor = rank, *gather_list = NULL;
   ex_text t;
-  int rank, size;
-  int64_t tensor, *gather_list = NULL;
 
-  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
-  rank = cc_comm_rank(c);
-  size = cc_comm_size(c);
-
-  tensor = rank;
   if (rank == 0) gather_list = (int64_t *)ex_alloc((size_t)size, sizeof *gather_list);
   ex_check(c, cc_gather(c, &tensor, gather_list, 1, CC_INT64, 0), "cc_gather");
 
@@ -36,6 +31,5 @@ int main(void) {
              ex_tensor_list_i64(&t, gather_list, (size_t)size, 1));
 
   free(gather_list);
-  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
-  return 0;
+  return ex_finish(c);
 }

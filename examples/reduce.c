@@ -22,16 +22,11 @@
 #include "example_util.h"
 
 int main(void) {
-  cc_comm *c;
+  cc_comm *c = ex_start();
+  const int rank = cc_comm_rank(c), root = 0;
+  float x = (float)rank + 1.0f;
   ex_text t;
-  int rank;
-  const int root = 0;
-  float x;
 
-  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
-  rank = cc_comm_rank(c);
-
-  x = (float)rank + 1.0f;
   ex_print("Rank %d before reduce: %s\n", rank, ex_tensor_f32(&t, &x, 1));
 
   if (rank == root) ex_print("Rank %d is the root.\n", rank);
@@ -42,6 +37,5 @@ int main(void) {
   else
     ex_print("Rank %d after reduce: (unchanged) %s\n", rank, ex_tensor_f32(&t, &x, 1));
 
-  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
-  return 0;
+  return ex_finish(c);
 }

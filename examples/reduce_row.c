@@ -22,16 +22,12 @@
 #include "example_util.h"
 
 int main(void) {
-  cc_comm *c;
-  ex_text t;
-  int rank, i;
-  const int root = 0;
+  cc_comm *c = ex_start();
+  const int rank = cc_comm_rank(c), root = 0;
   float tensor[5]; /* shape [1, 5] */
+  ex_text t;
 
-  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
-  rank = cc_comm_rank(c);
-
-  for (i = 0; i < 5; i++) tensor[i] = (float)rank;
+  ex_full_f32(tensor, 5, (float)rank); /* torch.ones(1, 5) * rank */
   ex_print("Rank %d before reduce: %s\n", rank, ex_tolist2_f32(&t, tensor, 1, 5));
 
   ex_check(c, cc_reduce(c, tensor, tensor, 5, CC_FLOAT32, CC_SUM, root), "cc_reduce");
@@ -42,6 +38,5 @@ int main(void) {
     ex_print("Rank %d after reduce (tensor content undefined): %s\n", rank,
              ex_tolist2_f32(&t, tensor, 1, 5));
 
-  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
-  return 0;
+  return ex_finish(c);
 }

@@ -16,19 +16,13 @@
 #include "example_util.h"
 
 int main(void) {
-  cc_comm *c;
+  cc_comm *c = ex_start();
+  const int rank = cc_comm_rank(c), dst = 0; /* the root */
+  int64_t tensor = rank + 1;
   ex_text t;
-  int rank;
-  int64_t tensor;
 
-  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
-  rank = cc_comm_rank(c);
+  ex_check(c, cc_reduce(c, &tensor, &tensor, 1, CC_INT64, CC_SUM, dst), "cc_reduce");
+  if (rank == dst) ex_print("Reduced result: %s\n", ex_tensor_i64(&t, &tensor, 1));
 
-  tensor = rank + 1;
-  ex_check(c, cc_reduce(c, &tensor, &tensor, 1, CC_INT64, CC_SUM, 0), "cc_reduce");
-
-  if (rank == 0) ex_print("Reduced result: %s\n", ex_tensor_i64(&t, &tensor, 1));
-
-  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
-  return 0;
+  return ex_finish(c);
 }

@@ -21,20 +21,14 @@
 #include "example_util.h"
 
 int main(void) {
-  cc_comm *c;
-  ex_text t;
-  int rank, size;
+  cc_comm *c = ex_start();
+  const int rank = cc_comm_rank(c), size = cc_comm_size(c);
   const size_t tensor_size = 2; /* elements each rank receives */
-  float *input, output[2];
-  size_t i, n;
+  const size_t n = tensor_size * (size_t)size;
+  float *input = (float *)ex_alloc(n, sizeof *input), output[2];
+  ex_text t;
 
-  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
-  rank = cc_comm_rank(c);
-  size = cc_comm_size(c);
-
-  n = tensor_size * (size_t)size;
-  input = (float *)ex_alloc(n, sizeof *input);
-  for (i = 0; i < n; i++) input[i] = (float)(rank + 1);
+  ex_full_f32(input, n, (float)(rank + 1)); /* torch.ones(8) * (rank + 1) */
   ex_print("Rank %d before reduce_scatter: %s\n", rank, ex_tensor_f32(&t, input, n));
 
   ex_check(c, cc_reduce_scatter(c, input, output, tensor_size, CC_FLOAT32, CC_SUM),
@@ -44,6 +38,5 @@ int main(void) {
            ex_tensor_f32(&t, output, tensor_size));
 
   free(input);
-  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
-  return 0;
+  return ex_finish(c);
 }

@@ -28,25 +28,19 @@
 enum { ROWS = 5 };
 
 int main(void) {
-  cc_comm *c;
+  cc_comm *c = ex_start();
+  const int rank = cc_comm_rank(c), size = cc_comm_size(c);
+  float *data = (float *)ex_alloc((size_t)ROWS * (size_t)size, sizeof *data);
+  float *send = (float *)ex_alloc((size_t)size * ROWS, sizeof *send);
+  float output[ROWS]; /* data: [5, size]; send: size blocks of 5; output: [5, 1] */
   ex_text t;
-  int rank, size, i, j;
-  float *data, *send, output[ROWS]; /* output: shape [5, 1] */
 
-  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
-  rank = cc_comm_rank(c);
-  size = cc_comm_size(c);
-
-  data = (float *)ex_alloc((size_t)ROWS * (size_t)size, sizeof *data); /* [5, size] */
-  for (i = 0; i < ROWS; i++)
-    for (j = 0; j < size; j++) data[i * size + j] = (float)(rank * 10 + j);
+  ex_fill_cols_f32(data, ROWS, (size_t)size, (float)(rank * 10));
   ex_print("Rank %d original data (shape torch.Size([%d, %d])): %s\n", rank, ROWS, size,
            ex_numpy2_f32(&t, data, ROWS, (size_t)size));
 
   /* torch.split(data, 1, dim=1), made contiguous: column j -> block j */
-  send = (float *)ex_alloc((size_t)size * ROWS, sizeof *send);
-  for (j = 0; j < size; j++)
-    for (i = 0; i < ROWS; i++) send[j * ROWS + i] = data[i * size + j];
+  ex_split_cols_f32(send, data, ROWS, (size_t)size, 1);
 
   ex_check(c, cc_reduce_scatter(c, send, output, ROWS, CC_FLOAT32, CC_SUM),
            "cc_reduce_scatter");
@@ -56,6 +50,5 @@ int main(void) {
 
   free(data);
   free(send);
-  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
-  return 0;
+  return ex_finish(c);
 }

@@ -22,18 +22,13 @@
 #include "example_util.h"
 
 int main(void) {
-  cc_comm *c;
+  cc_comm *c = ex_start();
+  const int rank = cc_comm_rank(c), size = cc_comm_size(c);
+  float *data = (float *)ex_alloc((size_t)size * 5, sizeof *data); /* shape [size, 5] */
+  float output[5];                                                 /* shape [1, 5] */
   ex_text t;
-  int rank, size, i, j;
-  float *data, output[5]; /* output: shape [1, 5] */
 
-  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
-  rank = cc_comm_rank(c);
-  size = cc_comm_size(c);
-
-  data = (float *)ex_alloc((size_t)size * 5, sizeof *data); /* shape [size, 5] */
-  for (i = 0; i < size; i++)
-    for (j = 0; j < 5; j++) data[i * 5 + j] = (float)(rank * 10 + i);
+  ex_fill_rows_f32(data, (size_t)size, 5, (float)(rank * 10));
   ex_print("Rank %d original data (shape torch.Size([%d, 5])): %s\n", rank, size,
            ex_numpy2_f32(&t, data, (size_t)size, 5));
 
@@ -44,6 +39,5 @@ int main(void) {
            rank, ex_numpy2_f32(&t, output, 1, 5));
 
   free(data);
-  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
-  return 0;
+  return ex_finish(c);
 }

@@ -20,23 +20,18 @@
 #include "example_util.h"
 
 int main(void) {
-  cc_comm *c;
+  cc_comm *c = ex_start();
+  const int rank = cc_comm_rank(c), size = cc_comm_size(c);
+  float *input = (float *)ex_alloc((size_t)size, sizeof *input); /* one tensor per rank */
+  float output;
   ex_text t;
-  int rank, size, i;
-  float *input, output;
 
-  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
-  rank = cc_comm_rank(c);
-  size = cc_comm_size(c);
-
-  input = (float *)ex_alloc((size_t)size, sizeof *input);
-  for (i = 0; i < size; i++) input[i] = (float)(rank + 1);
+  ex_full_f32(input, (size_t)size, (float)(rank + 1));
   ex_check(c, cc_reduce_scatter(c, input, &output, 1, CC_FLOAT32, CC_SUM),
            "cc_reduce_scatter");
 
   ex_print("Rank %d: %s\n", rank, ex_tensor_f32(&t, &output, 1));
 
   free(input);
-  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
-  return 0;
+  return ex_finish(c);
 }

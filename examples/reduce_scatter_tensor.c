@@ -23,18 +23,13 @@
 #include "example_util.h"
 
 int main(void) {
-  cc_comm *c;
+  cc_comm *c = ex_start();
+  const int rank = cc_comm_rank(c), size = cc_comm_size(c);
+  float *input_tensor = (float *)ex_alloc((size_t)size * 5, sizeof *input_tensor);
+  float output[5]; /* shape [1, 5]: block `rank` of the sum */
   ex_text t;
-  int rank, size, i, j;
-  float *input_tensor, output[5]; /* output: shape [1, 5] */
 
-  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
-  rank = cc_comm_rank(c);
-  size = cc_comm_size(c);
-
-  input_tensor = (float *)ex_alloc((size_t)size * 5, sizeof *input_tensor);
-  for (i = 0; i < size; i++)
-    for (j = 0; j < 5; j++) input_tensor[i * 5 + j] = (float)(rank * 10 + i);
+  ex_fill_rows_f32(input_tensor, (size_t)size, 5, (float)(rank * 10));
   ex_print("Rank %d input_tensor (shape torch.Size([%d, 5])): %s\n", rank, size,
            ex_numpy2_f32(&t, input_tensor, (size_t)size, 5));
 
@@ -46,6 +41,5 @@ int main(void) {
            rank, ex_numpy2_f32(&t, output, 1, 5));
 
   free(input_tensor);
-  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
-  return 0;
+  return ex_finish(c);
 }

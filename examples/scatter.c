@@ -23,22 +23,17 @@
 #include "example_util.h"
 
 int main(void) {
-  cc_comm *c;
-  ex_text t;
-  char shapes[1024];
-  int rank, size, i, j;
-  const int root = 0;
+  cc_comm *c = ex_start();
+  const int rank = cc_comm_rank(c), size = cc_comm_size(c), root = 0;
   float recv_tensor[5], *data_to_scatter = NULL;
-
-  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
-  rank = cc_comm_rank(c);
-  size = cc_comm_size(c);
+  char shapes[1024];
+  ex_text t;
+  int i;
 
   if (rank == root) {
     /* torch.arange(world_size).float().unsqueeze(1).repeat(1, 5) */
     data_to_scatter = (float *)ex_alloc((size_t)size * 5, sizeof *data_to_scatter);
-    for (i = 0; i < size; i++)
-      for (j = 0; j < 5; j++) data_to_scatter[i * 5 + j] = (float)i;
+    ex_fill_rows_f32(data_to_scatter, (size_t)size, 5, 0.0f);
     ex_print("Rank %d: Original data to scatter: %s\n", rank,
              ex_numpy2_f32(&t, data_to_scatter, (size_t)size, 5));
 
@@ -58,6 +53,5 @@ int main(void) {
            ex_numpy_f32(&t, recv_tensor, 5));
 
   free(data_to_scatter);
-  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
-  return 0;
+  return ex_finish(c);
 }

@@ -21,16 +21,13 @@
 #include "example_util.h"
 
 int main(void) {
-  cc_comm *c;
-  ex_text t;
-  int rank, size, i;
+  cc_comm *c = ex_start();
+  const int rank = cc_comm_rank(c), size = cc_comm_size(c);
   float tensor, *scatter_list = NULL;
+  ex_text t;
+  int i;
 
-  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
-  rank = cc_comm_rank(c);
-  size = cc_comm_size(c);
-
-  if (rank == 0) {
+  if (rank == 0) { /* [torch.tensor([i]) for i in range(world_size)] */
     scatter_list = (float *)ex_alloc((size_t)size, sizeof *scatter_list);
     for (i = 0; i < size; i++) scatter_list[i] = (float)i;
   }
@@ -39,6 +36,5 @@ int main(void) {
   ex_print("Rank %d: %s\n", rank, ex_tensor_f32(&t, &tensor, 1));
 
   free(scatter_list);
-  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
-  return 0;
+  return ex_finish(c);
 }

@@ -20,20 +20,12 @@
 #include "example_util.h"
 
 int main(void) {
-  cc_comm *c;
-  ex_text t;
-  int rank;
-  const int tag = 0;
+  cc_comm *c = ex_start();
+  const int rank = cc_comm_rank(c), tag = 0;
   float tensor[3] = {1, 2, 3}, recv_tensor[3];
+  ex_text t;
 
-  ex_check(NULL, cc_comm_init(&c, NULL), "cc_comm_init");
-  rank = cc_comm_rank(c);
-  if (cc_comm_size(c) < 2) {
-    fprintf(stderr, "send_recv: needs at least 2 ranks, got %d; run: "
-                    "ccrun -n 2 build/examples/send_recv\n", cc_comm_size(c));
-    cc_comm_destroy(c);
-    return 1;
-  }
+  ex_need_ranks(c, 2, INT_MAX, "send_recv");
 
   if (rank == 0) {
     ex_check(c, cc_send(c, tensor, 3, CC_FLOAT32, 1, tag), "cc_send");
@@ -42,6 +34,5 @@ int main(void) {
     ex_print("%s\n", ex_tensor_f32(&t, recv_tensor, 3));
   }
 
-  ex_check(NULL, cc_comm_destroy(c), "cc_comm_destroy");
-  return 0;
+  return ex_finish(c);
 }

@@ -11,21 +11,13 @@
    one group, an asynchronous all_reduce with cc_wait, and a split. */
 #define CC_IMPLEMENTATION
 #include "cc.h"
-#include <stdio.h>
-#include <stdlib.h>
-
-static void check(cc_comm *c, cc_result r, const char *what) {
-  if (r != CC_OK) {
-    fprintf(stderr, "rank %d: %s: %s\n  %s\n", cc_comm_rank(c), what, cc_strerror(r), cc_comm_last_error(c));
-    exit(1);
-  }
-}
+#include "example_util.h" /* ex_start, ex_check, ex_finish: exit when a cc call fails */
 
 /* Gather `n` ints from every rank to rank 0 and print one line per rank. */
 static void show(cc_comm *c, const char *title, const int *v, int n) {
   int size = cc_comm_size(c), r, i;
-  int *all = (int *)malloc(sizeof(int) * (size_t)(n * size));
-  check(c, cc_gather(c, v, all, (size_t)n, CC_INT32, 0), "gather");
+  int *all = (int *)ex_alloc((size_t)n * (size_t)size, sizeof *all);
+  ex_check(c, cc_gather(c, v, all, (size_t)n, CC_INT32, 0), "cc_gather");
   if (cc_comm_rank(c) == 0) {
     printf("%s\n", title);
     for (r = 0; r < size; r++) {
@@ -38,62 +30,58 @@ static void show(cc_comm *c, const char *title, const int *v, int n) {
 }
 
 int main(void) {
-  cc_comm *c, *half;
+  cc_comm *c = ex_start(), *half;
+  const int rank = cc_comm_rank(c), size = cc_comm_size(c);
   cc_request *req;
-  int rank, size, i, x, v[16], w[16];
-  if (cc_comm_init(&c, NULL) != CC_OK) {
-    fprintf(stderr, "cc_comm_init: %s\n", cc_comm_last_error(NULL));
-    return 1;
-  }
-  rank = cc_comm_rank(c);
-  size = cc_comm_size(c);
-  if (size > 16) { if (rank == 0) fprintf(stderr, "tour: at most 16 ranks\n"); return 1; }
+  int i, x, v[16], w[16];
+
+  ex_need_ranks(c, 1, 16, "tour");
   if (rank == 0) printf("cc %s: %d ranks\n\n", CC_VERSION_STRING, size);
 
   x = rank + 1;
-  check(c, cc_all_reduce(c, &x, &x, 1, CC_INT32, CC_SUM), "all_reduce");
+  ex_check(c, cc_all_reduce(c, &x, &x, 1, CC_INT32, CC_SUM), "cc_all_reduce");
   show(c, "all_reduce(rank + 1, sum): everyone has 1 + 2 + ... + size", &x, 1);
 
   x = rank == 0 ? 42 : 0;
-  check(c, cc_broadcast(c, &x, 1, CC_INT32, 0), "broadcast");
+  ex_check(c, cc_broadcast(c, &x, 1, CC_INT32, 0), "cc_broadcast");
   show(c, "broadcast(42 from rank 0)", &x, 1);
 
   x = rank * rank;
-  check(c, cc_all_gather(c, &x, v, 1, CC_INT32), "all_gather");
+  ex_check(c, cc_all_gather(c, &x, v, 1, CC_INT32), "cc_all_gather");
   show(c, "all_gather(rank * rank): everyone has every rank's value", v, size);
 
   for (i = 0; i < size; i++) v[i] = rank * 10 + i;
-  check(c, cc_reduce_scatter(c, v, &x, 1, CC_INT32, CC_SUM), "reduce_scatter");
+  ex_check(c, cc_reduce_scatter(c, v, &x, 1, CC_INT32, CC_SUM), "cc_reduce_scatter");
   show(c, "reduce_scatter(rank*10 + i, sum): rank i gets the sum of column i", &x, 1);
 
   for (i = 0; i < size; i++) v[i] = rank * 10 + i;
-  check(c, cc_all_to_all(c, v, w, 1, CC_INT32), "all_to_all");
+  ex_check(c, cc_all_to_all(c, v, w, 1, CC_INT32), "cc_all_to_all");
   show(c, "all_to_all(rank*10 + i): rank i gets element i of every rank", w, size);
 
   x = rank;                                    /* a ring: send right, receive from the left */
-  check(c, cc_group_begin(c), "group_begin");
-  check(c, cc_send(c, &x, 1, CC_INT32, (rank + 1) % size, 0), "send");
-  check(c, cc_recv(c, &v[0], 1, CC_INT32, (rank + size - 1) % size, 0), "recv");
-  check(c, cc_group_end(c, NULL), "group_end");
+  ex_check(c, cc_group_begin(c), "cc_group_begin");
+  ex_check(c, cc_send(c, &x, 1, CC_INT32, (rank + 1) % size, 0), "cc_send");
+  ex_check(c, cc_recv(c, &v[0], 1, CC_INT32, (rank + size - 1) % size, 0), "cc_recv");
+  ex_check(c, cc_group_end(c, NULL), "cc_group_end");
   show(c, "ring of send/recv in one group: each rank got its left neighbour's rank", v, 1);
 
   x = 1;                                       /* asynchronous: compute while it runs */
-  check(c, cc_group_begin(c), "group_begin");
-  check(c, cc_all_reduce(c, &x, &x, 1, CC_INT32, CC_SUM), "all_reduce");
-  check(c, cc_group_end(c, &req), "group_end");
+  ex_check(c, cc_group_begin(c), "cc_group_begin");
+  ex_check(c, cc_all_reduce(c, &x, &x, 1, CC_INT32, CC_SUM), "cc_all_reduce");
+  ex_check(c, cc_group_end(c, &req), "cc_group_end");
   for (i = 0, w[0] = 0; i < 1000; i++) w[0] += i;   /* work meanwhile */
-  check(c, cc_wait(req), "wait");
+  ex_check(c, cc_wait(req), "cc_wait");
   show(c, "asynchronous all_reduce(1) finished by cc_wait: the number of ranks", &x, 1);
 
-  check(c, cc_comm_split(c, rank % 2, rank, &half), "comm_split");
+  ex_check(c, cc_comm_split(c, rank % 2, rank, &half), "cc_comm_split");
   x = rank;
-  check(half, cc_all_reduce(half, &x, &x, 1, CC_INT32, CC_MAX), "all_reduce");
+  ex_check(half, cc_all_reduce(half, &x, &x, 1, CC_INT32, CC_MAX), "cc_all_reduce");
   v[0] = cc_comm_rank(half);
   v[1] = x;
-  check(half, cc_comm_destroy(half), "comm_destroy");
+  ex_check(NULL, cc_comm_destroy(half), "cc_comm_destroy");
   show(c, "split by rank % 2, then max of the world ranks in each half: (rank in half, max)", v, 2);
 
-  check(c, cc_barrier(c), "barrier");
+  ex_check(c, cc_barrier(c), "cc_barrier");
   if (rank == 0) printf("\nbarrier passed; done.\n");
-  return cc_comm_destroy(c) != CC_OK;
+  return ex_finish(c);
 }
