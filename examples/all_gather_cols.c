@@ -1,24 +1,25 @@
 /* all_gather_cols - every rank holds a 5 x 2 block of columns; all_gather
-   gives every rank all the blocks side by side, a 5 x (2*size) matrix.
-
-   Reproduces "3.2 Column allgather" of seed 003 (notebook "collective
-   communication practice", NCCL, 4 ranks). Rank r holds a [5, 2] tensor whose
-   column j is r*10 + j; after dist.all_gather and torch.cat(gather_list,
-   dim=1) every rank holds the same [5, 8] matrix.
-
-   cc_all_gather puts rank r's row-major [5, 2] block at blocks + r*10, one
-   block after another; each rank then copies block r, row i, column j to row
-   i, column r*2 + j of the result, which is what torch.cat along dim 1 does.
-
-   Run:  build/ccrun -n 4 build/examples/all_gather_cols
-
-   It prints the seed's lines, the ranks in any order. The seed printed numpy
-   arrays over several lines, written here on the line of their title with the
-   rows separated by one space (see example_util.h):
-       Rank 0 local tensor shape torch.Size([5, 2]): [[0. 1.] [0. 1.] ...]
-       Rank 0 after column-wise all_gather, shape torch.Size([5, 8]): [[ 0.  1. 10. 11. 20. 21. 30. 31.] ...]
-   (The seed's copy of that output has runs of spaces squeezed to one; numpy
-   pads every number to the same width, "[[ 0.  1. 10.", as printed here.)   */
+ * gives every rank all the blocks side by side, a 5 x (2*size) matrix.
+ *
+ * Reproduces "3.2 Column allgather" of seed 003 (notebook "collective
+ * communication practice", NCCL, 4 ranks). Rank r holds a [5, 2] tensor whose
+ * column j is r*10 + j; after dist.all_gather and torch.cat(gather_list,
+ * dim=1) every rank holds the same [5, 8] matrix.
+ *
+ * cc_all_gather puts rank r's row-major [5, 2] block at blocks + r*10, one
+ * block after another; each rank then copies block r, row i, column j to row
+ * i, column r*2 + j of the result, which is what torch.cat along dim 1 does.
+ *
+ * Run:  build/ccrun -n 4 build/examples/all_gather_cols
+ *
+ * It prints the seed's lines, the ranks in any order. The seed printed numpy
+ * arrays over several lines, written here on the line of their title with the
+ * rows separated by one space (see example_util.h):
+ *     Rank 0 local tensor shape torch.Size([5, 2]): [[0. 1.] [0. 1.] ...]
+ *     Rank 0 after column-wise all_gather, shape torch.Size([5, 8]): [[ 0.  1. 10. 11. 20. 21. 30. 31.] ...]
+ * (The seed's copy of that output has runs of spaces squeezed to one; numpy
+ * pads every number to the same width, "[[ 0.  1. 10.", as printed here.)
+ */
 #define CC_IMPLEMENTATION
 #include "cc.h"
 #include "example_util.h"

@@ -1,21 +1,22 @@
 /* all_gather_weights - six ranks each hold a vector of four weights;
-   all_gather gives every rank all six vectors, in rank order.
-
-   Reproduces the all_gather example of seed 000 (Zhihu article "torch.distributed
-   all_gather and all_reduce", run with torchrun on 2 hosts x 3 NPUs = 6 ranks).
-   The seed drew its weights with torch.randn; this program uses, as fixed
-   numbers, the very values the seed printed, so its output is the seed's.
-   The seed's `rank` is the LOCAL_RANK (rank on the host): on its second host
-   the ranks 3, 4, 5 printed rank=0, 1, 2. Started on one host, as here, the
-   local rank equals the rank. torch printed device='npu:N' after each tensor;
-   a CPU tensor prints no device, and neither does this program.
-
-   Run:  build/ccrun -n 6 build/examples/all_gather_weights
-
-   It prints twelve lines, the ranks in any order:
-       weight=tensor([ 0.1697,  1.1252,  1.9084, -0.1981]), rank=0,world_size=6
-       after gather=[tensor([ 0.1697,  1.1252,  1.9084, -0.1981]), tensor([-0.4507, ...]), ...]
-       ...                                                                   */
+ * all_gather gives every rank all six vectors, in rank order.
+ *
+ * Reproduces the all_gather example of seed 000 (Zhihu article "torch.distributed
+ * all_gather and all_reduce", run with torchrun on 2 hosts x 3 NPUs = 6 ranks).
+ * The seed drew its weights with torch.randn; this program uses, as fixed
+ * numbers, the very values the seed printed, so its output is the seed's.
+ * The seed's `rank` is the LOCAL_RANK (rank on the host): on its second host
+ * the ranks 3, 4, 5 printed rank=0, 1, 2. Started on one host, as here, the
+ * local rank equals the rank. torch printed device='npu:N' after each tensor;
+ * a CPU tensor prints no device, and neither does this program.
+ *
+ * Run:  build/ccrun -n 6 build/examples/all_gather_weights
+ *
+ * It prints twelve lines, the ranks in any order:
+ *     weight=tensor([ 0.1697,  1.1252,  1.9084, -0.1981]), rank=0,world_size=6
+ *     after gather=[tensor([ 0.1697,  1.1252,  1.9084, -0.1981]), tensor([-0.4507, ...]), ...]
+ *     ...
+ */
 /* ranks: 6 */
 #define CC_IMPLEMENTATION
 #include "cc.h"

@@ -1,20 +1,21 @@
 /* all_reduce_matrix - the same sum as all_reduce_row on a 2 x 5 matrix: a
-   reduction works element by element whatever the tensor's shape, so the
-   call only needs the element count, 10.
-
-   Reproduces "5 all reduce" (second cell, "adding a dimension") of seed 003
-   (notebook "collective communication practice", NCCL, 4 ranks). Rank r holds
-   torch.full((2, 5), r); after dist.all_reduce(tensor, op=SUM) every element
-   on every rank is 0+1+2+3 = 6.
-
-   Run:  build/ccrun -n 4 build/examples/all_reduce_matrix
-
-   It prints the seed's eight lines, the ranks in any order. The seed printed
-   numpy arrays over two lines (print(t.numpy())), written here on the line of
-   their title with the rows separated by one space (see example_util.h):
-       Rank 0 before all_reduce: [[0. 0. 0. 0. 0.] [0. 0. 0. 0. 0.]]
-       Rank 0 after all_reduce (sum): [[6. 6. 6. 6. 6.] [6. 6. 6. 6. 6.]]
-       ...                                                                   */
+ * reduction works element by element whatever the tensor's shape, so the
+ * call only needs the element count, 10.
+ *
+ * Reproduces "5 all reduce" (second cell, "adding a dimension") of seed 003
+ * (notebook "collective communication practice", NCCL, 4 ranks). Rank r holds
+ * torch.full((2, 5), r); after dist.all_reduce(tensor, op=SUM) every element
+ * on every rank is 0+1+2+3 = 6.
+ *
+ * Run:  build/ccrun -n 4 build/examples/all_reduce_matrix
+ *
+ * It prints the seed's eight lines, the ranks in any order. The seed printed
+ * numpy arrays over two lines (print(t.numpy())), written here on the line of
+ * their title with the rows separated by one space (see example_util.h):
+ *     Rank 0 before all_reduce: [[0. 0. 0. 0. 0.] [0. 0. 0. 0. 0.]]
+ *     Rank 0 after all_reduce (sum): [[6. 6. 6. 6. 6.] [6. 6. 6. 6. 6.]]
+ *     ...
+ */
 #define CC_IMPLEMENTATION
 #include "cc.h"
 #include "example_util.h"

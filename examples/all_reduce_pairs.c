@@ -1,19 +1,20 @@
 /* all_reduce_pairs - six ranks each hold two integers; all_reduce adds them
-   up element by element and every rank receives the sums.
-
-   Reproduces the all_reduce example of seed 000 (Zhihu article "torch.distributed
-   all_gather and all_reduce", run with torchrun on 2 hosts x 3 NPUs = 6 ranks).
-   Rank r holds torch.tensor([2, 3]) + r*2, an int64 tensor: [2, 3], [4, 5],
-   ..., [12, 13]; the sums are 2+4+...+12 = 42 and 3+5+...+13 = 48. torch
-   printed device='npu:N' after each tensor; a CPU tensor prints no device,
-   and neither does this program.
-
-   Run:  build/ccrun -n 6 build/examples/all_reduce_pairs
-
-   It prints the seed's twelve lines, the ranks in any order:
-       initial tensor=tensor([2, 3]), rank=0
-       after all_reduce tensor=tensor([42, 48]), rank=0
-       ...                                                                   */
+ * up element by element and every rank receives the sums.
+ *
+ * Reproduces the all_reduce example of seed 000 (Zhihu article "torch.distributed
+ * all_gather and all_reduce", run with torchrun on 2 hosts x 3 NPUs = 6 ranks).
+ * Rank r holds torch.tensor([2, 3]) + r*2, an int64 tensor: [2, 3], [4, 5],
+ * ..., [12, 13]; the sums are 2+4+...+12 = 42 and 3+5+...+13 = 48. torch
+ * printed device='npu:N' after each tensor; a CPU tensor prints no device,
+ * and neither does this program.
+ *
+ * Run:  build/ccrun -n 6 build/examples/all_reduce_pairs
+ *
+ * It prints the seed's twelve lines, the ranks in any order:
+ *     initial tensor=tensor([2, 3]), rank=0
+ *     after all_reduce tensor=tensor([42, 48]), rank=0
+ *     ...
+ */
 /* ranks: 6 */
 #define CC_IMPLEMENTATION
 #include "cc.h"

@@ -1,18 +1,19 @@
 /* all_reduce_row - every rank holds a row of five numbers; all_reduce adds
-   the rows up, element by element, and every rank receives the sum.
-
-   Reproduces "5 all reduce" (first cell) of seed 003 (notebook "collective
-   communication practice", NCCL, 4 ranks). Rank r holds torch.ones(1, 5) * r
-   and prints it as a Python list (tensor.tolist()); after
-   dist.all_reduce(tensor, op=SUM) every element on every rank is
-   0+1+2+3 = 6. The call is in place (sendbuf == recvbuf), as torch's.
-
-   Run:  build/ccrun -n 4 build/examples/all_reduce_row
-
-   It prints the seed's eight lines, the ranks in any order:
-       Rank 0 before all_reduce: [[0.0, 0.0, 0.0, 0.0, 0.0]]
-       Rank 0 after all_reduce (sum): [[6.0, 6.0, 6.0, 6.0, 6.0]]
-       ...                                                                   */
+ * the rows up, element by element, and every rank receives the sum.
+ *
+ * Reproduces "5 all reduce" (first cell) of seed 003 (notebook "collective
+ * communication practice", NCCL, 4 ranks). Rank r holds torch.ones(1, 5) * r
+ * and prints it as a Python list (tensor.tolist()); after
+ * dist.all_reduce(tensor, op=SUM) every element on every rank is
+ * 0+1+2+3 = 6. The call is in place (sendbuf == recvbuf), as torch's.
+ *
+ * Run:  build/ccrun -n 4 build/examples/all_reduce_row
+ *
+ * It prints the seed's eight lines, the ranks in any order:
+ *     Rank 0 before all_reduce: [[0.0, 0.0, 0.0, 0.0, 0.0]]
+ *     Rank 0 after all_reduce (sum): [[6.0, 6.0, 6.0, 6.0, 6.0]]
+ *     ...
+ */
 #define CC_IMPLEMENTATION
 #include "cc.h"
 #include "example_util.h"

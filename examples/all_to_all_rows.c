@@ -1,25 +1,26 @@
 /* all_to_all_rows - every rank holds one row for each rank; all_to_all sends
-   row j to rank j, so that rank j ends up with everyone's row j, in rank
-   order (a transpose of the rows across the ranks).
-
-   Reproduces "8.1 Row alltoall" of seed 003 (notebook "collective
-   communication practice", NCCL, 4 ranks). Rank r holds the [4, 2] tensor
-   whose row d is r*10 + d (the block meant for rank d); after
-   dist.all_to_all_single(recv_tensor, send_tensor) row s of rank d's result
-   is s*10 + d: rank 0 gets 0, 10, 20, 30; rank 1 gets 1, 11, 21, 31. The
-   rows are contiguous, so cc_all_to_all works on the matrices as they are,
-   2 numbers per peer.
-
-   Run:  build/ccrun -n 4 build/examples/all_to_all_rows
-
-   It prints the seed's eight lines, the ranks in any order. The seed printed
-   numpy arrays over several lines, written here on the line of their title
-   with the rows separated by one space (see example_util.h):
-       Rank 1 send_tensor (before alltoall): [[10. 10.] [11. 11.] [12. 12.] [13. 13.]]
-       Rank 1 recv_tensor (after alltoall): [[ 1.  1.] [11. 11.] [21. 21.] [31. 31.]]
-       ...
-   (The seed's copy of that output has runs of spaces squeezed to one; numpy
-   pads every number to the same width, "[[ 1.  1.]", as printed here.)      */
+ * row j to rank j, so that rank j ends up with everyone's row j, in rank
+ * order (a transpose of the rows across the ranks).
+ *
+ * Reproduces "8.1 Row alltoall" of seed 003 (notebook "collective
+ * communication practice", NCCL, 4 ranks). Rank r holds the [4, 2] tensor
+ * whose row d is r*10 + d (the block meant for rank d); after
+ * dist.all_to_all_single(recv_tensor, send_tensor) row s of rank d's result
+ * is s*10 + d: rank 0 gets 0, 10, 20, 30; rank 1 gets 1, 11, 21, 31. The
+ * rows are contiguous, so cc_all_to_all works on the matrices as they are,
+ * 2 numbers per peer.
+ *
+ * Run:  build/ccrun -n 4 build/examples/all_to_all_rows
+ *
+ * It prints the seed's eight lines, the ranks in any order. The seed printed
+ * numpy arrays over several lines, written here on the line of their title
+ * with the rows separated by one space (see example_util.h):
+ *     Rank 1 send_tensor (before alltoall): [[10. 10.] [11. 11.] [12. 12.] [13. 13.]]
+ *     Rank 1 recv_tensor (after alltoall): [[ 1.  1.] [11. 11.] [21. 21.] [31. 31.]]
+ *     ...
+ * (The seed's copy of that output has runs of spaces squeezed to one; numpy
+ * pads every number to the same width, "[[ 1.  1.]", as printed here.)
+ */
 #define CC_IMPLEMENTATION
 #include "cc.h"
 #include "example_util.h"

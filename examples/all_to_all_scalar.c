@@ -1,21 +1,22 @@
 /* all_to_all_scalar - every rank sends one number to each rank (its own rank
-   number, to all); each rank receives one number from every rank, in rank
-   order.
-
-   Reproduces the all_to_all snippet of seed 004 (the torch.distributed backend
-   table with a test snippet per function): rank r's input is
-   torch.tensor([r] * world_size); after dist.all_to_all(output, input) each
-   rank prints its output, torch.empty(world_size, dtype=torch.int). Element
-   s comes from rank s, so every rank holds 0, 1, 2, 3. The seed shows no
-   output. Its input is int64 and its output int32, which torch refuses to
-   mix; here both are int32, the type of the tensor that is printed, which
-   torch shows with its dtype: tensor([0, 1, 2, 3], dtype=torch.int32).
-
-   Run:  build/ccrun -n 4 build/examples/all_to_all_scalar
-
-   It prints four lines, the ranks in any order:
-       Rank 0: tensor([0, 1, 2, 3], dtype=torch.int32)
-       ...                                                                   */
+ * number, to all); each rank receives one number from every rank, in rank
+ * order.
+ *
+ * Reproduces the all_to_all snippet of seed 004 (the torch.distributed backend
+ * table with a test snippet per function): rank r's input is
+ * torch.tensor([r] * world_size); after dist.all_to_all(output, input) each
+ * rank prints its output, torch.empty(world_size, dtype=torch.int). Element
+ * s comes from rank s, so every rank holds 0, 1, 2, 3. The seed shows no
+ * output. Its input is int64 and its output int32, which torch refuses to
+ * mix; here both are int32, the type of the tensor that is printed, which
+ * torch shows with its dtype: tensor([0, 1, 2, 3], dtype=torch.int32).
+ *
+ * Run:  build/ccrun -n 4 build/examples/all_to_all_scalar
+ *
+ * It prints four lines, the ranks in any order:
+ *     Rank 0: tensor([0, 1, 2, 3], dtype=torch.int32)
+ *     ...
+ */
 #define CC_IMPLEMENTATION
 #include "cc.h"
 #include "example_util.h"

@@ -1,16 +1,17 @@
 /* barrier - no rank leaves the barrier before every rank has entered it.
-
-   Reproduces the barrier snippet of seed 004 (the torch.distributed backend
-   table with a test snippet per function): each rank prints that it reached
-   the barrier, calls dist.barrier(), and prints that it passed. Watched live,
-   all four "reached" lines come before any "passed" line.
-
-   Run:  build/ccrun -n 4 build/examples/barrier
-
-   It prints eight lines, the ranks in any order (the seed shows no output):
-       Rank 0 reached barrier.
-       Rank 0 passed barrier.
-       ...                                                                   */
+ *
+ * Reproduces the barrier snippet of seed 004 (the torch.distributed backend
+ * table with a test snippet per function): each rank prints that it reached
+ * the barrier, calls dist.barrier(), and prints that it passed. Watched live,
+ * all four "reached" lines come before any "passed" line.
+ *
+ * Run:  build/ccrun -n 4 build/examples/barrier
+ *
+ * It prints eight lines, the ranks in any order (the seed shows no output):
+ *     Rank 0 reached barrier.
+ *     Rank 0 passed barrier.
+ *     ...
+ */
 #define CC_IMPLEMENTATION
 #include "cc.h"
 #include "example_util.h"

@@ -1,20 +1,21 @@
 /* broadcast - rank 0's matrix is copied to every other rank.
-
-   Reproduces "9 broadcast" of seed 003 (notebook "collective communication
-   practice", NCCL, 4 ranks). Rank 0 holds a [5, 2] tensor of ones, the other
-   ranks a [5, 2] tensor of zeros of the same shape; after
-   dist.broadcast(tensor, src=0) every rank holds the ones. The buffer is
-   both the source (on the root) and the destination (elsewhere).
-
-   Run:  build/ccrun -n 4 build/examples/broadcast
-
-   It prints the seed's eight lines, the ranks in any order. The seed printed
-   numpy arrays over several lines, written here on the line of their title
-   with the rows separated by one space (see example_util.h):
-       Rank 0 before broadcast: [[1. 1.] [1. 1.] [1. 1.] [1. 1.] [1. 1.]]
-       Rank 1 before broadcast (initial zeros): [[0. 0.] [0. 0.] [0. 0.] [0. 0.] [0. 0.]]
-       Rank 1 after broadcast: [[1. 1.] [1. 1.] [1. 1.] [1. 1.] [1. 1.]]
-       ...                                                                   */
+ *
+ * Reproduces "9 broadcast" of seed 003 (notebook "collective communication
+ * practice", NCCL, 4 ranks). Rank 0 holds a [5, 2] tensor of ones, the other
+ * ranks a [5, 2] tensor of zeros of the same shape; after
+ * dist.broadcast(tensor, src=0) every rank holds the ones. The buffer is
+ * both the source (on the root) and the destination (elsewhere).
+ *
+ * Run:  build/ccrun -n 4 build/examples/broadcast
+ *
+ * It prints the seed's eight lines, the ranks in any order. The seed printed
+ * numpy arrays over several lines, written here on the line of their title
+ * with the rows separated by one space (see example_util.h):
+ *     Rank 0 before broadcast: [[1. 1.] [1. 1.] [1. 1.] [1. 1.] [1. 1.]]
+ *     Rank 1 before broadcast (initial zeros): [[0. 0.] [0. 0.] [0. 0.] [0. 0.] [0. 0.]]
+ *     Rank 1 after broadcast: [[1. 1.] [1. 1.] [1. 1.] [1. 1.] [1. 1.]]
+ *     ...
+ */
 #define CC_IMPLEMENTATION
 #include "cc.h"
 #include "example_util.h"

@@ -1,26 +1,27 @@
 /* gather_cols - every rank holds a 5 x 2 block of columns; gather puts the
-   blocks side by side on rank 0, giving a 5 x (2*size) matrix.
-
-   Reproduces "2.2 Column Gather" of seed 003 (notebook "collective
-   communication practice", NCCL, 4 ranks). Rank r holds a [5, 2] tensor whose
-   column j is r*10 + j; rank 0 gathers the four blocks and concatenates them
-   along dim 1 (torch.cat(gather_list, dim=1)) into [5, 8].
-
-   Column concatenation is not what the bytes of a gather look like: cc_gather
-   puts rank r's 10 numbers (its row-major [5, 2] block) one after another at
-   blocks + r*10. The root then copies block r, row i, column j to row i,
-   column r*2 + j of the [5, 8] result, as torch.cat does.
-
-   Run:  build/ccrun -n 4 build/examples/gather_cols
-
-   It prints the seed's lines, the ranks in any order. The seed printed numpy
-   arrays over several lines (print(t.numpy())), written here on the line of
-   their title with the rows separated by one space (see example_util.h):
-       Rank 1 local tensor (shape torch.Size([5, 2])): [[10. 11.] [10. 11.] ...]
-       Rank 1 has sent its data, no local copy of gathered tensor.
-       Rank 0 final gathered tensor (shape torch.Size([5, 8])): [[ 0.  1. 10. 11. 20. 21. 30. 31.] ...]
-   (The seed's copy of that output has runs of spaces squeezed to one; numpy
-   pads every number to the same width, "[[ 0.  1. 10.", as printed here.)   */
+ * blocks side by side on rank 0, giving a 5 x (2*size) matrix.
+ *
+ * Reproduces "2.2 Column Gather" of seed 003 (notebook "collective
+ * communication practice", NCCL, 4 ranks). Rank r holds a [5, 2] tensor whose
+ * column j is r*10 + j; rank 0 gathers the four blocks and concatenates them
+ * along dim 1 (torch.cat(gather_list, dim=1)) into [5, 8].
+ *
+ * Column concatenation is not what the bytes of a gather look like: cc_gather
+ * puts rank r's 10 numbers (its row-major [5, 2] block) one after another at
+ * blocks + r*10. The root then copies block r, row i, column j to row i,
+ * column r*2 + j of the [5, 8] result, as torch.cat does.
+ *
+ * Run:  build/ccrun -n 4 build/examples/gather_cols
+ *
+ * It prints the seed's lines, the ranks in any order. The seed printed numpy
+ * arrays over several lines (print(t.numpy())), written here on the line of
+ * their title with the rows separated by one space (see example_util.h):
+ *     Rank 1 local tensor (shape torch.Size([5, 2])): [[10. 11.] [10. 11.] ...]
+ *     Rank 1 has sent its data, no local copy of gathered tensor.
+ *     Rank 0 final gathered tensor (shape torch.Size([5, 8])): [[ 0.  1. 10. 11. 20. 21. 30. 31.] ...]
+ * (The seed's copy of that output has runs of spaces squeezed to one; numpy
+ * pads every number to the same width, "[[ 0.  1. 10.", as printed here.)
+ */
 #define CC_IMPLEMENTATION
 #include "cc.h"
 #include "example_util.h"

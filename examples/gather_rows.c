@@ -1,22 +1,23 @@
 /* gather_rows - every rank holds one row of five numbers; gather stacks the
-   rows on rank 0, one under the other.
-
-   Reproduces "2.1 Row Gather" of seed 003 (notebook "collective communication
-   practice", NCCL, 4 ranks). Rank r holds torch.ones(1, 5) * r; rank 0
-   gathers the rows and concatenates them along dim 0 into a [4, 5] tensor.
-   cc_gather already lays rank r's row at recv + r*5, which is the row-major
-   [size, 5] matrix torch.cat(gather_list, dim=0) builds: no reshaping. The
-   receive buffer is needed on the root only; the others pass NULL.
-
-   Run:  build/ccrun -n 4 build/examples/gather_rows
-
-   It prints the seed's lines, the ranks in any order; the seed's
-   print("Gathered tensor:\n", t) shows the tensor over four lines, written
-   here on the same line as its title (see example_util.h), and without the
-   seed's device='cuda:0':
-       Rank 1 has sent its data, no local copy of gathered tensor.
-       Rank 0 gathered tensor shape: torch.Size([4, 5])
-       Gathered tensor: tensor([[0., 0., 0., 0., 0.], [1., 1., 1., 1., 1.], ...])  */
+ * rows on rank 0, one under the other.
+ *
+ * Reproduces "2.1 Row Gather" of seed 003 (notebook "collective communication
+ * practice", NCCL, 4 ranks). Rank r holds torch.ones(1, 5) * r; rank 0
+ * gathers the rows and concatenates them along dim 0 into a [4, 5] tensor.
+ * cc_gather already lays rank r's row at recv + r*5, which is the row-major
+ * [size, 5] matrix torch.cat(gather_list, dim=0) builds: no reshaping. The
+ * receive buffer is needed on the root only; the others pass NULL.
+ *
+ * Run:  build/ccrun -n 4 build/examples/gather_rows
+ *
+ * It prints the seed's lines, the ranks in any order; the seed's
+ * print("Gathered tensor:\n", t) shows the tensor over four lines, written
+ * here on the same line as its title (see example_util.h), and without the
+ * seed's device='cuda:0':
+ *     Rank 1 has sent its data, no local copy of gathered tensor.
+ *     Rank 0 gathered tensor shape: torch.Size([4, 5])
+ *     Gathered tensor: tensor([[0., 0., 0., 0., 0.], [1., 1., 1., 1., 1.], ...])
+ */
 #define CC_IMPLEMENTATION
 #include "cc.h"
 #include "example_util.h"

@@ -1,18 +1,19 @@
 /* gather_scalar - every rank sends its rank number to rank 0, which prints
-   them all, in rank order.
-
-   Reproduces the gather snippet of seed 004 (the torch.distributed backend
-   table with a test snippet per function): rank r holds torch.tensor([r]), an
-   int64 tensor; after dist.gather(tensor, gather_list, dst=0) rank 0 prints
-   "Gathered result: [tensor([0]), tensor([1]), tensor([2]), tensor([3])]".
-   The seed shows no output; this line is what the snippet prints with 4
-   ranks. Only rank 0 needs the receive buffer; the others pass NULL, as the
-   snippet passes gather_list=None.
-
-   Run:  build/ccrun -n 4 build/examples/gather_scalar
-
-   It prints one line, from rank 0:
-       Gathered result: [tensor([0]), tensor([1]), tensor([2]), tensor([3])]  */
+ * them all, in rank order.
+ *
+ * Reproduces the gather snippet of seed 004 (the torch.distributed backend
+ * table with a test snippet per function): rank r holds torch.tensor([r]), an
+ * int64 tensor; after dist.gather(tensor, gather_list, dst=0) rank 0 prints
+ * "Gathered result: [tensor([0]), tensor([1]), tensor([2]), tensor([3])]".
+ * The seed shows no output; this line is what the snippet prints with 4
+ * ranks. Only rank 0 needs the receive buffer; the others pass NULL, as the
+ * snippet passes gather_list=None.
+ *
+ * Run:  build/ccrun -n 4 build/examples/gather_scalar
+ *
+ * It prints one line, from rank 0:
+ *     Gathered result: [tensor([0]), tensor([1]), tensor([2]), tensor([3])]
+ */
 #define CC_IMPLEMENTATION
 #include "cc.h"
 #include "example_util.h"

@@ -1,26 +1,27 @@
 /* reduce_scatter_cols - every rank holds a matrix with one column per rank;
-   reduce_scatter adds the matrices up and gives column r of the sum to rank r.
-
-   Reproduces "7.3 Column reduce scatter" of seed 003 (notebook "collective
-   communication practice", NCCL, 4 ranks). Rank r holds the [5, 4] tensor
-   whose column j is r*10 + j, and splits it with torch.split(data, 1, dim=1)
-   into four [5, 1] columns; rank j receives the sum of everyone's column j:
-   (0+10+20+30) + 4*j = 60, 64, 68, 72 in all five rows.
-
-   A column of a row-major matrix is not contiguous: its numbers lie `size`
-   floats apart. cc_reduce_scatter takes `size` contiguous blocks, so each
-   rank first packs column j into block j (send + j*5) - what torch does for
-   the strided views behind the scenes. The 5 numbers received are the
-   [5, 1] column itself, contiguous already.
-
-   Run:  build/ccrun -n 4 build/examples/reduce_scatter_cols
-
-   It prints the seed's eight lines, the ranks in any order. The seed printed
-   numpy arrays over several lines, written here on the line of their title
-   with the rows separated by one space (see example_util.h):
-       Rank 0 original data (shape torch.Size([5, 4])): [[0. 1. 2. 3.] [0. 1. 2. 3.] ...]
-       Rank 0 after reduce_scatter (sum), output shape torch.Size([5, 1]): [[60.] [60.] [60.] [60.] [60.]]
-       ...                                                                   */
+ * reduce_scatter adds the matrices up and gives column r of the sum to rank r.
+ *
+ * Reproduces "7.3 Column reduce scatter" of seed 003 (notebook "collective
+ * communication practice", NCCL, 4 ranks). Rank r holds the [5, 4] tensor
+ * whose column j is r*10 + j, and splits it with torch.split(data, 1, dim=1)
+ * into four [5, 1] columns; rank j receives the sum of everyone's column j:
+ * (0+10+20+30) + 4*j = 60, 64, 68, 72 in all five rows.
+ *
+ * A column of a row-major matrix is not contiguous: its numbers lie `size`
+ * floats apart. cc_reduce_scatter takes `size` contiguous blocks, so each
+ * rank first packs column j into block j (send + j*5) - what torch does for
+ * the strided views behind the scenes. The 5 numbers received are the
+ * [5, 1] column itself, contiguous already.
+ *
+ * Run:  build/ccrun -n 4 build/examples/reduce_scatter_cols
+ *
+ * It prints the seed's eight lines, the ranks in any order. The seed printed
+ * numpy arrays over several lines, written here on the line of their title
+ * with the rows separated by one space (see example_util.h):
+ *     Rank 0 original data (shape torch.Size([5, 4])): [[0. 1. 2. 3.] [0. 1. 2. 3.] ...]
+ *     Rank 0 after reduce_scatter (sum), output shape torch.Size([5, 1]): [[60.] [60.] [60.] [60.] [60.]]
+ *     ...
+ */
 #define CC_IMPLEMENTATION
 #include "cc.h"
 #include "example_util.h"

@@ -1,23 +1,24 @@
 /* scatter - rank 0 holds a matrix with one row per rank; scatter sends row r
-   to rank r.
-
-   Reproduces "6 scatter" of seed 003 (notebook "collective communication
-   practice", NCCL, 4 ranks). Rank 0 builds the [4, 5] tensor whose row i is
-   all i and splits it into a list of four rows of shape [5]; after
-   dist.scatter(recv_tensor, scatter_list, src=0) rank r holds [r. r. r. r. r.].
-   In C the list is the row-major matrix itself: cc_scatter sends the 5
-   numbers at data + r*5 to rank r. Only the root needs the matrix; the others
-   pass NULL.
-
-   Run:  build/ccrun -n 4 build/examples/scatter
-
-   It prints the seed's six lines, the ranks in any order. The seed printed
-   numpy arrays over several lines, written here on the line of their title
-   with the rows separated by one space (see example_util.h):
-       Rank 0: Original data to scatter: [[0. 0. 0. 0. 0.] [1. 1. 1. 1. 1.] ...]
-       Rank 0: Scatter list shapes: [torch.Size([5]), torch.Size([5]), torch.Size([5]), torch.Size([5])]
-       Rank 1 received tensor of shape torch.Size([5]): [1. 1. 1. 1. 1.]
-       ...                                                                   */
+ * to rank r.
+ *
+ * Reproduces "6 scatter" of seed 003 (notebook "collective communication
+ * practice", NCCL, 4 ranks). Rank 0 builds the [4, 5] tensor whose row i is
+ * all i and splits it into a list of four rows of shape [5]; after
+ * dist.scatter(recv_tensor, scatter_list, src=0) rank r holds [r. r. r. r. r.].
+ * In C the list is the row-major matrix itself: cc_scatter sends the 5
+ * numbers at data + r*5 to rank r. Only the root needs the matrix; the others
+ * pass NULL.
+ *
+ * Run:  build/ccrun -n 4 build/examples/scatter
+ *
+ * It prints the seed's six lines, the ranks in any order. The seed printed
+ * numpy arrays over several lines, written here on the line of their title
+ * with the rows separated by one space (see example_util.h):
+ *     Rank 0: Original data to scatter: [[0. 0. 0. 0. 0.] [1. 1. 1. 1. 1.] ...]
+ *     Rank 0: Scatter list shapes: [torch.Size([5]), torch.Size([5]), torch.Size([5]), torch.Size([5])]
+ *     Rank 1 received tensor of shape torch.Size([5]): [1. 1. 1. 1. 1.]
+ *     ...
+ */
 #define CC_IMPLEMENTATION
 #include "cc.h"
 #include "example_util.h"

@@ -1,19 +1,20 @@
 /* send_recv - point to point: rank 0 sends three numbers to rank 1, which
-   receives and prints them.
-
-   Reproduces the send/recv snippet of seed 004 (the torch.distributed backend
-   table with a test snippet per function; 2 ranks): rank 0 calls
-   dist.send(tensor=torch.tensor([1, 2, 3]), dst=1), rank 1 calls
-   dist.recv(recv_tensor, src=0) into torch.empty(3) and prints it. The seed
-   shows no output. It sends int64 numbers into a float32 tensor, which
-   torch refuses (the sizes differ); here both sides use float32, the type of
-   the tensor that is printed, so rank 1 prints what the snippet means to
-   show: tensor([1., 2., 3.]). Ranks other than 0 and 1, if any, take no part.
-
-   Run:  build/ccrun -n 2 build/examples/send_recv
-
-   It prints one line, from rank 1:
-       tensor([1., 2., 3.])                                                  */
+ * receives and prints them.
+ *
+ * Reproduces the send/recv snippet of seed 004 (the torch.distributed backend
+ * table with a test snippet per function; 2 ranks): rank 0 calls
+ * dist.send(tensor=torch.tensor([1, 2, 3]), dst=1), rank 1 calls
+ * dist.recv(recv_tensor, src=0) into torch.empty(3) and prints it. The seed
+ * shows no output. It sends int64 numbers into a float32 tensor, which
+ * torch refuses (the sizes differ); here both sides use float32, the type of
+ * the tensor that is printed, so rank 1 prints what the snippet means to
+ * show: tensor([1., 2., 3.]). Ranks other than 0 and 1, if any, take no part.
+ *
+ * Run:  build/ccrun -n 2 build/examples/send_recv
+ *
+ * It prints one line, from rank 1:
+ *     tensor([1., 2., 3.])
+ */
 /* ranks: 2 */
 #define CC_IMPLEMENTATION
 #include "cc.h"

@@ -1,14 +1,15 @@
 /* tour.c - a short tour of cc: the job that `make run` starts.
-
-   Four ranks (any number works) do one of each kind of collective and rank 0
-   prints what every rank ended up with, gathered to it, so the output reads
-   top to bottom whatever order the ranks ran in:
-
-       build/ccrun -n 4 build/examples/tour
-
-   It shows cc_comm_init from the environment that ccrun sets, all_reduce,
-   broadcast, all_gather, reduce_scatter, all_to_all, a ring of send/recv in
-   one group, an asynchronous all_reduce with cc_wait, and a split. */
+ *
+ * Four ranks (any number works) do one of each kind of collective and rank 0
+ * prints what every rank ended up with, gathered to it, so the output reads
+ * top to bottom whatever order the ranks ran in:
+ *
+ *     build/ccrun -n 4 build/examples/tour
+ *
+ * It shows cc_comm_init from the environment that ccrun sets, all_reduce,
+ * broadcast, all_gather, reduce_scatter, all_to_all, a ring of send/recv in
+ * one group, an asynchronous all_reduce with cc_wait, and a split.
+ */
 #define CC_IMPLEMENTATION
 #include "cc.h"
 #include "example_util.h" /* ex_start, ex_check, ex_finish: exit when a cc call fails */
