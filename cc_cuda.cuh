@@ -831,6 +831,7 @@ typedef struct cc_cuda__rec {
 
 typedef struct cc_cuda__map {          /* a peer's buffer mapped here */
   unsigned long long id, size, used;
+  unsigned long long src;              /* where the allocation is in its owner */
   unsigned char *base;
 } cc_cuda__map;
 
@@ -910,6 +911,7 @@ struct cc_cuda_comm {
   unsigned int tx[CC_CUDA__MAXR], rx[CC_CUDA__MAXR];  /* messages queued to / from each rank */
   cc_cuda__map maps[CC_CUDA__MAXR][CC_CUDA__NMAP];
   unsigned long long clock;
+  unsigned long long mark;             /* the clock when the call being made began */
   cc_cuda__exp exps[CC_CUDA__NEXP];
   cc_cuda__alloc *allocs;
   int nallocs, capallocs;
@@ -1358,10 +1360,70 @@ static cc_result cc_cuda__peer_frees(cc_cuda_comm *g, const char *what) {
   return CC_OK;
 }
 
+/* Close rank p's stale mappings now, to map p's memory where they are:
+   those this call does not use that overlap [src, src + size) in p (every
+   one this call does not use with `all`), and the closes of p's mappings
+   already sealed (no work of this call reads them). Only earlier calls' work
+   can read them, so this waits for the previous call's end (g->ev): that
+   work waits only for the peers' earlier calls, which they have queued (they
+   made this call). Bounded by the timeout, speaking up after CC_WARN_AFTER. */
+static cc_result cc_cuda__close_stale(cc_cuda_comm *g, const char *what, int p, unsigned long long src,
+                                      unsigned long long size, int all) {
+  uint64_t t0 = cc__now_ns(), warn = g->host->set.warn_ns;
+  int i;
+  while (g->have_last) {
+    cudaError_t before = cudaPeekAtLastError(), e = cudaEventQuery(g->ev);
+    uint64_t waited = cc__now_ns() - t0;
+    if (e == cudaSuccess) break;
+    cc_cuda__forgive(before);
+    if (e != cudaErrorNotReady)
+      return cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: cudaEventQuery of its previous call's end failed: %s (%s)",
+                            what, g->rank, cudaGetErrorName(e), cudaGetErrorString(e));
+    if (waited > g->host->timeout_ns)
+      return cc_cuda__abort(g, CC_ERR_TIMEOUT, "%s: rank %d: to map a buffer of rank %d, mappings of memory it freed "
+                            "must be closed first, once this rank's previous call is done; it was not done after "
+                            "%.0f s (CC_TIMEOUT)", what, g->rank, p, waited / 1e9);
+    if (warn && waited > warn) {
+      cc__log(g->host, CC__LOG_WARN, "%s: rank %d: has waited %.0f s for its previous call to finish, to close "
+              "mappings of memory rank %d freed", what, g->rank, waited / 1e9, p);
+      warn *= 2;
+    }
+    cc__sleep_ns(20000);
+  }
+  for (i = 0; i < CC_CUDA__NMAP; i++) {
+    cc_cuda__map *o = &g->maps[p][i];
+    if (o->base && o->used <= g->mark && (all || (o->src < src + size && src < o->src + o->size))) {
+      CC__TRY(cc_cuda__close_later(g, what, p, o->base, 0));
+      g->closes[g->ncloses - 1].sealed = 1;
+      memset(o, 0, sizeof *o);
+    }
+  }
+  for (i = 0; i < g->ncloses; i++) {
+    cc_cuda__closing *c = &g->closes[i];
+    if (c->owner == p && c->sealed && c->ev) {
+      cudaEventDestroy(c->ev);
+      c->ev = NULL;
+    }
+  }
+  cc_cuda__reap_closes(g, 0);          /* closes them, and tells p how far it may free */
+  return CC_OK;
+}
+
 /* Where this rank reads bytes [off, off + len) of rank p's buffer b: its own
    pointer for itself, else through the mapping of p's allocation (opened on
    first use, cached; the least recently used one is closed later). Every
-   offset is checked against the allocation's size. */
+   offset is checked against the allocation's size.
+
+   A mapping kept of memory that p has freed (a plain cudaMalloc buffer: p
+   frees it without telling anyone) must be closed before p's new memory at
+   the same addresses can be mapped: CUDA maps a peer's memory where the
+   peer has it, and fails with cudaErrorAlreadyMapped while a stale mapping
+   holds the place (seen on an H200 with every rank on it). One whose range
+   in p overlaps b's is stale for certain (two live allocations never
+   overlap): closed now. CUDA maps whole chunks, so a stale one beside b's
+   range can hold the place too: on cudaErrorAlreadyMapped every mapping of
+   p that this call does not use is closed, once the work queued so far is
+   done, and the open is tried again. */
 static cc_result cc_cuda__peer(cc_cuda_comm *g, const char *what, int p, const cc_cuda__buf *b, size_t off,
                                size_t len, const void **out) {
   cc_cuda__map *m = NULL, *lru;
@@ -1372,22 +1434,49 @@ static cc_result cc_cuda__peer(cc_cuda_comm *g, const char *what, int p, const c
     return cc_cuda__abort(g, CC_ERR_MISMATCH, "%s: rank %d: rank %d's buffer holds %llu bytes; this call reads %zu at %zu",
                           what, g->rank, p, b->ptr ? b->size - b->off : 0ull, len, off);
   if (p == g->rank) { *out = (const unsigned char *)(uintptr_t)b->ptr + off; return CC_OK; }
-  lru = &g->maps[p][0];
-  for (i = 0; i < CC_CUDA__NMAP; i++) {
+  for (i = 0; i < CC_CUDA__NMAP; i++)
     if (g->maps[p][i].base && g->maps[p][i].id == b->id) { m = &g->maps[p][i]; break; }
-    if (g->maps[p][i].used < lru->used) lru = &g->maps[p][i];
-  }
   if (!m) {
     void *base = NULL;
+    unsigned long long src = b->ptr - b->off;
+    cudaError_t e = cudaSuccess, before;
+    int stale = 0;
+    for (i = 0; i < CC_CUDA__NMAP; i++) {
+      cc_cuda__map *o = &g->maps[p][i];
+      stale |= o->base && o->src < src + b->size && src < o->src + o->size;
+    }
+    if (stale) CC__TRY(cc_cuda__close_stale(g, what, p, src, b->size, 0));
+    lru = &g->maps[p][0];
+    for (i = 0; i < CC_CUDA__NMAP && lru->base; i++)
+      if (!g->maps[p][i].base || g->maps[p][i].used < lru->used) lru = &g->maps[p][i];
     m = lru;
     if (m->base) {                     /* this call and earlier ones may still read it: closed after them */
       CC__TRY(cc_cuda__close_later(g, what, p, m->base, 0));
       m->base = NULL;
     }
-    CC_CUDA__CALL(g, what, cudaIpcOpenMemHandle(&base, b->h, cudaIpcMemLazyEnablePeerAccess));
+    m->used = ++g->clock;              /* taken: close_stale leaves it */
+    before = cudaPeekAtLastError();
+    e = cudaIpcOpenMemHandle(&base, b->h, cudaIpcMemLazyEnablePeerAccess);
+    if (e == cudaErrorAlreadyMapped) {
+      cc_cuda__forgive(before);
+      cc__log(g->host, CC__LOG_INFO, "%s: rank %d: rank %d's buffer at 0x%llx there maps where a mapping of memory "
+              "it freed still is (cudaErrorAlreadyMapped): every mapping of rank %d this call does not use is closed",
+              what, g->rank, p, src, p);
+      CC__TRY(cc_cuda__close_stale(g, what, p, src, b->size, 1));
+      before = cudaPeekAtLastError();
+      e = cudaIpcOpenMemHandle(&base, b->h, cudaIpcMemLazyEnablePeerAccess);
+    }
+    if (e != cudaSuccess) {
+      cc_cuda__forgive(before);
+      return cc_cuda__abort(g, cc_cuda__code(e) == CC_ERR_INVALID_ARG ? CC_ERR_SYSTEM : cc_cuda__code(e),
+                            "%s: rank %d: cudaIpcOpenMemHandle of rank %d's buffer (%llu bytes at 0x%llx there) "
+                            "failed: %s (%s)", what, g->rank, p, b->size, src, cudaGetErrorName(e),
+                            cudaGetErrorString(e));
+    }
     m->base = (unsigned char *)base;
     m->id = b->id;
     m->size = b->size;
+    m->src = src;
   }
   m->used = ++g->clock;
   *out = m->base + b->off + off;
@@ -1488,6 +1577,7 @@ static cc_result cc_cuda__order(cc_cuda_comm *g, const char *what, cudaStream_t 
   if (g->have_last && s != g->last)
     CC_CUDA__CALL(g, what, cudaStreamWaitEvent(s, g->ev, 0));
   g->cur = s;
+  g->mark = g->clock;
   return CC_OK;
 }
 static cc_result cc_cuda__ordered(cc_cuda_comm *g, const char *what, cudaStream_t s) {

@@ -65,11 +65,19 @@ cc_leftover_procs() {
 }
 
 # cc_free_port - a TCP port that nothing on this host listens on, drawn at random
-# from 20000-59999 so two tests running at once hardly ever draw the same one.
+# below the ephemeral range, so two tests running at once hardly ever draw the
+# same one and no connecting socket is given it meanwhile.
 cc_free_port() {
-  local port hex i
+  local port hex i lo=32768 hi=60999 base=20000 span
+  # below the kernel's ephemeral range: a client socket of another job
+  # (connecting, retrying) is never given the port between our pick and
+  # the bind
+  read -r lo hi </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || true
+  if [ "$lo" -gt 12000 ] 2>/dev/null; then span=$((lo - 1 - 10000)); base=10000
+  else base=$((hi + 1)); span=$((65535 - hi)); fi
+  [ "$span" -gt 100 ] 2>/dev/null || { base=20000; span=40000; }
   for i in $(seq 50); do
-    port=$((20000 + (RANDOM * 32768 + RANDOM) % 40000))
+    port=$((base + (RANDOM * 32768 + RANDOM) % span))
     hex=$(printf ':%04X ' "$port")
     if ! grep -qs "$hex" /proc/net/tcp /proc/net/tcp6; then
       echo "$port"

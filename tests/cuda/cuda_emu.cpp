@@ -49,6 +49,12 @@
  *                   cudaIpcOpenMemHandle in another process maps it at another
  *                   address (through /proc/PID/fd), refuses the exporting
  *                   process, and counts a second open of the same handle;
+ *                   it fails with cudaErrorAlreadyMapped while this process
+ *                   still has open memory that the owner has freed in the
+ *                   same 2 MiB of the owner's addresses (CC_EMU_IPC_CHUNK,
+ *                   a power of two, sets the span; on a real GPU the
+ *                   mapping goes where the owner has the memory, and a stale
+ *                   mapping holds that place: seen on an H200);
  *                   cudaIpcCloseMemHandle unmaps at the last close. A cudaFree
  *                   while a live process still has the memory open (undefined
  *                   in CUDA) is reported on stderr and counted.
@@ -114,6 +120,9 @@ extern "C" int cc_emu_kernel_twin(const void *stub, cc_emu_twin *out) __attribut
 #define EMU_MAGIC 0x43434d45u         /* "CCME" */
 #define EMU_OPENS 64                  /* processes that may have one allocation open */
 #define EMU_MEM_LIMIT ((size_t)2 << 30) /* device memory per process (CC_EMU_MEM_LIMIT overrides) */
+#define EMU_CHUNK ((uint64_t)2 << 20) /* CUDA maps a peer's memory in chunks of this (CC_EMU_IPC_CHUNK overrides) */
+#define EMU_CHUNK_DOWN(a, c) ((uint64_t)(a) & ~((c) - 1))
+#define EMU_CHUNK_UP(a, c) EMU_CHUNK_DOWN((uint64_t)(a) + (c) - 1, c)
 #define EMU_WAIT_LIMIT_S 300          /* a stream wait that lasts longer kills the context */
 
 /* ------------------------------------------------------------ state */
@@ -122,8 +131,9 @@ static pthread_mutex_t emu_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread cudaError_t emu_last = cudaSuccess;
 static __thread int emu_cur = 0;                  /* current device (ordinal) */
 static cudaError_t emu_sticky = cudaSuccess;      /* atomic */
-static long emu_counts[9];   /* see cc_emu_count's names */
-enum { EC_FREED_MAPPED, EC_FLUSH, EC_KERNELS, EC_FAULTS, EC_CAPTURE, EC_WAVES, EC_MAXBLOCKS, EC_MEMOPS, EC_BATCHES, EC_N };
+static long emu_counts[10];  /* see cc_emu_count's names */
+enum { EC_FREED_MAPPED, EC_FLUSH, EC_KERNELS, EC_FAULTS, EC_CAPTURE, EC_WAVES, EC_MAXBLOCKS, EC_MEMOPS, EC_BATCHES,
+       EC_ALREADY_MAPPED, EC_N };
 static unsigned long long emu_next_id = 1;
 static size_t emu_mem_used;
 
@@ -132,7 +142,7 @@ extern "C" int cc_cuda_emulated(void) { return 1; }
 extern "C" long cc_emu_count(const char *what) {
   static const char *const names[EC_N] = {"freed_while_mapped", "flush_waits", "kernels", "faults",
                                          "capture_violations", "over_one_wave", "max_blocks", "memop_calls",
-                                         "batch_calls"};
+                                         "batch_calls", "already_mapped"};
   int i;
   for (i = 0; i < EC_N; i++)
     if (!strcmp(what, names[i]))
@@ -279,7 +289,8 @@ typedef struct emu_hdr {               /* the first page of a device allocation'
   uint32_t magic;
   int32_t owner;
   uint64_t id, size;
-  int32_t dev, unused;
+  int32_t dev, freed;                  /* freed: its owner called cudaFree (peers may still have it open) */
+  uint64_t va;                         /* its address in its owner */
   struct { int32_t pid, count; } opens[EMU_OPENS];
 } emu_hdr;
 
@@ -297,6 +308,7 @@ typedef struct emu_mem {
   struct hb_alloc *hb;                 /* the checker's shadow (CC_EMU_HB), NULL without */
   uint64_t fkey[2];                    /* M_HOSTREG: the file it maps (device, inode), 0 when private */
   uint64_t foff;                       /* ... and its offset there */
+  const emu_hdr *src;                  /* M_IPC: the owner's header (its address there, freed or not) */
 } emu_mem;
 
 static emu_mem emu_mems[EMU_MAXA];
@@ -1657,6 +1669,7 @@ cudaError_t cudaMalloc(void **devPtr, size_t size) {
     h->id = m->id;
     h->size = size;
     h->dev = m->dev;
+    h->va = (uint64_t)(uintptr_t)m->p;
     if (hb_reg) {
       m->hb = (struct hb_alloc *)(void *)(map + EMU_HDR + data);
       hb_alloc_init(m->hb, m->id, size);
@@ -1747,6 +1760,7 @@ cudaError_t cudaFree(void *devPtr) {
     free(m.hb);
   } else {
     hb_freeing(m.hb);
+    __atomic_store_n(&((emu_hdr *)(void *)m.map)->freed, 1, __ATOMIC_RELEASE);
     emu_check_open((const emu_hdr *)(void *)m.map, m.id, m.n);
     munmap(m.map, m.maplen);
     close(m.fd);
@@ -2146,6 +2160,7 @@ cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle, unsig
   char path[64], *map;
   struct stat st;
   size_t len;
+  uint64_t chunk;
   int fd, i, k;
   EMU_LIVE();
   EMU_CAPTURE_SAFE("cudaIpcOpenMemHandle");
@@ -2179,6 +2194,25 @@ cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle, unsig
     munmap(map, len);
     return emu_err(cudaErrorInvalidValue);
   }
+  {                                    /* a power of two; a test makes it large to reach every stale mapping */
+    const char *v = getenv("CC_EMU_IPC_CHUNK");
+    unsigned long long c = v ? strtoull(v, NULL, 0) : 0;
+    chunk = c && !(c & (c - 1)) ? (uint64_t)c : EMU_CHUNK;
+  }
+  pthread_mutex_lock(&emu_lock);
+  for (i = 0; i < EMU_MAXA; i++) {     /* a mapping kept of memory its owner freed holds the place */
+    const emu_hdr *o = emu_mems[i].src;
+    if (emu_mems[i].kind == M_IPC && o && o->owner == h.pid && __atomic_load_n(&o->freed, __ATOMIC_ACQUIRE) &&
+        EMU_CHUNK_DOWN(o->va, chunk) < EMU_CHUNK_UP(hdr->va + h.size, chunk) &&
+        EMU_CHUNK_DOWN(hdr->va, chunk) < EMU_CHUNK_UP(o->va + o->size, chunk))
+      break;
+  }
+  pthread_mutex_unlock(&emu_lock);
+  if (i < EMU_MAXA) {
+    __atomic_add_fetch(&emu_counts[EC_ALREADY_MAPPED], 1, __ATOMIC_ACQ_REL);
+    munmap(map, len);
+    return emu_err(cudaErrorAlreadyMapped);
+  }
   for (k = 0; k < EMU_OPENS; k++) {   /* count this process's open in the allocation itself */
     int32_t zero = 0, me = (int32_t)getpid();
     if (__atomic_load_n(&hdr->opens[k].pid, __ATOMIC_ACQUIRE) == me ||
@@ -2200,6 +2234,7 @@ cudaError_t cudaIpcOpenMemHandle(void **devPtr, cudaIpcMemHandle_t handle, unsig
     m->map = map;
     m->maplen = len;
     m->refs = 1;
+    m->src = hdr;
     if (hb_reg && len > EMU_HDR + ((h.size ? h.size : 1) + 4095) / 4096 * 4096) {
       m->hb = (struct hb_alloc *)(void *)(map + len - HB_SHADOW_BYTES);
       if (m->hb->region != hb_reg->id) m->hb = NULL;

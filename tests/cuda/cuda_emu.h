@@ -31,7 +31,9 @@
  *                            "max_blocks" (the most blocks of one launch
  *                            since it was asked last), "memop_calls"
  *                            (cuStreamWaitValue32 and cuStreamWriteValue32),
- *                            "batch_calls" (cuStreamBatchMemOp); and the
+ *                            "batch_calls" (cuStreamBatchMemOp),
+ *                            "already_mapped" (cudaIpcOpenMemHandle refused:
+ *                            a stale mapping holds the place); and the
  *                            happens-before checker's, every process's:
  *                            "hb_on" (1: CC_EMU_HB=1 made it), "hb_accesses",
  *                            "hb_flag_edges", "hb_sync_edges", "hb_races",

@@ -12,7 +12,7 @@ ok()  { echo "PASS: rendezvous: $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL: rendezvous: $*"; fail=$((fail + 1)); }
 dir=$(mktemp -d "${TMPDIR:-/tmp}/cc-rdv.XXXXXX")
 trap 'rm -rf "$dir"' EXIT
-port() { echo $((20000 + (RANDOM * 7 + $$) % 20000)); }
+port() { echo $((20000 + (RANDOM * 7 + $$) % 12000)); }   # below the ephemeral ports (32768-)
 
 # start N ranks of net_probe MODE with extra environment; wait; echo the exit statuses
 job() {   # job N MODE VAR=VALUE...

@@ -34,7 +34,7 @@ mkdir -p "$repo"
 cp "$repo/docs/perf.png" "$tmp/perf.orig.png"
 
 # mk ARGS... - make in the copy, alone (not as a sub-make of the suite's make)
-mk() { env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS -u RESULTS -u OUT make -C "$repo" --no-print-directory "$@" 2>&1; }
+mk() { env -u MAKEFLAGS -u MAKELEVEL -u MFLAGS -u RESULTS -u OUT -u BUILD -u CFLAGS make -C "$repo" --no-print-directory "$@" 2>&1; }
 png() { [ "$(head -c 4 "$1" 2>/dev/null | od -An -c | tr -d ' \n')" = '211PNG' ]; }
 docs_unchanged() { cmp -s "$repo/docs/perf.png" "$tmp/perf.orig.png"; }
 
