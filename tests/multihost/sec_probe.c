@@ -270,8 +270,10 @@ static int mode_unexp(void) {
   cc_comm *c;
   cc_result r;
   long sent = 0;
+  int me;
   if (join(&c) != 0) return 1;
-  if (cc_comm_rank(c) == 1) {
+  me = cc_comm_rank(c);
+  if (me == 1) {
     do { r = cc_send(c, NULL, 0, CC_UINT8, 0, 7); sent++; } while (r == CC_OK && sent < 100000000L);
     printf("sent: %ld\n", sent);
   } else if (cc_comm_rank(c) == 0) {
@@ -283,7 +285,9 @@ static int mode_unexp(void) {
   }
   result(r, r == CC_OK ? "ok" : cc_comm_last_error(c));
   cc_comm_destroy(c);
-  return r == CC_OK ? 0 : 1;
+  /* the flooding rank's failure is the expected end, not news: under ccrun
+     its non-zero exit would have rank 0 killed before it reports */
+  return r == CC_OK || me == 1 ? 0 : 1;
 }
 
 static int dial(const char *host, int port, int nonblock) {
