@@ -3045,12 +3045,12 @@ typedef struct cc__net {
 
 struct cc_comm {
   int rank, size, local_rank, local_size;
-  cc__settings set;                    /* as read at init (a split inherits them) */
-  uint64_t timeout_ns, spin_ns;
+  cc__settings set;                    /* as read at init (a split inherits them); read there, never copied */
+  /* what the settings and the world give together (a split inherits them) */
+  uint64_t spin_ns;                    /* CC_SPIN_US, or by oversubscription */
   uint64_t settle_ns;                  /* a failed run finishes a frame partly written for at most this long */
-  int oversub, debug;
+  int oversub;                         /* more ranks than CPUs */
   size_t small_bytes;                  /* arena: largest message every rank reduces in one phase */
-  size_t stream_bytes;                 /* arena: messages this large stage with non-temporal stores */
   char jobid[40];
   uint64_t seq;                        /* collectives run so far: the number of the current one */
   uint64_t qhist;                      /* a digest of the queued calls so far: their numbers, kinds and roots */
@@ -3074,7 +3074,6 @@ struct cc_comm {
   unsigned char *scalbuf;              /* size x 16: the call's premul scalars, copied */
   int cma;                             /* cross-memory attach to every rank: -1 not known yet, 0 no, 1 yes */
   int cma_mine;                        /* this rank may read every rank's memory: -1 not probed yet */
-  size_t direct_bytes;                 /* arena: messages this large read peers' buffers directly */
   cc__pbuf *pb;                        /* size entries: the ranks' buffers of the call (direct mode) */
   cc__tune *tune;                      /* CC_SHM_CMA=auto: CC__TUNE_COLLS x CC__TUNE_SIZES, once used */
   cc__mem *mem;                        /* cc_mem_alloc'd, not yet freed */
@@ -3087,7 +3086,6 @@ struct cc_comm {
   cc__net *net;                        /* ranks on several hosts, or TCP only */
   cc__msg *one;                        /* scratch of the message engine */
   int one_cap;
-  size_t queue_bytes;                  /* CC_SHM_QUEUE_BYTES: broadcasts (scatters, gathers: all parts) up to this go queued */
   struct pollfd *pfd;
   int *pfd_rank;
   /* ops */
@@ -3168,7 +3166,7 @@ static void cc__log(const cc_comm *c, int level, const char *fmt, ...) {
   static const char *const names[4] = {"", "WARN", "INFO", "TRACE"};
   char line[512];
   va_list ap;
-  int lv = c ? c->debug : __atomic_load_n(&cc__log_level, __ATOMIC_RELAXED);
+  int lv = c ? c->set.debug : __atomic_load_n(&cc__log_level, __ATOMIC_RELAXED);
   if (level > lv || level < 0 || level > 3) return;
   if (level == CC__LOG_ALWAYS) level = CC__LOG_WARN;
   va_start(ap, fmt);
@@ -4359,7 +4357,7 @@ static void cc__shmkey_copy(cc_comm *to, const cc_comm *from) {
    (another owner, or open to others: someone else made it first) is refused
    at once. */
 static cc_result cc__shm_join(cc_comm *c, const char *base, int creator, const char *what) {
-  uint64_t deadline = cc__now_ns() + c->timeout_ns, pause = 100000;
+  uint64_t deadline = cc__now_ns() + c->set.timeout_ns, pause = 100000;
   unsigned char *seg = NULL;
   size_t half, chan, bytes = 0;
   char why[200], name[160];
@@ -5702,7 +5700,7 @@ static void cc__wait_warn(cc_comm *c, const cc__waitfor *w, int who, const char 
   if (w->says && !c->call_word) {      /* point to point: the message, and what came instead */
     w->says(c, w->arg, who, awaited, sizeof awaited, where, sizeof where);
     cc__log(c, CC__LOG_ALWAYS, "%s: rank %d: %s has waited %.0f s (the timeout is %g s); %s", what, c->rank, awaited,
-            (double)waited / 1e9, (double)c->timeout_ns / 1e9, where);
+            (double)waited / 1e9, (double)c->set.timeout_ns / 1e9, where);
     return;
   }
   if (w->awaited) w->awaited(c, w->arg, awaited, sizeof awaited);
@@ -5710,7 +5708,7 @@ static void cc__wait_warn(cc_comm *c, const cc__waitfor *w, int who, const char 
   cc__where(c, where, sizeof where);
   cc__log(c, CC__LOG_ALWAYS, "%s: rank %d: collective #%llu has waited %.0f s for rank%s %s (the timeout is %g s); "
           "where the ranks are: %s", what, c->rank, (unsigned long long)c->seq, (double)waited / 1e9,
-          strchr(awaited, ',') ? "s" : "", awaited, (double)c->timeout_ns / 1e9, where);
+          strchr(awaited, ',') ? "s" : "", awaited, (double)c->set.timeout_ns / 1e9, where);
 }
 
 /* The short way (cc__ring_recv_now) gives the bytes it read back to the
@@ -5754,7 +5752,7 @@ static cc_result cc__wait(cc_comm *c, const cc__waitfor *w, const char *what) {
   who = w->pending(c, w->arg);
   if (who < 0) return CC_OK;
   t0 = cc__now_ns();
-  deadline = t0 + c->timeout_ns;
+  deadline = t0 + c->set.timeout_ns;
   if (w->shm || w->npfd) {             /* sockets alone: poll() without sleeping, as long */
     for (i = 1;; i++) {
       uint64_t spent;
@@ -5765,7 +5763,7 @@ static cc_result cc__wait(cc_comm *c, const cc__waitfor *w, const char *what) {
         if (CC__LOAD_RLX(&c->hdr->fail_code)) return cc__take_fail(c, what);
         if (w->npfd && cc__poll(w->pfd, w->npfd, 0) > 0) return CC_OK;
         spent = cc__now_ns() - t0;
-        if (spent >= c->spin_ns || spent >= c->timeout_ns) break;
+        if (spent >= c->spin_ns || spent >= c->set.timeout_ns) break;
         if (i < 256 && spent > 2000) i = 256;
       }
     }
@@ -6774,13 +6772,13 @@ static int cc__any_waits(const cc__run *x) {
    rank. Called before each slice. */
 static cc_result cc__any_slice(cc__run *x) {
   cc_comm *c = x->c;
-  uint64_t now = cc__now_ns(), slice = CC__MAX(CC__MIN(CC__S, c->timeout_ns / 4), CC__MS), end;
+  uint64_t now = cc__now_ns(), slice = CC__MAX(CC__MIN(CC__S, c->set.timeout_ns / 4), CC__MS), end;
   char awaited[240], where[400];
   if (!x->idle_t0) {
     x->idle_t0 = now;
     x->warn_at = c->set.warn_ns ? now + c->set.warn_ns : 0;
   }
-  if (now - x->idle_t0 >= c->timeout_ns) {
+  if (now - x->idle_t0 >= c->set.timeout_ns) {
     cc__awaited_text(x, awaited, sizeof awaited);
     cc__where(c, where, sizeof where);
     return cc__fail_all(c, CC_ERR_TIMEOUT, c->rank, x->what, "waited %.1f s for %s (timeout; %.150s)",
@@ -6789,11 +6787,11 @@ static cc_result cc__any_slice(cc__run *x) {
   if (x->warn_at && now >= x->warn_at) {
     cc__awaited_text(x, awaited, sizeof awaited);
     cc__log(c, CC__LOG_ALWAYS, "%s: rank %d: has waited %.0f s for %s (the timeout is %.0f s)", x->what, c->rank,
-            (double)(now - x->idle_t0) / 1e9, awaited, (double)c->timeout_ns / 1e9);
+            (double)(now - x->idle_t0) / 1e9, awaited, (double)c->set.timeout_ns / 1e9);
     x->warn_at = x->idle_t0 + 2 * (x->warn_at - x->idle_t0);
   }
   if (c->set.warn_ns) slice = CC__MIN(slice, CC__MAX(c->set.warn_ns / 2, CC__MS));
-  end = x->idle_t0 + c->timeout_ns;
+  end = x->idle_t0 + c->set.timeout_ns;
   if (x->warn_at) end = CC__MIN(end, x->warn_at);
   x->slice_end = CC__MAX(CC__MIN(now + slice, end), now + 1);
   return CC_OK;
@@ -7276,7 +7274,7 @@ static CC__INLINE cc_result cc__apply(cc_comm *c, const cc__call *k, void *dst, 
    streaming it to memory made 4 ranks on 2 cores 1.3-2.2x slower (all_to_all,
    gather, scatter, reduce_scatter, all_reduce at 1-64 MiB). */
 static void cc__stage(cc_comm *c, void *half_data, const void *src, size_t n, size_t total) {
-  if (total >= c->stream_bytes && !c->oversub) cc__copy_stream(half_data, src, n);
+  if (total >= c->set.stream_bytes && !c->oversub) cc__copy_stream(half_data, src, n);
   else memcpy(half_data, src, n);
 }
 
@@ -7764,9 +7762,9 @@ static uint32_t cc__tune_ask(const cc_comm *c, const cc__call *k, cc__tune *t) {
 /* Does call k begin with a direct first phase? The same answer on every rank. */
 static CC__INLINE int cc__direct_try(const cc_comm *c, const cc__call *k) {
   size_t b;
-  if (k->count * cc__dtype_bytes(k->t) * (size_t)c->size < c->direct_bytes) return 0;   /* small: at most this */
+  if (k->count * cc__dtype_bytes(k->t) * (size_t)c->size < c->set.direct_bytes) return 0;   /* small: at most this */
   b = cc__direct_size(c, k);
-  return c->size > 1 && b && b >= c->direct_bytes && ((c->cma != 0 && cc__direct_cma(k->coll)) || c->nmem > 0);
+  return c->size > 1 && b && b >= c->set.direct_bytes && ((c->cma != 0 && cc__direct_cma(k->coll)) || c->nmem > 0);
 }
 
 /* Cross-memory attach failed on rank j's buffer. A failure posted meanwhile
@@ -8828,8 +8826,8 @@ static cc_result cc__p2p_run(cc_comm *c, const cc__call *calls, int ncalls, cons
 static CC__INLINE int cc__queued(const cc_comm *c, const cc__call *k) {
   size_t bytes = k->count * cc__dtype_bytes(k->t);
   if (c->net || !c->ctl || c->size < 2 || c->size > CC__QUEUE_RANKS) return 0;
-  if (k->coll == CC__BROADCAST) return bytes <= c->queue_bytes;
-  if (k->coll == CC__SCATTER || k->coll == CC__GATHER) return bytes * (size_t)c->size <= c->queue_bytes;
+  if (k->coll == CC__BROADCAST) return bytes <= c->set.queue_bytes;
+  if (k->coll == CC__SCATTER || k->coll == CC__GATHER) return bytes * (size_t)c->size <= c->set.queue_bytes;
   return 0;
 }
 
@@ -8909,15 +8907,10 @@ static cc_comm *cc__comm_new(int rank, int size, const cc__settings *s) {
   c->rank = c->local_rank = rank;
   c->size = c->local_size = size;
   c->set = *s;
-  c->debug = s->debug;
-  c->timeout_ns = s->timeout_ns;
   c->oversub = size > cc__ncpus();
   c->spin_ns = (uint64_t)(s->spin_us >= 0 ? s->spin_us : c->oversub ? 2 : 50) * 1000;
   c->settle_ns = 500 * CC__MS;
   c->small_bytes = s->small_bytes >= 0 ? (size_t)s->small_bytes : c->oversub ? (64u << 10) : (16u << 10);
-  c->stream_bytes = s->stream_bytes;
-  c->direct_bytes = s->direct_bytes;
-  c->queue_bytes = s->queue_bytes;
   c->cma = c->cma_mine = -1;
   c->srcs = (const void **)CC_MALLOC(sizeof(void *) * n);
   c->scals = (const void **)CC_MALLOC(sizeof(void *) * n);
@@ -9171,7 +9164,7 @@ static cc_result cc__mesh_groups(cc_comm *c, const cc__rec *recs, int tcp_only, 
 static cc_result cc__mesh_build(cc_comm *c, const cc__rec *recs, int lfd, int tcp_only, const char *prefix,
                                 const char *what) {
   int n = c->size, me = c->rank, j, want = 0;
-  uint64_t deadline = cc__now_ns() + c->timeout_ns;
+  uint64_t deadline = cc__now_ns() + c->set.timeout_ns;
   cc__net *nt;
   cc_result r = cc__mesh_groups(c, recs, tcp_only, what);
   nt = c->net;
@@ -9312,7 +9305,7 @@ static int cc__rdv_give_up(void *ctx) {
     cc__log(x->c, CC__LOG_ALWAYS, "comm_init: rank 0: has waited %.0f s for %d of %d ranks to join the rendezvous at "
             "%s: rank%s %s (the timeout is %g s; is every host's ccrun started, with this address and port?)",
             (double)waited / 1e9, x->n - 1 - x->got, x->n, x->v->where, x->n - 2 - x->got > 0 ? "s" : "", missing,
-            (double)x->c->timeout_ns / 1e9);
+            (double)x->c->set.timeout_ns / 1e9);
   }
   if (!x->grace) return 0;
   for (r = 1; r <= x->n; r++) {
@@ -9346,7 +9339,7 @@ static void cc__warn_no_token(cc_comm *c, const char *ip, const cc__rdv *v) {
 }
 
 static cc_result cc__rdv_serve(cc_comm *c, int lfd, const cc__rdv *v, cc__rec *recs, char *jobid) {
-  uint64_t deadline = cc__now_ns() + c->timeout_ns;
+  uint64_t deadline = cc__now_ns() + c->set.timeout_ns;
   int n = c->size, i, *fds = (int *)CC_MALLOC(sizeof(int) * (size_t)n), missing = -1, bad;
   cc__sec **secs = (cc__sec **)CC_MALLOC(sizeof(cc__sec *) * (size_t)n);
   cc__out *outs = (cc__out *)CC_MALLOC(sizeof(cc__out) * (size_t)n);
@@ -9387,7 +9380,7 @@ static cc_result cc__rdv_serve(cc_comm *c, int lfd, const cc__rdv *v, cc__rec *r
       for (missing = 1; missing < n && fds[missing] >= 0; missing++) {}
       cc__rdv_missing(&x, list, sizeof list);
       r = cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank 0: rank%s %s did not join the rendezvous at %s within the "
-                   "timeout (%.0f s)", n - 2 - x.got > 0 ? "s" : "", list, v->where, (double)c->timeout_ns / 1e9);
+                   "timeout (%.0f s)", n - 2 - x.got > 0 ? "s" : "", list, v->where, (double)c->set.timeout_ns / 1e9);
     }
   }
   if (r == CC_OK && (cc__random_hex(jobid, 32) != 0 || cc__random(c->shmkey, sizeof c->shmkey) != 0))
@@ -9408,7 +9401,7 @@ static cc_result cc__rdv_serve(cc_comm *c, int lfd, const cc__rdv *v, cc__rec *r
   /* answer everyone who came, even on failure, all at once */
   for (i = 0; i < n; i++) { outs[i].fd = i ? fds[i] : -1; outs[i].sec = secs[i]; }
   bad = cc__send_many(outs, n, table, r == CC_OK ? CC__REPLY + (size_t)n * CC__REC : CC__REPLY,
-                      cc__now_ns() + CC__MIN(c->timeout_ns, 10 * CC__S));
+                      cc__now_ns() + CC__MIN(c->set.timeout_ns, 10 * CC__S));
   for (i = 1; i < n && r == CC_OK && bad; i++)
     if (bad < 0 || outs[i].ok < 0)
       r = cc__fail(c, bad < 0 ? CC_ERR_NO_MEMORY : CC_ERR_PEER_LOST, "comm_init: rank 0: rank %d %s", i,
@@ -9457,7 +9450,7 @@ static int cc__rdv_await(cc_comm *c, int fd, const cc__rdv *v, uint64_t deadline
     if (cc__slow_due(&slow, &waited))
       cc__log(c, CC__LOG_ALWAYS, "comm_init: rank %d: joined the rendezvous at %s and has waited %.0f s for rank 0's "
               "answer, which comes once every rank has joined (the timeout is %g s; rank 0 names the ranks missing)",
-              c->rank, v->where, (double)waited / 1e9, (double)c->timeout_ns / 1e9);
+              c->rank, v->where, (double)waited / 1e9, (double)c->set.timeout_ns / 1e9);
     if ((now = cc__now_ns()) >= deadline) { errno = ETIMEDOUT; return -1; }
     pf.fd = fd; pf.events = POLLIN; pf.revents = 0;
     if (cc__poll(&pf, 1, CC__MIN(deadline - now, 100 * CC__MS) + 1000) > 0) return 0;
@@ -9594,7 +9587,7 @@ static cc_result cc__rdv_file_serve(cc_comm *c, cc__rdv *v, cc__rec *recs, char 
 /* The rendezvous itself. recs[c->rank] is this rank's record on entry; on
    success recs holds every rank's and jobid the job identity. */
 static cc_result cc__rendezvous(cc_comm *c, cc__rdv *v, cc__rec *recs, char *jobid) {
-  uint64_t deadline = cc__now_ns() + c->timeout_ns, pause = 10 * CC__MS, refused_since = 0;
+  uint64_t deadline = cc__now_ns() + c->set.timeout_ns, pause = 10 * CC__MS, refused_since = 0;
   char why[200] = "", ip[64], nonce[40], refused_why[200] = "";
   cc__slow slow;
   if (c->rank == 0) {
@@ -9622,7 +9615,7 @@ static cc_result cc__rendezvous(cc_comm *c, cc__rdv *v, cc__rec *recs, char *job
       cc__log(c, CC__LOG_ALWAYS, "comm_init: rank %d: has waited %.0f s to reach rank 0 at %s (%s; the timeout is "
               "%g s; is rank 0's host started, with this address and port?)", c->rank, (double)waited / 1e9,
               v->where, why[0] ? why : v->path ? "no valid rendezvous file yet" : "no answer yet",
-              (double)c->timeout_ns / 1e9);
+              (double)c->set.timeout_ns / 1e9);
     if (v->path) {                     /* read the file afresh every time: a stale one may be replaced */
       char buf[160], fwhy[200];
       int fd = cc__file_open(v->path, 0, fwhy, sizeof fwhy);
@@ -10328,7 +10321,7 @@ static cc_result cc__submit(cc_comm *c, const cc__call *k) {
   }
   cc__drain(c);
   if ((r = cc__ready(c, what)) != CC_OK) return r;
-  if (c->debug >= CC__LOG_TRACE) {
+  if (c->set.debug >= CC__LOG_TRACE) {
     cc__ident id;
     char desc[128];
     cc__ident_of(k, &id);

@@ -1379,7 +1379,7 @@ static cc_result cc_cuda__close_stale(cc_cuda_comm *g, const char *what, int p, 
     if (e != cudaErrorNotReady)
       return cc_cuda__abort(g, CC_ERR_SYSTEM, "%s: rank %d: cudaEventQuery of its previous call's end failed: %s (%s)",
                             what, g->rank, cudaGetErrorName(e), cudaGetErrorString(e));
-    if (waited > g->host->timeout_ns)
+    if (waited > g->host->set.timeout_ns)
       return cc_cuda__abort(g, CC_ERR_TIMEOUT, "%s: rank %d: to map a buffer of rank %d, mappings of memory it freed "
                             "must be closed first, once this rank's previous call is done; it was not done after "
                             "%.0f s (CC_TIMEOUT)", what, g->rank, p, waited / 1e9);
@@ -1860,7 +1860,7 @@ static void cc_cuda__declare(cc_cuda_comm *g, cc_result code, const char *fmt, .
 static int cc_cuda__overdue(cc_cuda_comm *g, int k, int waiting, unsigned int val, uint64_t now) {
   if (!waiting) { g->since[k] = 0; return 0; }
   if (!g->since[k] || g->since_val[k] != val) { g->since[k] = now; g->since_val[k] = val; return 0; }
-  return now - g->since[k] > g->host->timeout_ns;
+  return now - g->since[k] > g->host->set.timeout_ns;
 }
 
 /* One round; `closing` (read under the lock by the caller): destroy has
@@ -1888,21 +1888,21 @@ static void cc_cuda__watch(cc_cuda_comm *g, int closing) {
       x = __atomic_load_n(&pg->post[p][0], __ATOMIC_ACQUIRE);
       if (cc_cuda__overdue(g, p, (int)(x - mine) < 0, mine, now)) {
         cc_cuda__declare(g, CC_ERR_TIMEOUT, "rank %d waited %.3g s on its GPU for rank %d to reach collective phase %u (it is at %u)",
-                         me, g->host->timeout_ns / 1e9, p, mine, x);
+                         me, g->host->set.timeout_ns / 1e9, p, mine, x);
         a = 1;
       }
       x = __atomic_load_n(&pg->want[p][me], __ATOMIC_ACQUIRE);
       y = __atomic_load_n(&pg->ready[p][me], __ATOMIC_ACQUIRE);
       if (!a && cc_cuda__overdue(g, CC_CUDA__MAXR + p, (int)(x - y) > 0, x, now)) {
         cc_cuda__declare(g, CC_ERR_TIMEOUT, "rank %d waited %.3g s on its GPU for message %u from rank %d",
-                         me, g->host->timeout_ns / 1e9, x, p);
+                         me, g->host->set.timeout_ns / 1e9, x, p);
         a = 1;
       }
       x = __atomic_load_n(&pg->ready[me][p], __ATOMIC_ACQUIRE);
       y = __atomic_load_n(&pg->done[me][p], __ATOMIC_ACQUIRE);
       if (!a && cc_cuda__overdue(g, 2 * CC_CUDA__MAXR + p, (int)(x - y) > 0, x, now)) {
         cc_cuda__declare(g, CC_ERR_TIMEOUT, "rank %d waited %.3g s on its GPU for rank %d to receive message %u",
-                         me, g->host->timeout_ns / 1e9, p, x);
+                         me, g->host->set.timeout_ns / 1e9, p, x);
         a = 1;
       }
     }
@@ -2378,10 +2378,6 @@ static void cc_cuda__extents(cc_cuda_comm *g, const cc__call *k, size_t *sx, siz
   *rx = cc__plan_extent(g->host, k, 1);
 }
 
-static int cc_cuda__call_reduces(const cc__call *k) {
-  return k->coll == CC__REDUCE || k->coll == CC__ALL_REDUCE || k->coll == CC__REDUCE_SCATTER;
-}
-
 /* The fold's op: a premul_sum op (created on the host communicator) folds as
    CC__OP_PREMUL with every rank's scalar from its record. */
 static int cc_cuda__gpu_op(const cc_cuda_comm *g, cc_op op) {
@@ -2462,10 +2458,10 @@ static cc_result cc_cuda__coll_swap(cc_cuda_comm *g, const char *what, const cc_
   me->need = nomem ? sx : 0;
   me->coll = k->coll;
   me->dtype = (int)k->t;
-  me->op = cc_cuda__call_reduces(k) ? k->op : 0;
+  me->op = cc__reduces(k->coll) ? k->op : 0;
   me->root = k->root;
   me->count = cc__is_v(k->coll) ? (k->coll == CC__SCATTER_V ? k->rcount : k->scount) : k->count;
-  if (k->op >= CC__OP_FIRST_USER && cc_cuda__call_reduces(k)) {
+  if (k->op >= CC__OP_FIRST_USER && cc__reduces(k->coll)) {
     const cc__opinfo *o = &g->host->ops[k->op - CC__OP_FIRST_USER];
     if (o->kind == CC__OPK_PREMUL) memcpy(me->scal, o->scal, sizeof me->scal);
     else me->flags |= CC_CUDA__STAGE;  /* a user function runs on the CPU */
@@ -2917,7 +2913,7 @@ static cc_result cc_cuda__staged_p2p(cc_cuda_comm *g, cc_cuda__p2p *ops, int nop
    GPU faults on a misaligned load. Moving data needs no alignment. */
 static cc_result cc_cuda__aligned(cc_cuda_comm *g, const char *what, const cc__call *k) {
   size_t a = cc__dtype_bytes(k->t);
-  if (!cc_cuda__call_reduces(k)) return CC_OK;
+  if (!cc__reduces(k->coll)) return CC_OK;
   if (k->t == CC_COMPLEX64 || k->t == CC_COMPLEX128) a /= 2;
   if ((uintptr_t)k->sbuf % a)
     return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "%s: rank %d: sendbuf %p is not aligned to %zu bytes, as %s elements "

@@ -41,7 +41,7 @@ static cc_cuda_comm *make(int peer2_pid) {
     tu_fail("cuda watchdog: host comm", "%s", cc_comm_last_error(NULL));
     exit(1);
   }
-  host->timeout_ns = 50 * MS;
+  host->set.timeout_ns = 50 * MS;
   g->host = host;
   g->rank = 0;
   g->size = 3;

@@ -690,7 +690,7 @@ static int differ_main(cc_comm *c, void *arg) {
   int me = cc_comm_rank(c), i, j;
   size_t cnt = 1024, e;
   int32_t sb[1024], rb[2048];
-  if (me == 1 && s->mode == 4) c->direct_bytes = (size_t)1 << 40;
+  if (me == 1 && s->mode == 4) c->set.direct_bytes = (size_t)1 << 40;
   if (me == 1 && s->mode == 5) {
     free(c->tune);
     c->tune = NULL;
