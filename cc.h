@@ -2956,35 +2956,45 @@ typedef struct cc__msg {               /* one send or receive in flight */
   size_t st_off;                       /* encryption: the payload offset of the stage's first byte */
 } cc__msg;
 
-typedef struct cc__peer {              /* the link to one rank, and what arrives on it */
-  int link;                            /* cc__link */
-  int ch;                              /* SHM: the peer's index in the host segment */
-  int fd;                              /* TCP: the connection */
-  int eof;                             /* TCP: the peer closed its side */
-  int drained;                         /* TCP: the last read took all the socket held: the next
+/* The connectors' state for one peer: each connector (cc__connector, @engine)
+   keeps what its link needs here, and nothing else reads it. */
+typedef struct cc__ring_link {         /* shared-memory rings in the host's segment */
+  int ch;                              /* the peer's index in the host segment */
+  uint64_t seen_tail, seen_head;       /* the short way: the ring's tail (out) and head (in) when last read */
+  uint64_t rx_lag;                     /* in c->shm's peers, by ring: bytes the short way took from the ring from
+                                          this rank and did not yet give back (its tail lags by that much) */
+} cc__ring_link;
+
+typedef struct cc__tcp_link {          /* a TCP connection */
+  int fd;
+  int eof;                             /* the peer closed its side */
+  int drained;                         /* the last read took all the socket held: the next
                                           waits for poll() to say more came (cc__rx_pull_ready) */
-  int ending;                          /* TCP: poll() said the peer closed its side: read to the end */
-  int tx_mid;                          /* TCP: a frame to it is partly written */
-  int abort_owed;                      /* TCP: the abort frame waits for that frame's end (cc__run_settle) */
+  int ending;                          /* poll() said the peer closed its side: read to the end */
+  int abort_owed;                      /* the abort frame waits for a partly written frame's end (cc__run_settle) */
+  struct cc__sec *sec;                 /* with a token: the connection's keys and counters (@tcp) */
+  unsigned char *stage;                /* bytes read ahead of the parser */
+  size_t st_beg, st_end;
+  int bye;                             /* its farewell frame came (it destroyed its communicator) ... */
+  uint64_t bye_seq;                    /* ... after this many collectives, */
+  cc__ident bye_id;                    /* ... the last of them this one */
+} cc__tcp_link;
+
+typedef struct cc__peer {              /* the link to one rank, and what arrives on it */
+  int link;                            /* cc__link: which connector */
+  int tx_mid;                          /* a frame to it is partly written */
   int rx_state;                        /* 0: reading a header, 1: a payload, 2: its tag */
   int rx_dead;                         /* its stream stopped making sense: nothing more is read from it */
   size_t rx_hdr_got;                   /* bytes of the header (or of the tag) read */
   unsigned char rx_hdr[CC__FRAME + CC__TAG];   /* the header, and its tag on an authenticated link */
   unsigned char rx_tag[CC__TAG];       /* the payload's tag */
-  struct cc__sec *sec;                 /* TCP with a token: the connection's keys and counters (@tcp) */
   cc__frame rx;                        /* the header of the frame being read */
   uint64_t rx_done;                    /* its payload bytes read so far */
   cc__msg *rx_target;                  /* the receive it fills, or ... */
   cc__umsg *rx_unexp;                  /* ... the unexpected message (an abort too) */
   cc__umsg *uq_head, *uq_tail;         /* complete unexpected messages, oldest first */
-  unsigned char *stage;                /* TCP: bytes read ahead of the parser */
-  size_t st_beg, st_end;
-  uint64_t seen_tail, seen_head;       /* SHM, the short way: the ring's tail (out) and head (in) when last read */
-  uint64_t rx_lag;                     /* in c->shm's peers, by ring: bytes the short way took from the ring from
-                                          this rank and did not yet give back (its tail lags by that much) */
-  int bye;                             /* TCP: its farewell frame came (it destroyed its communicator) ... */
-  uint64_t bye_seq;                    /* ... after this many collectives, */
-  cc__ident bye_id;                    /* ... the last of them this one */
+  cc__ring_link ring;                  /* CC__LINK_SHM */
+  cc__tcp_link tcp;                    /* CC__LINK_TCP */
 } cc__peer;
 
 /* ---------------------------------------------------------------- calls */
@@ -5400,6 +5410,226 @@ static uint64_t cc__sec_limit(const cc__sec *s) {
   return s->suite == CC__AEAD_AES256_GCM ? CC__GCM_PMAX : CC__CHACHA_PMAX;
 }
 
+/* ---------------------------------------------------------------- connectors
+
+   A peer's link is one connector: the rings of the host's segment
+   (CC__LINK_SHM) or a TCP connection (CC__LINK_TCP). The engine reaches a
+   link only through these primitives, and each connector keeps its state in
+   its own part of cc__peer (ring, tcp); adding a transport is adding a row
+   to cc__connectors (docs/design.md). */
+
+typedef struct cc__connector {
+  const char *name;
+  /* Bytes from rank p into dst, at most max: how many (0: none now), or -1
+     when the link ended (errno says how; 0: the peer closed it). */
+  long (*read)(cc_comm *c, int p, void *dst, size_t max);
+  /* Write what the link to m->peer takes of send m (its header, then its
+     payload): bytes written, or -1 when the link broke (errno). */
+  long (*write)(cc_comm *c, cc__msg *m);
+  /* Is anything from rank p already here to be read without waiting? */
+  int (*has_bytes)(cc_comm *c, int p);
+  /* Is rank p gone (why says how)? A question only: nothing is posted. */
+  int (*gone)(cc_comm *c, int p, char *why, size_t len);
+} cc__connector;
+
+/* Has send m written all of its frame? */
+static int cc__sent_all(const cc__msg *m) {
+  return m->hdr_sent == m->hdr_len && m->moved == m->bytes && !m->tag_left;
+}
+
+/* Send m moved w bytes: its header first, then its payload. */
+static long cc__sent(cc__peer *pe, cc__msg *m, long w) {
+  if (w > 0) {
+    size_t h = CC__MIN((size_t)w, m->hdr_len - m->hdr_sent);
+    m->hdr_sent += h;
+    m->moved += (size_t)w - h;
+    pe->tx_mid = !cc__sent_all(m);
+  }
+  return w;
+}
+
+/* ---- rings: the host's segment (@shm) */
+
+/* The ring from rank `from` to this rank, and the one to rank `to`. */
+static cc__chan *cc__ring_in(cc_comm *c, int from) { return cc__chan_at(c->shm, c->peers[from].ring.ch, c->shm->rank); }
+static cc__chan *cc__ring_out(cc_comm *c, int to) { return cc__chan_at(c->shm, c->shm->rank, c->peers[to].ring.ch); }
+
+static long cc__ring_read(cc_comm *c, int p, void *dst, size_t max) {
+  cc__chan *ch = cc__ring_in(c, p);
+  uint64_t tail = ch->tail, head = CC__LOAD(&ch->head);
+  size_t n = CC__MIN((size_t)(head - tail), max);
+  if (!n) return 0;
+  cc__ring_get(c->shm, ch, tail, dst, n);
+  CC__STORE_SC(&ch->tail, tail + n);
+  cc__notify(c->shm);
+  return (long)n;
+}
+
+static long cc__ring_write(cc_comm *c, cc__msg *m) {
+  cc__chan *ch = cc__ring_out(c, m->peer);
+  uint64_t head = ch->head, tail = CC__LOAD(&ch->tail);
+  size_t space = c->shm->chan_bytes - (size_t)(head - tail), a = CC__MIN(space, m->hdr_len - m->hdr_sent), b;
+  long w;
+  if (a) cc__ring_put(c->shm, ch, head, m->hdr + m->hdr_sent, a);
+  b = CC__MIN(space - a, m->bytes - m->moved);
+  if (b) cc__ring_put(c->shm, ch, head + a, m->buf + m->moved, b);
+  w = (long)(a + b);
+  if (w) {
+    CC__STORE_SC(&ch->head, head + (uint64_t)w);
+    cc__notify(c->shm);
+  }
+  return cc__sent(&c->peers[m->peer], m, w);
+}
+
+static int cc__ring_has_bytes(cc_comm *c, int p) {
+  cc__chan *ch = cc__ring_in(c, p);
+  return CC__LOAD(&ch->head) != ch->tail;
+}
+
+static int cc__ring_gone(cc_comm *c, int p, char *why, size_t len) {
+  return cc__shm_gone(c->shm, c->peers[p].ring.ch, why, len);
+}
+
+/* ---- TCP connections (@tcp) */
+
+static long cc__tcp_read(cc_comm *c, int p, void *dst, size_t max) {
+  cc__tcp_link *t = &c->peers[p].tcp;
+  long k;
+  if (t->st_beg < t->st_end) {         /* what was read ahead first */
+    size_t n = CC__MIN(t->st_end - t->st_beg, max);
+    memcpy(dst, t->stage + t->st_beg, n);
+    t->st_beg += n;
+    if (t->st_beg == t->st_end) t->st_beg = t->st_end = 0;
+    return (long)n;
+  }
+  if (t->eof) { errno = 0; return -1; }
+  if (t->drained) return 0;            /* a read now would only say EAGAIN */
+  if (max >= 4096) {                   /* a large payload: straight to its place */
+    size_t ask = CC__MIN(max, (size_t)1 << 30);
+    k = cc__sock_recv(t->fd, dst, ask);
+    if (k > 0 && (size_t)k < ask && !t->ending) t->drained = 1;
+  } else {
+    k = cc__sock_recv(t->fd, t->stage, CC__STAGE);
+    if (k > 0) {
+      size_t n = CC__MIN((size_t)k, max);
+      if ((size_t)k < CC__STAGE && !t->ending) t->drained = 1;
+      memcpy(dst, t->stage, n);
+      t->st_beg = n;
+      t->st_end = (size_t)k;
+      if (t->st_beg == t->st_end) t->st_beg = t->st_end = 0;
+      return (long)n;
+    }
+  }
+  if (k > 0) return k;
+  if (k == 0) { t->eof = 1; errno = 0; return -1; }
+  if (errno == EAGAIN || errno == EWOULDBLOCK) { t->drained = !t->ending; return 0; }
+  t->eof = 1;
+  return -1;
+}
+
+/* A send on an authenticated TCP link (see "authenticated frames"): the
+   header's tag and the frame's two nonces are taken at its first write; a
+   small payload is MACed (or encrypted) at once, so that the whole frame goes
+   in one sendmsg; a large one is MACed just after the socket took it, at
+   most CC__SEC_STAGE bytes a write so that the bytes are still in the cache
+   (the receiver reads as much at a time, for the same reason), or encrypted
+   a stage at a time into the connection's stage. Bytes written, or -1
+   (errno). */
+static long cc__sec_write(cc__peer *pe, cc__msg *m) {
+  cc__sec *s = pe->tcp.sec;
+  const unsigned char *pay;
+  size_t plen, hleft, tlen = 0, k;
+  long w;
+  if (!m->sealed) {
+    cc__sec_begin(s, 1);
+    (void)cc__aead_aad(&s->txs, m->hdr, CC__FRAME);
+    (void)cc__aead_final(&s->txs, m->hdr + CC__FRAME);
+    m->hdr_len = CC__FRAME + CC__TAG;
+    m->sealed = 1;
+    pe->tx_mid = 1;                    /* its numbers are taken: nothing else may go first (an abort frame) */
+    m->macd = m->st_off = 0;
+    m->tag_left = m->bytes ? CC__TAG : 0;
+    if (m->bytes) {
+      cc__sec_begin(s, 1);
+      if (!s->encrypt && m->bytes <= CC__STAGE) {
+        (void)cc__aead_aad(&s->txs, m->buf, m->bytes);
+        (void)cc__aead_final(&s->txs, s->tx_tag);
+        m->macd = m->bytes;
+      }
+    }
+  }
+  if (s->encrypt && m->moved == m->macd && m->macd < m->bytes) {   /* the stage is empty: fill it */
+    k = CC__MIN(m->bytes - m->macd, (size_t)CC__SEC_STAGE);
+    (void)cc__aead_encrypt(&s->txs, m->buf + m->macd, s->stage, k);
+    m->st_off = m->macd;
+    m->macd += k;
+    if (m->macd == m->bytes) (void)cc__aead_final(&s->txs, s->tx_tag);
+  }
+  hleft = m->hdr_len - m->hdr_sent;
+  if (s->encrypt) { pay = s->stage + (m->moved - m->st_off); plen = m->macd - m->moved; }
+  else { pay = m->buf + m->moved; plen = CC__MIN(m->bytes - m->moved, (size_t)CC__SEC_STAGE); }
+  if (m->tag_left && m->macd == m->bytes && m->moved + plen == m->bytes) tlen = m->tag_left;
+  w = cc__sock_send3(pe->tcp.fd, m->hdr + m->hdr_sent, hleft, pay, plen, s->tx_tag + CC__TAG - m->tag_left, tlen);
+  if (w < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+  k = (size_t)w;
+  m->hdr_sent += CC__MIN(k, hleft);
+  k -= CC__MIN(k, hleft);
+  m->moved += CC__MIN(k, plen);
+  k -= CC__MIN(k, plen);
+  m->tag_left -= k;
+  if (!s->encrypt && m->moved > m->macd) {   /* MAC what the socket just took */
+    (void)cc__aead_aad(&s->txs, m->buf + m->macd, m->moved - m->macd);
+    m->macd = m->moved;
+    if (m->macd == m->bytes) (void)cc__aead_final(&s->txs, s->tx_tag);
+  }
+  pe->tx_mid = !cc__sent_all(m);
+  return w;
+}
+
+static long cc__tcp_write(cc_comm *c, cc__msg *m) {
+  cc__peer *pe = &c->peers[m->peer];
+  long w;
+  if (pe->tcp.sec) return cc__sec_write(pe, m);
+  w = cc__sock_send2(pe->tcp.fd, m->hdr + m->hdr_sent, m->hdr_len - m->hdr_sent, m->buf + m->moved,
+                     CC__MIN(m->bytes - m->moved, (size_t)1 << 30));
+  if (w < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
+  return cc__sent(pe, m, w);
+}
+
+static int cc__tcp_has_bytes(cc_comm *c, int p) {
+  const cc__tcp_link *t = &c->peers[p].tcp;
+  return t->st_beg < t->st_end;
+}
+
+static int cc__tcp_gone(cc_comm *c, int p, char *why, size_t len) {
+  if (!c->peers[p].tcp.eof) return 0;
+  snprintf(why, len, "closed its connection");
+  return 1;
+}
+
+/* ---- no link (this rank itself, or none yet) */
+
+static long cc__none_read(cc_comm *c, int p, void *dst, size_t max) { (void)c; (void)p; (void)dst; (void)max; return 0; }
+static long cc__none_write(cc_comm *c, cc__msg *m) { (void)c; (void)m; return 0; }
+static int cc__none_has_bytes(cc_comm *c, int p) { (void)c; (void)p; return 0; }
+static int cc__none_gone(cc_comm *c, int p, char *why, size_t len) { (void)c; (void)p; (void)why; (void)len; return 0; }
+
+/* By cc__link. */
+static const cc__connector cc__connectors[] = {
+  {"none", cc__none_read, cc__none_write, cc__none_has_bytes, cc__none_gone},
+  {"self", cc__none_read, cc__none_write, cc__none_has_bytes, cc__none_gone},
+  {"shared memory", cc__ring_read, cc__ring_write, cc__ring_has_bytes, cc__ring_gone},
+  {"tcp", cc__tcp_read, cc__tcp_write, cc__tcp_has_bytes, cc__tcp_gone},
+};
+
+static CC__INLINE const cc__connector *cc__conn(const cc_comm *c, int p) { return &cc__connectors[c->peers[p].link]; }
+
+static long cc__link_read(cc_comm *c, int p, void *dst, size_t max) {
+  return max ? cc__conn(c, p)->read(c, p, dst, max) : 0;
+}
+static long cc__link_write(cc_comm *c, cc__msg *m) { return cc__conn(c, m->peer)->write(c, m); }
+static int cc__link_has_bytes(cc_comm *c, int p) { return cc__conn(c, p)->has_bytes(c, p); }
+
 /* ---------------------------------------------------------------- failures */
 
 /* The abort frame to rank r (where its stream is between frames), then the
@@ -5409,10 +5639,10 @@ static void cc__abort_send(cc_comm *c, int r) {
   cc__peer *p = &c->peers[r];
   size_t len = c->net->abort_len;
   const unsigned char *f = c->net->abort_f;
-  p->abort_owed = 0;
-  if (!p->tx_mid && p->sec) (void)cc__sock_send_small(p->fd, g, cc__sec_frame(p->sec, f, f + CC__FRAME, len, g));
-  else if (!p->tx_mid) (void)cc__sock_send_small(p->fd, f, CC__FRAME + len);
-  cc__sock_shutdown(p->fd);
+  p->tcp.abort_owed = 0;
+  if (!p->tx_mid && p->tcp.sec) (void)cc__sock_send_small(p->tcp.fd, g, cc__sec_frame(p->tcp.sec, f, f + CC__FRAME, len, g));
+  else if (!p->tx_mid) (void)cc__sock_send_small(p->tcp.fd, f, CC__FRAME + len);
+  cc__sock_shutdown(p->tcp.fd);
 }
 
 /* The communicator failed: tell every rank on another host, with an abort
@@ -5432,8 +5662,8 @@ static void cc__propagate(cc_comm *c, cc_result code, int who, const char *msg) 
   cc__frame_encode(c->net->abort_f, &fr);
   for (r = 0; r < c->size; r++) {
     cc__peer *p = &c->peers[r];
-    if (p->link != CC__LINK_TCP || p->fd < 0) continue;
-    if (p->tx_mid) p->abort_owed = 1;
+    if (p->link != CC__LINK_TCP || p->tcp.fd < 0) continue;
+    if (p->tx_mid) p->tcp.abort_owed = 1;
     else cc__abort_send(c, r);
   }
 }
@@ -5502,10 +5732,10 @@ static void cc__say_bye(cc_comm *c) {
   cc__frame_encode(f, &fr);
   for (r = 0; r < c->size; r++) {
     cc__peer *p = &c->peers[r];
-    if (p->link != CC__LINK_TCP || p->fd < 0 || p->tx_mid || p->rx_dead) continue;
-    if (p->sec) (void)cc__sock_send_small(p->fd, g, cc__sec_frame(p->sec, f, NULL, 0, g));
-    else (void)cc__sock_send_small(p->fd, f, CC__FRAME);
-    cc__sock_shutdown(p->fd);
+    if (p->link != CC__LINK_TCP || p->tcp.fd < 0 || p->tx_mid || p->rx_dead) continue;
+    if (p->tcp.sec) (void)cc__sock_send_small(p->tcp.fd, g, cc__sec_frame(p->tcp.sec, f, NULL, 0, g));
+    else (void)cc__sock_send_small(p->tcp.fd, f, CC__FRAME);
+    cc__sock_shutdown(p->tcp.fd);
   }
 }
 
@@ -5539,26 +5769,22 @@ static void cc__post_fail_msg(cc_comm *c, cc_result code, int who, const char *f
 static cc_result cc__left_mismatch(cc_comm *c, int r, const char *what) {
   const cc__peer *p = &c->peers[r];
   char a[128], b[128];
-  if (!c->call_word || !p->bye || p->bye_seq < c->seq) return CC_OK;
-  if (p->bye_seq == c->seq && cc__ident_same(&p->bye_id, &c->cur)) return CC_OK;
-  cc__ident_str(&p->bye_id, a, sizeof a);
+  if (!c->call_word || !p->tcp.bye || p->tcp.bye_seq < c->seq) return CC_OK;
+  if (p->tcp.bye_seq == c->seq && cc__ident_same(&p->tcp.bye_id, &c->cur)) return CC_OK;
+  cc__ident_str(&p->tcp.bye_id, a, sizeof a);
   cc__ident_str(&c->cur, b, sizeof b);
-  if (p->bye_seq == c->seq)
+  if (p->tcp.bye_seq == c->seq)
     return cc__fail_all(c, CC_ERR_MISMATCH, r, what, "rank %d called %s as collective #%llu while this rank called "
                         "%s, then left (it destroyed its communicator)", r, a, (unsigned long long)c->seq, b);
   return cc__fail_all(c, CC_ERR_MISMATCH, r, what, "rank %d went on to its collective #%llu, %s, without what this "
                       "rank waits for from it in #%llu, %s, then left (it destroyed its communicator)", r,
-                      (unsigned long long)p->bye_seq, a, (unsigned long long)c->seq, b);
+                      (unsigned long long)p->tcp.bye_seq, a, (unsigned long long)c->seq, b);
 }
 
 /* Is rank r gone (why says how)? A question only: nothing is posted. */
 static int cc__peer_gone(cc_comm *c, int r, char *why, size_t len) {
-  const cc__peer *p;
   if (r < 0 || r >= c->size || r == c->rank) return 0;
-  p = &c->peers[r];
-  if (p->link == CC__LINK_SHM) return cc__shm_gone(c->shm, p->ch, why, len);
-  if (p->link == CC__LINK_TCP && p->eof) { snprintf(why, len, "closed its connection"); return 1; }
-  return 0;
+  return cc__conn(c, r)->gone(c, r, why, len);
 }
 
 /* Is rank r gone? Posts CC_ERR_PEER_LOST naming it when it is (a mismatch
@@ -5570,9 +5796,9 @@ static cc_result cc__check_peer(cc_comm *c, int r, const char *what) {
   p = &c->peers[r];
   if (p->link == CC__LINK_SHM) return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d %s", r, why);
   CC__TRY(cc__left_mismatch(c, r, what));
-  if (p->bye)
+  if (p->tcp.bye)
     return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d left (it destroyed its communicator) after its "
-                        "collective #%llu", r, (unsigned long long)p->bye_seq);
+                        "collective #%llu", r, (unsigned long long)p->tcp.bye_seq);
   return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d closed its connection: it exited, was killed or "
                       "destroyed its communicator", r);
 }
@@ -5684,7 +5910,7 @@ static void cc__where(cc_comm *c, char *buf, size_t len) {
     int coll;
     if (j == c->rank) { seq = c->seq; coll = c->cur.coll; }
     else if (c->shm && p->link == CC__LINK_SHM) {
-      uint64_t call = __atomic_load_n(&c->shm->ctl[p->ch].call, __ATOMIC_RELAXED);
+      uint64_t call = __atomic_load_n(&c->shm->ctl[p->ring.ch].call, __ATOMIC_RELAXED);
       seq = call >> 24;
       coll = (int)(call >> 16 & 0x7f);
     } else { away++; continue; }
@@ -5721,14 +5947,14 @@ static void cc__wait_warn(cc_comm *c, const cc__waitfor *w, int who, const char 
    room while the tail lags finds frames not yet read, which this rank's
    next calls read.) */
 static void cc__ring_give(cc__chan *ch, cc__peer *lp) {   /* one ring's (lp: its entry in the segment's peers) */
-  CC__STORE_SC(&ch->tail, ch->tail + lp->rx_lag);
-  lp->rx_lag = 0;
+  CC__STORE_SC(&ch->tail, ch->tail + lp->ring.rx_lag);
+  lp->ring.rx_lag = 0;
 }
 
 static void cc__rings_give_back(cc_comm *s) {
   int i;
   for (i = 0; i < s->size; i++)
-    if (s->peers[i].rx_lag) cc__ring_give(cc__chan_at(s, i, s->rank), &s->peers[i]);
+    if (s->peers[i].ring.rx_lag) cc__ring_give(cc__chan_at(s, i, s->rank), &s->peers[i]);
   s->rx_lagged = 0;
   cc__notify(s);
 }
@@ -5821,170 +6047,6 @@ static cc_result cc__wait(cc_comm *c, const cc__waitfor *w, const char *what) {
   }
 }
 
-/* ---------------------------------------------------------------- links: bytes in and out */
-
-/* The ring from rank `from` to this rank, and the one to rank `to`. */
-static cc__chan *cc__ring_in(cc_comm *c, int from) { return cc__chan_at(c->shm, c->peers[from].ch, c->shm->rank); }
-static cc__chan *cc__ring_out(cc_comm *c, int to) { return cc__chan_at(c->shm, c->shm->rank, c->peers[to].ch); }
-
-/* Bytes from rank p into dst, at most max: how many (0: none now), or -1 when
-   the link ended (TCP: the peer closed it or it broke; errno says which). */
-static long cc__link_read(cc_comm *c, int p, void *dst, size_t max) {
-  cc__peer *pe = &c->peers[p];
-  if (!max) return 0;
-  if (pe->link == CC__LINK_SHM) {
-    cc__chan *ch = cc__ring_in(c, p);
-    uint64_t tail = ch->tail, head = CC__LOAD(&ch->head);
-    size_t n = CC__MIN((size_t)(head - tail), max);
-    if (!n) return 0;
-    cc__ring_get(c->shm, ch, tail, dst, n);
-    CC__STORE_SC(&ch->tail, tail + n);
-    cc__notify(c->shm);
-    return (long)n;
-  }
-  if (pe->link == CC__LINK_TCP) {
-    long k;
-    if (pe->st_beg < pe->st_end) {     /* what was read ahead first */
-      size_t n = CC__MIN(pe->st_end - pe->st_beg, max);
-      memcpy(dst, pe->stage + pe->st_beg, n);
-      pe->st_beg += n;
-      if (pe->st_beg == pe->st_end) pe->st_beg = pe->st_end = 0;
-      return (long)n;
-    }
-    if (pe->eof) { errno = 0; return -1; }
-    if (pe->drained) return 0;         /* a read now would only say EAGAIN */
-    if (max >= 4096) {                 /* a large payload: straight to its place */
-      size_t ask = CC__MIN(max, (size_t)1 << 30);
-      k = cc__sock_recv(pe->fd, dst, ask);
-      if (k > 0 && (size_t)k < ask && !pe->ending) pe->drained = 1;
-    } else {
-      k = cc__sock_recv(pe->fd, pe->stage, CC__STAGE);
-      if (k > 0) {
-        if ((size_t)k < CC__STAGE && !pe->ending) pe->drained = 1;
-        size_t n = CC__MIN((size_t)k, max);
-        memcpy(dst, pe->stage, n);
-        pe->st_beg = n;
-        pe->st_end = (size_t)k;
-        if (pe->st_beg == pe->st_end) pe->st_beg = pe->st_end = 0;
-        return (long)n;
-      }
-    }
-    if (k > 0) return k;
-    if (k == 0) { pe->eof = 1; errno = 0; return -1; }
-    if (errno == EAGAIN || errno == EWOULDBLOCK) { pe->drained = !pe->ending; return 0; }
-    pe->eof = 1;
-    return -1;
-  }
-  return 0;
-}
-
-/* Is anything waiting to be read from rank p? */
-static int cc__link_has_bytes(cc_comm *c, int p) {
-  cc__peer *pe = &c->peers[p];
-  if (pe->link == CC__LINK_SHM) {
-    cc__chan *ch = cc__ring_in(c, p);
-    return CC__LOAD(&ch->head) != ch->tail;
-  }
-  return pe->link == CC__LINK_TCP && pe->st_beg < pe->st_end;
-}
-
-/* Has send m written all of its frame? */
-static int cc__sent_all(const cc__msg *m) {
-  return m->hdr_sent == m->hdr_len && m->moved == m->bytes && !m->tag_left;
-}
-
-/* A send on an authenticated TCP link (see "authenticated frames"): the
-   header's tag and the frame's two nonces are taken at its first write; a
-   small payload is MACed (or encrypted) at once, so that the whole frame goes
-   in one sendmsg; a large one is MACed just after the socket took it, at
-   most CC__SEC_STAGE bytes a write so that the bytes are still in the cache
-   (the receiver reads as much at a time, for the same reason), or encrypted
-   a stage at a time into the connection's stage. Bytes written, or -1
-   (errno). */
-static long cc__sec_write(cc__peer *pe, cc__msg *m) {
-  cc__sec *s = pe->sec;
-  const unsigned char *pay;
-  size_t plen, hleft, tlen = 0, k;
-  long w;
-  if (!m->sealed) {
-    cc__sec_begin(s, 1);
-    (void)cc__aead_aad(&s->txs, m->hdr, CC__FRAME);
-    (void)cc__aead_final(&s->txs, m->hdr + CC__FRAME);
-    m->hdr_len = CC__FRAME + CC__TAG;
-    m->sealed = 1;
-    pe->tx_mid = 1;                    /* its numbers are taken: nothing else may go first (an abort frame) */
-    m->macd = m->st_off = 0;
-    m->tag_left = m->bytes ? CC__TAG : 0;
-    if (m->bytes) {
-      cc__sec_begin(s, 1);
-      if (!s->encrypt && m->bytes <= CC__STAGE) {
-        (void)cc__aead_aad(&s->txs, m->buf, m->bytes);
-        (void)cc__aead_final(&s->txs, s->tx_tag);
-        m->macd = m->bytes;
-      }
-    }
-  }
-  if (s->encrypt && m->moved == m->macd && m->macd < m->bytes) {   /* the stage is empty: fill it */
-    k = CC__MIN(m->bytes - m->macd, (size_t)CC__SEC_STAGE);
-    (void)cc__aead_encrypt(&s->txs, m->buf + m->macd, s->stage, k);
-    m->st_off = m->macd;
-    m->macd += k;
-    if (m->macd == m->bytes) (void)cc__aead_final(&s->txs, s->tx_tag);
-  }
-  hleft = m->hdr_len - m->hdr_sent;
-  if (s->encrypt) { pay = s->stage + (m->moved - m->st_off); plen = m->macd - m->moved; }
-  else { pay = m->buf + m->moved; plen = CC__MIN(m->bytes - m->moved, (size_t)CC__SEC_STAGE); }
-  if (m->tag_left && m->macd == m->bytes && m->moved + plen == m->bytes) tlen = m->tag_left;
-  w = cc__sock_send3(pe->fd, m->hdr + m->hdr_sent, hleft, pay, plen, s->tx_tag + CC__TAG - m->tag_left, tlen);
-  if (w < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
-  k = (size_t)w;
-  m->hdr_sent += CC__MIN(k, hleft);
-  k -= CC__MIN(k, hleft);
-  m->moved += CC__MIN(k, plen);
-  k -= CC__MIN(k, plen);
-  m->tag_left -= k;
-  if (!s->encrypt && m->moved > m->macd) {   /* MAC what the socket just took */
-    (void)cc__aead_aad(&s->txs, m->buf + m->macd, m->moved - m->macd);
-    m->macd = m->moved;
-    if (m->macd == m->bytes) (void)cc__aead_final(&s->txs, s->tx_tag);
-  }
-  pe->tx_mid = !cc__sent_all(m);
-  return w;
-}
-
-/* Write what the link to m->peer takes of send m (its header, then its
-   payload): bytes written, or -1 when the link broke (errno). */
-static long cc__link_write(cc_comm *c, cc__msg *m) {
-  cc__peer *pe = &c->peers[m->peer];
-  size_t hleft = m->hdr_len - m->hdr_sent, pleft = m->bytes - m->moved;
-  long w = 0;
-  if (pe->link == CC__LINK_SHM) {
-    cc__chan *ch = cc__ring_out(c, m->peer);
-    uint64_t head = ch->head, tail = CC__LOAD(&ch->tail);
-    size_t space = c->shm->chan_bytes - (size_t)(head - tail), a = CC__MIN(space, hleft), b;
-    if (a) cc__ring_put(c->shm, ch, head, m->hdr + m->hdr_sent, a);
-    b = CC__MIN(space - a, pleft);
-    if (b) cc__ring_put(c->shm, ch, head + a, m->buf + m->moved, b);
-    w = (long)(a + b);
-    if (w) {
-      CC__STORE_SC(&ch->head, head + (uint64_t)w);
-      cc__notify(c->shm);
-    }
-  } else if (pe->link == CC__LINK_TCP && pe->sec) {
-    return cc__sec_write(pe, m);
-  } else if (pe->link == CC__LINK_TCP) {
-    w = cc__sock_send2(pe->fd, m->hdr + m->hdr_sent, hleft, m->buf + m->moved, CC__MIN(pleft, (size_t)1 << 30));
-    if (w < 0) return errno == EAGAIN || errno == EWOULDBLOCK ? 0 : -1;
-  }
-  if (w > 0) {
-    size_t h = CC__MIN((size_t)w, hleft);
-    m->hdr_sent += h;
-    m->moved += (size_t)w - h;
-    pe->tx_mid = !cc__sent_all(m);
-  }
-  return w;
-}
-
 /* ---------------------------------------------------------------- the short way
 
    A whole small frame straight into a ring, or out of one, without a run of
@@ -6034,9 +6096,9 @@ static int cc__ring_send_now(cc_comm *c, int to, const cc__ident *id, const void
   ch = cc__ring_out(c, to);
   head = ch->head;
   if (CC__FRAME + bytes > chan) return 0;
-  if (head - pe->seen_tail > chan - CC__FRAME - bytes) {  /* the tail only grows: read it again */
-    pe->seen_tail = CC__LOAD(&ch->tail);
-    if (head - pe->seen_tail > chan - CC__FRAME - bytes) return 0;
+  if (head - pe->ring.seen_tail > chan - CC__FRAME - bytes) {  /* the tail only grows: read it again */
+    pe->ring.seen_tail = CC__LOAD(&ch->tail);
+    if (head - pe->ring.seen_tail > chan - CC__FRAME - bytes) return 0;
   }
   off = (size_t)(head % chan);
   d = (unsigned char *)(ch + 1) + off;
@@ -6070,11 +6132,11 @@ static int cc__ring_recv_now(cc_comm *c, int from, const cc__ident *id, void *bu
       CC__LOAD(&c->shm->hdr->fail_code))
     return 0;
   ch = cc__ring_in(c, from);
-  lp = &c->shm->peers[pe->ch];
-  tail = ch->tail + lp->rx_lag;
-  if (pe->seen_head < tail || (size_t)(pe->seen_head - tail) < CC__FRAME + bytes) {
-    pe->seen_head = CC__LOAD(&ch->head);
-    if ((size_t)(pe->seen_head - tail) < CC__FRAME + bytes) return 0;
+  lp = &c->shm->peers[pe->ring.ch];
+  tail = ch->tail + lp->ring.rx_lag;
+  if (pe->ring.seen_head < tail || (size_t)(pe->ring.seen_head - tail) < CC__FRAME + bytes) {
+    pe->ring.seen_head = CC__LOAD(&ch->head);
+    if ((size_t)(pe->ring.seen_head - tail) < CC__FRAME + bytes) return 0;
   }
   cc__coll_hdr(c, id, bytes, want);
   off = (size_t)(tail % chan);
@@ -6087,8 +6149,8 @@ static int cc__ring_recv_now(cc_comm *c, int from, const cc__ident *id, void *bu
     if (!cc__hdr_same(hdr, want)) return 0;
     if (bytes) cc__ring_get(c->shm, ch, tail + CC__FRAME, buf, bytes);
   }
-  lp->rx_lag += CC__FRAME + bytes;
-  if (lp->rx_lag >= chan / 4) {
+  lp->ring.rx_lag += CC__FRAME + bytes;
+  if (lp->ring.rx_lag >= chan / 4) {
     cc__ring_give(ch, lp);
     cc__notify(c->shm);
   } else {
@@ -6108,7 +6170,7 @@ static CC__NOINLINE int cc__ring_recv_watch(cc_comm *c, int from, const cc__iden
   unsigned i;
   if (c->oversub || pe->link != CC__LINK_SHM) return 0;
   ch = cc__ring_in(c, from);
-  head = pe->seen_head;
+  head = pe->ring.seen_head;
   for (i = 1;; i++) {
     cc__cpu_relax(); cc__cpu_relax();
     if (CC__LOAD(&ch->head) != head) return cc__ring_recv_now(c, from, id, buf, bytes);
@@ -6168,10 +6230,10 @@ static cc_result cc__uq_charge(cc__run *x, int p, uint64_t bytes, size_t *cost) 
 /* The peer closed or broke the link this run needs. */
 static cc_result cc__lost(cc__run *x, int p, int err) {
   char why[96];
-  if (!err && x->c->peers[p].bye) {   /* it said farewell: from another call (a mismatch), or it left */
+  if (!err && x->c->peers[p].tcp.bye) {   /* it said farewell: from another call (a mismatch), or it left */
     CC__TRY(cc__left_mismatch(x->c, p, x->what));
     return cc__fail_all(x->c, CC_ERR_PEER_LOST, p, x->what, "rank %d left (it destroyed its communicator) after its "
-                        "collective #%llu", p, (unsigned long long)x->c->peers[p].bye_seq);
+                        "collective #%llu", p, (unsigned long long)x->c->peers[p].tcp.bye_seq);
   }
   if (err) cc__strerr(err, why, sizeof why); else snprintf(why, sizeof why, "connection closed");
   return cc__fail_all(x->c, CC_ERR_PEER_LOST, p, x->what, "lost its connection to rank %d (%s): rank %d exited, "
@@ -6294,7 +6356,7 @@ static cc_result cc__start(cc__run *x, int *progress) {
       if (m->any) m->peer = CC_ANY_SOURCE;
       if (m->is_send) {
         cc__frame f;
-        const cc__sec *s = c->peers[m->peer].link == CC__LINK_TCP ? c->peers[m->peer].sec : NULL;
+        const cc__sec *s = c->peers[m->peer].link == CC__LINK_TCP ? c->peers[m->peer].tcp.sec : NULL;
         memset(&f, 0, sizeof f);
         f.tag = m->tag;
         f.bytes = m->bytes;
@@ -6427,7 +6489,7 @@ static cc_result cc__rx_place(cc__run *x, int p) {
   cc__peer *pe = &x->c->peers[p];
   CC__TRY(cc__rx_match(x, p));
   if (pe->rx_target) return CC_OK;
-  if (pe->link == CC__LINK_TCP && pe->rx.tag != CC__TAG_ABORT && pe->rx.bytes && !pe->rx_done && !pe->ending &&
+  if (pe->link == CC__LINK_TCP && pe->rx.tag != CC__TAG_ABORT && pe->rx.bytes && !pe->rx_done && !pe->tcp.ending &&
       !cc__rx_wanted(x, p, cc__sending(x)))
     return CC_OK;
   return cc__rx_keep(x, p);
@@ -6483,9 +6545,9 @@ static cc_result cc__rx_end(cc__run *x, int p) {
   if (pe->rx.tag == CC__TAG_BYE) {     /* kept for cc__left_mismatch when its stream ends */
     cc__umsg_free(pe->rx_unexp);
     pe->rx_unexp = NULL;
-    pe->bye = 1;
-    pe->bye_seq = pe->rx.seq;
-    pe->bye_id = pe->rx.id;
+    pe->tcp.bye = 1;
+    pe->tcp.bye_seq = pe->rx.seq;
+    pe->tcp.bye_id = pe->rx.id;
     return CC_OK;
   }
   cc__uq_append(c, pe, pe->rx_unexp);
@@ -6518,7 +6580,7 @@ static cc_result cc__umsg_room(cc__run *x, int p) {
 static cc_result cc__rx_pull(cc__run *x, int p, int *progress) {
   cc_comm *c = x->c;
   cc__peer *pe = &c->peers[p];
-  cc__sec *s = pe->link == CC__LINK_TCP ? pe->sec : NULL;
+  cc__sec *s = pe->link == CC__LINK_TCP ? pe->tcp.sec : NULL;
   size_t hlen = s ? CC__FRAME + CC__TAG : CC__FRAME;
   int sending = cc__sending(x);
   if (pe->rx_dead) return CC_OK;
@@ -6606,8 +6668,8 @@ static cc_result cc__rx_pull(cc__run *x, int p, int *progress) {
    more came, instead of a system call that would say EAGAIN.) */
 static cc_result cc__rx_pull_ready(cc__run *x, int p, int revents, int *progress) {
   cc__peer *pe = &x->c->peers[p];
-  pe->drained = 0;
-  if (revents & (POLLHUP | POLLERR | CC__POLL_END)) pe->ending = 1;
+  pe->tcp.drained = 0;
+  if (revents & (POLLHUP | POLLERR | CC__POLL_END)) pe->tcp.ending = 1;
   return cc__rx_pull(x, p, progress);
 }
 
@@ -6729,9 +6791,9 @@ static cc_result cc__any_alive(cc_comm *c, const char *what, int probe) {
   for (r = 0; r < c->size; r++) {
     const cc__peer *p = &c->peers[r];
     if (r == c->rank) continue;
-    if (p->link == CC__LINK_SHM && cc__shm_gone(c->shm, p->ch, why, sizeof why))
+    if (p->link == CC__LINK_SHM && cc__shm_gone(c->shm, p->ring.ch, why, sizeof why))
       cc__cat(gone, sizeof gone, "%srank %d %s", gone[0] ? ", " : "", r, why);
-    else if (p->link == CC__LINK_TCP && p->eof && !p->rx_state && !p->rx_hdr_got && p->st_beg == p->st_end)
+    else if (p->link == CC__LINK_TCP && p->tcp.eof && !p->rx_state && !p->rx_hdr_got && !cc__link_has_bytes(c, r))
       cc__cat(gone, sizeof gone, "%srank %d closed its connection", gone[0] ? ", " : "", r);
     else
       return CC_OK;
@@ -6815,7 +6877,7 @@ static cc_result cc__run_send(cc__run *x, int *progress) {
     cc__msg *s = &x->m[i];
     long w;
     if (!s->live || !s->started || !s->is_send || s->done || !cc__first_send(x, i)) continue;
-    if (c->peers[s->peer].link == CC__LINK_TCP && c->peers[s->peer].eof) return cc__lost_send(x, s->peer, 0);
+    if (c->peers[s->peer].link == CC__LINK_TCP && c->peers[s->peer].tcp.eof) return cc__lost_send(x, s->peer, 0);
     if ((w = cc__link_write(c, s)) < 0) return cc__lost_send(x, s->peer, errno);
     if (w > 0) *progress = 1;
     if (cc__sent_all(s)) s->done = 1;
@@ -6847,8 +6909,8 @@ static cc_result cc__run_recv_any(cc__run *x, int sending, int *progress, int *n
   *np = 0;
   for (k = 0; k < c->size; k++) {
     cc__peer *pe = &c->peers[i = (start + k) % c->size];
-    if (pe->link != CC__LINK_TCP || pe->fd < 0 || pe->eof) continue;
-    c->pfd[*np].fd = pe->fd;
+    if (pe->link != CC__LINK_TCP || pe->tcp.fd < 0 || pe->tcp.eof) continue;
+    c->pfd[*np].fd = pe->tcp.fd;
     c->pfd[*np].events = POLLIN | CC__POLL_END;
     c->pfd[*np].revents = 0;
     c->pfd_rank[(*np)++] = i;
@@ -6859,8 +6921,8 @@ static cc_result cc__run_recv_any(cc__run *x, int sending, int *progress, int *n
     if (pe->link == CC__LINK_SHM) {
       if (pe->rx_state || pe->rx_hdr_got || cc__rx_wanted(x, i, 0) || (sending && cc__link_has_bytes(c, i)))
         CC__TRY(cc__rx_pull(x, i, progress));
-    } else if (pe->link == CC__LINK_TCP && pe->fd >= 0) {
-      if (pe->st_beg < pe->st_end) CC__TRY(cc__rx_pull(x, i, progress));
+    } else if (pe->link == CC__LINK_TCP && pe->tcp.fd >= 0) {
+      if (cc__link_has_bytes(c, i)) CC__TRY(cc__rx_pull(x, i, progress));
       if (j < *np && c->pfd_rank[j] == i) {
         if (polled && (c->pfd[j].revents & (POLLIN | POLLHUP | POLLERR | CC__POLL_END)))
           CC__TRY(cc__rx_pull_ready(x, i, c->pfd[j].revents, progress));
@@ -6881,10 +6943,10 @@ static cc_result cc__run_recv(cc__run *x, int sending, int *progress, int *np) {
     int busy = pe->rx_state || pe->rx_hdr_got;
     if (pe->link == CC__LINK_SHM) {
       if (busy || cc__rx_wanted(x, i, 0) || (sending && cc__link_has_bytes(c, i))) CC__TRY(cc__rx_pull(x, i, progress));
-    } else if (pe->link == CC__LINK_TCP && pe->fd >= 0) {
-      if (pe->st_beg < pe->st_end) CC__TRY(cc__rx_pull(x, i, progress));   /* a read-ahead may hold whole frames */
-      if (pe->eof) continue;
-      c->pfd[*np].fd = pe->fd;
+    } else if (pe->link == CC__LINK_TCP && pe->tcp.fd >= 0) {
+      if (cc__link_has_bytes(c, i)) CC__TRY(cc__rx_pull(x, i, progress));   /* a read-ahead may hold whole frames */
+      if (pe->tcp.eof) continue;
+      c->pfd[*np].fd = pe->tcp.fd;
       c->pfd[*np].events = POLLIN | CC__POLL_END;
       c->pfd[*np].revents = 0;
       c->pfd_rank[(*np)++] = i;
@@ -6910,8 +6972,8 @@ static cc_result cc__run_check(cc__run *x, int *all) {
     *all = 0;
     if (CC__ANY(m)) continue;          /* (the wait asks cc__any_alive) */
     pe = &c->peers[m->peer];
-    if (m->started && pe->link == CC__LINK_TCP && pe->eof && !pe->rx_state && !pe->rx_hdr_got &&
-        pe->st_beg == pe->st_end)
+    if (m->started && pe->link == CC__LINK_TCP && pe->tcp.eof && !pe->rx_state && !pe->rx_hdr_got &&
+        !cc__link_has_bytes(c, m->peer))
       lost = m->peer;                  /* (one made live by a callback starts first: it may be queued) */
   }
   if (*all) return CC_OK;
@@ -6974,9 +7036,9 @@ static cc_result cc__engine_poll(cc_comm *c, const char *what) {
   x.c = c; x.what = what;
   for (i = 0; i < c->size; i++) {
     cc__peer *pe = &c->peers[i];
-    if (pe->link != CC__LINK_TCP || pe->fd < 0 || pe->eof) continue;
-    if (pe->st_beg < pe->st_end) CC__TRY(cc__rx_pull(&x, i, &progress));
-    c->pfd[np].fd = pe->fd;
+    if (pe->link != CC__LINK_TCP || pe->tcp.fd < 0 || pe->tcp.eof) continue;
+    if (cc__link_has_bytes(c, i)) CC__TRY(cc__rx_pull(&x, i, &progress));
+    c->pfd[np].fd = pe->tcp.fd;
     c->pfd[np].events = POLLIN | CC__POLL_END;
     c->pfd[np].revents = 0;
     c->pfd_rank[np++] = i;
@@ -7006,15 +7068,15 @@ static void cc__run_settle(cc__run *x) {
     for (p = 0; p < c->size; p++) {
       cc__peer *pe = &c->peers[p];
       cc__msg *m = NULL;
-      if (!pe->abort_owed) continue;
+      if (!pe->tcp.abort_owed) continue;
       for (i = 0; i < x->n && !m; i++)
         if (x->m[i].live && x->m[i].started && x->m[i].is_send && !x->m[i].done && x->m[i].peer == p &&
             cc__first_send(x, i))
           m = &x->m[i];
-      if (m && pe->tx_mid && !pe->eof && cc__now_ns() < until) {
+      if (m && pe->tx_mid && !pe->tcp.eof && cc__now_ns() < until) {
         long w = cc__link_write(c, m);
         if (w >= 0 && !cc__sent_all(m)) {
-          c->pfd[np].fd = pe->fd;
+          c->pfd[np].fd = pe->tcp.fd;
           c->pfd[np].events = POLLIN | POLLOUT | CC__POLL_END;
           c->pfd[np].revents = 0;
           c->pfd_rank[np++] = p;
@@ -8927,7 +8989,7 @@ static cc_comm *cc__comm_new(int rank, int size, const cc__settings *s) {
     return NULL;
   }
   memset(c->peers, 0, sizeof(cc__peer) * n);
-  for (i = 0; i < size; i++) c->peers[i].fd = -1;
+  for (i = 0; i < size; i++) c->peers[i].tcp.fd = -1;
   c->peers[rank].link = CC__LINK_SELF;
   pthread_mutex_init(&c->qlock, NULL);
   pthread_cond_init(&c->qcond, NULL);
@@ -8939,7 +9001,7 @@ static void cc__links_shm(cc_comm *c) {
   int j;
   for (j = 0; j < c->size; j++) {
     c->peers[j].link = j == c->rank ? CC__LINK_SELF : CC__LINK_SHM;
-    c->peers[j].ch = j;
+    c->peers[j].ring.ch = j;
   }
 }
 
@@ -8958,8 +9020,8 @@ static void cc__tcp_linger(cc_comm *c) {
     np = 0;
     for (i = 0; i < c->size; i++) {
       cc__peer *p = &c->peers[i];
-      if (p->link != CC__LINK_TCP || p->fd < 0 || p->eof) continue;
-      c->pfd[np].fd = p->fd;
+      if (p->link != CC__LINK_TCP || p->tcp.fd < 0 || p->tcp.eof) continue;
+      c->pfd[np].fd = p->tcp.fd;
       c->pfd[np].events = POLLIN;
       c->pfd[np].revents = 0;
       c->pfd_rank[np++] = i;
@@ -8971,8 +9033,8 @@ static void cc__tcp_linger(cc_comm *c) {
       cc__peer *p = &c->peers[c->pfd_rank[i]];
       long k;
       if (!(c->pfd[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
-      while ((k = cc__sock_recv(p->fd, sink, sizeof sink)) > 0) {}
-      if (k == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) p->eof = 1;
+      while ((k = cc__sock_recv(p->tcp.fd, sink, sizeof sink)) > 0) {}
+      if (k == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) p->tcp.eof = 1;
     }
   }
 }
@@ -8985,9 +9047,9 @@ static void cc__comm_free(cc_comm *c) {
     cc__peer *p = &c->peers[i];
     while (p->uq_head) { cc__umsg *u = p->uq_head; p->uq_head = u->next; cc__umsg_free(u); }
     cc__umsg_free(p->rx_unexp);
-    if (p->link == CC__LINK_TCP) cc__sock_close(p->fd);
-    CC_FREE(p->stage);
-    cc__sec_free(p->sec);
+    if (p->link == CC__LINK_TCP) cc__sock_close(p->tcp.fd);
+    CC_FREE(p->tcp.stage);
+    cc__sec_free(p->tcp.sec);
   }
   if (c->net) {
     cc__net *nt = c->net;
@@ -9076,10 +9138,10 @@ static int cc__mesh_take(void *ctx, const cc__hello_t *h, int fd, const unsigned
   cc__mesh_take_ctx *x = (cc__mesh_take_ctx *)ctx;
   cc_comm *c = x->c;
   (void)rec;
-  if (h->from <= x->me || c->net->grp[h->from] == c->net->grp[x->me] || c->peers[h->from].fd >= 0) return 0;
-  c->peers[h->from].fd = fd;
+  if (h->from <= x->me || c->net->grp[h->from] == c->net->grp[x->me] || c->peers[h->from].tcp.fd >= 0) return 0;
+  c->peers[h->from].tcp.fd = fd;
   c->peers[h->from].link = CC__LINK_TCP;
-  c->peers[h->from].sec = sec;
+  c->peers[h->from].tcp.sec = sec;
   return 1;
 }
 
@@ -9107,9 +9169,9 @@ static cc_result cc__mesh_connect(cc_comm *c, int j, const cc__rec *rec, uint64_
       r = cc__hs_client(fd, &h, token, c->set.net_encrypt, CC__MIN(deadline, cc__now_ns() + 10 * CC__S), &sec, why,
                         sizeof why);
       if (r == CC_OK) {
-        c->peers[j].fd = fd;
+        c->peers[j].tcp.fd = fd;
         c->peers[j].link = CC__LINK_TCP;
-        c->peers[j].sec = sec;
+        c->peers[j].tcp.sec = sec;
         return CC_OK;
       }
       cc__fd_close(fd);
@@ -9181,20 +9243,20 @@ static cc_result cc__mesh_build(cc_comm *c, const cc__rec *recs, int lfd, int tc
     v.take = cc__mesh_take; v.ctx = &x;
     if (cc__hs_serve(&v, lfd, want, deadline) != 0) {
       int missing = me + 1;
-      while (missing < n && (nt->grp[missing] == nt->grp[me] || c->peers[missing].fd >= 0)) missing++;
+      while (missing < n && (nt->grp[missing] == nt->grp[me] || c->peers[missing].tcp.fd >= 0)) missing++;
       r = cc__fail(c, CC_ERR_TIMEOUT, "%s: rank %d: rank %d did not connect within the timeout", what, me, missing);
     }
   }
   cc__fd_close(lfd);
   for (j = 0; j < n && r == CC_OK; j++) {
     if (c->peers[j].link != CC__LINK_TCP) continue;
-    cc__sock_bufsize(c->peers[j].fd, c->set.net_sockbuf);
-    if (!(c->peers[j].stage = (unsigned char *)CC_MALLOC(CC__STAGE)))
+    cc__sock_bufsize(c->peers[j].tcp.fd, c->set.net_sockbuf);
+    if (!(c->peers[j].tcp.stage = (unsigned char *)CC_MALLOC(CC__STAGE)))
       r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
-    else if (c->peers[j].sec)
+    else if (c->peers[j].tcp.sec)
       cc__log(c, CC__LOG_INFO, "%s: rank %d: the connection to rank %d is authenticated: %s, %s", what, me, j,
-              c->peers[j].sec->suite == CC__AEAD_AES256_GCM ? "AES-256-GCM" : "ChaCha20-Poly1305",
-              c->peers[j].sec->encrypt ? "payloads encrypted" : "integrity only");
+              c->peers[j].tcp.sec->suite == CC__AEAD_AES256_GCM ? "AES-256-GCM" : "ChaCha20-Poly1305",
+              c->peers[j].tcp.sec->encrypt ? "payloads encrypted" : "integrity only");
     else
       cc__log(c, CC__LOG_INFO, "%s: rank %d: the connection to rank %d is not authenticated (no token)", what, me, j);
   }
@@ -9215,7 +9277,7 @@ static cc_result cc__mesh_build(cc_comm *c, const cc__rec *recs, int lfd, int tc
     c->hdr = l->hdr;
     c->shm = l;
     for (j = 0; j < n; j++)
-      if (j != me && nt->grp[j] == nt->grp[me]) { c->peers[j].link = CC__LINK_SHM; c->peers[j].ch = nt->lrank[j]; }
+      if (j != me && nt->grp[j] == nt->grp[me]) { c->peers[j].link = CC__LINK_SHM; c->peers[j].ring.ch = nt->lrank[j]; }
   }
   return r;
 }

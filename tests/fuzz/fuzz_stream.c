@@ -740,9 +740,9 @@ static void fz_link_new(fz_state *S) {
   FZ_CHECK(setsockopt(sv[0], SOL_SOCKET, SO_SNDBUF, &v, sizeof v) == 0);
   pe = &S->c->peers[1];
   pe->link = CC__LINK_TCP;
-  pe->fd = sv[0];
-  pe->stage = (unsigned char *)CC_MALLOC(CC__STAGE);
-  FZ_CHECK(pe->stage != NULL);
+  pe->tcp.fd = sv[0];
+  pe->tcp.stage = (unsigned char *)CC_MALLOC(CC__STAGE);
+  FZ_CHECK(pe->tcp.stage != NULL);
   S->pe = pe;
 }
 
@@ -1013,13 +1013,13 @@ static void fz_check_reader(const fz_state *S) {
   const cc__msg *m = S->m;
   const unsigned char *s = S->s;
   size_t stage_left, consumed;
-  stage_left = pe->st_end - pe->st_beg;
+  stage_left = pe->tcp.st_end - pe->tcp.st_beg;
   consumed = S->off - fz_unread(S->sv[0]) - stage_left;
   if (consumed != M->consumed) {
     fprintf(stderr, "fuzz: the run took %zu bytes of the stream, the model %zu\n", consumed, M->consumed);
     FZ_CHECK(consumed == M->consumed);
   }
-  if (stage_left) FZ_CHECK(memcmp(pe->stage + pe->st_beg, s + consumed, stage_left) == 0);
+  if (stage_left) FZ_CHECK(memcmp(pe->tcp.stage + pe->tcp.st_beg, s + consumed, stage_left) == 0);
   if (M->stop == 0) {
     FZ_CHECK(pe->rx_state == 0 && pe->rx_hdr_got == 0);
   } else if (M->stop == 1) {
