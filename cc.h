@@ -3053,6 +3053,28 @@ typedef struct cc__net {
   char ip[64];                         /* where this rank listens (for splits) */
 } cc__net;
 
+/* The arena executor's state: where this rank stands in the phases over the
+   segment's arena, and the scratch of one call's fold. */
+typedef struct cc__arena {
+  uint64_t step;                       /* last phase this rank arrived at */
+  uint64_t seen_all;                   /* every rank is known to have arrived here */
+  const void **srcs;                   /* size entries: reduction sources */
+  const void **scals;
+  unsigned char *scalbuf;              /* size x 16: the call's premul scalars, copied */
+} cc__arena;
+
+/* Direct access to peers' buffers on one host: cross-memory attach and the
+   mappings of cc_mem_alloc. */
+typedef struct cc__direct {
+  int cma;                             /* cross-memory attach to every rank: -1 not known yet, 0 no, 1 yes */
+  int cma_mine;                        /* this rank may read every rank's memory: -1 not probed yet */
+  cc__pbuf *pb;                        /* size entries: the ranks' buffers of the call (direct mode) */
+  cc__tune *tune;                      /* CC_SHM_CMA=auto: CC__TUNE_COLLS x CC__TUNE_SIZES, once used */
+  cc__mem *mem;                        /* cc_mem_alloc'd, not yet freed */
+  int nmem;
+  uint32_t mem_seq;                    /* allocations so far (their ids) */
+} cc__direct;
+
 struct cc_comm {
   int rank, size, local_rank, local_size;
   cc__settings set;                    /* as read at init (a split inherits them); read there, never copied */
@@ -3076,19 +3098,8 @@ struct cc_comm {
   size_t half;                         /* bytes of one half, descriptor included */
   unsigned char *chans;
   size_t chan_bytes;
-  /* arena state */
-  uint64_t step;                       /* last phase this rank arrived at */
-  uint64_t seen_all;                   /* every rank is known to have arrived here */
-  const void **srcs;                   /* size entries: reduction sources */
-  const void **scals;
-  unsigned char *scalbuf;              /* size x 16: the call's premul scalars, copied */
-  int cma;                             /* cross-memory attach to every rank: -1 not known yet, 0 no, 1 yes */
-  int cma_mine;                        /* this rank may read every rank's memory: -1 not probed yet */
-  cc__pbuf *pb;                        /* size entries: the ranks' buffers of the call (direct mode) */
-  cc__tune *tune;                      /* CC_SHM_CMA=auto: CC__TUNE_COLLS x CC__TUNE_SIZES, once used */
-  cc__mem *mem;                        /* cc_mem_alloc'd, not yet freed */
-  int nmem;
-  uint32_t mem_seq;                    /* allocations so far (their ids) */
+  cc__arena arena;                     /* the arena executor's state (@algo) */
+  cc__direct direct;                   /* direct reads of peers' buffers, cc_mem_alloc (@algo) */
   /* messages */
   cc__peer *peers;                     /* per rank */
   cc_comm *shm;                        /* whose segment holds this rank's rings: itself, net->local or NULL */
@@ -4525,12 +4536,12 @@ static void cc__mem_drop(cc__mem *m) {
 
 /* Every allocation of a communicator being freed. */
 static void cc__mem_drop_all(cc_comm *c) {
-  while (c->mem) {
-    cc__mem *m = c->mem;
-    c->mem = m->next;
+  while (c->direct.mem) {
+    cc__mem *m = c->direct.mem;
+    c->direct.mem = m->next;
     cc__mem_drop(m);
   }
-  c->nmem = 0;
+  c->direct.nmem = 0;
 }
 
 /* ---------------------------------------------------------------- rings */
@@ -7168,7 +7179,7 @@ static cc_result cc__ph_wait_at(cc_comm *c, int who, uint64_t step, const char *
   cc__arr_arg a;
   cc__waitfor w;
   cc_result r;
-  if (who < 0 && c->seen_all >= step) return CC_OK;
+  if (who < 0 && c->arena.seen_all >= step) return CC_OK;
   a.who = who;
   a.step = step;
   memset(&w, 0, sizeof w);
@@ -7177,14 +7188,14 @@ static cc_result cc__ph_wait_at(cc_comm *c, int who, uint64_t step, const char *
   w.arg = &a;
   w.shm = 1;
   r = cc__wait(c, &w, what);
-  if (r == CC_OK && who < 0) c->seen_all = step;
+  if (r == CC_OK && who < 0) c->arena.seen_all = step;
   return r;
 }
 
 /* Begin the next phase: returns this rank's half once it is free to write. */
 static CC__INLINE cc_result cc__ph_begin(cc_comm *c, unsigned char **mine, const char *what) {
-  uint64_t s = c->step + 1;
-  if (s >= 2 && c->seen_all < s - 1) CC__TRY(cc__ph_wait_at(c, -1, s - 1, what));
+  uint64_t s = c->arena.step + 1;
+  if (s >= 2 && c->arena.seen_all < s - 1) CC__TRY(cc__ph_wait_at(c, -1, s - 1, what));
   *mine = cc__half(c, c->rank, s);
   return CC_OK;
 }
@@ -7195,17 +7206,17 @@ static CC__INLINE cc_result cc__ph_begin(cc_comm *c, unsigned char **mine, const
    and its store must wait for them. It helps small calls between ranks on
    cores that share no cache (dev/same_pair.sh measures it). */
 static void cc__ph_prefetch(cc_comm *c, size_t off) {
-  if (c->seen_all >= c->step) cc__prefetch_write(cc__half(c, c->rank, c->step + 1) + off);
+  if (c->arena.seen_all >= c->arena.step) cc__prefetch_write(cc__half(c, c->rank, c->arena.step + 1) + off);
 }
 
 static void cc__ph_arrive(cc_comm *c) {
-  c->step++;
-  CC__STORE_SC(&c->ctl[c->rank].arrive, c->step);
+  c->arena.step++;
+  CC__STORE_SC(&c->ctl[c->rank].arrive, c->arena.step);
   cc__notify(c);
 }
 
 static cc_result cc__ph_wait(cc_comm *c, int who, const char *what) {
-  return cc__ph_wait_at(c, who, c->step, what);
+  return cc__ph_wait_at(c, who, c->arena.step, what);
 }
 
 /* ---------------------------------------------------------------- arena: collectives */
@@ -7233,7 +7244,7 @@ static cc_result cc__first_begin(cc_comm *c, const cc__call *k, uint64_t count, 
 }
 
 static const cc__desc *cc__desc_of(cc_comm *c, int r) {
-  return cc__desc_at(c, r, c->step);
+  return cc__desc_at(c, r, c->arena.step);
 }
 
 /* Publish, wait for every rank (a rank that published phase s has read phase
@@ -7243,7 +7254,7 @@ static cc_result cc__first_end(cc_comm *c, const cc__call *k) {
   const char *what = cc__coll_name(k->coll);
   cc__ident me, them;
   const cc__desc *mine;
-  uint64_t s = c->step + 1;
+  uint64_t s = c->arena.step + 1;
   cc__waitfor w;
   cc_result r;
   int j, v;
@@ -7260,7 +7271,7 @@ static cc_result cc__first_end(cc_comm *c, const cc__call *k) {
     w.shm = 1;
     if ((r = cc__wait(c, &w, what)) != CC_OK) return r;
   }
-  if (c->seen_all < s) c->seen_all = s;
+  if (c->arena.seen_all < s) c->arena.seen_all = s;
   mine = cc__desc_of(c, c->rank);
   v = cc__is_v(mine->coll);
   cc__ident_of_desc(mine, &me);
@@ -7285,8 +7296,8 @@ static cc_result cc__first_end(cc_comm *c, const cc__call *k) {
       return cc__post_mismatch(c, what);
     }
     if (k->op >= CC__OP_FIRST_USER) {    /* premul scalars: the halves are reused later */
-      memcpy(c->scalbuf + 16 * (size_t)j, d->scal, 16);
-      c->scals[j] = c->scalbuf + 16 * (size_t)j;
+      memcpy(c->arena.scalbuf + 16 * (size_t)j, d->scal, 16);
+      c->arena.scals[j] = c->arena.scalbuf + 16 * (size_t)j;
     }
   }
   cc__ph_prefetch(c, 0);               /* the next call's descriptor and first bytes */
@@ -7327,7 +7338,7 @@ static cc_result cc__fold(cc_comm *c, int op, cc_dtype t, void *dst, const void 
 /* The arena's fold: dst = fold of c->srcs[0..n) (their scalars c->scals)
    with the call's op. */
 static CC__INLINE cc_result cc__apply(cc_comm *c, const cc__call *k, void *dst, size_t count) {
-  return cc__fold(c, k->op, k->t, dst, c->srcs, c->scals, c->size, count, cc__coll_name(k->coll));
+  return cc__fold(c, k->op, k->t, dst, c->arena.srcs, c->arena.scals, c->size, count, cc__coll_name(k->coll));
 }
 
 /* Stage `n` bytes of a message of `total` bytes into this rank's half:
@@ -7356,7 +7367,7 @@ static CC__NOINLINE cc_result cc__run_broadcast(cc_comm *c, const cc__call *k) {
   n = CC__MIN(bytes, cap);
   if (me == root && n) memcpy(CC__DATA(mine), buf, n);
   if ((r = cc__first_end(c, k)) != CC_OK) return r;
-  if (me != root && n) memcpy(buf, CC__DATA(cc__half(c, root, c->step)), n);
+  if (me != root && n) memcpy(buf, CC__DATA(cc__half(c, root, c->arena.step)), n);
   for (off = n; off < bytes; off += n) {
     n = CC__MIN(cap, bytes - off);
     if (me == root) {
@@ -7366,7 +7377,7 @@ static CC__NOINLINE cc_result cc__run_broadcast(cc_comm *c, const cc__call *k) {
     } else {
       cc__ph_arrive(c);
       if ((r = cc__ph_wait(c, root, what)) != CC_OK) return r;
-      memcpy(buf + off, CC__DATA(cc__half(c, root, c->step)), n);
+      memcpy(buf + off, CC__DATA(cc__half(c, root, c->arena.step)), n);
     }
   }
   return CC_OK;
@@ -7398,7 +7409,7 @@ static cc_result cc__run_reduce(cc_comm *c, const cc__call *k, int root) {
       else { cc__ph_arrive(c); r = want ? cc__ph_wait(c, -1, what) : CC_OK; }
       if (r != CC_OK) return r;
       if (want) {
-        for (j = 0; j < n; j++) c->srcs[j] = CC__DATA(cc__half(c, j, c->step));
+        for (j = 0; j < n; j++) c->arena.srcs[j] = CC__DATA(cc__half(c, j, c->arena.step));
         CC__TRY(cc__apply(c, k, rb + off * es, m));
       }
       off += m;
@@ -7416,18 +7427,18 @@ static cc_result cc__run_reduce(cc_comm *c, const cc__call *k, int root) {
     if (off == 0) r = cc__first_end(c, k);
     else { cc__ph_arrive(c); r = cc__ph_wait(c, -1, what); }
     if (r != CC_OK) return r;
-    a = c->step;
+    a = c->arena.step;
     lo = cc__part(m, n, me);
     hi = cc__part(m, n, me + 1);
     if ((r = cc__ph_begin(c, &mine, what)) != CC_OK) return r;
-    for (j = 0; j < n; j++) c->srcs[j] = CC__DATA(cc__half(c, j, a)) + lo * es;
+    for (j = 0; j < n; j++) c->arena.srcs[j] = CC__DATA(cc__half(c, j, a)) + lo * es;
     CC__TRY(cc__apply(c, k, CC__DATA(mine) + lo * es, hi - lo));
     cc__ph_arrive(c);
     if (want) {
       if ((r = cc__ph_wait(c, -1, what)) != CC_OK) return r;
       for (j = 0; j < n; j++) {
         size_t l = cc__part(m, n, j), h = cc__part(m, n, j + 1);
-        if (h > l) memcpy(rb + (off + l) * es, CC__DATA(cc__half(c, j, c->step)) + l * es, (h - l) * es);
+        if (h > l) memcpy(rb + (off + l) * es, CC__DATA(cc__half(c, j, c->arena.step)) + l * es, (h - l) * es);
       }
     }
   }
@@ -7468,7 +7479,7 @@ static CC__NOINLINE cc_result cc__run_reduce_scatter(cc_comm *c, const cc__call 
     if (off == 0) r = cc__first_end(c, k);
     else { cc__ph_arrive(c); r = cc__ph_wait(c, -1, what); }
     if (r != CC_OK) return r;
-    for (j = 0; j < n; j++) c->srcs[j] = CC__DATA(cc__half(c, j, c->step)) + (size_t)me * pcap;
+    for (j = 0; j < n; j++) c->arena.srcs[j] = CC__DATA(cc__half(c, j, c->arena.step)) + (size_t)me * pcap;
     CC__TRY(cc__apply(c, k, rb + off, m / es));
     off += m;
   } while (off < bytes);
@@ -7508,7 +7519,7 @@ static CC__NOINLINE cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
     }
     CC__TRY(cc__first_end(c, k));
     for (i = 0; i < n; i++) {          /* every rank checks every pair */
-      const uint64_t *ai = (const uint64_t *)CC__DATA(cc__half(c, i, c->step));
+      const uint64_t *ai = (const uint64_t *)CC__DATA(cc__half(c, i, c->arena.step));
       for (j = 0; j < n; j++) {
         uint64_t have, want;
         int from, to;
@@ -7517,7 +7528,7 @@ static CC__NOINLINE cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
           if (k->coll == CC__GATHER_V && i != k->root) continue;
           have = cc__desc_of(c, j)->count; want = ai[n + j]; from = j; to = i; break;
         case CC__SCATTER_V: if (i != k->root) continue; have = ai[j]; want = cc__desc_of(c, j)->count; from = i; to = j; break;
-        default: have = ai[j]; want = ((const uint64_t *)CC__DATA(cc__half(c, j, c->step)))[n + i]; from = i; to = j; break;
+        default: have = ai[j]; want = ((const uint64_t *)CC__DATA(cc__half(c, j, c->arena.step)))[n + i]; from = i; to = j; break;
         }
         if (have != want) return cc__vcount_mismatch(c, what, from, to, have, want);
       }
@@ -7551,7 +7562,7 @@ static CC__NOINLINE cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
     for (j = 0; reads && j < n; j++) {
       const unsigned char *src;
       if (j == me || (p.writer >= 0 && p.writer != j) || cc__plan_rlen(&p, j) <= off) continue;
-      src = CC__DATA(cc__half(c, j, c->step)) + (p.one_piece ? 0 : (size_t)me * pc);
+      src = CC__DATA(cc__half(c, j, c->arena.step)) + (p.one_piece ? 0 : (size_t)me * pc);
       memcpy((unsigned char *)k->rbuf + cc__plan_roff(&p, j) + off, src, CC__MIN(pc, cc__plan_rlen(&p, j) - off));
     }
     off += pc;
@@ -7592,8 +7603,8 @@ typedef struct cc__drec {              /* 48 bytes after the descriptor of a dir
 /* May this rank read every rank's memory? One INFO line when it may not. */
 static void cc__cma_probe(cc_comm *c) {
   int j;
-  c->cma_mine = c->set.shm_cma ? 1 : 0;
-  for (j = 0; c->cma_mine && j < c->size; j++) {
+  c->direct.cma_mine = c->set.shm_cma ? 1 : 0;
+  for (j = 0; c->direct.cma_mine && j < c->size; j++) {
     const cc__ctl *t = &c->ctl[j];
     uint64_t v = 0;
     char why[96];
@@ -7605,7 +7616,7 @@ static void cc__cma_probe(cc_comm *c) {
     else snprintf(why, sizeof why, "read a wrong value");
     cc__log(c, CC__LOG_INFO, "shm: rank %d: cannot read rank %d's memory (process_vm_readv: %s): large messages "
             "go through the arena (two copies)", c->rank, j, why);
-    c->cma_mine = 0;
+    c->direct.cma_mine = 0;
   }
 }
 
@@ -7614,7 +7625,7 @@ static void cc__cma_probe(cc_comm *c) {
 static uint32_t cc__mem_find(const cc_comm *c, const void *p, size_t len, uint64_t *off) {
   const cc__mem *m;
   uintptr_t a = (uintptr_t)p;
-  for (m = c->mem; m && p; m = m->next) {
+  for (m = c->direct.mem; m && p; m = m->next) {
     uintptr_t b = (uintptr_t)(m->base + (size_t)m->me * m->slot);
     if (m->mapped && a >= b && a - b <= m->bytes[m->me] && len <= m->bytes[m->me] - (a - b)) {
       *off = (uint64_t)(a - b);
@@ -7629,7 +7640,7 @@ static uint32_t cc__mem_find(const cc_comm *c, const void *p, size_t len, uint64
 static unsigned char *cc__mem_peer(const cc_comm *c, uint32_t id, int j, uint64_t off, size_t *max) {
   const cc__mem *m;
   *max = 0;
-  for (m = c->mem; m && id; m = m->next)
+  for (m = c->direct.mem; m && id; m = m->next)
     if (m->id + 1 == id && m->mapped && j < m->nranks && off <= m->bytes[j]) {
       *max = m->bytes[j] - (size_t)off;
       return m->base + (size_t)j * m->slot + (size_t)off;
@@ -7802,14 +7813,14 @@ static int cc__tune_step(const cc__settings *s, cc__tune *t, int prior, int *cho
 /* The class of call k when its way is chosen by measuring, else NULL. */
 static cc__tune *cc__tune_of(const cc_comm *c, const cc__call *k) {
   int ci = cc__tune_coll(k->coll);
-  if (!c->tune || c->cma == 0 || ci < 0) return NULL;
-  return &c->tune[ci * CC__TUNE_SIZES + cc__tune_size(cc__direct_size(c, k))];
+  if (!c->direct.tune || c->direct.cma == 0 || ci < 0) return NULL;
+  return &c->direct.tune[ci * CC__TUNE_SIZES + cc__tune_size(cc__direct_size(c, k))];
 }
 
 /* Rank 0: the word its record carries for call k of class t (cc__drec.tune).
    A class learns first the way the nearest smaller class chose. */
 static uint32_t cc__tune_ask(const cc_comm *c, const cc__call *k, cc__tune *t) {
-  int si = (int)(t - c->tune) % CC__TUNE_SIZES, prior = 0, chose, use, i;
+  int si = (int)(t - c->direct.tune) % CC__TUNE_SIZES, prior = 0, chose, use, i;
   for (i = si - 1; i >= 0; i--)
     if (t[i - si].every) { prior = t[i - si].way; break; }
   use = cc__tune_step(&c->set, t, prior, &chose);
@@ -7826,7 +7837,7 @@ static CC__INLINE int cc__direct_try(const cc_comm *c, const cc__call *k) {
   size_t b;
   if (k->count * cc__dtype_bytes(k->t) * (size_t)c->size < c->set.direct_bytes) return 0;   /* small: at most this */
   b = cc__direct_size(c, k);
-  return c->size > 1 && b && b >= c->set.direct_bytes && ((c->cma != 0 && cc__direct_cma(k->coll)) || c->nmem > 0);
+  return c->size > 1 && b && b >= c->set.direct_bytes && ((c->direct.cma != 0 && cc__direct_cma(k->coll)) || c->direct.nmem > 0);
 }
 
 /* Cross-memory attach failed on rank j's buffer. A failure posted meanwhile
@@ -7848,7 +7859,7 @@ static cc_result cc__cma_fail(cc_comm *c, int j, int side, const char *what) {
    in place where mapped here (*out points there), else read into tmp. */
 static cc_result cc__peer_src(cc_comm *c, int j, int side, size_t off, size_t len, unsigned char *tmp,
                               const void **out, const char *what) {
-  const cc__pbuf *b = &c->pb[j];
+  const cc__pbuf *b = &c->direct.pb[j];
   const unsigned char *m = side ? b->r : b->s;
   if (m && off + len <= (side ? b->r_max : b->s_max)) { *out = m + off; return CC_OK; }
   if (cc__vm_read(b->pid, tmp, (const void *)(uintptr_t)((side ? b->ra : b->sa) + off), len) != 0)
@@ -7859,7 +7870,7 @@ static cc_result cc__peer_src(cc_comm *c, int j, int side, size_t off, size_t le
 
 /* Copy rank j's bytes [off, off + len) of its sendbuf or recvbuf into dst. */
 static cc_result cc__peer_get(cc_comm *c, int j, int side, size_t off, void *dst, size_t len, const char *what) {
-  const cc__pbuf *b = &c->pb[j];
+  const cc__pbuf *b = &c->direct.pb[j];
   const unsigned char *m = side ? b->r : b->s;
   if (!len) return CC_OK;
   if (m && off + len <= (side ? b->r_max : b->s_max)) { memcpy(dst, m + off, len); return CC_OK; }
@@ -7871,7 +7882,7 @@ static cc_result cc__peer_get(cc_comm *c, int j, int side, size_t off, void *dst
 /* Write len bytes into rank j's recvbuf at off: it is mapped here (a putting
    run is only chosen when every recvbuf it writes is). */
 static void cc__peer_put(cc_comm *c, int j, size_t off, const void *src, size_t len) {
-  if (len) memcpy(c->pb[j].r + off, src, len);
+  if (len) memcpy(c->direct.pb[j].r + off, src, len);
 }
 
 /* Can this rank reach `need` bytes of a peer's buffer: mapped here, or by
@@ -7903,13 +7914,13 @@ static cc_result cc__direct_begin(cc_comm *c, const cc__call *k, cc__tune *t, in
   unsigned char *mine;
   cc__drec d;
   *go = 0;
-  if (!c->pb && !(c->pb = (cc__pbuf *)CC_MALLOC(sizeof(cc__pbuf) * (size_t)n)))
+  if (!c->direct.pb && !(c->direct.pb = (cc__pbuf *)CC_MALLOC(sizeof(cc__pbuf) * (size_t)n)))
     return cc__fail_all(c, CC_ERR_NO_MEMORY, me, what, "out of memory");
-  if (c->cma_mine < 0) cc__cma_probe(c);
+  if (c->direct.cma_mine < 0) cc__cma_probe(c);
   memset(&d, 0, sizeof d);
   d.sa = (uint64_t)(uintptr_t)k->sbuf;
   d.ra = (uint64_t)(uintptr_t)k->rbuf;
-  d.flags = (c->cma_mine > 0 ? CC__DR_CMA : 0u) | (k->coll == CC__ALL_TO_ALL && k->sbuf == k->rbuf ? 0u : CC__DR_CALL);
+  d.flags = (c->direct.cma_mine > 0 ? CC__DR_CMA : 0u) | (k->coll == CC__ALL_TO_ALL && k->sbuf == k->rbuf ? 0u : CC__DR_CALL);
   cc__direct_need(c, k, me, 0, &sn, &rn);
   cc__direct_need(c, k, me, 1, &sp, &rp);
   sn = CC__MAX(sn, sp);
@@ -7924,9 +7935,9 @@ static cc_result cc__direct_begin(cc_comm *c, const cc__call *k, cc__tune *t, in
   memcpy(CC__DATA(mine), &d, sizeof d);
   CC__TRY(cc__first_end(c, k));
   for (j = 0; j < n; j++) {
-    cc__pbuf *b = &c->pb[j];
+    cc__pbuf *b = &c->direct.pb[j];
     cc__drec e;
-    memcpy(&e, CC__DATA(cc__half(c, j, c->step)), sizeof e);
+    memcpy(&e, CC__DATA(cc__half(c, j, c->arena.step)), sizeof e);
     all_cma &= (e.flags & CC__DR_CMA) != 0;
     call_ok &= (e.flags & CC__DR_CALL) != 0;
     if (j == 0 && (e.flags & CC__DR_TUNED)) {   /* rank 0 chooses, for every rank */
@@ -7939,7 +7950,7 @@ static cc_result cc__direct_begin(cc_comm *c, const cc__call *k, cc__tune *t, in
     b->s = cc__mem_peer(c, e.sid, j, e.soff, &b->s_max);
     b->r = cc__mem_peer(c, e.rid, j, e.roff, &b->r_max);
   }
-  if (c->cma < 0) c->cma = all_cma;
+  if (c->direct.cma < 0) c->direct.cma = all_cma;
   cma = all_cma && cc__direct_cma(k->coll) && (tw & 1u);
   if (t) {                             /* rank 0 untuned (CC_SHM_CMA=1 there): ask every call */
     t->way = (uint8_t)((tw >> 1) & 1u);
@@ -7947,7 +7958,7 @@ static cc_result cc__direct_begin(cc_comm *c, const cc__call *k, cc__tune *t, in
   }
   pt = k->coll == CC__ALL_REDUCE || k->coll == CC__REDUCE || k->coll == CC__GATHER;
   for (j = 0; j < n; j++) {            /* every rank's buffers, this one's included: the same answer everywhere */
-    const cc__pbuf *b = &c->pb[j];
+    const cc__pbuf *b = &c->direct.pb[j];
     cc__direct_need(c, k, j, 0, &sn, &rn);
     rd &= cc__reach(b->s, b->s_max, sn, cma) && cc__reach(b->r, b->r_max, rn, cma);
     rdm &= cc__reach(b->s, b->s_max, sn, 0) && cc__reach(b->r, b->r_max, rn, 0);
@@ -7973,7 +7984,7 @@ static cc_result cc__direct_sync(cc_comm *c, const char *what) {
 static unsigned char *cc__direct_tmp(cc_comm *c, size_t *piece) {
   size_t pc = ((c->half - CC__DESC_BYTES) / (size_t)c->size) & ~(size_t)63;
   *piece = CC__MIN(pc, CC__DR_PIECE);
-  return CC__DATA(cc__half(c, c->rank, c->step + 1));
+  return CC__DATA(cc__half(c, c->rank, c->arena.step + 1));
 }
 
 /* reduce, all_reduce and reduce_scatter (k->coll): each
@@ -7999,8 +8010,8 @@ static cc_result cc__direct_reduce(cc_comm *c, const cc__call *k, int put) {
     unsigned char *dst;
     m = CC__MIN(per, hi - off);
     for (j = 0, t = 0; j < n; j++) {
-      if (j == me) c->srcs[j] = sb + base + off * es;
-      else CC__TRY(cc__peer_src(c, j, 0, base + off * es, m * es, tmp + (size_t)(t++) * pc, &c->srcs[j], what));
+      if (j == me) c->arena.srcs[j] = sb + base + off * es;
+      else CC__TRY(cc__peer_src(c, j, 0, base + off * es, m * es, tmp + (size_t)(t++) * pc, &c->arena.srcs[j], what));
     }
     /* the result in recvbuf when this rank keeps it; but a user op's fold
        starts with a copy of the first source, which must not land on another */
@@ -8080,7 +8091,7 @@ static cc_result cc__tuned_run(cc_comm *c, const cc__call *k, cc__tune *t) {
   uint64_t t0 = c->rank == 0 ? cc__now_ns() : 0;
   int go = 0;
   cc_result r = CC_OK;
-  if (t->way || !t->wait || c->nmem) {   /* mapped memory: always ask, it may be read in place */
+  if (t->way || !t->wait || c->direct.nmem) {   /* mapped memory: always ask, it may be read in place */
     r = cc__direct_begin(c, k, t, &go);
     if (c->rank == 0) t0 = cc__now_ns();
     if (r == CC_OK) r = go ? cc__direct_body(c, k, go) : cc__arena_algo(c, k);
@@ -8139,7 +8150,7 @@ static cc_result cc__mem_share(cc_comm *c, size_t total, unsigned char **base, s
   cc__ph_arrive(c);
   CC__TRY(cc__ph_wait(c, 0, what));
   if (c->rank != 0) {
-    memcpy(name, CC__DATA(cc__half(c, 0, c->step)), nlen);
+    memcpy(name, CC__DATA(cc__half(c, 0, c->arena.step)), nlen);
     name[nlen - 1] = 0;
     if (name[0] && !*err && (*base = (unsigned char *)cc__shm_open(name, total, got)) == NULL) *err = errno ? errno : ENOENT;
   }
@@ -8167,7 +8178,7 @@ static cc_result cc__arena_mem_alloc(cc_comm *c, size_t bytes, void **ptr) {
   if ((r = cc__first_end(c, &k)) != CC_OK) goto out;
   for (j = 0; j < n; j++) {
     size_t b;
-    memcpy(&b, CC__DATA(cc__half(c, j, c->step)), sizeof b);
+    memcpy(&b, CC__DATA(cc__half(c, j, c->arena.step)), sizeof b);
     if (sizes) sizes[j] = b;
     slot = CC__MAX(slot, b);
   }
@@ -8182,7 +8193,7 @@ static cc_result cc__arena_mem_alloc(cc_comm *c, size_t bytes, void **ptr) {
   if (me == 0 && name[0]) cc__shm_unlink(name);
   for (j = 0; j < n && bad < 0; j++) {
     int e;
-    memcpy(&e, CC__DATA(cc__half(c, j, c->step)), sizeof e);
+    memcpy(&e, CC__DATA(cc__half(c, j, c->arena.step)), sizeof e);
     if (e) { bad = j; err = e; }
   }
   if (bad < 0 && !name[0]) bad = 0;   /* rank 0 says why: never reached */
@@ -8193,7 +8204,7 @@ static cc_result cc__arena_mem_alloc(cc_comm *c, size_t bytes, void **ptr) {
                  "shared memory of %zu bytes per rank: %s", what, me, bad, bad == 0 ? "create" : "map", slot, why);
     goto out;
   }
-  m->id = c->mem_seq++;
+  m->id = c->direct.mem_seq++;
   m->base = base;
   m->map_bytes = got;
   m->slot = slot;
@@ -8201,9 +8212,9 @@ static cc_result cc__arena_mem_alloc(cc_comm *c, size_t bytes, void **ptr) {
   m->nranks = n;
   m->me = me;
   m->mapped = 1;
-  m->next = c->mem;
-  c->mem = m;
-  c->nmem++;
+  m->next = c->direct.mem;
+  c->direct.mem = m;
+  c->direct.nmem++;
   *ptr = base + (size_t)me * slot;
   return CC_OK;
 out:
@@ -8228,9 +8239,9 @@ static cc_result cc__arena_mem_free(cc_comm *c, cc__mem *m) {
   cc__ident_of(&k, &c->cur);
   CC__TRY(cc__first_begin(c, &k, k.count, 0, &mine));
   CC__TRY(cc__first_end(c, &k));
-  for (pp = &c->mem; *pp && *pp != m; pp = &(*pp)->next) {}
+  for (pp = &c->direct.mem; *pp && *pp != m; pp = &(*pp)->next) {}
   if (*pp) *pp = m->next;
-  c->nmem--;
+  c->direct.nmem--;
   cc__mem_drop(m);
   return CC_OK;
 }
@@ -8973,19 +8984,19 @@ static cc_comm *cc__comm_new(int rank, int size, const cc__settings *s) {
   c->spin_ns = (uint64_t)(s->spin_us >= 0 ? s->spin_us : c->oversub ? 2 : 50) * 1000;
   c->settle_ns = 500 * CC__MS;
   c->small_bytes = s->small_bytes >= 0 ? (size_t)s->small_bytes : c->oversub ? (64u << 10) : (16u << 10);
-  c->cma = c->cma_mine = -1;
-  c->srcs = (const void **)CC_MALLOC(sizeof(void *) * n);
-  c->scals = (const void **)CC_MALLOC(sizeof(void *) * n);
-  c->scalbuf = (unsigned char *)CC_MALLOC(16 * n);
+  c->direct.cma = c->direct.cma_mine = -1;
+  c->arena.srcs = (const void **)CC_MALLOC(sizeof(void *) * n);
+  c->arena.scals = (const void **)CC_MALLOC(sizeof(void *) * n);
+  c->arena.scalbuf = (unsigned char *)CC_MALLOC(16 * n);
   c->peers = (cc__peer *)CC_MALLOC(sizeof(cc__peer) * n);
   c->pfd = (struct pollfd *)CC_MALLOC(sizeof(struct pollfd) * n);
   c->pfd_rank = (int *)CC_MALLOC(sizeof(int) * n);
-  if (s->shm_cma == CC__CMA_AUTO && (c->tune = (cc__tune *)CC_MALLOC(sizeof(cc__tune) * CC__TUNE_COLLS * CC__TUNE_SIZES)))
-    memset(c->tune, 0, sizeof(cc__tune) * CC__TUNE_COLLS * CC__TUNE_SIZES);
-  if (!c->srcs || !c->scals || !c->peers || !c->scalbuf || !c->pfd || !c->pfd_rank ||
-      (s->shm_cma == CC__CMA_AUTO && !c->tune)) {
-    CC_FREE(c->srcs); CC_FREE(c->scals); CC_FREE(c->peers); CC_FREE(c->scalbuf);
-    CC_FREE(c->pfd); CC_FREE(c->pfd_rank); CC_FREE(c->tune); CC_FREE(c);
+  if (s->shm_cma == CC__CMA_AUTO && (c->direct.tune = (cc__tune *)CC_MALLOC(sizeof(cc__tune) * CC__TUNE_COLLS * CC__TUNE_SIZES)))
+    memset(c->direct.tune, 0, sizeof(cc__tune) * CC__TUNE_COLLS * CC__TUNE_SIZES);
+  if (!c->arena.srcs || !c->arena.scals || !c->peers || !c->arena.scalbuf || !c->pfd || !c->pfd_rank ||
+      (s->shm_cma == CC__CMA_AUTO && !c->direct.tune)) {
+    CC_FREE(c->arena.srcs); CC_FREE(c->arena.scals); CC_FREE(c->peers); CC_FREE(c->arena.scalbuf);
+    CC_FREE(c->pfd); CC_FREE(c->pfd_rank); CC_FREE(c->direct.tune); CC_FREE(c);
     return NULL;
   }
   memset(c->peers, 0, sizeof(cc__peer) * n);
@@ -9073,8 +9084,8 @@ static void cc__comm_free(cc_comm *c) {
   if (c->seg) cc__shm_unmap(c->seg, c->seg_bytes);
   pthread_mutex_destroy(&c->qlock);
   pthread_cond_destroy(&c->qcond);
-  CC_FREE(c->srcs); CC_FREE(c->scals); CC_FREE(c->peers); CC_FREE(c->ops);
-  CC_FREE(c->scalbuf); CC_FREE(c->pfd); CC_FREE(c->pfd_rank); CC_FREE(c->one); CC_FREE(c->pb); CC_FREE(c->tune);
+  CC_FREE(c->arena.srcs); CC_FREE(c->arena.scals); CC_FREE(c->peers); CC_FREE(c->ops);
+  CC_FREE(c->arena.scalbuf); CC_FREE(c->pfd); CC_FREE(c->pfd_rank); CC_FREE(c->one); CC_FREE(c->direct.pb); CC_FREE(c->direct.tune);
   cc__mem_drop_all(c);
   cc__settings_clear(&c->set);
   cc__crypto_wipe(c->shmkey, sizeof c->shmkey);
@@ -10102,7 +10113,7 @@ static cc_result cc__split_shm(cc_comm *c, int color, int key, cc_comm **out) {
   ((int32_t *)CC__DATA(mine))[0] = color;
   ((int32_t *)CC__DATA(mine))[1] = key;
   if ((r = cc__first_end(c, &k)) != CC_OK) goto out;
-  for (j = 0; j < n; j++) memcpy(ck + 2 * j, CC__DATA(cc__half(c, j, c->step)), 2 * sizeof(int32_t));
+  for (j = 0; j < n; j++) memcpy(ck + 2 * j, CC__DATA(cc__half(c, j, c->arena.step)), 2 * sizeof(int32_t));
   if (color != CC_UNDEFINED) {          /* my group, ordered by (key, rank) */
     for (j = 0; j < n; j++) {
       if (ck[2 * j] != color) continue;
@@ -10130,7 +10141,7 @@ static cc_result cc__split_shm(cc_comm *c, int color, int key, cc_comm **out) {
   cc__ph_arrive(c);
   if ((r = cc__ph_wait(c, -1, what)) != CC_OK) goto out;
   if (nc) {
-    const char *lname = (const char *)CC__DATA(cc__half(c, leader, c->step));
+    const char *lname = (const char *)CC__DATA(cc__half(c, leader, c->arena.step));
     if (!lname[0]) {
       r = cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: rank %d could not create the new communicator's shared "
                    "memory%s%s", what, me, leader, newrank == 0 ? ": " : "", newrank == 0 ? nc->err : "");
@@ -11077,9 +11088,9 @@ CC_API cc_result cc_mem_alloc(cc_comm *c, size_t bytes, void **ptr) {
     }
     memset(m, 0, sizeof *m);
     *sz = bytes;
-    m->id = c->mem_seq++; m->base = p; m->map_bytes = b; m->slot = b; m->bytes = sz; m->nranks = 1;
-    m->next = c->mem;
-    c->mem = m;
+    m->id = c->direct.mem_seq++; m->base = p; m->map_bytes = b; m->slot = b; m->bytes = sz; m->nranks = 1;
+    m->next = c->direct.mem;
+    c->direct.mem = m;
     *ptr = p;
     return CC_OK;
   }
@@ -11099,7 +11110,7 @@ CC_API cc_result cc_mem_free(cc_comm *c, void *ptr) {
   if (!ptr) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: ptr is NULL", what);
   if (c->group_depth > 0) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: not allowed inside a group", what);
   o = (h = cc__mem_home(c)) != NULL ? h : c;
-  for (m = o->mem; m; m = m->next) {
+  for (m = o->direct.mem; m; m = m->next) {
     mine = m->base + (m->mapped ? (size_t)m->me * m->slot : 0);
     if (mine == (unsigned char *)ptr) break;
   }
@@ -11120,7 +11131,7 @@ CC_API cc_result cc_mem_free(cc_comm *c, void *ptr) {
   CC__TRY(cc__ready(c, what));
   if (!m->mapped) {
     cc__mem **pp;
-    for (pp = &o->mem; *pp != m; pp = &(*pp)->next) {}
+    for (pp = &o->direct.mem; *pp != m; pp = &(*pp)->next) {}
     *pp = m->next;
     cc__mem_drop(m);
     return CC_OK;

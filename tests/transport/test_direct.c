@@ -300,11 +300,11 @@ static int matrix_main(cc_comm *c, void *arg) {
     if (sym) {                /* the peers' parts were mapped: pb points into them */
       tr_label(&x, "the last call used the peers' buffers in place");
       for (j = 0; j < x.n; j++)
-        if (j != x.rank && (!c->pb || (!c->pb[j].s && !c->pb[j].r))) tr_fail(&x, "rank %d's buffers were not mapped", j);
+        if (j != x.rank && (!c->direct.pb || (!c->direct.pb[j].s && !c->direct.pb[j].r))) tr_fail(&x, "rank %d's buffers were not mapped", j);
       if (!tr_ok(&x, cc_mem_free(c, b.mem), "cc_mem_free")) {}
     } else if (x.rank == 0) {
-      w->tab->scratch[0] = 10 + c->cma;   /* what the ranks agreed on: the parent judges it */
-      w->tab->scratch[1] = 10 + c->cma_mine;
+      w->tab->scratch[0] = 10 + c->direct.cma;   /* what the ranks agreed on: the parent judges it */
+      w->tab->scratch[1] = 10 + c->direct.cma_mine;
     }
     tr_group_end(&x);
   }
@@ -472,7 +472,7 @@ static int auto_main(cc_comm *c, void *arg) {
     }
   }
   w->tab->scratch[me] = (int64_t)h;
-  if (me == 0) w->tab->scratch[7] = c->cma;
+  if (me == 0) w->tab->scratch[7] = c->direct.cma;
   free(sb);
   free(rb);
   tr_group_end(&x);
@@ -581,7 +581,7 @@ static int rules_main(cc_comm *c, void *arg) {
         for (r2 = me % 2; r2 < n; r2 += 2) base += (float)r2;
         for (i = 0; i < 50000; i++)
           if (out[i] != (float)(i % 97) * (float)sn + base) { tr_fail(&x, "sub all_reduce wrong at %zu", i); break; }
-        if (sn > 1 && (!sub->pb || !sub->pb[(sr + 1) % sn].s)) tr_fail(&x, "the peer's sendbuf was not mapped");
+        if (sn > 1 && (!sub->direct.pb || !sub->direct.pb[(sr + 1) % sn].s)) tr_fail(&x, "the peer's sendbuf was not mapped");
       }
       tr_label(&x, "memory of the split communicator in a collective of the parent");
       if (!tr_ok(&x, cc_mem_alloc(c, 1 << 20, (void **)&q), "cc_mem_alloc(world)")) goto done;
@@ -640,7 +640,7 @@ static int eperm_main(cc_comm *c, void *arg) {
   if (s->rc[me] == CC_OK) s->rc[me] = cc_all_gather(c, a, r, count, CC_FLOAT32);
   for (i = 0; i < count * (size_t)n; i++)
     if (r[i] != (float)((i % count) % 13 + i / count)) s->wrong[me]++;
-  if (me == 0) { s->cma = c->cma; s->cma_mine = c->cma_mine; }
+  if (me == 0) { s->cma = c->direct.cma; s->cma_mine = c->direct.cma_mine; }
   snprintf(s->err[me], sizeof s->err[me], "%s", cc_comm_last_error(c));
   free(a);
   free(r);
@@ -692,8 +692,8 @@ static int differ_main(cc_comm *c, void *arg) {
   int32_t sb[1024], rb[2048];
   if (me == 1 && s->mode == 4) c->set.direct_bytes = (size_t)1 << 40;
   if (me == 1 && s->mode == 5) {
-    free(c->tune);
-    c->tune = NULL;
+    free(c->direct.tune);
+    c->direct.tune = NULL;
   }
   s->rc[me] = CC_OK;
   for (i = 0; i < 200 && s->rc[me] == CC_OK; i++) {
@@ -710,7 +710,7 @@ static int differ_main(cc_comm *c, void *arg) {
     k.t = CC_INT32;
     if (me == 0 && (t = cc__tune_of(c, &k)) != NULL && t->ran < 2) t->ns[t->ran][0] = t->ran ? 3.0f : 1.0f;
   }
-  s->cma = c->cma;
+  s->cma = c->direct.cma;
   snprintf(s->err[me], sizeof s->err[me], "%s", cc_comm_last_error(c));
   return 0;
 }
