@@ -4011,9 +4011,10 @@ static void cc__reduce_n(void *dst, const void *const *srcs, int nsrc, size_t co
    from here:
    - the call's identity (cc__ident), which the ranks compare whole, and the
      messages that say how two calls differ (CC_ERR_MISMATCH);
-   - the data movement of gather, all_gather, scatter, all_to_all and their v
-     forms (cc__plan_move): which bytes of sendbuf go to each rank and where
-     each rank's bytes land in recvbuf, with the in-place rules of the API;
+   - the data movement of broadcast, gather, all_gather, scatter,
+     all_to_all and the v forms (cc__plan_move): which bytes of sendbuf go to
+     each rank and where each rank's bytes land in recvbuf, with the in-place
+     rules of the API;
    - the agreement of v counts, the split of a count into ranks' shares
      (cc__part), and how partial results combine (cc__wire_op). */
 
@@ -4124,7 +4125,7 @@ static cc_result cc__vcount_mismatch(cc_comm *c, const char *what, int from, int
 /* ---------------------------------------------------------------- data movement */
 
 typedef struct cc__plan {
-  int one_piece;                       /* every reader gets the same bytes (gather, all_gather) */
+  int one_piece;                       /* every reader gets the same bytes (broadcast, gather, all_gather) */
   int writer, reader;                  /* -1: every rank; else only that rank sends / receives */
   const cc__call *k;                   /* the call: each rank's piece is computed from it when asked */
   int me;
@@ -4145,6 +4146,7 @@ static void cc__plan_move(const cc_comm *c, const cc__call *k, cc__plan *p) {
   p->writer = p->reader = -1;
   p->one_piece = 0;
   switch (k->coll) {
+  case CC__BROADCAST: p->writer = k->root; p->one_piece = 1; break;
   case CC__GATHER: case CC__GATHER_V: p->reader = k->root; p->one_piece = 1; break;
   case CC__ALL_GATHER: case CC__ALL_GATHER_V: p->one_piece = 1; break;
   case CC__SCATTER: case CC__SCATTER_V: p->writer = k->root; break;
@@ -4160,7 +4162,7 @@ static CC__INLINE size_t cc__plan_soff(const cc__plan *p, int j) {
   case CC__ALL_TO_ALL: return (size_t)j * p->bytes;
   case CC__SCATTER_V: return p->me == k->root ? k->sd[j] * p->es : 0;
   case CC__ALL_TO_ALL_V: return k->sd[j] * p->es;
-  default: return 0;                   /* gather, all_gather: one piece from the start */
+  default: return 0;                   /* broadcast, gather, all_gather: one piece from the start */
   }
 }
 
@@ -4168,7 +4170,7 @@ static CC__INLINE size_t cc__plan_slen(const cc__plan *p, int j) {
   const cc__call *k = p->k;
   switch (k->coll) {
   case CC__GATHER: case CC__ALL_GATHER: case CC__ALL_TO_ALL: return p->bytes;
-  case CC__SCATTER: return p->me == k->root ? p->bytes : 0;
+  case CC__BROADCAST: case CC__SCATTER: return p->me == k->root ? p->bytes : 0;
   case CC__GATHER_V: case CC__ALL_GATHER_V: return k->scount * p->es;
   case CC__SCATTER_V: return p->me == k->root ? k->sc[j] * p->es : 0;
   case CC__ALL_TO_ALL_V: return k->sc[j] * p->es;
@@ -4183,7 +4185,7 @@ static CC__INLINE size_t cc__plan_roff(const cc__plan *p, int j) {
   case CC__GATHER: case CC__ALL_GATHER: case CC__ALL_TO_ALL: return (size_t)j * p->bytes;
   case CC__GATHER_V: case CC__ALL_GATHER_V: return k->rc ? k->rd[j] * p->es : 0;
   case CC__ALL_TO_ALL_V: return k->rd[j] * p->es;
-  default: return 0;                   /* scatter: its one piece at the start */
+  default: return 0;                   /* broadcast, scatter: its one piece at the start */
   }
 }
 
@@ -4192,7 +4194,7 @@ static CC__INLINE size_t cc__plan_rlen(const cc__plan *p, int j) {
   switch (k->coll) {
   case CC__GATHER: return p->me == k->root ? p->bytes : 0;
   case CC__ALL_GATHER: case CC__ALL_TO_ALL: return p->bytes;
-  case CC__SCATTER: return j == k->root ? p->bytes : 0;
+  case CC__BROADCAST: case CC__SCATTER: return j == k->root ? p->bytes : 0;
   case CC__GATHER_V: case CC__ALL_GATHER_V: return k->rc ? k->rc[j] * p->es : 0;
   case CC__SCATTER_V: return j == k->root ? k->rcount * p->es : 0;
   case CC__ALL_TO_ALL_V: return k->rc[j] * p->es;
@@ -4216,7 +4218,7 @@ static void cc__plan_own(cc_comm *c, const cc__call *k, const cc__plan *p) {
 CC__COMPANION size_t cc__plan_src_off(const cc_comm *c, const cc__call *k, int p) {
   (void)p;
   switch (k->coll) {
-  case CC__GATHER: case CC__ALL_GATHER: case CC__GATHER_V: case CC__ALL_GATHER_V: return 0;
+  case CC__BROADCAST: case CC__GATHER: case CC__ALL_GATHER: case CC__GATHER_V: case CC__ALL_GATHER_V: return 0;
   case CC__SCATTER: case CC__ALL_TO_ALL: return (size_t)c->rank * k->count * cc__dtype_bytes(k->t);
   default: return (size_t)-1;
   }
@@ -7357,32 +7359,6 @@ static cc_result cc__run_barrier(cc_comm *c, const cc__call *k) {
   return r != CC_OK ? r : cc__first_end(c, k);
 }
 
-static CC__NOINLINE cc_result cc__run_broadcast(cc_comm *c, const cc__call *k) {
-  const char *what = "broadcast";
-  size_t es = cc__dtype_bytes(k->t), bytes = k->count * es, cap = c->half - CC__DESC_BYTES, off, n;
-  unsigned char *buf = (unsigned char *)k->rbuf, *mine;
-  int root = k->root, me = c->rank;
-  cc_result r = cc__first_begin(c, k, k->count, 0, &mine);
-  if (r != CC_OK) return r;
-  n = CC__MIN(bytes, cap);
-  if (me == root && n) memcpy(CC__DATA(mine), buf, n);
-  if ((r = cc__first_end(c, k)) != CC_OK) return r;
-  if (me != root && n) memcpy(buf, CC__DATA(cc__half(c, root, c->arena.step)), n);
-  for (off = n; off < bytes; off += n) {
-    n = CC__MIN(cap, bytes - off);
-    if (me == root) {
-      if ((r = cc__ph_begin(c, &mine, what)) != CC_OK) return r;
-      cc__stage(c, CC__DATA(mine), buf + off, n, bytes);
-      cc__ph_arrive(c);
-    } else {
-      cc__ph_arrive(c);
-      if ((r = cc__ph_wait(c, root, what)) != CC_OK) return r;
-      memcpy(buf + off, CC__DATA(cc__half(c, root, c->arena.step)), n);
-    }
-  }
-  return CC_OK;
-}
-
 /* reduce (root >= 0) and all_reduce (root < 0). One phase per chunk when the
    message is small or there are only two ranks: every rank stages its chunk
    and every reader folds all n staged copies straight into recvbuf. Else two
@@ -7487,15 +7463,15 @@ static CC__NOINLINE cc_result cc__run_reduce_scatter(cc_comm *c, const cc__call 
   return CC_OK;
 }
 
-/* Data movement without reduction: gather, all_gather, scatter, all_to_all
-   and their v forms, as cc__plan_move lays them out. A rank's pieces are
+/* Data movement without reduction: broadcast, gather, all_gather, scatter,
+   all_to_all and the v forms, as cc__plan_move lays them out. A rank's pieces are
    staged chunk by chunk (pc bytes of each piece per phase); readers copy out
    what is theirs. The v forms first publish every rank's counts, so that
    every rank checks every pair alike (CC_ERR_MISMATCH everywhere, or
    nowhere) and knows how many phases the data needs. */
 static CC__NOINLINE cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
   const char *what = cc__coll_name(k->coll);
-  size_t es = cc__dtype_bytes(k->t), pc = c->half - CC__DESC_BYTES, off = 0, maxlen = 0, own = 0;
+  size_t es = cc__dtype_bytes(k->t), pc = c->half - CC__DESC_BYTES, off = 0, maxlen = 0, own = 0, total;
   int n = c->size, me = c->rank, j, i, first = 1, writes, reads;
   unsigned char *mine;
   uint64_t count = cc__ident_count(k);
@@ -7503,7 +7479,7 @@ static CC__NOINLINE cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
   cc_result r;
   cc__plan_move(c, k, &p);
   writes = (p.writer < 0 || p.writer == me) && !(p.one_piece && p.reader == me);
-  reads = p.reader < 0 || p.reader == me;
+  reads = (p.reader < 0 || p.reader == me) && p.writer != me;
   if (!p.one_piece) pc = cc__piece_cap(c, k->coll == CC__ALL_TO_ALL ? k->count * es : 0);   /* packed: all_to_all only */
   if (!cc__is_v(k->coll)) {
     maxlen = k->count * es;
@@ -7536,6 +7512,7 @@ static CC__NOINLINE cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
     }
     first = 0;
   }
+  total = p.one_piece && p.writer >= 0 ? maxlen : maxlen * (size_t)n;   /* bytes the ranks stage (cc__stage) */
   while (first || off < maxlen) {
     if (first) r = cc__first_begin(c, k, count, maxlen, &mine);
     else if (writes) r = cc__ph_begin(c, &mine, what);
@@ -7545,11 +7522,11 @@ static CC__NOINLINE cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
       for (j = 0; j < n; j++) {
         const unsigned char *src = (const unsigned char *)k->sbuf + cc__plan_soff(&p, j) + off;
         if (p.one_piece) {
-          if (cc__plan_slen(&p, 0) > off) cc__stage(c, CC__DATA(mine), src, CC__MIN(pc, cc__plan_slen(&p, 0) - off), maxlen * (size_t)n);
+          if (cc__plan_slen(&p, 0) > off) cc__stage(c, CC__DATA(mine), src, CC__MIN(pc, cc__plan_slen(&p, 0) - off), total);
           break;
         }
         if (j != me && (p.reader < 0 || p.reader == j) && cc__plan_slen(&p, j) > off)
-          cc__stage(c, CC__DATA(mine) + (size_t)j * pc, src, CC__MIN(pc, cc__plan_slen(&p, j) - off), maxlen * (size_t)n);
+          cc__stage(c, CC__DATA(mine) + (size_t)j * pc, src, CC__MIN(pc, cc__plan_slen(&p, j) - off), total);
       }
     }
     if (first) r = cc__first_end(c, k);
@@ -7663,7 +7640,7 @@ static void cc__direct_need(const cc_comm *c, const cc__call *k, int j, int put,
   case CC__ALL_GATHER: *s = b; break;
   case CC__GATHER: if (put) *r = root ? all : 0; else *s = root ? 0 : b; break;
   case CC__SCATTER: *s = root ? all : 0; break;
-  case CC__BROADCAST: *r = root ? b : 0; break;
+  case CC__BROADCAST: *s = root ? b : 0; break;
   default: break;
   }
 }
@@ -8034,34 +8011,22 @@ static cc_result cc__direct_reduce(cc_comm *c, const cc__call *k, int put) {
   return cc__direct_sync(c, what);
 }
 
-/* broadcast, gather, all_gather, scatter, all_to_all: each rank fetches what
-   it receives from its senders' buffers (the putting gather: writes its
-   piece into the root's recvbuf), then its own piece as the plan says. */
+/* broadcast, gather, all_gather, scatter, all_to_all, as cc__plan_move lays
+   them out: each rank fetches what it receives from its senders' sendbufs
+   (the putting gather: writes its piece into the root's recvbuf), then its
+   own piece. */
 static cc_result cc__direct_move(cc_comm *c, const cc__call *k, int put) {
   const char *what = cc__coll_name(k->coll);
-  size_t bytes = k->count * cc__dtype_bytes(k->t);
-  int n = c->size, me = c->rank, j, root = k->root;
-  unsigned char *rb = (unsigned char *)k->rbuf;
+  int n = c->size, me = c->rank, i, j;
   cc__plan p;
-  switch (k->coll) {
-  case CC__BROADCAST:
-    if (me != root) CC__TRY(cc__peer_get(c, root, 1, 0, rb, bytes, what));
-    return cc__direct_sync(c, what);
-  case CC__GATHER:
-    if (put && me != root) cc__peer_put(c, root, (size_t)me * bytes, k->sbuf, bytes);
-    for (j = 0; !put && me == root && j < n; j++)
-      if (j != me) CC__TRY(cc__peer_get(c, j, 0, 0, rb + (size_t)j * bytes, bytes, what));
-    break;
-  case CC__SCATTER:
-    if (me != root) CC__TRY(cc__peer_get(c, root, 0, (size_t)me * bytes, rb, bytes, what));
-    break;
-  default:                             /* all_gather, all_to_all */
-    for (j = 1; j < n; j++) {          /* rank me+1 first, so that the ranks start on different peers */
-      int from = (me + j) % n;
-      CC__TRY(cc__peer_get(c, from, 0, cc__plan_src_off(c, k, from), rb + (size_t)from * bytes, bytes, what));
-    }
-  }
   cc__plan_move(c, k, &p);
+  if (put && me != k->root) cc__peer_put(c, k->root, (size_t)me * p.bytes, k->sbuf, p.bytes);
+  for (i = 1; !put && (p.reader < 0 || p.reader == me) && i < n; i++) {
+    j = (me + i) % n;                  /* rank me+1 first, so that the ranks start on different peers */
+    if (p.writer < 0 || p.writer == j)
+      CC__TRY(cc__peer_get(c, j, 0, cc__plan_src_off(c, k, j), (unsigned char *)k->rbuf + cc__plan_roff(&p, j),
+                           cc__plan_rlen(&p, j), what));
+  }
   cc__plan_own(c, k, &p);
   return cc__direct_sync(c, what);
 }
@@ -8250,11 +8215,10 @@ static cc_result cc__arena_mem_free(cc_comm *c, cc__mem *m) {
 static CC__INLINE cc_result cc__arena_algo(cc_comm *c, const cc__call *k) {
   switch (k->coll) {
   case CC__BARRIER: case CC__INIT: return cc__run_barrier(c, k);
-  case CC__BROADCAST: return cc__run_broadcast(c, k);
   case CC__REDUCE: return cc__run_reduce(c, k, k->root);
   case CC__ALL_REDUCE: return cc__run_reduce(c, k, -1);
   case CC__REDUCE_SCATTER: return cc__run_reduce_scatter(c, k);
-  case CC__GATHER: case CC__ALL_GATHER: case CC__SCATTER: case CC__ALL_TO_ALL:
+  case CC__BROADCAST: case CC__GATHER: case CC__ALL_GATHER: case CC__SCATTER: case CC__ALL_TO_ALL:
   case CC__GATHER_V: case CC__ALL_GATHER_V: case CC__SCATTER_V: case CC__ALL_TO_ALL_V:
     return cc__arena_move(c, k);
   default:
