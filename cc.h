@@ -8459,79 +8459,53 @@ static cc_result cc__msg_bcast(cc_comm *c, const int *M, int m, int p, int rp, v
   }
 }
 
-/* Reduce to index rp. Small: every member sends its input to the root, which
-   folds them in member order. Large: reduce-scatter by direct exchange, then
-   the blocks go to the root. Either way the root holds the left fold. */
+/* Reduce to index rp, or all-reduce (rp < 0: every member keeps the
+   result). Small: every member sends its input to the members that keep the
+   result, which fold all of them in member order (one step). Large:
+   reduce-scatter by direct exchange; for an all-reduce the all-gather rides
+   on it, for a reduce the blocks then go to the root. Every member that
+   keeps the result holds the same bits: the left fold in member order. */
 static cc_result cc__msg_reduce(cc_comm *c, const int *M, int m, int p, int rp, const void *in, void *out,
                                 size_t count, cc_dtype t, int op, const char *what) {
   size_t es = cc__dtype_bytes(t), bytes = count * es;
-  cc__msg *ms;
+  int j, n = 0, keep = rp < 0 || p == rp;
   unsigned char *tmp = NULL;
-  int j, n = 0;
+  cc__msg *ms;
   cc_result r;
   if (m == 1) { if (out != in && bytes) memcpy(out, in, bytes); return CC_OK; }
-  if (!(ms = (cc__msg *)CC_MALLOC(sizeof(cc__msg) * (size_t)m))) return cc__oom(c, what);
   if (bytes <= c->set.net_small_bytes || count < (size_t)m) {
     const void **srcs = (const void **)CC_MALLOC(sizeof(void *) * (size_t)m);
-    if (!srcs || (p == rp && !(tmp = (unsigned char *)CC_MALLOC((size_t)m * bytes + 1)))) {
-      CC_FREE(ms); CC_FREE(srcs);
+    ms = (cc__msg *)CC_MALLOC(sizeof(cc__msg) * 2 * (size_t)m);
+    if (!srcs || !ms || (keep && !(tmp = (unsigned char *)CC_MALLOC((size_t)m * bytes + 1)))) {
+      CC_FREE(srcs); CC_FREE(ms);
       return cc__oom(c, what);
     }
-    for (j = 0; j < m; j++) {
-      if (p != rp && j == p) cc__msg_send(&ms[n++], M[rp], CC__TAG_COLL, in, bytes);
-      if (p == rp && j != p) cc__msg_recv(&ms[n++], M[j], CC__TAG_COLL, tmp + (size_t)j * bytes, bytes);
-      srcs[j] = j == p ? in : tmp + (size_t)j * bytes;
+    for (j = 1; j < m; j++) {          /* staggered: not every member sends to one first */
+      int to = (p + j) % m, from = (p - j + m) % m;
+      if (rp < 0 || to == rp) cc__msg_send(&ms[n++], M[to], CC__TAG_COLL, in, bytes);
+      if (keep) cc__msg_recv(&ms[n++], M[from], CC__TAG_COLL, tmp + (size_t)from * bytes, bytes);
     }
+    for (j = 0; j < m; j++) srcs[j] = j == p ? in : tmp + (size_t)j * bytes;
     r = cc__engine_run(c, ms, n, NULL, NULL, &c->cur, what);
-    if (r == CC_OK && p == rp) r = cc__fold(c, op, t, out, srcs, NULL, m, count, what);
+    if (r == CC_OK && keep) r = cc__fold(c, op, t, out, srcs, NULL, m, count, what);
     CC_FREE(srcs);
+  } else if (rp < 0) {
+    return cc__msg_rs_direct(c, M, m, p, in, (unsigned char *)out + cc__part(count, m, p) * es, count, t, op, out, what);
   } else {
     size_t bo = cc__part(count, m, p) * es;
-    unsigned char *acc = p == rp ? (unsigned char *)out : (tmp = (unsigned char *)CC_MALLOC(bytes + 1));
-    if (!acc) { CC_FREE(ms); return cc__oom(c, what); }
+    unsigned char *acc = keep ? (unsigned char *)out : (tmp = (unsigned char *)CC_MALLOC(bytes + 1));
+    if (!acc || !(ms = (cc__msg *)CC_MALLOC(sizeof(cc__msg) * (size_t)m))) { CC_FREE(tmp); return cc__oom(c, what); }
     r = cc__msg_rs_direct(c, M, m, p, in, acc + bo, count, t, op, NULL, what);
     for (j = 0; r == CC_OK && j < m; j++) {
       size_t o = cc__part(count, m, j) * es, l = cc__part(count, m, j + 1) * es - o;
-      if (p == rp && j != p) cc__msg_recv(&ms[n++], M[j], CC__TAG_COLL, acc + o, l);
-      if (p != rp && j == p) cc__msg_send(&ms[n++], M[rp], CC__TAG_COLL, acc + o, l);
+      if (keep && j != p) cc__msg_recv(&ms[n++], M[j], CC__TAG_COLL, acc + o, l);
+      if (!keep && j == p) cc__msg_send(&ms[n++], M[rp], CC__TAG_COLL, acc + o, l);
     }
     if (r == CC_OK) r = cc__engine_run(c, ms, n, NULL, NULL, &c->cur, what);
   }
   CC_FREE(tmp);
   CC_FREE(ms);
   return r;
-}
-
-/* All-reduce over the members. Small: every member sends its input to every
-   other and each folds all of them in member order (one step). Large:
-   reduce-scatter by direct exchange with the all-gather riding on it. Every
-   member ends with the same bits: the left fold in member order. */
-static cc_result cc__msg_allreduce(cc_comm *c, const int *M, int m, int p, const void *in, void *out, size_t count,
-                                   cc_dtype t, int op, const char *what) {
-  size_t es = cc__dtype_bytes(t), bytes = count * es;
-  int j, n = 0;
-  cc_result r;
-  if (m == 1) { if (out != in && bytes) memcpy(out, in, bytes); return CC_OK; }
-  if (bytes <= c->set.net_small_bytes || count < (size_t)m) {
-    unsigned char *tmp = (unsigned char *)CC_MALLOC((size_t)m * bytes + 1);
-    const void **srcs = (const void **)CC_MALLOC(sizeof(void *) * (size_t)m);
-    cc__msg *ms = (cc__msg *)CC_MALLOC(sizeof(cc__msg) * 2 * (size_t)m);
-    if (!tmp || !srcs || !ms) {
-      CC_FREE(tmp); CC_FREE(srcs); CC_FREE(ms);
-      return cc__oom(c, what);
-    }
-    for (j = 1; j < m; j++) {
-      int to = (p + j) % m, from = (p - j + m) % m;
-      cc__msg_send(&ms[n++], M[to], CC__TAG_COLL, in, bytes);
-      cc__msg_recv(&ms[n++], M[from], CC__TAG_COLL, tmp + (size_t)from * bytes, bytes);
-    }
-    for (j = 0; j < m; j++) srcs[j] = j == p ? in : tmp + (size_t)j * bytes;
-    r = cc__engine_run(c, ms, n, NULL, NULL, &c->cur, what);
-    if (r == CC_OK) r = cc__fold(c, op, t, out, srcs, NULL, m, count, what);
-    CC_FREE(tmp); CC_FREE(srcs); CC_FREE(ms);
-    return r;
-  }
-  return cc__msg_rs_direct(c, M, m, p, in, (unsigned char *)out + cc__part(count, m, p) * es, count, t, op, out, what);
 }
 
 /* premul_sum: this rank's input times its scalar, into *own (NULL when the op
@@ -8721,7 +8695,7 @@ static cc_result cc__hier_run(cc_comm *c, const cc__call *k) {
     unsigned char b = 0;
     if ((r = cc__hier_local(c, CC__BARRIER, k, NULL, NULL, 0, 0, 0)) != CC_OK || (r = cc__hier_agree(c, what)) != CC_OK)
       break;
-    if (me >= 0 && (r = cc__msg_allreduce(c, M, nt->ngroups, me, &b, &b, 1, CC_UINT8, CC_MAX, what)) != CC_OK) break;
+    if (me >= 0 && (r = cc__msg_reduce(c, M, nt->ngroups, me, -1, &b, &b, 1, CC_UINT8, CC_MAX, what)) != CC_OK) break;
     r = cc__hier_local(c, CC__BARRIER, k, NULL, NULL, 0, 0, 0);
     break;
   }
@@ -8744,8 +8718,8 @@ static cc_result cc__hier_run(cc_comm *c, const cc__call *k) {
       in = buf;
     }
     if (me >= 0) {
-      if (k->coll == CC__ALL_REDUCE) r = cc__msg_allreduce(c, M, nt->ngroups, me, in, buf, k->count, k->t, op, what);
-      else r = cc__msg_reduce(c, M, nt->ngroups, me, nt->grp[root], in, buf, k->count, k->t, op, what);
+      r = cc__msg_reduce(c, M, nt->ngroups, me, k->coll == CC__ALL_REDUCE ? -1 : nt->grp[root], in, buf, k->count, k->t,
+                         op, what);
       if (r != CC_OK) break;
       if (k->op == CC_AVG && (k->coll == CC__ALL_REDUCE || c->rank == root)) cc__avg_div(buf, k->count, k->t, c->size);
     }
