@@ -8525,6 +8525,33 @@ static cc_result cc__premul_input(cc_comm *c, const cc__call *k, size_t count, u
   return CC_OK;
 }
 
+/* The pieces of plan p as messages (into ms; how many): to each rank what
+   it receives from this one (from sb), from each rank what this one
+   receives (into rb), staggered: rank me+1 first, so that not all ranks
+   send to one first. With `quick`, a whole frame goes straight through the
+   ring where it can (the short way: the queued calls), and only the rest
+   is left for the engine. */
+static int cc__plan_msgs(cc_comm *c, const cc__plan *p, const unsigned char *sb, unsigned char *rb, cc__msg *ms,
+                         int quick) {
+  int n = c->size, me = c->rank, i, nm = 0;
+  int sends = p->writer < 0 || p->writer == me, recvs = p->reader < 0 || p->reader == me;
+  for (i = 1; i < n; i++) {
+    int to = (me + i) % n, from = (me - i + n) % n;
+    if (sends && (p->reader < 0 || p->reader == to)) {
+      const unsigned char *src = sb + cc__plan_soff(p, to);
+      size_t len = cc__plan_slen(p, to);
+      if (!quick || !cc__ring_send_now(c, to, &c->cur, src, len)) cc__msg_send(&ms[nm++], to, CC__TAG_COLL, src, len);
+    }
+    if (recvs && (p->writer < 0 || p->writer == from)) {
+      unsigned char *dst = rb + cc__plan_roff(p, from);
+      size_t len = cc__plan_rlen(p, from);
+      if (!quick || (!cc__ring_recv_now(c, from, &c->cur, dst, len) && !cc__ring_recv_watch(c, from, &c->cur, dst, len)))
+        cc__msg_recv(&ms[nm++], from, CC__TAG_COLL, dst, len);
+    }
+  }
+  return nm;
+}
+
 /* ---------------------------------------------------------------- messages: collectives */
 
 /* gather, all_gather, scatter, all_to_all and their v forms, as
@@ -8572,13 +8599,7 @@ static cc_result cc__msg_flat(cc_comm *c, const cc__call *k) {
     if (total) memcpy(copy, sb, total);
     sb = copy;
   }
-  for (j = 1; j < n; j++) {            /* in a staggered order, so that not all send to one rank first */
-    int to = (me + j) % n, from = (me - j + n) % n;
-    if ((p.writer < 0 || p.writer == me) && (p.reader < 0 || p.reader == to))
-      cc__msg_send(&ms[nm++], to, CC__TAG_COLL, sb + cc__plan_soff(&p, to), cc__plan_slen(&p, to));
-    if ((p.reader < 0 || p.reader == me) && (p.writer < 0 || p.writer == from))
-      cc__msg_recv(&ms[nm++], from, CC__TAG_COLL, rb + cc__plan_roff(&p, from), cc__plan_rlen(&p, from));
-  }
+  nm = cc__plan_msgs(c, &p, sb, rb, ms, 0);
   if (copy) {                          /* this rank's own piece, from the copy */
     if (cc__plan_rlen(&p, me)) memmove(rb + cc__plan_roff(&p, me), sb + cc__plan_soff(&p, me), cc__plan_rlen(&p, me));
   } else {
@@ -8843,37 +8864,17 @@ static CC__INLINE int cc__queued(const cc_comm *c, const cc__call *k) {
 }
 
 static CC__NOINLINE cc_result cc__queued_run(cc_comm *c, const cc__call *k) {
-  const char *what = cc__coll_name(k->coll);
-  size_t bytes = k->count * cc__dtype_bytes(k->t);
-  int me = c->rank, root = k->root, j, n = 0, gather = k->coll == CC__GATHER;
-  const unsigned char *sb = (const unsigned char *)k->sbuf;
-  unsigned char *rb = (unsigned char *)k->rbuf;
   cc__msg *m = cc__msgs(c, c->size);
+  cc__plan p;
+  int n;
   c->qhist = (c->qhist ^ (c->seq * UINT64_C(0x9E3779B97F4A7C15) + (uint64_t)k->coll * UINT64_C(0x100000001B3) +
-                          (uint64_t)root)) * UINT64_C(0xBF58476D1CE4E5B9);
+                          (uint64_t)k->root)) * UINT64_C(0xBF58476D1CE4E5B9);
   c->qhist ^= c->qhist >> 31;
-  if (!m) return cc__oom(c, what);
-  if (me != root && gather) {          /* a part of a gather: to the root */
-    if (!cc__ring_send_now(c, root, &c->cur, sb, bytes)) cc__msg_send(&m[n++], root, CC__TAG_COLL, sb, bytes);
-  } else if (me != root) {             /* broadcast, scatter: from the root */
-    if (!cc__ring_recv_now(c, root, &c->cur, rb, bytes) && !cc__ring_recv_watch(c, root, &c->cur, rb, bytes))
-      cc__msg_recv(&m[n++], root, CC__TAG_COLL, rb, bytes);
-  } else {
-    for (j = 0; j < c->size; j++) {
-      const unsigned char *piece = k->coll == CC__BROADCAST ? rb : sb + (size_t)j * bytes;
-      if (j == me) continue;
-      if (gather) {
-        if (!cc__ring_recv_now(c, j, &c->cur, rb + (size_t)j * bytes, bytes) &&
-            !cc__ring_recv_watch(c, j, &c->cur, rb + (size_t)j * bytes, bytes))
-          cc__msg_recv(&m[n++], j, CC__TAG_COLL, rb + (size_t)j * bytes, bytes);
-      } else if (!cc__ring_send_now(c, j, &c->cur, piece, bytes)) {
-        cc__msg_send(&m[n++], j, CC__TAG_COLL, piece, bytes);
-      }
-    }
-    if (gather && rb + (size_t)me * bytes != sb && bytes) memmove(rb + (size_t)me * bytes, sb, bytes);
-    if (k->coll == CC__SCATTER && rb != sb + (size_t)me * bytes && bytes) memmove(rb, sb + (size_t)me * bytes, bytes);
-  }
-  return n ? cc__engine_run(c, m, n, NULL, NULL, &c->cur, what) : CC_OK;
+  if (!m) return cc__oom(c, cc__coll_name(k->coll));
+  cc__plan_move(c, k, &p);
+  n = cc__plan_msgs(c, &p, (const unsigned char *)k->sbuf, (unsigned char *)k->rbuf, m, 1);
+  cc__plan_own(c, k, &p);
+  return n ? cc__engine_run(c, m, n, NULL, NULL, &c->cur, cc__coll_name(k->coll)) : CC_OK;
 }
 
 /* Run collective k: the arena when every rank shares this host, else messages.
