@@ -7359,68 +7359,6 @@ static cc_result cc__run_barrier(cc_comm *c, const cc__call *k) {
   return r != CC_OK ? r : cc__first_end(c, k);
 }
 
-/* reduce (root >= 0) and all_reduce (root < 0). One phase per chunk when the
-   message is small or there are only two ranks: every rank stages its chunk
-   and every reader folds all n staged copies straight into recvbuf. Else two
-   phases per chunk: each rank folds its 1/n share of the chunk into its next
-   half (reduce-scatter), then the readers copy every share out (all-gather).
-   The fold is x0 op x1 op ... in rank order either way: the same bits. */
-static cc_result cc__run_reduce(cc_comm *c, const cc__call *k, int root) {
-  const char *what = cc__coll_name(k->coll);
-  size_t es = cc__dtype_bytes(k->t), bytes = k->count * es, cap = c->half - CC__DESC_BYTES;
-  const unsigned char *sb = (const unsigned char *)k->sbuf;
-  unsigned char *rb = (unsigned char *)k->rbuf, *mine;
-  int n = c->size, me = c->rank, j, want = root < 0 || me == root;
-  size_t off, m, chunk = cap / es;
-  cc_result r;
-  if (bytes <= c->small_bytes || n <= 2) {
-    off = 0;
-    do {
-      m = CC__MIN(chunk, k->count - off);
-      if (off == 0) r = cc__first_begin(c, k, k->count, 0, &mine);
-      else r = cc__ph_begin(c, &mine, what);
-      if (r != CC_OK) return r;
-      if (m) cc__stage(c, CC__DATA(mine), sb + off * es, m * es, bytes);
-      if (off == 0) r = cc__first_end(c, k);
-      else { cc__ph_arrive(c); r = want ? cc__ph_wait(c, -1, what) : CC_OK; }
-      if (r != CC_OK) return r;
-      if (want) {
-        for (j = 0; j < n; j++) c->arena.srcs[j] = CC__DATA(cc__half(c, j, c->arena.step));
-        CC__TRY(cc__apply(c, k, rb + off * es, m));
-      }
-      off += m;
-    } while (off < k->count);
-    return CC_OK;
-  }
-  for (off = 0; off < k->count; off += m) {
-    size_t lo, hi;
-    uint64_t a;
-    m = CC__MIN(chunk, k->count - off);
-    if (off == 0) r = cc__first_begin(c, k, k->count, 0, &mine);
-    else r = cc__ph_begin(c, &mine, what);
-    if (r != CC_OK) return r;
-    cc__stage(c, CC__DATA(mine), sb + off * es, m * es, bytes);
-    if (off == 0) r = cc__first_end(c, k);
-    else { cc__ph_arrive(c); r = cc__ph_wait(c, -1, what); }
-    if (r != CC_OK) return r;
-    a = c->arena.step;
-    lo = cc__part(m, n, me);
-    hi = cc__part(m, n, me + 1);
-    if ((r = cc__ph_begin(c, &mine, what)) != CC_OK) return r;
-    for (j = 0; j < n; j++) c->arena.srcs[j] = CC__DATA(cc__half(c, j, a)) + lo * es;
-    CC__TRY(cc__apply(c, k, CC__DATA(mine) + lo * es, hi - lo));
-    cc__ph_arrive(c);
-    if (want) {
-      if ((r = cc__ph_wait(c, -1, what)) != CC_OK) return r;
-      for (j = 0; j < n; j++) {
-        size_t l = cc__part(m, n, j), h = cc__part(m, n, j + 1);
-        if (h > l) memcpy(rb + (off + l) * es, CC__DATA(cc__half(c, j, c->arena.step)) + l * es, (h - l) * es);
-      }
-    }
-  }
-  return CC_OK;
-}
-
 /* A small all_to_all or reduce_scatter (all of a rank's pieces this many
    bytes or fewer) stages its pieces side by side, right after the
    descriptor, within the 128-byte pair of lines that holds it, which a
@@ -7435,32 +7373,90 @@ static size_t cc__piece_cap(const cc_comm *c, size_t bytes) {
   return ((c->half - CC__DESC_BYTES) / (size_t)c->size) & ~(size_t)63;
 }
 
-/* reduce_scatter: per phase, every rank stages chunk p of each of its n
-   blocks; rank r folds block r's chunk from every half. Small blocks lie
-   side by side after the descriptor (CC__PACKED_BYTES). */
-static CC__NOINLINE cc_result cc__run_reduce_scatter(cc_comm *c, const cc__call *k) {
-  const char *what = "reduce_scatter";
-  size_t es = cc__dtype_bytes(k->t), bytes = k->count * es;
-  size_t pcap = cc__piece_cap(c, bytes), off = 0, m;
+/* Begin phase `first` (the call's first: its descriptor) or a later one. */
+static CC__INLINE cc_result cc__phase_begin(cc_comm *c, const cc__call *k, int first, unsigned char **mine) {
+  return first ? cc__first_begin(c, k, k->count, 0, mine) : cc__ph_begin(c, mine, cc__coll_name(k->coll));
+}
+
+/* End it: publish, and wait for every rank when `wait` (a first phase always
+   waits, and compares the calls). */
+static CC__INLINE cc_result cc__phase_end(cc_comm *c, const cc__call *k, int first, int wait) {
+  if (first) return cc__first_end(c, k);
+  cc__ph_arrive(c);
+  return wait ? cc__ph_wait(c, -1, cc__coll_name(k->coll)) : CC_OK;
+}
+
+/* reduce (root >= 0) and all_reduce (root < 0), when the message is small or
+   there are only two ranks: one phase per chunk. Every rank stages its chunk
+   and every reader folds all n staged copies straight into recvbuf. */
+static cc_result cc__run_reduce_one(cc_comm *c, const cc__call *k, int root) {
+  size_t es = cc__dtype_bytes(k->t), bytes = k->count * es, chunk = (c->half - CC__DESC_BYTES) / es, off = 0, m;
   const unsigned char *sb = (const unsigned char *)k->sbuf;
   unsigned char *rb = (unsigned char *)k->rbuf, *mine;
-  int n = c->size, me = c->rank, j;
-  cc_result r;
+  int j, want = root < 0 || c->rank == root;
   do {
-    m = CC__MIN(pcap, bytes - off);
-    if (off == 0) r = cc__first_begin(c, k, k->count, 0, &mine);
-    else r = cc__ph_begin(c, &mine, what);
-    if (r != CC_OK) return r;
-    for (j = 0; j < n && m; j++) cc__stage(c, CC__DATA(mine) + (size_t)j * pcap, sb + (size_t)j * bytes + off, m, bytes * (size_t)n);
-    if (off == 0) r = cc__first_end(c, k);
-    else { cc__ph_arrive(c); r = cc__ph_wait(c, -1, what); }
-    if (r != CC_OK) return r;
-    for (j = 0; j < n; j++) c->arena.srcs[j] = CC__DATA(cc__half(c, j, c->arena.step)) + (size_t)me * pcap;
-    CC__TRY(cc__apply(c, k, rb + off, m / es));
+    m = CC__MIN(chunk, k->count - off);
+    CC__TRY(cc__phase_begin(c, k, off == 0, &mine));
+    if (m) cc__stage(c, CC__DATA(mine), sb + off * es, m * es, bytes);
+    CC__TRY(cc__phase_end(c, k, off == 0, want));
+    if (want) {
+      for (j = 0; j < c->size; j++) c->arena.srcs[j] = CC__DATA(cc__half(c, j, c->arena.step));
+      CC__TRY(cc__apply(c, k, rb + off * es, m));
+    }
     off += m;
-  } while (off < bytes);
-  for (j = 0; j < n; j++) cc__ph_prefetch(c, CC__DESC_BYTES + (size_t)j * pcap);   /* the next call's blocks */
+  } while (off < k->count);
   return CC_OK;
+}
+
+/* reduce_scatter, and reduce and all_reduce of larger messages: rank j's
+   block of the input is its share of the result (reduce_scatter: block j of
+   every sendbuf; else the j-th part of the vector, cc__part). Per phase,
+   every rank stages the next piece of each block; rank r folds piece r of
+   every half, in rank order: into its recvbuf (reduce_scatter), else into
+   its next half, from which, one phase later, the readers (every rank, or
+   the root) copy every rank's piece out. Small blocks lie side by side after
+   the descriptor (CC__PACKED_BYTES). */
+static CC__NOINLINE cc_result cc__run_reduce_blocks(cc_comm *c, const cc__call *k, int root) {
+  const char *what = cc__coll_name(k->coll);
+  int n = c->size, me = c->rank, j, rs = k->coll == CC__REDUCE_SCATTER, want = root < 0 || me == root;
+  size_t es = cc__dtype_bytes(k->t), bytes = k->count * es, total = rs ? bytes * (size_t)n : bytes;
+  size_t pcap = cc__piece_cap(c, rs ? bytes : 0), big = rs ? bytes : cc__part(k->count, n, 1) * es, off = 0, m;
+  const unsigned char *sb = (const unsigned char *)k->sbuf;
+  unsigned char *rb = (unsigned char *)k->rbuf, *mine;
+#define CC__BLOCK_AT(j) (rs ? (size_t)(j) * bytes : cc__part(k->count, n, (j)) * es)   /* where block j starts */
+#define CC__BLOCK_LEN(j) (rs ? bytes : (cc__part(k->count, n, (j) + 1) - cc__part(k->count, n, (j))) * es)
+  do {
+    CC__TRY(cc__phase_begin(c, k, off == 0, &mine));
+    for (j = 0; j < n; j++)
+      if (CC__BLOCK_LEN(j) > off)
+        cc__stage(c, CC__DATA(mine) + (size_t)j * pcap, sb + CC__BLOCK_AT(j) + off, CC__MIN(pcap, CC__BLOCK_LEN(j) - off), total);
+    CC__TRY(cc__phase_end(c, k, off == 0, 1));
+    m = CC__BLOCK_LEN(me) > off ? CC__MIN(pcap, CC__BLOCK_LEN(me) - off) : 0;
+    for (j = 0; j < n; j++) c->arena.srcs[j] = CC__DATA(cc__half(c, j, c->arena.step)) + (size_t)me * pcap;
+    if (rs) {
+      CC__TRY(cc__apply(c, k, rb + off, m / es));
+    } else {
+      CC__TRY(cc__ph_begin(c, &mine, what));
+      CC__TRY(cc__apply(c, k, CC__DATA(mine), m / es));
+      CC__TRY(cc__phase_end(c, k, 0, want));
+      for (j = 0; want && j < n; j++)
+        if (CC__BLOCK_LEN(j) > off)
+          memcpy(rb + CC__BLOCK_AT(j) + off, CC__DATA(cc__half(c, j, c->arena.step)), CC__MIN(pcap, CC__BLOCK_LEN(j) - off));
+    }
+    off += pcap;
+  } while (off < big);
+#undef CC__BLOCK_AT
+#undef CC__BLOCK_LEN
+  for (j = 0; rs && j < n; j++) cc__ph_prefetch(c, CC__DESC_BYTES + (size_t)j * pcap);   /* the next call's blocks */
+  return CC_OK;
+}
+
+/* reduce, all_reduce, reduce_scatter. The fold is x0 op x1 op ... in rank
+   order either way: the same bits. */
+static cc_result cc__run_reduce(cc_comm *c, const cc__call *k, int root) {
+  if (k->coll != CC__REDUCE_SCATTER && (k->count * cc__dtype_bytes(k->t) <= c->small_bytes || c->size <= 2))
+    return cc__run_reduce_one(c, k, root);
+  return cc__run_reduce_blocks(c, k, root);
 }
 
 /* Data movement without reduction: broadcast, gather, all_gather, scatter,
@@ -8217,7 +8213,7 @@ static CC__INLINE cc_result cc__arena_algo(cc_comm *c, const cc__call *k) {
   case CC__BARRIER: case CC__INIT: return cc__run_barrier(c, k);
   case CC__REDUCE: return cc__run_reduce(c, k, k->root);
   case CC__ALL_REDUCE: return cc__run_reduce(c, k, -1);
-  case CC__REDUCE_SCATTER: return cc__run_reduce_scatter(c, k);
+  case CC__REDUCE_SCATTER: return cc__run_reduce(c, k, -1);
   case CC__BROADCAST: case CC__GATHER: case CC__ALL_GATHER: case CC__SCATTER: case CC__ALL_TO_ALL:
   case CC__GATHER_V: case CC__ALL_GATHER_V: case CC__SCATTER_V: case CC__ALL_TO_ALL_V:
     return cc__arena_move(c, k);
