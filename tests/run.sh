@@ -138,6 +138,8 @@ left_out() {
     ?*:test_fuzz.sh) echo "the fuzz targets are the same build in every run; make test runs them" ;;
     thread:test_ccrun_nnodes.sh | thread:test_multihost.sh)
       echo "not under ThreadSanitizer, for time: its asynchronous group on jobs of several hosts goes unchecked by TSan (make test and make sanitize run it)" ;;
+    thread:test_arena_shapes.sh)
+      echo "not under ThreadSanitizer, for time: test_collectives under other settings, which TSan checks as it is (make test and make sanitize run it)" ;;
     thread:test_init.sh | thread:test_liveness.sh | thread:test_newcomer.sh | thread:test_rendezvous.sh | \
       thread:test_security.sh)
       echo "not under ThreadSanitizer, for time: its processes run one thread each (make test and make sanitize run it)" ;;
