@@ -1758,6 +1758,19 @@ static __attribute__((unused)) int cc__hkdf_sha256_expand(const unsigned char *p
   c += d; b ^= c; b = CC__ROL32(b, 12);          \
   a += b; d ^= a; d = CC__ROL32(d, 8);           \
   c += d; b ^= c; b = CC__ROL32(b, 7)
+/* RFC 8439 section 2.3: the 20 rounds on the state words x[0..15], ten times
+   a column round and a diagonal round, with quarter round QR (the scalar one
+   above, or one of the vector ones below that run 4 or 8 blocks at once). */
+#define CC__CHACHA_ROUNDS(QR, x)                                                         \
+  do {                                                                                 \
+    int cc__r_;                                                                        \
+    for (cc__r_ = 0; cc__r_ < 10; cc__r_++) {                                          \
+      QR(x[0], x[4], x[8], x[12]); QR(x[1], x[5], x[9], x[13]);     /* columns */     \
+      QR(x[2], x[6], x[10], x[14]); QR(x[3], x[7], x[11], x[15]);                      \
+      QR(x[0], x[5], x[10], x[15]); QR(x[1], x[6], x[11], x[12]);   /* diagonals */   \
+      QR(x[2], x[7], x[8], x[13]); QR(x[3], x[4], x[9], x[14]);                        \
+    }                                                                                  \
+  } while (0)
 
 /* RFC 8439 section 2.3: constants, key, block counter, nonce. */
 static void cc__chacha20_init(uint32_t st[16], const unsigned char key[32], uint32_t counter,
@@ -1775,16 +1788,7 @@ static void cc__chacha20_block(const uint32_t st[16], unsigned char out[64]) {
   uint32_t x[16];
   int i;
   memcpy(x, st, sizeof x);
-  for (i = 0; i < 10; i++) {
-    CC__CHACHA_QR(x[0], x[4], x[8], x[12]);       /* column round */
-    CC__CHACHA_QR(x[1], x[5], x[9], x[13]);
-    CC__CHACHA_QR(x[2], x[6], x[10], x[14]);
-    CC__CHACHA_QR(x[3], x[7], x[11], x[15]);
-    CC__CHACHA_QR(x[0], x[5], x[10], x[15]);      /* diagonal round */
-    CC__CHACHA_QR(x[1], x[6], x[11], x[12]);
-    CC__CHACHA_QR(x[2], x[7], x[8], x[13]);
-    CC__CHACHA_QR(x[3], x[4], x[9], x[14]);
-  }
+  CC__CHACHA_ROUNDS(CC__CHACHA_QR, x);
   for (i = 0; i < 16; i++) cc__put32(out + 4 * i, x[i] + st[i]);
   cc__crypto_wipe(x, sizeof x);
 }
@@ -1804,16 +1808,7 @@ static void cc__chacha20_x4(const uint32_t st[16], const unsigned char *in, unsi
   int i;
   for (i = 0; i < 16; i++) x[i] = o[i] = _mm_set1_epi32((int)st[i]);
   x[12] = o[12] = _mm_add_epi32(o[12], _mm_set_epi32(3, 2, 1, 0));
-  for (i = 0; i < 10; i++) {
-    CC__QRV(x[0], x[4], x[8], x[12]);
-    CC__QRV(x[1], x[5], x[9], x[13]);
-    CC__QRV(x[2], x[6], x[10], x[14]);
-    CC__QRV(x[3], x[7], x[11], x[15]);
-    CC__QRV(x[0], x[5], x[10], x[15]);
-    CC__QRV(x[1], x[6], x[11], x[12]);
-    CC__QRV(x[2], x[7], x[8], x[13]);
-    CC__QRV(x[3], x[4], x[9], x[14]);
-  }
+  CC__CHACHA_ROUNDS(CC__QRV, x);
   for (i = 0; i < 16; i++) x[i] = _mm_add_epi32(x[i], o[i]);
   for (i = 0; i < 4; i++) {               /* words 4i..4i+3 of blocks 0..3 */
     __m128i t0 = _mm_unpacklo_epi32(x[4 * i], x[4 * i + 1]), t1 = _mm_unpackhi_epi32(x[4 * i], x[4 * i + 1]);
@@ -1848,16 +1843,7 @@ static CC__TARGET_AVX2 void cc__chacha20_x8(const uint32_t st[16], const unsigne
   int i;
   for (i = 0; i < 16; i++) x[i] = o[i] = _mm256_set1_epi32((int)st[i]);
   x[12] = o[12] = _mm256_add_epi32(o[12], _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-  for (i = 0; i < 10; i++) {
-    CC__QRV8(x[0], x[4], x[8], x[12]);
-    CC__QRV8(x[1], x[5], x[9], x[13]);
-    CC__QRV8(x[2], x[6], x[10], x[14]);
-    CC__QRV8(x[3], x[7], x[11], x[15]);
-    CC__QRV8(x[0], x[5], x[10], x[15]);
-    CC__QRV8(x[1], x[6], x[11], x[12]);
-    CC__QRV8(x[2], x[7], x[8], x[13]);
-    CC__QRV8(x[3], x[4], x[9], x[14]);
-  }
+  CC__CHACHA_ROUNDS(CC__QRV8, x);
   for (i = 0; i < 16; i++) x[i] = _mm256_add_epi32(x[i], o[i]);
   /* u[g][j]: words 4g..4g+3 of block j (lane 0) and block j+4 (lane 1); written
      out so that the indices are constants and the values stay in registers */
@@ -3075,6 +3061,43 @@ typedef struct cc__direct {
   uint32_t mem_seq;                    /* allocations so far (their ids) */
 } cc__direct;
 
+/* A communicator's shared segment as this rank mapped it; @shm lays it out
+   (cc__layout): the header, a control block per rank, two arena halves per
+   rank, a ring per ordered pair of ranks. */
+typedef struct cc__seg {
+  unsigned char *base;
+  size_t bytes;
+  cc__shm_id id;                       /* its file, while it may still have a name (cc__shm_forget) */
+  cc__ctl *ctl;
+  unsigned char *regions;
+  size_t half;                         /* bytes of one half, descriptor included */
+  unsigned char *chans;
+  size_t chan_bytes;
+} cc__seg;
+
+/* The message engine's own state (@engine): its scratch, what it polls, and
+   the bookkeeping of unexpected messages and receives from any source. */
+typedef struct cc__engine {
+  cc__msg *one;                        /* scratch of single-message runs */
+  int one_cap;
+  struct pollfd *pfd;                  /* one per TCP peer, and the rank each is */
+  int *pfd_rank;
+  int rx_lagged;                       /* (the segment's own comm) some ring's tail lags: cc__rings_give_back */
+  size_t uq_bytes;                     /* unexpected messages held, with their overhead (CC_MAX_UNEXPECTED) */
+  uint64_t uq_stamp;                   /* unexpected messages queued so far: each one's stamp */
+  int any_next;                        /* receives from any source read the links from this rank on (each in turn) */
+} cc__engine;
+
+/* The worker thread of asynchronous requests (@comm): started at the first
+   one, runs them in issue order. */
+typedef struct cc__worker {
+  pthread_t thread;
+  int started, stop;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  cc_request *head, *tail;             /* queued; head runs */
+} cc__worker;
+
 struct cc_comm {
   int rank, size, local_rank, local_size;
   cc__settings set;                    /* as read at init (a split inherits them); read there, never copied */
@@ -3088,46 +3111,25 @@ struct cc_comm {
   uint64_t qhist;                      /* a digest of the queued calls so far: their numbers, kinds and roots */
   uint64_t call_word;                  /* the collective under way (cc__algo_run), 0 between them */
   cc__ident cur;                       /* the collective running (its frames carry it) */
-  /* the segment (shared memory of this communicator's ranks on one host) */
-  unsigned char *seg;
-  size_t seg_bytes;
-  cc__shm_id seg_id;                   /* its file, while it may still have a name (cc__shm_forget) */
   cc__hdr *hdr;                        /* the failure word: the segment's, or net's own */
-  cc__ctl *ctl;
-  unsigned char *regions;
-  size_t half;                         /* bytes of one half, descriptor included */
-  unsigned char *chans;
-  size_t chan_bytes;
+  cc__seg seg;                         /* this communicator's shared segment, where it has one */
   cc__arena arena;                     /* the arena executor's state (@algo) */
   cc__direct direct;                   /* direct reads of peers' buffers, cc_mem_alloc (@algo) */
   /* messages */
   cc__peer *peers;                     /* per rank */
   cc_comm *shm;                        /* whose segment holds this rank's rings: itself, net->local or NULL */
-  int rx_lagged;                       /* (the segment's own comm) some ring's tail lags: cc__rings_give_back */
   cc__net *net;                        /* ranks on several hosts, or TCP only */
-  cc__msg *one;                        /* scratch of the message engine */
-  int one_cap;
-  struct pollfd *pfd;
-  int *pfd_rank;
+  cc__engine eng;                      /* the message engine's scratch and counters */
   /* ops */
   cc__opinfo *ops;
   int nops;
   /* groups and requests */
   int group_depth;
   cc__batch group;
-  cc_result group_err;
-  pthread_t worker;
-  int worker_started, worker_stop;
-  pthread_mutex_t qlock;
-  pthread_cond_t qcond;
-  cc_request *q_head, *q_tail;         /* queued for the worker; q_head runs */
+  cc__worker async;                    /* the thread that runs asynchronous requests */
   /* failure */
   cc_result failed;                    /* sticky: later calls return ABORTED */
   uint32_t abort_flag;
-  int split_count;
-  size_t uq_bytes;                     /* unexpected messages held, with their overhead (CC_MAX_UNEXPECTED) */
-  uint64_t uq_stamp;                   /* unexpected messages queued so far: each one's stamp */
-  int any_next;                        /* receives from any source read the links from this rank on (each in turn) */
   unsigned char shmkey[32];            /* names this job's segments unguessably (cc__seg_name) */
   int has_shmkey;
   char err[CC__ERR_BYTES];
@@ -10206,7 +10208,7 @@ out:
   return CC_OK;
 }
 /* ============================================================== @comm */
-/* The public calls: each checks its arguments (cc__mk_<call>: a bad one is
+/* The public calls: each checks its arguments (cc__args: a bad one is
    CC_ERR_INVALID_ARG and leaves the communicator usable), then runs now
    (cc__exec) or joins the open group; groups and asynchronous requests (a
    worker thread runs them in issue order); user ops; abort, destroy and
@@ -10442,332 +10444,224 @@ static void cc__call_init(cc__call *k, int coll, const void *sb, void *rb, size_
 }
 
 /* ---------------------------------------------------------------- collectives */
+/* Each public call is its descriptor: it fills a cc__call and hands it to
+   cc__enter, which checks the arguments by one set of rules (cc__args) and
+   runs the call or queues it. */
 
-static cc_result cc__mk_barrier(cc_comm *c, cc__call *k) {
-  (void)c;
-  cc__call_init(k, CC__BARRIER, NULL, NULL, 0, CC_UINT8, 0, 0);
-  return CC_OK;
+/* A call's arguments by its kind, in the order a user meets them: the dtype,
+   the op, the root or peer, the tag, then the buffers and how they may
+   overlap. A non-root rank's arrays for the root's side are never read, and
+   are cleared here so that no later step reads them. */
+static cc_result cc__args(cc_comm *c, cc__call *k) {
+  const char *w = cc__coll_name(k->coll);
+  const cc_dtype t = k->t;
+  const int root = c->rank == k->root;
+  size_t n = k->count, b, es, se, re;
+  if (k->coll == CC__BARRIER) return CC_OK;
+  CC__TRY(cc__v_dtype(c, w, t));
+  if (cc__reduces(k->coll)) CC__TRY(cc__v_op(c, w, t, k->op));
+  if (cc__rooted(k->coll)) CC__TRY(cc__v_rank(c, w, "root", k->root));
+  if ((k->coll == CC__SEND || k->coll == CC__RECV) && k->peer != CC_ANY_SOURCE)
+    CC__TRY(cc__v_rank(c, w, "peer", k->peer));
+  if ((k->coll == CC__SEND || k->coll == CC__RECV) && k->tag < 0)
+    return cc__fail(c, CC_ERR_INVALID_ARG, "%s: tag %d is negative", w, k->tag);
+  es = cc__dtype_bytes(t);
+  b = n * es;
+  switch (k->coll) {
+  case CC__BROADCAST:
+  case CC__RECV:
+    return cc__v_buf(c, w, "buf", k->rbuf, n, 1, t);
+  case CC__SEND:
+    return cc__v_buf(c, w, "buf", k->sbuf, n, 1, t);
+  case CC__REDUCE:
+  case CC__ALL_REDUCE:
+    CC__TRY(cc__v_buf(c, w, "sendbuf", k->sbuf, n, 1, t));
+    if (k->coll == CC__REDUCE && !root) return CC_OK;
+    CC__TRY(cc__v_buf(c, w, "recvbuf", k->rbuf, n, 1, t));
+    return cc__v_overlap(c, w, k->sbuf, b, k->rbuf, b, k->rbuf, "in place is sendbuf == recvbuf");
+  case CC__GATHER:
+    if (!root) return cc__v_buf(c, w, "sendbuf", k->sbuf, n, 1, t);
+    return cc__v_block(c, w, "sendbuf", k->sbuf, "recvbuf", k->rbuf, n, t, k->root,
+                       "in place is sendbuf == recvbuf + root*count");
+  case CC__SCATTER:
+    if (!root) return cc__v_buf(c, w, "recvbuf", k->rbuf, n, 1, t);
+    return cc__v_block(c, w, "recvbuf", k->rbuf, "sendbuf", k->sbuf, n, t, k->root,
+                       "in place is recvbuf == sendbuf + root*count");
+  case CC__ALL_GATHER:
+    return cc__v_block(c, w, "sendbuf", k->sbuf, "recvbuf", k->rbuf, n, t, c->rank,
+                       "in place is sendbuf == recvbuf + rank*count");
+  case CC__REDUCE_SCATTER:
+    return cc__v_block(c, w, "recvbuf", k->rbuf, "sendbuf", k->sbuf, n, t, c->rank,
+                       "in place is recvbuf == sendbuf + rank*count");
+  case CC__ALL_TO_ALL:
+    CC__TRY(cc__v_buf(c, w, "sendbuf", k->sbuf, n, (size_t)c->size, t));
+    CC__TRY(cc__v_buf(c, w, "recvbuf", k->rbuf, n, (size_t)c->size, t));
+    b *= (size_t)c->size;
+    return cc__v_overlap(c, w, k->sbuf, b, k->rbuf, b, k->rbuf, "in place is sendbuf == recvbuf");
+  case CC__GATHER_V:
+    if (!root) {
+      k->rc = k->rd = NULL;
+      return cc__v_buf(c, w, "sendbuf", k->sbuf, k->scount, 1, t);
+    }
+    return cc__v_blocks(c, w, "sendbuf", k->sbuf, k->scount, "recvbuf", k->rbuf, "recv_counts", k->rc, k->rd,
+                        t, k->root, "in place is sendbuf == recvbuf + displs[root]");
+  case CC__ALL_GATHER_V:
+    return cc__v_blocks(c, w, "sendbuf", k->sbuf, k->scount, "recvbuf", k->rbuf, "recv_counts", k->rc, k->rd,
+                        t, c->rank, "in place is sendbuf == recvbuf + displs[rank]");
+  case CC__SCATTER_V:
+    if (!root) {
+      k->sc = k->sd = NULL;
+      return cc__v_buf(c, w, "recvbuf", k->rbuf, k->rcount, 1, t);
+    }
+    return cc__v_blocks(c, w, "recvbuf", k->rbuf, k->rcount, "sendbuf", k->sbuf, "send_counts", k->sc, k->sd,
+                        t, k->root, "in place is recvbuf == sendbuf + displs[root]");
+  case CC__ALL_TO_ALL_V:
+    CC__TRY(cc__v_extent(c, w, "send_counts", k->sc, "send_displs", k->sd, t, &se));
+    CC__TRY(cc__v_extent(c, w, "recv_counts", k->rc, "recv_displs", k->rd, t, &re));
+    CC__TRY(cc__v_buf(c, w, "sendbuf", k->sbuf, se, 1, t));
+    CC__TRY(cc__v_buf(c, w, "recvbuf", k->rbuf, re, 1, t));
+    return cc__v_overlap(c, w, k->sbuf, se * es, k->rbuf, re * es, NULL, "all_to_all_v is never in place");
+  default:
+    return CC_OK;
+  }
+}
+
+/* Every public call's way in: a communicator, good arguments, then run or
+   queue. */
+static cc_result cc__enter(cc_comm *c, cc__call *k) {
+  if (!c) return cc__fail(NULL, CC_ERR_INVALID_ARG, "cc_%s: comm is NULL", cc__coll_name(k->coll));
+  CC__TRY(cc__args(c, k));
+  return cc__submit(c, k);
 }
 
 CC_API cc_result cc_barrier(cc_comm *c) {
   cc__call k;
-  CC__CHECK_COMM(c);
-  CC__TRY(cc__mk_barrier(c, &k));
-  return cc__submit(c, &k);
-}
-
-static cc_result cc__mk_broadcast(cc_comm *c, void *buf, size_t count, cc_dtype t, int root, cc__call *k) {
-  const char *w = "broadcast";
-  CC__TRY(cc__v_dtype(c, w, t));
-  CC__TRY(cc__v_rank(c, w, "root", root));
-  CC__TRY(cc__v_buf(c, w, "buf", buf, count, 1, t));
-  cc__call_init(k, CC__BROADCAST, buf, buf, count, t, 0, root);
-  return CC_OK;
+  cc__call_init(&k, CC__BARRIER, NULL, NULL, 0, CC_UINT8, 0, 0);
+  return cc__enter(c, &k);
 }
 
 CC_API cc_result cc_broadcast(cc_comm *c, void *buf, size_t count, cc_dtype t, int root) {
   cc__call k;
-  CC__CHECK_COMM(c);
-  CC__TRY(cc__mk_broadcast(c, buf, count, t, root, &k));
-  return cc__submit(c, &k);
-}
-
-static cc_result cc__mk_reduce(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t,
-                               cc_op op, int root, cc__call *k) {
-  const char *w = "reduce";
-  CC__TRY(cc__v_dtype(c, w, t));
-  CC__TRY(cc__v_op(c, w, t, op));
-  CC__TRY(cc__v_rank(c, w, "root", root));
-  CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, count, 1, t));
-  if (c->rank == root) {
-    CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, count, 1, t));
-    CC__TRY(cc__v_overlap(c, w, sendbuf, count * cc__dtype_bytes(t), recvbuf, count * cc__dtype_bytes(t),
-                          recvbuf, "in place is sendbuf == recvbuf"));
-  }
-  cc__call_init(k, CC__REDUCE, sendbuf, recvbuf, count, t, op, root);
-  return CC_OK;
+  cc__call_init(&k, CC__BROADCAST, buf, buf, count, t, 0, root);
+  return cc__enter(c, &k);
 }
 
 CC_API cc_result cc_reduce(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t,
                            cc_op op, int root) {
   cc__call k;
-  CC__CHECK_COMM(c);
-  CC__TRY(cc__mk_reduce(c, sendbuf, recvbuf, count, t, op, root, &k));
-  return cc__submit(c, &k);
-}
-
-static cc_result cc__mk_all_reduce(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, cc_op op, cc__call *k) {
-  const char *w = "all_reduce";
-  CC__TRY(cc__v_dtype(c, w, t));
-  CC__TRY(cc__v_op(c, w, t, op));
-  CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, count, 1, t));
-  CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, count, 1, t));
-  CC__TRY(cc__v_overlap(c, w, sendbuf, count * cc__dtype_bytes(t), recvbuf, count * cc__dtype_bytes(t),
-                        recvbuf, "in place is sendbuf == recvbuf"));
-  cc__call_init(k, CC__ALL_REDUCE, sendbuf, recvbuf, count, t, op, 0);
-  return CC_OK;
+  cc__call_init(&k, CC__REDUCE, sendbuf, recvbuf, count, t, op, root);
+  return cc__enter(c, &k);
 }
 
 CC_API cc_result cc_all_reduce(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, cc_op op) {
   cc__call k;
-  CC__CHECK_COMM(c);
-  CC__TRY(cc__mk_all_reduce(c, sendbuf, recvbuf, count, t, op, &k));
-  return cc__submit(c, &k);
-}
-
-static cc_result cc__mk_gather(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, int root, cc__call *k) {
-  const char *w = "gather";
-  CC__TRY(cc__v_dtype(c, w, t));
-  CC__TRY(cc__v_rank(c, w, "root", root));
-  if (c->rank == root)
-    CC__TRY(cc__v_block(c, w, "sendbuf", sendbuf, "recvbuf", recvbuf, count, t, root,
-                        "in place is sendbuf == recvbuf + root*count"));
-  else
-    CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, count, 1, t));
-  cc__call_init(k, CC__GATHER, sendbuf, recvbuf, count, t, 0, root);
-  return CC_OK;
+  cc__call_init(&k, CC__ALL_REDUCE, sendbuf, recvbuf, count, t, op, 0);
+  return cc__enter(c, &k);
 }
 
 CC_API cc_result cc_gather(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, int root) {
   cc__call k;
-  CC__CHECK_COMM(c);
-  CC__TRY(cc__mk_gather(c, sendbuf, recvbuf, count, t, root, &k));
-  return cc__submit(c, &k);
-}
-
-static cc_result cc__mk_all_gather(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, cc__call *k) {
-  const char *w = "all_gather";
-  CC__TRY(cc__v_dtype(c, w, t));
-  CC__TRY(cc__v_block(c, w, "sendbuf", sendbuf, "recvbuf", recvbuf, count, t, c->rank,
-                      "in place is sendbuf == recvbuf + rank*count"));
-  cc__call_init(k, CC__ALL_GATHER, sendbuf, recvbuf, count, t, 0, 0);
-  return CC_OK;
+  cc__call_init(&k, CC__GATHER, sendbuf, recvbuf, count, t, 0, root);
+  return cc__enter(c, &k);
 }
 
 CC_API cc_result cc_all_gather(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t) {
   cc__call k;
-  CC__CHECK_COMM(c);
-  CC__TRY(cc__mk_all_gather(c, sendbuf, recvbuf, count, t, &k));
-  return cc__submit(c, &k);
-}
-
-static cc_result cc__mk_scatter(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, int root, cc__call *k) {
-  const char *w = "scatter";
-  CC__TRY(cc__v_dtype(c, w, t));
-  CC__TRY(cc__v_rank(c, w, "root", root));
-  if (c->rank == root)
-    CC__TRY(cc__v_block(c, w, "recvbuf", recvbuf, "sendbuf", sendbuf, count, t, root,
-                        "in place is recvbuf == sendbuf + root*count"));
-  else
-    CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, count, 1, t));
-  cc__call_init(k, CC__SCATTER, sendbuf, recvbuf, count, t, 0, root);
-  return CC_OK;
+  cc__call_init(&k, CC__ALL_GATHER, sendbuf, recvbuf, count, t, 0, 0);
+  return cc__enter(c, &k);
 }
 
 CC_API cc_result cc_scatter(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, int root) {
   cc__call k;
-  CC__CHECK_COMM(c);
-  CC__TRY(cc__mk_scatter(c, sendbuf, recvbuf, count, t, root, &k));
-  return cc__submit(c, &k);
-}
-
-static cc_result cc__mk_reduce_scatter(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, cc_op op, cc__call *k) {
-  const char *w = "reduce_scatter";
-  CC__TRY(cc__v_dtype(c, w, t));
-  CC__TRY(cc__v_op(c, w, t, op));
-  CC__TRY(cc__v_block(c, w, "recvbuf", recvbuf, "sendbuf", sendbuf, count, t, c->rank,
-                      "in place is recvbuf == sendbuf + rank*count"));
-  cc__call_init(k, CC__REDUCE_SCATTER, sendbuf, recvbuf, count, t, op, 0);
-  return CC_OK;
+  cc__call_init(&k, CC__SCATTER, sendbuf, recvbuf, count, t, 0, root);
+  return cc__enter(c, &k);
 }
 
 CC_API cc_result cc_reduce_scatter(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, cc_op op) {
   cc__call k;
-  CC__CHECK_COMM(c);
-  CC__TRY(cc__mk_reduce_scatter(c, sendbuf, recvbuf, count, t, op, &k));
-  return cc__submit(c, &k);
-}
-
-static cc_result cc__mk_all_to_all(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, cc__call *k) {
-  const char *w = "all_to_all";
-  size_t b;
-  CC__TRY(cc__v_dtype(c, w, t));
-  CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, count, (size_t)c->size, t));
-  CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, count, (size_t)c->size, t));
-  b = count * cc__dtype_bytes(t) * (size_t)c->size;
-  CC__TRY(cc__v_overlap(c, w, sendbuf, b, recvbuf, b, recvbuf, "in place is sendbuf == recvbuf"));
-  cc__call_init(k, CC__ALL_TO_ALL, sendbuf, recvbuf, count, t, 0, 0);
-  return CC_OK;
+  cc__call_init(&k, CC__REDUCE_SCATTER, sendbuf, recvbuf, count, t, op, 0);
+  return cc__enter(c, &k);
 }
 
 CC_API cc_result cc_all_to_all(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t) {
   cc__call k;
-  CC__CHECK_COMM(c);
-  CC__TRY(cc__mk_all_to_all(c, sendbuf, recvbuf, count, t, &k));
-  return cc__submit(c, &k);
+  cc__call_init(&k, CC__ALL_TO_ALL, sendbuf, recvbuf, count, t, 0, 0);
+  return cc__enter(c, &k);
 }
 
-static cc_result cc__mk_gather_v(cc_comm *c, const void *sendbuf, size_t send_count, void *recvbuf,
-                                 const size_t *recv_counts, const size_t *displs, cc_dtype t, int root, cc__call *k) {
-  const char *w = "gather_v";
-  CC__TRY(cc__v_dtype(c, w, t));
-  CC__TRY(cc__v_rank(c, w, "root", root));
-  cc__call_init(k, CC__GATHER_V, sendbuf, recvbuf, 0, t, 0, root);
-  k->scount = send_count;
-  if (c->rank != root) {
-    CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, send_count, 1, t));
-  } else {
-    CC__TRY(cc__v_blocks(c, w, "sendbuf", sendbuf, send_count, "recvbuf", recvbuf, "recv_counts",
-                         recv_counts, displs, t, root, "in place is sendbuf == recvbuf + displs[root]"));
-    k->rc = (size_t *)(uintptr_t)recv_counts;
-    k->rd = (size_t *)(uintptr_t)displs;
-  }
-  return CC_OK;
+/* The v calls: the counts and displacements in the descriptor (sc/sd the
+   send side's, rc/rd the receive side's; scount, rcount a single side's). */
+static void cc__call_v(cc__call *k, size_t scount, const size_t *sc, const size_t *sd, size_t rcount,
+                       const size_t *rc, const size_t *rd) {
+  k->scount = scount;
+  k->rcount = rcount;
+  k->sc = (size_t *)(uintptr_t)sc;
+  k->sd = (size_t *)(uintptr_t)sd;
+  k->rc = (size_t *)(uintptr_t)rc;
+  k->rd = (size_t *)(uintptr_t)rd;
 }
 
 CC_API cc_result cc_gather_v(cc_comm *c, const void *sendbuf, size_t send_count, void *recvbuf,
                              const size_t *recv_counts, const size_t *displs, cc_dtype t, int root) {
   cc__call k;
-  CC__CHECK_COMM(c);
-  CC__TRY(cc__mk_gather_v(c, sendbuf, send_count, recvbuf, recv_counts, displs, t, root, &k));
-  return cc__submit(c, &k);
-}
-
-static cc_result cc__mk_all_gather_v(cc_comm *c, const void *sendbuf, size_t send_count, void *recvbuf,
-                                     const size_t *recv_counts, const size_t *displs, cc_dtype t, cc__call *k) {
-  const char *w = "all_gather_v";
-  CC__TRY(cc__v_dtype(c, w, t));
-  CC__TRY(cc__v_blocks(c, w, "sendbuf", sendbuf, send_count, "recvbuf", recvbuf, "recv_counts",
-                       recv_counts, displs, t, c->rank, "in place is sendbuf == recvbuf + displs[rank]"));
-  cc__call_init(k, CC__ALL_GATHER_V, sendbuf, recvbuf, 0, t, 0, 0);
-  k->scount = send_count;
-  k->rc = (size_t *)(uintptr_t)recv_counts;
-  k->rd = (size_t *)(uintptr_t)displs;
-  return CC_OK;
+  cc__call_init(&k, CC__GATHER_V, sendbuf, recvbuf, 0, t, 0, root);
+  cc__call_v(&k, send_count, NULL, NULL, 0, recv_counts, displs);
+  return cc__enter(c, &k);
 }
 
 CC_API cc_result cc_all_gather_v(cc_comm *c, const void *sendbuf, size_t send_count, void *recvbuf,
                                  const size_t *recv_counts, const size_t *displs, cc_dtype t) {
   cc__call k;
-  CC__CHECK_COMM(c);
-  CC__TRY(cc__mk_all_gather_v(c, sendbuf, send_count, recvbuf, recv_counts, displs, t, &k));
-  return cc__submit(c, &k);
-}
-
-static cc_result cc__mk_scatter_v(cc_comm *c, const void *sendbuf, const size_t *send_counts, const size_t *displs,
-                                  void *recvbuf, size_t recv_count, cc_dtype t, int root, cc__call *k) {
-  const char *w = "scatter_v";
-  CC__TRY(cc__v_dtype(c, w, t));
-  CC__TRY(cc__v_rank(c, w, "root", root));
-  cc__call_init(k, CC__SCATTER_V, sendbuf, recvbuf, 0, t, 0, root);
-  k->rcount = recv_count;
-  if (c->rank != root) {
-    CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, recv_count, 1, t));
-  } else {
-    CC__TRY(cc__v_blocks(c, w, "recvbuf", recvbuf, recv_count, "sendbuf", sendbuf, "send_counts",
-                         send_counts, displs, t, root, "in place is recvbuf == sendbuf + displs[root]"));
-    k->sc = (size_t *)(uintptr_t)send_counts;
-    k->sd = (size_t *)(uintptr_t)displs;
-  }
-  return CC_OK;
+  cc__call_init(&k, CC__ALL_GATHER_V, sendbuf, recvbuf, 0, t, 0, 0);
+  cc__call_v(&k, send_count, NULL, NULL, 0, recv_counts, displs);
+  return cc__enter(c, &k);
 }
 
 CC_API cc_result cc_scatter_v(cc_comm *c, const void *sendbuf, const size_t *send_counts, const size_t *displs,
                               void *recvbuf, size_t recv_count, cc_dtype t, int root) {
   cc__call k;
-  CC__CHECK_COMM(c);
-  CC__TRY(cc__mk_scatter_v(c, sendbuf, send_counts, displs, recvbuf, recv_count, t, root, &k));
-  return cc__submit(c, &k);
-}
-
-static cc_result cc__mk_all_to_all_v(cc_comm *c, const void *sendbuf, const size_t *send_counts,
-                                     const size_t *send_displs, void *recvbuf, const size_t *recv_counts,
-                                     const size_t *recv_displs, cc_dtype t, cc__call *k) {
-  const char *w = "all_to_all_v";
-  size_t se, re, es;
-  CC__TRY(cc__v_dtype(c, w, t));
-  es = cc__dtype_bytes(t);
-  CC__TRY(cc__v_extent(c, w, "send_counts", send_counts, "send_displs", send_displs, t, &se));
-  CC__TRY(cc__v_extent(c, w, "recv_counts", recv_counts, "recv_displs", recv_displs, t, &re));
-  CC__TRY(cc__v_buf(c, w, "sendbuf", sendbuf, se, 1, t));
-  CC__TRY(cc__v_buf(c, w, "recvbuf", recvbuf, re, 1, t));
-  CC__TRY(cc__v_overlap(c, w, sendbuf, se * es, recvbuf, re * es, NULL, "all_to_all_v is never in place"));
-  cc__call_init(k, CC__ALL_TO_ALL_V, sendbuf, recvbuf, 0, t, 0, 0);
-  k->sc = (size_t *)(uintptr_t)send_counts;
-  k->sd = (size_t *)(uintptr_t)send_displs;
-  k->rc = (size_t *)(uintptr_t)recv_counts;
-  k->rd = (size_t *)(uintptr_t)recv_displs;
-  return CC_OK;
+  cc__call_init(&k, CC__SCATTER_V, sendbuf, recvbuf, 0, t, 0, root);
+  cc__call_v(&k, 0, send_counts, displs, recv_count, NULL, NULL);
+  return cc__enter(c, &k);
 }
 
 CC_API cc_result cc_all_to_all_v(cc_comm *c, const void *sendbuf, const size_t *send_counts,
                                  const size_t *send_displs, void *recvbuf, const size_t *recv_counts,
                                  const size_t *recv_displs, cc_dtype t) {
   cc__call k;
-  CC__CHECK_COMM(c);
-  CC__TRY(cc__mk_all_to_all_v(c, sendbuf, send_counts, send_displs, recvbuf, recv_counts, recv_displs, t, &k));
-  return cc__submit(c, &k);
+  cc__call_init(&k, CC__ALL_TO_ALL_V, sendbuf, recvbuf, 0, t, 0, 0);
+  cc__call_v(&k, 0, send_counts, send_displs, 0, recv_counts, recv_displs);
+  return cc__enter(c, &k);
 }
 
-static cc_result cc__mk_send(cc_comm *c, const void *buf, size_t count, cc_dtype t, int peer, int tag, cc__call *k) {
-  const char *w = "send";
-  CC__TRY(cc__v_dtype(c, w, t));
-  CC__TRY(cc__v_rank(c, w, "peer", peer));
-  if (tag < 0) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: tag %d is negative", w, tag);
-  CC__TRY(cc__v_buf(c, w, "buf", buf, count, 1, t));
-  cc__call_init(k, CC__SEND, buf, NULL, count, t, 0, 0);
+/* Send and receive: the peer, the tag and, for a receive from any source,
+   where the sender's rank goes when it completes (cc__p2p_run). */
+static void cc__call_p2p(cc__call *k, int peer, int tag, int *source) {
   k->peer = peer;
   k->tag = tag;
-  return CC_OK;
+  k->src = source;
 }
 
 CC_API cc_result cc_send(cc_comm *c, const void *buf, size_t count, cc_dtype t, int peer, int tag) {
   cc__call k;
-  CC__CHECK_COMM(c);
-  CC__TRY(cc__mk_send(c, buf, count, t, peer, tag, &k));
-  return cc__submit(c, &k);
-}
-
-static cc_result cc__mk_recv(cc_comm *c, void *buf, size_t count, cc_dtype t, int peer, int tag, cc__call *k) {
-  const char *w = "recv";
-  CC__TRY(cc__v_dtype(c, w, t));
-  CC__TRY(cc__v_rank(c, w, "peer", peer));
-  if (tag < 0) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: tag %d is negative", w, tag);
-  CC__TRY(cc__v_buf(c, w, "buf", buf, count, 1, t));
-  cc__call_init(k, CC__RECV, NULL, buf, count, t, 0, 0);
-  k->peer = peer;
-  k->tag = tag;
-  return CC_OK;
+  cc__call_init(&k, CC__SEND, buf, NULL, count, t, 0, 0);
+  cc__call_p2p(&k, peer, tag, NULL);
+  return cc__enter(c, &k);
 }
 
 CC_API cc_result cc_recv(cc_comm *c, void *buf, size_t count, cc_dtype t, int peer, int tag) {
   cc__call k;
-  if (peer == CC_ANY_SOURCE) return cc_recv_any(c, buf, count, t, tag, NULL);
-  CC__CHECK_COMM(c);
-  CC__TRY(cc__mk_recv(c, buf, count, t, peer, tag, &k));
-  return cc__submit(c, &k);
-}
-
-/* A receive from any source: peer CC_ANY_SOURCE, the sender's rank to `source`
-   when it completes (cc__p2p_run). */
-static cc_result cc__mk_recv_any(cc_comm *c, void *buf, size_t count, cc_dtype t, int tag, int *source, cc__call *k) {
-  const char *w = "recv";
-  CC__TRY(cc__v_dtype(c, w, t));
-  if (tag < 0) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: tag %d is negative", w, tag);
-  CC__TRY(cc__v_buf(c, w, "buf", buf, count, 1, t));
-  cc__call_init(k, CC__RECV, NULL, buf, count, t, 0, 0);
-  k->peer = CC_ANY_SOURCE;
-  k->tag = tag;
-  k->src = source;
-  return CC_OK;
+  cc__call_init(&k, CC__RECV, NULL, buf, count, t, 0, 0);
+  cc__call_p2p(&k, peer, tag, NULL);
+  return cc__enter(c, &k);
 }
 
 CC_API cc_result cc_recv_any(cc_comm *c, void *buf, size_t count, cc_dtype t, int tag, int *source) {
   cc__call k;
   if (source) *source = CC_UNDEFINED;
-  CC__CHECK_COMM(c);
-  CC__TRY(cc__mk_recv_any(c, buf, count, t, tag, source, &k));
-  return cc__submit(c, &k);
+  cc__call_init(&k, CC__RECV, NULL, buf, count, t, 0, 0);
+  cc__call_p2p(&k, CC_ANY_SOURCE, tag, source);
+  return cc__enter(c, &k);
 }
 
 /* ---------------------------------------------------------------- groups and requests */

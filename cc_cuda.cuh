@@ -221,34 +221,31 @@ CC_API cc_result cc_cuda_group_end(cc_cuda_comm *g);
    the CPU. */
 
 template <typename T> struct cc_cuda__rn;
-template <> struct cc_cuda__rn<float> {
+/* The four operations of type T rounded to nearest: on the device the
+   intrinsics __Pmul_rn and friends (P is f or d), which nvcc never fuses; in
+   the CPU twin the plain operators, which C++ rounds the same way. */
 #ifdef __CUDA_ARCH__
-  static __device__ float mul(float a, float b) { return __fmul_rn(a, b); }
-  static __device__ float add(float a, float b) { return __fadd_rn(a, b); }
-  static __device__ float sub(float a, float b) { return __fsub_rn(a, b); }
-  static __device__ float div(float a, float b) { return __fdiv_rn(a, b); }
+#define CC_CUDA__RN_OPS(T, P)                                             \
+  static __device__ T mul(T a, T b) { return __##P##mul_rn(a, b); }       \
+  static __device__ T add(T a, T b) { return __##P##add_rn(a, b); }       \
+  static __device__ T sub(T a, T b) { return __##P##sub_rn(a, b); }       \
+  static __device__ T div(T a, T b) { return __##P##div_rn(a, b); }
 #else
-  static float mul(float a, float b) { return a * b; }
-  static float add(float a, float b) { return a + b; }
-  static float sub(float a, float b) { return a - b; }
-  static float div(float a, float b) { return a / b; }
+#define CC_CUDA__RN_OPS(T, P)                                             \
+  static T mul(T a, T b) { return a * b; }                                \
+  static T add(T a, T b) { return a + b; }                                \
+  static T sub(T a, T b) { return a - b; }                                \
+  static T div(T a, T b) { return a / b; }
 #endif
+template <> struct cc_cuda__rn<float> {
+  CC_CUDA__RN_OPS(float, f)
   static CC__HD float qnan(void) { return cc__f32_from_bits(0x7fc00000u); }
 };
 template <> struct cc_cuda__rn<double> {
-#ifdef __CUDA_ARCH__
-  static __device__ double mul(double a, double b) { return __dmul_rn(a, b); }
-  static __device__ double add(double a, double b) { return __dadd_rn(a, b); }
-  static __device__ double sub(double a, double b) { return __dsub_rn(a, b); }
-  static __device__ double div(double a, double b) { return __ddiv_rn(a, b); }
-#else
-  static double mul(double a, double b) { return a * b; }
-  static double add(double a, double b) { return a + b; }
-  static double sub(double a, double b) { return a - b; }
-  static double div(double a, double b) { return a / b; }
-#endif
+  CC_CUDA__RN_OPS(double, d)
   static CC__HD double qnan(void) { return cc__f64_from_bits(0x7ff8000000000000ull); }
 };
+#undef CC_CUDA__RN_OPS
 
 /* What the kernels need beyond plain loads and stores, for the GPU and for
    their CPU twins (the same bodies, run thread after thread by the tests'
@@ -2924,7 +2921,8 @@ static cc_result cc_cuda__aligned(cc_cuda_comm *g, const char *what, const cc__c
   return CC_OK;
 }
 
-/* A collective, its arguments checked by cc.h's own cc__mk_<call>. */
+/* A collective, its descriptor filled as cc.h's public calls fill theirs and
+   its arguments checked by the same rules (cc__args: `made`). */
 static cc_result cc_cuda__coll(cc_cuda_comm *g, cc_result made, const cc__call *k, cudaStream_t s) {
   const char *what;
   if (made != CC_OK) return cc_cuda__host_failed(g, made);   /* k is not made: only cc.h's message */
@@ -2946,64 +2944,68 @@ static cc_result cc_cuda__coll(cc_cuda_comm *g, cc_result made, const cc__call *
   return cc_cuda__staged(g, k, s);
 }
 
-#define CC_CUDA__COLL(what, mk)                                                      \
+#define CC_CUDA__COLL(what, fill)                                                    \
   cc__call k;                                                                      \
   CC_CUDA__ENTER(g, what);                                                         \
-  return cc_cuda__coll(g, mk, &k, s)
+  fill;                                                                            \
+  return cc_cuda__coll(g, cc__args(g->host, &k), &k, s)
 
 CC_API cc_result cc_cuda_barrier(cc_cuda_comm *g, cudaStream_t s) {
-  CC_CUDA__COLL("barrier", cc__mk_barrier(g->host, &k));
+  CC_CUDA__COLL("barrier", cc__call_init(&k, CC__BARRIER, NULL, NULL, 0, CC_UINT8, 0, 0));
 }
 CC_API cc_result cc_cuda_broadcast(cc_cuda_comm *g, void *buf, size_t count, cc_dtype t, int root, cudaStream_t s) {
-  CC_CUDA__COLL("broadcast", cc__mk_broadcast(g->host, buf, count, t, root, &k));
+  CC_CUDA__COLL("broadcast", cc__call_init(&k, CC__BROADCAST, buf, buf, count, t, 0, root));
 }
 CC_API cc_result cc_cuda_reduce(cc_cuda_comm *g, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t,
                                 cc_op op, int root, cudaStream_t s) {
-  CC_CUDA__COLL("reduce", cc__mk_reduce(g->host, sendbuf, recvbuf, count, t, op, root, &k));
+  CC_CUDA__COLL("reduce", cc__call_init(&k, CC__REDUCE, sendbuf, recvbuf, count, t, op, root));
 }
 CC_API cc_result cc_cuda_all_reduce(cc_cuda_comm *g, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t,
                                     cc_op op, cudaStream_t s) {
-  CC_CUDA__COLL("all_reduce", cc__mk_all_reduce(g->host, sendbuf, recvbuf, count, t, op, &k));
+  CC_CUDA__COLL("all_reduce", cc__call_init(&k, CC__ALL_REDUCE, sendbuf, recvbuf, count, t, op, 0));
 }
 CC_API cc_result cc_cuda_gather(cc_cuda_comm *g, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t,
                                 int root, cudaStream_t s) {
-  CC_CUDA__COLL("gather", cc__mk_gather(g->host, sendbuf, recvbuf, count, t, root, &k));
+  CC_CUDA__COLL("gather", cc__call_init(&k, CC__GATHER, sendbuf, recvbuf, count, t, 0, root));
 }
 CC_API cc_result cc_cuda_all_gather(cc_cuda_comm *g, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t,
                                     cudaStream_t s) {
-  CC_CUDA__COLL("all_gather", cc__mk_all_gather(g->host, sendbuf, recvbuf, count, t, &k));
+  CC_CUDA__COLL("all_gather", cc__call_init(&k, CC__ALL_GATHER, sendbuf, recvbuf, count, t, 0, 0));
 }
 CC_API cc_result cc_cuda_scatter(cc_cuda_comm *g, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t,
                                  int root, cudaStream_t s) {
-  CC_CUDA__COLL("scatter", cc__mk_scatter(g->host, sendbuf, recvbuf, count, t, root, &k));
+  CC_CUDA__COLL("scatter", cc__call_init(&k, CC__SCATTER, sendbuf, recvbuf, count, t, 0, root));
 }
 CC_API cc_result cc_cuda_reduce_scatter(cc_cuda_comm *g, const void *sendbuf, void *recvbuf, size_t count,
                                         cc_dtype t, cc_op op, cudaStream_t s) {
-  CC_CUDA__COLL("reduce_scatter", cc__mk_reduce_scatter(g->host, sendbuf, recvbuf, count, t, op, &k));
+  CC_CUDA__COLL("reduce_scatter", cc__call_init(&k, CC__REDUCE_SCATTER, sendbuf, recvbuf, count, t, op, 0));
 }
 CC_API cc_result cc_cuda_all_to_all(cc_cuda_comm *g, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t,
                                     cudaStream_t s) {
-  CC_CUDA__COLL("all_to_all", cc__mk_all_to_all(g->host, sendbuf, recvbuf, count, t, &k));
+  CC_CUDA__COLL("all_to_all", cc__call_init(&k, CC__ALL_TO_ALL, sendbuf, recvbuf, count, t, 0, 0));
 }
 CC_API cc_result cc_cuda_gather_v(cc_cuda_comm *g, const void *sendbuf, size_t send_count, void *recvbuf,
                                   const size_t *recv_counts, const size_t *displs, cc_dtype t, int root,
                                   cudaStream_t s) {
-  CC_CUDA__COLL("gather_v", cc__mk_gather_v(g->host, sendbuf, send_count, recvbuf, recv_counts, displs, t, root, &k));
+  CC_CUDA__COLL("gather_v", (cc__call_init(&k, CC__GATHER_V, sendbuf, recvbuf, 0, t, 0, root),
+                             cc__call_v(&k, send_count, NULL, NULL, 0, recv_counts, displs)));
 }
 CC_API cc_result cc_cuda_all_gather_v(cc_cuda_comm *g, const void *sendbuf, size_t send_count, void *recvbuf,
                                       const size_t *recv_counts, const size_t *displs, cc_dtype t, cudaStream_t s) {
-  CC_CUDA__COLL("all_gather_v", cc__mk_all_gather_v(g->host, sendbuf, send_count, recvbuf, recv_counts, displs, t, &k));
+  CC_CUDA__COLL("all_gather_v", (cc__call_init(&k, CC__ALL_GATHER_V, sendbuf, recvbuf, 0, t, 0, 0),
+                                 cc__call_v(&k, send_count, NULL, NULL, 0, recv_counts, displs)));
 }
 CC_API cc_result cc_cuda_scatter_v(cc_cuda_comm *g, const void *sendbuf, const size_t *send_counts,
                                    const size_t *displs, void *recvbuf, size_t recv_count, cc_dtype t, int root,
                                    cudaStream_t s) {
-  CC_CUDA__COLL("scatter_v", cc__mk_scatter_v(g->host, sendbuf, send_counts, displs, recvbuf, recv_count, t, root, &k));
+  CC_CUDA__COLL("scatter_v", (cc__call_init(&k, CC__SCATTER_V, sendbuf, recvbuf, 0, t, 0, root),
+                              cc__call_v(&k, 0, send_counts, displs, recv_count, NULL, NULL)));
 }
 CC_API cc_result cc_cuda_all_to_all_v(cc_cuda_comm *g, const void *sendbuf, const size_t *send_counts,
                                       const size_t *send_displs, void *recvbuf, const size_t *recv_counts,
                                       const size_t *recv_displs, cc_dtype t, cudaStream_t s) {
-  CC_CUDA__COLL("all_to_all_v", cc__mk_all_to_all_v(g->host, sendbuf, send_counts, send_displs, recvbuf, recv_counts,
-                                                    recv_displs, t, &k));
+  CC_CUDA__COLL("all_to_all_v", (cc__call_init(&k, CC__ALL_TO_ALL_V, sendbuf, recvbuf, 0, t, 0, 0),
+                                 cc__call_v(&k, 0, send_counts, send_displs, 0, recv_counts, recv_displs)));
 }
 
 /* ---------------------------------------------------------------- point to point and groups */
@@ -3055,7 +3057,9 @@ CC_API cc_result cc_cuda_send(cc_cuda_comm *g, const void *buf, size_t count, cc
   cc__call k;
   CC_CUDA__ENTER(g, "send");
   if (tag < 0) return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "send: rank %d: tag %d is negative", g->rank, tag);
-  return cc_cuda__p2p_add(g, "send", cc__mk_send(g->host, buf, count, t, peer, tag, &k), &k, s);
+  cc__call_init(&k, CC__SEND, buf, NULL, count, t, 0, 0);
+  cc__call_p2p(&k, peer, tag, NULL);
+  return cc_cuda__p2p_add(g, "send", cc__args(g->host, &k), &k, s);
 }
 
 CC_API cc_result cc_cuda_recv(cc_cuda_comm *g, void *buf, size_t count, cc_dtype t, int peer, int tag,
@@ -3063,7 +3067,12 @@ CC_API cc_result cc_cuda_recv(cc_cuda_comm *g, void *buf, size_t count, cc_dtype
   cc__call k;
   CC_CUDA__ENTER(g, "recv");
   if (tag < 0) return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "recv: rank %d: tag %d is negative", g->rank, tag);
-  return cc_cuda__p2p_add(g, "recv", cc__mk_recv(g->host, buf, count, t, peer, tag, &k), &k, s);
+  if (peer == CC_ANY_SOURCE)
+    return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "recv: rank %d: cc_cuda receives from a named rank only "
+                         "(CC_ANY_SOURCE is for host buffers, cc_recv_any)", g->rank);
+  cc__call_init(&k, CC__RECV, NULL, buf, count, t, 0, 0);
+  cc__call_p2p(&k, peer, tag, NULL);
+  return cc_cuda__p2p_add(g, "recv", cc__args(g->host, &k), &k, s);
 }
 
 CC_API cc_result cc_cuda_group_begin(cc_cuda_comm *g) {

@@ -666,7 +666,7 @@ static int lost_main(cc_comm *c, void *arg) {
   if (me == 1) {                     /* publish its buffers, then die while rank 0 reads them */
     cc__call k;
     int go = 0;
-    cc__mk_all_gather(c, a, r, count, CC_FLOAT32, &k);
+    cc__call_init(&k, CC__ALL_GATHER, a, r, count, CC_FLOAT32, 0, 0);
     c->seq++;
     cc__ident_of(&k, &c->cur);
     cc__direct_begin(c, &k, NULL, &go);
