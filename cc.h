@@ -2922,7 +2922,7 @@ typedef struct cc__umsg {              /* a message received before its receive 
   unsigned char *data;
   size_t cap;                          /* bytes allocated so far (grows as they arrive) */
   size_t cost;                         /* what it counts against CC_MAX_UNEXPECTED */
-  uint64_t stamp;                      /* when it joined its queue (c->uq_stamp): receives from any source take the oldest */
+  uint64_t stamp;                      /* when it joined its queue (c->eng.uq_stamp): receives from any source take the oldest */
 } cc__umsg;
 
 typedef struct cc__msg {               /* one send or receive in flight */
@@ -4328,22 +4328,22 @@ static cc_result cc__seg_attach(cc_comm *c, unsigned char *seg, size_t bytes, co
   cc__layout_of(c->size, (size_t)h->half_bytes, (size_t)h->chan_bytes, &L);
   if (L.total != h->seg_bytes)
     return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: shared segment size mismatch", what, c->rank);
-  c->seg = seg;
-  c->seg_bytes = bytes;
+  c->seg.base = seg;
+  c->seg.bytes = bytes;
   c->hdr = h;
-  c->ctl = (cc__ctl *)(seg + L.ctl);
-  c->regions = seg + L.regions;
-  c->half = (size_t)h->half_bytes;
-  c->chans = seg + L.chans;
-  c->chan_bytes = (size_t)h->chan_bytes;
+  c->seg.ctl = (cc__ctl *)(seg + L.ctl);
+  c->seg.regions = seg + L.regions;
+  c->seg.half = (size_t)h->half_bytes;
+  c->seg.chans = seg + L.chans;
+  c->seg.chan_bytes = (size_t)h->chan_bytes;
   c->shm = c;
   {                                    /* what peers read to learn whether cross-memory attach works */
-    cc__ctl *me = &c->ctl[c->rank];
+    cc__ctl *me = &c->seg.ctl[c->rank];
     if (cc__random(&me->probe, sizeof me->probe) != 0)   /* no secret: any word this process wrote will do */
       me->probe = cc__now_ns() ^ (uint64_t)cc__getpid() << 32;
     me->probe_at = (uint64_t)(uintptr_t)&me->probe;
   }
-  CC__STORE(&c->ctl[c->rank].pid, (int32_t)cc__getpid());
+  CC__STORE(&c->seg.ctl[c->rank].pid, (int32_t)cc__getpid());
   return CC_OK;
 }
 
@@ -4368,7 +4368,7 @@ static void cc__seg_name(const cc_comm *c, const char *base, char *out, size_t l
 static void cc__shm_forget(const cc_comm *c, const char *base) {
   char name[160];
   cc__seg_name(c, base, name, sizeof name);
-  cc__shm_unlink_same(name, &c->seg_id);
+  cc__shm_unlink_same(name, &c->seg.id);
 }
 
 static void cc__shmkey_copy(cc_comm *to, const cc_comm *from) {
@@ -4392,7 +4392,7 @@ static cc_result cc__shm_join(cc_comm *c, const char *base, int creator, const c
   cc__seg_sizes(c->size, c->set.shm_chunk, &half, &chan);
   cc__layout_of(c->size, half, chan, &L);
   if (creator) {
-    seg = (unsigned char *)cc__shm_create_id(name, L.total, &c->seg_id);
+    seg = (unsigned char *)cc__shm_create_id(name, L.total, &c->seg.id);
     if (!seg) {
       cc__strerr(errno, why, sizeof why);
       return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: cannot create shared memory /dev/shm%s (%zu bytes): %s",
@@ -4402,9 +4402,9 @@ static cc_result cc__shm_join(cc_comm *c, const char *base, int creator, const c
     bytes = L.total;
   } else {
     for (;;) {
-      seg = (unsigned char *)cc__shm_open_why(name, sizeof(cc__hdr), &bytes, why, sizeof why, &c->seg_id);
+      seg = (unsigned char *)cc__shm_open_why(name, sizeof(cc__hdr), &bytes, why, sizeof why, &c->seg.id);
       if (seg && CC__LOAD(&((cc__hdr *)seg)->magic) == CC__SHM_MAGIC) break;
-      if (seg) { cc__shm_unmap(seg, bytes); seg = NULL; memset(&c->seg_id, 0, sizeof c->seg_id); }   /* not yet */
+      if (seg) { cc__shm_unmap(seg, bytes); seg = NULL; memset(&c->seg.id, 0, sizeof c->seg.id); }   /* not yet */
       else if (errno == EPERM) {
         return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: refusing shared memory /dev/shm%s: %s", what, c->rank, name, why);
       } else if (errno != ENOENT) {
@@ -4421,10 +4421,10 @@ static cc_result cc__shm_join(cc_comm *c, const char *base, int creator, const c
   }
   if ((r = cc__seg_attach(c, seg, bytes, what)) != CC_OK) {
     cc__shm_unmap(seg, bytes);
-    c->seg = NULL;
+    c->seg.base = NULL;
     return r;
   }
-  if (CC__ADD(&c->hdr->mapped, 1u) + 1 == (uint32_t)c->size) cc__shm_unlink_same(name, &c->seg_id);
+  if (CC__ADD(&c->hdr->mapped, 1u) + 1 == (uint32_t)c->size) cc__shm_unlink_same(name, &c->seg.id);
   return CC_OK;
 }
 
@@ -4456,9 +4456,9 @@ static void cc__post_fail(cc__hdr *h, cc_result code, int who, const char *msg) 
 /* Has rank r of the segment gone? 0 no; 1 yes, with the reason in why. */
 static int cc__shm_gone(cc_comm *c, int r, char *why, size_t len) {
   int pid;
-  if (r < 0 || r == c->rank || !c->ctl) return 0;
-  pid = CC__LOAD(&c->ctl[r].pid);
-  if (CC__LOAD(&c->ctl[r].departed)) { snprintf(why, len, "left (it destroyed its communicator)"); return 1; }
+  if (r < 0 || r == c->rank || !c->seg.ctl) return 0;
+  pid = CC__LOAD(&c->seg.ctl[r].pid);
+  if (CC__LOAD(&c->seg.ctl[r].departed)) { snprintf(why, len, "left (it destroyed its communicator)"); return 1; }
   if (pid > 0 && !cc__pid_alive(pid)) { snprintf(why, len, "lost (pid %d exited)", pid); return 1; }
   return 0;
 }
@@ -4467,7 +4467,7 @@ static int cc__shm_gone(cc_comm *c, int r, char *why, size_t len) {
 
 /* Rank r's half for phase `step`: descriptor, then data. */
 static unsigned char *cc__half(cc_comm *c, int r, uint64_t step) {
-  return c->regions + (size_t)r * 2 * c->half + (size_t)(step & 1) * c->half;
+  return c->seg.regions + (size_t)r * 2 * c->seg.half + (size_t)(step & 1) * c->seg.half;
 }
 #define CC__DATA(p) ((p) + CC__DESC_BYTES)
 typedef char cc__desc_fits[sizeof(cc__desc) <= CC__DESC_BYTES ? 1 : -1];
@@ -4491,9 +4491,9 @@ typedef struct cc__arr_arg { int who; uint64_t step; } cc__arr_arg;
 static int cc__pending_arrive(cc_comm *c, const void *arg) {
   const cc__arr_arg *a = (const cc__arr_arg *)arg;
   int r;
-  if (a->who >= 0) return CC__LOAD(&c->ctl[a->who].arrive) >= a->step ? -1 : a->who;
+  if (a->who >= 0) return CC__LOAD(&c->seg.ctl[a->who].arrive) >= a->step ? -1 : a->who;
   for (r = 0; r < c->size; r++)
-    if (CC__LOAD(&c->ctl[r].arrive) < a->step) return r;
+    if (CC__LOAD(&c->seg.ctl[r].arrive) < a->step) return r;
   return -1;
 }
 
@@ -4515,7 +4515,7 @@ static void cc__awaited_arrive(cc_comm *c, const void *arg, char *buf, size_t le
   int r;
   buf[0] = 0;
   for (r = 0; r < c->size && used + 12 < len; r++)
-    if ((a->who < 0 || a->who == r) && CC__LOAD(&c->ctl[r].arrive) < a->step)
+    if ((a->who < 0 || a->who == r) && CC__LOAD(&c->seg.ctl[r].arrive) < a->step)
       used += (size_t)snprintf(buf + used, len - used, "%s%d", used ? ", " : "", r);
 }
 
@@ -4551,20 +4551,20 @@ static void cc__mem_drop_all(cc_comm *c) {
 /* ---------------------------------------------------------------- rings */
 
 static cc__chan *cc__chan_at(cc_comm *c, int src, int dst) {
-  return (cc__chan *)(c->chans + ((size_t)src * (size_t)c->size + (size_t)dst) *
-                                 (sizeof(cc__chan) + c->chan_bytes));
+  return (cc__chan *)(c->seg.chans + ((size_t)src * (size_t)c->size + (size_t)dst) *
+                                 (sizeof(cc__chan) + c->seg.chan_bytes));
 }
 
 static void cc__ring_put(cc_comm *c, cc__chan *ch, uint64_t pos, const void *src, size_t len) {
   unsigned char *d = (unsigned char *)(ch + 1);
-  size_t off = (size_t)(pos % c->chan_bytes), first = CC__MIN(len, c->chan_bytes - off);
+  size_t off = (size_t)(pos % c->seg.chan_bytes), first = CC__MIN(len, c->seg.chan_bytes - off);
   memcpy(d + off, src, first);
   if (len > first) memcpy(d, (const unsigned char *)src + first, len - first);
 }
 
 static void cc__ring_get(cc_comm *c, cc__chan *ch, uint64_t pos, void *dst, size_t len) {
   const unsigned char *s = (const unsigned char *)(ch + 1);
-  size_t off = (size_t)(pos % c->chan_bytes), first = CC__MIN(len, c->chan_bytes - off);
+  size_t off = (size_t)(pos % c->seg.chan_bytes), first = CC__MIN(len, c->seg.chan_bytes - off);
   memcpy(dst, s + off, first);
   if (len > first) memcpy((unsigned char *)dst + first, s, len - first);
 }
@@ -5483,7 +5483,7 @@ static long cc__ring_read(cc_comm *c, int p, void *dst, size_t max) {
 static long cc__ring_write(cc_comm *c, cc__msg *m) {
   cc__chan *ch = cc__ring_out(c, m->peer);
   uint64_t head = ch->head, tail = CC__LOAD(&ch->tail);
-  size_t space = c->shm->chan_bytes - (size_t)(head - tail), a = CC__MIN(space, m->hdr_len - m->hdr_sent), b;
+  size_t space = c->shm->seg.chan_bytes - (size_t)(head - tail), a = CC__MIN(space, m->hdr_len - m->hdr_sent), b;
   long w;
   if (a) cc__ring_put(c->shm, ch, head, m->hdr + m->hdr_sent, a);
   b = CC__MIN(space - a, m->bytes - m->moved);
@@ -5877,8 +5877,8 @@ static void cc__call_word_str(uint64_t w, char *buf, size_t len) {
 static cc_result cc__check_call(cc_comm *c, const cc__waitfor *w, int who, const char *what) {
   uint64_t theirs;
   char a[96], b[96];
-  if (!c->call_word || c->net || !c->ctl || who < 0 || who >= c->size || who == c->rank) return CC_OK;
-  theirs = CC__LOAD(&c->ctl[who].call);
+  if (!c->call_word || c->net || !c->seg.ctl || who < 0 || who >= c->size || who == c->rank) return CC_OK;
+  theirs = CC__LOAD(&c->seg.ctl[who].call);
   if (theirs >> 24 < c->seq || theirs == c->call_word || w->pending(c, w->arg) < 0) return CC_OK;
   cc__call_word_str(theirs, a, sizeof a);
   cc__call_word_str(c->call_word, b, sizeof b);
@@ -5908,7 +5908,7 @@ static cc_result cc__wait_alive(cc_comm *c, const cc__waitfor *w, int who, const
   /* a rank that left from another call than this one (its queued broadcast
      returned at once, against this rank's all_reduce) left a mismatch, not a
      loss: its control block still says which call it was in */
-  if (r != CC_OK && !c->net && c->ctl && who >= 0 && who < c->size && CC__LOAD(&c->ctl[who].departed))
+  if (r != CC_OK && !c->net && c->seg.ctl && who >= 0 && who < c->size && CC__LOAD(&c->seg.ctl[who].departed))
     CC__TRY(cc__check_call(c, w, who, what));
   if (r != CC_OK) CC__TRY(w->alive ? w->alive(c, w->arg, what, 0) : cc__check_peer(c, who, what));
   return cc__check_call(c, w, who, what);
@@ -5925,7 +5925,7 @@ static void cc__where(cc_comm *c, char *buf, size_t len) {
     int coll;
     if (j == c->rank) { seq = c->seq; coll = c->cur.coll; }
     else if (c->shm && p->link == CC__LINK_SHM) {
-      uint64_t call = __atomic_load_n(&c->shm->ctl[p->ring.ch].call, __ATOMIC_RELAXED);
+      uint64_t call = __atomic_load_n(&c->shm->seg.ctl[p->ring.ch].call, __ATOMIC_RELAXED);
       seq = call >> 24;
       coll = (int)(call >> 16 & 0x7f);
     } else { away++; continue; }
@@ -5970,7 +5970,7 @@ static void cc__rings_give_back(cc_comm *s) {
   int i;
   for (i = 0; i < s->size; i++)
     if (s->peers[i].ring.rx_lag) cc__ring_give(cc__chan_at(s, i, s->rank), &s->peers[i]);
-  s->rx_lagged = 0;
+  s->eng.rx_lagged = 0;
   cc__notify(s);
 }
 
@@ -5989,7 +5989,7 @@ static cc_result cc__wait(cc_comm *c, const cc__waitfor *w, const char *what) {
   unsigned i;
   int who;
   cc_result r;
-  if (c->shm && c->shm->rx_lagged) cc__rings_give_back(c->shm);
+  if (c->shm && c->shm->eng.rx_lagged) cc__rings_give_back(c->shm);
   who = w->pending(c, w->arg);
   if (who < 0) return CC_OK;
   t0 = cc__now_ns();
@@ -6106,7 +6106,7 @@ static int cc__ring_send_now(cc_comm *c, int to, const cc__ident *id, const void
   cc__chan *ch;
   unsigned char hdr[CC__FRAME], *d;
   uint64_t head;
-  size_t chan = c->shm->chan_bytes, off;
+  size_t chan = c->shm->seg.chan_bytes, off;
   if (pe->link != CC__LINK_SHM || pe->tx_mid || CC__LOAD(&c->shm->hdr->fail_code)) return 0;
   ch = cc__ring_out(c, to);
   head = ch->head;
@@ -6142,7 +6142,7 @@ static int cc__ring_recv_now(cc_comm *c, int from, const cc__ident *id, void *bu
   unsigned char want[CC__FRAME], hdr[CC__FRAME];
   const unsigned char *s;
   uint64_t tail;
-  size_t chan = c->shm->chan_bytes, off;
+  size_t chan = c->shm->seg.chan_bytes, off;
   if (pe->link != CC__LINK_SHM || pe->rx_state || pe->rx_hdr_got || pe->uq_head || pe->rx_unexp ||
       CC__LOAD(&c->shm->hdr->fail_code))
     return 0;
@@ -6169,7 +6169,7 @@ static int cc__ring_recv_now(cc_comm *c, int from, const cc__ident *id, void *bu
     cc__ring_give(ch, lp);
     cc__notify(c->shm);
   } else {
-    c->shm->rx_lagged = 1;
+    c->shm->eng.rx_lagged = 1;
   }
   return 1;
 }
@@ -6232,12 +6232,12 @@ static void cc__umsg_free(cc__umsg *u) {
 static cc_result cc__uq_charge(cc__run *x, int p, uint64_t bytes, size_t *cost) {
   cc_comm *c = x->c;
   uint64_t k = bytes + CC__UQ_OVERHEAD, lim = c->set.max_unexpected;
-  if (k > lim || (uint64_t)c->uq_bytes > lim - k)
+  if (k > lim || (uint64_t)c->eng.uq_bytes > lim - k)
     return cc__fail_all(c, CC_ERR_NO_MEMORY, p, x->what, "rank %d sent more than this rank holds of messages that no "
                         "receive has taken yet: %zu bytes are held and a message of %llu more would pass "
-                        "CC_MAX_UNEXPECTED (%llu bytes; raise it if the program means to)", p, c->uq_bytes,
+                        "CC_MAX_UNEXPECTED (%llu bytes; raise it if the program means to)", p, c->eng.uq_bytes,
                         (unsigned long long)bytes, (unsigned long long)lim);
-  c->uq_bytes += (size_t)k;
+  c->eng.uq_bytes += (size_t)k;
   *cost = (size_t)k;
   return CC_OK;
 }
@@ -6313,11 +6313,11 @@ static cc_result cc__take_unexp(cc__run *x, cc__msg *m) {
   CC__TRY(cc__frame_fits(x, from, &best->f, m));
   pe = &c->peers[from];
   if (m->bytes) memcpy(m->buf, best->data, m->bytes);
-  c->uq_bytes -= best->cost;
+  c->eng.uq_bytes -= best->cost;
   if (bprev) bprev->next = best->next; else pe->uq_head = best->next;
   if (pe->uq_tail == best) pe->uq_tail = bprev;
   cc__umsg_free(best);
-  if (CC__ANY(m)) { m->peer = from; c->any_next = (from + 1) % c->size; }
+  if (CC__ANY(m)) { m->peer = from; c->eng.any_next = (from + 1) % c->size; }
   m->done = 1;
   m->moved = m->bytes;
   return CC_OK;
@@ -6325,7 +6325,7 @@ static cc_result cc__take_unexp(cc__run *x, cc__msg *m) {
 
 static void cc__uq_append(cc_comm *c, cc__peer *pe, cc__umsg *u) {
   u->next = NULL;
-  u->stamp = ++c->uq_stamp;
+  u->stamp = ++c->eng.uq_stamp;
   if (pe->uq_tail) pe->uq_tail->next = u; else pe->uq_head = u;
   pe->uq_tail = u;
 }
@@ -6390,7 +6390,7 @@ static cc_result cc__start(cc__run *x, int *progress) {
           if (u) u->data = (unsigned char *)CC_MALLOC(m->bytes ? m->bytes : 1);
           if (!u || !u->data) {
             CC_FREE(u);
-            c->uq_bytes -= cost;
+            c->eng.uq_bytes -= cost;
             return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: no memory to send %zu bytes to itself", x->what,
                             c->rank, m->bytes);
           }
@@ -6449,7 +6449,7 @@ static cc_result cc__rx_match(cc__run *x, int p) {
     CC__TRY(cc__take_unexp(x, m));
     if (m->done) { if (x->cb) CC__TRY(x->cb(x->ctx, x->m, i)); continue; }
     CC__TRY(cc__frame_fits(x, p, &pe->rx, m));
-    if (CC__ANY(m)) { m->peer = p; c->any_next = (p + 1) % c->size; }
+    if (CC__ANY(m)) { m->peer = p; c->eng.any_next = (p + 1) % c->size; }
     pe->rx_target = m;
     m->matched = 1;
     m->moved = 0;
@@ -6472,7 +6472,7 @@ static cc_result cc__rx_keep(cc__run *x, int p) {
   if (u) u->data = (unsigned char *)CC_MALLOC(cap ? cap : 1);
   if (!u || !u->data) {
     CC_FREE(u);
-    c->uq_bytes -= cost;
+    c->eng.uq_bytes -= cost;
     return cc__fail_all(c, CC_ERR_NO_MEMORY, c->rank, x->what, "no memory for a message of %llu bytes from rank %d",
                         (unsigned long long)pe->rx.bytes, p);
   }
@@ -6909,28 +6909,28 @@ static int cc__run_pending(const cc__run *x) {
 }
 
 /* Receives: pull what the run wants from this host's rings, and from the TCP
-   links that poll() says have something (their fds in c->pfd[0..*np), which
+   links that poll() says have something (their fds in c->eng.pfd[0..*np), which
    an idle wait watches too: a failure report wakes it, and is read here).
    poll() is asked only while a message of the run is not done: a run whose
    sends are all written (a root's broadcast) ends without another system
    call. */
 /* cc__run_recv for a run with a receive from any source: one poll, then
    every link in a single pass, shared memory and TCP alike, in turn from the
-   peer after the one such a receive last took from (c->any_next), so that no
+   peer after the one such a receive last took from (c->eng.any_next), so that no
    peer's frames are always read first. */
 static cc_result cc__run_recv_any(cc__run *x, int sending, int *progress, int *np) {
   cc_comm *c = x->c;
-  int i, k, j = 0, polled, start = c->any_next;
+  int i, k, j = 0, polled, start = c->eng.any_next;
   *np = 0;
   for (k = 0; k < c->size; k++) {
     cc__peer *pe = &c->peers[i = (start + k) % c->size];
     if (pe->link != CC__LINK_TCP || pe->tcp.fd < 0 || pe->tcp.eof) continue;
-    c->pfd[*np].fd = pe->tcp.fd;
-    c->pfd[*np].events = POLLIN | CC__POLL_END;
-    c->pfd[*np].revents = 0;
-    c->pfd_rank[(*np)++] = i;
+    c->eng.pfd[*np].fd = pe->tcp.fd;
+    c->eng.pfd[*np].events = POLLIN | CC__POLL_END;
+    c->eng.pfd[*np].revents = 0;
+    c->eng.pfd_rank[(*np)++] = i;
   }
-  polled = *np && cc__poll(c->pfd, *np, 0) > 0;
+  polled = *np && cc__poll(c->eng.pfd, *np, 0) > 0;
   for (k = 0; k < c->size; k++) {
     cc__peer *pe = &c->peers[i = (start + k) % c->size];
     if (pe->link == CC__LINK_SHM) {
@@ -6938,9 +6938,9 @@ static cc_result cc__run_recv_any(cc__run *x, int sending, int *progress, int *n
         CC__TRY(cc__rx_pull(x, i, progress));
     } else if (pe->link == CC__LINK_TCP && pe->tcp.fd >= 0) {
       if (cc__link_has_bytes(c, i)) CC__TRY(cc__rx_pull(x, i, progress));
-      if (j < *np && c->pfd_rank[j] == i) {
-        if (polled && (c->pfd[j].revents & (POLLIN | POLLHUP | POLLERR | CC__POLL_END)))
-          CC__TRY(cc__rx_pull_ready(x, i, c->pfd[j].revents, progress));
+      if (j < *np && c->eng.pfd_rank[j] == i) {
+        if (polled && (c->eng.pfd[j].revents & (POLLIN | POLLHUP | POLLERR | CC__POLL_END)))
+          CC__TRY(cc__rx_pull_ready(x, i, c->eng.pfd[j].revents, progress));
         j++;
       }
     }
@@ -6961,16 +6961,16 @@ static cc_result cc__run_recv(cc__run *x, int sending, int *progress, int *np) {
     } else if (pe->link == CC__LINK_TCP && pe->tcp.fd >= 0) {
       if (cc__link_has_bytes(c, i)) CC__TRY(cc__rx_pull(x, i, progress));   /* a read-ahead may hold whole frames */
       if (pe->tcp.eof) continue;
-      c->pfd[*np].fd = pe->tcp.fd;
-      c->pfd[*np].events = POLLIN | CC__POLL_END;
-      c->pfd[*np].revents = 0;
-      c->pfd_rank[(*np)++] = i;
+      c->eng.pfd[*np].fd = pe->tcp.fd;
+      c->eng.pfd[*np].events = POLLIN | CC__POLL_END;
+      c->eng.pfd[*np].revents = 0;
+      c->eng.pfd_rank[(*np)++] = i;
     }
   }
-  if (*np && cc__run_pending(x) && cc__poll(c->pfd, *np, 0) > 0)
+  if (*np && cc__run_pending(x) && cc__poll(c->eng.pfd, *np, 0) > 0)
     for (i = 0; i < *np; i++)
-      if (c->pfd[i].revents & (POLLIN | POLLHUP | POLLERR | CC__POLL_END))
-        CC__TRY(cc__rx_pull_ready(x, c->pfd_rank[i], c->pfd[i].revents, progress));
+      if (c->eng.pfd[i].revents & (POLLIN | POLLHUP | POLLERR | CC__POLL_END))
+        CC__TRY(cc__rx_pull_ready(x, c->eng.pfd_rank[i], c->eng.pfd[i].revents, progress));
   return CC_OK;
 }
 
@@ -6998,7 +6998,7 @@ static cc_result cc__run_check(cc__run *x, int *all) {
 
 /* Nothing moved: note where the rings stand, look once more (what moved
    before the note must not be missed), then wait for a ring to move or a
-   socket to be ready (c->pfd[0..np); a waiting send also wants POLLOUT). */
+   socket to be ready (c->eng.pfd[0..np); a waiting send also wants POLLOUT). */
 static cc_result cc__run_idle(cc__run *x, int np, int sending) {
   cc_comm *c = x->c;
   cc__msg *m = x->m;
@@ -7018,23 +7018,23 @@ static cc_result cc__run_idle(cc__run *x, int np, int sending) {
     const cc__msg *s = &m[i];
     if (!s->live || !s->started || s->done || CC__ANY(s) || c->peers[s->peer].link != CC__LINK_SHM) continue;
     if (!s->is_send && seen[i] != cc__ring_in(c, s->peer)->tail) return CC_OK;
-    if (s->is_send && c->shm->chan_bytes - (size_t)(cc__ring_out(c, s->peer)->head - seen[i]) > 0) return CC_OK;
+    if (s->is_send && c->shm->seg.chan_bytes - (size_t)(cc__ring_out(c, s->peer)->head - seen[i]) > 0) return CC_OK;
   }
   for (i = 0; i < c->size && (sending || any); i++)
     if (c->peers[i].link == CC__LINK_SHM && seen[n + i] != cc__ring_in(c, i)->tail) return CC_OK;
   for (i = 0; i < c->size && any; i++)   /* from any source: a frame on any ring ends the wait */
     shm |= c->peers[i].link == CC__LINK_SHM;
   for (i = 0; i < np; i++) {          /* a parked frame: only the peer's end wakes this wait */
-    const cc__peer *pe = &c->peers[c->pfd_rank[i]];
-    c->pfd[i].events = (short)(cc__rx_parked(pe) && !cc__rx_wanted(x, c->pfd_rank[i], sending) ? CC__POLL_END : POLLIN);
-    c->pfd[i].revents = 0;
+    const cc__peer *pe = &c->peers[c->eng.pfd_rank[i]];
+    c->eng.pfd[i].events = (short)(cc__rx_parked(pe) && !cc__rx_wanted(x, c->eng.pfd_rank[i], sending) ? CC__POLL_END : POLLIN);
+    c->eng.pfd[i].revents = 0;
   }
   for (i = 0; i < n && np; i++) {
     if (!m[i].live || !m[i].started || !m[i].is_send || m[i].done) continue;
-    for (k = 0; k < np; k++) if (c->pfd_rank[k] == m[i].peer) c->pfd[k].events |= POLLOUT;
+    for (k = 0; k < np; k++) if (c->eng.pfd_rank[k] == m[i].peer) c->eng.pfd[k].events |= POLLOUT;
   }
   w.pending = cc__pending_run; w.alive = cc__alive_run; w.awaited = cc__awaited_run; w.says = cc__says_run; w.arg = x;
-  w.pfd = c->pfd; w.npfd = np; w.shm = shm;
+  w.pfd = c->eng.pfd; w.npfd = np; w.shm = shm;
   if (any) CC__TRY(cc__any_slice(x));
   r = cc__wait(c, &w, x->what);
   x->slice_end = 0;
@@ -7053,15 +7053,15 @@ static cc_result cc__engine_poll(cc_comm *c, const char *what) {
     cc__peer *pe = &c->peers[i];
     if (pe->link != CC__LINK_TCP || pe->tcp.fd < 0 || pe->tcp.eof) continue;
     if (cc__link_has_bytes(c, i)) CC__TRY(cc__rx_pull(&x, i, &progress));
-    c->pfd[np].fd = pe->tcp.fd;
-    c->pfd[np].events = POLLIN | CC__POLL_END;
-    c->pfd[np].revents = 0;
-    c->pfd_rank[np++] = i;
+    c->eng.pfd[np].fd = pe->tcp.fd;
+    c->eng.pfd[np].events = POLLIN | CC__POLL_END;
+    c->eng.pfd[np].revents = 0;
+    c->eng.pfd_rank[np++] = i;
   }
-  if (np && cc__poll(c->pfd, np, 0) > 0)
+  if (np && cc__poll(c->eng.pfd, np, 0) > 0)
     for (i = 0; i < np; i++)
-      if (c->pfd[i].revents & (POLLIN | POLLHUP | POLLERR | CC__POLL_END))
-        CC__TRY(cc__rx_pull_ready(&x, c->pfd_rank[i], c->pfd[i].revents, &progress));
+      if (c->eng.pfd[i].revents & (POLLIN | POLLHUP | POLLERR | CC__POLL_END))
+        CC__TRY(cc__rx_pull_ready(&x, c->eng.pfd_rank[i], c->eng.pfd[i].revents, &progress));
   return CC_OK;
 }
 
@@ -7091,10 +7091,10 @@ static void cc__run_settle(cc__run *x) {
       if (m && pe->tx_mid && !pe->tcp.eof && cc__now_ns() < until) {
         long w = cc__link_write(c, m);
         if (w >= 0 && !cc__sent_all(m)) {
-          c->pfd[np].fd = pe->tcp.fd;
-          c->pfd[np].events = POLLIN | POLLOUT | CC__POLL_END;
-          c->pfd[np].revents = 0;
-          c->pfd_rank[np++] = p;
+          c->eng.pfd[np].fd = pe->tcp.fd;
+          c->eng.pfd[np].events = POLLIN | POLLOUT | CC__POLL_END;
+          c->eng.pfd[np].revents = 0;
+          c->eng.pfd_rank[np++] = p;
           continue;
         }
         if (w >= 0) m->done = 1;
@@ -7102,11 +7102,11 @@ static void cc__run_settle(cc__run *x) {
       cc__abort_send(c, p);            /* (after a broken write or past the time: the end alone) */
     }
     if (!np) return;
-    if (cc__poll(c->pfd, np, CC__MS) > 0)
+    if (cc__poll(c->eng.pfd, np, CC__MS) > 0)
       for (i = 0; i < np; i++)
-        if (c->pfd[i].revents & (POLLIN | POLLHUP | POLLERR | CC__POLL_END)) {
+        if (c->eng.pfd[i].revents & (POLLIN | POLLHUP | POLLERR | CC__POLL_END)) {
           progress = 0;
-          (void)cc__rx_pull_ready(x, c->pfd_rank[i], c->pfd[i].revents, &progress);
+          (void)cc__rx_pull_ready(x, c->eng.pfd_rank[i], c->eng.pfd[i].revents, &progress);
         }
   }
 }
@@ -7121,7 +7121,7 @@ static cc_result cc__engine_run(cc_comm *c, cc__msg *m, int n, cc__done_fn cb, v
   cc_result r = CC_OK;
   x.c = c; x.m = m; x.n = n; x.cb = cb; x.ctx = ctx; x.what = what; x.id = id; x.seen = NULL;
   x.rotate = 0; x.idle_t0 = x.warn_at = x.slice_end = 0;
-  if (c->shm && c->shm->rx_lagged) cc__rings_give_back(c->shm);
+  if (c->shm && c->shm->eng.rx_lagged) cc__rings_give_back(c->shm);
   for (i = 0; i < n; i++) m[i].started = 0;
   while (r == CC_OK) {
     int progress = 0, np = 0, sending;
@@ -7215,7 +7215,7 @@ static void cc__ph_prefetch(cc_comm *c, size_t off) {
 
 static void cc__ph_arrive(cc_comm *c) {
   c->arena.step++;
-  CC__STORE_SC(&c->ctl[c->rank].arrive, c->arena.step);
+  CC__STORE_SC(&c->seg.ctl[c->rank].arrive, c->arena.step);
   cc__notify(c);
 }
 
@@ -7372,7 +7372,7 @@ static cc_result cc__run_barrier(cc_comm *c, const cc__call *k) {
 /* Bytes between a rank's pieces in its half, for pieces of `bytes` each. */
 static size_t cc__piece_cap(const cc_comm *c, size_t bytes) {
   if (bytes && bytes * (size_t)c->size <= CC__PACKED_BYTES) return bytes;
-  return ((c->half - CC__DESC_BYTES) / (size_t)c->size) & ~(size_t)63;
+  return ((c->seg.half - CC__DESC_BYTES) / (size_t)c->size) & ~(size_t)63;
 }
 
 /* Begin phase `first` (the call's first: its descriptor) or a later one. */
@@ -7392,7 +7392,7 @@ static CC__INLINE cc_result cc__phase_end(cc_comm *c, const cc__call *k, int fir
    there are only two ranks: one phase per chunk. Every rank stages its chunk
    and every reader folds all n staged copies straight into recvbuf. */
 static cc_result cc__run_reduce_one(cc_comm *c, const cc__call *k, int root) {
-  size_t es = cc__dtype_bytes(k->t), bytes = k->count * es, chunk = (c->half - CC__DESC_BYTES) / es, off = 0, m;
+  size_t es = cc__dtype_bytes(k->t), bytes = k->count * es, chunk = (c->seg.half - CC__DESC_BYTES) / es, off = 0, m;
   const unsigned char *sb = (const unsigned char *)k->sbuf;
   unsigned char *rb = (unsigned char *)k->rbuf, *mine;
   int j, want = root < 0 || c->rank == root;
@@ -7469,7 +7469,7 @@ static cc_result cc__run_reduce(cc_comm *c, const cc__call *k, int root) {
    nowhere) and knows how many phases the data needs. */
 static CC__NOINLINE cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
   const char *what = cc__coll_name(k->coll);
-  size_t es = cc__dtype_bytes(k->t), pc = c->half - CC__DESC_BYTES, off = 0, maxlen = 0, own = 0, total;
+  size_t es = cc__dtype_bytes(k->t), pc = c->seg.half - CC__DESC_BYTES, off = 0, maxlen = 0, own = 0, total;
   int n = c->size, me = c->rank, j, i, first = 1, writes, reads;
   unsigned char *mine;
   uint64_t count = cc__ident_count(k);
@@ -7580,7 +7580,7 @@ static void cc__cma_probe(cc_comm *c) {
   int j;
   c->direct.cma_mine = c->set.shm_cma ? 1 : 0;
   for (j = 0; c->direct.cma_mine && j < c->size; j++) {
-    const cc__ctl *t = &c->ctl[j];
+    const cc__ctl *t = &c->seg.ctl[j];
     uint64_t v = 0;
     char why[96];
     if (j == c->rank) continue;
@@ -7921,7 +7921,7 @@ static cc_result cc__direct_begin(cc_comm *c, const cc__call *k, cc__tune *t, in
     }
     b->sa = e.sa;
     b->ra = e.ra;
-    b->pid = CC__LOAD(&c->ctl[j].pid);
+    b->pid = CC__LOAD(&c->seg.ctl[j].pid);
     b->s = cc__mem_peer(c, e.sid, j, e.soff, &b->s_max);
     b->r = cc__mem_peer(c, e.rid, j, e.roff, &b->r_max);
   }
@@ -7957,7 +7957,7 @@ static cc_result cc__direct_sync(cc_comm *c, const char *what) {
 /* Scratch of a direct run: this rank's other half, which no rank reads
    until this rank writes a phase into it again. */
 static unsigned char *cc__direct_tmp(cc_comm *c, size_t *piece) {
-  size_t pc = ((c->half - CC__DESC_BYTES) / (size_t)c->size) & ~(size_t)63;
+  size_t pc = ((c->seg.half - CC__DESC_BYTES) / (size_t)c->size) & ~(size_t)63;
   *piece = CC__MIN(pc, CC__DR_PIECE);
   return CC__DATA(cc__half(c, c->rank, c->arena.step + 1));
 }
@@ -8639,11 +8639,11 @@ static int cc__hier_words(cc_comm *c, int *who, char *msg, size_t len) {
   uint64_t mine, theirs;
   char a[96], b[96];
   int i, g = nt->grp[c->rank];
-  if (!l || !l->ctl) return 0;
-  mine = CC__LOAD(&l->ctl[l->rank].call);
+  if (!l || !l->seg.ctl) return 0;
+  mine = CC__LOAD(&l->seg.ctl[l->rank].call);
   for (i = 0; i < c->size; i++) {
     if (i == c->rank || nt->grp[i] != g) continue;
-    theirs = CC__LOAD(&l->ctl[nt->lrank[i]].call);
+    theirs = CC__LOAD(&l->seg.ctl[nt->lrank[i]].call);
     if (theirs >> 24 != mine >> 24 || theirs == mine) continue;
     cc__call_word_str(theirs, a, sizeof a);
     cc__call_word_str(mine, b, sizeof b);
@@ -8809,14 +8809,14 @@ static cc_result cc__msg_run(cc_comm *c, const cc__call *k) {
 
 /* Room for n messages of a run, kept from call to call: NULL without memory. */
 static cc__msg *cc__msgs(cc_comm *c, int n) {
-  if (c->one_cap < n) {
+  if (c->eng.one_cap < n) {
     cc__msg *g = (cc__msg *)CC_MALLOC(sizeof(cc__msg) * (size_t)n);
     if (!g) return NULL;
-    CC_FREE(c->one);
-    c->one = g;
-    c->one_cap = n;
+    CC_FREE(c->eng.one);
+    c->eng.one = g;
+    c->eng.one_cap = n;
   }
-  return c->one;
+  return c->eng.one;
 }
 
 /* Sends and receives (a group's, or one), over every link together. */
@@ -8855,7 +8855,7 @@ static cc_result cc__p2p_run(cc_comm *c, const cc__call *calls, int ncalls, cons
 
 static CC__INLINE int cc__queued(const cc_comm *c, const cc__call *k) {
   size_t bytes = k->count * cc__dtype_bytes(k->t);
-  if (c->net || !c->ctl || c->size < 2 || c->size > CC__QUEUE_RANKS) return 0;
+  if (c->net || !c->seg.ctl || c->size < 2 || c->size > CC__QUEUE_RANKS) return 0;
   if (k->coll == CC__BROADCAST) return bytes <= c->set.queue_bytes;
   if (k->coll == CC__SCATTER || k->coll == CC__GATHER) return bytes * (size_t)c->size <= c->set.queue_bytes;
   return 0;
@@ -8884,7 +8884,7 @@ static CC__INLINE cc_result cc__algo_run(cc_comm *c, const cc__call *k) {
   c->seq++;
   word = cc__call_word(c->seq, queued, k->coll, cc__ident_root(k));
   if (c->shm)                          /* where this rank is: its host's ranks read it (a timeout's summary, */
-    CC__STORE(&c->shm->ctl[c->shm->rank].call, word);   /* cc__check_call) */
+    CC__STORE(&c->shm->seg.ctl[c->shm->rank].call, word);   /* cc__check_call) */
   if (c->net || queued) cc__ident_of(k, &c->cur);   /* the identity frames carry */
   else c->cur.coll = (uint8_t)k->coll;               /* an arena call's descriptor carries it: cc__where */
   c->call_word = word;                 /* cc__check_call and cc__left_mismatch: a collective is under way */
@@ -8926,21 +8926,21 @@ static cc_comm *cc__comm_new(int rank, int size, const cc__settings *s) {
   c->arena.scals = (const void **)CC_MALLOC(sizeof(void *) * n);
   c->arena.scalbuf = (unsigned char *)CC_MALLOC(16 * n);
   c->peers = (cc__peer *)CC_MALLOC(sizeof(cc__peer) * n);
-  c->pfd = (struct pollfd *)CC_MALLOC(sizeof(struct pollfd) * n);
-  c->pfd_rank = (int *)CC_MALLOC(sizeof(int) * n);
+  c->eng.pfd = (struct pollfd *)CC_MALLOC(sizeof(struct pollfd) * n);
+  c->eng.pfd_rank = (int *)CC_MALLOC(sizeof(int) * n);
   if (s->shm_cma == CC__CMA_AUTO && (c->direct.tune = (cc__tune *)CC_MALLOC(sizeof(cc__tune) * CC__TUNE_COLLS * CC__TUNE_SIZES)))
     memset(c->direct.tune, 0, sizeof(cc__tune) * CC__TUNE_COLLS * CC__TUNE_SIZES);
-  if (!c->arena.srcs || !c->arena.scals || !c->peers || !c->arena.scalbuf || !c->pfd || !c->pfd_rank ||
+  if (!c->arena.srcs || !c->arena.scals || !c->peers || !c->arena.scalbuf || !c->eng.pfd || !c->eng.pfd_rank ||
       (s->shm_cma == CC__CMA_AUTO && !c->direct.tune)) {
     CC_FREE(c->arena.srcs); CC_FREE(c->arena.scals); CC_FREE(c->peers); CC_FREE(c->arena.scalbuf);
-    CC_FREE(c->pfd); CC_FREE(c->pfd_rank); CC_FREE(c->direct.tune); CC_FREE(c);
+    CC_FREE(c->eng.pfd); CC_FREE(c->eng.pfd_rank); CC_FREE(c->direct.tune); CC_FREE(c);
     return NULL;
   }
   memset(c->peers, 0, sizeof(cc__peer) * n);
   for (i = 0; i < size; i++) c->peers[i].tcp.fd = -1;
   c->peers[rank].link = CC__LINK_SELF;
-  pthread_mutex_init(&c->qlock, NULL);
-  pthread_cond_init(&c->qcond, NULL);
+  pthread_mutex_init(&c->async.lock, NULL);
+  pthread_cond_init(&c->async.cond, NULL);
   return c;
 }
 
@@ -8963,24 +8963,24 @@ static void cc__tcp_linger(cc_comm *c) {
   unsigned char sink[4096];
   uint64_t until = cc__now_ns() + CC__LINGER_NS, now;
   int i, np;
-  if (!c->pfd || !c->pfd_rank) return;
+  if (!c->eng.pfd || !c->eng.pfd_rank) return;
   for (;;) {
     np = 0;
     for (i = 0; i < c->size; i++) {
       cc__peer *p = &c->peers[i];
       if (p->link != CC__LINK_TCP || p->tcp.fd < 0 || p->tcp.eof) continue;
-      c->pfd[np].fd = p->tcp.fd;
-      c->pfd[np].events = POLLIN;
-      c->pfd[np].revents = 0;
-      c->pfd_rank[np++] = i;
+      c->eng.pfd[np].fd = p->tcp.fd;
+      c->eng.pfd[np].events = POLLIN;
+      c->eng.pfd[np].revents = 0;
+      c->eng.pfd_rank[np++] = i;
     }
     now = cc__now_ns();
     if (!np || now >= until) return;
-    if (cc__poll(c->pfd, np, CC__MIN(until - now, 10 * CC__MS)) <= 0) continue;
+    if (cc__poll(c->eng.pfd, np, CC__MIN(until - now, 10 * CC__MS)) <= 0) continue;
     for (i = 0; i < np; i++) {
-      cc__peer *p = &c->peers[c->pfd_rank[i]];
+      cc__peer *p = &c->peers[c->eng.pfd_rank[i]];
       long k;
-      if (!(c->pfd[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      if (!(c->eng.pfd[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
       while ((k = cc__sock_recv(p->tcp.fd, sink, sizeof sink)) > 0) {}
       if (k == 0 || (errno != EAGAIN && errno != EWOULDBLOCK)) p->tcp.eof = 1;
     }
@@ -9005,7 +9005,7 @@ static void cc__comm_free(cc_comm *c) {
       cc_comm *l = nt->local;
       l->ops = NULL;
       l->nops = 0;
-      if (l->ctl) CC__STORE_SC(&l->ctl[l->rank].departed, 1u);
+      if (l->seg.ctl) CC__STORE_SC(&l->seg.ctl[l->rank].departed, 1u);
       if (l->hdr) cc__notify(l);
       cc__comm_free(l);
     }
@@ -9018,11 +9018,11 @@ static void cc__comm_free(cc_comm *c) {
     CC_FREE(k->sc); CC_FREE(k->sd); CC_FREE(k->rc); CC_FREE(k->rd);
   }
   CC_FREE(c->group.calls);
-  if (c->seg) cc__shm_unmap(c->seg, c->seg_bytes);
-  pthread_mutex_destroy(&c->qlock);
-  pthread_cond_destroy(&c->qcond);
+  if (c->seg.base) cc__shm_unmap(c->seg.base, c->seg.bytes);
+  pthread_mutex_destroy(&c->async.lock);
+  pthread_cond_destroy(&c->async.cond);
   CC_FREE(c->arena.srcs); CC_FREE(c->arena.scals); CC_FREE(c->peers); CC_FREE(c->ops);
-  CC_FREE(c->arena.scalbuf); CC_FREE(c->pfd); CC_FREE(c->pfd_rank); CC_FREE(c->one); CC_FREE(c->direct.pb); CC_FREE(c->direct.tune);
+  CC_FREE(c->arena.scalbuf); CC_FREE(c->eng.pfd); CC_FREE(c->eng.pfd_rank); CC_FREE(c->eng.one); CC_FREE(c->direct.pb); CC_FREE(c->direct.tune);
   cc__mem_drop_all(c);
   cc__settings_clear(&c->set);
   cc__crypto_wipe(c->shmkey, sizeof c->shmkey);
@@ -9717,7 +9717,7 @@ static cc_result cc__init_tcp_from_shm(cc_comm **pc, int idx) {
     cc__comm_free(nc);
     return r;
   }
-  CC__STORE_SC(&w->ctl[w->rank].departed, 1u);
+  CC__STORE_SC(&w->seg.ctl[w->rank].departed, 1u);
   cc__comm_free(w);
   *pc = nc;
   return CC_OK;
@@ -10245,33 +10245,33 @@ static void cc__batch_free(cc__batch *b) {
 /* The background worker of asynchronous requests: runs them in issue order. */
 static void *cc__worker_main(void *arg) {
   cc_comm *c = (cc_comm *)arg;
-  pthread_mutex_lock(&c->qlock);
+  pthread_mutex_lock(&c->async.lock);
   for (;;) {
     cc_request *q;
     cc_result r;
-    while (!c->q_head && !c->worker_stop) pthread_cond_wait(&c->qcond, &c->qlock);
-    if (!c->q_head) break;
-    q = c->q_head;
-    pthread_mutex_unlock(&c->qlock);
+    while (!c->async.head && !c->async.stop) pthread_cond_wait(&c->async.cond, &c->async.lock);
+    if (!c->async.head) break;
+    q = c->async.head;
+    pthread_mutex_unlock(&c->async.lock);
     r = cc__run_batch(c, &q->batch);
-    pthread_mutex_lock(&c->qlock);
+    pthread_mutex_lock(&c->async.lock);
     if (r != CC_OK) snprintf(q->err, sizeof q->err, "%s", c->err);
     q->result = r;
-    c->q_head = q->next;
-    if (!c->q_head) c->q_tail = NULL;
+    c->async.head = q->next;
+    if (!c->async.head) c->async.tail = NULL;
     CC__STORE(&q->done, 1u);
-    pthread_cond_broadcast(&c->qcond);
+    pthread_cond_broadcast(&c->async.cond);
   }
-  pthread_mutex_unlock(&c->qlock);
+  pthread_mutex_unlock(&c->async.lock);
   return NULL;
 }
 
 /* Wait until no request is pending, so that the caller may use the comm. */
 static void cc__drain(cc_comm *c) {
-  if (!c->worker_started) return;
-  pthread_mutex_lock(&c->qlock);
-  while (c->q_head) pthread_cond_wait(&c->qcond, &c->qlock);
-  pthread_mutex_unlock(&c->qlock);
+  if (!c->async.started) return;
+  pthread_mutex_lock(&c->async.lock);
+  while (c->async.head) pthread_cond_wait(&c->async.cond, &c->async.lock);
+  pthread_mutex_unlock(&c->async.lock);
 }
 
 /* cc__ready's rare answers: an earlier failure, an abort. */
@@ -10694,26 +10694,26 @@ CC_API cc_result cc_group_end(cc_comm *c, cc_request **req) {
   memset(q, 0, sizeof *q);
   q->comm = c;
   q->batch = b;
-  pthread_mutex_lock(&c->qlock);
-  if (!c->worker_started) {
-    if (pthread_create(&c->worker, NULL, cc__worker_main, c) != 0) {
-      pthread_mutex_unlock(&c->qlock);
+  pthread_mutex_lock(&c->async.lock);
+  if (!c->async.started) {
+    if (pthread_create(&c->async.thread, NULL, cc__worker_main, c) != 0) {
+      pthread_mutex_unlock(&c->async.lock);
       cc__batch_free(&q->batch);
       CC_FREE(q);
       return cc__fail(c, CC_ERR_SYSTEM, "group_end: rank %d: cannot start the worker thread", c->rank);
     }
-    c->worker_started = 1;
+    c->async.started = 1;
   }
   if (c->failed || CC__LOAD(&c->abort_flag)) {      /* fail it now, in order */
     q->result = CC_ERR_ABORTED;
     snprintf(q->err, sizeof q->err, "group_end: rank %d: the communicator failed earlier", c->rank);
     q->done = 1;
   } else {
-    if (c->q_tail) c->q_tail->next = q; else c->q_head = q;
-    c->q_tail = q;
-    pthread_cond_broadcast(&c->qcond);
+    if (c->async.tail) c->async.tail->next = q; else c->async.head = q;
+    c->async.tail = q;
+    pthread_cond_broadcast(&c->async.cond);
   }
-  pthread_mutex_unlock(&c->qlock);
+  pthread_mutex_unlock(&c->async.lock);
   *req = q;
   return CC_OK;
 }
@@ -10733,9 +10733,9 @@ CC_API cc_result cc_wait(cc_request *req) {
   if (!req) return cc__fail(NULL, CC_ERR_INVALID_ARG, "wait: req is NULL");
   if (!CC__LOAD(&req->done)) {
     cc_comm *c = req->comm;
-    pthread_mutex_lock(&c->qlock);
-    while (!req->done) pthread_cond_wait(&c->qcond, &c->qlock);
-    pthread_mutex_unlock(&c->qlock);
+    pthread_mutex_lock(&c->async.lock);
+    while (!req->done) pthread_cond_wait(&c->async.cond, &c->async.lock);
+    pthread_mutex_unlock(&c->async.lock);
   }
   r = req->result;
   cc__batch_free(&req->batch);
@@ -10830,10 +10830,10 @@ static cc_result cc__leave_check(cc_comm *c) {
   uint64_t mine, theirs;
   char a[96], b[96];
   int j;
-  if (c->failed || !c->hdr || !c->ctl || c->net) return CC_OK;
-  mine = CC__LOAD(&c->ctl[c->rank].call);
+  if (c->failed || !c->hdr || !c->seg.ctl || c->net) return CC_OK;
+  mine = CC__LOAD(&c->seg.ctl[c->rank].call);
   for (j = 0; mine && j < c->size; j++) {
-    if (j == c->rank || (theirs = CC__LOAD(&c->ctl[j].call)) >> 24 != mine >> 24 || theirs == mine) continue;
+    if (j == c->rank || (theirs = CC__LOAD(&c->seg.ctl[j].call)) >> 24 != mine >> 24 || theirs == mine) continue;
     cc__call_word_str(theirs, a, sizeof a);
     cc__call_word_str(mine, b, sizeof b);
     return cc__fail(NULL, CC_ERR_MISMATCH, "comm_destroy: rank %d: rank %d called %s as collective #%llu while this "
@@ -10849,19 +10849,19 @@ CC_API cc_result cc_comm_destroy(cc_comm *c) {
   cc_result r;
   if (!c) return cc__fail(NULL, CC_ERR_INVALID_ARG, "comm_destroy: comm is NULL");
   if (c == cc__spawn_owned) cc__spawn_owned = NULL;
-  if (c->worker_started) {
+  if (c->async.started) {
     cc__drain(c);
-    pthread_mutex_lock(&c->qlock);
-    c->worker_stop = 1;
-    pthread_cond_broadcast(&c->qcond);
-    pthread_mutex_unlock(&c->qlock);
-    pthread_join(c->worker, NULL);
+    pthread_mutex_lock(&c->async.lock);
+    c->async.stop = 1;
+    pthread_cond_broadcast(&c->async.cond);
+    pthread_mutex_unlock(&c->async.lock);
+    pthread_join(c->async.thread, NULL);
   }
   cc__propagate_posted(c);
   cc__say_bye(c);
   r = cc__leave_check(c);
-  if (c->ctl) {
-    CC__STORE_SC(&c->ctl[c->rank].departed, 1u);
+  if (c->seg.ctl) {
+    CC__STORE_SC(&c->seg.ctl[c->rank].departed, 1u);
     cc__notify(c);
   }
   cc__comm_free(c);
@@ -10888,7 +10888,7 @@ CC_API cc_result cc_comm_split(cc_comm *c, int color, int key, cc_comm **out) {
    c's own list). */
 static cc_comm *cc__mem_home(cc_comm *c) {
   if (c->net) return c->net->local;
-  return c->seg ? c : NULL;
+  return c->seg.base ? c : NULL;
 }
 
 static int cc__in(const void *p, const unsigned char *lo, size_t len) {
@@ -10946,12 +10946,12 @@ CC_API cc_result cc_mem_free(cc_comm *c, void *ptr) {
   if (!m)
     return cc__fail(c, CC_ERR_INVALID_ARG, "%s: rank %d: %p is not memory from cc_mem_alloc on this communicator "
                     "(or it was freed already)", what, c->rank, ptr);
-  if (c->worker_started) {             /* a request not yet complete that uses it */
-    pthread_mutex_lock(&c->qlock);
-    for (q = c->q_head; q && !busy; q = q->next)
+  if (c->async.started) {             /* a request not yet complete that uses it */
+    pthread_mutex_lock(&c->async.lock);
+    for (q = c->async.head; q && !busy; q = q->next)
       for (i = 0; i < q->batch.n && !busy; i++)
         busy = cc__in(q->batch.calls[i].sbuf, mine, m->bytes[m->me]) || cc__in(q->batch.calls[i].rbuf, mine, m->bytes[m->me]);
-    pthread_mutex_unlock(&c->qlock);
+    pthread_mutex_unlock(&c->async.lock);
   }
   if (busy)
     return cc__fail(c, CC_ERR_INVALID_ARG, "%s: rank %d: the memory at %p is in use by a request that is not "
