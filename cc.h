@@ -2143,8 +2143,8 @@ static CC__INLINE_GCM __m128i cc__bswap128(__m128i v) {
 /* X = (X ^ B1)*H^16 ^ B2*H^15 ^ ... ^ B16*H for each 16 blocks, then the
    same for 8 blocks with H^8..H, then X = (X ^ B)*H per block: one reduction
    per 16 (or 8) blocks, Karatsuba products (3 multiplies a block; their
-   throughput is the bound: 7.5 GB/s a core here against 6.6 with 8 blocks per
-   reduction). In the 16-block loop the block that carries X is multiplied
+   throughput is the bound, so fewer reductions a block pay: bench/crypto_bench.c
+   measures it). In the 16-block loop the block that carries X is multiplied
    last, so the chain from one reduction to the next is one product long.
    hp holds H^16..H^1 (H^8..H^1 from entry 8, H at entry 15), hk their
    Karatsuba halves. */
@@ -4278,8 +4278,8 @@ static void cc__layout_of(int n, size_t half, size_t chan, cc__layout *L) {
 }
 
 /* Bytes of one half and of one ring for n ranks; chunk: CC_SHM_CHUNK (0: the
-   default). Two ranks: 1 MiB of data per rank and phase (measured against 256
-   KiB: in-place all_reduce 4.0 -> 5.8 GB/s, nothing slower). More ranks: 256
+   default). Two ranks: 1 MiB of data per rank and phase (a large call in
+   fewer phases, each waited for once; docs/shm.md). More ranks: 256
    KiB per two ranks, so that the pieces of scatter, reduce_scatter and
    all_to_all (a half split n ways) do not shrink; at most 2 MiB. */
 static void cc__seg_sizes(int n, size_t chunk, size_t *half, size_t *chan) {
@@ -5978,7 +5978,7 @@ static void cc__rings_give_back(cc_comm *s) {
    (yielding the CPU when ranks outnumber CPUs, or when it takes long: when
    the rank waited for shares this CPU, the yield hands it over; sockets are
    asked with poll() that does not sleep: a wake-up from a sleeping poll()
-   costs about 15 us a hop on this VM), then sleeps:
+   costs a trip through the scheduler a hop), then sleeps:
    on the bell when only shared memory can end the wait, in poll() when
    sockets can (with short timeouts while shared memory can too). Checks the
    failure word every few spins and on every wake-up, the peer's life every
@@ -7347,9 +7347,9 @@ static CC__INLINE cc_result cc__apply(cc_comm *c, const cc__call *k, void *dst, 
 
 /* Stage `n` bytes of a message of `total` bytes into this rank's half:
    large ones with streaming stores, unless ranks outnumber CPUs. Then two
-   ranks share a core and its caches, and the reader finds the data there:
-   streaming it to memory made 4 ranks on 2 cores 1.3-2.2x slower (all_to_all,
-   gather, scatter, reduce_scatter, all_reduce at 1-64 MiB). */
+   ranks share a core and its caches, and the reader finds the data there;
+   streamed to memory, the reader would fetch back from memory what its own
+   core's cache held. */
 static void cc__stage(cc_comm *c, void *half_data, const void *src, size_t n, size_t total) {
   if (total >= c->set.stream_bytes && !c->oversub) cc__copy_stream(half_data, src, n);
   else memcpy(half_data, src, n);
@@ -7677,11 +7677,9 @@ static size_t cc__direct_size(const cc_comm *c, const cc__call *k) {
 /* ---------------------------------------------------------------- arena: cross-memory attach chosen by measuring */
 /* CC_SHM_CMA=auto (the default): for each collective and size class (a
    power of two), the calls themselves choose between the arena's two copies
-   and cross-memory attach's one. Neither wins everywhere: on this project's
-   VM, with memory three times slower one hour than another, cross-memory
-   attach was 1.2-3.4x faster than the arena in the slow hours and lost
-   nearly everywhere in the fast ones (docs/performance.md, which explains
-   the settings below).
+   and cross-memory attach's one. Neither wins everywhere: which is faster
+   depends on the machine and on how loaded its memory is at the time
+   (docs/performance.md shows both and explains the settings below).
    Rank 0 times its calls and chooses; its record in the direct first phase
    carries the way of the call and the class's state after it, which every
    rank takes, so that every rank goes the same way. While the arena is the
