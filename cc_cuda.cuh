@@ -2382,21 +2382,33 @@ static int cc_cuda__gpu_op(const cc_cuda_comm *g, cc_op op) {
   return op;
 }
 
-/* Do the records of every rank describe the same call? */
+/* The call a record describes, as cc.h identifies calls (@plan). */
+static void cc_cuda__rec_ident(const cc_cuda__rec *r, cc__ident *id) {
+  memset(id, 0, sizeof *id);
+  id->coll = (uint8_t)r->coll;
+  id->dtype = (uint8_t)r->dtype;
+  id->op = r->op;
+  id->root = r->root;
+  id->count = r->count;
+}
+
+/* Do the records of every rank describe the same call? The same rule as
+   every cc.h transport's (cc__ident_same), then the v counts. */
 static cc_result cc_cuda__agree(cc_cuda_comm *g, const char *what, const cc__call *k) {
-  const cc_cuda__rec *me = cc_cuda__recp(g, g->size);
+  cc__ident mine, theirs;
   size_t es = cc__dtype_bytes(k->t);
-  int p, v = cc__is_v(k->coll);
+  int p;
+  cc_cuda__rec_ident(cc_cuda__recp(g, g->size), &mine);
   for (p = 0; p < g->size; p++) {
     const cc_cuda__rec *o = cc_cuda__recp(g, p);
     unsigned long long want = 0, got = 0;
-    if (o->coll != me->coll || o->dtype != me->dtype || o->op != me->op || o->root != me->root ||
-        (!v && o->count != me->count))
-      return cc_cuda__abort(g, CC_ERR_MISMATCH,
-                            "%s: rank %d called %s (count %llu, %s, op %d, root %d) while rank %d called %s (count %llu, %s, op %d, root %d)",
-                            what, p, o->coll > 0 && o->coll < CC__COLL_COUNT ? cc__coll_names[o->coll] : "?", o->count,
-                            cc__dtype_name((cc_dtype)o->dtype), o->op, o->root, g->rank, cc__coll_names[me->coll],
-                            me->count, cc__dtype_name((cc_dtype)me->dtype), me->op, me->root);
+    cc_cuda__rec_ident(o, &theirs);
+    if (!cc__ident_same(&mine, &theirs)) {
+      char a[128], b[128];
+      cc__ident_str(&theirs, a, sizeof a);
+      cc__ident_str(&mine, b, sizeof b);
+      return cc_cuda__abort(g, CC_ERR_MISMATCH, "%s: rank %d called %s while rank %d called %s", what, p, a, g->rank, b);
+    }
     switch (k->coll) {             /* the v counts: what p sends this rank, what this rank expects */
       case CC__ALL_GATHER_V: got = o->count; want = k->rc[p]; break;
       case CC__GATHER_V: if (g->rank == k->root) { got = o->count; want = k->rc[p]; } break;
