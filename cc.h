@@ -7364,9 +7364,9 @@ static cc_result cc__run_barrier(cc_comm *c, const cc__call *k) {
 /* A small all_to_all or reduce_scatter (all of a rank's pieces this many
    bytes or fewer) stages its pieces side by side, right after the
    descriptor, within the 128-byte pair of lines that holds it, which a
-   reader reads anyway (2 ranks, 8 B: 8-14% faster). Larger ones give each
-   piece a line-aligned n-th of the half (packed, 1 KiB blocks of a
-   reduce_scatter were 1-6% slower, 128-byte ones -4% to +12%). */
+   reader reads anyway: no other line to fetch. Larger ones give each piece
+   a line-aligned n-th of the half, so that no two ranks' pieces share a
+   line. */
 #define CC__PACKED_BYTES 64u
 
 /* Bytes between a rank's pieces in its half, for pieces of `bytes` each. */
