@@ -3006,6 +3006,12 @@ typedef struct cc__call {
   size_t *sc, *sd, *rc, *rd;           /* v arrays (owned copies when queued) */
 } cc__call;
 
+/* A call of kind coll: every field not named here is 0. */
+static void cc__call_init(cc__call *k, int coll, const void *sb, void *rb, size_t count, cc_dtype t, cc_op op, int root) {
+  memset(k, 0, sizeof *k);
+  k->coll = coll; k->sbuf = sb; k->rbuf = rb; k->count = count; k->t = t; k->op = op; k->root = root;
+}
+
 typedef struct cc__batch {
   cc__call *calls;
   int n, cap;
@@ -8129,9 +8135,7 @@ static cc_result cc__arena_mem_alloc(cc_comm *c, size_t bytes, void **ptr) {
   cc__call k;
   cc_result r;
   if (!m || !sizes) err = ENOMEM;
-  memset(&k, 0, sizeof k);
-  k.coll = CC__MEM_ALLOC;
-  k.t = CC_UINT8;
+  cc__call_init(&k, CC__MEM_ALLOC, NULL, NULL, 0, CC_UINT8, 0, 0);
   c->seq++;
   cc__ident_of(&k, &c->cur);
   if ((r = cc__first_begin(c, &k, 0, 0, &mine)) != CC_OK) goto out;
@@ -8192,10 +8196,7 @@ static cc_result cc__arena_mem_free(cc_comm *c, cc__mem *m) {
   cc__mem **pp;
   unsigned char *mine;
   cc__call k;
-  memset(&k, 0, sizeof k);
-  k.coll = CC__MEM_FREE;
-  k.count = m->id;
-  k.t = CC_UINT8;
+  cc__call_init(&k, CC__MEM_FREE, NULL, NULL, m->id, CC_UINT8, 0, 0);
   c->seq++;
   cc__ident_of(&k, &c->cur);
   CC__TRY(cc__first_begin(c, &k, k.count, 0, &mine));
@@ -8671,8 +8672,7 @@ static cc_result cc__hier_local(cc_comm *c, int coll, const cc__call *k, const v
   cc__call lk;
   cc_result r;
   if (!l) return CC_OK;
-  memset(&lk, 0, sizeof lk);
-  lk.coll = coll; lk.sbuf = sb; lk.rbuf = rb; lk.count = count; lk.t = k->t; lk.op = op; lk.root = root;
+  cc__call_init(&lk, coll, sb, rb, count, k->t, op, root);
   l->ops = c->ops;                     /* user ops are the parent's */
   l->nops = c->nops;
   r = cc__arena_run(l, &lk);
@@ -9030,8 +9030,7 @@ static void cc__comm_free(cc_comm *c) {
 /* The first phase of a new segment: every rank is there, with its pid. */
 static cc_result cc__comm_ready(cc_comm *c) {
   cc__call k;
-  memset(&k, 0, sizeof k);
-  k.coll = CC__INIT;
+  cc__call_init(&k, CC__INIT, NULL, NULL, 0, CC_UINT8, 0, 0);
   cc__links_shm(c);
   return cc__arena_run(c, &k);
 }
@@ -9061,8 +9060,7 @@ static cc_result cc__exchange_shm(cc_comm *w, const cc__rec *mine, cc__rec *recs
   int i;
   if (!all) return cc__fail(w, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", w->rank);
   cc__rec_encode(one, mine);
-  memset(&k, 0, sizeof k);
-  k.coll = CC__ALL_GATHER; k.sbuf = one; k.rbuf = all; k.count = CC__REC; k.t = CC_UINT8;
+  cc__call_init(&k, CC__ALL_GATHER, one, all, CC__REC, CC_UINT8, 0, 0);
   r = cc__arena_run(w, &k);
   for (i = 0; r == CC_OK && i < w->size; i++)
     if (cc__rec_decode(all + (size_t)i * CC__REC, &recs[i]) != 0)
@@ -10041,9 +10039,7 @@ static cc_result cc__split_shm(cc_comm *c, int color, int key, cc_comm **out) {
   cc_result r;
   ck = (int32_t *)CC_MALLOC(sizeof(int32_t) * 2 * (size_t)n);
   if (!ck) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
-  memset(&k, 0, sizeof k);
-  k.coll = CC__SPLIT;
-  k.t = CC_UINT8;
+  cc__call_init(&k, CC__SPLIT, NULL, NULL, 0, CC_UINT8, 0, 0);
   if ((r = cc__first_begin(c, &k, 0, 0, &mine)) != CC_OK) goto out;
   ((int32_t *)CC__DATA(mine))[0] = color;
   ((int32_t *)CC__DATA(mine))[1] = key;
@@ -10156,11 +10152,10 @@ static cc_result cc__split_net(cc_comm *c, int color, int key, cc_comm **out) {
   cc__put32(mine, (uint32_t)color);
   cc__put32(mine + 4, (uint32_t)key);
   cc__rec_encode(mine + 8, &rec);
-  memset(&k, 0, sizeof k);
-  k.coll = CC__SPLIT; k.t = CC_UINT8;
+  cc__call_init(&k, CC__SPLIT, NULL, NULL, 0, CC_UINT8, 0, 0);
   c->seq++;
-  cc__ident_of(&k, &c->cur);
-  k.coll = CC__ALL_GATHER; k.sbuf = mine; k.rbuf = all; k.count = rb;
+  cc__ident_of(&k, &c->cur);           /* the frames say split; the bytes move as an all_gather */
+  cc__call_init(&k, CC__ALL_GATHER, mine, all, rb, CC_UINT8, 0, 0);
   if ((r2 = cc__msg_flat(c, &k)) != CC_OK) { r = r2; goto out; }
   if (r != CC_OK || color == CC_UNDEFINED) goto out;
   m = cc__split_order(all, rb, n, me, color, key, order, &newrank);   /* my group */
@@ -10435,11 +10430,6 @@ static cc_result cc__v_blocks(cc_comm *c, const char *what, const char *one_name
 }
 
 #define CC__CHECK_COMM(c) do { if (!(c)) return cc__fail(NULL, CC_ERR_INVALID_ARG, "%s: comm is NULL", __func__); } while (0)
-
-static void cc__call_init(cc__call *k, int coll, const void *sb, void *rb, size_t count, cc_dtype t, cc_op op, int root) {
-  memset(k, 0, sizeof *k);
-  k->coll = coll; k->sbuf = sb; k->rbuf = rb; k->count = count; k->t = t; k->op = op; k->root = root;
-}
 
 /* ---------------------------------------------------------------- collectives */
 /* Each public call is its descriptor: it fills a cc__call and hands it to
