@@ -1857,6 +1857,12 @@ static void run_invalid(ctx *x) {
                  "broadcast with root == size");
   expect_invalid(x, cc_cuda_all_reduce(x->g, dv, dv2, 8, (cc_dtype)15, CC_SUM, x->s),
                  "all_reduce with dtype 15 (unknown)");
+  expect_invalid(x, cc_cuda_all_gather_v(x->g, dv, 4, dv2, NULL, NULL, CC_FLOAT32, x->s),
+                 "all_gather_v with recv_counts NULL");
+  expect_invalid(x, cc_cuda_send(x->g, dv, 4, CC_FLOAT32, (me + 1) % n, -1, x->s), "send with tag -1");
+  expect_invalid(x, cc_cuda_recv(x->g, dv2, 4, CC_FLOAT32, CC_ANY_SOURCE, 0, x->s),
+                 "recv from CC_ANY_SOURCE (cc_cuda receives from a named rank)");
+  expect_invalid(x, cc_cuda_recv(x->g, dv2, 4, CC_FLOAT32, n, 0, x->s), "recv from rank == size");
   /* sendbuf one element into recvbuf: overlapping but not the in-place form on any rank */
   expect_invalid(x, cc_cuda_all_gather(x->g, dv2 + 4, dv2, 4, CC_FLOAT32, x->s),
                  "all_gather with sendbuf == recvbuf + 1 element (an overlap that is not in place)");
@@ -1881,7 +1887,8 @@ static void run_invalid(ctx *x) {
   }
   free(host);
   misc_cover(x, M_INVALID, "host pointers (send, recv, in place, broadcast, all_gather), NULL "
-             "with a count, refused dtype/op pairs, root out of range, unknown dtype, an overlap: "
+             "with a count, NULL v counts, refused dtype/op pairs, root out of range, unknown dtype, "
+             "a negative tag, a receive from any source or from no rank, an overlap: "
              "CC_ERR_INVALID_ARG on every rank; then an all_reduce works");
 }
 
