@@ -69,7 +69,7 @@ run() {   # run SIDE CONFIG PASS
     echo "# rc=$?"
     echo "# c2c after: $("$C2C" 2>&1 | head -1)"
   } > "$out"
-  echo "  $side $conf pass $p: c2c $(grep -m1 'c2c before' "$out" | grep -oE '[0-9.]+ ns' | head -1)"
+  echo "  $side $conf pass $p: c2c $(grep -m1 'c2c before' "$out" | grep -oE 'median=[0-9.]+' | head -1 | cut -d= -f2) ns"
 }
 
 for p in $(seq "$PASSES"); do
