@@ -90,6 +90,53 @@ for t in test_*.py; do
   fi
   echo "--- torch: $t: status $st, $(($(date +%s) - t0)) s"
 done
+# The install docs/torch.md shows, `pip install --no-build-isolation ./torch_cc`
+# (the full suite on the first torch only: it compiles the extension again),
+# run in a scratch copy of the repository's cc.h and torch_cc/ (pip builds in
+# the source tree) into a scratch folder (pip's --target), so that nothing
+# outside the scratch changes; then two ranks import torch_cc from there and
+# all_reduce.
+if [ "${CC_TEST_TIER:-}" != quick ] && [ -z "${TORCH_TEST_QUICK:-}" ] && [ -z "${TORCH_TESTS:-}" ]; then
+  t0=$(date +%s)
+  echo "--- torch: pip install --no-build-isolation ./torch_cc"
+  tgt=$(mktemp -d "${TMPDIR:-/tmp}/cc-torch-pip.XXXXXX")
+  cat > "$tgt/prog.py" <<'EOF'
+import os, tempfile
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch_cc
+
+def run(rank, path):
+    dist.init_process_group("cc", init_method="file://" + path, rank=rank, world_size=2)
+    t = torch.tensor([rank + 1.0])
+    dist.all_reduce(t)
+    where = os.path.dirname(os.path.dirname(torch_cc.__file__))
+    os.write(1, f"rank {rank}: {t.item()} from {where}\n".encode())   # one write: lines never interleave
+    dist.destroy_process_group()
+
+if __name__ == "__main__":
+    mp.spawn(run, args=(tempfile.mktemp(prefix="cc-torch-pip-init."),), nprocs=2)
+EOF
+  mkdir -p "$tgt/repo" && cp "$here/../../cc.h" "$tgt/repo/" && cp -R "$here/../../torch_cc" "$tgt/repo/"
+  if ! (cd "$tgt/repo" && "$py" -m pip install -q --no-build-isolation --no-deps --no-cache-dir --target "$tgt/site" \
+        ./torch_cc) > "$tgt/pip.log" 2>&1; then
+    echo "FAIL: torch: pip install --no-build-isolation ./torch_cc failed:" | tee -a "$log"
+    tail -20 "$tgt/pip.log"
+    status=1
+  else
+    out=$(cd "$tgt" && PYTHONPATH="$tgt/site" timeout 120 "$py" prog.py 2>&1)
+    if [ "$(printf '%s\n' "$out" | grep -c "^rank [01]: 3.0 from $tgt/site\$")" -eq 2 ]; then
+      echo "PASS: torch: pip install --no-build-isolation ./torch_cc, as docs/torch.md shows: installed, imported from there by 2 ranks, whose all_reduce gives 3.0 ($(($(date +%s) - t0)) s)" | tee -a "$log"
+    else
+      echo "FAIL: torch: torch_cc installed by pip: 2 ranks should print 3.0 from $tgt/site; got:" | tee -a "$log"
+      printf '%s\n' "$out" | tail -20
+      status=1
+    fi
+  fi
+  rm -rf "$tgt"
+fi
+
 if [ -n "${TORCH_TEST_SUMMARY:-}" ]; then
   p=$(grep -c '^PASS: ' "$log")
   f=$(grep -c '^FAIL: ' "$log")
