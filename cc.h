@@ -8528,7 +8528,7 @@ static cc_result cc__premul_input(cc_comm *c, const cc__call *k, size_t count, u
    send to one first. With `quick`, a whole frame goes straight through the
    ring where it can (the short way: the queued calls), and only the rest
    is left for the engine. */
-static int cc__plan_msgs(cc_comm *c, const cc__plan *p, const unsigned char *sb, unsigned char *rb, cc__msg *ms,
+static CC__INLINE int cc__plan_msgs(cc_comm *c, const cc__plan *p, const unsigned char *sb, unsigned char *rb, cc__msg *ms,
                          int quick) {
   int n = c->size, me = c->rank, i, nm = 0;
   int sends = p->writer < 0 || p->writer == me, recvs = p->reader < 0 || p->reader == me;
