@@ -3068,7 +3068,6 @@ CC_API cc_result cc_cuda_send(cc_cuda_comm *g, const void *buf, size_t count, cc
                               cudaStream_t s) {
   cc__call k;
   CC_CUDA__ENTER(g, "send");
-  if (tag < 0) return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "send: rank %d: tag %d is negative", g->rank, tag);
   cc__call_init(&k, CC__SEND, buf, NULL, count, t, 0, 0);
   cc__call_p2p(&k, peer, tag, NULL);
   return cc_cuda__p2p_add(g, "send", cc__args(g->host, &k), &k, s);
@@ -3078,7 +3077,6 @@ CC_API cc_result cc_cuda_recv(cc_cuda_comm *g, void *buf, size_t count, cc_dtype
                               cudaStream_t s) {
   cc__call k;
   CC_CUDA__ENTER(g, "recv");
-  if (tag < 0) return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "recv: rank %d: tag %d is negative", g->rank, tag);
   if (peer == CC_ANY_SOURCE)
     return cc_cuda__fail(g, CC_ERR_INVALID_ARG, "recv: rank %d: cc_cuda receives from a named rank only "
                          "(CC_ANY_SOURCE is for host buffers, cc_recv_any)", g->rank);

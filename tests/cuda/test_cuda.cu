@@ -1860,6 +1860,7 @@ static void run_invalid(ctx *x) {
   expect_invalid(x, cc_cuda_all_gather_v(x->g, dv, 4, dv2, NULL, NULL, CC_FLOAT32, x->s),
                  "all_gather_v with recv_counts NULL");
   expect_invalid(x, cc_cuda_send(x->g, dv, 4, CC_FLOAT32, (me + 1) % n, -1, x->s), "send with tag -1");
+  expect_invalid(x, cc_cuda_recv(x->g, dv2, 4, CC_FLOAT32, (me + 1) % n, -1, x->s), "recv with tag -1");
   expect_invalid(x, cc_cuda_recv(x->g, dv2, 4, CC_FLOAT32, CC_ANY_SOURCE, 0, x->s),
                  "recv from CC_ANY_SOURCE (cc_cuda receives from a named rank)");
   expect_invalid(x, cc_cuda_recv(x->g, dv2, 4, CC_FLOAT32, n, 0, x->s), "recv from rank == size");
