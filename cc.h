@@ -4254,6 +4254,70 @@ CC__COMPANION size_t cc__plan_extent(cc_comm *c, const cc__call *k, int side) {
   }
   return e;
 }
+/* ---------------------------------------------------------------- shares and steps
+
+   Broadcast and the reductions where ranks read and write each other's
+   buffers in place (@algo's direct run; cc_cuda.cuh over CUDA IPC): each
+   rank takes one step. It copies elements [lo, hi) from the root's buffer
+   (broadcast) or folds them from every rank's sendbuf in rank order (the
+   same bits wherever an element is kept), and the result belongs in the
+   recvbufs `to` names. Who takes which elements is the shape: CC__WHOLE,
+   each rank that keeps a result makes all of it; CC__SHARES, each rank its
+   share; CC__OTHERS, each rank but a rooted call's root its share, so that
+   the root's link carries only its own traffic. reduce_scatter folds each
+   rank's own block in every shape. */
+
+enum { CC__WHOLE, CC__SHARES, CC__OTHERS };          /* shapes */
+enum { CC__TO_SELF, CC__TO_ALL, CC__TO_ROOT, CC__TO_NONROOT };   /* whose recvbufs a step's result belongs in */
+
+typedef struct cc__step {
+  size_t lo, hi;                       /* elements of the result; lo == hi: nothing for this rank */
+  size_t src;                          /* bytes: where element 0 lies in every buffer read */
+  int from;                            /* a broadcast's root, whose buffer is copied; -1: fold every sendbuf */
+  int to, me, root;
+} cc__step;
+
+/* Rank j's share of count elements among m ranks, in whole units of q
+   elements (the last unit may be short): [*lo, *hi). */
+static void cc__share(size_t count, size_t q, int m, int j, size_t *lo, size_t *hi) {
+  size_t units = (count + q - 1) / q;
+  *lo = CC__MIN(count, cc__part(units, m, j) * q);
+  *hi = CC__MIN(count, cc__part(units, m, j + 1) * q);
+}
+
+/* This rank's step of broadcast or reduction k in `shape`, shares in units
+   of q elements. */
+static void cc__plan_step(const cc_comm *c, const cc__call *k, int shape, size_t q, cc__step *s) {
+  int n = c->size, me = c->rank, bcast = k->coll == CC__BROADCAST;
+  memset(s, 0, sizeof *s);
+  s->me = me;
+  s->root = bcast || k->coll == CC__REDUCE ? k->root : -1;
+  s->from = bcast ? k->root : -1;
+  s->to = CC__TO_SELF;
+  if (k->coll == CC__REDUCE_SCATTER) {
+    s->hi = k->count;
+    s->src = (size_t)me * k->count * cc__dtype_bytes(k->t);
+  } else if (shape == CC__WHOLE) {
+    if (s->root < 0 || (bcast ? me != s->root : me == s->root)) s->hi = k->count;
+  } else if (s->root >= 0 && shape == CC__OTHERS) {
+    if (me != s->root) cc__share(k->count, q, n - 1, (me - s->root - 1 + n) % n, &s->lo, &s->hi);
+    s->to = bcast ? CC__TO_NONROOT : CC__TO_ROOT;
+  } else {
+    cc__share(k->count, q, n, me, &s->lo, &s->hi);
+    s->to = s->root < 0 ? CC__TO_ALL : bcast ? CC__TO_NONROOT : CC__TO_ROOT;
+  }
+}
+
+/* Does step s's result belong in rank p's recvbuf? */
+static CC__INLINE int cc__step_to(const cc__step *s, int p) {
+  switch (s->to) {
+  case CC__TO_ALL: return 1;
+  case CC__TO_ROOT: return p == s->root;
+  case CC__TO_NONROOT: return p != s->root;
+  default: return p == s->me;
+  }
+}
+
 /* ============================================================== @shm */
 /* The shared-memory transport: one segment per communicator of ranks on one
    host,
@@ -7966,47 +8030,44 @@ static unsigned char *cc__direct_tmp(cc_comm *c, size_t *piece) {
   return CC__DATA(cc__half(c, c->rank, c->arena.step + 1));
 }
 
-/* reduce, all_reduce and reduce_scatter (k->coll): each
-   rank folds its share from every rank's sendbuf, in rank order, into its
-   recvbuf. The putting run (put) also writes it into every other rank's
-   recvbuf (all_reduce) or the root's (reduce); the reading run of
-   all_reduce has every rank copy the other shares from their owners'
-   recvbufs after a phase. One rank folds each element: the same bits
-   everywhere. */
+/* reduce, all_reduce and reduce_scatter (k->coll): each rank takes its step
+   of the shares shape (cc__plan_step), folding its share from every rank's
+   sendbuf, in rank order, into its recvbuf where it keeps it, and writing it
+   into the other ranks' recvbufs it belongs in: the putting run writes them
+   all; the reading run of all_reduce has every rank copy the other shares
+   from their owners' recvbufs after a phase. One rank folds each element:
+   the same bits everywhere. */
 static cc_result cc__direct_reduce(cc_comm *c, const cc__call *k, int put) {
   const char *what = cc__coll_name(k->coll);
-  int all = k->coll == CC__ALL_REDUCE, rs = k->coll == CC__REDUCE_SCATTER, root = k->coll == CC__REDUCE ? k->root : -1;
-  int n = c->size, me = c->rank, j, t, keep = root < 0 || me == root;
+  int n = c->size, me = c->rank, j, t, keep;
   int user = k->op >= CC__OP_FIRST_USER && !cc__is_premul(c, k->op);
-  size_t es = cc__dtype_bytes(k->t), pc, per, lo, hi, off, m, base;
+  size_t es = cc__dtype_bytes(k->t), pc, per, lo, hi, off, m;
   unsigned char *tmp = cc__direct_tmp(c, &pc), *rb = (unsigned char *)k->rbuf;
   const unsigned char *sb = (const unsigned char *)k->sbuf;
+  cc__step st;
+  cc__plan_step(c, k, CC__SHARES, 1, &st);
+  keep = cc__step_to(&st, me);
   per = pc / es;
-  lo = rs ? 0 : cc__part(k->count, n, me);
-  hi = rs ? k->count : cc__part(k->count, n, me + 1);
-  base = rs ? (size_t)me * k->count * es : 0;    /* where this rank's share lies in every sendbuf */
-  for (off = lo; off < hi; off += m) {
+  for (off = st.lo; off < st.hi; off += m) {
     unsigned char *dst;
-    m = CC__MIN(per, hi - off);
+    m = CC__MIN(per, st.hi - off);
     for (j = 0, t = 0; j < n; j++) {
-      if (j == me) c->arena.srcs[j] = sb + base + off * es;
-      else CC__TRY(cc__peer_src(c, j, 0, base + off * es, m * es, tmp + (size_t)(t++) * pc, &c->arena.srcs[j], what));
+      if (j == me) c->arena.srcs[j] = sb + st.src + off * es;
+      else CC__TRY(cc__peer_src(c, j, 0, st.src + off * es, m * es, tmp + (size_t)(t++) * pc, &c->arena.srcs[j], what));
     }
     /* the result in recvbuf when this rank keeps it; but a user op's fold
        starts with a copy of the first source, which must not land on another */
     dst = keep && !user ? rb + off * es : tmp + (size_t)(n - 1) * pc;
     CC__TRY(cc__apply(c, k, dst, m));
     if (keep && dst != rb + off * es) memcpy(rb + off * es, dst, m * es);
-    for (j = 0; put && all && j < n; j++)
-      if (j != me) cc__peer_put(c, j, off * es, dst, m * es);
-    if (root >= 0 && me != root) cc__peer_put(c, root, off * es, dst, m * es);
+    for (j = 0; j < n; j++)
+      if (j != me && cc__step_to(&st, j) && (put || st.to == CC__TO_ROOT)) cc__peer_put(c, j, off * es, dst, m * es);
   }
-  if (all && !put) {                   /* every share folded: copy the others' from their recvbufs */
+  if (st.to == CC__TO_ALL && !put) {   /* every share folded: copy the others' from their recvbufs */
     CC__TRY(cc__direct_sync(c, what));
     for (t = 1; t < n; t++) {
       j = (me + t) % n;
-      lo = cc__part(k->count, n, j);
-      hi = cc__part(k->count, n, j + 1);
+      cc__share(k->count, 1, n, j, &lo, &hi);
       CC__TRY(cc__peer_get(c, j, 1, lo * es, rb + lo * es, (hi - lo) * es, what));
     }
   }
@@ -10025,33 +10086,52 @@ CC_API size_t cc_dtype_size(cc_dtype t) { return cc__dtype_bytes(t); }
 
 /* ---------------------------------------------------------------- split */
 
+/* The ranks of `color` in the records of a split (rb bytes each: color, key,
+   ...), ordered by (key, rank), into order[]; how many; *newrank: where rank
+   me (of that color, with that key) stands among them. */
+static int cc__split_order(const unsigned char *all, size_t rb, int n, int me, int color, int key, int *order,
+                           int *newrank) {
+  int j, m = 0;
+  *newrank = 0;
+  for (j = 0; j < n; j++) {
+    int cj = (int)cc__get32(all + rb * (size_t)j), kj = (int)cc__get32(all + rb * (size_t)j + 4), i;
+    if (cj != color) continue;
+    if (kj < key || (kj == key && j < me)) (*newrank)++;
+    for (i = m; i > 0; i--) {          /* insertion by (key, rank) */
+      int ko = (int)cc__get32(all + rb * (size_t)order[i - 1] + 4);
+      if (ko <= kj) break;
+      order[i] = order[i - 1];
+    }
+    order[i] = j;
+    m++;
+  }
+  return m;
+}
+
 /* comm_split of ranks on one host: every rank's (color, key) in one arena
    phase, then each group's first rank creates its segment and says its name
    in the next. */
 static cc_result cc__split_shm(cc_comm *c, int color, int key, cc_comm **out) {
   const char *what = "comm_split";
-  int n = c->size, me = c->rank, j, m = 0, newrank = 0, leader = -1;
-  int32_t *ck;
-  unsigned char *mine;
+  int n = c->size, me = c->rank, j, m, newrank = 0, leader = -1;
+  unsigned char *ck, *mine;
+  int *order;
   char name[96];
   cc__call k;
   cc_comm *nc = NULL;
   cc_result r;
-  ck = (int32_t *)CC_MALLOC(sizeof(int32_t) * 2 * (size_t)n);
+  ck = (unsigned char *)CC_MALLOC(8 * (size_t)n + sizeof(int) * (size_t)n);
   if (!ck) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
+  order = (int *)(void *)(ck + 8 * (size_t)n);
   cc__call_init(&k, CC__SPLIT, NULL, NULL, 0, CC_UINT8, 0, 0);
   if ((r = cc__first_begin(c, &k, 0, 0, &mine)) != CC_OK) goto out;
-  ((int32_t *)CC__DATA(mine))[0] = color;
-  ((int32_t *)CC__DATA(mine))[1] = key;
+  cc__put32(CC__DATA(mine), (uint32_t)color);
+  cc__put32(CC__DATA(mine) + 4, (uint32_t)key);
   if ((r = cc__first_end(c, &k)) != CC_OK) goto out;
-  for (j = 0; j < n; j++) memcpy(ck + 2 * j, CC__DATA(cc__half(c, j, c->arena.step)), 2 * sizeof(int32_t));
-  if (color != CC_UNDEFINED) {          /* my group, ordered by (key, rank) */
-    for (j = 0; j < n; j++) {
-      if (ck[2 * j] != color) continue;
-      m++;
-      if (ck[2 * j + 1] < key || (ck[2 * j + 1] == key && j < me)) newrank++;
-      if (leader < 0 || ck[2 * j + 1] < ck[2 * leader + 1]) leader = j;
-    }
+  for (j = 0; j < n; j++) memcpy(ck + 8 * (size_t)j, CC__DATA(cc__half(c, j, c->arena.step)), 8);
+  if (color != CC_UNDEFINED) {          /* my group, ordered by (key, rank): its first rank leads */
+    m = cc__split_order(ck, 8, n, me, color, key, order, &newrank);
+    leader = order[0];
     nc = cc__comm_new(newrank, m, &c->set);
     if (!nc) { r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me); goto out; }
     nc->oversub = c->oversub;
@@ -10102,28 +10182,6 @@ out:
 /* comm_split of ranks on several hosts: every rank's (color, key) and a fresh
    record go round in an all_gather; each new communicator is then built like
    a world: shared memory alone when its ranks share a host, else the mesh. */
-/* The ranks of `color` in the records of a split (rb bytes each: color, key,
-   ...), ordered by (key, rank), into order[]; how many; *newrank: where rank
-   me (of that color, with that key) stands among them. */
-static int cc__split_order(const unsigned char *all, size_t rb, int n, int me, int color, int key, int *order,
-                           int *newrank) {
-  int j, m = 0;
-  *newrank = 0;
-  for (j = 0; j < n; j++) {
-    int cj = (int)cc__get32(all + rb * (size_t)j), kj = (int)cc__get32(all + rb * (size_t)j + 4), i;
-    if (cj != color) continue;
-    if (kj < key || (kj == key && j < me)) (*newrank)++;
-    for (i = m; i > 0; i--) {          /* insertion by (key, rank) */
-      int ko = (int)cc__get32(all + rb * (size_t)order[i - 1] + 4);
-      if (ko <= kj) break;
-      order[i] = order[i - 1];
-    }
-    order[i] = j;
-    m++;
-  }
-  return m;
-}
-
 static cc_result cc__split_net(cc_comm *c, int color, int key, cc_comm **out) {
   const char *what = "comm_split";
   cc__net *nt = c->net;

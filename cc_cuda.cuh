@@ -2494,20 +2494,21 @@ static cc_result cc_cuda__coll_swap(cc_cuda_comm *g, const char *what, const cc_
   return CC_OK;
 }
 
-/* A call's shape. Direct: each rank reads what it needs from its peers'
-   buffers (the root's whole buffer, for a broadcast; every input, for the
-   root of a reduce). Sliced, over CC_CUDA_ONESHOT_BYTES: the data is cut into
-   slices of whole 16-byte packs, and each slice is read once, by the rank
-   that owns it, and written into the buffers of every rank that needs it, so
-   that every rank moves about the same bytes and no rank's link carries the
-   others' (the root's does, direct: n-1 copies of its buffer go out of it,
-   or come into it):
-   - all_reduce ("two-shot"): rank r folds slice r of every input and writes
+/* A call's shape, as cc.h's steps (@plan: cc__plan_step) lay it out.
+   Direct (CC__WHOLE): each rank reads what it needs from its peers' buffers
+   (the root's whole buffer, for a broadcast; every input, for the root of a
+   reduce). Sliced (CC__OTHERS), over CC_CUDA_ONESHOT_BYTES: the data is cut
+   into shares of whole 16-byte packs, and each share is read once, by the
+   rank that owns it, and written into the buffers of every rank that needs
+   it, so that every rank moves about the same bytes and no rank's link
+   carries the others' (the root's does, direct: n-1 copies of its buffer go
+   out of it, or come into it):
+   - all_reduce ("two-shot"): rank r folds share r of every input and writes
      it into every rank's output (reduce-scatter and all-gather in one
      kernel);
-   - broadcast: the n-1 ranks other than the root own a slice each: read it
+   - broadcast: the n-1 ranks other than the root own a share each: read it
      from the root, write it into every non-root buffer;
-   - reduce: the n-1 ranks other than the root own a slice each: fold it
+   - reduce: the n-1 ranks other than the root own a share each: fold it
      from every input, write it into the root's output.
    Two ranks stay direct for broadcast and reduce (nothing to share). */
 static int cc_cuda__sliced(const cc_cuda_comm *g, const cc__call *k) {
@@ -2516,67 +2517,43 @@ static int cc_cuda__sliced(const cc_cuda_comm *g, const cc__call *k) {
   return (k->coll == CC__BROADCAST || k->coll == CC__REDUCE) && g->size > 2;
 }
 
-/* Peers write into this rank's memory in a sliced call. */
+/* Peers write into this rank's memory in a sliced call: its recvbuf is
+   where their shares belong. */
 static int cc_cuda__written(const cc_cuda_comm *g, const cc__call *k, int sliced) {
-  return sliced && (k->coll == CC__ALL_REDUCE || (k->coll == CC__BROADCAST && g->rank != k->root) ||
-                    (k->coll == CC__REDUCE && g->rank == k->root));
-}
-
-/* Slice j of m of count elements of es bytes: [*lo, *hi), whole 16-byte packs. */
-static void cc_cuda__slice(size_t count, size_t es, int m, int j, size_t *lo, size_t *hi) {
-  size_t q = es >= 16 ? 1 : 16 / es, per = (count + (size_t)m - 1) / (size_t)m;
-  per = (per + q - 1) / q * q;
-  *lo = CC__MIN(count, per * (size_t)j);
-  *hi = CC__MIN(count, *lo + per);
+  cc__step st;
+  cc__plan_step(g->host, k, CC__OTHERS, 1, &st);
+  return sliced && cc__step_to(&st, g->rank);
 }
 
 /* The copies and folds of a collective, each rank reading its peers'
    buffers in place (between the two barriers of cc_cuda__ipc_coll). */
 static cc_result cc_cuda__coll_moves(cc_cuda_comm *g, const char *what, const cc__call *k, cudaStream_t s, int sliced,
                                      cc_cuda__copies *cp) {
-  size_t es = cc__dtype_bytes(k->t), one = k->count * es, lo, hi;
+  size_t es = cc__dtype_bytes(k->t);
   const void *src[CC_CUDA__MAXR];
   void *dst[CC_CUDA__MAXR];
   unsigned char *rbuf = (unsigned char *)k->rbuf;
-  int n = g->size, p, root = k->root, nd = 0, mine = (g->rank - root - 1 + n) % n;   /* mine: this non-root's slice */
+  int n = g->size, p, nd = 0;
 #define CC_CUDA__AT(p, side, off, len, out) CC__TRY(cc_cuda__peer(g, what, p, &cc_cuda__recp(g, p)->b[side], off, len, out))
 #define CC_CUDA__COPY(srcp, dst, len) CC__TRY(cc_cuda__copy_add(g, what, s, cp, srcp, dst, len))
   switch (k->coll) {
-    case CC__BROADCAST:
-      if (g->rank == root) break;
-      if (!sliced) { CC_CUDA__AT(root, 0, 0, one, &src[0]); CC_CUDA__COPY(src[0], rbuf, one); break; }
-      cc_cuda__slice(k->count, es, n - 1, mine, &lo, &hi);
-      if (lo == hi) break;
-      CC_CUDA__AT(root, 0, lo * es, (hi - lo) * es, &src[0]);
+    case CC__BROADCAST: case CC__REDUCE: case CC__ALL_REDUCE: case CC__REDUCE_SCATTER: {
+      cc__step st;                     /* cc.h's step (@plan): whole, or shared among the non-roots */
+      int side = k->coll == CC__BROADCAST ? 0 : 1;
+      size_t off, len;
+      cc__plan_step(g->host, k, sliced ? CC__OTHERS : CC__WHOLE, es >= 16 ? 1 : 16 / es, &st);
+      if (st.lo == st.hi) break;
+      off = st.lo * es;
+      len = (st.hi - st.lo) * es;
       for (p = 0; p < n; p++)
-        if (p != root) CC_CUDA__AT(p, 0, lo * es, (hi - lo) * es, (const void **)&dst[nd++]);
-      CC__TRY(cc_cuda__fan(g, what, s, src[0], dst, nd, (hi - lo) * es));
-      break;
-    case CC__REDUCE: case CC__ALL_REDUCE: case CC__REDUCE_SCATTER:
-      if (k->coll == CC__REDUCE && sliced) {   /* this non-root's slice of every input, into the root's output */
-        if (g->rank == root) break;
-        cc_cuda__slice(k->count, es, n - 1, mine, &lo, &hi);
-        if (lo == hi) break;
-        for (p = 0; p < n; p++) CC_CUDA__AT(p, 0, lo * es, (hi - lo) * es, &src[p]);
-        CC_CUDA__AT(root, 1, lo * es, (hi - lo) * es, (const void **)&dst[0]);
-        CC__TRY(cc_cuda__fold(g, what, s, k->t, cc_cuda__gpu_op(g, k->op), src, dst, 1, hi - lo));
-        break;
-      }
-      if (k->coll == CC__REDUCE && g->rank != root) break;
-      if (sliced) {                    /* two-shot: slice `rank` of every input, into every output */
-        cc_cuda__slice(k->count, es, n, g->rank, &lo, &hi);
-        for (p = 0; p < n; p++) {
-          CC_CUDA__AT(p, 0, lo * es, (hi - lo) * es, &src[p]);
-          CC_CUDA__AT(p, 1, lo * es, (hi - lo) * es, (const void **)&dst[p]);
-        }
-        CC__TRY(cc_cuda__fold(g, what, s, k->t, cc_cuda__gpu_op(g, k->op), src, dst, n, hi - lo));
-        break;
-      }
+        if (st.from < 0 || p == st.from) CC_CUDA__AT(p, 0, st.src + off, len, &src[st.from < 0 ? p : 0]);
       for (p = 0; p < n; p++)
-        CC_CUDA__AT(p, 0, k->coll == CC__REDUCE_SCATTER ? (size_t)g->rank * one : 0, one, &src[p]);
-      dst[0] = rbuf;
-      CC__TRY(cc_cuda__fold(g, what, s, k->t, cc_cuda__gpu_op(g, k->op), src, dst, 1, k->count));
+        if (cc__step_to(&st, p)) CC_CUDA__AT(p, side, off, len, (const void **)&dst[nd++]);
+      if (st.from < 0) CC__TRY(cc_cuda__fold(g, what, s, k->t, cc_cuda__gpu_op(g, k->op), src, dst, nd, st.hi - st.lo));
+      else if (nd == 1) CC_CUDA__COPY(src[0], dst[0], len);
+      else CC__TRY(cc_cuda__fan(g, what, s, src[0], dst, nd, len));
       break;
+    }
     case CC__GATHER: case CC__ALL_GATHER: case CC__SCATTER: case CC__ALL_TO_ALL:
     case CC__GATHER_V: case CC__ALL_GATHER_V: case CC__SCATTER_V: case CC__ALL_TO_ALL_V: {
       cc__plan pl;                     /* the pieces of cc.h's plan, read in place from each sender */
