@@ -261,7 +261,7 @@ bench: $(BUILD)/ccrun $(BUILD)/all_reduce_perf
 # shows changes only when asked for: make plot OUT=docs/perf.png, which draws
 # the committed results unless RESULTS is given. Needs matplotlib (Debian's
 # python3-matplotlib) in python3 or /usr/bin/python3.
-PLOT_COMMITTED = bench/results/shm bench/results/tcp bench/results/peers-tcp bench/results/peers
+PLOT_COMMITTED = bench/results/shm bench/results/tcp
 OUT      = $(BUILD)/perf.png
 RESULTS ?= $(if $(filter docs/perf.png,$(OUT)),$(PLOT_COMMITTED),$(if $(wildcard $(BUILD)/compare/latest/results.tsv),$(BUILD)/compare/latest,$(PLOT_COMMITTED)))
 PLOT_PYTHON ?= $(firstword $(foreach p,python3 /usr/bin/python3,$(shell $(p) -c 'import matplotlib' >/dev/null 2>&1 && echo $(p))) python3)

@@ -3,8 +3,7 @@
 per collective, for every configuration of bench/compare.sh runs (`make plot`).
 
     python3 bench/plot.py build/compare/latest                 # into build/perf.png
-    python3 bench/plot.py -o docs/perf.png bench/results/shm bench/results/tcp \
-        bench/results/peers-tcp bench/results/peers
+    python3 bench/plot.py -o docs/perf.png bench/results/shm bench/results/tcp
 
 Each RESULTS is a run's folder (or its results.tsv); a configuration is drawn
 from the first RESULTS that holds it, so runs of different configurations

@@ -3,8 +3,7 @@
 targets against Open MPI, from bench/compare.sh runs.
 
     python3 bench/targets.py [RESULTS...]     # default build/compare/latest
-    python3 bench/targets.py bench/results/shm bench/results/tcp \\
-        bench/results/peers-tcp bench/results/peers      # docs/performance.md's tables
+    python3 bench/targets.py bench/results/shm bench/results/tcp      # docs/performance.md's tables
 
 Each RESULTS is a compare.sh folder (its results.tsv). compare.sh interleaves
 the configurations, so the runs of one pass share one placement of the
