@@ -11156,13 +11156,14 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg) {
 /* ============================================================== @licence
    Changelog
      0.1.0  (in development since 2026-11-21; no release tagged yet)
-            every collective, their v forms, send/recv, groups and
-            asynchronous requests, over shared memory on one host and TCP
-            between hosts (hierarchical: shared memory within each host);
-            env://, tcp://, file:// and unique-id start-up; TCP authenticated
-            with the job's token and optionally encrypted; cc_mem_alloc;
-            cc_spawn and ccrun; cc_cuda.cuh (tested on a CPU emulation of the
-            CUDA runtime only); the torch_cc backend.
+            every collective, their v forms, send/recv (and receives from
+            any source), groups and asynchronous requests, over shared
+            memory on one host and TCP between hosts (hierarchical: shared
+            memory within each host); env://, tcp://, file:// and unique-id
+            start-up; TCP authenticated with the job's token and optionally
+            encrypted; cc_mem_alloc; cc_spawn and ccrun; cc_cuda.cuh (tested
+            on a CPU emulation of the CUDA runtime, and on one H200 by its
+            device check); the torch_cc backend (torch 1.13 and 2).
 
    MIT License
 
