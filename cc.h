@@ -658,6 +658,32 @@ static void cc__futex_wake(uint32_t *addr) {
   syscall(SYS_futex, addr, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
+/* The asymmetric fence (Linux's membarrier, global expedited): once every
+   process of a group has registered, cc__membar() returns after every
+   thread of every registered process has passed a full memory barrier, so
+   that their fast paths need no fence of their own. Each returns 0, or -1
+   where the kernel lacks it or a filter refuses it. */
+#define CC__MEMBAR_QUERY 0
+#define CC__MEMBAR_GLOBAL_EXPEDITED 2
+#define CC__MEMBAR_REGISTER_GLOBAL_EXPEDITED 4
+static int cc__membar_register(void) {
+#ifdef SYS_membarrier
+  long q = syscall(SYS_membarrier, CC__MEMBAR_QUERY, 0, 0);
+  if (q < 0 || !(q & CC__MEMBAR_GLOBAL_EXPEDITED)) return -1;
+  return syscall(SYS_membarrier, CC__MEMBAR_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0 ? 0 : -1;
+#else
+  return -1;
+#endif
+}
+
+static int cc__membar(void) {
+#ifdef SYS_membarrier
+  return syscall(SYS_membarrier, CC__MEMBAR_GLOBAL_EXPEDITED, 0, 0) == 0 ? 0 : -1;
+#else
+  return -1;
+#endif
+}
+
 static void cc__strerr(int err, char *buf, size_t len) {
   /* strerror_r comes in two flavours; this form works with both. */
 #if defined(__GLIBC__) && defined(_GNU_SOURCE)
@@ -2834,7 +2860,7 @@ typedef struct cc__hdr {
   uint32_t version, nranks;
   uint64_t half_bytes, chan_bytes, seg_bytes;
   uint32_t mapped;                     /* ranks that mapped it; the last unlinks */
-  uint32_t pad0;
+  uint32_t membar;                     /* ranks registered for the asymmetric fence (cc__comm_ready) */
   char pad1[CC__LINE - 44];
   uint32_t fail_code;                  /* first failure posted by any rank */
   int32_t fail_rank;
@@ -3079,6 +3105,7 @@ typedef struct cc__seg {
   size_t half;                         /* bytes of one half, descriptor included */
   unsigned char *chans;
   size_t chan_bytes;
+  int asym;                            /* every rank has the asymmetric fence: see cc__publish */
 } cc__seg;
 
 /* The message engine's own state (@engine): its scratch, what it polls, and
@@ -4501,6 +4528,19 @@ static cc_result cc__shm_join(cc_comm *c, const char *base, int creator, const c
 /* ---------------------------------------------------------------- the bell, failures, liveness */
 
 /* Wake the sleepers, if any. */
+/* Publish a counter a rank may sleep on (then cc__notify). A waiter that
+   goes to sleep adds itself to `sleepers` and checks the counters again; a
+   publisher stores, then reads `sleepers`: one of the two must see the
+   other's store, which takes a full fence on each side -- or, where every
+   rank of the segment registered for the asymmetric fence (c->seg.asym), a
+   plain release store here and cc__membar() on the sleeper's side, so that
+   the calls that run ahead (a broadcast's root) do not wait for their
+   stores to drain on every call. */
+static CC__INLINE void cc__publish(const cc_comm *c, uint64_t *p, uint64_t v) {
+  if (c->seg.asym) CC__STORE(p, v);
+  else CC__STORE_SC(p, v);
+}
+
 static void cc__notify(cc_comm *c) {
   if (CC__LOAD(&c->hdr->sleepers)) {
     CC__ADD(&c->hdr->bell, 1u);
@@ -5545,7 +5585,7 @@ static long cc__ring_read(cc_comm *c, int p, void *dst, size_t max) {
   size_t n = CC__MIN((size_t)(head - tail), max);
   if (!n) return 0;
   cc__ring_get(c->shm, ch, tail, dst, n);
-  CC__STORE_SC(&ch->tail, tail + n);
+  cc__publish(c->shm, &ch->tail, tail + n);
   cc__notify(c->shm);
   return (long)n;
 }
@@ -5560,7 +5600,7 @@ static long cc__ring_write(cc_comm *c, cc__msg *m) {
   if (b) cc__ring_put(c->shm, ch, head + a, m->buf + m->moved, b);
   w = (long)(a + b);
   if (w) {
-    CC__STORE_SC(&ch->head, head + (uint64_t)w);
+    cc__publish(c->shm, &ch->head, head + (uint64_t)w);
     cc__notify(c->shm);
   }
   return cc__sent(&c->peers[m->peer], m, w);
@@ -6031,15 +6071,15 @@ static void cc__wait_warn(cc_comm *c, const cc__waitfor *w, int who, const char 
    for room is never left waiting on bytes already read. (A sender short of
    room while the tail lags finds frames not yet read, which this rank's
    next calls read.) */
-static void cc__ring_give(cc__chan *ch, cc__peer *lp) {   /* one ring's (lp: its entry in the segment's peers) */
-  CC__STORE_SC(&ch->tail, ch->tail + lp->ring.rx_lag);
+static void cc__ring_give(const cc_comm *s, cc__chan *ch, cc__peer *lp) {   /* lp: its entry in s's peers */
+  cc__publish(s, &ch->tail, ch->tail + lp->ring.rx_lag);
   lp->ring.rx_lag = 0;
 }
 
 static void cc__rings_give_back(cc_comm *s) {
   int i;
   for (i = 0; i < s->size; i++)
-    if (s->peers[i].ring.rx_lag) cc__ring_give(cc__chan_at(s, i, s->rank), &s->peers[i]);
+    if (s->peers[i].ring.rx_lag) cc__ring_give(s, cc__chan_at(s, i, s->rank), &s->peers[i]);
   s->eng.rx_lagged = 0;
   cc__notify(s);
 }
@@ -6090,11 +6130,13 @@ static cc_result cc__wait(cc_comm *c, const cc__waitfor *w, const char *what) {
       if (w->shm) nap = CC__MIN(nap * 2, (uint64_t)CC__MS);
     } else if (bellh) {
       uint32_t bell = CC__LOAD(&bellh->bell);
+      uint64_t cap = 50 * CC__MS;
       CC__ADD(&bellh->sleepers, 1u);   /* seq_cst: ordered before the re-check below */
-      who = w->pending(c, w->arg);
+      if (c->shm->seg.asym && cc__membar() != 0) cap = CC__MS;   /* and the publishers' stores (cc__publish); */
+      who = w->pending(c, w->arg);                              /* unordered, a short nap */
       if (who >= 0 && !CC__LOAD(&c->hdr->fail_code)) {
         now = cc__now_ns();
-        cc__futex_wait(&bellh->bell, bell, CC__MIN(deadline > now ? deadline - now : 0, 50 * CC__MS) + 1000);
+        cc__futex_wait(&bellh->bell, bell, CC__MIN(deadline > now ? deadline - now : 0, cap) + 1000);
       }
       CC__ADD(&bellh->sleepers, (uint32_t)-1);
     } else {
@@ -6195,7 +6237,7 @@ static int cc__ring_send_now(cc_comm *c, int to, const cc__ident *id, const void
     cc__ring_put(c->shm, ch, head, hdr, CC__FRAME);
     if (bytes) cc__ring_put(c->shm, ch, head + CC__FRAME, buf, bytes);
   }
-  CC__STORE_SC(&ch->head, head + CC__FRAME + bytes);
+  cc__publish(c->shm, &ch->head, head + CC__FRAME + bytes);
   cc__notify(c->shm);
   return 1;
 }
@@ -6236,7 +6278,7 @@ static int cc__ring_recv_now(cc_comm *c, int from, const cc__ident *id, void *bu
   }
   lp->ring.rx_lag += CC__FRAME + bytes;
   if (lp->ring.rx_lag >= chan / 4) {
-    cc__ring_give(ch, lp);
+    cc__ring_give(c->shm, ch, lp);
     cc__notify(c->shm);
   } else {
     c->shm->eng.rx_lagged = 1;
@@ -7285,7 +7327,7 @@ static void cc__ph_prefetch(cc_comm *c, size_t off) {
 
 static void cc__ph_arrive(cc_comm *c) {
   c->arena.step++;
-  CC__STORE_SC(&c->seg.ctl[c->rank].arrive, c->arena.step);
+  cc__publish(c, &c->seg.ctl[c->rank].arrive, c->arena.step);
   cc__notify(c);
 }
 
@@ -7332,7 +7374,7 @@ static cc_result cc__first_end(cc_comm *c, const cc__call *k) {
   cc__waitfor w;
   cc_result r;
   int j, v;
-  CC__STORE_SC(&cc__desc_at(c, c->rank, s)->step, s);
+  cc__publish(c, &cc__desc_at(c, c->rank, s)->step, s);
   cc__ph_arrive(c);
   for (j = c->oversub ? 64 : 0; j < 64 && cc__pending_first(c, &s) >= 0; j++) {   /* the usual case, */
     cc__cpu_relax(); cc__cpu_relax(); cc__cpu_relax(); cc__cpu_relax();            /* spun here */
@@ -9091,9 +9133,15 @@ static void cc__comm_free(cc_comm *c) {
 /* The first phase of a new segment: every rank is there, with its pid. */
 static cc_result cc__comm_ready(cc_comm *c) {
   cc__call k;
+  cc_result r;
+  /* the asymmetric fence, where every rank has it and none waits on a CPU
+     another rank needs (there a sleeper's fence would cost every call) */
+  if (!c->oversub && cc__membar_register() == 0) CC__ADD(&c->hdr->membar, 1u);
   cc__call_init(&k, CC__INIT, NULL, NULL, 0, CC_UINT8, 0, 0);
   cc__links_shm(c);
-  return cc__arena_run(c, &k);
+  r = cc__arena_run(c, &k);            /* every rank has registered, or not, before it arrived here */
+  c->seg.asym = r == CC_OK && CC__LOAD(&c->hdr->membar) == (uint32_t)c->size;
+  return r;
 }
 
 /* ---------------------------------------------------------------- records */
