@@ -4,12 +4,11 @@
 #
 #   1. on the committed results (bench/results/shm), each pass's ratio of cc
 #      against Open MPI is the one computed by hand from results.tsv
-#      (all_reduce busbw, 2 ranks: 16 MiB 5.73698/4.70451, 8.1872/6.16356,
-#      8.41343/5.89543 = 1.22 / 1.33 / 1.43; 64 MiB 2.41 / 2.62 / 2.83), and
+#      (all_reduce busbw, 2 ranks: 16 MiB 8.23341/6.2902, 8.01281/4.85494,
+#      6.42264/3.97414 = 1.31 / 1.65 / 1.62; 64 MiB 3.19 / 3.09 / 2.46), and
 #      the first table takes each library's ratio from the first folder named
-#      that holds it: MPICH's at 16 MiB from bench/results/shm (cc 5.74 /
-#      8.19 / 8.41 GB/s, MPICH 4.43 / 4.99 / 4.98: median ratio 1.64), over
-#      TCP from bench/results/tcp;
+#      that holds it: MPICH's at 16 MiB from bench/results/shm (median ratio
+#      1.71), over TCP from bench/results/tcp;
 #   2. on made-up results, a target is judged on the median of the passes,
 #      and TCP's on every pass: a median that meets it with one pass short is
 #      met for shared memory and not met for TCP; rows whose configurations
@@ -36,10 +35,10 @@ check() {   # check NAME OUTPUT REGEX: PASS when a line of OUTPUT matches REGEX
 
 r=$root/bench/results
 out=$("$py" "$root/bench/targets.py" "$r/shm" "$r/tcp" 2>&1)
-check "all_reduce 16 MiB per pass (bench/results/shm)" "$out" '^\| all_reduce 2r busbw 16 MiB.* \| 1\.22 / 1\.33 / 1\.43 \| 1\.33 \| \*\*not met\*\* \(0 of 3 passes\) \|$'
-check "all_reduce 64 MiB per pass (bench/results/shm)" "$out" '^\| all_reduce 2r busbw 64 MiB.* \| 2\.41 / 2\.62 / 2\.83 \| 2\.62 \| \*\*not met\*\*'
+check "all_reduce 16 MiB per pass (bench/results/shm)" "$out" '^\| all_reduce 2r busbw 16 MiB.* \| 1\.31 / 1\.65 / 1\.62 \| 1\.62 \| \*\*not met\*\* \(0 of 3 passes\) \|$'
+check "all_reduce 64 MiB per pass (bench/results/shm)" "$out" '^\| all_reduce 2r busbw 64 MiB.* \| 3\.19 / 3\.09 / 2\.46 \| 3\.09 \| \*\*not met\*\*'
 check "TCP with a token per pass (bench/results/tcp)" "$out" '^\| TCP all_reduce 2r busbw 16 MiB, token.* \| 0\.89 / 1\.15 / 0\.79 \| 0\.89 \| \*\*not met\*\* \(1 of 3 passes\) \|$'
-check "cc against Open MPI, MPICH and Gloo (all_reduce 16 MiB, 2 ranks)" "$out" '^\| all_reduce 16 MiB \| 8\.19 \| 1\.33 \| 1\.64 \| - \|$'
+check "cc against Open MPI, MPICH and Gloo (all_reduce 16 MiB, 2 ranks)" "$out" '^\| all_reduce 16 MiB \| 8\.01 \| 1\.62 \| 1\.71 \| - \|$'
 check "which folder gave each library" "$out" '^  MPICH: .*/shm, .*/tcp$'
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/cc-targets.XXXXXX")
