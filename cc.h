@@ -4527,7 +4527,6 @@ static cc_result cc__shm_join(cc_comm *c, const char *base, int creator, const c
 
 /* ---------------------------------------------------------------- the bell, failures, liveness */
 
-/* Wake the sleepers, if any. */
 /* Publish a counter a rank may sleep on (then cc__notify). A waiter that
    goes to sleep adds itself to `sleepers` and checks the counters again; a
    publisher stores, then reads `sleepers`: one of the two must see the
@@ -4541,6 +4540,7 @@ static CC__INLINE void cc__publish(const cc_comm *c, uint64_t *p, uint64_t v) {
   else CC__STORE_SC(p, v);
 }
 
+/* Wake the sleepers, if any. */
 static void cc__notify(cc_comm *c) {
   if (CC__LOAD(&c->hdr->sleepers)) {
     CC__ADD(&c->hdr->bell, 1u);

@@ -1,16 +1,16 @@
 #!/usr/bin/env bash
 # tests/transport/test_tcp_suites.sh BUILD - the v-variant, split/group/async, op,
-# determinism, blocking send, any-source receive, failure and queued-call
+# determinism, blocking send, any-source receive, failure, queued-call and fence
 # suites again, with every rank talking over TCP (CC_TRANSPORT=tcp:
 # cc_spawn's ranks swap addresses in shared memory, then connect over loopback).
 # Their PASS/FAIL lines are relayed with "tcp." in front of the name.
 set -u
 build=${1:-build}
 status=0
-suites="test_vcoll test_split_group test_ops test_determinism test_p2p_blocking test_p2p_any test_failures test_queued"
+suites="test_vcoll test_split_group test_ops test_determinism test_p2p_blocking test_p2p_any test_failures test_queued test_fence"
 # under the sanitizers (CC_TEST_QUICK=1) the TCP-specific ones only: v layouts,
 # groups/async/split, blocking sends and receives from any source
-[ -n "${CC_TEST_QUICK:-}" ] && suites="test_vcoll test_split_group test_p2p_blocking test_p2p_any test_failures test_queued"
+[ -n "${CC_TEST_QUICK:-}" ] && suites="test_vcoll test_split_group test_p2p_blocking test_p2p_any test_failures test_queued test_fence"
 for t in $suites; do
   if [ ! -x "$build/tests/$t" ]; then
     echo "FAIL: tcp.$t: $build/tests/$t is not built"
