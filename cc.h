@@ -4679,17 +4679,14 @@ static void cc__ring_get(cc_comm *c, cc__chan *ch, uint64_t pos, void *dst, size
   if (len > first) memcpy((unsigned char *)dst + first, s, len - first);
 }
 /* ============================================================== @tcp */
-/* TCP connections: how they are made and authenticated. A connection, for
-   the rendezvous or for data, starts with a handshake (below); the accepting
-   side runs many at once (cc__hs_serve), so that strangers who connect and
-   say nothing, or flood the port, cost nobody any time. With a token the
-   handshake leaves the connection's keys (cc__sec), and everything that
-   flows afterwards is sealed with them: frames of the message engine
-   (@engine), the rendezvous' record and reply (cc__sec_seal, cc__send_many,
-   cc__recv_sealed). The bytes go through @platform's sockets. */
+/* TCP connections, for the rendezvous or for data: the handshake that
+   starts each (the accepting side runs many at once, so that strangers who
+   connect and say nothing, or flood the port, cost nobody any time), and
+   with a token the connection's keys (cc__sec), which seal everything that
+   flows afterwards. The bytes go through @platform's sockets. */
 
 /* ---------------------------------------------------------------- handshake
-   Every connection, rendezvous or data, starts with four messages (version 4):
+   Four messages (protocol version 4):
      client -> hello   {magic, version, kind, world, from, to, job[40], nonce_c[16], flags}     96 bytes
      server -> chal    {magic, version, status, flags, nonce_s[16], suite}                       48 bytes
      client -> resp    {magic, 0, mac_c[32]}                                                     40 bytes
@@ -4788,8 +4785,7 @@ static void cc__hs_mac(const char *token, const char *side, const unsigned char 
 
 /* ---------------------------------------------------------------- connection keys */
 
-/* A connection's keys and counters (TCP with a token). The engine reads and
-   writes frames through them (@engine: cc__sec_write, cc__rx_pull). */
+/* A connection's keys and counters (TCP with a token). */
 typedef struct cc__sec {
   int suite, encrypt;                  /* CC__AEAD_*; CC_NET_ENCRYPT=1 */
   cc__aead_key tx, rx;                 /* this side's sending and receiving keys */
@@ -4859,8 +4855,7 @@ static cc__sec *cc__sec_derive(const char *token, int client, int suite, int enc
 }
 
 /* One whole message of n bytes at p, sealed into out (n + CC__TAG bytes):
-   the bytes themselves (integrity) or their ciphertext (encryption), then the
-   tag. */
+   the bytes themselves or their ciphertext, then the tag. */
 static void cc__sec_seal(cc__sec *s, const unsigned char *p, size_t n, unsigned char *out) {
   cc__sec_begin(s, 1);
   if (s->encrypt) (void)cc__aead_encrypt(&s->txs, p, out, n);
@@ -4964,21 +4959,17 @@ static cc_result cc__hs_client(int fd, const cc__hello_t *h, const char *token, 
 }
 
 /* ---------------------------------------------------------------- the accepting side
-   Many connections at once: a state machine per connection (hello, response,
-   then the record when with_rec), all polled together, so a stranger who
-   sends nothing or dribbles costs nobody any time. Every time the listener
-   has connections waiting, all of them are accepted (the kernel's queue is
-   drained faster than a flood fills it), up to a table of CC__PEND_MAX (as
-   many as the open-files limit allows: it is raised toward the hard limit
-   first). A connection has CC__HS_WAIT for each message from the moment the
-   server waits for it (the hello from the accept, the response from the
-   challenge, the record from the verdict), however it dribbles: past that it
-   is the first to go when the table is full and a newer connection waits,
-   the one that has waited longest first. A cc rank sends each message whole
-   as soon as it can (its hello is usually there when it is accepted), so it
-   is not the one that goes; if it is, it connects again (cc__hs_client's
-   callers retry everything but CC_ERR_AUTH). take(ctx, hello, fd, rec, sec)
-   keeps the connection (1: fd and sec are its now) or refuses it (0). */
+   A state machine per connection (hello, response, then the record when
+   with_rec), all polled together. Whenever the listener has connections
+   waiting, all are accepted (the kernel's queue drains faster than a flood
+   fills it), into a table of up to CC__PEND_MAX (the open-files limit is
+   raised toward the hard limit first). A connection has CC__HS_WAIT for each
+   message from the moment the server waits for it, however it dribbles;
+   past that, when the table is full and a newer connection waits, the one
+   that has waited longest goes. A cc rank sends each message whole as soon
+   as it can, so it is rarely the one; if it is, it connects again (callers
+   of cc__hs_client retry all but CC_ERR_AUTH). take(ctx, hello, fd, rec,
+   sec) keeps the connection (1: fd and sec are its now) or refuses it (0). */
 
 #define CC__BACKLOG 4096               /* listen(): the kernel caps it at net.core.somaxconn */
 
@@ -5076,8 +5067,7 @@ static void cc__hs_refused(const cc__hs_srv *v, const cc__pend *q, int reason) {
 }
 
 /* Bytes connection q waits for in its state. */
-static size_t cc__pend_need(const cc__hs_srv *v, const cc__pend *q) {
-  (void)v;
+static size_t cc__pend_need(const cc__pend *q) {
   return q->state == 0 ? CC__HELLO : q->state == 1 ? CC__RESP : CC__REC + (q->sec ? CC__TAG : 0);
 }
 
@@ -5165,7 +5155,7 @@ static int cc__pend_step(const cc__hs_srv *v, cc__pend *q) {
 /* Read what connection q has and step it: 0 go on, 1 kept, -1 drop. */
 static int cc__pend_pump(const cc__hs_srv *v, cc__pend *q) {
   for (;;) {
-    size_t need = cc__pend_need(v, q);
+    size_t need = cc__pend_need(q);
     long k = cc__sock_recv(q->fd, q->in + q->got, need - q->got);
     int st;
     if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return -1;
@@ -5410,27 +5400,16 @@ static int cc__rec_decode(const unsigned char *p, cc__rec *r) {
    arena run (the ranks span hosts, or CC_TRANSPORT=tcp) move their bytes here.
 
    - A message is a frame: a 48-byte header {magic, tag, bytes, seq, the
-     call's identity} and its payload. The same frames travel on every link:
-     a byte ring in the host's segment (SHM), a TCP connection (TCP), or a
-     queue for messages to oneself (SELF).
+     call's identity} and its payload, the same on every link: a byte ring in
+     the host's segment (SHM), a TCP connection (TCP), or a queue for
+     messages to oneself (SELF).
    - A receive takes the oldest message of its (peer, tag); what arrives before
-     its receive waits in the peer's queue of unexpected messages. A receive
-     from any source (CC_ANY_SOURCE) takes the oldest queued message of its tag
-     from any peer (each carries the order it was queued in), else the first
-     frame of its tag that a link brings; while one waits, every link is read,
-     starting each time at the peer after the one it last took from, so that
-     no sender is passed over. Frames of a
+     its receive waits in the peer's queue of unexpected messages. Frames of a
      collective (tag CC__TAG_COLL) carry the call's number and identity; the
      receiver compares them with its own call, whole: CC_ERR_MISMATCH, never
      mixed data.
-   - cc__wait is the one wait of the library (the arena's phases use it too):
-     spin on the cache line, then yield, then sleep on the segment's bell or in
-     poll(); a dead peer on this host is noticed within 100 ms, a broken
-     connection at once; nothing waits longer than the timeout without
-     progress.
-   - cc__fail_all fails the communicator on every rank: the segment's failure
-     word for this host's ranks, an abort frame on every TCP connection for the
-     others. */
+   - cc__wait is the one wait of the library (the arena's phases use it too),
+     and cc__fail_all fails the communicator on every rank. */
 
 #define CC__FRAME_MAGIC 0x32466363u          /* "ccF2" */
 #define CC__MAX_FRAME   ((uint64_t)1 << 44)  /* 16 TiB: larger is corrupt */
@@ -5509,12 +5488,10 @@ static int cc__abort_decode(const unsigned char *p, size_t len, cc_result *code,
    (CC_NET_ENCRYPT=1). The receiver checks the header's tag before it acts on
    the header; it writes the payload where it belongs as it arrives (MACed or
    decrypted in place) and completes the receive only once the payload's tag
-   is right: a frame whose tag is wrong is CC_ERR_AUTH naming the sender, and
-   the connection ends (the stream can no longer be trusted). Every message
-   takes the next number of its direction as its nonce, so a frame replayed,
-   reordered or dropped fails too. Encrypted payloads are limited to what the
-   suite allows per message (64 GiB for AES-256-GCM, 256 GiB for
-   ChaCha20-Poly1305): a larger send fails with CC_ERR_UNSUPPORTED. */
+   is right: a wrong tag is CC_ERR_AUTH naming the sender, and the connection
+   ends. Encrypted payloads are limited to what the suite allows per message
+   (64 GiB for AES-256-GCM, 256 GiB for ChaCha20-Poly1305): a larger send
+   fails with CC_ERR_UNSUPPORTED. */
 
 /* A whole small frame (header, n bytes of payload) sealed into out: its
    length. */
@@ -5619,6 +5596,7 @@ static int cc__ring_gone(cc_comm *c, int p, char *why, size_t len) {
 
 static long cc__tcp_read(cc_comm *c, int p, void *dst, size_t max) {
   cc__tcp_link *t = &c->peers[p].tcp;
+  size_t ask;
   long k;
   if (t->st_beg < t->st_end) {         /* what was read ahead first */
     size_t n = CC__MIN(t->st_end - t->st_beg, max);
@@ -5629,21 +5607,14 @@ static long cc__tcp_read(cc_comm *c, int p, void *dst, size_t max) {
   }
   if (t->eof) { errno = 0; return -1; }
   if (t->drained) return 0;            /* a read now would only say EAGAIN */
-  if (max >= 4096) {                   /* a large payload: straight to its place */
-    size_t ask = CC__MIN(max, (size_t)1 << 30);
-    k = cc__sock_recv(t->fd, dst, ask);
-    if (k > 0 && (size_t)k < ask && !t->ending) t->drained = 1;
-  } else {
-    k = cc__sock_recv(t->fd, t->stage, CC__STAGE);
-    if (k > 0) {
-      size_t n = CC__MIN((size_t)k, max);
-      if ((size_t)k < CC__STAGE && !t->ending) t->drained = 1;
-      memcpy(dst, t->stage, n);
-      t->st_beg = n;
-      t->st_end = (size_t)k;
-      if (t->st_beg == t->st_end) t->st_beg = t->st_end = 0;
-      return (long)n;
-    }
+  ask = max >= 4096 ? CC__MIN(max, (size_t)1 << 30) : CC__STAGE;   /* a large payload: straight to its place */
+  k = cc__sock_recv(t->fd, max >= 4096 ? dst : t->stage, ask);
+  if (k > 0 && (size_t)k < ask && !t->ending) t->drained = 1;
+  if (k > 0 && max < 4096) {           /* a small one through the stage: the rest is read ahead */
+    size_t n = CC__MIN((size_t)k, max);
+    memcpy(dst, t->stage, n);
+    if (n < (size_t)k) { t->st_beg = n; t->st_end = (size_t)k; }
+    return (long)n;
   }
   if (k > 0) return k;
   if (k == 0) { t->eof = 1; errno = 0; return -1; }
@@ -5810,9 +5781,8 @@ static cc_result cc__fail_all(cc_comm *c, cc_result code, int who, const char *w
 
 /* A mismatch this rank has just found and failed with (c->err says it),
    posted to every rank as well: a rank still waiting on this one for
-   something else (a frame over TCP, a queued call's frames in the arena)
-   would otherwise see this rank leave before any rank told it why, and
-   report the rank lost. */
+   something else would otherwise see it leave, untold why, and report it
+   lost. */
 static CC__COLD cc_result cc__post_mismatch(cc_comm *c, const char *what) {
   return cc__fail_all(c, CC_ERR_MISMATCH, c->rank, what, "%s", c->err);
 }
@@ -5842,10 +5812,8 @@ static cc_result cc__take_fail(cc_comm *c, const char *what) {
 
 /* Leaving (cc_comm_destroy) without a failure: a farewell frame to every
    rank over TCP, with the number and identity of this rank's last
-   collective, then the end of the stream. A rank still waiting for this one
-   in another call (this rank's queued broadcast returned at once while it
-   runs an all_reduce) tells the mismatch from a loss by it
-   (cc__left_mismatch), as ranks on one host read it from the control block. */
+   collective (cc__left_mismatch tells a mismatch from a loss by it), then
+   the end of the stream. */
 static void cc__say_bye(cc_comm *c) {
   unsigned char f[CC__FRAME], g[CC__FRAME + CC__TAG];
   cc__frame fr;
@@ -5885,12 +5853,25 @@ static void cc__post_fail_msg(cc_comm *c, cc_result code, int who, const char *f
   cc__post_fail(c->hdr, code, who, msg);
 }
 
+/* Rank r is in its collective #seq, call a, or past this rank's (b) without
+   doing what this rank waits for: the two can never meet. CC_ERR_MISMATCH
+   naming both calls, for every rank; `then` ends the message. */
+static cc_result cc__call_mismatch(cc_comm *c, int r, const char *what, uint64_t seq, const char *a, const char *b,
+                                   const char *then) {
+  if (seq == c->seq)
+    return cc__fail_all(c, CC_ERR_MISMATCH, r, what, "rank %d called %s as collective #%llu while this rank called "
+                        "%s%s", r, a, (unsigned long long)c->seq, b, then);
+  return cc__fail_all(c, CC_ERR_MISMATCH, r, what, "rank %d went on to its collective #%llu, %s, without what this "
+                      "rank waits for from it in #%llu, %s%s", r, (unsigned long long)seq, a,
+                      (unsigned long long)c->seq, b, then);
+}
+
 /* Rank r (over TCP) ended its stream while this rank is in collective
    c->seq: when it said farewell from another call than this one (a queued
    broadcast that returned at once, against this rank's all_reduce), its
-   leaving is a mismatch, not a loss: CC_ERR_MISMATCH naming both calls, for
-   every rank. CC_OK when it left from this very call, or before it. (On one
-   host cc__check_call reads the same from the rank's control block.) */
+   leaving is a mismatch, not a loss. CC_OK when it left from this very call,
+   or before it. (On one host cc__check_call reads the same from the rank's
+   control block.) */
 static cc_result cc__left_mismatch(cc_comm *c, int r, const char *what) {
   const cc__peer *p = &c->peers[r];
   char a[128], b[128];
@@ -5898,12 +5879,15 @@ static cc_result cc__left_mismatch(cc_comm *c, int r, const char *what) {
   if (p->tcp.bye_seq == c->seq && cc__ident_same(&p->tcp.bye_id, &c->cur)) return CC_OK;
   cc__ident_str(&p->tcp.bye_id, a, sizeof a);
   cc__ident_str(&c->cur, b, sizeof b);
-  if (p->tcp.bye_seq == c->seq)
-    return cc__fail_all(c, CC_ERR_MISMATCH, r, what, "rank %d called %s as collective #%llu while this rank called "
-                        "%s, then left (it destroyed its communicator)", r, a, (unsigned long long)c->seq, b);
-  return cc__fail_all(c, CC_ERR_MISMATCH, r, what, "rank %d went on to its collective #%llu, %s, without what this "
-                      "rank waits for from it in #%llu, %s, then left (it destroyed its communicator)", r,
-                      (unsigned long long)p->tcp.bye_seq, a, (unsigned long long)c->seq, b);
+  return cc__call_mismatch(c, r, what, p->tcp.bye_seq, a, b, ", then left (it destroyed its communicator)");
+}
+
+/* Rank r over TCP ended its stream after its farewell: a mismatch when it
+   left from another call, else CC_ERR_PEER_LOST. */
+static cc_result cc__left(cc_comm *c, int r, const char *what) {
+  CC__TRY(cc__left_mismatch(c, r, what));
+  return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d left (it destroyed its communicator) after its "
+                      "collective #%llu", r, (unsigned long long)c->peers[r].tcp.bye_seq);
 }
 
 /* Is rank r gone (why says how)? A question only: nothing is posted. */
@@ -5920,10 +5904,7 @@ static cc_result cc__check_peer(cc_comm *c, int r, const char *what) {
   if (!cc__peer_gone(c, r, why, sizeof why)) return CC_OK;
   p = &c->peers[r];
   if (p->link == CC__LINK_SHM) return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d %s", r, why);
-  CC__TRY(cc__left_mismatch(c, r, what));
-  if (p->tcp.bye)
-    return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d left (it destroyed its communicator) after its "
-                        "collective #%llu", r, (unsigned long long)p->tcp.bye_seq);
+  if (p->tcp.bye) return cc__left(c, r, what);
   return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d closed its connection: it exited, was killed or "
                       "destroyed its communicator", r);
 }
@@ -5979,11 +5960,11 @@ static void cc__call_word_str(uint64_t w, char *buf, size_t len) {
   else if (q) cc__cat(buf, len, "(queued)");
 }
 
-/* In a collective on one host, the rank waited for, `who`, is in another
-   call, or past this one without doing what this rank waits for: the two
-   can never meet (a queued call against an arena one, say). Checked when the
-   wait has lasted; `pending` is asked again after the other's word was read,
-   since what it did before moving on is visible then. */
+/* In a collective on one host, is the rank waited for, `who`, in another
+   call, or past this one without doing what this rank waits for (a queued
+   call against an arena one, say)? Checked when the wait has lasted;
+   `pending` is asked again after the other's word was read, since what it
+   did before moving on is visible then. */
 static cc_result cc__check_call(cc_comm *c, const cc__waitfor *w, int who, const char *what) {
   uint64_t theirs;
   char a[96], b[96];
@@ -5992,20 +5973,14 @@ static cc_result cc__check_call(cc_comm *c, const cc__waitfor *w, int who, const
   if (theirs >> 24 < c->seq || theirs == c->call_word || w->pending(c, w->arg) < 0) return CC_OK;
   cc__call_word_str(theirs, a, sizeof a);
   cc__call_word_str(c->call_word, b, sizeof b);
-  if (theirs >> 24 == c->seq)
-    return cc__fail_all(c, CC_ERR_MISMATCH, who, what, "rank %d called %s as collective #%llu while this rank "
-                        "called %s", who, a, (unsigned long long)c->seq, b);
-  return cc__fail_all(c, CC_ERR_MISMATCH, who, what, "rank %d went on to its collective #%llu, %s, without what "
-                      "this rank waits for from it in #%llu, %s", who, (unsigned long long)(theirs >> 24), a,
-                      (unsigned long long)c->seq, b);
+  return cc__call_mismatch(c, who, what, theirs >> 24, a, b, "");
 }
 
 /* Does every rank the wait waits for live? A rank that did what this one
-   waits for and then left (destroyed its communicator, or exited) is no
-   failure: once it is seen gone, `pending` is asked again, and sees what it
-   did before it left (*done: the wait is over). Nor is its leaving the
-   failure when it failed first: the failure word is read again too (it
-   posted there before it left: a mismatch stays a mismatch). */
+   waits for and then left is no failure: once it is seen gone, `pending` is
+   asked again, and sees what it did before it left (*done: the wait is
+   over). Nor is its leaving the failure when it failed first: the failure
+   word is read again too (a mismatch stays a mismatch). */
 static cc_result cc__wait_alive(cc_comm *c, const cc__waitfor *w, int who, const char *what, int *done) {
   char why[96];
   cc_result r = w->alive ? w->alive(c, w->arg, what, 1)
@@ -6015,8 +5990,7 @@ static cc_result cc__wait_alive(cc_comm *c, const cc__waitfor *w, int who, const
     return CC_OK;
   }
   if (r != CC_OK && CC__LOAD(&c->hdr->fail_code)) return cc__take_fail(c, what);
-  /* a rank that left from another call than this one (its queued broadcast
-     returned at once, against this rank's all_reduce) left a mismatch, not a
+  /* a rank that left from another call than this one left a mismatch, not a
      loss: its control block still says which call it was in */
   if (r != CC_OK && !c->net && c->seg.ctl && who >= 0 && who < c->size && CC__LOAD(&c->seg.ctl[who].departed))
     CC__TRY(cc__check_call(c, w, who, what));
@@ -6357,11 +6331,7 @@ static cc_result cc__uq_charge(cc__run *x, int p, uint64_t bytes, size_t *cost) 
 /* The peer closed or broke the link this run needs. */
 static cc_result cc__lost(cc__run *x, int p, int err) {
   char why[96];
-  if (!err && x->c->peers[p].tcp.bye) {   /* it said farewell: from another call (a mismatch), or it left */
-    CC__TRY(cc__left_mismatch(x->c, p, x->what));
-    return cc__fail_all(x->c, CC_ERR_PEER_LOST, p, x->what, "rank %d left (it destroyed its communicator) after its "
-                        "collective #%llu", p, (unsigned long long)x->c->peers[p].tcp.bye_seq);
-  }
+  if (!err && x->c->peers[p].tcp.bye) return cc__left(x->c, p, x->what);
   if (err) cc__strerr(err, why, sizeof why); else snprintf(why, sizeof why, "connection closed");
   return cc__fail_all(x->c, CC_ERR_PEER_LOST, p, x->what, "lost its connection to rank %d (%s): rank %d exited, "
                       "was killed or destroyed its communicator", p, why, p);
@@ -6800,6 +6770,14 @@ static cc_result cc__rx_pull_ready(cc__run *x, int p, int revents, int *progress
   return cc__rx_pull(x, p, progress);
 }
 
+/* Watch rank p's socket in the next poll() of c->eng.pfd[0..*np). */
+static CC__INLINE void cc__pfd_add(cc_comm *c, int *np, int p, short events) {
+  c->eng.pfd[*np].fd = c->peers[p].tcp.fd;
+  c->eng.pfd[*np].events = events;
+  c->eng.pfd[*np].revents = 0;
+  c->eng.pfd_rank[(*np)++] = p;
+}
+
 /* The first unfinished send to m's peer is m itself (sends to one peer go in order). */
 static int cc__first_send(const cc__run *x, int i) {
   int j;
@@ -7020,27 +6998,17 @@ static int cc__run_pending(const cc__run *x) {
   return 0;
 }
 
-/* Receives: pull what the run wants from this host's rings, and from the TCP
-   links that poll() says have something (their fds in c->eng.pfd[0..*np), which
-   an idle wait watches too: a failure report wakes it, and is read here).
-   poll() is asked only while a message of the run is not done: a run whose
-   sends are all written (a root's broadcast) ends without another system
-   call. */
 /* cc__run_recv for a run with a receive from any source: one poll, then
-   every link in a single pass, shared memory and TCP alike, in turn from the
-   peer after the one such a receive last took from (c->eng.any_next), so that no
-   peer's frames are always read first. */
+   every link in a single pass, in turn from the peer after the one such a
+   receive last took from (c->eng.any_next), so that no peer's frames are
+   always read first. */
 static cc_result cc__run_recv_any(cc__run *x, int sending, int *progress, int *np) {
   cc_comm *c = x->c;
   int i, k, j = 0, polled, start = c->eng.any_next;
   *np = 0;
   for (k = 0; k < c->size; k++) {
     cc__peer *pe = &c->peers[i = (start + k) % c->size];
-    if (pe->link != CC__LINK_TCP || pe->tcp.fd < 0 || pe->tcp.eof) continue;
-    c->eng.pfd[*np].fd = pe->tcp.fd;
-    c->eng.pfd[*np].events = POLLIN | CC__POLL_END;
-    c->eng.pfd[*np].revents = 0;
-    c->eng.pfd_rank[(*np)++] = i;
+    if (pe->link == CC__LINK_TCP && pe->tcp.fd >= 0 && !pe->tcp.eof) cc__pfd_add(c, np, i, POLLIN | CC__POLL_END);
   }
   polled = *np && cc__poll(c->eng.pfd, *np, 0) > 0;
   for (k = 0; k < c->size; k++) {
@@ -7060,6 +7028,11 @@ static cc_result cc__run_recv_any(cc__run *x, int sending, int *progress, int *n
   return CC_OK;
 }
 
+/* Receives: pull what the run wants from this host's rings, and from the TCP
+   links that poll() says have something (their fds in c->eng.pfd[0..*np),
+   which an idle wait watches too: a failure report wakes it). poll() is
+   asked only while a message of the run is not done: a run whose sends are
+   all written (a root's broadcast) ends without another system call. */
 static cc_result cc__run_recv(cc__run *x, int sending, int *progress, int *np) {
   cc_comm *c = x->c;
   int i;
@@ -7072,11 +7045,7 @@ static cc_result cc__run_recv(cc__run *x, int sending, int *progress, int *np) {
       if (busy || cc__rx_wanted(x, i, 0) || (sending && cc__link_has_bytes(c, i))) CC__TRY(cc__rx_pull(x, i, progress));
     } else if (pe->link == CC__LINK_TCP && pe->tcp.fd >= 0) {
       if (cc__link_has_bytes(c, i)) CC__TRY(cc__rx_pull(x, i, progress));   /* a read-ahead may hold whole frames */
-      if (pe->tcp.eof) continue;
-      c->eng.pfd[*np].fd = pe->tcp.fd;
-      c->eng.pfd[*np].events = POLLIN | CC__POLL_END;
-      c->eng.pfd[*np].revents = 0;
-      c->eng.pfd_rank[(*np)++] = i;
+      if (!pe->tcp.eof) cc__pfd_add(c, np, i, POLLIN | CC__POLL_END);
     }
   }
   if (*np && cc__run_pending(x) && cc__poll(c->eng.pfd, *np, 0) > 0)
@@ -7123,19 +7092,16 @@ static cc_result cc__run_idle(cc__run *x, int np, int sending) {
     if (!m[i].live || !m[i].started || m[i].done || CC__ANY(&m[i]) || c->peers[m[i].peer].link != CC__LINK_SHM) continue;
     shm = 1;
     seen[i] = m[i].is_send ? CC__LOAD(&cc__ring_out(c, m[i].peer)->tail) : CC__LOAD(&cc__ring_in(c, m[i].peer)->head);
+    if (m[i].is_send ? c->shm->seg.chan_bytes - (size_t)(cc__ring_out(c, m[i].peer)->head - seen[i]) > 0
+                     : seen[i] != cc__ring_in(c, m[i].peer)->tail)
+      return CC_OK;
   }
-  for (i = 0; i < c->size; i++)
+  for (i = 0; i < c->size; i++) {
     seen[n + i] = c->peers[i].link == CC__LINK_SHM ? CC__LOAD(&cc__ring_in(c, i)->head) : 0;
-  for (i = 0; i < n; i++) {
-    const cc__msg *s = &m[i];
-    if (!s->live || !s->started || s->done || CC__ANY(s) || c->peers[s->peer].link != CC__LINK_SHM) continue;
-    if (!s->is_send && seen[i] != cc__ring_in(c, s->peer)->tail) return CC_OK;
-    if (s->is_send && c->shm->seg.chan_bytes - (size_t)(cc__ring_out(c, s->peer)->head - seen[i]) > 0) return CC_OK;
+    if (c->peers[i].link != CC__LINK_SHM) continue;
+    if ((sending || any) && seen[n + i] != cc__ring_in(c, i)->tail) return CC_OK;
+    shm |= any;                        /* from any source: a frame on any ring ends the wait */
   }
-  for (i = 0; i < c->size && (sending || any); i++)
-    if (c->peers[i].link == CC__LINK_SHM && seen[n + i] != cc__ring_in(c, i)->tail) return CC_OK;
-  for (i = 0; i < c->size && any; i++)   /* from any source: a frame on any ring ends the wait */
-    shm |= c->peers[i].link == CC__LINK_SHM;
   for (i = 0; i < np; i++) {          /* a parked frame: only the peer's end wakes this wait */
     const cc__peer *pe = &c->peers[c->eng.pfd_rank[i]];
     c->eng.pfd[i].events = (short)(cc__rx_parked(pe) && !cc__rx_wanted(x, c->eng.pfd_rank[i], sending) ? CC__POLL_END : POLLIN);
@@ -7165,10 +7131,7 @@ static cc_result cc__engine_poll(cc_comm *c, const char *what) {
     cc__peer *pe = &c->peers[i];
     if (pe->link != CC__LINK_TCP || pe->tcp.fd < 0 || pe->tcp.eof) continue;
     if (cc__link_has_bytes(c, i)) CC__TRY(cc__rx_pull(&x, i, &progress));
-    c->eng.pfd[np].fd = pe->tcp.fd;
-    c->eng.pfd[np].events = POLLIN | CC__POLL_END;
-    c->eng.pfd[np].revents = 0;
-    c->eng.pfd_rank[np++] = i;
+    cc__pfd_add(c, &np, i, POLLIN | CC__POLL_END);
   }
   if (np && cc__poll(c->eng.pfd, np, 0) > 0)
     for (i = 0; i < np; i++)
@@ -7202,13 +7165,7 @@ static void cc__run_settle(cc__run *x) {
           m = &x->m[i];
       if (m && pe->tx_mid && !pe->tcp.eof && cc__now_ns() < until) {
         long w = cc__link_write(c, m);
-        if (w >= 0 && !cc__sent_all(m)) {
-          c->eng.pfd[np].fd = pe->tcp.fd;
-          c->eng.pfd[np].events = POLLIN | POLLOUT | CC__POLL_END;
-          c->eng.pfd[np].revents = 0;
-          c->eng.pfd_rank[np++] = p;
-          continue;
-        }
+        if (w >= 0 && !cc__sent_all(m)) { cc__pfd_add(c, &np, p, POLLIN | POLLOUT | CC__POLL_END); continue; }
         if (w >= 0) m->done = 1;
       }
       cc__abort_send(c, p);            /* (after a broken write or past the time: the end alone) */
