@@ -4943,13 +4943,11 @@ static cc_result cc__hs_client(int fd, const cc__hello_t *h, const char *token, 
     return CC_ERR_AUTH;
   }
   if (token) {
+    int ok;
     cc__hs_mac(token, "cc-s", hello, chal, resp, mac);
-    if (!cc__ct_equal(mac, verd + 8, 32)) {
-      cc__crypto_wipe(mac, sizeof mac);
-      snprintf(why, whylen, "it does not know this job's token (CC_TOKEN differs)");
-      return CC_ERR_AUTH;
-    }
+    ok = cc__ct_equal(mac, verd + 8, 32);
     cc__crypto_wipe(mac, sizeof mac);
+    if (!ok) { snprintf(why, whylen, "it does not know this job's token (CC_TOKEN differs)"); return CC_ERR_AUTH; }
     if (!(*sec = cc__sec_derive(token, 1, (int)suite, encrypt, hello, chal, resp, verd))) {
       snprintf(why, whylen, "out of memory for the connection's keys");
       return CC_ERR_NO_MEMORY;
@@ -5066,11 +5064,6 @@ static void cc__hs_refused(const cc__hs_srv *v, const cc__pend *q, int reason) {
   slot->count++;
 }
 
-/* Bytes connection q waits for in its state. */
-static size_t cc__pend_need(const cc__pend *q) {
-  return q->state == 0 ? CC__HELLO : q->state == 1 ? CC__RESP : CC__REC + (q->sec ? CC__TAG : 0);
-}
-
 /* One step of connection q after its current message arrived: 0 go on,
    1 kept, -1 drop. */
 static int cc__pend_step(const cc__hs_srv *v, cc__pend *q) {
@@ -5128,15 +5121,14 @@ static int cc__pend_step(const cc__hs_srv *v, cc__pend *q) {
       int ok;
       cc__hs_mac(v->token, "cc-c", q->hello, q->chal, NULL, mac);
       ok = cc__ct_equal(mac, q->resp + 8, 32);
+      cc__crypto_wipe(mac, sizeof mac);
       if (!ok) {
         cc__put32(verd + 4, (uint32_t)CC_ERR_AUTH);
         cc__hs_refused(v, q, CC__REF_TOKEN);
         (void)cc__sock_send_small(q->fd, verd, sizeof verd);
-        cc__crypto_wipe(mac, sizeof mac);
         return -1;
       }
       cc__hs_mac(v->token, "cc-s", q->hello, q->chal, q->resp, verd + 8);
-      cc__crypto_wipe(mac, sizeof mac);
       q->sec = cc__sec_derive(v->token, 0, (int)cc__get32(q->chal + 32), v->encrypt, q->hello, q->chal, q->resp, verd);
       if (!q->sec) return -1;
     }
@@ -5155,7 +5147,7 @@ static int cc__pend_step(const cc__hs_srv *v, cc__pend *q) {
 /* Read what connection q has and step it: 0 go on, 1 kept, -1 drop. */
 static int cc__pend_pump(const cc__hs_srv *v, cc__pend *q) {
   for (;;) {
-    size_t need = cc__pend_need(q);
+    size_t need = q->state == 0 ? CC__HELLO : q->state == 1 ? CC__RESP : CC__REC + (q->sec ? CC__TAG : 0);
     long k = cc__sock_recv(q->fd, q->in + q->got, need - q->got);
     int st;
     if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return -1;
@@ -5515,10 +5507,9 @@ static uint64_t cc__sec_limit(const cc__sec *s) {
 /* ---------------------------------------------------------------- connectors
 
    A peer's link is one connector: the rings of the host's segment
-   (CC__LINK_SHM) or a TCP connection (CC__LINK_TCP). The engine reaches a
-   link only through these primitives, and each connector keeps its state in
-   its own part of cc__peer (ring, tcp); adding a transport is adding a row
-   to cc__connectors (docs/design.md). */
+   (CC__LINK_SHM) or a TCP connection (CC__LINK_TCP), each with its state in
+   its own part of cc__peer (ring, tcp). The engine reaches a link only
+   through these; adding a transport is adding a row to cc__connectors. */
 
 typedef struct cc__connector {
   const char *name;
@@ -5623,14 +5614,13 @@ static long cc__tcp_read(cc_comm *c, int p, void *dst, size_t max) {
   return -1;
 }
 
-/* A send on an authenticated TCP link (see "authenticated frames"): the
-   header's tag and the frame's two nonces are taken at its first write; a
-   small payload is MACed (or encrypted) at once, so that the whole frame goes
-   in one sendmsg; a large one is MACed just after the socket took it, at
-   most CC__SEC_STAGE bytes a write so that the bytes are still in the cache
-   (the receiver reads as much at a time, for the same reason), or encrypted
-   a stage at a time into the connection's stage. Bytes written, or -1
-   (errno). */
+/* A send on an authenticated TCP link: the header's tag and the frame's two
+   nonces are taken at its first write; a small payload is MACed (or
+   encrypted) at once, so that the whole frame goes in one sendmsg; a large
+   one is MACed just after the socket took it, at most CC__SEC_STAGE bytes a
+   write so that the bytes are still in the cache (the receiver reads as much
+   at a time, for the same reason), or encrypted a stage at a time into the
+   connection's stage. Bytes written, or -1 (errno). */
 static long cc__sec_write(cc__peer *pe, cc__msg *m) {
   cc__sec *s = pe->tcp.sec;
   const unsigned char *pay;
@@ -6037,14 +6027,12 @@ static void cc__wait_warn(cc_comm *c, const cc__waitfor *w, int who, const char 
 }
 
 /* The short way (cc__ring_recv_now) gives the bytes it read back to the
-   sender, by moving the ring's tail, only a quarter of the ring at a time:
-   the tail's line then stays in the sender's cache between calls instead of
-   crossing twice per frame. Everything else that reads or waits on a ring
-   (every run of the engine, every wait: cc__wait) gives back first, so
-   that only the short way ever sees a lagging tail, and a sender waiting
-   for room is never left waiting on bytes already read. (A sender short of
-   room while the tail lags finds frames not yet read, which this rank's
-   next calls read.) */
+   sender (moves the ring's tail) only a quarter of the ring at a time, so
+   that the tail's line stays in the sender's cache instead of crossing twice
+   per frame. Every run of the engine and every wait gives back first, so
+   that only the short way ever sees a lagging tail, and a sender waiting for
+   room never waits on bytes already read. (A sender short of room while the
+   tail lags finds frames not yet read, which this rank's next calls read.) */
 static void cc__ring_give(const cc_comm *s, cc__chan *ch, cc__peer *lp) {   /* lp: its entry in s's peers */
   cc__publish(s, &ch->tail, ch->tail + lp->ring.rx_lag);
   lp->ring.rx_lag = 0;
@@ -6152,13 +6140,12 @@ static cc_result cc__wait(cc_comm *c, const cc__waitfor *w, const char *what) {
 
    A whole small frame straight into a ring, or out of one, without a run of
    the engine: what the queued collectives (@algo) do on every call. Each
-   takes the short way only when nothing else is under way on the link and
+   goes the short way only when nothing else is under way on the link and
    the frame fits (a send) or is the very one expected (a receive); else it
-   returns 0 and the caller runs the engine, which does the same thing the
-   long way, or says what went wrong. Each reads the other side's counter
-   only when the value it read last does not show room (a send) or the
-   whole frame (a receive): a root far ahead, or a receiver far behind, then
-   moves many frames without pulling that cache line across. */
+   returns 0 and the caller runs the engine. Each reads the other side's
+   counter only when the value it read last shows too little room (a send)
+   or not the whole frame (a receive): a root far ahead, or a receiver far
+   behind, then moves many frames without pulling that cache line across. */
 
 /* The header of this rank's collective frame of `bytes` for call `id`
    (number c->seq), as cc__frame_encode writes it. */
@@ -6427,13 +6414,6 @@ static cc_result cc__deliver_queued(cc__run *x, int p, int tag, int *progress) {
   return CC_OK;
 }
 
-/* Receive i completed. */
-static cc_result cc__recv_done(cc__run *x, int i) {
-  x->m[i].done = 1;
-  x->m[i].moved = x->m[i].bytes;
-  return x->cb ? x->cb(x->ctx, x->m, i) : CC_OK;
-}
-
 /* Start the messages that became live: a send builds its header (to itself:
    a copy joins the own queue at once); a receive looks at the queue first. */
 static cc_result cc__start(cc__run *x, int *progress) {
@@ -6498,14 +6478,11 @@ static cc_result cc__start(cc__run *x, int *progress) {
 
 static int cc__sending(const cc__run *x);
 
-/* Does the run want the next frame from rank p's ring? When a receive waits
-   for it, or while a send of the run waits (ranks that all send before they
+/* Does the run want the next frame from rank p? When a receive waits for
+   it, or while a send of the run waits (ranks that all send before they
    receive must take in each other's messages, or they would wait forever).
-   Else the frame stays in the ring, which is its flow control. A TCP link's
-   headers are read whenever something arrived (a failure another rank
-   reports must end a call still waiting here as soon as it arrives), its
-   payloads as this says (cc__rx_place): the kernel's buffers are the flow
-   control. */
+   Else the frame stays in the ring, or its payload in the socket
+   (cc__rx_place): that is the flow control. */
 static int cc__rx_wanted(const cc__run *x, int p, int sending) {
   int i;
   if (sending) return 1;
@@ -6574,14 +6551,13 @@ static int cc__rx_parked(const cc__peer *pe) {
 
 /* Where the payload of rank p's frame goes, once its header is read (and
    again while it is parked): into a receive; else, over TCP, nowhere yet
-   while the run wants nothing from p (no receive from p waits, no send of
-   the run waits): the payload stays in the socket, whose buffers are then
-   the flow control, as a ring's are on this host, and the receive of a later
-   run reads it in place, without a copy through memory of its own (a root
-   that runs ahead of its receivers, call after call). The header was read,
-   so a failure report is still seen at once; one behind a parked payload
-   waits for the rank to want p's frames, as on a ring. A peer that closed
-   its side is read to the end. Else room as an unexpected message. */
+   while the run does not want p's frames (cc__rx_wanted): it stays in the
+   socket, and the receive of a later run reads it in place, without a copy
+   (a root that runs ahead of its receivers, call after call). A TCP link's
+   headers are read whenever something arrives, so that a failure report
+   ends a waiting call at once; one behind a parked payload waits, as on a
+   ring. A peer that closed its side is read to the end. Else room as an
+   unexpected message. */
 static cc_result cc__rx_place(cc__run *x, int p) {
   cc__peer *pe = &x->c->peers[p];
   CC__TRY(cc__rx_match(x, p));
@@ -6622,7 +6598,9 @@ static cc_result cc__rx_end(cc__run *x, int p) {
     cc__msg *m = pe->rx_target;
     pe->rx_target = NULL;
     x->rotate |= m->any;
-    return cc__recv_done(x, (int)(m - x->m));
+    m->done = 1;
+    m->moved = m->bytes;
+    return x->cb ? x->cb(x->ctx, x->m, (int)(m - x->m)) : CC_OK;
   }
   if (pe->rx.tag == CC__TAG_ABORT) {
     cc_result code;
@@ -6672,6 +6650,14 @@ static cc_result cc__umsg_room(cc__run *x, int p) {
   return CC_OK;
 }
 
+/* Rank p's stream ended inside a frame: posted, so that the next call (or
+   this one, if it waits for p) fails. */
+static CC__COLD cc_result cc__cut_short(cc_comm *c, int p) {
+  cc__post_fail_msg(c, CC_ERR_PEER_LOST, p, "rank %d closed its connection in the middle of a message: it failed, "
+                    "exited or was killed", p);
+  return CC_OK;
+}
+
 /* Read what rank p sent: into receives, the queue or an abort. *progress
    when bytes moved. */
 static cc_result cc__rx_pull(cc__run *x, int p, int *progress) {
@@ -6687,12 +6673,8 @@ static cc_result cc__rx_pull(cc__run *x, int p, int *progress) {
       return CC_OK;
     if (pe->rx_state == 0) {
       k = cc__link_read(c, p, pe->rx_hdr + pe->rx_hdr_got, hlen - pe->rx_hdr_got);
-      if (k < 0) {                     /* the end: between frames, lost only if needed (cc__run_check); */
-        if (pe->rx_hdr_got)            /* in a header, the next call (or this one, if it waits) fails */
-          cc__post_fail_msg(c, CC_ERR_PEER_LOST, p, "rank %d closed its connection in the middle of a message: it "
-                            "failed, exited or was killed", p);
-        return CC_OK;
-      }
+      /* the end: between frames, lost only if needed (cc__run_check) */
+      if (k < 0) return pe->rx_hdr_got ? cc__cut_short(c, p) : CC_OK;
       if (k == 0) return CC_OK;
       *progress = 1;
       pe->rx_hdr_got += (size_t)k;
@@ -6707,11 +6689,7 @@ static cc_result cc__rx_pull(cc__run *x, int p, int *progress) {
     }
     if (pe->rx_state == 2) {           /* the payload's tag */
       k = cc__link_read(c, p, pe->rx_tag + pe->rx_hdr_got, CC__TAG - pe->rx_hdr_got);
-      if (k < 0 && !pe->rx_target) {
-        cc__post_fail_msg(c, CC_ERR_PEER_LOST, p, "rank %d closed its connection in the middle of a message: it "
-                          "failed, exited or was killed", p);
-        return CC_OK;
-      }
+      if (k < 0 && !pe->rx_target) return cc__cut_short(c, p);
       if (k < 0) return cc__lost(x, p, errno);
       if (k == 0) return CC_OK;
       *progress = 1;
@@ -6742,11 +6720,7 @@ static cc_result cc__rx_pull(cc__run *x, int p, int *progress) {
       }
       if (s) want = CC__MIN(want, (size_t)CC__SEC_STAGE);   /* MACed while the cache still holds it */
       k = cc__link_read(c, p, dst + pe->rx_done, want);
-      if (k < 0 && !pe->rx_target) {   /* cut short in a frame nobody waits for yet */
-        cc__post_fail_msg(c, CC_ERR_PEER_LOST, p, "rank %d closed its connection in the middle of a message: it "
-                          "failed, exited or was killed", p);
-        return CC_OK;
-      }
+      if (k < 0 && !pe->rx_target) return cc__cut_short(c, p);   /* in a frame nobody waits for yet */
       if (k < 0) return cc__lost(x, p, errno);
       if (k == 0) return CC_OK;
       *progress = 1;
@@ -7142,12 +7116,11 @@ static cc_result cc__engine_poll(cc_comm *c, const char *what) {
 
 /* The run failed while frames to some peers were partly written (their
    abort frames are owed, see cc__propagate): write the rest of each (the
-   bytes are the caller's, still valid inside the call; the peer may take a
-   complete frame of true data, never a cut one), reading meanwhile what those
-   peers send, so that two ranks finishing toward each other both move; for at
-   most c->settle_ns (0.5 s). Then the abort frames and the connections' ends. A
-   peer that reads nothing by then sees its stream end in the middle of a
-   frame (CC_ERR_PEER_LOST there). */
+   caller's bytes are valid inside the call; the peer may take a complete
+   frame of true data, never a cut one), reading meanwhile what those peers
+   send, so that two ranks finishing toward each other both move, for at most
+   c->settle_ns (0.5 s); then the abort frames and the connections' ends. A
+   peer that reads nothing by then sees its stream end inside a frame. */
 static void cc__run_settle(cc__run *x) {
   cc_comm *c = x->c;
   uint64_t until = cc__now_ns() + c->settle_ns;
