@@ -5926,7 +5926,6 @@ typedef struct cc__waitfor {
   int shm;                             /* shared memory may end it (rings, the arena) */
 } cc__waitfor;
 
-
 /* Append to buf (a list being built). */
 static void cc__cat(char *buf, size_t len, const char *fmt, ...) {
   size_t used = strlen(buf);
@@ -6046,15 +6045,14 @@ static void cc__rings_give_back(cc_comm *s) {
   cc__notify(s);
 }
 
-/* Wait until w->pending says done or a socket is ready. Spins for spin_ns
-   (yielding the CPU when ranks outnumber CPUs, or when it takes long: when
-   the rank waited for shares this CPU, the yield hands it over; sockets are
-   asked with poll() that does not sleep: a wake-up from a sleeping poll()
-   costs a trip through the scheduler a hop), then sleeps:
-   on the bell when only shared memory can end the wait, in poll() when
-   sockets can (with short timeouts while shared memory can too). Checks the
-   failure word every few spins and on every wake-up, the peer's life every
-   100 ms, and fails with CC_ERR_TIMEOUT naming the rank after the timeout. */
+/* Wait until w->pending says done or a socket is ready. Spins for spin_ns,
+   yielding the CPU when ranks outnumber CPUs or the spin lasts (the rank
+   waited for may share this CPU) and asking sockets with a poll() that does
+   not sleep (a wake-up from a sleeping one costs a trip through the
+   scheduler a hop); then sleeps on the bell when only shared memory can end
+   the wait, else in poll() (with short timeouts while shared memory can
+   too). Checks the failure word every few spins and on every wake-up, the
+   peer's life every 100 ms; fails with CC_ERR_TIMEOUT naming the rank. */
 static cc_result cc__wait(cc_comm *c, const cc__waitfor *w, const char *what) {
   cc__hdr *bellh = c->shm ? c->shm->hdr : NULL;
   uint64_t t0, now, next_check, next_warn, deadline, nap = 20000;
@@ -6293,6 +6291,16 @@ static void cc__umsg_free(cc__umsg *u) {
   if (u) { CC_FREE(u->data); CC_FREE(u); }
 }
 
+/* A queued message of frame f, with room for cap bytes and `cost` counted
+   against CC_MAX_UNEXPECTED; NULL, the cost uncounted, when out of memory. */
+static cc__umsg *cc__umsg_new(cc_comm *c, const cc__frame *f, size_t cap, size_t cost) {
+  cc__umsg *u = (cc__umsg *)CC_MALLOC(sizeof *u);
+  if (u && !(u->data = (unsigned char *)CC_MALLOC(cap ? cap : 1))) { CC_FREE(u); u = NULL; }
+  if (!u) { c->eng.uq_bytes -= cost; return NULL; }
+  u->next = NULL; u->f = *f; u->cap = cap; u->cost = cost;
+  return u;
+}
+
 /* What a queued message of `bytes` costs against CC_MAX_UNEXPECTED: its
    bytes and a fixed overhead (its record and the allocator's), so that empty
    frames count too. */
@@ -6448,17 +6456,9 @@ static cc_result cc__start(cc__run *x, int *progress) {
           size_t cost = 0;
           cc__umsg *u;
           CC__TRY(cc__uq_charge(x, c->rank, m->bytes, &cost));
-          u = (cc__umsg *)CC_MALLOC(sizeof *u);
-          if (u) u->data = (unsigned char *)CC_MALLOC(m->bytes ? m->bytes : 1);
-          if (!u || !u->data) {
-            CC_FREE(u);
-            c->eng.uq_bytes -= cost;
+          if (!(u = cc__umsg_new(c, &f, m->bytes, cost)))
             return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: no memory to send %zu bytes to itself", x->what,
                             c->rank, m->bytes);
-          }
-          u->f = f;
-          u->cap = m->bytes;
-          u->cost = cost;
           if (m->bytes) memcpy(u->data, m->buf, m->bytes);
           cc__uq_append(c, &c->peers[c->rank], u);
           m->done = 1;
@@ -6524,22 +6524,11 @@ static cc_result cc__rx_match(cc__run *x, int p) {
 static cc_result cc__rx_keep(cc__run *x, int p) {
   cc_comm *c = x->c;
   cc__peer *pe = &c->peers[p];
-  cc__umsg *u;
   size_t cap = (size_t)CC__MIN(pe->rx.bytes, (uint64_t)1 << 20), cost = 0;
   if (pe->rx.tag != CC__TAG_ABORT && pe->rx.tag != CC__TAG_BYE) CC__TRY(cc__uq_charge(x, p, pe->rx.bytes, &cost));
-  u = (cc__umsg *)CC_MALLOC(sizeof *u);
-  if (u) u->data = (unsigned char *)CC_MALLOC(cap ? cap : 1);
-  if (!u || !u->data) {
-    CC_FREE(u);
-    c->eng.uq_bytes -= cost;
+  if (!(pe->rx_unexp = cc__umsg_new(c, &pe->rx, cap, cost)))
     return cc__fail_all(c, CC_ERR_NO_MEMORY, c->rank, x->what, "no memory for a message of %llu bytes from rank %d",
                         (unsigned long long)pe->rx.bytes, p);
-  }
-  u->next = NULL;
-  u->f = pe->rx;
-  u->cap = cap;
-  u->cost = cost;
-  pe->rx_unexp = u;
   return CC_OK;
 }
 
