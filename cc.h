@@ -5974,16 +5974,14 @@ static cc_result cc__wait_alive(cc_comm *c, const cc__waitfor *w, int who, const
   char why[96];
   cc_result r = w->alive ? w->alive(c, w->arg, what, 1)
                          : cc__peer_gone(c, who, why, sizeof why) ? CC_ERR_PEER_LOST : CC_OK;
-  if (r != CC_OK && w->pending(c, w->arg) < 0) {
-    *done = 1;
-    return CC_OK;
-  }
-  if (r != CC_OK && CC__LOAD(&c->hdr->fail_code)) return cc__take_fail(c, what);
+  if (r == CC_OK) return cc__check_call(c, w, who, what);
+  if (w->pending(c, w->arg) < 0) { *done = 1; return CC_OK; }
+  if (CC__LOAD(&c->hdr->fail_code)) return cc__take_fail(c, what);
   /* a rank that left from another call than this one left a mismatch, not a
      loss: its control block still says which call it was in */
-  if (r != CC_OK && !c->net && c->seg.ctl && who >= 0 && who < c->size && CC__LOAD(&c->seg.ctl[who].departed))
+  if (!c->net && c->seg.ctl && who >= 0 && who < c->size && CC__LOAD(&c->seg.ctl[who].departed))
     CC__TRY(cc__check_call(c, w, who, what));
-  if (r != CC_OK) CC__TRY(w->alive ? w->alive(c, w->arg, what, 0) : cc__check_peer(c, who, what));
+  CC__TRY(w->alive ? w->alive(c, w->arg, what, 0) : cc__check_peer(c, who, what));
   return cc__check_call(c, w, who, what);
 }
 
@@ -6301,9 +6299,8 @@ static cc__umsg *cc__umsg_new(cc_comm *c, const cc__frame *f, size_t cap, size_t
   return u;
 }
 
-/* What a queued message of `bytes` costs against CC_MAX_UNEXPECTED: its
-   bytes and a fixed overhead (its record and the allocator's), so that empty
-   frames count too. */
+/* What a queued message costs against CC_MAX_UNEXPECTED beyond its bytes
+   (its record and the allocator's), so that empty frames count too. */
 #define CC__UQ_OVERHEAD 128
 
 /* Count a message of `bytes` from rank p (itself: a send to itself) against
@@ -6353,8 +6350,7 @@ static cc_result cc__frame_fits(cc__run *x, int p, const cc__frame *f, const cc_
                "#%llu, %s", x->what, c->rank, p, (unsigned long long)f->seq, a, (unsigned long long)c->seq, b);
       return cc__post_mismatch(c, x->what);
     }
-    if (cc__ident_agree(c, x->what, x->id, &f->id, p) != CC_OK)
-      return cc__post_mismatch(c, x->what);
+    if (cc__ident_agree(c, x->what, x->id, &f->id, p) != CC_OK) return cc__post_mismatch(c, x->what);
   }
   if (f->bytes != m->bytes) {
     size_t es = cc__dtype_bytes((cc_dtype)f->id.dtype);
@@ -6433,11 +6429,9 @@ static cc_result cc__start(cc__run *x, int *progress) {
       cc__msg *m = &x->m[i];
       if (!m->live || m->started) continue;
       m->started = 1;
-      m->done = m->matched = 0;
-      m->moved = m->hdr_sent = 0;
+      m->done = m->matched = m->sealed = 0;
+      m->moved = m->hdr_sent = m->tag_left = 0;
       m->hdr_len = CC__FRAME;
-      m->sealed = 0;
-      m->tag_left = 0;
       if (m->any) m->peer = CC_ANY_SOURCE;
       if (m->is_send) {
         cc__frame f;
@@ -6819,11 +6813,9 @@ static void cc__says_run(cc_comm *c, const void *arg, int who, char *buf, size_t
            w->is_send ? "to" : "from", who, w->tag);
   if (w->is_send) { snprintf(more, mlen, "rank %d has not taken it (it calls no receive that matches)", who); return; }
   snprintf(more, mlen, "from rank %d, messages no receive took:", who);
-  for (u = pe->uq_head; u; u = u->next) {
-    if (u->f.tag < 0) continue;
-    if (k++ < 6) cc__cat(more, mlen, "%s tag %d (%llu bytes)", k == 1 ? "" : ",", (int)u->f.tag,
-                         (unsigned long long)u->f.bytes);
-  }
+  for (u = pe->uq_head; u; u = u->next)
+    if (u->f.tag >= 0 && k++ < 6)
+      cc__cat(more, mlen, "%s tag %d (%llu bytes)", k == 1 ? "" : ",", (int)u->f.tag, (unsigned long long)u->f.bytes);
   if (cc__rx_parked(pe) && pe->rx.tag >= 0 && k++ < 6)
     cc__cat(more, mlen, "%s tag %d (%llu bytes)", k == 1 ? "" : ",", (int)pe->rx.tag, (unsigned long long)pe->rx.bytes);
   if (k > 6) cc__cat(more, mlen, " and %d more", k - 6);
@@ -6896,10 +6888,9 @@ static int cc__any_waits(const cc__run *x) {
 }
 
 /* A run with a receive from any source waits in slices of at most a second
-   (cc__pending_run ends each, well before the wait's own timeout), and keeps
-   the time itself since its last progress: its warnings and its timeout
-   then say what it waits for, a tag from any rank, where a wait names one
-   rank. Called before each slice. */
+   (cc__pending_run ends each) and keeps the time since its last progress
+   itself, so that its warnings and its timeout say what it waits for, a tag
+   from any rank, where a wait names one rank. Called before each slice. */
 static cc_result cc__any_slice(cc__run *x) {
   cc_comm *c = x->c;
   uint64_t now = cc__now_ns(), slice = CC__MAX(CC__MIN(CC__S, c->set.timeout_ns / 4), CC__MS), end;
@@ -7121,10 +7112,8 @@ static void cc__run_settle(cc__run *x) {
       cc__peer *pe = &c->peers[p];
       cc__msg *m = NULL;
       if (!pe->tcp.abort_owed) continue;
-      for (i = 0; i < x->n && !m; i++)
-        if (x->m[i].live && x->m[i].started && x->m[i].is_send && !x->m[i].done && x->m[i].peer == p &&
-            cc__first_send(x, i))
-          m = &x->m[i];
+      for (i = 0; i < x->n && !m; i++)   /* the first unfinished send to p */
+        if (x->m[i].live && x->m[i].started && x->m[i].is_send && !x->m[i].done && x->m[i].peer == p) m = &x->m[i];
       if (m && pe->tx_mid && !pe->tcp.eof && cc__now_ns() < until) {
         long w = cc__link_write(c, m);
         if (w >= 0 && !cc__sent_all(m)) { cc__pfd_add(c, &np, p, POLLIN | POLLOUT | CC__POLL_END); continue; }
