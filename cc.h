@@ -5843,9 +5843,10 @@ static void cc__post_fail_msg(cc_comm *c, cc_result code, int who, const char *f
   cc__post_fail(c->hdr, code, who, msg);
 }
 
-/* Rank r is in its collective #seq, call a, or past this rank's (b) without
-   doing what this rank waits for: the two can never meet. CC_ERR_MISMATCH
-   naming both calls, for every rank; `then` ends the message. */
+/* Rank r, in its collective #seq (call a), is in another call than this
+   rank's (b), or went past it without doing what this rank waits for:
+   CC_ERR_MISMATCH naming both calls, for every rank; `then` ends the
+   message. */
 static cc_result cc__call_mismatch(cc_comm *c, int r, const char *what, uint64_t seq, const char *a, const char *b,
                                    const char *then) {
   if (seq == c->seq)
@@ -5949,11 +5950,11 @@ static void cc__call_word_str(uint64_t w, char *buf, size_t len) {
   else if (q) cc__cat(buf, len, "(queued)");
 }
 
-/* In a collective on one host, is the rank waited for, `who`, in another
-   call, or past this one without doing what this rank waits for (a queued
-   call against an arena one, say)? Checked when the wait has lasted;
-   `pending` is asked again after the other's word was read, since what it
-   did before moving on is visible then. */
+/* In a collective on one host, the rank waited for, `who`, is in another
+   call, or past this one without doing what this rank waits for: the two
+   can never meet (a queued call against an arena one, say). Checked when the
+   wait has lasted; `pending` is asked again after the other's word was read,
+   since what it did before moving on is visible then. */
 static cc_result cc__check_call(cc_comm *c, const cc__waitfor *w, int who, const char *what) {
   uint64_t theirs;
   char a[96], b[96];
