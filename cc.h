@@ -5381,9 +5381,7 @@ static int cc__rec_decode(const unsigned char *p, cc__rec *r) {
   r->port = cc__get32(p + 240);
   memcpy(r->extra, p + 244, 12);
   if (!memchr(r->host, 0, 176) || !memchr(r->ip, 0, 64) || !memchr(r->extra, 0, 12) || !r->host[0]) return -1;
-  if (r->port == 0 || r->port > 65535) return -1;
-  if (!cc__ip_parse(r->ip, NULL)) return -1;
-  return 0;
+  return r->port == 0 || r->port > 65535 || !cc__ip_parse(r->ip, NULL) ? -1 : 0;
 }
 
 /* ============================================================== @engine */
@@ -6923,8 +6921,7 @@ static cc_result cc__any_slice(cc__run *x) {
    and said why before it closed: read that first, and report it if so. */
 static cc_result cc__lost_send(cc__run *x, int p, int err) {
   int progress = 0;
-  cc_result r = cc__rx_pull_ready(x, p, POLLHUP, &progress);
-  if (r != CC_OK) return r;
+  CC__TRY(cc__rx_pull_ready(x, p, POLLHUP, &progress));
   if (CC__LOAD_RLX(&x->c->hdr->fail_code)) return cc__take_fail(x->c, x->what);
   return cc__lost(x, p, err);
 }
