@@ -4679,17 +4679,14 @@ static void cc__ring_get(cc_comm *c, cc__chan *ch, uint64_t pos, void *dst, size
   if (len > first) memcpy((unsigned char *)dst + first, s, len - first);
 }
 /* ============================================================== @tcp */
-/* TCP connections: how they are made and authenticated. A connection, for
-   the rendezvous or for data, starts with a handshake (below); the accepting
-   side runs many at once (cc__hs_serve), so that strangers who connect and
-   say nothing, or flood the port, cost nobody any time. With a token the
-   handshake leaves the connection's keys (cc__sec), and everything that
-   flows afterwards is sealed with them: frames of the message engine
-   (@engine), the rendezvous' record and reply (cc__sec_seal, cc__send_many,
-   cc__recv_sealed). The bytes go through @platform's sockets. */
+/* TCP connections, for the rendezvous or for data: the handshake that
+   starts each (the accepting side runs many at once, so that strangers who
+   connect and say nothing, or flood the port, cost nobody any time), and
+   with a token the connection's keys (cc__sec), which seal everything that
+   flows afterwards. The bytes go through @platform's sockets. */
 
 /* ---------------------------------------------------------------- handshake
-   Every connection, rendezvous or data, starts with four messages (version 4):
+   Four messages (protocol version 4):
      client -> hello   {magic, version, kind, world, from, to, job[40], nonce_c[16], flags}     96 bytes
      server -> chal    {magic, version, status, flags, nonce_s[16], suite}                       48 bytes
      client -> resp    {magic, 0, mac_c[32]}                                                     40 bytes
@@ -4788,8 +4785,7 @@ static void cc__hs_mac(const char *token, const char *side, const unsigned char 
 
 /* ---------------------------------------------------------------- connection keys */
 
-/* A connection's keys and counters (TCP with a token). The engine reads and
-   writes frames through them (@engine: cc__sec_write, cc__rx_pull). */
+/* A connection's keys and counters (TCP with a token). */
 typedef struct cc__sec {
   int suite, encrypt;                  /* CC__AEAD_*; CC_NET_ENCRYPT=1 */
   cc__aead_key tx, rx;                 /* this side's sending and receiving keys */
@@ -4859,8 +4855,7 @@ static cc__sec *cc__sec_derive(const char *token, int client, int suite, int enc
 }
 
 /* One whole message of n bytes at p, sealed into out (n + CC__TAG bytes):
-   the bytes themselves (integrity) or their ciphertext (encryption), then the
-   tag. */
+   the bytes themselves or their ciphertext, then the tag. */
 static void cc__sec_seal(cc__sec *s, const unsigned char *p, size_t n, unsigned char *out) {
   cc__sec_begin(s, 1);
   if (s->encrypt) (void)cc__aead_encrypt(&s->txs, p, out, n);
@@ -4948,13 +4943,11 @@ static cc_result cc__hs_client(int fd, const cc__hello_t *h, const char *token, 
     return CC_ERR_AUTH;
   }
   if (token) {
+    int ok;
     cc__hs_mac(token, "cc-s", hello, chal, resp, mac);
-    if (!cc__ct_equal(mac, verd + 8, 32)) {
-      cc__crypto_wipe(mac, sizeof mac);
-      snprintf(why, whylen, "it does not know this job's token (CC_TOKEN differs)");
-      return CC_ERR_AUTH;
-    }
+    ok = cc__ct_equal(mac, verd + 8, 32);
     cc__crypto_wipe(mac, sizeof mac);
+    if (!ok) { snprintf(why, whylen, "it does not know this job's token (CC_TOKEN differs)"); return CC_ERR_AUTH; }
     if (!(*sec = cc__sec_derive(token, 1, (int)suite, encrypt, hello, chal, resp, verd))) {
       snprintf(why, whylen, "out of memory for the connection's keys");
       return CC_ERR_NO_MEMORY;
@@ -4964,21 +4957,17 @@ static cc_result cc__hs_client(int fd, const cc__hello_t *h, const char *token, 
 }
 
 /* ---------------------------------------------------------------- the accepting side
-   Many connections at once: a state machine per connection (hello, response,
-   then the record when with_rec), all polled together, so a stranger who
-   sends nothing or dribbles costs nobody any time. Every time the listener
-   has connections waiting, all of them are accepted (the kernel's queue is
-   drained faster than a flood fills it), up to a table of CC__PEND_MAX (as
-   many as the open-files limit allows: it is raised toward the hard limit
-   first). A connection has CC__HS_WAIT for each message from the moment the
-   server waits for it (the hello from the accept, the response from the
-   challenge, the record from the verdict), however it dribbles: past that it
-   is the first to go when the table is full and a newer connection waits,
-   the one that has waited longest first. A cc rank sends each message whole
-   as soon as it can (its hello is usually there when it is accepted), so it
-   is not the one that goes; if it is, it connects again (cc__hs_client's
-   callers retry everything but CC_ERR_AUTH). take(ctx, hello, fd, rec, sec)
-   keeps the connection (1: fd and sec are its now) or refuses it (0). */
+   A state machine per connection (hello, response, then the record when
+   with_rec), all polled together. Whenever the listener has connections
+   waiting, all are accepted (the kernel's queue drains faster than a flood
+   fills it), into a table of up to CC__PEND_MAX (the open-files limit is
+   raised toward the hard limit first). A connection has CC__HS_WAIT for each
+   message from the moment the server waits for it, however it dribbles;
+   past that, when the table is full and a newer connection waits, the one
+   that has waited longest goes. A cc rank sends each message whole as soon
+   as it can, so it is rarely the one; if it is, it connects again (callers
+   of cc__hs_client retry all but CC_ERR_AUTH). take(ctx, hello, fd, rec,
+   sec) keeps the connection (1: fd and sec are its now) or refuses it (0). */
 
 #define CC__BACKLOG 4096               /* listen(): the kernel caps it at net.core.somaxconn */
 
@@ -5075,12 +5064,6 @@ static void cc__hs_refused(const cc__hs_srv *v, const cc__pend *q, int reason) {
   slot->count++;
 }
 
-/* Bytes connection q waits for in its state. */
-static size_t cc__pend_need(const cc__hs_srv *v, const cc__pend *q) {
-  (void)v;
-  return q->state == 0 ? CC__HELLO : q->state == 1 ? CC__RESP : CC__REC + (q->sec ? CC__TAG : 0);
-}
-
 /* One step of connection q after its current message arrived: 0 go on,
    1 kept, -1 drop. */
 static int cc__pend_step(const cc__hs_srv *v, cc__pend *q) {
@@ -5138,15 +5121,14 @@ static int cc__pend_step(const cc__hs_srv *v, cc__pend *q) {
       int ok;
       cc__hs_mac(v->token, "cc-c", q->hello, q->chal, NULL, mac);
       ok = cc__ct_equal(mac, q->resp + 8, 32);
+      cc__crypto_wipe(mac, sizeof mac);
       if (!ok) {
         cc__put32(verd + 4, (uint32_t)CC_ERR_AUTH);
         cc__hs_refused(v, q, CC__REF_TOKEN);
         (void)cc__sock_send_small(q->fd, verd, sizeof verd);
-        cc__crypto_wipe(mac, sizeof mac);
         return -1;
       }
       cc__hs_mac(v->token, "cc-s", q->hello, q->chal, q->resp, verd + 8);
-      cc__crypto_wipe(mac, sizeof mac);
       q->sec = cc__sec_derive(v->token, 0, (int)cc__get32(q->chal + 32), v->encrypt, q->hello, q->chal, q->resp, verd);
       if (!q->sec) return -1;
     }
@@ -5165,7 +5147,7 @@ static int cc__pend_step(const cc__hs_srv *v, cc__pend *q) {
 /* Read what connection q has and step it: 0 go on, 1 kept, -1 drop. */
 static int cc__pend_pump(const cc__hs_srv *v, cc__pend *q) {
   for (;;) {
-    size_t need = cc__pend_need(v, q);
+    size_t need = q->state == 0 ? CC__HELLO : q->state == 1 ? CC__RESP : CC__REC + (q->sec ? CC__TAG : 0);
     long k = cc__sock_recv(q->fd, q->in + q->got, need - q->got);
     int st;
     if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return -1;
@@ -5399,9 +5381,7 @@ static int cc__rec_decode(const unsigned char *p, cc__rec *r) {
   r->port = cc__get32(p + 240);
   memcpy(r->extra, p + 244, 12);
   if (!memchr(r->host, 0, 176) || !memchr(r->ip, 0, 64) || !memchr(r->extra, 0, 12) || !r->host[0]) return -1;
-  if (r->port == 0 || r->port > 65535) return -1;
-  if (!cc__ip_parse(r->ip, NULL)) return -1;
-  return 0;
+  return r->port == 0 || r->port > 65535 || !cc__ip_parse(r->ip, NULL) ? -1 : 0;
 }
 
 /* ============================================================== @engine */
@@ -5410,27 +5390,16 @@ static int cc__rec_decode(const unsigned char *p, cc__rec *r) {
    arena run (the ranks span hosts, or CC_TRANSPORT=tcp) move their bytes here.
 
    - A message is a frame: a 48-byte header {magic, tag, bytes, seq, the
-     call's identity} and its payload. The same frames travel on every link:
-     a byte ring in the host's segment (SHM), a TCP connection (TCP), or a
-     queue for messages to oneself (SELF).
+     call's identity} and its payload, the same on every link: a byte ring in
+     the host's segment (SHM), a TCP connection (TCP), or a queue for
+     messages to oneself (SELF).
    - A receive takes the oldest message of its (peer, tag); what arrives before
-     its receive waits in the peer's queue of unexpected messages. A receive
-     from any source (CC_ANY_SOURCE) takes the oldest queued message of its tag
-     from any peer (each carries the order it was queued in), else the first
-     frame of its tag that a link brings; while one waits, every link is read,
-     starting each time at the peer after the one it last took from, so that
-     no sender is passed over. Frames of a
+     its receive waits in the peer's queue of unexpected messages. Frames of a
      collective (tag CC__TAG_COLL) carry the call's number and identity; the
      receiver compares them with its own call, whole: CC_ERR_MISMATCH, never
      mixed data.
-   - cc__wait is the one wait of the library (the arena's phases use it too):
-     spin on the cache line, then yield, then sleep on the segment's bell or in
-     poll(); a dead peer on this host is noticed within 100 ms, a broken
-     connection at once; nothing waits longer than the timeout without
-     progress.
-   - cc__fail_all fails the communicator on every rank: the segment's failure
-     word for this host's ranks, an abort frame on every TCP connection for the
-     others. */
+   - cc__wait is the one wait of the library (the arena's phases use it too),
+     and cc__fail_all fails the communicator on every rank. */
 
 #define CC__FRAME_MAGIC 0x32466363u          /* "ccF2" */
 #define CC__MAX_FRAME   ((uint64_t)1 << 44)  /* 16 TiB: larger is corrupt */
@@ -5509,12 +5478,10 @@ static int cc__abort_decode(const unsigned char *p, size_t len, cc_result *code,
    (CC_NET_ENCRYPT=1). The receiver checks the header's tag before it acts on
    the header; it writes the payload where it belongs as it arrives (MACed or
    decrypted in place) and completes the receive only once the payload's tag
-   is right: a frame whose tag is wrong is CC_ERR_AUTH naming the sender, and
-   the connection ends (the stream can no longer be trusted). Every message
-   takes the next number of its direction as its nonce, so a frame replayed,
-   reordered or dropped fails too. Encrypted payloads are limited to what the
-   suite allows per message (64 GiB for AES-256-GCM, 256 GiB for
-   ChaCha20-Poly1305): a larger send fails with CC_ERR_UNSUPPORTED. */
+   is right: a wrong tag is CC_ERR_AUTH naming the sender, and the connection
+   ends. Encrypted payloads are limited to what the suite allows per message
+   (64 GiB for AES-256-GCM, 256 GiB for ChaCha20-Poly1305): a larger send
+   fails with CC_ERR_UNSUPPORTED. */
 
 /* A whole small frame (header, n bytes of payload) sealed into out: its
    length. */
@@ -5538,10 +5505,9 @@ static uint64_t cc__sec_limit(const cc__sec *s) {
 /* ---------------------------------------------------------------- connectors
 
    A peer's link is one connector: the rings of the host's segment
-   (CC__LINK_SHM) or a TCP connection (CC__LINK_TCP). The engine reaches a
-   link only through these primitives, and each connector keeps its state in
-   its own part of cc__peer (ring, tcp); adding a transport is adding a row
-   to cc__connectors (docs/design.md). */
+   (CC__LINK_SHM) or a TCP connection (CC__LINK_TCP), each with its state in
+   its own part of cc__peer (ring, tcp). The engine reaches a link only
+   through these; adding a transport is adding a row to cc__connectors. */
 
 typedef struct cc__connector {
   const char *name;
@@ -5619,6 +5585,7 @@ static int cc__ring_gone(cc_comm *c, int p, char *why, size_t len) {
 
 static long cc__tcp_read(cc_comm *c, int p, void *dst, size_t max) {
   cc__tcp_link *t = &c->peers[p].tcp;
+  size_t ask;
   long k;
   if (t->st_beg < t->st_end) {         /* what was read ahead first */
     size_t n = CC__MIN(t->st_end - t->st_beg, max);
@@ -5629,21 +5596,14 @@ static long cc__tcp_read(cc_comm *c, int p, void *dst, size_t max) {
   }
   if (t->eof) { errno = 0; return -1; }
   if (t->drained) return 0;            /* a read now would only say EAGAIN */
-  if (max >= 4096) {                   /* a large payload: straight to its place */
-    size_t ask = CC__MIN(max, (size_t)1 << 30);
-    k = cc__sock_recv(t->fd, dst, ask);
-    if (k > 0 && (size_t)k < ask && !t->ending) t->drained = 1;
-  } else {
-    k = cc__sock_recv(t->fd, t->stage, CC__STAGE);
-    if (k > 0) {
-      size_t n = CC__MIN((size_t)k, max);
-      if ((size_t)k < CC__STAGE && !t->ending) t->drained = 1;
-      memcpy(dst, t->stage, n);
-      t->st_beg = n;
-      t->st_end = (size_t)k;
-      if (t->st_beg == t->st_end) t->st_beg = t->st_end = 0;
-      return (long)n;
-    }
+  ask = max >= 4096 ? CC__MIN(max, (size_t)1 << 30) : CC__STAGE;   /* a large payload: straight to its place */
+  k = cc__sock_recv(t->fd, max >= 4096 ? dst : t->stage, ask);
+  if (k > 0 && (size_t)k < ask && !t->ending) t->drained = 1;
+  if (k > 0 && max < 4096) {           /* a small one through the stage: the rest is read ahead */
+    size_t n = CC__MIN((size_t)k, max);
+    memcpy(dst, t->stage, n);
+    if (n < (size_t)k) { t->st_beg = n; t->st_end = (size_t)k; }
+    return (long)n;
   }
   if (k > 0) return k;
   if (k == 0) { t->eof = 1; errno = 0; return -1; }
@@ -5652,14 +5612,13 @@ static long cc__tcp_read(cc_comm *c, int p, void *dst, size_t max) {
   return -1;
 }
 
-/* A send on an authenticated TCP link (see "authenticated frames"): the
-   header's tag and the frame's two nonces are taken at its first write; a
-   small payload is MACed (or encrypted) at once, so that the whole frame goes
-   in one sendmsg; a large one is MACed just after the socket took it, at
-   most CC__SEC_STAGE bytes a write so that the bytes are still in the cache
-   (the receiver reads as much at a time, for the same reason), or encrypted
-   a stage at a time into the connection's stage. Bytes written, or -1
-   (errno). */
+/* A send on an authenticated TCP link: the header's tag and the frame's two
+   nonces are taken at its first write; a small payload is MACed (or
+   encrypted) at once, so that the whole frame goes in one sendmsg; a large
+   one is MACed just after the socket took it, at most CC__SEC_STAGE bytes a
+   write so that the bytes are still in the cache (the receiver reads as much
+   at a time, for the same reason), or encrypted a stage at a time into the
+   connection's stage. Bytes written, or -1 (errno). */
 static long cc__sec_write(cc__peer *pe, cc__msg *m) {
   cc__sec *s = pe->tcp.sec;
   const unsigned char *pay;
@@ -5810,9 +5769,8 @@ static cc_result cc__fail_all(cc_comm *c, cc_result code, int who, const char *w
 
 /* A mismatch this rank has just found and failed with (c->err says it),
    posted to every rank as well: a rank still waiting on this one for
-   something else (a frame over TCP, a queued call's frames in the arena)
-   would otherwise see this rank leave before any rank told it why, and
-   report the rank lost. */
+   something else would otherwise see it leave, untold why, and report it
+   lost. */
 static CC__COLD cc_result cc__post_mismatch(cc_comm *c, const char *what) {
   return cc__fail_all(c, CC_ERR_MISMATCH, c->rank, what, "%s", c->err);
 }
@@ -5842,10 +5800,8 @@ static cc_result cc__take_fail(cc_comm *c, const char *what) {
 
 /* Leaving (cc_comm_destroy) without a failure: a farewell frame to every
    rank over TCP, with the number and identity of this rank's last
-   collective, then the end of the stream. A rank still waiting for this one
-   in another call (this rank's queued broadcast returned at once while it
-   runs an all_reduce) tells the mismatch from a loss by it
-   (cc__left_mismatch), as ranks on one host read it from the control block. */
+   collective (cc__left_mismatch tells a mismatch from a loss by it), then
+   the end of the stream. */
 static void cc__say_bye(cc_comm *c) {
   unsigned char f[CC__FRAME], g[CC__FRAME + CC__TAG];
   cc__frame fr;
@@ -5885,12 +5841,26 @@ static void cc__post_fail_msg(cc_comm *c, cc_result code, int who, const char *f
   cc__post_fail(c->hdr, code, who, msg);
 }
 
+/* Rank r, in its collective #seq (call a), is in another call than this
+   rank's (b), or went past it without doing what this rank waits for:
+   CC_ERR_MISMATCH naming both calls, for every rank; `then` ends the
+   message. */
+static cc_result cc__call_mismatch(cc_comm *c, int r, const char *what, uint64_t seq, const char *a, const char *b,
+                                   const char *then) {
+  if (seq == c->seq)
+    return cc__fail_all(c, CC_ERR_MISMATCH, r, what, "rank %d called %s as collective #%llu while this rank called "
+                        "%s%s", r, a, (unsigned long long)c->seq, b, then);
+  return cc__fail_all(c, CC_ERR_MISMATCH, r, what, "rank %d went on to its collective #%llu, %s, without what this "
+                      "rank waits for from it in #%llu, %s%s", r, (unsigned long long)seq, a,
+                      (unsigned long long)c->seq, b, then);
+}
+
 /* Rank r (over TCP) ended its stream while this rank is in collective
    c->seq: when it said farewell from another call than this one (a queued
    broadcast that returned at once, against this rank's all_reduce), its
-   leaving is a mismatch, not a loss: CC_ERR_MISMATCH naming both calls, for
-   every rank. CC_OK when it left from this very call, or before it. (On one
-   host cc__check_call reads the same from the rank's control block.) */
+   leaving is a mismatch, not a loss. CC_OK when it left from this very call,
+   or before it. (On one host cc__check_call reads the same from the rank's
+   control block.) */
 static cc_result cc__left_mismatch(cc_comm *c, int r, const char *what) {
   const cc__peer *p = &c->peers[r];
   char a[128], b[128];
@@ -5898,12 +5868,15 @@ static cc_result cc__left_mismatch(cc_comm *c, int r, const char *what) {
   if (p->tcp.bye_seq == c->seq && cc__ident_same(&p->tcp.bye_id, &c->cur)) return CC_OK;
   cc__ident_str(&p->tcp.bye_id, a, sizeof a);
   cc__ident_str(&c->cur, b, sizeof b);
-  if (p->tcp.bye_seq == c->seq)
-    return cc__fail_all(c, CC_ERR_MISMATCH, r, what, "rank %d called %s as collective #%llu while this rank called "
-                        "%s, then left (it destroyed its communicator)", r, a, (unsigned long long)c->seq, b);
-  return cc__fail_all(c, CC_ERR_MISMATCH, r, what, "rank %d went on to its collective #%llu, %s, without what this "
-                      "rank waits for from it in #%llu, %s, then left (it destroyed its communicator)", r,
-                      (unsigned long long)p->tcp.bye_seq, a, (unsigned long long)c->seq, b);
+  return cc__call_mismatch(c, r, what, p->tcp.bye_seq, a, b, ", then left (it destroyed its communicator)");
+}
+
+/* Rank r over TCP ended its stream after its farewell: a mismatch when it
+   left from another call, else CC_ERR_PEER_LOST. */
+static cc_result cc__left(cc_comm *c, int r, const char *what) {
+  CC__TRY(cc__left_mismatch(c, r, what));
+  return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d left (it destroyed its communicator) after its "
+                      "collective #%llu", r, (unsigned long long)c->peers[r].tcp.bye_seq);
 }
 
 /* Is rank r gone (why says how)? A question only: nothing is posted. */
@@ -5920,10 +5893,7 @@ static cc_result cc__check_peer(cc_comm *c, int r, const char *what) {
   if (!cc__peer_gone(c, r, why, sizeof why)) return CC_OK;
   p = &c->peers[r];
   if (p->link == CC__LINK_SHM) return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d %s", r, why);
-  CC__TRY(cc__left_mismatch(c, r, what));
-  if (p->tcp.bye)
-    return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d left (it destroyed its communicator) after its "
-                        "collective #%llu", r, (unsigned long long)p->tcp.bye_seq);
+  if (p->tcp.bye) return cc__left(c, r, what);
   return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d closed its connection: it exited, was killed or "
                       "destroyed its communicator", r);
 }
@@ -5954,7 +5924,6 @@ typedef struct cc__waitfor {
   int npfd;
   int shm;                             /* shared memory may end it (rings, the arena) */
 } cc__waitfor;
-
 
 /* Append to buf (a list being built). */
 static void cc__cat(char *buf, size_t len, const char *fmt, ...) {
@@ -5992,35 +5961,26 @@ static cc_result cc__check_call(cc_comm *c, const cc__waitfor *w, int who, const
   if (theirs >> 24 < c->seq || theirs == c->call_word || w->pending(c, w->arg) < 0) return CC_OK;
   cc__call_word_str(theirs, a, sizeof a);
   cc__call_word_str(c->call_word, b, sizeof b);
-  if (theirs >> 24 == c->seq)
-    return cc__fail_all(c, CC_ERR_MISMATCH, who, what, "rank %d called %s as collective #%llu while this rank "
-                        "called %s", who, a, (unsigned long long)c->seq, b);
-  return cc__fail_all(c, CC_ERR_MISMATCH, who, what, "rank %d went on to its collective #%llu, %s, without what "
-                      "this rank waits for from it in #%llu, %s", who, (unsigned long long)(theirs >> 24), a,
-                      (unsigned long long)c->seq, b);
+  return cc__call_mismatch(c, who, what, theirs >> 24, a, b, "");
 }
 
 /* Does every rank the wait waits for live? A rank that did what this one
-   waits for and then left (destroyed its communicator, or exited) is no
-   failure: once it is seen gone, `pending` is asked again, and sees what it
-   did before it left (*done: the wait is over). Nor is its leaving the
-   failure when it failed first: the failure word is read again too (it
-   posted there before it left: a mismatch stays a mismatch). */
+   waits for and then left is no failure: once it is seen gone, `pending` is
+   asked again, and sees what it did before it left (*done: the wait is
+   over). Nor is its leaving the failure when it failed first: the failure
+   word is read again too (a mismatch stays a mismatch). */
 static cc_result cc__wait_alive(cc_comm *c, const cc__waitfor *w, int who, const char *what, int *done) {
   char why[96];
   cc_result r = w->alive ? w->alive(c, w->arg, what, 1)
                          : cc__peer_gone(c, who, why, sizeof why) ? CC_ERR_PEER_LOST : CC_OK;
-  if (r != CC_OK && w->pending(c, w->arg) < 0) {
-    *done = 1;
-    return CC_OK;
-  }
-  if (r != CC_OK && CC__LOAD(&c->hdr->fail_code)) return cc__take_fail(c, what);
-  /* a rank that left from another call than this one (its queued broadcast
-     returned at once, against this rank's all_reduce) left a mismatch, not a
+  if (r == CC_OK) return cc__check_call(c, w, who, what);
+  if (w->pending(c, w->arg) < 0) { *done = 1; return CC_OK; }
+  if (CC__LOAD(&c->hdr->fail_code)) return cc__take_fail(c, what);
+  /* a rank that left from another call than this one left a mismatch, not a
      loss: its control block still says which call it was in */
-  if (r != CC_OK && !c->net && c->seg.ctl && who >= 0 && who < c->size && CC__LOAD(&c->seg.ctl[who].departed))
+  if (!c->net && c->seg.ctl && who >= 0 && who < c->size && CC__LOAD(&c->seg.ctl[who].departed))
     CC__TRY(cc__check_call(c, w, who, what));
-  if (r != CC_OK) CC__TRY(w->alive ? w->alive(c, w->arg, what, 0) : cc__check_peer(c, who, what));
+  CC__TRY(w->alive ? w->alive(c, w->arg, what, 0) : cc__check_peer(c, who, what));
   return cc__check_call(c, w, who, what);
 }
 
@@ -6063,14 +6023,12 @@ static void cc__wait_warn(cc_comm *c, const cc__waitfor *w, int who, const char 
 }
 
 /* The short way (cc__ring_recv_now) gives the bytes it read back to the
-   sender, by moving the ring's tail, only a quarter of the ring at a time:
-   the tail's line then stays in the sender's cache between calls instead of
-   crossing twice per frame. Everything else that reads or waits on a ring
-   (every run of the engine, every wait: cc__wait) gives back first, so
-   that only the short way ever sees a lagging tail, and a sender waiting
-   for room is never left waiting on bytes already read. (A sender short of
-   room while the tail lags finds frames not yet read, which this rank's
-   next calls read.) */
+   sender (moves the ring's tail) only a quarter of the ring at a time, so
+   that the tail's line stays in the sender's cache instead of crossing twice
+   per frame. Every run of the engine and every wait gives back first, so
+   that only the short way ever sees a lagging tail, and a sender waiting for
+   room never waits on bytes already read. (A sender short of room while the
+   tail lags finds frames not yet read, which this rank's next calls read.) */
 static void cc__ring_give(const cc_comm *s, cc__chan *ch, cc__peer *lp) {   /* lp: its entry in s's peers */
   cc__publish(s, &ch->tail, ch->tail + lp->ring.rx_lag);
   lp->ring.rx_lag = 0;
@@ -6084,15 +6042,14 @@ static void cc__rings_give_back(cc_comm *s) {
   cc__notify(s);
 }
 
-/* Wait until w->pending says done or a socket is ready. Spins for spin_ns
-   (yielding the CPU when ranks outnumber CPUs, or when it takes long: when
-   the rank waited for shares this CPU, the yield hands it over; sockets are
-   asked with poll() that does not sleep: a wake-up from a sleeping poll()
-   costs a trip through the scheduler a hop), then sleeps:
-   on the bell when only shared memory can end the wait, in poll() when
-   sockets can (with short timeouts while shared memory can too). Checks the
-   failure word every few spins and on every wake-up, the peer's life every
-   100 ms, and fails with CC_ERR_TIMEOUT naming the rank after the timeout. */
+/* Wait until w->pending says done or a socket is ready. Spins for spin_ns,
+   yielding the CPU when ranks outnumber CPUs or the spin lasts (the rank
+   waited for may share this CPU) and asking sockets with a poll() that does
+   not sleep (a wake-up from a sleeping one costs a trip through the
+   scheduler a hop); then sleeps on the bell when only shared memory can end
+   the wait, else in poll() (with short timeouts while shared memory can
+   too). Checks the failure word every few spins and on every wake-up, the
+   peer's life every 100 ms; fails with CC_ERR_TIMEOUT naming the rank. */
 static cc_result cc__wait(cc_comm *c, const cc__waitfor *w, const char *what) {
   cc__hdr *bellh = c->shm ? c->shm->hdr : NULL;
   uint64_t t0, now, next_check, next_warn, deadline, nap = 20000;
@@ -6178,13 +6135,12 @@ static cc_result cc__wait(cc_comm *c, const cc__waitfor *w, const char *what) {
 
    A whole small frame straight into a ring, or out of one, without a run of
    the engine: what the queued collectives (@algo) do on every call. Each
-   takes the short way only when nothing else is under way on the link and
+   goes the short way only when nothing else is under way on the link and
    the frame fits (a send) or is the very one expected (a receive); else it
-   returns 0 and the caller runs the engine, which does the same thing the
-   long way, or says what went wrong. Each reads the other side's counter
-   only when the value it read last does not show room (a send) or the
-   whole frame (a receive): a root far ahead, or a receiver far behind, then
-   moves many frames without pulling that cache line across. */
+   returns 0 and the caller runs the engine. Each reads the other side's
+   counter only when the value it read last shows too little room (a send)
+   or not the whole frame (a receive): a root far ahead, or a receiver far
+   behind, then moves many frames without pulling that cache line across. */
 
 /* The header of this rank's collective frame of `bytes` for call `id`
    (number c->seq), as cc__frame_encode writes it. */
@@ -6332,9 +6288,18 @@ static void cc__umsg_free(cc__umsg *u) {
   if (u) { CC_FREE(u->data); CC_FREE(u); }
 }
 
-/* What a queued message of `bytes` costs against CC_MAX_UNEXPECTED: its
-   bytes and a fixed overhead (its record and the allocator's), so that empty
-   frames count too. */
+/* A queued message of frame f, with room for cap bytes and `cost` counted
+   against CC_MAX_UNEXPECTED; NULL, the cost uncounted, when out of memory. */
+static cc__umsg *cc__umsg_new(cc_comm *c, const cc__frame *f, size_t cap, size_t cost) {
+  cc__umsg *u = (cc__umsg *)CC_MALLOC(sizeof *u);
+  if (u && !(u->data = (unsigned char *)CC_MALLOC(cap ? cap : 1))) { CC_FREE(u); u = NULL; }
+  if (!u) { c->eng.uq_bytes -= cost; return NULL; }
+  u->next = NULL; u->f = *f; u->cap = cap; u->cost = cost;
+  return u;
+}
+
+/* What a queued message costs against CC_MAX_UNEXPECTED beyond its bytes
+   (its record and the allocator's), so that empty frames count too. */
 #define CC__UQ_OVERHEAD 128
 
 /* Count a message of `bytes` from rank p (itself: a send to itself) against
@@ -6357,11 +6322,7 @@ static cc_result cc__uq_charge(cc__run *x, int p, uint64_t bytes, size_t *cost) 
 /* The peer closed or broke the link this run needs. */
 static cc_result cc__lost(cc__run *x, int p, int err) {
   char why[96];
-  if (!err && x->c->peers[p].tcp.bye) {   /* it said farewell: from another call (a mismatch), or it left */
-    CC__TRY(cc__left_mismatch(x->c, p, x->what));
-    return cc__fail_all(x->c, CC_ERR_PEER_LOST, p, x->what, "rank %d left (it destroyed its communicator) after its "
-                        "collective #%llu", p, (unsigned long long)x->c->peers[p].tcp.bye_seq);
-  }
+  if (!err && x->c->peers[p].tcp.bye) return cc__left(x->c, p, x->what);
   if (err) cc__strerr(err, why, sizeof why); else snprintf(why, sizeof why, "connection closed");
   return cc__fail_all(x->c, CC_ERR_PEER_LOST, p, x->what, "lost its connection to rank %d (%s): rank %d exited, "
                       "was killed or destroyed its communicator", p, why, p);
@@ -6388,8 +6349,7 @@ static cc_result cc__frame_fits(cc__run *x, int p, const cc__frame *f, const cc_
                "#%llu, %s", x->what, c->rank, p, (unsigned long long)f->seq, a, (unsigned long long)c->seq, b);
       return cc__post_mismatch(c, x->what);
     }
-    if (cc__ident_agree(c, x->what, x->id, &f->id, p) != CC_OK)
-      return cc__post_mismatch(c, x->what);
+    if (cc__ident_agree(c, x->what, x->id, &f->id, p) != CC_OK) return cc__post_mismatch(c, x->what);
   }
   if (f->bytes != m->bytes) {
     size_t es = cc__dtype_bytes((cc_dtype)f->id.dtype);
@@ -6457,13 +6417,6 @@ static cc_result cc__deliver_queued(cc__run *x, int p, int tag, int *progress) {
   return CC_OK;
 }
 
-/* Receive i completed. */
-static cc_result cc__recv_done(cc__run *x, int i) {
-  x->m[i].done = 1;
-  x->m[i].moved = x->m[i].bytes;
-  return x->cb ? x->cb(x->ctx, x->m, i) : CC_OK;
-}
-
 /* Start the messages that became live: a send builds its header (to itself:
    a copy joins the own queue at once); a receive looks at the queue first. */
 static cc_result cc__start(cc__run *x, int *progress) {
@@ -6475,11 +6428,9 @@ static cc_result cc__start(cc__run *x, int *progress) {
       cc__msg *m = &x->m[i];
       if (!m->live || m->started) continue;
       m->started = 1;
-      m->done = m->matched = 0;
-      m->moved = m->hdr_sent = 0;
+      m->done = m->matched = m->sealed = 0;
+      m->moved = m->hdr_sent = m->tag_left = 0;
       m->hdr_len = CC__FRAME;
-      m->sealed = 0;
-      m->tag_left = 0;
       if (m->any) m->peer = CC_ANY_SOURCE;
       if (m->is_send) {
         cc__frame f;
@@ -6498,17 +6449,9 @@ static cc_result cc__start(cc__run *x, int *progress) {
           size_t cost = 0;
           cc__umsg *u;
           CC__TRY(cc__uq_charge(x, c->rank, m->bytes, &cost));
-          u = (cc__umsg *)CC_MALLOC(sizeof *u);
-          if (u) u->data = (unsigned char *)CC_MALLOC(m->bytes ? m->bytes : 1);
-          if (!u || !u->data) {
-            CC_FREE(u);
-            c->eng.uq_bytes -= cost;
+          if (!(u = cc__umsg_new(c, &f, m->bytes, cost)))
             return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: no memory to send %zu bytes to itself", x->what,
                             c->rank, m->bytes);
-          }
-          u->f = f;
-          u->cap = m->bytes;
-          u->cost = cost;
           if (m->bytes) memcpy(u->data, m->buf, m->bytes);
           cc__uq_append(c, &c->peers[c->rank], u);
           m->done = 1;
@@ -6528,14 +6471,11 @@ static cc_result cc__start(cc__run *x, int *progress) {
 
 static int cc__sending(const cc__run *x);
 
-/* Does the run want the next frame from rank p's ring? When a receive waits
-   for it, or while a send of the run waits (ranks that all send before they
+/* Does the run want the next frame from rank p? When a receive waits for
+   it, or while a send of the run waits (ranks that all send before they
    receive must take in each other's messages, or they would wait forever).
-   Else the frame stays in the ring, which is its flow control. A TCP link's
-   headers are read whenever something arrived (a failure another rank
-   reports must end a call still waiting here as soon as it arrives), its
-   payloads as this says (cc__rx_place): the kernel's buffers are the flow
-   control. */
+   Else the frame stays in the ring, or its payload in the socket
+   (cc__rx_place): that is the flow control. */
 static int cc__rx_wanted(const cc__run *x, int p, int sending) {
   int i;
   if (sending) return 1;
@@ -6577,22 +6517,11 @@ static cc_result cc__rx_match(cc__run *x, int p) {
 static cc_result cc__rx_keep(cc__run *x, int p) {
   cc_comm *c = x->c;
   cc__peer *pe = &c->peers[p];
-  cc__umsg *u;
   size_t cap = (size_t)CC__MIN(pe->rx.bytes, (uint64_t)1 << 20), cost = 0;
   if (pe->rx.tag != CC__TAG_ABORT && pe->rx.tag != CC__TAG_BYE) CC__TRY(cc__uq_charge(x, p, pe->rx.bytes, &cost));
-  u = (cc__umsg *)CC_MALLOC(sizeof *u);
-  if (u) u->data = (unsigned char *)CC_MALLOC(cap ? cap : 1);
-  if (!u || !u->data) {
-    CC_FREE(u);
-    c->eng.uq_bytes -= cost;
+  if (!(pe->rx_unexp = cc__umsg_new(c, &pe->rx, cap, cost)))
     return cc__fail_all(c, CC_ERR_NO_MEMORY, c->rank, x->what, "no memory for a message of %llu bytes from rank %d",
                         (unsigned long long)pe->rx.bytes, p);
-  }
-  u->next = NULL;
-  u->f = pe->rx;
-  u->cap = cap;
-  u->cost = cost;
-  pe->rx_unexp = u;
   return CC_OK;
 }
 
@@ -6604,14 +6533,13 @@ static int cc__rx_parked(const cc__peer *pe) {
 
 /* Where the payload of rank p's frame goes, once its header is read (and
    again while it is parked): into a receive; else, over TCP, nowhere yet
-   while the run wants nothing from p (no receive from p waits, no send of
-   the run waits): the payload stays in the socket, whose buffers are then
-   the flow control, as a ring's are on this host, and the receive of a later
-   run reads it in place, without a copy through memory of its own (a root
-   that runs ahead of its receivers, call after call). The header was read,
-   so a failure report is still seen at once; one behind a parked payload
-   waits for the rank to want p's frames, as on a ring. A peer that closed
-   its side is read to the end. Else room as an unexpected message. */
+   while the run does not want p's frames (cc__rx_wanted): it stays in the
+   socket, and the receive of a later run reads it in place, without a copy
+   (a root that runs ahead of its receivers, call after call). A TCP link's
+   headers are read whenever something arrives, so that a failure report
+   ends a waiting call at once; one behind a parked payload waits, as on a
+   ring. A peer that closed its side is read to the end. Else room as an
+   unexpected message. */
 static cc_result cc__rx_place(cc__run *x, int p) {
   cc__peer *pe = &x->c->peers[p];
   CC__TRY(cc__rx_match(x, p));
@@ -6652,7 +6580,9 @@ static cc_result cc__rx_end(cc__run *x, int p) {
     cc__msg *m = pe->rx_target;
     pe->rx_target = NULL;
     x->rotate |= m->any;
-    return cc__recv_done(x, (int)(m - x->m));
+    m->done = 1;
+    m->moved = m->bytes;
+    return x->cb ? x->cb(x->ctx, x->m, (int)(m - x->m)) : CC_OK;
   }
   if (pe->rx.tag == CC__TAG_ABORT) {
     cc_result code;
@@ -6702,6 +6632,14 @@ static cc_result cc__umsg_room(cc__run *x, int p) {
   return CC_OK;
 }
 
+/* Rank p's stream ended inside a frame: posted, so that the next call (or
+   this one, if it waits for p) fails. */
+static CC__COLD cc_result cc__cut_short(cc_comm *c, int p) {
+  cc__post_fail_msg(c, CC_ERR_PEER_LOST, p, "rank %d closed its connection in the middle of a message: it failed, "
+                    "exited or was killed", p);
+  return CC_OK;
+}
+
 /* Read what rank p sent: into receives, the queue or an abort. *progress
    when bytes moved. */
 static cc_result cc__rx_pull(cc__run *x, int p, int *progress) {
@@ -6717,12 +6655,8 @@ static cc_result cc__rx_pull(cc__run *x, int p, int *progress) {
       return CC_OK;
     if (pe->rx_state == 0) {
       k = cc__link_read(c, p, pe->rx_hdr + pe->rx_hdr_got, hlen - pe->rx_hdr_got);
-      if (k < 0) {                     /* the end: between frames, lost only if needed (cc__run_check); */
-        if (pe->rx_hdr_got)            /* in a header, the next call (or this one, if it waits) fails */
-          cc__post_fail_msg(c, CC_ERR_PEER_LOST, p, "rank %d closed its connection in the middle of a message: it "
-                            "failed, exited or was killed", p);
-        return CC_OK;
-      }
+      /* the end: between frames, lost only if needed (cc__run_check) */
+      if (k < 0) return pe->rx_hdr_got ? cc__cut_short(c, p) : CC_OK;
       if (k == 0) return CC_OK;
       *progress = 1;
       pe->rx_hdr_got += (size_t)k;
@@ -6737,11 +6671,7 @@ static cc_result cc__rx_pull(cc__run *x, int p, int *progress) {
     }
     if (pe->rx_state == 2) {           /* the payload's tag */
       k = cc__link_read(c, p, pe->rx_tag + pe->rx_hdr_got, CC__TAG - pe->rx_hdr_got);
-      if (k < 0 && !pe->rx_target) {
-        cc__post_fail_msg(c, CC_ERR_PEER_LOST, p, "rank %d closed its connection in the middle of a message: it "
-                          "failed, exited or was killed", p);
-        return CC_OK;
-      }
+      if (k < 0 && !pe->rx_target) return cc__cut_short(c, p);
       if (k < 0) return cc__lost(x, p, errno);
       if (k == 0) return CC_OK;
       *progress = 1;
@@ -6772,11 +6702,7 @@ static cc_result cc__rx_pull(cc__run *x, int p, int *progress) {
       }
       if (s) want = CC__MIN(want, (size_t)CC__SEC_STAGE);   /* MACed while the cache still holds it */
       k = cc__link_read(c, p, dst + pe->rx_done, want);
-      if (k < 0 && !pe->rx_target) {   /* cut short in a frame nobody waits for yet */
-        cc__post_fail_msg(c, CC_ERR_PEER_LOST, p, "rank %d closed its connection in the middle of a message: it "
-                          "failed, exited or was killed", p);
-        return CC_OK;
-      }
+      if (k < 0 && !pe->rx_target) return cc__cut_short(c, p);   /* in a frame nobody waits for yet */
       if (k < 0) return cc__lost(x, p, errno);
       if (k == 0) return CC_OK;
       *progress = 1;
@@ -6798,6 +6724,14 @@ static cc_result cc__rx_pull_ready(cc__run *x, int p, int revents, int *progress
   pe->tcp.drained = 0;
   if (revents & (POLLHUP | POLLERR | CC__POLL_END)) pe->tcp.ending = 1;
   return cc__rx_pull(x, p, progress);
+}
+
+/* Watch rank p's socket in the next poll() of c->eng.pfd[0..*np). */
+static CC__INLINE void cc__pfd_add(cc_comm *c, int *np, int p, short events) {
+  c->eng.pfd[*np].fd = c->peers[p].tcp.fd;
+  c->eng.pfd[*np].events = events;
+  c->eng.pfd[*np].revents = 0;
+  c->eng.pfd_rank[(*np)++] = p;
 }
 
 /* The first unfinished send to m's peer is m itself (sends to one peer go in order). */
@@ -6878,11 +6812,9 @@ static void cc__says_run(cc_comm *c, const void *arg, int who, char *buf, size_t
            w->is_send ? "to" : "from", who, w->tag);
   if (w->is_send) { snprintf(more, mlen, "rank %d has not taken it (it calls no receive that matches)", who); return; }
   snprintf(more, mlen, "from rank %d, messages no receive took:", who);
-  for (u = pe->uq_head; u; u = u->next) {
-    if (u->f.tag < 0) continue;
-    if (k++ < 6) cc__cat(more, mlen, "%s tag %d (%llu bytes)", k == 1 ? "" : ",", (int)u->f.tag,
-                         (unsigned long long)u->f.bytes);
-  }
+  for (u = pe->uq_head; u; u = u->next)
+    if (u->f.tag >= 0 && k++ < 6)
+      cc__cat(more, mlen, "%s tag %d (%llu bytes)", k == 1 ? "" : ",", (int)u->f.tag, (unsigned long long)u->f.bytes);
   if (cc__rx_parked(pe) && pe->rx.tag >= 0 && k++ < 6)
     cc__cat(more, mlen, "%s tag %d (%llu bytes)", k == 1 ? "" : ",", (int)pe->rx.tag, (unsigned long long)pe->rx.bytes);
   if (k > 6) cc__cat(more, mlen, " and %d more", k - 6);
@@ -6955,10 +6887,9 @@ static int cc__any_waits(const cc__run *x) {
 }
 
 /* A run with a receive from any source waits in slices of at most a second
-   (cc__pending_run ends each, well before the wait's own timeout), and keeps
-   the time itself since its last progress: its warnings and its timeout
-   then say what it waits for, a tag from any rank, where a wait names one
-   rank. Called before each slice. */
+   (cc__pending_run ends each) and keeps the time since its last progress
+   itself, so that its warnings and its timeout say what it waits for, a tag
+   from any rank, where a wait names one rank. Called before each slice. */
 static cc_result cc__any_slice(cc__run *x) {
   cc_comm *c = x->c;
   uint64_t now = cc__now_ns(), slice = CC__MAX(CC__MIN(CC__S, c->set.timeout_ns / 4), CC__MS), end;
@@ -6990,8 +6921,7 @@ static cc_result cc__any_slice(cc__run *x) {
    and said why before it closed: read that first, and report it if so. */
 static cc_result cc__lost_send(cc__run *x, int p, int err) {
   int progress = 0;
-  cc_result r = cc__rx_pull_ready(x, p, POLLHUP, &progress);
-  if (r != CC_OK) return r;
+  CC__TRY(cc__rx_pull_ready(x, p, POLLHUP, &progress));
   if (CC__LOAD_RLX(&x->c->hdr->fail_code)) return cc__take_fail(x->c, x->what);
   return cc__lost(x, p, err);
 }
@@ -7020,27 +6950,17 @@ static int cc__run_pending(const cc__run *x) {
   return 0;
 }
 
-/* Receives: pull what the run wants from this host's rings, and from the TCP
-   links that poll() says have something (their fds in c->eng.pfd[0..*np), which
-   an idle wait watches too: a failure report wakes it, and is read here).
-   poll() is asked only while a message of the run is not done: a run whose
-   sends are all written (a root's broadcast) ends without another system
-   call. */
 /* cc__run_recv for a run with a receive from any source: one poll, then
-   every link in a single pass, shared memory and TCP alike, in turn from the
-   peer after the one such a receive last took from (c->eng.any_next), so that no
-   peer's frames are always read first. */
+   every link in a single pass, in turn from the peer after the one such a
+   receive last took from (c->eng.any_next), so that no peer's frames are
+   always read first. */
 static cc_result cc__run_recv_any(cc__run *x, int sending, int *progress, int *np) {
   cc_comm *c = x->c;
   int i, k, j = 0, polled, start = c->eng.any_next;
   *np = 0;
   for (k = 0; k < c->size; k++) {
     cc__peer *pe = &c->peers[i = (start + k) % c->size];
-    if (pe->link != CC__LINK_TCP || pe->tcp.fd < 0 || pe->tcp.eof) continue;
-    c->eng.pfd[*np].fd = pe->tcp.fd;
-    c->eng.pfd[*np].events = POLLIN | CC__POLL_END;
-    c->eng.pfd[*np].revents = 0;
-    c->eng.pfd_rank[(*np)++] = i;
+    if (pe->link == CC__LINK_TCP && pe->tcp.fd >= 0 && !pe->tcp.eof) cc__pfd_add(c, np, i, POLLIN | CC__POLL_END);
   }
   polled = *np && cc__poll(c->eng.pfd, *np, 0) > 0;
   for (k = 0; k < c->size; k++) {
@@ -7060,6 +6980,11 @@ static cc_result cc__run_recv_any(cc__run *x, int sending, int *progress, int *n
   return CC_OK;
 }
 
+/* Receives: pull what the run wants from this host's rings, and from the TCP
+   links that poll() says have something (their fds in c->eng.pfd[0..*np),
+   which an idle wait watches too: a failure report wakes it). poll() is
+   asked only while a message of the run is not done: a run whose sends are
+   all written (a root's broadcast) ends without another system call. */
 static cc_result cc__run_recv(cc__run *x, int sending, int *progress, int *np) {
   cc_comm *c = x->c;
   int i;
@@ -7072,11 +6997,7 @@ static cc_result cc__run_recv(cc__run *x, int sending, int *progress, int *np) {
       if (busy || cc__rx_wanted(x, i, 0) || (sending && cc__link_has_bytes(c, i))) CC__TRY(cc__rx_pull(x, i, progress));
     } else if (pe->link == CC__LINK_TCP && pe->tcp.fd >= 0) {
       if (cc__link_has_bytes(c, i)) CC__TRY(cc__rx_pull(x, i, progress));   /* a read-ahead may hold whole frames */
-      if (pe->tcp.eof) continue;
-      c->eng.pfd[*np].fd = pe->tcp.fd;
-      c->eng.pfd[*np].events = POLLIN | CC__POLL_END;
-      c->eng.pfd[*np].revents = 0;
-      c->eng.pfd_rank[(*np)++] = i;
+      if (!pe->tcp.eof) cc__pfd_add(c, np, i, POLLIN | CC__POLL_END);
     }
   }
   if (*np && cc__run_pending(x) && cc__poll(c->eng.pfd, *np, 0) > 0)
@@ -7123,19 +7044,16 @@ static cc_result cc__run_idle(cc__run *x, int np, int sending) {
     if (!m[i].live || !m[i].started || m[i].done || CC__ANY(&m[i]) || c->peers[m[i].peer].link != CC__LINK_SHM) continue;
     shm = 1;
     seen[i] = m[i].is_send ? CC__LOAD(&cc__ring_out(c, m[i].peer)->tail) : CC__LOAD(&cc__ring_in(c, m[i].peer)->head);
+    if (m[i].is_send ? c->shm->seg.chan_bytes - (size_t)(cc__ring_out(c, m[i].peer)->head - seen[i]) > 0
+                     : seen[i] != cc__ring_in(c, m[i].peer)->tail)
+      return CC_OK;
   }
-  for (i = 0; i < c->size; i++)
+  for (i = 0; i < c->size; i++) {
     seen[n + i] = c->peers[i].link == CC__LINK_SHM ? CC__LOAD(&cc__ring_in(c, i)->head) : 0;
-  for (i = 0; i < n; i++) {
-    const cc__msg *s = &m[i];
-    if (!s->live || !s->started || s->done || CC__ANY(s) || c->peers[s->peer].link != CC__LINK_SHM) continue;
-    if (!s->is_send && seen[i] != cc__ring_in(c, s->peer)->tail) return CC_OK;
-    if (s->is_send && c->shm->seg.chan_bytes - (size_t)(cc__ring_out(c, s->peer)->head - seen[i]) > 0) return CC_OK;
+    if (c->peers[i].link != CC__LINK_SHM) continue;
+    if ((sending || any) && seen[n + i] != cc__ring_in(c, i)->tail) return CC_OK;
+    shm |= any;                        /* from any source: a frame on any ring ends the wait */
   }
-  for (i = 0; i < c->size && (sending || any); i++)
-    if (c->peers[i].link == CC__LINK_SHM && seen[n + i] != cc__ring_in(c, i)->tail) return CC_OK;
-  for (i = 0; i < c->size && any; i++)   /* from any source: a frame on any ring ends the wait */
-    shm |= c->peers[i].link == CC__LINK_SHM;
   for (i = 0; i < np; i++) {          /* a parked frame: only the peer's end wakes this wait */
     const cc__peer *pe = &c->peers[c->eng.pfd_rank[i]];
     c->eng.pfd[i].events = (short)(cc__rx_parked(pe) && !cc__rx_wanted(x, c->eng.pfd_rank[i], sending) ? CC__POLL_END : POLLIN);
@@ -7165,10 +7083,7 @@ static cc_result cc__engine_poll(cc_comm *c, const char *what) {
     cc__peer *pe = &c->peers[i];
     if (pe->link != CC__LINK_TCP || pe->tcp.fd < 0 || pe->tcp.eof) continue;
     if (cc__link_has_bytes(c, i)) CC__TRY(cc__rx_pull(&x, i, &progress));
-    c->eng.pfd[np].fd = pe->tcp.fd;
-    c->eng.pfd[np].events = POLLIN | CC__POLL_END;
-    c->eng.pfd[np].revents = 0;
-    c->eng.pfd_rank[np++] = i;
+    cc__pfd_add(c, &np, i, POLLIN | CC__POLL_END);
   }
   if (np && cc__poll(c->eng.pfd, np, 0) > 0)
     for (i = 0; i < np; i++)
@@ -7179,12 +7094,11 @@ static cc_result cc__engine_poll(cc_comm *c, const char *what) {
 
 /* The run failed while frames to some peers were partly written (their
    abort frames are owed, see cc__propagate): write the rest of each (the
-   bytes are the caller's, still valid inside the call; the peer may take a
-   complete frame of true data, never a cut one), reading meanwhile what those
-   peers send, so that two ranks finishing toward each other both move; for at
-   most c->settle_ns (0.5 s). Then the abort frames and the connections' ends. A
-   peer that reads nothing by then sees its stream end in the middle of a
-   frame (CC_ERR_PEER_LOST there). */
+   caller's bytes are valid inside the call; the peer may take a complete
+   frame of true data, never a cut one), reading meanwhile what those peers
+   send, so that two ranks finishing toward each other both move, for at most
+   c->settle_ns (0.5 s); then the abort frames and the connections' ends. A
+   peer that reads nothing by then sees its stream end inside a frame. */
 static void cc__run_settle(cc__run *x) {
   cc_comm *c = x->c;
   uint64_t until = cc__now_ns() + c->settle_ns;
@@ -7196,19 +7110,11 @@ static void cc__run_settle(cc__run *x) {
       cc__peer *pe = &c->peers[p];
       cc__msg *m = NULL;
       if (!pe->tcp.abort_owed) continue;
-      for (i = 0; i < x->n && !m; i++)
-        if (x->m[i].live && x->m[i].started && x->m[i].is_send && !x->m[i].done && x->m[i].peer == p &&
-            cc__first_send(x, i))
-          m = &x->m[i];
+      for (i = 0; i < x->n && !m; i++)   /* the first unfinished send to p */
+        if (x->m[i].live && x->m[i].started && x->m[i].is_send && !x->m[i].done && x->m[i].peer == p) m = &x->m[i];
       if (m && pe->tx_mid && !pe->tcp.eof && cc__now_ns() < until) {
         long w = cc__link_write(c, m);
-        if (w >= 0 && !cc__sent_all(m)) {
-          c->eng.pfd[np].fd = pe->tcp.fd;
-          c->eng.pfd[np].events = POLLIN | POLLOUT | CC__POLL_END;
-          c->eng.pfd[np].revents = 0;
-          c->eng.pfd_rank[np++] = p;
-          continue;
-        }
+        if (w >= 0 && !cc__sent_all(m)) { cc__pfd_add(c, &np, p, POLLIN | POLLOUT | CC__POLL_END); continue; }
         if (w >= 0) m->done = 1;
       }
       cc__abort_send(c, p);            /* (after a broken write or past the time: the end alone) */
