@@ -9088,6 +9088,17 @@ static void cc__tcp_linger(cc_comm *c) {
   }
 }
 
+static void cc__batch_free(cc__batch *b) {
+  int i;
+  for (i = 0; i < b->n; i++) {
+    cc__call *k = &b->calls[i];
+    CC_FREE(k->sc); CC_FREE(k->sd); CC_FREE(k->rc); CC_FREE(k->rd);
+  }
+  CC_FREE(b->calls);
+  b->calls = NULL;
+  b->n = b->cap = 0;
+}
+
 static void cc__comm_free(cc_comm *c) {
   int i;
   if (!c) return;
@@ -9114,11 +9125,7 @@ static void cc__comm_free(cc_comm *c) {
     CC_FREE(nt->tmp); CC_FREE(nt->tmp2);
     CC_FREE(nt);
   }
-  for (i = 0; i < c->group.n; i++) {
-    cc__call *k = &c->group.calls[i];
-    CC_FREE(k->sc); CC_FREE(k->sd); CC_FREE(k->rc); CC_FREE(k->rd);
-  }
-  CC_FREE(c->group.calls);
+  cc__batch_free(&c->group);
   if (c->seg.base) cc__shm_unmap(c->seg.base, c->seg.bytes);
   pthread_mutex_destroy(&c->async.lock);
   pthread_cond_destroy(&c->async.cond);
@@ -10219,12 +10226,9 @@ static cc_result cc__split_shm(cc_comm *c, int color, int key, cc_comm **out) {
   }
 out:
   CC_FREE(ck);
-  if (r != CC_OK) {
-    if (nc) cc__comm_free(nc);
-    return r;
-  }
-  *out = nc;
-  return CC_OK;
+  if (r != CC_OK) cc__comm_free(nc);
+  else *out = nc;
+  return r;
 }
 
 /* comm_split of ranks on several hosts: every rank's (color, key) and a fresh
@@ -10299,12 +10303,9 @@ out:
   CC_FREE(all);
   CC_FREE(recs);
   CC_FREE(order);
-  if (r != CC_OK) {
-    if (nc) cc__comm_free(nc);
-    return r;
-  }
-  *out = nc;
-  return CC_OK;
+  if (r != CC_OK) cc__comm_free(nc);
+  else *out = nc;
+  return r;
 }
 /* ============================================================== @comm */
 /* The public calls: each checks its arguments (cc__args: a bad one is
@@ -10328,17 +10329,6 @@ static cc_result cc__run_batch(cc_comm *c, cc__batch *b) {
     else CC__TRY(cc__exec(c, &b->calls[i]));
   }
   return n ? cc__p2p_run(c, b->calls, b->n, "group") : CC_OK;
-}
-
-static void cc__batch_free(cc__batch *b) {
-  int i;
-  for (i = 0; i < b->n; i++) {
-    cc__call *k = &b->calls[i];
-    CC_FREE(k->sc); CC_FREE(k->sd); CC_FREE(k->rc); CC_FREE(k->rd);
-  }
-  CC_FREE(b->calls);
-  b->calls = NULL;
-  b->n = b->cap = 0;
 }
 
 /* The background worker of asynchronous requests: runs them in issue order. */
@@ -10467,16 +10457,16 @@ static cc_result cc__v_rank(cc_comm *c, const char *what, const char *name, int 
 }
 
 static cc_result cc__v_op(cc_comm *c, const char *what, cc_dtype t, cc_op op) {
+  const cc__opinfo *o;
   if (op >= 0 && op < CC_OP_BUILTIN_COUNT) {
     const char *why = cc__op_check(t, op);
-    if (why) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: %s", what, why);
-    return CC_OK;
+    return why ? cc__fail(c, CC_ERR_INVALID_ARG, "%s: %s", what, why) : CC_OK;
   }
-  if (op < CC__OP_FIRST_USER || op - CC__OP_FIRST_USER >= c->nops || c->ops[op - CC__OP_FIRST_USER].kind == CC__OPK_FREE)
+  if (!(o = cc__opinfo_of(c, op)) || o->kind == CC__OPK_FREE)
     return cc__fail(c, CC_ERR_INVALID_ARG, "%s: op %d is not a built-in op nor one created on this communicator (or it was destroyed)", what, op);
-  if (c->ops[op - CC__OP_FIRST_USER].kind == CC__OPK_PREMUL && c->ops[op - CC__OP_FIRST_USER].dtype != t)
+  if (o->kind == CC__OPK_PREMUL && o->dtype != t)
     return cc__fail(c, CC_ERR_INVALID_ARG, "%s: op %d is a premul_sum for dtype %s, used with dtype %s", what, op,
-                   cc__dtype_name(c->ops[op - CC__OP_FIRST_USER].dtype), cc__dtype_name(t));
+                   cc__dtype_name(o->dtype), cc__dtype_name(t));
   return CC_OK;
 }
 
@@ -10628,59 +10618,49 @@ static cc_result cc__enter(cc_comm *c, cc__call *k) {
   return cc__submit(c, k);
 }
 
-CC_API cc_result cc_barrier(cc_comm *c) {
+/* The same, for a call that its cc__call_init describes in full. */
+static CC__INLINE cc_result cc__enter_new(cc_comm *c, int coll, const void *sb, void *rb, size_t count, cc_dtype t,
+                                          cc_op op, int root) {
   cc__call k;
-  cc__call_init(&k, CC__BARRIER, NULL, NULL, 0, CC_UINT8, 0, 0);
+  cc__call_init(&k, coll, sb, rb, count, t, op, root);
   return cc__enter(c, &k);
 }
 
+CC_API cc_result cc_barrier(cc_comm *c) {
+  return cc__enter_new(c, CC__BARRIER, NULL, NULL, 0, CC_UINT8, 0, 0);
+}
+
 CC_API cc_result cc_broadcast(cc_comm *c, void *buf, size_t count, cc_dtype t, int root) {
-  cc__call k;
-  cc__call_init(&k, CC__BROADCAST, buf, buf, count, t, 0, root);
-  return cc__enter(c, &k);
+  return cc__enter_new(c, CC__BROADCAST, buf, buf, count, t, 0, root);
 }
 
 CC_API cc_result cc_reduce(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t,
                            cc_op op, int root) {
-  cc__call k;
-  cc__call_init(&k, CC__REDUCE, sendbuf, recvbuf, count, t, op, root);
-  return cc__enter(c, &k);
+  return cc__enter_new(c, CC__REDUCE, sendbuf, recvbuf, count, t, op, root);
 }
 
 CC_API cc_result cc_all_reduce(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, cc_op op) {
-  cc__call k;
-  cc__call_init(&k, CC__ALL_REDUCE, sendbuf, recvbuf, count, t, op, 0);
-  return cc__enter(c, &k);
+  return cc__enter_new(c, CC__ALL_REDUCE, sendbuf, recvbuf, count, t, op, 0);
 }
 
 CC_API cc_result cc_gather(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, int root) {
-  cc__call k;
-  cc__call_init(&k, CC__GATHER, sendbuf, recvbuf, count, t, 0, root);
-  return cc__enter(c, &k);
+  return cc__enter_new(c, CC__GATHER, sendbuf, recvbuf, count, t, 0, root);
 }
 
 CC_API cc_result cc_all_gather(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t) {
-  cc__call k;
-  cc__call_init(&k, CC__ALL_GATHER, sendbuf, recvbuf, count, t, 0, 0);
-  return cc__enter(c, &k);
+  return cc__enter_new(c, CC__ALL_GATHER, sendbuf, recvbuf, count, t, 0, 0);
 }
 
 CC_API cc_result cc_scatter(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, int root) {
-  cc__call k;
-  cc__call_init(&k, CC__SCATTER, sendbuf, recvbuf, count, t, 0, root);
-  return cc__enter(c, &k);
+  return cc__enter_new(c, CC__SCATTER, sendbuf, recvbuf, count, t, 0, root);
 }
 
 CC_API cc_result cc_reduce_scatter(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, cc_op op) {
-  cc__call k;
-  cc__call_init(&k, CC__REDUCE_SCATTER, sendbuf, recvbuf, count, t, op, 0);
-  return cc__enter(c, &k);
+  return cc__enter_new(c, CC__REDUCE_SCATTER, sendbuf, recvbuf, count, t, op, 0);
 }
 
 CC_API cc_result cc_all_to_all(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t) {
-  cc__call k;
-  cc__call_init(&k, CC__ALL_TO_ALL, sendbuf, recvbuf, count, t, 0, 0);
-  return cc__enter(c, &k);
+  return cc__enter_new(c, CC__ALL_TO_ALL, sendbuf, recvbuf, count, t, 0, 0);
 }
 
 /* The v calls: the counts and displacements in the descriptor (sc/sd the
@@ -10840,18 +10820,17 @@ CC_API cc_result cc_wait(cc_request *req) {
 /* ---------------------------------------------------------------- ops */
 
 static cc_result cc__op_slot(cc_comm *c, int *slot) {
+  cc__opinfo *n;
   int i;
   for (i = 0; i < c->nops; i++) if (c->ops[i].kind == CC__OPK_FREE) { *slot = i; return CC_OK; }
-  {
-    cc__opinfo *n = (cc__opinfo *)CC_MALLOC(sizeof(cc__opinfo) * (size_t)(c->nops + 8));
-    if (!n) return cc__fail(c, CC_ERR_NO_MEMORY, "op_create: out of memory");
-    memset(n, 0, sizeof(cc__opinfo) * (size_t)(c->nops + 8));
-    if (c->nops) memcpy(n, c->ops, sizeof(cc__opinfo) * (size_t)c->nops);
-    CC_FREE(c->ops);
-    c->ops = n;
-    *slot = c->nops;
-    c->nops += 8;
-  }
+  if (!(n = (cc__opinfo *)CC_MALLOC(sizeof(cc__opinfo) * (size_t)(c->nops + 8))))
+    return cc__fail(c, CC_ERR_NO_MEMORY, "op_create: out of memory");
+  memset(n, 0, sizeof(cc__opinfo) * (size_t)(c->nops + 8));
+  if (c->nops) memcpy(n, c->ops, sizeof(cc__opinfo) * (size_t)c->nops);
+  CC_FREE(c->ops);
+  c->ops = n;
+  *slot = c->nops;
+  c->nops += 8;
   return CC_OK;
 }
 
@@ -10886,8 +10865,9 @@ CC_API cc_result cc_op_create_premul_sum(cc_comm *c, cc_dtype t, const void *sca
 }
 
 CC_API cc_result cc_op_destroy(cc_comm *c, cc_op op) {
+  const cc__opinfo *o;
   CC__CHECK_COMM(c);
-  if (op < CC__OP_FIRST_USER || op - CC__OP_FIRST_USER >= c->nops || c->ops[op - CC__OP_FIRST_USER].kind == CC__OPK_FREE)
+  if (!(o = cc__opinfo_of(c, op)) || o->kind == CC__OPK_FREE)
     return cc__fail(c, CC_ERR_INVALID_ARG, "op_destroy: op %d was not created on this communicator (or was destroyed already)", op);
   cc__drain(c);
   c->ops[op - CC__OP_FIRST_USER].kind = CC__OPK_FREE;
