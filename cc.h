@@ -9467,6 +9467,10 @@ static cc_result cc__rdv_serve(cc_comm *c, int lfd, const cc__rdv *v, cc__rec *r
   cc__out *outs = (cc__out *)CC_MALLOC(sizeof(cc__out) * (size_t)n);
   cc__refusal *refs = (cc__refusal *)CC_MALLOC(sizeof(cc__refusal) * (size_t)(n + 1)), refused;
   unsigned char *table = (unsigned char *)CC_MALLOC((size_t)n * CC__REC + CC__REPLY);
+  cc__rdv_take_ctx x;
+  cc__hs_srv s;
+  char text[200];
+  int st;
   cc_result r = CC_OK;
   if (!fds || !table || !secs || !outs || !refs) {
     CC_FREE(fds); CC_FREE(table); CC_FREE(secs); CC_FREE(outs); CC_FREE(refs);
@@ -9475,35 +9479,28 @@ static cc_result cc__rdv_serve(cc_comm *c, int lfd, const cc__rdv *v, cc__rec *r
   for (i = 0; i < n; i++) { fds[i] = -1; secs[i] = NULL; }
   memset(refs, 0, sizeof(cc__refusal) * (size_t)(n + 1));
   memset(&refused, 0, sizeof refused);
-  {
-    cc__rdv_take_ctx x;
-    cc__hs_srv s;
-    int st;
-    x.fds = fds; x.secs = secs; x.recs = recs; x.got = 0; x.n = n;
-    x.refs = refs; x.refused = NULL; x.grace = c->set.refused_grace_ns;
-    x.c = c; x.v = v;
-    cc__slow_start(c, &x.slow);
-    memset(&s, 0, sizeof s);
-    s.c = c; s.kind = CC__HELLO_RDV; s.world = (uint32_t)n; s.me = 0; s.job = v->nonce;
-    s.token = c->set.token[0] ? c->set.token : NULL; s.encrypt = c->set.net_encrypt; s.with_rec = 1;
-    s.take = cc__rdv_take; s.ctx = &x; s.refs = refs; s.give_up = cc__rdv_give_up;
-    if ((st = cc__hs_serve(&s, lfd, n - 1, deadline)) == -2 && x.refused) {
-      char what[200];
-      refused = *x.refused;
-      missing = refused.rank;
-      cc__refusal_text(&refused, 0, (uint32_t)n, what, sizeof what);
-      r = cc__fail(c, refused.reason == CC__REF_TOKEN || refused.reason == CC__REF_NO_TOKEN ||
-                   refused.reason == CC__REF_HAS_TOKEN || refused.reason == CC__REF_ENCRYPT ? CC_ERR_AUTH :
-                   CC_ERR_MISMATCH, "comm_init: rank 0: rank %d (from %s) was refused at the rendezvous at %s: %s; "
-                   "no rank %d joined within %.0f s of that (CC_REFUSED_GRACE)", refused.rank, refused.addr, v->where,
-                   what, refused.rank, (double)x.grace / 1e9);
-    } else if (st != 0) {
-      char list[200];
-      for (missing = 1; missing < n && fds[missing] >= 0; missing++) {}
-      cc__rdv_missing(&x, list, sizeof list);
-      r = cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank 0: rank%s %s did not join the rendezvous at %s within the "
-                   "timeout (%.0f s)", n - 2 - x.got > 0 ? "s" : "", list, v->where, (double)c->set.timeout_ns / 1e9);
-    }
+  x.fds = fds; x.secs = secs; x.recs = recs; x.got = 0; x.n = n;
+  x.refs = refs; x.refused = NULL; x.grace = c->set.refused_grace_ns;
+  x.c = c; x.v = v;
+  cc__slow_start(c, &x.slow);
+  memset(&s, 0, sizeof s);
+  s.c = c; s.kind = CC__HELLO_RDV; s.world = (uint32_t)n; s.me = 0; s.job = v->nonce;
+  s.token = c->set.token[0] ? c->set.token : NULL; s.encrypt = c->set.net_encrypt; s.with_rec = 1;
+  s.take = cc__rdv_take; s.ctx = &x; s.refs = refs; s.give_up = cc__rdv_give_up;
+  if ((st = cc__hs_serve(&s, lfd, n - 1, deadline)) == -2 && x.refused) {
+    refused = *x.refused;
+    missing = refused.rank;
+    cc__refusal_text(&refused, 0, (uint32_t)n, text, sizeof text);
+    r = cc__fail(c, refused.reason == CC__REF_TOKEN || refused.reason == CC__REF_NO_TOKEN ||
+                 refused.reason == CC__REF_HAS_TOKEN || refused.reason == CC__REF_ENCRYPT ? CC_ERR_AUTH :
+                 CC_ERR_MISMATCH, "comm_init: rank 0: rank %d (from %s) was refused at the rendezvous at %s: %s; "
+                 "no rank %d joined within %.0f s of that (CC_REFUSED_GRACE)", refused.rank, refused.addr, v->where,
+                 text, refused.rank, (double)x.grace / 1e9);
+  } else if (st != 0) {
+    for (missing = 1; missing < n && fds[missing] >= 0; missing++) {}
+    cc__rdv_missing(&x, text, sizeof text);
+    r = cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank 0: rank%s %s did not join the rendezvous at %s within the "
+                 "timeout (%.0f s)", n - 2 - x.got > 0 ? "s" : "", text, v->where, (double)c->set.timeout_ns / 1e9);
   }
   if (r == CC_OK && (cc__random_hex(jobid, 32) != 0 || cc__random(c->shmkey, sizeof c->shmkey) != 0))
     r = cc__no_random(c, "comm_init", "the job's identity and segment key");
@@ -9784,7 +9781,6 @@ static cc_result cc__rendezvous(cc_comm *c, cc__rdv *v, cc__rec *recs, char *job
 
 static int cc__world_inits;            /* world communicators made by this process */
 
-/* A world of one needs no name at all. */
 static cc_result cc__init_single(cc_comm *c) {
   size_t bytes;
   unsigned char *seg = cc__seg_anon(1, c->set.shm_chunk, &bytes);
@@ -9835,7 +9831,6 @@ static cc_result cc__init_tcp_from_shm(cc_comm **pc, int idx) {
   return CC_OK;
 }
 
-/* ccrun on one host: meet in the segment named after the job. */
 static cc_result cc__init_shm_job(cc_comm **pc, int idx) {
   cc_comm *c = *pc;
   char name[96];
@@ -9860,8 +9855,6 @@ static cc_result cc__init_shm_job(cc_comm **pc, int idx) {
   return c->set.transport == CC__TR_TCP ? cc__init_tcp_from_shm(pc, idx) : CC_OK;
 }
 
-/* env://, tcp://, file:// and unique ids: the rendezvous, then shared memory
-   (every rank on one host) or the mesh. */
 static cc_result cc__init_rendezvous(cc_comm *c, cc__rdv *v) {
   cc__rec *recs = (cc__rec *)CC_MALLOC(sizeof(cc__rec) * (size_t)c->size);
   char why[160], ip[64], name[96];
@@ -10216,13 +10209,11 @@ static cc_result cc__split_shm(cc_comm *c, int color, int key, cc_comm **out) {
     if (newrank != 0) {
       memcpy(name, lname, sizeof name);
       name[sizeof name - 1] = 0;
-      if ((r = cc__shm_join(nc, name, 0, what)) != CC_OK) {
-        cc__fail(c, r, "%s", nc->err);
-        goto out;
-      }
+      r = cc__shm_join(nc, name, 0, what);
     }
     memcpy(nc->jobid, c->jobid, sizeof c->jobid);
-    if ((r = cc__comm_ready(nc)) != CC_OK) { cc__fail(c, r, "%s", nc->err); goto out; }
+    if (r == CC_OK) r = cc__comm_ready(nc);
+    if (r != CC_OK) cc__fail(c, r, "%s", nc->err);
   }
 out:
   CC_FREE(ck);
@@ -10314,7 +10305,6 @@ out:
    worker thread runs them in issue order); user ops; abort, destroy and
    split. Nothing here knows a transport. */
 
-/* Run one call now. */
 static CC__INLINE cc_result cc__exec(cc_comm *c, const cc__call *k) {
   if (k->coll == CC__SEND || k->coll == CC__RECV) return cc__p2p_run(c, k, 1, cc__coll_name(k->coll));
   return cc__algo_run(c, k);
@@ -10528,9 +10518,6 @@ static cc_result cc__v_blocks(cc_comm *c, const char *what, const char *one_name
 #define CC__CHECK_COMM(c) do { if (!(c)) return cc__fail(NULL, CC_ERR_INVALID_ARG, "%s: comm is NULL", __func__); } while (0)
 
 /* ---------------------------------------------------------------- collectives */
-/* Each public call is its descriptor: it fills a cc__call and hands it to
-   cc__enter, which checks the arguments by one set of rules (cc__args) and
-   runs the call or queues it. */
 
 /* A call's arguments by its kind, in the order a user meets them: the dtype,
    the op, the root or peer, the tag, then the buffers and how they may
@@ -10610,15 +10597,15 @@ static cc_result cc__args(cc_comm *c, cc__call *k) {
   }
 }
 
-/* Every public call's way in: a communicator, good arguments, then run or
-   queue. */
+/* Every public call's way in, with the cc__call that describes it: a
+   communicator, good arguments (cc__args), then run or queue. */
 static cc_result cc__enter(cc_comm *c, cc__call *k) {
   if (!c) return cc__fail(NULL, CC_ERR_INVALID_ARG, "cc_%s: comm is NULL", cc__coll_name(k->coll));
   CC__TRY(cc__args(c, k));
   return cc__submit(c, k);
 }
 
-/* The same, for a call that its cc__call_init describes in full. */
+/* The same for a call that its cc__call_init describes in full. */
 static CC__INLINE cc_result cc__enter_new(cc_comm *c, int coll, const void *sb, void *rb, size_t count, cc_dtype t,
                                           cc_op op, int root) {
   cc__call k;
