@@ -9045,15 +9045,6 @@ static cc_comm *cc__comm_new(int rank, int size, const cc__settings *s) {
   return c;
 }
 
-/* Every other rank through this communicator's own segment. */
-static void cc__links_shm(cc_comm *c) {
-  int j;
-  for (j = 0; j < c->size; j++) {
-    c->peers[j].link = j == c->rank ? CC__LINK_SELF : CC__LINK_SHM;
-    c->peers[j].ring.ch = j;
-  }
-}
-
 /* A failed communicator's connections are closed once the peers ended
    theirs, or after CC__LINGER_NS: a socket closed while bytes wait to be
    read makes the kernel reset the connection and drop what this rank wrote
@@ -9141,11 +9132,15 @@ static void cc__comm_free(cc_comm *c) {
 static cc_result cc__comm_ready(cc_comm *c) {
   cc__call k;
   cc_result r;
+  int j;
   /* the asymmetric fence, where every rank has it and none waits on a CPU
      another rank needs (there a sleeper's fence would cost every call) */
   if (!c->oversub && cc__membar_register() == 0) CC__ADD(&c->hdr->membar, 1u);
   cc__call_init(&k, CC__INIT, NULL, NULL, 0, CC_UINT8, 0, 0);
-  cc__links_shm(c);
+  for (j = 0; j < c->size; j++) {      /* every other rank through this communicator's own segment */
+    c->peers[j].link = j == c->rank ? CC__LINK_SELF : CC__LINK_SHM;
+    c->peers[j].ring.ch = j;
+  }
   r = cc__arena_run(c, &k);            /* every rank has registered, or not, before it arrived here */
   c->seg.asym = r == CC_OK && CC__LOAD(&c->hdr->membar) == (uint32_t)c->size;
   return r;
@@ -9619,8 +9614,7 @@ static cc_result cc__rdv_join(cc_comm *c, const char *ip, int port, const cc__rd
   if (!all) { cc__fd_close(fd); cc__sec_free(sec); return cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", c->rank); }
   /* the reply's status says whether the records follow; nothing is acted on
      before the whole message's tag is checked */
-  st = cc__get32(reply + 4) != 0 ? cc__recv_sealed(fd, sec, all, 0, 0, 1, deadline + 2 * CC__S)
-                                  : cc__recv_sealed(fd, sec, all, (size_t)n * CC__REC, 0, 1, deadline + 2 * CC__S);
+  st = cc__recv_sealed(fd, sec, all, cc__get32(reply + 4) != 0 ? 0 : (size_t)n * CC__REC, 0, 1, deadline + 2 * CC__S);
   cc__fd_close(fd);
   cc__sec_free(sec);
   r = CC_OK;
@@ -10054,11 +10048,9 @@ static cc_result cc__init(cc_comm **out, const cc_config *cfg, cc__uid *uid) {
             "variables): this process is a world of one rank. Start it with `ccrun -n N %s` (or cc_spawn) for N ranks; "
             "WORLD_SIZE=1 (or cfg.world_size = 1) says one rank is meant and silences this; CC_REQUIRE_LAUNCHER=1 "
             "makes it an error", cc__prog_name());
-  if (!(c = cc__comm_new(s.rank, s.size, &s))) {
-    cc__settings_clear(&s);
-    return cc__fail(NULL, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", s.rank);
-  }
+  c = cc__comm_new(s.rank, s.size, &s);
   cc__settings_clear(&s);
+  if (!c) return cc__fail(NULL, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", s.rank);
   idx = __atomic_fetch_add(&cc__world_inits, 1, __ATOMIC_SEQ_CST);
   if (!CC__HAVE_TCP && c->size > 1 && (c->set.transport == CC__TR_TCP || uid || strcmp(method, "env://") ||
                                        !c->set.job_id[0])) {
