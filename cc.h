@@ -9856,11 +9856,10 @@ static cc_result cc__init_rendezvous(cc_comm *c, cc__rdv *v) {
   cc_result r;
   if (!recs) return cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", c->rank);
   memset(recs, 0, sizeof(cc__rec) * (size_t)c->size);
-  if (cc__sock_pick_addr(c->set.ifname, v->path ? NULL : v->host, 0, ip, sizeof ip, why, sizeof why) != 0) {
-    CC_FREE(recs);
-    return cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank %d: %s", c->rank, why);
-  }
-  r = cc__rec_mine(c, ip, &recs[c->rank], &lfd, "comm_init");
+  if (cc__sock_pick_addr(c->set.ifname, v->path ? NULL : v->host, 0, ip, sizeof ip, why, sizeof why) != 0)
+    r = cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank %d: %s", c->rank, why);
+  else
+    r = cc__rec_mine(c, ip, &recs[c->rank], &lfd, "comm_init");
   if (r == CC_OK) r = cc__rendezvous(c, v, recs, c->jobid);
   for (i = 1; r == CC_OK && i < c->size; i++) if (strcmp(recs[i].host, recs[0].host) != 0) one_host = 0;
   snprintf(name, sizeof name, "/cc-%s-w0", c->jobid);
