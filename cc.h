@@ -8951,15 +8951,6 @@ static cc_comm *cc__comm_new(int rank, int size, const cc__settings *s) {
   return c;
 }
 
-/* Every other rank through this communicator's own segment. */
-static void cc__links_shm(cc_comm *c) {
-  int j;
-  for (j = 0; j < c->size; j++) {
-    c->peers[j].link = j == c->rank ? CC__LINK_SELF : CC__LINK_SHM;
-    c->peers[j].ring.ch = j;
-  }
-}
-
 /* A failed communicator's connections are closed once the peers ended
    theirs, or after CC__LINGER_NS: a socket closed while bytes wait to be
    read makes the kernel reset the connection and drop what this rank wrote
@@ -8994,6 +8985,17 @@ static void cc__tcp_linger(cc_comm *c) {
   }
 }
 
+static void cc__batch_free(cc__batch *b) {
+  int i;
+  for (i = 0; i < b->n; i++) {
+    cc__call *k = &b->calls[i];
+    CC_FREE(k->sc); CC_FREE(k->sd); CC_FREE(k->rc); CC_FREE(k->rd);
+  }
+  CC_FREE(b->calls);
+  b->calls = NULL;
+  b->n = b->cap = 0;
+}
+
 static void cc__comm_free(cc_comm *c) {
   int i;
   if (!c) return;
@@ -9020,11 +9022,7 @@ static void cc__comm_free(cc_comm *c) {
     CC_FREE(nt->tmp); CC_FREE(nt->tmp2);
     CC_FREE(nt);
   }
-  for (i = 0; i < c->group.n; i++) {
-    cc__call *k = &c->group.calls[i];
-    CC_FREE(k->sc); CC_FREE(k->sd); CC_FREE(k->rc); CC_FREE(k->rd);
-  }
-  CC_FREE(c->group.calls);
+  cc__batch_free(&c->group);
   if (c->seg.base) cc__shm_unmap(c->seg.base, c->seg.bytes);
   pthread_mutex_destroy(&c->async.lock);
   pthread_cond_destroy(&c->async.cond);
@@ -9040,11 +9038,15 @@ static void cc__comm_free(cc_comm *c) {
 static cc_result cc__comm_ready(cc_comm *c) {
   cc__call k;
   cc_result r;
+  int j;
   /* the asymmetric fence, where every rank has it and none waits on a CPU
      another rank needs (there a sleeper's fence would cost every call) */
   if (!c->oversub && cc__membar_register() == 0) CC__ADD(&c->hdr->membar, 1u);
   cc__call_init(&k, CC__INIT, NULL, NULL, 0, CC_UINT8, 0, 0);
-  cc__links_shm(c);
+  for (j = 0; j < c->size; j++) {      /* every other rank through this communicator's own segment */
+    c->peers[j].link = j == c->rank ? CC__LINK_SELF : CC__LINK_SHM;
+    c->peers[j].ring.ch = j;
+  }
   r = cc__arena_run(c, &k);            /* every rank has registered, or not, before it arrived here */
   c->seg.asym = r == CC_OK && CC__LOAD(&c->hdr->membar) == (uint32_t)c->size;
   return r;
@@ -9366,6 +9368,10 @@ static cc_result cc__rdv_serve(cc_comm *c, int lfd, const cc__rdv *v, cc__rec *r
   cc__out *outs = (cc__out *)CC_MALLOC(sizeof(cc__out) * (size_t)n);
   cc__refusal *refs = (cc__refusal *)CC_MALLOC(sizeof(cc__refusal) * (size_t)(n + 1)), refused;
   unsigned char *table = (unsigned char *)CC_MALLOC((size_t)n * CC__REC + CC__REPLY);
+  cc__rdv_take_ctx x;
+  cc__hs_srv s;
+  char text[200];
+  int st;
   cc_result r = CC_OK;
   if (!fds || !table || !secs || !outs || !refs) {
     CC_FREE(fds); CC_FREE(table); CC_FREE(secs); CC_FREE(outs); CC_FREE(refs);
@@ -9374,35 +9380,28 @@ static cc_result cc__rdv_serve(cc_comm *c, int lfd, const cc__rdv *v, cc__rec *r
   for (i = 0; i < n; i++) { fds[i] = -1; secs[i] = NULL; }
   memset(refs, 0, sizeof(cc__refusal) * (size_t)(n + 1));
   memset(&refused, 0, sizeof refused);
-  {
-    cc__rdv_take_ctx x;
-    cc__hs_srv s;
-    int st;
-    x.fds = fds; x.secs = secs; x.recs = recs; x.got = 0; x.n = n;
-    x.refs = refs; x.refused = NULL; x.grace = c->set.refused_grace_ns;
-    x.c = c; x.v = v;
-    cc__slow_start(c, &x.slow);
-    memset(&s, 0, sizeof s);
-    s.c = c; s.kind = CC__HELLO_RDV; s.world = (uint32_t)n; s.me = 0; s.job = v->nonce;
-    s.token = c->set.token[0] ? c->set.token : NULL; s.encrypt = c->set.net_encrypt; s.with_rec = 1;
-    s.take = cc__rdv_take; s.ctx = &x; s.refs = refs; s.give_up = cc__rdv_give_up;
-    if ((st = cc__hs_serve(&s, lfd, n - 1, deadline)) == -2 && x.refused) {
-      char what[200];
-      refused = *x.refused;
-      missing = refused.rank;
-      cc__refusal_text(&refused, 0, (uint32_t)n, what, sizeof what);
-      r = cc__fail(c, refused.reason == CC__REF_TOKEN || refused.reason == CC__REF_NO_TOKEN ||
-                   refused.reason == CC__REF_HAS_TOKEN || refused.reason == CC__REF_ENCRYPT ? CC_ERR_AUTH :
-                   CC_ERR_MISMATCH, "comm_init: rank 0: rank %d (from %s) was refused at the rendezvous at %s: %s; "
-                   "no rank %d joined within %.0f s of that (CC_REFUSED_GRACE)", refused.rank, refused.addr, v->where,
-                   what, refused.rank, (double)x.grace / 1e9);
-    } else if (st != 0) {
-      char list[200];
-      for (missing = 1; missing < n && fds[missing] >= 0; missing++) {}
-      cc__rdv_missing(&x, list, sizeof list);
-      r = cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank 0: rank%s %s did not join the rendezvous at %s within the "
-                   "timeout (%.0f s)", n - 2 - x.got > 0 ? "s" : "", list, v->where, (double)c->set.timeout_ns / 1e9);
-    }
+  x.fds = fds; x.secs = secs; x.recs = recs; x.got = 0; x.n = n;
+  x.refs = refs; x.refused = NULL; x.grace = c->set.refused_grace_ns;
+  x.c = c; x.v = v;
+  cc__slow_start(c, &x.slow);
+  memset(&s, 0, sizeof s);
+  s.c = c; s.kind = CC__HELLO_RDV; s.world = (uint32_t)n; s.me = 0; s.job = v->nonce;
+  s.token = c->set.token[0] ? c->set.token : NULL; s.encrypt = c->set.net_encrypt; s.with_rec = 1;
+  s.take = cc__rdv_take; s.ctx = &x; s.refs = refs; s.give_up = cc__rdv_give_up;
+  if ((st = cc__hs_serve(&s, lfd, n - 1, deadline)) == -2 && x.refused) {
+    refused = *x.refused;
+    missing = refused.rank;
+    cc__refusal_text(&refused, 0, (uint32_t)n, text, sizeof text);
+    r = cc__fail(c, refused.reason == CC__REF_TOKEN || refused.reason == CC__REF_NO_TOKEN ||
+                 refused.reason == CC__REF_HAS_TOKEN || refused.reason == CC__REF_ENCRYPT ? CC_ERR_AUTH :
+                 CC_ERR_MISMATCH, "comm_init: rank 0: rank %d (from %s) was refused at the rendezvous at %s: %s; "
+                 "no rank %d joined within %.0f s of that (CC_REFUSED_GRACE)", refused.rank, refused.addr, v->where,
+                 text, refused.rank, (double)x.grace / 1e9);
+  } else if (st != 0) {
+    for (missing = 1; missing < n && fds[missing] >= 0; missing++) {}
+    cc__rdv_missing(&x, text, sizeof text);
+    r = cc__fail(c, CC_ERR_TIMEOUT, "comm_init: rank 0: rank%s %s did not join the rendezvous at %s within the "
+                 "timeout (%.0f s)", n - 2 - x.got > 0 ? "s" : "", text, v->where, (double)c->set.timeout_ns / 1e9);
   }
   if (r == CC_OK && (cc__random_hex(jobid, 32) != 0 || cc__random(c->shmkey, sizeof c->shmkey) != 0))
     r = cc__no_random(c, "comm_init", "the job's identity and segment key");
@@ -9521,8 +9520,7 @@ static cc_result cc__rdv_join(cc_comm *c, const char *ip, int port, const cc__rd
   if (!all) { cc__fd_close(fd); cc__sec_free(sec); return cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", c->rank); }
   /* the reply's status says whether the records follow; nothing is acted on
      before the whole message's tag is checked */
-  st = cc__get32(reply + 4) != 0 ? cc__recv_sealed(fd, sec, all, 0, 0, 1, deadline + 2 * CC__S)
-                                  : cc__recv_sealed(fd, sec, all, (size_t)n * CC__REC, 0, 1, deadline + 2 * CC__S);
+  st = cc__recv_sealed(fd, sec, all, cc__get32(reply + 4) != 0 ? 0 : (size_t)n * CC__REC, 0, 1, deadline + 2 * CC__S);
   cc__fd_close(fd);
   cc__sec_free(sec);
   r = CC_OK;
@@ -9683,7 +9681,6 @@ static cc_result cc__rendezvous(cc_comm *c, cc__rdv *v, cc__rec *recs, char *job
 
 static int cc__world_inits;            /* world communicators made by this process */
 
-/* A world of one needs no name at all. */
 static cc_result cc__init_single(cc_comm *c) {
   size_t bytes;
   unsigned char *seg = cc__seg_anon(1, c->set.shm_chunk, &bytes);
@@ -9734,7 +9731,6 @@ static cc_result cc__init_tcp_from_shm(cc_comm **pc, int idx) {
   return CC_OK;
 }
 
-/* ccrun on one host: meet in the segment named after the job. */
 static cc_result cc__init_shm_job(cc_comm **pc, int idx) {
   cc_comm *c = *pc;
   char name[96];
@@ -9759,8 +9755,6 @@ static cc_result cc__init_shm_job(cc_comm **pc, int idx) {
   return c->set.transport == CC__TR_TCP ? cc__init_tcp_from_shm(pc, idx) : CC_OK;
 }
 
-/* env://, tcp://, file:// and unique ids: the rendezvous, then shared memory
-   (every rank on one host) or the mesh. */
 static cc_result cc__init_rendezvous(cc_comm *c, cc__rdv *v) {
   cc__rec *recs = (cc__rec *)CC_MALLOC(sizeof(cc__rec) * (size_t)c->size);
   char why[160], ip[64], name[96];
@@ -9768,11 +9762,10 @@ static cc_result cc__init_rendezvous(cc_comm *c, cc__rdv *v) {
   cc_result r;
   if (!recs) return cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", c->rank);
   memset(recs, 0, sizeof(cc__rec) * (size_t)c->size);
-  if (cc__sock_pick_addr(c->set.ifname, v->path ? NULL : v->host, 0, ip, sizeof ip, why, sizeof why) != 0) {
-    CC_FREE(recs);
-    return cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank %d: %s", c->rank, why);
-  }
-  r = cc__rec_mine(c, ip, &recs[c->rank], &lfd, "comm_init");
+  if (cc__sock_pick_addr(c->set.ifname, v->path ? NULL : v->host, 0, ip, sizeof ip, why, sizeof why) != 0)
+    r = cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank %d: %s", c->rank, why);
+  else
+    r = cc__rec_mine(c, ip, &recs[c->rank], &lfd, "comm_init");
   if (r == CC_OK) r = cc__rendezvous(c, v, recs, c->jobid);
   for (i = 1; r == CC_OK && i < c->size; i++) if (strcmp(recs[i].host, recs[0].host) != 0) one_host = 0;
   snprintf(name, sizeof name, "/cc-%s-w0", c->jobid);
@@ -9960,11 +9953,9 @@ static cc_result cc__init(cc_comm **out, const cc_config *cfg, cc__uid *uid) {
             "variables): this process is a world of one rank. Start it with `ccrun -n N %s` (or cc_spawn) for N ranks; "
             "WORLD_SIZE=1 (or cfg.world_size = 1) says one rank is meant and silences this; CC_REQUIRE_LAUNCHER=1 "
             "makes it an error", cc__prog_name());
-  if (!(c = cc__comm_new(s.rank, s.size, &s))) {
-    cc__settings_clear(&s);
-    return cc__fail(NULL, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", s.rank);
-  }
+  c = cc__comm_new(s.rank, s.size, &s);
   cc__settings_clear(&s);
+  if (!c) return cc__fail(NULL, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", s.rank);
   idx = __atomic_fetch_add(&cc__world_inits, 1, __ATOMIC_SEQ_CST);
   if (!CC__HAVE_TCP && c->size > 1 && (c->set.transport == CC__TR_TCP || uid || strcmp(method, "env://") ||
                                        !c->set.job_id[0])) {
@@ -10115,22 +10106,17 @@ static cc_result cc__split_shm(cc_comm *c, int color, int key, cc_comm **out) {
     if (newrank != 0) {
       memcpy(name, lname, sizeof name);
       name[sizeof name - 1] = 0;
-      if ((r = cc__shm_join(nc, name, 0, what)) != CC_OK) {
-        cc__fail(c, r, "%s", nc->err);
-        goto out;
-      }
+      r = cc__shm_join(nc, name, 0, what);
     }
     memcpy(nc->jobid, c->jobid, sizeof c->jobid);
-    if ((r = cc__comm_ready(nc)) != CC_OK) { cc__fail(c, r, "%s", nc->err); goto out; }
+    if (r == CC_OK) r = cc__comm_ready(nc);
+    if (r != CC_OK) cc__fail(c, r, "%s", nc->err);
   }
 out:
   CC_FREE(ck);
-  if (r != CC_OK) {
-    if (nc) cc__comm_free(nc);
-    return r;
-  }
-  *out = nc;
-  return CC_OK;
+  if (r != CC_OK) cc__comm_free(nc);
+  else *out = nc;
+  return r;
 }
 
 /* comm_split of ranks on several hosts: every rank's (color, key) and a fresh
@@ -10205,12 +10191,9 @@ out:
   CC_FREE(all);
   CC_FREE(recs);
   CC_FREE(order);
-  if (r != CC_OK) {
-    if (nc) cc__comm_free(nc);
-    return r;
-  }
-  *out = nc;
-  return CC_OK;
+  if (r != CC_OK) cc__comm_free(nc);
+  else *out = nc;
+  return r;
 }
 /* ============================================================== @comm */
 /* The public calls: each checks its arguments (cc__args: a bad one is
@@ -10219,7 +10202,6 @@ out:
    worker thread runs them in issue order); user ops; abort, destroy and
    split. Nothing here knows a transport. */
 
-/* Run one call now. */
 static CC__INLINE cc_result cc__exec(cc_comm *c, const cc__call *k) {
   if (k->coll == CC__SEND || k->coll == CC__RECV) return cc__p2p_run(c, k, 1, cc__coll_name(k->coll));
   return cc__algo_run(c, k);
@@ -10234,17 +10216,6 @@ static cc_result cc__run_batch(cc_comm *c, cc__batch *b) {
     else CC__TRY(cc__exec(c, &b->calls[i]));
   }
   return n ? cc__p2p_run(c, b->calls, b->n, "group") : CC_OK;
-}
-
-static void cc__batch_free(cc__batch *b) {
-  int i;
-  for (i = 0; i < b->n; i++) {
-    cc__call *k = &b->calls[i];
-    CC_FREE(k->sc); CC_FREE(k->sd); CC_FREE(k->rc); CC_FREE(k->rd);
-  }
-  CC_FREE(b->calls);
-  b->calls = NULL;
-  b->n = b->cap = 0;
 }
 
 /* The background worker of asynchronous requests: runs them in issue order. */
@@ -10373,16 +10344,16 @@ static cc_result cc__v_rank(cc_comm *c, const char *what, const char *name, int 
 }
 
 static cc_result cc__v_op(cc_comm *c, const char *what, cc_dtype t, cc_op op) {
+  const cc__opinfo *o;
   if (op >= 0 && op < CC_OP_BUILTIN_COUNT) {
     const char *why = cc__op_check(t, op);
-    if (why) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: %s", what, why);
-    return CC_OK;
+    return why ? cc__fail(c, CC_ERR_INVALID_ARG, "%s: %s", what, why) : CC_OK;
   }
-  if (op < CC__OP_FIRST_USER || op - CC__OP_FIRST_USER >= c->nops || c->ops[op - CC__OP_FIRST_USER].kind == CC__OPK_FREE)
+  if (!(o = cc__opinfo_of(c, op)) || o->kind == CC__OPK_FREE)
     return cc__fail(c, CC_ERR_INVALID_ARG, "%s: op %d is not a built-in op nor one created on this communicator (or it was destroyed)", what, op);
-  if (c->ops[op - CC__OP_FIRST_USER].kind == CC__OPK_PREMUL && c->ops[op - CC__OP_FIRST_USER].dtype != t)
+  if (o->kind == CC__OPK_PREMUL && o->dtype != t)
     return cc__fail(c, CC_ERR_INVALID_ARG, "%s: op %d is a premul_sum for dtype %s, used with dtype %s", what, op,
-                   cc__dtype_name(c->ops[op - CC__OP_FIRST_USER].dtype), cc__dtype_name(t));
+                   cc__dtype_name(o->dtype), cc__dtype_name(t));
   return CC_OK;
 }
 
@@ -10444,9 +10415,6 @@ static cc_result cc__v_blocks(cc_comm *c, const char *what, const char *one_name
 #define CC__CHECK_COMM(c) do { if (!(c)) return cc__fail(NULL, CC_ERR_INVALID_ARG, "%s: comm is NULL", __func__); } while (0)
 
 /* ---------------------------------------------------------------- collectives */
-/* Each public call is its descriptor: it fills a cc__call and hands it to
-   cc__enter, which checks the arguments by one set of rules (cc__args) and
-   runs the call or queues it. */
 
 /* A call's arguments by its kind, in the order a user meets them: the dtype,
    the op, the root or peer, the tag, then the buffers and how they may
@@ -10526,67 +10494,57 @@ static cc_result cc__args(cc_comm *c, cc__call *k) {
   }
 }
 
-/* Every public call's way in: a communicator, good arguments, then run or
-   queue. */
+/* Every public call's way in, with the cc__call that describes it: a
+   communicator, good arguments (cc__args), then run or queue. */
 static cc_result cc__enter(cc_comm *c, cc__call *k) {
   if (!c) return cc__fail(NULL, CC_ERR_INVALID_ARG, "cc_%s: comm is NULL", cc__coll_name(k->coll));
   CC__TRY(cc__args(c, k));
   return cc__submit(c, k);
 }
 
-CC_API cc_result cc_barrier(cc_comm *c) {
+/* The same for a call that its cc__call_init describes in full. */
+static CC__INLINE cc_result cc__enter_new(cc_comm *c, int coll, const void *sb, void *rb, size_t count, cc_dtype t,
+                                          cc_op op, int root) {
   cc__call k;
-  cc__call_init(&k, CC__BARRIER, NULL, NULL, 0, CC_UINT8, 0, 0);
+  cc__call_init(&k, coll, sb, rb, count, t, op, root);
   return cc__enter(c, &k);
 }
 
+CC_API cc_result cc_barrier(cc_comm *c) {
+  return cc__enter_new(c, CC__BARRIER, NULL, NULL, 0, CC_UINT8, 0, 0);
+}
+
 CC_API cc_result cc_broadcast(cc_comm *c, void *buf, size_t count, cc_dtype t, int root) {
-  cc__call k;
-  cc__call_init(&k, CC__BROADCAST, buf, buf, count, t, 0, root);
-  return cc__enter(c, &k);
+  return cc__enter_new(c, CC__BROADCAST, buf, buf, count, t, 0, root);
 }
 
 CC_API cc_result cc_reduce(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t,
                            cc_op op, int root) {
-  cc__call k;
-  cc__call_init(&k, CC__REDUCE, sendbuf, recvbuf, count, t, op, root);
-  return cc__enter(c, &k);
+  return cc__enter_new(c, CC__REDUCE, sendbuf, recvbuf, count, t, op, root);
 }
 
 CC_API cc_result cc_all_reduce(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, cc_op op) {
-  cc__call k;
-  cc__call_init(&k, CC__ALL_REDUCE, sendbuf, recvbuf, count, t, op, 0);
-  return cc__enter(c, &k);
+  return cc__enter_new(c, CC__ALL_REDUCE, sendbuf, recvbuf, count, t, op, 0);
 }
 
 CC_API cc_result cc_gather(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, int root) {
-  cc__call k;
-  cc__call_init(&k, CC__GATHER, sendbuf, recvbuf, count, t, 0, root);
-  return cc__enter(c, &k);
+  return cc__enter_new(c, CC__GATHER, sendbuf, recvbuf, count, t, 0, root);
 }
 
 CC_API cc_result cc_all_gather(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t) {
-  cc__call k;
-  cc__call_init(&k, CC__ALL_GATHER, sendbuf, recvbuf, count, t, 0, 0);
-  return cc__enter(c, &k);
+  return cc__enter_new(c, CC__ALL_GATHER, sendbuf, recvbuf, count, t, 0, 0);
 }
 
 CC_API cc_result cc_scatter(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, int root) {
-  cc__call k;
-  cc__call_init(&k, CC__SCATTER, sendbuf, recvbuf, count, t, 0, root);
-  return cc__enter(c, &k);
+  return cc__enter_new(c, CC__SCATTER, sendbuf, recvbuf, count, t, 0, root);
 }
 
 CC_API cc_result cc_reduce_scatter(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t, cc_op op) {
-  cc__call k;
-  cc__call_init(&k, CC__REDUCE_SCATTER, sendbuf, recvbuf, count, t, op, 0);
-  return cc__enter(c, &k);
+  return cc__enter_new(c, CC__REDUCE_SCATTER, sendbuf, recvbuf, count, t, op, 0);
 }
 
 CC_API cc_result cc_all_to_all(cc_comm *c, const void *sendbuf, void *recvbuf, size_t count, cc_dtype t) {
-  cc__call k;
-  cc__call_init(&k, CC__ALL_TO_ALL, sendbuf, recvbuf, count, t, 0, 0);
-  return cc__enter(c, &k);
+  return cc__enter_new(c, CC__ALL_TO_ALL, sendbuf, recvbuf, count, t, 0, 0);
 }
 
 /* The v calls: the counts and displacements in the descriptor (sc/sd the
@@ -10746,18 +10704,17 @@ CC_API cc_result cc_wait(cc_request *req) {
 /* ---------------------------------------------------------------- ops */
 
 static cc_result cc__op_slot(cc_comm *c, int *slot) {
+  cc__opinfo *n;
   int i;
   for (i = 0; i < c->nops; i++) if (c->ops[i].kind == CC__OPK_FREE) { *slot = i; return CC_OK; }
-  {
-    cc__opinfo *n = (cc__opinfo *)CC_MALLOC(sizeof(cc__opinfo) * (size_t)(c->nops + 8));
-    if (!n) return cc__fail(c, CC_ERR_NO_MEMORY, "op_create: out of memory");
-    memset(n, 0, sizeof(cc__opinfo) * (size_t)(c->nops + 8));
-    if (c->nops) memcpy(n, c->ops, sizeof(cc__opinfo) * (size_t)c->nops);
-    CC_FREE(c->ops);
-    c->ops = n;
-    *slot = c->nops;
-    c->nops += 8;
-  }
+  if (!(n = (cc__opinfo *)CC_MALLOC(sizeof(cc__opinfo) * (size_t)(c->nops + 8))))
+    return cc__fail(c, CC_ERR_NO_MEMORY, "op_create: out of memory");
+  memset(n, 0, sizeof(cc__opinfo) * (size_t)(c->nops + 8));
+  if (c->nops) memcpy(n, c->ops, sizeof(cc__opinfo) * (size_t)c->nops);
+  CC_FREE(c->ops);
+  c->ops = n;
+  *slot = c->nops;
+  c->nops += 8;
   return CC_OK;
 }
 
@@ -10792,8 +10749,9 @@ CC_API cc_result cc_op_create_premul_sum(cc_comm *c, cc_dtype t, const void *sca
 }
 
 CC_API cc_result cc_op_destroy(cc_comm *c, cc_op op) {
+  const cc__opinfo *o;
   CC__CHECK_COMM(c);
-  if (op < CC__OP_FIRST_USER || op - CC__OP_FIRST_USER >= c->nops || c->ops[op - CC__OP_FIRST_USER].kind == CC__OPK_FREE)
+  if (!(o = cc__opinfo_of(c, op)) || o->kind == CC__OPK_FREE)
     return cc__fail(c, CC_ERR_INVALID_ARG, "op_destroy: op %d was not created on this communicator (or was destroyed already)", op);
   cc__drain(c);
   c->ops[op - CC__OP_FIRST_USER].kind = CC__OPK_FREE;
