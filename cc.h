@@ -3488,12 +3488,6 @@ static size_t cc__env_size(const char *name, size_t def, size_t lo, size_t hi) {
   return (size_t)v;
 }
 
-/* Is the variable unset (then: unset) or exactly value? */
-static int cc__env_is(const char *name, const char *value, int unset) {
-  const char *s = getenv(name);
-  return !s || !*s ? unset : !strcmp(s, value);
-}
-
 static long cc__env_size_or(const char *name, long unset, size_t lo, size_t hi) {
   const char *s = getenv(name);
   return s && *s ? (long)cc__env_size(name, 0, lo, hi) : unset;
@@ -3567,7 +3561,7 @@ static void cc__settings_master(cc__settings *s) {
 static cc_result cc__settings_lib(const cc_config *cfg, cc__settings *s) {
   const char *t = getenv("CC_TIMEOUT"), *tr = cfg && cfg->transport ? cfg->transport : getenv("CC_TRANSPORT");
   const char *tok = cfg && cfg->token && cfg->token[0] ? cfg->token : NULL, *ifn = getenv("CC_SOCKET_IFNAME");
-  const char *jid = getenv("CC_JOB_ID");
+  const char *jid = getenv("CC_JOB_ID"), *cma = getenv("CC_SHM_CMA");
   long enc = 0;
   char weak[160];
   int env_long;
@@ -3581,7 +3575,7 @@ static cc_result cc__settings_lib(const cc_config *cfg, cc__settings *s) {
   s->small_bytes = cc__env_size_or("CC_SMALL_BYTES", -1, 0, 64u << 20);
   s->shm_chunk = cc__env_size("CC_SHM_CHUNK", 0, 16 << 10, 64 << 20);
   s->stream_bytes = cc__env_size("CC_STREAM_BYTES", 512u << 10, 0, (size_t)1 << 40);
-  s->shm_cma = cc__env_is("CC_SHM_CMA", "auto", 1) ? CC__CMA_AUTO : (int)cc__env_size("CC_SHM_CMA", 0, 0, 1);
+  s->shm_cma = !cma || !*cma || !strcmp(cma, "auto") ? CC__CMA_AUTO : (int)cc__env_size("CC_SHM_CMA", 0, 0, 1);
   s->tune_first = (uint32_t)cc__env_size("CC_SHM_TUNE_FIRST", 16, 1, 1u << 20);
   s->tune_most = (uint32_t)cc__env_size("CC_SHM_TUNE_MOST", 1024, s->tune_first, 1u << 24);
   s->tune_ask = (uint32_t)cc__env_size("CC_SHM_TUNE_ASK", 16, 1, 1u << 20);
@@ -7240,18 +7234,16 @@ static void cc__msg_recv(cc__msg *m, int peer, int tag, void *buf, size_t bytes)
   cc__msg_set(m, 0, peer, tag, buf, bytes);
 }
 /* ============================================================== @algo */
-/* The collectives. Three executors, each driven by @plan, and cc__algo_run
-   picks one:
+/* The collectives. cc__algo_run picks one of three executors, each driven by @plan:
    - the arena executor (cc__arena_*): every rank on one host; a collective is
      a sequence of phases over the segment's arena (@shm);
    - the message executor (cc__msg_*): between any ranks over the message
      engine (@engine): direct exchange, rings, trees and pipelined chains;
-   - hierarchical runs (cc__hier_run): an arena run on each host's
-     communicator, and a message run between one rank per host.
+   - hierarchical runs (cc__hier_run): an arena run on each host, and a
+     message run between one rank per host.
    The reduction of element i is always ((x0 op x1) op x2) ... in rank order
-   (across hosts: each host's ranks in order, then the hosts in order), done
-   by one rank, or by every rank on the same inputs: every rank holds the same
-   bits, run after run. */
+   (across hosts: each host's ranks in order, then the hosts in order), done by
+   one rank, or by every rank on the same inputs: the same bits, run after run. */
 
 /* ---------------------------------------------------------------- arena: phases */
 
@@ -7358,16 +7350,14 @@ static cc_result cc__first_end(cc_comm *c, const cc__call *k) {
   for (j = 0; j < c->size; j++) {
     const cc__desc *d = cc__desc_of(c, j);
     cc__ident_of_desc(d, &them);
-    if (!cc__ident_same(&me, &them) || (!v && d->aux != mine->aux)) {
-      if (cc__ident_agree(c, what, &me, &them, j) != CC_OK)
-        return cc__post_mismatch(c, what);
-      if (!v && d->aux != mine->aux) {
-        cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d began this call %s, this rank %s: CC_SHM_CMA or "
-                 "CC_SHM_DIRECT_BYTES differ between the ranks", what, c->rank, j,
-                 mine->aux == CC__AUX_DIRECT ? "through the arena" : "reading the peers' buffers",
-                 mine->aux == CC__AUX_DIRECT ? "reading the peers' buffers" : "through the arena");
-        return cc__post_mismatch(c, what);
-      }
+    if (!cc__ident_same(&me, &them) && cc__ident_agree(c, what, &me, &them, j) != CC_OK)
+      return cc__post_mismatch(c, what);
+    if (!v && d->aux != mine->aux) {
+      cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d began this call %s, this rank %s: CC_SHM_CMA or "
+               "CC_SHM_DIRECT_BYTES differ between the ranks", what, c->rank, j,
+               mine->aux == CC__AUX_DIRECT ? "through the arena" : "reading the peers' buffers",
+               mine->aux == CC__AUX_DIRECT ? "reading the peers' buffers" : "through the arena");
+      return cc__post_mismatch(c, what);
     }
     if (d->qhist != c->qhist) {
       cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d's last queued calls (small broadcast, gather, "
@@ -7458,8 +7448,7 @@ static CC__INLINE cc_result cc__phase_end(cc_comm *c, const cc__call *k, int fir
   return wait ? cc__ph_wait(c, -1, cc__coll_name(k->coll)) : CC_OK;
 }
 
-/* reduce (root >= 0) and all_reduce (root < 0), small or on two ranks: one
-   phase per chunk; every reader folds all n staged chunks into recvbuf. */
+/* reduce (root >= 0) and all_reduce (root < 0), small or on two ranks: one phase per chunk. */
 static cc_result cc__run_reduce_one(cc_comm *c, const cc__call *k, int root) {
   size_t es = cc__dtype_bytes(k->t), bytes = k->count * es, chunk = (c->seg.half - CC__DESC_BYTES) / es, off = 0, m;
   const unsigned char *sb = (const unsigned char *)k->sbuf;
@@ -7479,12 +7468,11 @@ static cc_result cc__run_reduce_one(cc_comm *c, const cc__call *k, int root) {
   return CC_OK;
 }
 
-/* reduce_scatter, and larger reduces and all_reduces: rank j's block of the
-   input (reduce_scatter: block j of every sendbuf; else the j-th part,
-   cc__part) is its share of the result. Per phase, every rank stages the
-   next piece of each block; rank r folds piece r of every half, in rank
-   order, into its recvbuf (reduce_scatter), else into its next half, from
-   which the readers (every rank, or the root) copy it one phase later. */
+/* reduce_scatter, and larger reduces and all_reduces: rank j's share is block
+   j of every sendbuf (reduce_scatter), else the j-th part (cc__part). Per
+   phase, every rank stages the next piece of each block; rank r folds piece r
+   of every half into its recvbuf (reduce_scatter), else into its next half,
+   from which the readers (every rank, or the root) copy it one phase later. */
 static CC__NOINLINE cc_result cc__run_reduce_blocks(cc_comm *c, const cc__call *k, int root) {
   const char *what = cc__coll_name(k->coll);
   int n = c->size, me = c->rank, j, rs = k->coll == CC__REDUCE_SCATTER, want = root < 0 || me == root;
@@ -7610,13 +7598,12 @@ static CC__NOINLINE cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
 /* Large messages skip the arena's two copies: each rank reads (or writes) its
    peers' buffers itself, once: in place where a cc_mem_alloc allocation maps
    them here, else by cross-memory attach (cc__vm_read). The call's first
-   phase carries after the descriptor where this rank's buffers are
-   (cc__drec); once the identities agree the ranks move the data, and meet
-   once more at the end, so that no rank returns while a peer still uses its
-   buffers. Whether a call goes direct depends only on what every rank sees
-   alike: the call, the records, c->direct.nmem (allocations are collective)
-   and c->direct.cma, set by every rank at the first direct call from the
-   probes in the records. */
+   phase carries where this rank's buffers are (cc__drec); then the ranks
+   move the data, and meet once more at the end, so that no rank returns
+   while a peer still uses its buffers. Whether a call goes direct depends
+   only on what every rank sees alike: the call, the records, c->direct.nmem
+   (allocations are collective) and c->direct.cma, set by every rank at the
+   first direct call from the records' probes. */
 
 #define CC__DR_CMA   1u   /* this rank may read every rank's memory by cross-memory attach */
 #define CC__DR_CALL  2u   /* this rank's part of the call can go direct */
@@ -7651,8 +7638,7 @@ static void cc__cma_probe(cc_comm *c) {
   }
 }
 
-/* The allocation of this rank that holds [p, p + len): its id + 1 and the
-   offset of p in this rank's part; 0 when none does. */
+/* This rank's allocation holding [p, p + len): its id + 1 and p's offset in this rank's part; 0: none. */
 static uint32_t cc__mem_find(const cc_comm *c, const void *p, size_t len, uint64_t *off) {
   const cc__mem *m;
   uintptr_t a = (uintptr_t)p;
@@ -7710,8 +7696,7 @@ static int cc__tune_coll(int coll) {
   return -1;
 }
 
-/* The message size of k as nccl-tests counts it (the largest buffer), when
-   k can run direct; 0 when it cannot. */
+/* The message size of k as nccl-tests counts it (the largest buffer); 0 when k cannot run direct. */
 static size_t cc__direct_size(const cc_comm *c, const cc__call *k) {
   size_t b = k->count * cc__dtype_bytes(k->t);
   switch (k->coll) {
@@ -7723,26 +7708,24 @@ static size_t cc__direct_size(const cc_comm *c, const cc__call *k) {
 }
 
 /* ---------------------------------------------------------------- arena: cross-memory attach chosen by measuring */
-/* CC_SHM_CMA=auto (the default): for each collective and size class (a
-   power of two), the calls choose between the arena's two copies and cross-
-   memory attach's one. Which is faster depends on the machine and on how
-   loaded its memory is (docs/performance.md). Rank 0 times its calls and
-   chooses, with its own settings; its record in the direct first phase
-   carries the call's way and the class's state after it, which every rank
-   takes. While the arena is the way, the calls skip the direct first phase
-   (wait: how many, alike on every rank) until the next try of the other way.
-   Learning: two calls the way the next smaller class chose (the first call
-   each way is cold), two the other, then the faster of their last calls.
-   After that the other way is tried after CC_SHM_TUNE_FIRST calls (16), then
-   twice as many, ... up to CC_SHM_TUNE_MOST (1024), and taken when that call
-   beats the median of the last three the current way by CC_SHM_TUNE_GAIN
-   percent (10); it is tried at once when that median is CC_SHM_TUNE_DRIFT
-   percent (50) slower than when the way was last chosen or confirmed, which
-   the arena's way sees by asking rank 0 every CC_SHM_TUNE_ASK-th call (16).
-   A call is timed from the end of its first phase (not counting what the
-   last call left undone, a root that returned before its readers) to a
-   phase that ends it on every rank, either way. Reductions fold in rank
-   order either way: the same bits. */
+/* CC_SHM_CMA=auto (the default): for each collective and size class (a power
+   of two), the calls choose between the arena's two copies and cross-memory
+   attach's one; which is faster depends on the machine and on how loaded its
+   memory is (docs/performance.md). Rank 0 times its calls and chooses, by its
+   own settings; its record in the direct first phase carries the call's way
+   and the class's state after it, which every rank takes. While the arena is
+   the way, calls skip the direct first phase (wait: how many, alike on every
+   rank) until the next try of the other way. Learning: two calls the way the
+   next smaller class chose (the first call each way is cold), two the other,
+   then the faster of their last calls. Then the other way is tried after
+   CC_SHM_TUNE_FIRST calls, twice as many, ... up to CC_SHM_TUNE_MOST, and
+   taken when it beats the median of the current way's last three by
+   CC_SHM_TUNE_GAIN percent; it is tried at once when that median is
+   CC_SHM_TUNE_DRIFT percent slower than when the way was last chosen or
+   confirmed, which the arena's way sees by asking rank 0 every
+   CC_SHM_TUNE_ASK-th call. A call is timed from the end of its first phase
+   (not what the last call left undone) to a phase that ends it on every
+   rank. Reductions fold in rank order either way: the same bits. */
 
 static int cc__tune_size(size_t bytes) {
   int i = 0;
@@ -7750,8 +7733,7 @@ static int cc__tune_size(size_t bytes) {
   return i;
 }
 
-/* What a call one way costs: the median of its last three calls, the least
-   while it has fewer. */
+/* What a call one way costs: the median of its last three calls (the least while it has fewer). */
 static float cc__tune_est(const cc__tune *t, int way) {
   const float *v = t->ns[way];
   if (t->nsamp[way] < CC__TUNE_KEEP) return t->nsamp[way] > 1 ? CC__MIN(v[0], v[1]) : v[0];
@@ -7892,14 +7874,12 @@ static cc_result cc__peer_get(cc_comm *c, int j, int side, size_t off, void *dst
   return CC_OK;
 }
 
-/* Write len bytes into rank j's recvbuf at off: it is mapped here (a putting
-   run is only chosen when every recvbuf it writes is). */
+/* Write into rank j's recvbuf at off: a putting run is only chosen when every recvbuf it writes is mapped. */
 static void cc__peer_put(cc_comm *c, int j, size_t off, const void *src, size_t len) {
   if (len) memcpy(c->direct.pb[j].r + off, src, len);
 }
 
-/* Can this rank reach `need` bytes of a peer's buffer: mapped here, or by
-   cross-memory attach? */
+/* Can this rank reach `need` bytes of a peer's buffer: mapped here, or by cross-memory attach? */
 static int cc__reach(const unsigned char *m, size_t max, size_t need, int cma) {
   return !need || cma || (m && max >= need);
 }
@@ -7989,8 +7969,7 @@ static cc_result cc__direct_sync(cc_comm *c, const char *what) {
   return cc__ph_wait(c, -1, what);
 }
 
-/* Scratch of a direct run: this rank's other half, which no rank reads
-   until this rank writes a phase into it again. */
+/* Scratch of a direct run: this rank's other half, which no rank reads until this rank's next phase. */
 static unsigned char *cc__direct_tmp(cc_comm *c, size_t *piece) {
   *piece = CC__MIN(cc__piece_cap(c, 0), CC__DR_PIECE);
   return CC__DATA(cc__half(c, c->rank, c->arena.step + 1));
@@ -7999,9 +7978,8 @@ static unsigned char *cc__direct_tmp(cc_comm *c, size_t *piece) {
 /* reduce, all_reduce and reduce_scatter: each rank folds its share
    (cc__plan_step) from every rank's sendbuf, in rank order, into its recvbuf
    where it keeps it; the putting run also writes it into the other recvbufs
-   it belongs in, while the reading run of all_reduce has every rank copy the
-   other shares from their owners' recvbufs after a phase. One rank folds
-   each element: the same bits everywhere. */
+   it belongs in, the reading run of all_reduce has the ranks copy the other
+   shares from their owners' recvbufs after a phase. */
 static cc_result cc__direct_reduce(cc_comm *c, const cc__call *k, int put) {
   const char *what = cc__coll_name(k->coll);
   int n = c->size, me = c->rank, j, t, keep;
@@ -8074,8 +8052,7 @@ static cc_result cc__direct_body(cc_comm *c, const cc__call *k, int go) {
   }
 }
 
-/* A call whose way rank 0 chooses by measuring: it asks (the direct first
-   phase) unless the class goes through the arena for a while. */
+/* A call whose way rank 0 measures: it asks (a direct first phase) unless the class skips that a while. */
 static cc_result cc__tuned_run(cc_comm *c, const cc__call *k, cc__tune *t) {
   uint64_t t0 = c->rank == 0 ? cc__now_ns() : 0;
   int go = 0;
@@ -8094,8 +8071,7 @@ static cc_result cc__tuned_run(cc_comm *c, const cc__call *k, cc__tune *t) {
   return r;
 }
 
-/* A call that cc__direct_try picked: direct when every rank can, else
-   through the arena as usual (*done 0). */
+/* A call that cc__direct_try picked: direct when every rank can, else (*done 0) through the arena. */
 static CC__NOINLINE cc_result cc__direct_run(cc_comm *c, const cc__call *k, int *done) {
   int go;
   cc__tune *t = cc__tune_of(c, k);
@@ -8210,8 +8186,7 @@ out:
   return r;
 }
 
-/* cc_mem_free's phase: every rank frees the same allocation (else
-   CC_ERR_MISMATCH), and none still uses the others' parts, so each unmaps it. */
+/* cc_mem_free's phase: every rank frees the same allocation (else CC_ERR_MISMATCH), then unmaps it at once. */
 static cc_result cc__arena_mem_free(cc_comm *c, cc__mem *m) {
   cc__mem **pp;
   unsigned char *mine;
@@ -8259,8 +8234,7 @@ static cc_result cc__oom(cc_comm *c, const char *what) {
   return cc__fail_all(c, CC_ERR_NO_MEMORY, c->rank, what, "out of memory");
 }
 
-/* Scratch of the algorithms, kept from call to call (fresh pages cost a fault
-   each, more than the fold). */
+/* Scratch of the algorithms, kept from call to call: fresh pages cost a fault each, more than the fold. */
 static unsigned char *cc__keep(unsigned char **buf, size_t *have, size_t bytes) {
   if (*have < bytes || !*buf) {
     unsigned char *p = (unsigned char *)CC_MALLOC(bytes ? bytes : 1);
@@ -8305,8 +8279,7 @@ static cc_result cc__msg_xchg(cc_comm *c, int to, const void *sb, size_t sbytes,
 }
 
 /* ---------------------------------------------------------------- messages: algorithms over members
-   M[0..m) are the ranks taking part (one per host in a hierarchical run,
-   every rank in a flat one); p is this rank's index in M. */
+   M[0..m): the ranks taking part (one per host, or every rank); p: this rank's index in M. */
 
 /* Reduce-scatter by direct exchange: every member sends block q (cc__part)
    of its input to member q, in chunks, and folds the m pieces of its own
@@ -8630,19 +8603,18 @@ static int *cc__hier_reps(cc_comm *c, int root, int *me) {
   return M;
 }
 
-/* Do the calls of this host's ranks agree as the whole communicator sees
-   them? The host's part compares only what it runs: two ranks that
-   broadcast from two roots on another host meet in the same host's part.
-   Each rank stored its call word on entry (cc__algo_run), so once that part
-   has met, every word of this call is there to read. 1 and *who, msg saying
-   how when a rank of this host called otherwise; else 0. */
-static int cc__hier_words(cc_comm *c, int *who, char *msg, size_t len) {
+/* CC_ERR_MISMATCH for every rank when the calls of this host's ranks differ
+   as the whole communicator sees them (the host's part compares only what it
+   runs: two ranks that broadcast from two roots on another host meet in the
+   same host's part). Each rank stored its call word on entry (cc__algo_run),
+   so once that part has met, every word of this call is there to read. */
+static cc_result cc__hier_agree(cc_comm *c, const char *what) {
   cc__net *nt = c->net;
   cc_comm *l = nt->local;
   uint64_t mine, theirs;
   char a[96], b[96];
   int i, g = nt->grp[c->rank];
-  if (!l || !l->seg.ctl) return 0;
+  if (!l || !l->seg.ctl) return CC_OK;
   mine = CC__LOAD(&l->seg.ctl[l->rank].call);
   for (i = 0; i < c->size; i++) {
     if (i == c->rank || nt->grp[i] != g) continue;
@@ -8650,21 +8622,10 @@ static int cc__hier_words(cc_comm *c, int *who, char *msg, size_t len) {
     if (theirs >> 24 != mine >> 24 || theirs == mine) continue;
     cc__call_word_str(theirs, a, sizeof a);
     cc__call_word_str(mine, b, sizeof b);
-    snprintf(msg, len, "rank %d called %s as collective #%llu while this rank called %s", i, a,
-             (unsigned long long)(mine >> 24), b);
-    *who = i;
-    return 1;
+    return cc__fail_all(c, CC_ERR_MISMATCH, i, what, "rank %d called %s as collective #%llu while this rank called %s",
+                        i, a, (unsigned long long)(mine >> 24), b);
   }
-  return 0;
-}
-
-/* After the host's first part: CC_ERR_MISMATCH for every rank when a rank of
-   this host called otherwise (cc__hier_words). */
-static cc_result cc__hier_agree(cc_comm *c, const char *what) {
-  char msg[320];
-  int who;
-  if (!cc__hier_words(c, &who, msg, sizeof msg)) return CC_OK;
-  return cc__fail_all(c, CC_ERR_MISMATCH, who, what, "%s", msg);
+  return CC_OK;
 }
 
 /* The host's part, an arena run on the host's communicator. A failure there
@@ -8821,9 +8782,8 @@ static cc_result cc__p2p_run(cc_comm *c, const cc__call *calls, int ncalls, cons
   if (!m) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
   for (i = 0; i < ncalls; i++) {
     const cc__call *k = &calls[i];
-    if (k->coll != CC__SEND && k->coll != CC__RECV) continue;
     if (k->coll == CC__SEND) cc__msg_send(&m[n++], k->peer, k->tag, k->sbuf, k->count * cc__dtype_bytes(k->t));
-    else cc__msg_recv(&m[n++], k->peer, k->tag, k->rbuf, k->count * cc__dtype_bytes(k->t));
+    else if (k->coll == CC__RECV) cc__msg_recv(&m[n++], k->peer, k->tag, k->rbuf, k->count * cc__dtype_bytes(k->t));
   }
   r = cc__engine_run(c, m, n, NULL, NULL, NULL, what);
   for (i = 0, n = 0; i < ncalls; i++) {  /* receives from any source: who sent what they took */
