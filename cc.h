@@ -2737,10 +2737,9 @@ typedef struct cc__aead { int phase; } cc__aead;
 
 /* ============================================================== @base */
 /* What every section above the platform shares: the internal types (the
-   communicator, a call, the shared-memory structures, messages and links),
-   the enums that name calls, ops, links and transports, the encoding of
-   integers on the wire, errors and logging (cc__fail), and the settings, read
-   once from cc_config and the environment (cc__settings_read). */
+   communicator, a call, the shared-memory structures, messages and links) and
+   the enums that name them, errors and logging (cc__fail), and the settings,
+   read once from cc_config and the environment (cc__settings_read). */
 
 /* A function the companion headers (cc_cuda.cuh) call, maybe nothing here. */
 #if defined(__GNUC__) || defined(__clang__)
@@ -2836,7 +2835,7 @@ typedef struct cc__ident {
   uint8_t coll, dtype;
 } cc__ident;
 
-/* A call's descriptor, 56 bytes at the head of a rank's half (a small message's data shares its line). */
+/* A call's descriptor, heading a rank's half (a small message's data shares its line). */
 #define CC__AUX_DIRECT (~(uint64_t)0)   /* cc__desc.aux of a direct call's first phase (cc__first_end) */
 typedef struct cc__desc {
   uint64_t step;              /* the phase it belongs to, stored last: the first phase's wait */
@@ -2890,8 +2889,8 @@ typedef struct cc__chan {              /* single producer, single consumer byte 
   char pad1[CC__LINE - 8];
 } cc__chan;
 
-/* Memory from cc_mem_alloc: one segment per allocation, which every rank of the host
-   maps whole; rank r's part starts at base + r * slot (alone on its host: plain memory). */
+/* Memory from cc_mem_alloc: one segment per allocation, mapped whole by every
+   rank of the host; rank r's part at base + r * slot (alone: plain memory). */
 typedef struct cc__mem {
   struct cc__mem *next;
   uint32_t id;                         /* the same on every rank: allocations are collective */
@@ -3042,8 +3041,8 @@ struct cc_request {
   char err[CC__ERR_BYTES];
 };
 
-/* A communicator whose ranks span hosts (or talk over TCP only): the ranks of each
-   host form a group; `local` is this group's shared-memory communicator (NULL when alone). */
+/* Ranks on several hosts (or TCP only): each host's ranks form a group; `local`
+   is this group's shared-memory communicator (NULL when alone). */
 typedef struct cc__net {
   int ngroups;
   int *grp;                            /* per rank: its group */
@@ -3244,8 +3243,8 @@ static CC__COLD cc_result cc__no_random(cc_comm *c, const char *call, const char
 /* ---------------------------------------------------------------- Slurm host lists */
 /* Grammar: list = entry {"," entry}; entry = 1*(char | "[" range {"," range} "]");
    range = digits ["-" digits] with lo <= hi; char = printable, not "[],".
-   The first host is the first entry with each bracket group replaced by its
-   first number, padding kept. */
+   The first host: the first entry with each bracket group as its first
+   number, padding kept. */
 
 /* Compares two decimal digit strings by value: <0, 0, >0. */
 static int cc__decimal_cmp(const char *a, size_t na, const char *b, size_t nb) {
@@ -3263,9 +3262,8 @@ static int cc__hostlist_put(char *out, size_t outlen, size_t *pos, const char *s
   return 0;
 }
 
-/* First host name of a Slurm node list ("node[01-04,7],gpu[2-3]" -> "node01")
-   into out, checking the whole list in one pass; 0, or -1 (out "") if the
-   list is malformed or the name does not fit. */
+/* First host of a Slurm node list ("node[01-04,7],gpu[2-3]" -> "node01") into
+   out, checking the whole list; 0, or -1 (out "") if malformed or too long. */
 static int cc__hostlist_first(const char *p, char *out, size_t outlen) {
   size_t pos = 0;
   int entry = 0, nonempty = 0;
@@ -3416,9 +3414,8 @@ static int cc__token_check(const char *t, char *why, size_t whylen) {
 }
 
 /* ---------------------------------------------------------------- settings
-   The only reader of the environment (the table at the top of this file lists
-   every variable; tests/unit/test_header.sh checks that they agree). A value
-   in cc_config wins over the environment. */
+   The only reader of the environment: the table at the top lists its every
+   variable (tests/unit/test_header.sh checks). cc_config wins over it. */
 
 /* An integer variable: 0 unset, 1 ok, -1 not a number. */
 static int cc__env_long(const char *name, long *out) {
@@ -3435,8 +3432,7 @@ static int cc__env_long(const char *name, long *out) {
 
 /* CC_TOKEN into out ("" when unset): read once per process, then zeroed and
    removed from the environment, so that no process this one starts inherits
-   it; later reads (a second cc_comm_init, cc_spawn's ranks) take the copy
-   kept here. */
+   it; later reads (a second cc_comm_init, cc_spawn's ranks) take this copy. */
 static char cc__token_kept[256];
 static int cc__token_too_long;
 static pthread_mutex_t cc__token_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -7234,7 +7230,7 @@ static void cc__msg_recv(cc__msg *m, int peer, int tag, void *buf, size_t bytes)
   cc__msg_set(m, 0, peer, tag, buf, bytes);
 }
 /* ============================================================== @algo */
-/* The collectives. cc__algo_run picks one of three executors, each driven by @plan:
+/* The collectives, in three executors driven by @plan (cc__algo_run picks):
    - the arena executor (cc__arena_*): every rank on one host; a collective is
      a sequence of phases over the segment's arena (@shm);
    - the message executor (cc__msg_*): between any ranks over the message
@@ -7273,10 +7269,9 @@ static CC__INLINE cc_result cc__ph_begin(cc_comm *c, unsigned char **mine, const
   return CC_OK;
 }
 
-/* The line at byte `off` of this rank's next half, made this core's for the
-   next phase's writes once every rank is done reading that half: the peers'
-   copies go now, not when a store must wait for them. It helps small calls
-   between cores that share no cache (dev/same_pair.sh). */
+/* The line at byte `off` of this rank's next half, made this core's once all
+   ranks have read that half: the peers' copies go now, not when a store waits
+   for them (it helps cores sharing no cache: dev/same_pair.sh). */
 static void cc__ph_prefetch(cc_comm *c, size_t off) {
   if (c->arena.seen_all >= c->arena.step) cc__prefetch_write(cc__half(c, c->rank, c->arena.step + 1) + off);
 }
@@ -7293,9 +7288,8 @@ static cc_result cc__ph_wait(cc_comm *c, int who, const char *what) {
 
 /* ---------------------------------------------------------------- arena: collectives */
 
-/* First phase of a call: the descriptor (all but its step) at the head of
-   this rank's half; the caller may put data after it, then cc__first_end
-   publishes the step. */
+/* First phase of a call: the descriptor (all but its step) heads this rank's
+   half, the caller's data may follow; cc__first_end publishes the step. */
 static cc_result cc__first_begin(cc_comm *c, const cc__call *k, uint64_t count, uint64_t aux,
                                  unsigned char **mine) {
   cc__desc d;
@@ -7319,9 +7313,8 @@ static const cc__desc *cc__desc_of(cc_comm *c, int r) {
   return cc__desc_at(c, r, c->arena.step);
 }
 
-/* Publish, wait for every rank (a rank that published phase s has read phase
-   s-1 already, which is what the reuse of halves needs: seen_all), and
-   compare every rank's call with ours. */
+/* Publish, wait for every rank (one that published phase s has read s-1, as
+   the reuse of halves needs: seen_all), and compare the ranks' calls. */
 static cc_result cc__first_end(cc_comm *c, const cc__call *k) {
   const char *what = cc__coll_name(k->coll);
   cc__ident me, them;
@@ -7374,11 +7367,10 @@ static cc_result cc__first_end(cc_comm *c, const cc__call *k) {
   return CC_OK;
 }
 
-/* dst = srcs[0] op srcs[1] op ... op srcs[m-1], a left fold in rank order:
-   the one fold every executor uses. A built-in op folds in one pass
-   (cc__reduce_n); premul_sum scales each source by its rank's scalar
-   (scals[j]); a user op folds pair by pair, through a copy where dst is a
-   later source (without memory for it the call fails, never a wrong result). */
+/* dst = srcs[0] op srcs[1] op ... op srcs[m-1], a left fold in rank order, the
+   one every executor uses: a built-in op in one pass (cc__reduce_n); premul_sum
+   scaling each source by its rank's scalar (scals[j]); a user op pair by pair,
+   through a copy where dst is a later source (no memory: fails, never wrong). */
 static cc_result cc__fold(cc_comm *c, int op, cc_dtype t, void *dst, const void *const *srcs, const void *const *scals,
                           int m, size_t count, const char *what) {
   size_t es = cc__dtype_bytes(t);
@@ -7409,10 +7401,9 @@ static CC__INLINE cc_result cc__apply(cc_comm *c, const cc__call *k, void *dst, 
   return cc__fold(c, k->op, k->t, dst, c->arena.srcs, c->arena.scals, c->size, count, cc__coll_name(k->coll));
 }
 
-/* Stage `n` bytes of a message of `total` bytes into this rank's half:
-   large ones with streaming stores, unless ranks outnumber CPUs: then two
-   ranks share a core, and the reader would fetch back from memory what its
-   own core's cache held. */
+/* Stage `n` bytes of a message of `total` into this rank's half: large ones with
+   streaming stores, unless ranks outnumber CPUs: two ranks sharing a core would
+   fetch back from memory what their core's cache held. */
 static void cc__stage(cc_comm *c, void *half_data, const void *src, size_t n, size_t total) {
   if (total >= c->set.stream_bytes && !c->oversub) cc__copy_stream(half_data, src, n);
   else memcpy(half_data, src, n);
@@ -7424,10 +7415,9 @@ static cc_result cc__run_barrier(cc_comm *c, const cc__call *k) {
   return r != CC_OK ? r : cc__first_end(c, k);
 }
 
-/* A small all_to_all or reduce_scatter (all of a rank's pieces this many
-   bytes or fewer) stages its pieces side by side right after the descriptor,
-   in the pair of lines a reader reads anyway. Larger ones give each piece a
-   line-aligned n-th of the half: no two ranks' pieces share a line. */
+/* A small all_to_all or reduce_scatter (a rank's pieces this many bytes or
+   fewer) stages them side by side after the descriptor, in lines readers read
+   anyway; larger ones give each piece a line-aligned n-th of the half. */
 #define CC__PACKED_BYTES 64u
 
 /* Bytes between a rank's pieces in its half, for pieces of `bytes` each. */
@@ -7515,11 +7505,10 @@ static cc_result cc__run_reduce(cc_comm *c, const cc__call *k, int root) {
   return cc__run_reduce_blocks(c, k, root);
 }
 
-/* The calls that move data without reducing, as cc__plan_move lays them
-   out: a rank stages pc bytes of each piece per phase, readers copy out what
-   is theirs. The v forms first publish every rank's counts, so that every
-   rank checks every pair alike (CC_ERR_MISMATCH everywhere, or nowhere) and
-   knows how many phases the data needs. */
+/* The calls that move data without reducing (cc__plan_move): a rank stages pc
+   bytes of each piece per phase, readers copy out theirs. The v forms first
+   publish every rank's counts, so that every rank checks every pair alike
+   (CC_ERR_MISMATCH everywhere or nowhere) and knows how many phases it takes. */
 static CC__NOINLINE cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
   const char *what = cc__coll_name(k->coll);
   size_t es = cc__dtype_bytes(k->t), pc = c->seg.half - CC__DESC_BYTES, off = 0, maxlen = 0, own = 0, total;
@@ -7638,7 +7627,8 @@ static void cc__cma_probe(cc_comm *c) {
   }
 }
 
-/* This rank's allocation holding [p, p + len): its id + 1 and p's offset in this rank's part; 0: none. */
+/* The allocation of this rank that holds [p, p + len): its id + 1 and the
+   offset of p in this rank's part; 0 when none does. */
 static uint32_t cc__mem_find(const cc_comm *c, const void *p, size_t len, uint64_t *off) {
   const cc__mem *m;
   uintptr_t a = (uintptr_t)p;
@@ -7684,10 +7674,9 @@ static void cc__direct_need(const cc_comm *c, const cc__call *k, int j, int put,
   }
 }
 
-/* The collectives whose reading run may use cross-memory attach, as indices
-   of CC_SHM_CMA=auto's table; -1 for the others. broadcast: the arena's
-   pipelined copies are faster still; reduce has no reading run (its partial
-   results need a place in the root's recvbuf). */
+/* The collectives whose reading run may use cross-memory attach, as indices of
+   CC_SHM_CMA=auto's table, else -1. broadcast: the arena's pipelined copies are
+   faster; reduce has no reading run (its partials need the root's recvbuf). */
 static int cc__tune_coll(int coll) {
   static const int colls[CC__TUNE_COLLS] = {CC__ALL_REDUCE, CC__REDUCE_SCATTER, CC__ALL_GATHER, CC__ALL_TO_ALL,
                                             CC__GATHER, CC__SCATTER};
@@ -7696,7 +7685,7 @@ static int cc__tune_coll(int coll) {
   return -1;
 }
 
-/* The message size of k as nccl-tests counts it (the largest buffer); 0 when k cannot run direct. */
+/* k's message size as nccl-tests counts it (the largest buffer); 0 when k cannot run direct. */
 static size_t cc__direct_size(const cc_comm *c, const cc__call *k) {
   size_t b = k->count * cc__dtype_bytes(k->t);
   switch (k->coll) {
@@ -7874,7 +7863,8 @@ static cc_result cc__peer_get(cc_comm *c, int j, int side, size_t off, void *dst
   return CC_OK;
 }
 
-/* Write into rank j's recvbuf at off: a putting run is only chosen when every recvbuf it writes is mapped. */
+/* Write len bytes into rank j's recvbuf at off: it is mapped here (a putting
+   run is only chosen when every recvbuf it writes is). */
 static void cc__peer_put(cc_comm *c, int j, size_t off, const void *src, size_t len) {
   if (len) memcpy(c->direct.pb[j].r + off, src, len);
 }
@@ -7892,10 +7882,9 @@ enum {
   CC__GO_ARENA                         /* the tuner tries the arena this time: it runs the rest */
 };
 
-/* The first phase of a direct call: the descriptor and where this rank's
-   buffers are; then every rank's, from which every rank computes the same
-   *go (CC__GO_*). t (this rank's state of the call's class, CC_SHM_CMA=auto)
-   takes rank 0's word. */
+/* The first phase of a direct call: the descriptor and where this rank's buffers
+   are; from every rank's, every rank computes the same *go (CC__GO_*). t (this
+   rank's state of the class, CC_SHM_CMA=auto) takes rank 0's word. */
 static cc_result cc__direct_begin(cc_comm *c, const cc__call *k, cc__tune *t, int *go) {
   const char *what = cc__coll_name(k->coll);
   int n = c->size, me = c->rank, j, all_cma = 1, call_ok = 1, cma, rd = 1, rdm = 1, pt;
@@ -7969,17 +7958,16 @@ static cc_result cc__direct_sync(cc_comm *c, const char *what) {
   return cc__ph_wait(c, -1, what);
 }
 
-/* Scratch of a direct run: this rank's other half, which no rank reads until this rank's next phase. */
+/* A direct run's scratch: this rank's other half, which no rank reads before its next phase. */
 static unsigned char *cc__direct_tmp(cc_comm *c, size_t *piece) {
   *piece = CC__MIN(cc__piece_cap(c, 0), CC__DR_PIECE);
   return CC__DATA(cc__half(c, c->rank, c->arena.step + 1));
 }
 
-/* reduce, all_reduce and reduce_scatter: each rank folds its share
-   (cc__plan_step) from every rank's sendbuf, in rank order, into its recvbuf
-   where it keeps it; the putting run also writes it into the other recvbufs
-   it belongs in, the reading run of all_reduce has the ranks copy the other
-   shares from their owners' recvbufs after a phase. */
+/* reduce, all_reduce, reduce_scatter: each rank folds its share (cc__plan_step)
+   from every rank's sendbuf, in rank order, into its recvbuf where it keeps it;
+   the putting run also writes it into the other recvbufs it belongs in;
+   all_reduce's reading run then copies the others' shares from their owners. */
 static cc_result cc__direct_reduce(cc_comm *c, const cc__call *k, int put) {
   const char *what = cc__coll_name(k->coll);
   int n = c->size, me = c->rank, j, t, keep;
@@ -8052,7 +8040,8 @@ static cc_result cc__direct_body(cc_comm *c, const cc__call *k, int go) {
   }
 }
 
-/* A call whose way rank 0 measures: it asks (a direct first phase) unless the class skips that a while. */
+/* A call whose way rank 0 measures: it asks (a direct first phase) unless its
+   class goes through the arena for a while. */
 static cc_result cc__tuned_run(cc_comm *c, const cc__call *k, cc__tune *t) {
   uint64_t t0 = c->rank == 0 ? cc__now_ns() : 0;
   int go = 0;
@@ -8071,7 +8060,7 @@ static cc_result cc__tuned_run(cc_comm *c, const cc__call *k, cc__tune *t) {
   return r;
 }
 
-/* A call that cc__direct_try picked: direct when every rank can, else (*done 0) through the arena. */
+/* A call cc__direct_try picked: direct when every rank can, else (*done 0) through the arena. */
 static CC__NOINLINE cc_result cc__direct_run(cc_comm *c, const cc__call *k, int *done) {
   int go;
   cc__tune *t = cc__tune_of(c, k);
@@ -8087,11 +8076,10 @@ static CC__NOINLINE cc_result cc__direct_run(cc_comm *c, const cc__call *k, int 
 }
 
 /* ---------------------------------------------------------------- arena: symmetric memory */
-/* cc_mem_alloc on a communicator of ranks on one host. One segment per
-   allocation, every rank's part `slot` bytes (the largest request, in whole
-   pages): rank 0 creates and names it in a phase, the others map it, and a
-   last phase tells every rank whether all could (then the name is unlinked:
-   nothing is left in /dev/shm). Every rank fails alike, or none. */
+/* cc_mem_alloc on ranks of one host: one segment per allocation, every rank's
+   part `slot` bytes (the largest request, in whole pages). Rank 0 creates and
+   names it in a phase, the others map it, and a last phase tells all whether all
+   could (then the name is unlinked). Every rank fails alike, or none. */
 
 /* The second phase: *base and *got the mapping (NULL when it failed: *err
    says why); name the segment's, empty when rank 0 did not create one. */
@@ -8186,7 +8174,8 @@ out:
   return r;
 }
 
-/* cc_mem_free's phase: every rank frees the same allocation (else CC_ERR_MISMATCH), then unmaps it at once. */
+/* cc_mem_free's phase: every rank frees the same allocation (else
+   CC_ERR_MISMATCH), then unmaps it at once. */
 static cc_result cc__arena_mem_free(cc_comm *c, cc__mem *m) {
   cc__mem **pp;
   unsigned char *mine;
@@ -8234,7 +8223,8 @@ static cc_result cc__oom(cc_comm *c, const char *what) {
   return cc__fail_all(c, CC_ERR_NO_MEMORY, c->rank, what, "out of memory");
 }
 
-/* Scratch of the algorithms, kept from call to call: fresh pages cost a fault each, more than the fold. */
+/* Scratch of the algorithms, kept from call to call (fresh pages cost a fault
+   each, more than the fold). */
 static unsigned char *cc__keep(unsigned char **buf, size_t *have, size_t bytes) {
   if (*have < bytes || !*buf) {
     unsigned char *p = (unsigned char *)CC_MALLOC(bytes ? bytes : 1);
@@ -8279,13 +8269,12 @@ static cc_result cc__msg_xchg(cc_comm *c, int to, const void *sb, size_t sbytes,
 }
 
 /* ---------------------------------------------------------------- messages: algorithms over members
-   M[0..m): the ranks taking part (one per host, or every rank); p: this rank's index in M. */
+   M[0..m): the ranks taking part (one per host, or all); p: this one's index. */
 
-/* Reduce-scatter by direct exchange: every member sends block q (cc__part)
-   of its input to member q, in chunks, and folds the m pieces of its own
-   block into out, chunk by chunk as they arrive, in member order, exactly as
-   on one host. With `full`, each folded chunk also goes to every member at
-   once (all-reduce: the all-gather rides on the reduce-scatter). */
+/* Reduce-scatter by direct exchange: every member sends block q (cc__part) of
+   its input to member q in chunks, and folds the m pieces of its own block into
+   out as they arrive, in member order, as on one host. With `full`, each folded
+   chunk also goes to every member (all-reduce: the all-gather rides along). */
 typedef struct cc__drs_ctx {
   cc_comm *c;
   int op, m, p, nrecv;
@@ -8387,10 +8376,9 @@ static cc_result cc__msg_ring_ag(cc_comm *c, const int *M, int m, int p, void *b
 }
 
 /* Broadcast from index rp: a binomial tree for small messages, else a chain
-   pipelined in chunks, each forwarded as it arrives (with two members too: a
-   late receiver then queues chunks, not one huge message). The chain's last
-   member has the data after nch + m - 2 chunk times, the tree's after
-   ceil(log2 m) message times: few chunks among many members go by the tree. */
+   pipelined in chunks, each forwarded as it arrives (two members too: a late
+   receiver queues chunks, not one huge message). The chain's last member has it
+   after nch + m - 2 chunk times, the tree's after ceil(log2 m) message times. */
 typedef struct cc__chain_ctx { int nrecv; } cc__chain_ctx;
 
 static int cc__bcast_by_tree(const cc_comm *c, int m, size_t bytes) {
@@ -8441,9 +8429,9 @@ static cc_result cc__msg_bcast(cc_comm *c, const int *M, int m, int p, int rp, v
 }
 
 /* Reduce to index rp, or all-reduce (rp < 0). Small: every member sends its
-   input to the members that keep the result, which fold them all. Large:
-   reduce-scatter by direct exchange, with the all-gather riding on it, or
-   then the blocks to the root. Either way the left fold in member order. */
+   input to those that keep the result, which fold it all. Large: reduce-scatter
+   by direct exchange, then the all-gather riding on it, or the blocks to the
+   root. Either way the left fold in member order. */
 static cc_result cc__msg_reduce(cc_comm *c, const int *M, int m, int p, int rp, const void *in, void *out,
                                 size_t count, cc_dtype t, int op, const char *what) {
   size_t es = cc__dtype_bytes(t), bytes = count * es;
@@ -8504,10 +8492,10 @@ static cc_result cc__premul_input(cc_comm *c, const cc__call *k, size_t count, u
   return CC_OK;
 }
 
-/* The pieces of plan p as messages into ms (returns how many), staggered
-   from rank me+1 on, so that not all ranks send to one first. With `quick`
-   (the queued calls), a whole frame goes straight through the ring where it
-   can, and only the rest is left for the engine. */
+/* The pieces of plan p as messages into ms (returns how many), from rank me+1
+   on, so that not all ranks send to one first. With `quick` (queued calls), a
+   whole frame goes straight through the ring where it can, the rest through
+   the engine. */
 static CC__INLINE int cc__plan_msgs(cc_comm *c, const cc__plan *p, const unsigned char *sb, unsigned char *rb, cc__msg *ms,
                          int quick) {
   int n = c->size, me = c->rank, i, nm = 0;
@@ -8531,9 +8519,8 @@ static CC__INLINE int cc__plan_msgs(cc_comm *c, const cc__plan *p, const unsigne
 
 /* ---------------------------------------------------------------- messages: collectives */
 
-/* gather, all_gather, scatter, all_to_all and their v forms (cc__plan_move):
-   every rank straight to every other, all_gather as a ring; reduce_scatter
-   by direct exchange. */
+/* gather, all_gather, scatter, all_to_all, v forms (cc__plan_move): every rank
+   straight to every other, all_gather as a ring, reduce_scatter by exchange. */
 static cc_result cc__msg_flat(cc_comm *c, const cc__call *k) {
   const char *what = cc__coll_name(k->coll);
   int n = c->size, me = c->rank, j, nm = 0;
@@ -8603,11 +8590,10 @@ static int *cc__hier_reps(cc_comm *c, int root, int *me) {
   return M;
 }
 
-/* CC_ERR_MISMATCH for every rank when the calls of this host's ranks differ
-   as the whole communicator sees them (the host's part compares only what it
-   runs: two ranks that broadcast from two roots on another host meet in the
-   same host's part). Each rank stored its call word on entry (cc__algo_run),
-   so once that part has met, every word of this call is there to read. */
+/* CC_ERR_MISMATCH for every rank when this host's ranks called otherwise as the
+   whole communicator sees it: the host's part compares only what it runs (two
+   broadcasts from two roots on another host meet there). Each rank stored its
+   call word on entry (cc__algo_run): once that part has met, all are there. */
 static cc_result cc__hier_agree(cc_comm *c, const char *what) {
   cc__net *nt = c->net;
   cc_comm *l = nt->local;
@@ -8628,8 +8614,8 @@ static cc_result cc__hier_agree(cc_comm *c, const char *what) {
   return CC_OK;
 }
 
-/* The host's part, an arena run on the host's communicator. A failure there
-   is this communicator's, told to the other hosts, naming the rank as it knows it. */
+/* The host's part, an arena run on the host's communicator. A failure there is
+   the communicator's, told to the other hosts, naming the rank as it knows it. */
 static cc_result cc__hier_local(cc_comm *c, int coll, const cc__call *k, const void *sb, void *rb, size_t count,
                                 int op, int root) {
   cc_comm *l = c->net->local;
@@ -8796,7 +8782,6 @@ static cc_result cc__p2p_run(cc_comm *c, const cc__call *calls, int ncalls, cons
 }
 
 /* ---------------------------------------------------------------- queued calls
-
    Small broadcasts, scatters and gathers on one host go as frames through
    the rings, which queue them: a rank that only sends returns once the bytes
    are in the rings, and may run as many calls ahead as they hold. A receiver
