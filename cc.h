@@ -3161,7 +3161,8 @@ static void cc__hex(const unsigned char *in, size_t n, char *out) {   /* out: 2n
   out[2 * n] = 0;
 }
 
-/* nhex random hex digits (even, at most 128) into out: 0, or -1 ("") as cc__random. */
+/* nhex random hex digits (nhex even, at most 128) into out (nhex + 1 bytes):
+   0, or -1 with errno ("" in out) as cc__random. */
 static int cc__random_hex(char *out, size_t nhex) {
   unsigned char raw[64];
   if (nhex > 128) nhex = 128;
@@ -3456,7 +3457,8 @@ static int cc__env_token(char *out, size_t len) {   /* 0, or -1 when it is too l
   return r;
 }
 
-/* The first of several variables that is set: 1 found, 0 none, -1 garbage (failed). */
+/* The first of several variables that is set: 1 found, 0 none, -1 garbage
+   (with the thread's message set). */
 static int cc__env_first(const char *const *names, long *out, const char **which) {
   int i;
   for (i = 0; names[i]; i++) {
@@ -7243,20 +7245,26 @@ static void cc__msg_recv(cc__msg *m, int peer, int tag, void *buf, size_t bytes)
 
 /* ---------------------------------------------------------------- arena: phases */
 
+/* Wait on the arena until `pending` finds no rank missing. */
+static cc_result cc__arena_wait(cc_comm *c, cc__pending_fn pending, cc__awaited_fn awaited, const void *arg,
+                                const char *what) {
+  cc__waitfor w;
+  memset(&w, 0, sizeof w);
+  w.pending = pending;
+  w.awaited = awaited;
+  w.arg = arg;
+  w.shm = 1;
+  return cc__wait(c, &w, what);
+}
+
 /* Wait until rank `who` (-1: every rank) has arrived at `step`. */
 static cc_result cc__ph_wait_at(cc_comm *c, int who, uint64_t step, const char *what) {
   cc__arr_arg a;
-  cc__waitfor w;
   cc_result r;
   if (who < 0 && c->arena.seen_all >= step) return CC_OK;
   a.who = who;
   a.step = step;
-  memset(&w, 0, sizeof w);
-  w.pending = cc__pending_arrive;
-  w.awaited = cc__awaited_arrive;
-  w.arg = &a;
-  w.shm = 1;
-  r = cc__wait(c, &w, what);
+  r = cc__arena_wait(c, cc__pending_arrive, cc__awaited_arrive, &a, what);
   if (r == CC_OK && who < 0) c->arena.seen_all = step;
   return r;
 }
@@ -7320,22 +7328,13 @@ static cc_result cc__first_end(cc_comm *c, const cc__call *k) {
   cc__ident me, them;
   const cc__desc *mine;
   uint64_t s = c->arena.step + 1;
-  cc__waitfor w;
-  cc_result r;
   int j, v;
   cc__publish(c, &cc__desc_at(c, c->rank, s)->step, s);
   cc__ph_arrive(c);
   for (j = c->oversub ? 64 : 0; j < 64 && cc__pending_first(c, &s) >= 0; j++) {   /* the usual case, */
     cc__cpu_relax(); cc__cpu_relax(); cc__cpu_relax(); cc__cpu_relax();            /* spun here */
   }
-  if (j == 64) {
-    memset(&w, 0, sizeof w);
-    w.pending = cc__pending_first;
-    w.awaited = cc__awaited_first;
-    w.arg = &s;
-    w.shm = 1;
-    if ((r = cc__wait(c, &w, what)) != CC_OK) return r;
-  }
+  if (j == 64) CC__TRY(cc__arena_wait(c, cc__pending_first, cc__awaited_first, &s, what));
   if (c->arena.seen_all < s) c->arena.seen_all = s;
   mine = cc__desc_of(c, c->rank);
   v = cc__is_v(mine->coll);
@@ -7965,9 +7964,10 @@ static unsigned char *cc__direct_tmp(cc_comm *c, size_t *piece) {
 }
 
 /* reduce, all_reduce, reduce_scatter: each rank folds its share (cc__plan_step)
-   from every rank's sendbuf, in rank order, into its recvbuf where it keeps it;
-   the putting run also writes it into the other recvbufs it belongs in;
-   all_reduce's reading run then copies the others' shares from their owners. */
+   from every rank's sendbuf, in rank order (one rank folds each element: the
+   same bits everywhere), into its recvbuf where it keeps it; the putting run
+   also writes it into the other recvbufs it belongs in, while all_reduce's
+   reading run then copies the others' shares from their owners. */
 static cc_result cc__direct_reduce(cc_comm *c, const cc__call *k, int put) {
   const char *what = cc__coll_name(k->coll);
   int n = c->size, me = c->rank, j, t, keep;
@@ -8175,7 +8175,8 @@ out:
 }
 
 /* cc_mem_free's phase: every rank frees the same allocation (else
-   CC_ERR_MISMATCH), then unmaps it at once. */
+   CC_ERR_MISMATCH), and none still uses the others' parts (their collectives
+   are over), so each unmaps it at once. */
 static cc_result cc__arena_mem_free(cc_comm *c, cc__mem *m) {
   cc__mem **pp;
   unsigned char *mine;
