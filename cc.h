@@ -2737,10 +2737,9 @@ typedef struct cc__aead { int phase; } cc__aead;
 
 /* ============================================================== @base */
 /* What every section above the platform shares: the internal types (the
-   communicator, a call, the shared-memory structures, messages and links),
-   the enums that name calls, ops, links and transports, the encoding of
-   integers on the wire, errors and logging (cc__fail), and the settings, read
-   once from cc_config and the environment (cc__settings_read). */
+   communicator, a call, the shared-memory structures, messages and links) and
+   the enums that name them, errors and logging (cc__fail), and the settings,
+   read once from cc_config and the environment (cc__settings_read). */
 
 /* A function the companion headers (cc_cuda.cuh) call, maybe nothing here. */
 #if defined(__GNUC__) || defined(__clang__)
@@ -2779,8 +2778,7 @@ static const char *cc__coll_name(int coll) {
 
 typedef enum cc__opkind { CC__OPK_FREE, CC__OPK_USER, CC__OPK_PREMUL } cc__opkind;
 
-/* How bytes reach a peer: itself, a ring in the host's shared segment, a TCP
-   connection. */
+/* How bytes reach a peer: itself, a ring in the host's shared segment, TCP. */
 typedef enum cc__link { CC__LINK_NONE, CC__LINK_SELF, CC__LINK_SHM, CC__LINK_TCP } cc__link;
 
 typedef enum cc__transport { CC__TR_AUTO, CC__TR_SHM, CC__TR_TCP } cc__transport;
@@ -2814,8 +2812,7 @@ typedef struct cc__settings {
   long spin_us, small_bytes;           /* -1: the default for the oversubscription */
   size_t shm_chunk;                    /* 0: the default for the number of ranks */
   size_t stream_bytes, net_chunk, net_small_bytes, net_sockbuf;
-  int shm_cma;                         /* CC_SHM_CMA: 0 never read peers' memory by cross-memory attach, 1 where
-                                          allowed, CC__CMA_AUTO where measured faster (the default) */
+  int shm_cma;                         /* CC_SHM_CMA: cross-memory attach 0 never, 1 where allowed, CC__CMA_AUTO */
   uint32_t tune_first, tune_most, tune_ask;   /* CC_SHM_TUNE_*: CC_SHM_CMA=auto's runs between tries */
   uint32_t tune_gain, tune_drift;      /* ... and its margins, in percent (cc__tune_step) */
   size_t direct_bytes;                 /* CC_SHM_DIRECT_BYTES: from this size, read peers' buffers directly */
@@ -2830,8 +2827,7 @@ typedef struct cc__settings {
 
 /* ---------------------------------------------------------------- shared memory */
 
-/* What the ranks' calls must agree on: every transport compares it, whole
-   (CC_ERR_MISMATCH, never a hash that might collide). */
+/* What the ranks' calls must agree on, compared whole (never a hash that might collide). */
 typedef struct cc__ident {
   uint64_t count;             /* non-v: the count; v: this rank's own count */
   int32_t op;                 /* reducing calls only, else 0 */
@@ -2839,8 +2835,7 @@ typedef struct cc__ident {
   uint8_t coll, dtype;
 } cc__ident;
 
-/* A call's descriptor in the arena, 56 bytes at the head of a rank's half (a
-   small message's data shares its cache line). */
+/* A call's descriptor, heading a rank's half (a small message's data shares its line). */
 #define CC__AUX_DIRECT (~(uint64_t)0)   /* cc__desc.aux of a direct call's first phase (cc__first_end) */
 typedef struct cc__desc {
   uint64_t step;              /* the phase it belongs to, stored last: the first phase's wait */
@@ -2894,9 +2889,8 @@ typedef struct cc__chan {              /* single producer, single consumer byte 
   char pad1[CC__LINE - 8];
 } cc__chan;
 
-/* Memory from cc_mem_alloc: one segment per allocation, every rank of the
-   host's communicator maps all of it; rank r's own part starts at
-   base + r * slot. On a rank alone on its host, plain memory (base only). */
+/* Memory from cc_mem_alloc: one segment per allocation, mapped whole by every
+   rank of the host; rank r's part at base + r * slot (alone: plain memory). */
 typedef struct cc__mem {
   struct cc__mem *next;
   uint32_t id;                         /* the same on every rank: allocations are collective */
@@ -2916,8 +2910,7 @@ typedef struct cc__pbuf {
   int pid;
 } cc__pbuf;
 
-/* CC_SHM_CMA=auto: how one collective at one size class goes (arena: cross-
-   memory attach chosen by measuring). */
+/* CC_SHM_CMA=auto: how one collective at one size class goes (@algo). */
 #define CC__TUNE_KEEP 3                /* calls kept each way */
 typedef struct cc__tune {
   uint32_t wait;                       /* every rank alike: calls that go through the arena without asking rank 0 */
@@ -2955,8 +2948,7 @@ typedef struct cc__msg {               /* one send or receive in flight */
   int is_send, peer, tag;
   int live;                            /* 0: not yet (a callback makes it live) */
   int started, done, matched;          /* matched: a receive whose frame is arriving */
-  int any;                             /* a receive from any source: peer is CC_ANY_SOURCE until it is matched,
-                                          then the sender */
+  int any;                             /* from any source: peer is CC_ANY_SOURCE until matched, then the sender */
   unsigned char *buf;
   size_t bytes, moved;
   size_t hdr_sent, hdr_len;            /* send: bytes of hdr written, of hdr_len */
@@ -2968,20 +2960,17 @@ typedef struct cc__msg {               /* one send or receive in flight */
   size_t st_off;                       /* encryption: the payload offset of the stage's first byte */
 } cc__msg;
 
-/* The connectors' state for one peer: each connector (cc__connector, @engine)
-   keeps what its link needs here, and nothing else reads it. */
+/* The connectors' state for one peer: each connector (@engine) keeps its link's here. */
 typedef struct cc__ring_link {         /* shared-memory rings in the host's segment */
   int ch;                              /* the peer's index in the host segment */
   uint64_t seen_tail, seen_head;       /* the short way: the ring's tail (out) and head (in) when last read */
-  uint64_t rx_lag;                     /* in c->shm's peers, by ring: bytes the short way took from the ring from
-                                          this rank and did not yet give back (its tail lags by that much) */
+  uint64_t rx_lag;                     /* (c->shm's peers) bytes the short way took, not given back: the tail lags */
 } cc__ring_link;
 
 typedef struct cc__tcp_link {          /* a TCP connection */
   int fd;
   int eof;                             /* the peer closed its side */
-  int drained;                         /* the last read took all the socket held: the next
-                                          waits for poll() to say more came (cc__rx_pull_ready) */
+  int drained;                         /* the last read emptied the socket: wait for poll() (cc__rx_pull_ready) */
   int ending;                          /* poll() said the peer closed its side: read to the end */
   int abort_owed;                      /* the abort frame waits for a partly written frame's end (cc__run_settle) */
   struct cc__sec *sec;                 /* with a token: the connection's keys and counters (@tcp) */
@@ -3052,9 +3041,8 @@ struct cc_request {
   char err[CC__ERR_BYTES];
 };
 
-/* A communicator whose ranks span hosts (or talk over TCP only): the ranks of
-   each host form a group; `local` is the own group's shared-memory
-   communicator (NULL when alone). */
+/* Ranks on several hosts (or TCP only): each host's ranks form a group; `local`
+   is this group's shared-memory communicator (NULL when alone). */
 typedef struct cc__net {
   int ngroups;
   int *grp;                            /* per rank: its group */
@@ -3071,8 +3059,7 @@ typedef struct cc__net {
   char ip[64];                         /* where this rank listens (for splits) */
 } cc__net;
 
-/* The arena executor's state: where this rank stands in the phases over the
-   segment's arena, and the scratch of one call's fold. */
+/* The arena executor's state: this rank's phase, and the scratch of one call's fold. */
 typedef struct cc__arena {
   uint64_t step;                       /* last phase this rank arrived at */
   uint64_t seen_all;                   /* every rank is known to have arrived here */
@@ -3081,8 +3068,7 @@ typedef struct cc__arena {
   unsigned char *scalbuf;              /* size x 16: the call's premul scalars, copied */
 } cc__arena;
 
-/* Direct access to peers' buffers on one host: cross-memory attach and the
-   mappings of cc_mem_alloc. */
+/* Direct access to peers' buffers on one host: cross-memory attach, cc_mem_alloc. */
 typedef struct cc__direct {
   int cma;                             /* cross-memory attach to every rank: -1 not known yet, 0 no, 1 yes */
   int cma_mine;                        /* this rank may read every rank's memory: -1 not probed yet */
@@ -3093,9 +3079,7 @@ typedef struct cc__direct {
   uint32_t mem_seq;                    /* allocations so far (their ids) */
 } cc__direct;
 
-/* A communicator's shared segment as this rank mapped it; @shm lays it out
-   (cc__layout): the header, a control block per rank, two arena halves per
-   rank, a ring per ordered pair of ranks. */
+/* A communicator's shared segment as this rank mapped it (@shm, cc__layout). */
 typedef struct cc__seg {
   unsigned char *base;
   size_t bytes;
@@ -3108,8 +3092,7 @@ typedef struct cc__seg {
   int asym;                            /* every rank has the asymmetric fence: see cc__publish */
 } cc__seg;
 
-/* The message engine's own state (@engine): its scratch, what it polls, and
-   the bookkeeping of unexpected messages and receives from any source. */
+/* The message engine's own state (@engine): scratch, polling, unexpected messages. */
 typedef struct cc__engine {
   cc__msg *one;                        /* scratch of single-message runs */
   int one_cap;
@@ -3121,8 +3104,7 @@ typedef struct cc__engine {
   int any_next;                        /* receives from any source read the links from this rank on (each in turn) */
 } cc__engine;
 
-/* The worker thread of asynchronous requests (@comm): started at the first
-   one, runs them in issue order. */
+/* The worker thread of asynchronous requests (@comm), running them in issue order. */
 typedef struct cc__worker {
   pthread_t thread;
   int started, stop;
@@ -3232,9 +3214,8 @@ static void cc__log(const cc_comm *c, int level, const char *fmt, ...) {
   else   fprintf(stderr, "[cc pid %d] %s %s\n", cc__getpid(), names[level], line);
 }
 
-/* The one way to fail locally: set the message and return the code.
-   Failures other than bad arguments (CC_ERR_INVALID_ARG) leave the
-   communicator failed; c NULL sets the thread's message (init, spawn).
+/* The one way to fail locally: set the message (c NULL: the thread's) and
+   return the code; any but CC_ERR_INVALID_ARG leaves the communicator failed.
    cc__fail_all (@engine) also tells every other rank. */
 static cc_result cc__fail(cc_comm *c, cc_result code, const char *fmt, ...) {
   char *buf = c ? c->err : cc__tls_err;
@@ -3249,9 +3230,8 @@ static cc_result cc__fail(cc_comm *c, cc_result code, const char *fmt, ...) {
 
 #define CC__TRY(x) do { cc_result cc__r_ = (x); if (cc__r_ != CC_OK) return cc__r_; } while (0)
 
-/* cc__random failed (errno says how) making `what` for `call`: the error,
-   naming this rank where there is one. Nothing else is random enough for a
-   secret, a nonce or a segment's name, so there is no fallback. */
+/* cc__random failed (errno says how) making `what` for `call`. Nothing else is
+   random enough for a secret, a nonce or a segment's name: no fallback. */
 static CC__COLD cc_result cc__no_random(cc_comm *c, const char *call, const char *what) {
   char e[96], who[32] = "";
   cc__strerr(errno, e, sizeof e);
@@ -3264,8 +3244,8 @@ static CC__COLD cc_result cc__no_random(cc_comm *c, const char *call, const char
 /* ---------------------------------------------------------------- Slurm host lists */
 /* Grammar: list = entry {"," entry}; entry = 1*(char | "[" range {"," range} "]");
    range = digits ["-" digits] with lo <= hi; char = printable, not "[],".
-   The whole list is checked (one linear pass); the first host is the first
-   entry with each bracket group replaced by its first number, padding kept. */
+   The first host: the first entry with each bracket group as its first
+   number, padding kept. */
 
 /* Compares two decimal digit strings by value: <0, 0, >0. */
 static int cc__decimal_cmp(const char *a, size_t na, const char *b, size_t nb) {
@@ -3283,13 +3263,17 @@ static int cc__hostlist_put(char *out, size_t outlen, size_t *pos, const char *s
   return 0;
 }
 
-static int cc__hostlist_scan(const char *p, char *out, size_t outlen) {
+/* First host of a Slurm node list ("node[01-04,7],gpu[2-3]" -> "node01") into
+   out, checking the whole list; 0, or -1 (out "") if malformed or too long. */
+static int cc__hostlist_first(const char *p, char *out, size_t outlen) {
   size_t pos = 0;
   int entry = 0, nonempty = 0;
+  if (!out || outlen == 0) return -1;
+  if (!p) goto bad;
   for (;;) {
     unsigned char c = (unsigned char)*p;
     if (c == ',' || c == 0) {
-      if (!nonempty) return -1;         /* empty entry */
+      if (!nonempty) goto bad;          /* empty entry */
       if (c == 0) break;
       entry++; nonempty = 0; p++;
       continue;
@@ -3303,37 +3287,31 @@ static int cc__hostlist_scan(const char *p, char *out, size_t outlen) {
         size_t nlo, nhi;
         while (*p >= '0' && *p <= '9') p++;
         nlo = (size_t)(p - lo);
-        if (nlo == 0) return -1;
+        if (nlo == 0) goto bad;
         hi = lo; nhi = nlo;
         if (*p == '-') {
           hi = ++p;
           while (*p >= '0' && *p <= '9') p++;
           nhi = (size_t)(p - hi);
-          if (nhi == 0 || cc__decimal_cmp(lo, nlo, hi, nhi) > 0) return -1;
+          if (nhi == 0 || cc__decimal_cmp(lo, nlo, hi, nhi) > 0) goto bad;
         }
-        if (first && entry == 0 && cc__hostlist_put(out, outlen, &pos, lo, nlo) != 0) return -1;
+        if (first && entry == 0 && cc__hostlist_put(out, outlen, &pos, lo, nlo) != 0) goto bad;
         first = 0;
         if (*p == ',') { p++; continue; }
         if (*p == ']') { p++; break; }
-        return -1;                      /* junk or end of string inside brackets */
+        goto bad;                       /* junk or end of string inside brackets */
       }
       continue;
     }
-    if (c == ']' || c <= ' ' || c >= 0x7f) return -1;
-    if (entry == 0 && cc__hostlist_put(out, outlen, &pos, p, 1) != 0) return -1;
+    if (c == ']' || c <= ' ' || c >= 0x7f) goto bad;
+    if (entry == 0 && cc__hostlist_put(out, outlen, &pos, p, 1) != 0) goto bad;
     p++;
   }
   out[pos] = 0;
   return 0;
-}
-
-/* First host name of a Slurm node list ("node[01-04,7],gpu[2-3]" -> "node01")
-   into out; 0, or -1 (out set to "") if the list is malformed or the name does
-   not fit in outlen - 1 bytes. */
-static int cc__hostlist_first(const char *list, char *out, size_t outlen) {
-  if (!out || outlen == 0) return -1;
-  if (!list || cc__hostlist_scan(list, out, outlen) != 0) { out[0] = 0; return -1; }
-  return 0;
+bad:
+  out[0] = 0;
+  return -1;
 }
 
 /* ---------------------------------------------------------------- tokens */
@@ -3343,9 +3321,8 @@ static void cc__settings_clear(cc__settings *s) {
   cc__crypto_wipe(s->token, sizeof s->token);
 }
 
-/* log2(x) for x >= 1 in units of 2^-16, in integers (the implementation needs
-   no libm): the integer part from the highest bit, the fraction bit by bit by
-   squaring the mantissa. */
+/* log2(x) for x >= 1 in units of 2^-16, without libm: the integer part from
+   the highest bit, the fraction bit by bit by squaring the mantissa. */
 static uint32_t cc__log2_q16(uint32_t x) {
   uint32_t r = 0, bit;
   uint64_t y;
@@ -3362,8 +3339,7 @@ static uint32_t cc__log2_q16(uint32_t x) {
 #define CC__TOKEN_MIN_BITS 128          /* what a token must have */
 #define CC__TOKEN_PATTERN  7            /* characters a pattern must explain to count */
 
-/* A character's place in "0123456789abcdefghijklmnopqrstuvwxyz" (either
-   case), others beyond: what sequences count on. */
+/* A character's place in "0123456789abcdefghijklmnopqrstuvwxyz" (either case). */
 static int cc__token_ord(unsigned char ch) {
   if (ch >= '0' && ch <= '9') return ch - '0';
   if (ch >= 'a' && ch <= 'z') return ch - 'a' + 10;
@@ -3392,16 +3368,14 @@ static size_t cc__token_pattern(const unsigned char *t, size_t n, size_t i) {
   return best;
 }
 
-/* An estimate of a token's entropy in bits. Each character costs log2 of
-   the alphabet it seems drawn from: 16 for hex digits, else the classes it
-   uses (26 lower, 26 upper, 10 digits, 33 others), and never more than four
-   times the number of distinct characters it has. But a stretch of at least
-   CC__TOKEN_PATTERN characters that a pattern explains (cc__token_pattern:
-   runs, repeats of any period, sequences) costs only where it starts and how
-   long it is, as a compressor would count it; *patterned says whether one
-   did. An upper bound: it cannot tell a random string from words, which is
-   why the messages point at `ccrun --make-token`. A random token of 32 hex
-   digits (128 bits) holds a pattern by chance about once in 300,000. */
+/* An estimate of a token's entropy in bits. Each character costs log2 of the
+   alphabet it seems drawn from: 16 for hex digits, else the classes it uses
+   (26 lower, 26 upper, 10 digits, 33 others), at most four times the number
+   of distinct characters. A stretch of at least CC__TOKEN_PATTERN characters
+   that a pattern explains costs only where it starts and how long it is, as
+   a compressor would count it (*patterned: one did). An upper bound: it
+   cannot tell a random string from words, hence `ccrun --make-token` in the
+   messages. A random 32-hex-digit token holds a pattern about once in 300,000. */
 static int cc__token_bits(const char *s, int *patterned) {
   const unsigned char *t = (const unsigned char *)s;
   int lower = 0, upper = 0, digit = 0, other = 0, hex = 1, distinct = 0, seen[256], alpha;
@@ -3431,9 +3405,7 @@ static int cc__token_bits(const char *s, int *patterned) {
   return (int)(q >> 16);
 }
 
-/* 0 when token t is strong enough (CC__TOKEN_MIN_BITS); else -1, and why
-   says how weak ("about N bits of entropy ..."). cc_comm_init and ccrun both
-   judge with this. */
+/* 0 when token t is strong enough, else -1 and why says how weak (cc_comm_init and ccrun). */
 static int cc__token_check(const char *t, char *why, size_t whylen) {
   int patterned, bits = cc__token_bits(t, &patterned);
   if (bits >= CC__TOKEN_MIN_BITS) return 0;
@@ -3443,9 +3415,8 @@ static int cc__token_check(const char *t, char *why, size_t whylen) {
 }
 
 /* ---------------------------------------------------------------- settings
-   The only reader of the environment (the table at the top of this file
-   lists every variable; tests/unit/test_compile.sh checks that they agree). A
-   value in cc_config wins over the environment. */
+   The only reader of the environment: the table at the top lists its every
+   variable (tests/unit/test_header.sh checks). cc_config wins over it. */
 
 /* An integer variable: 0 unset, 1 ok, -1 not a number. */
 static int cc__env_long(const char *name, long *out) {
@@ -3460,12 +3431,9 @@ static int cc__env_long(const char *name, long *out) {
   return 1;
 }
 
-/* CC_TOKEN into out (len bytes; "" when unset): read once per process, then
-   removed from the environment (its characters zeroed first, so that
-   /proc/PID/environ, which shows the block the process started with, no
-   longer has it either), so that no process this one starts inherits it;
-   later reads (a second cc_comm_init, cc_spawn's ranks) take the copy kept
-   here. */
+/* CC_TOKEN into out ("" when unset): read once per process, then zeroed and
+   removed from the environment, so that no process this one starts inherits
+   it; later reads (a second cc_comm_init, cc_spawn's ranks) take this copy. */
 static char cc__token_kept[256];
 static int cc__token_too_long;
 static pthread_mutex_t cc__token_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -3518,12 +3486,6 @@ static size_t cc__env_size(const char *name, size_t def, size_t lo, size_t hi) {
   return (size_t)v;
 }
 
-/* Is the variable unset (then: unset) or exactly value? */
-static int cc__env_is(const char *name, const char *value, int unset) {
-  const char *s = getenv(name);
-  return !s || !*s ? unset : !strcmp(s, value);
-}
-
 static long cc__env_size_or(const char *name, long unset, size_t lo, size_t hi) {
   const char *s = getenv(name);
   return s && *s ? (long)cc__env_size(name, 0, lo, hi) : unset;
@@ -3572,9 +3534,8 @@ static cc_result cc__settings_ranks(const cc_config *cfg, cc__settings *s) {
   return CC_OK;
 }
 
-/* Where an env:// rendezvous meets: MASTER_ADDR/MASTER_PORT, else under Slurm
-   the job's first host and a port from its id. What is malformed is kept in
-   master_err, for the rendezvous to report if it needs them. */
+/* Where an env:// rendezvous meets: MASTER_ADDR/MASTER_PORT, else under Slurm the
+   job's first host and a port from its id; master_err keeps what is malformed. */
 static void cc__settings_master(cc__settings *s) {
   const char *ma = getenv("MASTER_ADDR"), *mp = getenv("MASTER_PORT"), *nl = getenv("SLURM_JOB_NODELIST");
   long p;
@@ -3594,12 +3555,11 @@ static void cc__settings_master(cc__settings *s) {
     s->master_port = 20000 + (int)(p % 20000);   /* the same on every host of the job */
 }
 
-/* The library's settings (all but rank and size). CC_OK, or
-   CC_ERR_INVALID_ARG with the thread's message naming the variable. */
+/* The library's settings (all but rank and size): CC_OK, or CC_ERR_INVALID_ARG. */
 static cc_result cc__settings_lib(const cc_config *cfg, cc__settings *s) {
   const char *t = getenv("CC_TIMEOUT"), *tr = cfg && cfg->transport ? cfg->transport : getenv("CC_TRANSPORT");
   const char *tok = cfg && cfg->token && cfg->token[0] ? cfg->token : NULL, *ifn = getenv("CC_SOCKET_IFNAME");
-  const char *jid = getenv("CC_JOB_ID");
+  const char *jid = getenv("CC_JOB_ID"), *cma = getenv("CC_SHM_CMA");
   long enc = 0;
   char weak[160];
   int env_long;
@@ -3613,7 +3573,7 @@ static cc_result cc__settings_lib(const cc_config *cfg, cc__settings *s) {
   s->small_bytes = cc__env_size_or("CC_SMALL_BYTES", -1, 0, 64u << 20);
   s->shm_chunk = cc__env_size("CC_SHM_CHUNK", 0, 16 << 10, 64 << 20);
   s->stream_bytes = cc__env_size("CC_STREAM_BYTES", 512u << 10, 0, (size_t)1 << 40);
-  s->shm_cma = cc__env_is("CC_SHM_CMA", "auto", 1) ? CC__CMA_AUTO : (int)cc__env_size("CC_SHM_CMA", 0, 0, 1);
+  s->shm_cma = !cma || !*cma || !strcmp(cma, "auto") ? CC__CMA_AUTO : (int)cc__env_size("CC_SHM_CMA", 0, 0, 1);
   s->tune_first = (uint32_t)cc__env_size("CC_SHM_TUNE_FIRST", 16, 1, 1u << 20);
   s->tune_most = (uint32_t)cc__env_size("CC_SHM_TUNE_MOST", 1024, s->tune_first, 1u << 24);
   s->tune_ask = (uint32_t)cc__env_size("CC_SHM_TUNE_ASK", 16, 1, 1u << 20);
@@ -3679,8 +3639,7 @@ static cc_result cc__settings_lib(const cc_config *cfg, cc__settings *s) {
   return CC_OK;
 }
 
-/* Every setting, once: the library's, then rank and size; and that the
-   kernel gives random bytes. */
+/* Every setting, once; and that the kernel gives random bytes. */
 static cc_result cc__settings_read(const cc_config *cfg, cc__settings *s) {
   unsigned char b[16];
   CC__TRY(cc__settings_lib(cfg, s));
@@ -7179,37 +7138,39 @@ static void cc__msg_recv(cc__msg *m, int peer, int tag, void *buf, size_t bytes)
   cc__msg_set(m, 0, peer, tag, buf, bytes);
 }
 /* ============================================================== @algo */
-/* The collectives. Three executors, each driven by @plan:
+/* The collectives, in three executors driven by @plan (cc__algo_run picks):
    - the arena executor (cc__arena_*): every rank on one host; a collective is
-     a sequence of phases over the segment's arena (@shm), waited with
-     cc__wait;
-   - the message executor (cc__msg_*): over the message engine (@engine),
-     between any ranks, on shared-memory rings and TCP alike: direct
-     exchange, rings, trees and pipelined chains, chosen by size;
-   - hierarchical runs (cc__hier_run): ranks on several hosts, several on a
-     host: the host's part is an arena run on the host's communicator, the
-     part across hosts a message run between one rank per host.
-   cc__algo_run picks the executor. The reduction of element i is always
-   ((x0 op x1) op x2) ... in rank order (across hosts: each host's ranks in
-   order, then the hosts in order), done once by one rank or by every rank on
-   the same inputs, so every rank holds the same bits, run after run. */
+     a sequence of phases over the segment's arena (@shm);
+   - the message executor (cc__msg_*): between any ranks over the message
+     engine (@engine): direct exchange, rings, trees and pipelined chains;
+   - hierarchical runs (cc__hier_run): an arena run on each host, and a
+     message run between one rank per host.
+   The reduction of element i is always ((x0 op x1) op x2) ... in rank order
+   (across hosts: each host's ranks in order, then the hosts in order), done by
+   one rank, or by every rank on the same inputs: the same bits, run after run. */
 
 /* ---------------------------------------------------------------- arena: phases */
+
+/* Wait on the arena until `pending` finds no rank missing. */
+static cc_result cc__arena_wait(cc_comm *c, cc__pending_fn pending, cc__awaited_fn awaited, const void *arg,
+                                const char *what) {
+  cc__waitfor w;
+  memset(&w, 0, sizeof w);
+  w.pending = pending;
+  w.awaited = awaited;
+  w.arg = arg;
+  w.shm = 1;
+  return cc__wait(c, &w, what);
+}
 
 /* Wait until rank `who` (-1: every rank) has arrived at `step`. */
 static cc_result cc__ph_wait_at(cc_comm *c, int who, uint64_t step, const char *what) {
   cc__arr_arg a;
-  cc__waitfor w;
   cc_result r;
   if (who < 0 && c->arena.seen_all >= step) return CC_OK;
   a.who = who;
   a.step = step;
-  memset(&w, 0, sizeof w);
-  w.pending = cc__pending_arrive;
-  w.awaited = cc__awaited_arrive;
-  w.arg = &a;
-  w.shm = 1;
-  r = cc__wait(c, &w, what);
+  r = cc__arena_wait(c, cc__pending_arrive, cc__awaited_arrive, &a, what);
   if (r == CC_OK && who < 0) c->arena.seen_all = step;
   return r;
 }
@@ -7222,11 +7183,9 @@ static CC__INLINE cc_result cc__ph_begin(cc_comm *c, unsigned char **mine, const
   return CC_OK;
 }
 
-/* The line at byte `off` of this rank's next half, made this core's for the
-   writes of the next phase, once every rank is done reading that half (they
-   all reached this phase): the peers' copies go now, not when the write comes
-   and its store must wait for them. It helps small calls between ranks on
-   cores that share no cache (dev/same_pair.sh measures it). */
+/* The line at byte `off` of this rank's next half, made this core's once all
+   ranks have read that half: the peers' copies go now, not when a store waits
+   for them (it helps cores sharing no cache: dev/same_pair.sh). */
 static void cc__ph_prefetch(cc_comm *c, size_t off) {
   if (c->arena.seen_all >= c->arena.step) cc__prefetch_write(cc__half(c, c->rank, c->arena.step + 1) + off);
 }
@@ -7243,9 +7202,8 @@ static cc_result cc__ph_wait(cc_comm *c, int who, const char *what) {
 
 /* ---------------------------------------------------------------- arena: collectives */
 
-/* First phase of a call: the descriptor goes at the head of this rank's half
-   (all but its step); the caller may put data after it, then calls
-   cc__first_end, which publishes the step. */
+/* First phase of a call: the descriptor (all but its step) heads this rank's
+   half, the caller's data may follow; cc__first_end publishes the step. */
 static cc_result cc__first_begin(cc_comm *c, const cc__call *k, uint64_t count, uint64_t aux,
                                  unsigned char **mine) {
   cc__desc d;
@@ -7269,30 +7227,20 @@ static const cc__desc *cc__desc_of(cc_comm *c, int r) {
   return cc__desc_at(c, r, c->arena.step);
 }
 
-/* Publish, wait for every rank (a rank that published phase s has read phase
-   s-1 already, which is what the reuse of halves needs: seen_all), and
-   compare every rank's call with ours. */
+/* Publish, wait for every rank (one that published phase s has read s-1, as
+   the reuse of halves needs: seen_all), and compare the ranks' calls. */
 static cc_result cc__first_end(cc_comm *c, const cc__call *k) {
   const char *what = cc__coll_name(k->coll);
   cc__ident me, them;
   const cc__desc *mine;
   uint64_t s = c->arena.step + 1;
-  cc__waitfor w;
-  cc_result r;
   int j, v;
   cc__publish(c, &cc__desc_at(c, c->rank, s)->step, s);
   cc__ph_arrive(c);
   for (j = c->oversub ? 64 : 0; j < 64 && cc__pending_first(c, &s) >= 0; j++) {   /* the usual case, */
     cc__cpu_relax(); cc__cpu_relax(); cc__cpu_relax(); cc__cpu_relax();            /* spun here */
   }
-  if (j == 64) {
-    memset(&w, 0, sizeof w);
-    w.pending = cc__pending_first;
-    w.awaited = cc__awaited_first;
-    w.arg = &s;
-    w.shm = 1;
-    if ((r = cc__wait(c, &w, what)) != CC_OK) return r;
-  }
+  if (j == 64) CC__TRY(cc__arena_wait(c, cc__pending_first, cc__awaited_first, &s, what));
   if (c->arena.seen_all < s) c->arena.seen_all = s;
   mine = cc__desc_of(c, c->rank);
   v = cc__is_v(mine->coll);
@@ -7300,16 +7248,14 @@ static cc_result cc__first_end(cc_comm *c, const cc__call *k) {
   for (j = 0; j < c->size; j++) {
     const cc__desc *d = cc__desc_of(c, j);
     cc__ident_of_desc(d, &them);
-    if (!cc__ident_same(&me, &them) || (!v && d->aux != mine->aux)) {
-      if (cc__ident_agree(c, what, &me, &them, j) != CC_OK)
-        return cc__post_mismatch(c, what);
-      if (!v && d->aux != mine->aux) {
-        cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d began this call %s, this rank %s: CC_SHM_CMA or "
-                 "CC_SHM_DIRECT_BYTES differ between the ranks", what, c->rank, j,
-                 mine->aux == CC__AUX_DIRECT ? "through the arena" : "reading the peers' buffers",
-                 mine->aux == CC__AUX_DIRECT ? "reading the peers' buffers" : "through the arena");
-        return cc__post_mismatch(c, what);
-      }
+    if (!cc__ident_same(&me, &them) && cc__ident_agree(c, what, &me, &them, j) != CC_OK)
+      return cc__post_mismatch(c, what);
+    if (!v && d->aux != mine->aux) {
+      cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d began this call %s, this rank %s: CC_SHM_CMA or "
+               "CC_SHM_DIRECT_BYTES differ between the ranks", what, c->rank, j,
+               mine->aux == CC__AUX_DIRECT ? "through the arena" : "reading the peers' buffers",
+               mine->aux == CC__AUX_DIRECT ? "reading the peers' buffers" : "through the arena");
+      return cc__post_mismatch(c, what);
     }
     if (d->qhist != c->qhist) {
       cc__fail(c, CC_ERR_MISMATCH, "%s: rank %d: rank %d's last queued calls (small broadcast, gather, "
@@ -7326,12 +7272,10 @@ static cc_result cc__first_end(cc_comm *c, const cc__call *k) {
   return CC_OK;
 }
 
-/* dst = srcs[0] op srcs[1] op ... op srcs[m-1], a left fold in the order
-   given (rank order): the one fold every executor uses. A built-in op folds
-   in one pass (cc__reduce_n); premul_sum scales each source by its own
-   scalar (scals[j], each rank's); a user op folds pair by pair, through a
-   copy where dst is a later source, and when there is no memory for that
-   copy the call fails (never a wrong result). */
+/* dst = srcs[0] op srcs[1] op ... op srcs[m-1], a left fold in rank order, the
+   one every executor uses: a built-in op in one pass (cc__reduce_n); premul_sum
+   scaling each source by its rank's scalar (scals[j]); a user op pair by pair,
+   through a copy where dst is a later source (no memory: fails, never wrong). */
 static cc_result cc__fold(cc_comm *c, int op, cc_dtype t, void *dst, const void *const *srcs, const void *const *scals,
                           int m, size_t count, const char *what) {
   size_t es = cc__dtype_bytes(t);
@@ -7357,17 +7301,14 @@ static cc_result cc__fold(cc_comm *c, int op, cc_dtype t, void *dst, const void 
   return CC_OK;
 }
 
-/* The arena's fold: dst = fold of c->srcs[0..n) (their scalars c->scals)
-   with the call's op. */
+/* The arena's fold of c->arena.srcs (scalars c->arena.scals) into dst. */
 static CC__INLINE cc_result cc__apply(cc_comm *c, const cc__call *k, void *dst, size_t count) {
   return cc__fold(c, k->op, k->t, dst, c->arena.srcs, c->arena.scals, c->size, count, cc__coll_name(k->coll));
 }
 
-/* Stage `n` bytes of a message of `total` bytes into this rank's half:
-   large ones with streaming stores, unless ranks outnumber CPUs. Then two
-   ranks share a core and its caches, and the reader finds the data there;
-   streamed to memory, the reader would fetch back from memory what its own
-   core's cache held. */
+/* Stage `n` bytes of a message of `total` into this rank's half: large ones with
+   streaming stores, unless ranks outnumber CPUs: two ranks sharing a core would
+   fetch back from memory what their core's cache held. */
 static void cc__stage(cc_comm *c, void *half_data, const void *src, size_t n, size_t total) {
   if (total >= c->set.stream_bytes && !c->oversub) cc__copy_stream(half_data, src, n);
   else memcpy(half_data, src, n);
@@ -7379,12 +7320,9 @@ static cc_result cc__run_barrier(cc_comm *c, const cc__call *k) {
   return r != CC_OK ? r : cc__first_end(c, k);
 }
 
-/* A small all_to_all or reduce_scatter (all of a rank's pieces this many
-   bytes or fewer) stages its pieces side by side, right after the
-   descriptor, within the 128-byte pair of lines that holds it, which a
-   reader reads anyway: no other line to fetch. Larger ones give each piece
-   a line-aligned n-th of the half, so that no two ranks' pieces share a
-   line. */
+/* A small all_to_all or reduce_scatter (a rank's pieces this many bytes or
+   fewer) stages them side by side after the descriptor, in lines readers read
+   anyway; larger ones give each piece a line-aligned n-th of the half. */
 #define CC__PACKED_BYTES 64u
 
 /* Bytes between a rank's pieces in its half, for pieces of `bytes` each. */
@@ -7398,17 +7336,14 @@ static CC__INLINE cc_result cc__phase_begin(cc_comm *c, const cc__call *k, int f
   return first ? cc__first_begin(c, k, k->count, 0, mine) : cc__ph_begin(c, mine, cc__coll_name(k->coll));
 }
 
-/* End it: publish, and wait for every rank when `wait` (a first phase always
-   waits, and compares the calls). */
+/* End it: publish, and wait for every rank when `wait` (a first phase always does). */
 static CC__INLINE cc_result cc__phase_end(cc_comm *c, const cc__call *k, int first, int wait) {
   if (first) return cc__first_end(c, k);
   cc__ph_arrive(c);
   return wait ? cc__ph_wait(c, -1, cc__coll_name(k->coll)) : CC_OK;
 }
 
-/* reduce (root >= 0) and all_reduce (root < 0), when the message is small or
-   there are only two ranks: one phase per chunk. Every rank stages its chunk
-   and every reader folds all n staged copies straight into recvbuf. */
+/* reduce (root >= 0) and all_reduce (root < 0), small or on two ranks: one phase per chunk. */
 static cc_result cc__run_reduce_one(cc_comm *c, const cc__call *k, int root) {
   size_t es = cc__dtype_bytes(k->t), bytes = k->count * es, chunk = (c->seg.half - CC__DESC_BYTES) / es, off = 0, m;
   const unsigned char *sb = (const unsigned char *)k->sbuf;
@@ -7428,14 +7363,11 @@ static cc_result cc__run_reduce_one(cc_comm *c, const cc__call *k, int root) {
   return CC_OK;
 }
 
-/* reduce_scatter, and reduce and all_reduce of larger messages: rank j's
-   block of the input is its share of the result (reduce_scatter: block j of
-   every sendbuf; else the j-th part of the vector, cc__part). Per phase,
-   every rank stages the next piece of each block; rank r folds piece r of
-   every half, in rank order: into its recvbuf (reduce_scatter), else into
-   its next half, from which, one phase later, the readers (every rank, or
-   the root) copy every rank's piece out. Small blocks lie side by side after
-   the descriptor (CC__PACKED_BYTES). */
+/* reduce_scatter, and larger reduces and all_reduces: rank j's share is block
+   j of every sendbuf (reduce_scatter), else the j-th part (cc__part). Per
+   phase, every rank stages the next piece of each block; rank r folds piece r
+   of every half into its recvbuf (reduce_scatter), else into its next half,
+   from which the readers (every rank, or the root) copy it one phase later. */
 static CC__NOINLINE cc_result cc__run_reduce_blocks(cc_comm *c, const cc__call *k, int root) {
   const char *what = cc__coll_name(k->coll);
   int n = c->size, me = c->rank, j, rs = k->coll == CC__REDUCE_SCATTER, want = root < 0 || me == root;
@@ -7471,20 +7403,17 @@ static CC__NOINLINE cc_result cc__run_reduce_blocks(cc_comm *c, const cc__call *
   return CC_OK;
 }
 
-/* reduce, all_reduce, reduce_scatter. The fold is x0 op x1 op ... in rank
-   order either way: the same bits. */
+/* reduce, all_reduce, reduce_scatter: either way the same fold, the same bits. */
 static cc_result cc__run_reduce(cc_comm *c, const cc__call *k, int root) {
   if (k->coll != CC__REDUCE_SCATTER && (k->count * cc__dtype_bytes(k->t) <= c->small_bytes || c->size <= 2))
     return cc__run_reduce_one(c, k, root);
   return cc__run_reduce_blocks(c, k, root);
 }
 
-/* Data movement without reduction: broadcast, gather, all_gather, scatter,
-   all_to_all and the v forms, as cc__plan_move lays them out. A rank's pieces are
-   staged chunk by chunk (pc bytes of each piece per phase); readers copy out
-   what is theirs. The v forms first publish every rank's counts, so that
-   every rank checks every pair alike (CC_ERR_MISMATCH everywhere, or
-   nowhere) and knows how many phases the data needs. */
+/* The calls that move data without reducing (cc__plan_move): a rank stages pc
+   bytes of each piece per phase, readers copy out theirs. The v forms first
+   publish every rank's counts, so that every rank checks every pair alike
+   (CC_ERR_MISMATCH everywhere or nowhere) and knows how many phases it takes. */
 static CC__NOINLINE cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
   const char *what = cc__coll_name(k->coll);
   size_t es = cc__dtype_bytes(k->t), pc = c->seg.half - CC__DESC_BYTES, off = 0, maxlen = 0, own = 0, total;
@@ -7492,7 +7421,6 @@ static CC__NOINLINE cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
   unsigned char *mine;
   uint64_t count = cc__ident_count(k);
   cc__plan p;
-  cc_result r;
   cc__plan_move(c, k, &p);
   writes = (p.writer < 0 || p.writer == me) && !(p.one_piece && p.reader == me);
   reads = (p.reader < 0 || p.reader == me) && p.writer != me;
@@ -7530,10 +7458,7 @@ static CC__NOINLINE cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
   }
   total = p.one_piece && p.writer >= 0 ? maxlen : maxlen * (size_t)n;   /* bytes the ranks stage (cc__stage) */
   while (first || off < maxlen) {
-    if (first) r = cc__first_begin(c, k, count, maxlen, &mine);
-    else if (writes) r = cc__ph_begin(c, &mine, what);
-    else r = CC_OK;
-    if (r != CC_OK) return r;
+    if (first || writes) CC__TRY(first ? cc__first_begin(c, k, count, maxlen, &mine) : cc__ph_begin(c, &mine, what));
     if (writes) {
       for (j = 0; j < n; j++) {
         const unsigned char *src = (const unsigned char *)k->sbuf + cc__plan_soff(&p, j) + off;
@@ -7545,12 +7470,9 @@ static CC__NOINLINE cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
           cc__stage(c, CC__DATA(mine) + (size_t)j * pc, src, CC__MIN(pc, cc__plan_slen(&p, j) - off), total);
       }
     }
-    if (first) r = cc__first_end(c, k);
-    else {
-      cc__ph_arrive(c);
-      r = reads ? cc__ph_wait(c, p.writer, what) : CC_OK;
-    }
-    if (r != CC_OK) return r;
+    if (first) CC__TRY(cc__first_end(c, k));
+    else cc__ph_arrive(c);
+    if (!first && reads) CC__TRY(cc__ph_wait(c, p.writer, what));
     first = 0;
     for (j = 0; reads && j < n; j++) {
       const unsigned char *src;
@@ -7568,17 +7490,14 @@ static CC__NOINLINE cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
 
 /* ---------------------------------------------------------------- arena: direct access to peers' buffers */
 /* Large messages skip the arena's two copies: each rank reads (or writes) its
-   peers' buffers itself, once. A peer's buffer inside a cc_mem_alloc
-   allocation is mapped here and used in place; any other is copied by
-   cross-memory attach (process_vm_readv / writev, cc__vm_read). The call's
-   first phase carries, after the descriptor, a record of where this rank's
-   buffers are (cc__drec); once every rank has published it and the
-   identities agree, the ranks move the data and meet once more at the end,
-   so that no rank returns while a peer still reads or writes its buffers.
-   Whether a call goes direct depends only on what every rank sees alike: the
-   call, the records, c->nmem (allocations are collective) and c->cma, which
-   every rank sets at the same call, the first direct one, from the probes in
-   the records. */
+   peers' buffers itself, once: in place where a cc_mem_alloc allocation maps
+   them here, else by cross-memory attach (cc__vm_read). The call's first
+   phase carries where this rank's buffers are (cc__drec); then the ranks
+   move the data, and meet once more at the end, so that no rank returns
+   while a peer still uses its buffers. Whether a call goes direct depends
+   only on what every rank sees alike: the call, the records, c->direct.nmem
+   (allocations are collective) and c->direct.cma, set by every rank at the
+   first direct call from the records' probes. */
 
 #define CC__DR_CMA   1u   /* this rank may read every rank's memory by cross-memory attach */
 #define CC__DR_CALL  2u   /* this rank's part of the call can go direct */
@@ -7642,9 +7561,8 @@ static unsigned char *cc__mem_peer(const cc_comm *c, uint32_t id, int j, uint64_
 }
 
 /* Bytes of rank j's sendbuf (*s) and recvbuf (*r) that other ranks touch in
-   a direct run of k. put 0: the run that only reads peers' buffers; put 1:
-   the run that writes results into the peers' recvbufs, which must then be
-   mapped (cross-memory attach only ever reads). */
+   a direct run of k: the reading run (put 0), or the putting run (1), which
+   writes into the peers' recvbufs (mapped: cross-memory attach only reads). */
 static void cc__direct_need(const cc_comm *c, const cc__call *k, int j, int put, size_t *s, size_t *r) {
   size_t b = k->count * cc__dtype_bytes(k->t), all = b * (size_t)c->size;
   int root = j == k->root;
@@ -7661,27 +7579,18 @@ static void cc__direct_need(const cc_comm *c, const cc__call *k, int j, int put,
   }
 }
 
-/* The collectives whose reading run may use cross-memory attach (a plain
-   buffer; CC_SHM_CMA=auto measures it against the arena per collective and
-   size, below), as indices of the measuring table; -1 for the others.
-   broadcast: the arena's pipelined copies are faster still; reduce has no
-   reading run (its partial results need a place in the root's recvbuf). */
+/* The collectives whose reading run may use cross-memory attach, as indices of
+   CC_SHM_CMA=auto's table, else -1. broadcast: the arena's pipelined copies are
+   faster; reduce has no reading run (its partials need the root's recvbuf). */
 static int cc__tune_coll(int coll) {
-  switch (coll) {
-  case CC__ALL_REDUCE: return 0;
-  case CC__REDUCE_SCATTER: return 1;
-  case CC__ALL_GATHER: return 2;
-  case CC__ALL_TO_ALL: return 3;
-  case CC__GATHER: return 4;
-  case CC__SCATTER: return 5;
-  default: return -1;
-  }
+  static const int colls[CC__TUNE_COLLS] = {CC__ALL_REDUCE, CC__REDUCE_SCATTER, CC__ALL_GATHER, CC__ALL_TO_ALL,
+                                            CC__GATHER, CC__SCATTER};
+  int i;
+  for (i = 0; i < CC__TUNE_COLLS; i++) if (colls[i] == coll) return i;
+  return -1;
 }
 
-static int cc__direct_cma(int coll) { return cc__tune_coll(coll) >= 0; }
-
-/* The message size of k as nccl-tests counts it (the largest buffer), when
-   k can run direct; 0 when it cannot. */
+/* k's message size as nccl-tests counts it (the largest buffer); 0 when k cannot run direct. */
 static size_t cc__direct_size(const cc_comm *c, const cc__call *k) {
   size_t b = k->count * cc__dtype_bytes(k->t);
   switch (k->coll) {
@@ -7693,31 +7602,24 @@ static size_t cc__direct_size(const cc_comm *c, const cc__call *k) {
 }
 
 /* ---------------------------------------------------------------- arena: cross-memory attach chosen by measuring */
-/* CC_SHM_CMA=auto (the default): for each collective and size class (a
-   power of two), the calls themselves choose between the arena's two copies
-   and cross-memory attach's one. Neither wins everywhere: which is faster
-   depends on the machine and on how loaded its memory is at the time
-   (docs/performance.md shows both and explains the settings below).
-   Rank 0 times its calls and chooses; its record in the direct first phase
-   carries the way of the call and the class's state after it, which every
-   rank takes, so that every rank goes the same way. While the arena is the
-   way, the calls skip the direct first phase (wait: how many, the same count
-   on every rank) until the next try of the other way. Learning: two calls
-   the way the next smaller class chose (the first call each way is cold),
-   two the other, then the faster of their last calls; after that the other
-   way is tried once after CC_SHM_TUNE_FIRST calls (16), then twice as many,
-   ... up to CC_SHM_TUNE_MOST (1024), and taken when that call beats the
-   median of the last three the current way by CC_SHM_TUNE_GAIN percent (10);
-   it is tried at once when that median is CC_SHM_TUNE_DRIFT percent (50)
-   slower than when the way was last chosen or confirmed. The arena's way
-   asks rank 0 every CC_SHM_TUNE_ASK-th call (16), so that it can see that.
-   Only rank 0's settings count: it chooses for every rank. A call that asks
-   is timed from the end of
-   its first phase (every rank has arrived: what the last call left undone,
-   a root that returned before its readers, is not counted to this one) to
-   a phase that ends it on every rank, through the arena as directly.
-   Reductions fold in rank order either way: the same bits (docs/api.md). */
-
+/* CC_SHM_CMA=auto (the default): for each collective and size class (a power
+   of two), the calls choose between the arena's two copies and cross-memory
+   attach's one; which is faster depends on the machine and on how loaded its
+   memory is (docs/performance.md). Rank 0 times its calls and chooses, by its
+   own settings; its record in the direct first phase carries the call's way
+   and the class's state after it, which every rank takes. While the arena is
+   the way, calls skip the direct first phase (wait: how many, alike on every
+   rank) until the next try of the other way. Learning: two calls the way the
+   next smaller class chose (the first call each way is cold), two the other,
+   then the faster of their last calls. Then the other way is tried after
+   CC_SHM_TUNE_FIRST calls, twice as many, ... up to CC_SHM_TUNE_MOST, and
+   taken when it beats the median of the current way's last three by
+   CC_SHM_TUNE_GAIN percent; it is tried at once when that median is
+   CC_SHM_TUNE_DRIFT percent slower than when the way was last chosen or
+   confirmed, which the arena's way sees by asking rank 0 every
+   CC_SHM_TUNE_ASK-th call. A call is timed from the end of its first phase
+   (not what the last call left undone) to a phase that ends it on every
+   rank. Reductions fold in rank order either way: the same bits. */
 
 static int cc__tune_size(size_t bytes) {
   int i = 0;
@@ -7725,8 +7627,7 @@ static int cc__tune_size(size_t bytes) {
   return i;
 }
 
-/* What a call one way costs: the median of its last three calls; the
-   least while it has fewer (learning: the first call each way is cold). */
+/* What a call one way costs: the median of its last three calls (the least while it has fewer). */
 static float cc__tune_est(const cc__tune *t, int way) {
   const float *v = t->ns[way];
   if (t->nsamp[way] < CC__TUNE_KEEP) return t->nsamp[way] > 1 ? CC__MIN(v[0], v[1]) : v[0];
@@ -7742,18 +7643,16 @@ static void cc__tune_push(cc__tune *t, int way, float ns) {
 
 /* Rank 0: the call of t's class just done went t->ran (2: neither way, its
    buffers were mapped) in ns nanoseconds per byte. A call that could not go
-   the way it was to (an in-place all_to_all cannot go direct) counts as
-   endless that way. */
+   the way it was to (an in-place all_to_all) counts as endless that way. */
 static void cc__tune_note(cc__tune *t, float ns) {
   if (t->ran > 1) return;
   if (t->ran != t->want) cc__tune_push(t, t->want, 1e30f);
   cc__tune_push(t, t->ran, ns);
 }
 
-/* Rank 0, asked by a call of t's class: the way this call goes (1: cross-
-   memory attach); t->way and t->wait become the class's state after it.
-   prior: the way to learn first. *chose: 1 when t->way was decided or
-   changed (a log line). */
+/* Rank 0, asked by a call of t's class: the way it goes (1: cross-memory
+   attach); t->way and t->wait become the class's state after it. prior: the
+   way to learn first. *chose: 1 when t->way was decided or changed. */
 static int cc__tune_step(const cc__settings *s, cc__tune *t, int prior, int *chose) {
   int use;
   *chose = 0;
@@ -7828,7 +7727,8 @@ static CC__INLINE int cc__direct_try(const cc_comm *c, const cc__call *k) {
   size_t b;
   if (k->count * cc__dtype_bytes(k->t) * (size_t)c->size < c->set.direct_bytes) return 0;   /* small: at most this */
   b = cc__direct_size(c, k);
-  return c->size > 1 && b && b >= c->set.direct_bytes && ((c->direct.cma != 0 && cc__direct_cma(k->coll)) || c->direct.nmem > 0);
+  return c->size > 1 && b && b >= c->set.direct_bytes &&
+         ((c->direct.cma != 0 && cc__tune_coll(k->coll) >= 0) || c->direct.nmem > 0);
 }
 
 /* Cross-memory attach failed on rank j's buffer. A failure posted meanwhile
@@ -7861,12 +7761,10 @@ static cc_result cc__peer_src(cc_comm *c, int j, int side, size_t off, size_t le
 
 /* Copy rank j's bytes [off, off + len) of its sendbuf or recvbuf into dst. */
 static cc_result cc__peer_get(cc_comm *c, int j, int side, size_t off, void *dst, size_t len, const char *what) {
-  const cc__pbuf *b = &c->direct.pb[j];
-  const unsigned char *m = side ? b->r : b->s;
+  const void *src;
   if (!len) return CC_OK;
-  if (m && off + len <= (side ? b->r_max : b->s_max)) { memcpy(dst, m + off, len); return CC_OK; }
-  if (cc__vm_read(b->pid, dst, (const void *)(uintptr_t)((side ? b->ra : b->sa) + off), len) != 0)
-    return cc__cma_fail(c, j, side, what);
+  CC__TRY(cc__peer_src(c, j, side, off, len, (unsigned char *)dst, &src, what));
+  if (src != dst) memcpy(dst, src, len);
   return CC_OK;
 }
 
@@ -7876,8 +7774,7 @@ static void cc__peer_put(cc_comm *c, int j, size_t off, const void *src, size_t 
   if (len) memcpy(c->direct.pb[j].r + off, src, len);
 }
 
-/* Can this rank reach `need` bytes of a peer's buffer: mapped here, or by
-   cross-memory attach? */
+/* Can this rank reach `need` bytes of a peer's buffer: mapped here, or by cross-memory attach? */
 static int cc__reach(const unsigned char *m, size_t max, size_t need, int cma) {
   return !need || cma || (m && max >= need);
 }
@@ -7890,12 +7787,9 @@ enum {
   CC__GO_ARENA                         /* the tuner tries the arena this time: it runs the rest */
 };
 
-/* The first phase of a direct call: the descriptor and where this rank's
-   buffers are; then every rank's. *go: 0 the call runs through the arena
-   instead (from a first phase of its own), 1 the reading run, 2 the putting
-   run, 3 the arena with a last phase (rank 0 chose it by measuring). Every
-   rank computes the same answer from the same records; t (this rank's state
-   of the call's class, CC_SHM_CMA=auto) takes rank 0's word. */
+/* The first phase of a direct call: the descriptor and where this rank's buffers
+   are; from every rank's, every rank computes the same *go (CC__GO_*). t (this
+   rank's state of the class, CC_SHM_CMA=auto) takes rank 0's word. */
 static cc_result cc__direct_begin(cc_comm *c, const cc__call *k, cc__tune *t, int *go) {
   const char *what = cc__coll_name(k->coll);
   int n = c->size, me = c->rank, j, all_cma = 1, call_ok = 1, cma, rd = 1, rdm = 1, pt;
@@ -7942,7 +7836,7 @@ static cc_result cc__direct_begin(cc_comm *c, const cc__call *k, cc__tune *t, in
     b->r = cc__mem_peer(c, e.rid, j, e.roff, &b->r_max);
   }
   if (c->direct.cma < 0) c->direct.cma = all_cma;
-  cma = all_cma && cc__direct_cma(k->coll) && (tw & 1u);
+  cma = all_cma && cc__tune_coll(k->coll) >= 0 && (tw & 1u);
   if (t) {                             /* rank 0 untuned (CC_SHM_CMA=1 there): ask every call */
     t->way = (uint8_t)((tw >> 1) & 1u);
     t->wait = tw >> 2;
@@ -7962,29 +7856,24 @@ static cc_result cc__direct_begin(cc_comm *c, const cc__call *k, cc__tune *t, in
   return CC_OK;
 }
 
-/* A phase without data: every rank is done with what came before. The last
-   one of a direct run: no rank returns while another still reads its
-   buffers. */
+/* A phase without data: every rank is done with what came before (the last
+   of a direct run: no rank returns while another still reads its buffers). */
 static cc_result cc__direct_sync(cc_comm *c, const char *what) {
   cc__ph_arrive(c);
   return cc__ph_wait(c, -1, what);
 }
 
-/* Scratch of a direct run: this rank's other half, which no rank reads
-   until this rank writes a phase into it again. */
+/* A direct run's scratch: this rank's other half, which no rank reads before its next phase. */
 static unsigned char *cc__direct_tmp(cc_comm *c, size_t *piece) {
-  size_t pc = ((c->seg.half - CC__DESC_BYTES) / (size_t)c->size) & ~(size_t)63;
-  *piece = CC__MIN(pc, CC__DR_PIECE);
+  *piece = CC__MIN(cc__piece_cap(c, 0), CC__DR_PIECE);
   return CC__DATA(cc__half(c, c->rank, c->arena.step + 1));
 }
 
-/* reduce, all_reduce and reduce_scatter (k->coll): each rank takes its step
-   of the shares shape (cc__plan_step), folding its share from every rank's
-   sendbuf, in rank order, into its recvbuf where it keeps it, and writing it
-   into the other ranks' recvbufs it belongs in: the putting run writes them
-   all; the reading run of all_reduce has every rank copy the other shares
-   from their owners' recvbufs after a phase. One rank folds each element:
-   the same bits everywhere. */
+/* reduce, all_reduce, reduce_scatter: each rank folds its share (cc__plan_step)
+   from every rank's sendbuf, in rank order (one rank folds each element: the
+   same bits everywhere), into its recvbuf where it keeps it; the putting run
+   also writes it into the other recvbufs it belongs in, while all_reduce's
+   reading run then copies the others' shares from their owners. */
 static cc_result cc__direct_reduce(cc_comm *c, const cc__call *k, int put) {
   const char *what = cc__coll_name(k->coll);
   int n = c->size, me = c->rank, j, t, keep;
@@ -8022,10 +7911,9 @@ static cc_result cc__direct_reduce(cc_comm *c, const cc__call *k, int put) {
   return cc__direct_sync(c, what);
 }
 
-/* broadcast, gather, all_gather, scatter, all_to_all, as cc__plan_move lays
-   them out: each rank fetches what it receives from its senders' sendbufs
-   (the putting gather: writes its piece into the root's recvbuf), then its
-   own piece. */
+/* broadcast, gather, all_gather, scatter, all_to_all (cc__plan_move): each
+   rank fetches what it receives from its senders' sendbufs (the putting
+   gather: writes its piece into the root's recvbuf), then its own piece. */
 static cc_result cc__direct_move(cc_comm *c, const cc__call *k, int put) {
   const char *what = cc__coll_name(k->coll);
   int n = c->size, me = c->rank, i, j;
@@ -8044,10 +7932,8 @@ static cc_result cc__direct_move(cc_comm *c, const cc__call *k, int put) {
 
 static cc_result cc__arena_algo(cc_comm *c, const cc__call *k);
 
-/* The rest of a call whose direct first phase chose go: the reading run
-   (CC__GO_READ), the putting run (CC__GO_PUT), or the arena (CC__GO_ARENA)
-   and then a phase that ends it on every rank at once, as a direct run ends
-   (rank 0 times it: CC_SHM_CMA=auto). */
+/* The rest of a call whose direct first phase chose go; CC__GO_ARENA ends
+   with a phase on every rank at once, as a direct run does (rank 0 times it). */
 static cc_result cc__direct_body(cc_comm *c, const cc__call *k, int go) {
   if (go == CC__GO_ARENA) {
     CC__TRY(cc__arena_algo(c, k));
@@ -8060,9 +7946,8 @@ static cc_result cc__direct_body(cc_comm *c, const cc__call *k, int go) {
   }
 }
 
-/* A call whose way rank 0 chooses by measuring (CC_SHM_CMA=auto): it asks
-   (the direct first phase) unless the class goes through the arena for a
-   while; rank 0 times it. */
+/* A call whose way rank 0 measures: it asks (a direct first phase) unless its
+   class goes through the arena for a while. */
 static cc_result cc__tuned_run(cc_comm *c, const cc__call *k, cc__tune *t) {
   uint64_t t0 = c->rank == 0 ? cc__now_ns() : 0;
   int go = 0;
@@ -8081,8 +7966,7 @@ static cc_result cc__tuned_run(cc_comm *c, const cc__call *k, cc__tune *t) {
   return r;
 }
 
-/* A call that cc__direct_try picked: direct when every rank can, else
-   through the arena as usual (*done 0). */
+/* A call cc__direct_try picked: direct when every rank can, else (*done 0) through the arena. */
 static CC__NOINLINE cc_result cc__direct_run(cc_comm *c, const cc__call *k, int *done) {
   int go;
   cc__tune *t = cc__tune_of(c, k);
@@ -8098,15 +7982,13 @@ static CC__NOINLINE cc_result cc__direct_run(cc_comm *c, const cc__call *k, int 
 }
 
 /* ---------------------------------------------------------------- arena: symmetric memory */
-/* cc_mem_alloc on a communicator of ranks on one host. One segment per
-   allocation, every rank's part `slot` bytes (the largest request, in whole
-   pages): local rank 0 creates it and names it in a phase, the others map
-   it, and a last phase tells every rank whether all could (then the name is
-   unlinked: nothing is left in /dev/shm). Every rank fails alike, or none. */
-/* cc_mem_alloc's second phase: rank 0 creates the segment of `total` bytes
-   and publishes its name, the others map it. *base and *got: the mapping
-   (NULL when it failed: *err says why); name: the segment's name, empty when
-   rank 0 did not create one. */
+/* cc_mem_alloc on ranks of one host: one segment per allocation, every rank's
+   part `slot` bytes (the largest request, in whole pages). Rank 0 creates and
+   names it in a phase, the others map it, and a last phase tells all whether all
+   could (then the name is unlinked). Every rank fails alike, or none. */
+
+/* The second phase: *base and *got the mapping (NULL when it failed: *err
+   says why); name the segment's, empty when rank 0 did not create one. */
 static cc_result cc__mem_share(cc_comm *c, size_t total, unsigned char **base, size_t *got, char *name, size_t nlen,
                                int *err) {
   const char *what = "mem_alloc";
@@ -8198,9 +8080,9 @@ out:
   return r;
 }
 
-/* cc_mem_free's phase on the host's communicator: every rank frees the same
-   allocation (else CC_ERR_MISMATCH), and none of them still uses the others'
-   parts (their collectives are over), so each unmaps it at once. */
+/* cc_mem_free's phase: every rank frees the same allocation (else
+   CC_ERR_MISMATCH), and none still uses the others' parts (their collectives
+   are over), so each unmaps it at once. */
 static cc_result cc__arena_mem_free(cc_comm *c, cc__mem *m) {
   cc__mem **pp;
   unsigned char *mine;
@@ -8222,8 +8104,7 @@ static CC__INLINE cc_result cc__arena_algo(cc_comm *c, const cc__call *k) {
   switch (k->coll) {
   case CC__BARRIER: case CC__INIT: return cc__run_barrier(c, k);
   case CC__REDUCE: return cc__run_reduce(c, k, k->root);
-  case CC__ALL_REDUCE: return cc__run_reduce(c, k, -1);
-  case CC__REDUCE_SCATTER: return cc__run_reduce(c, k, -1);
+  case CC__ALL_REDUCE: case CC__REDUCE_SCATTER: return cc__run_reduce(c, k, -1);
   case CC__BROADCAST: case CC__GATHER: case CC__ALL_GATHER: case CC__SCATTER: case CC__ALL_TO_ALL:
   case CC__GATHER_V: case CC__ALL_GATHER_V: case CC__SCATTER_V: case CC__ALL_TO_ALL_V:
     return cc__arena_move(c, k);
@@ -8249,8 +8130,8 @@ static cc_result cc__oom(cc_comm *c, const char *what) {
   return cc__fail_all(c, CC_ERR_NO_MEMORY, c->rank, what, "out of memory");
 }
 
-/* Scratch of the algorithms, kept from call to call (fresh pages cost a
-   fault each: 8 MiB of new memory took longer than the fold). */
+/* Scratch of the algorithms, kept from call to call (fresh pages cost a fault
+   each, more than the fold). */
 static unsigned char *cc__keep(unsigned char **buf, size_t *have, size_t bytes) {
   if (*have < bytes || !*buf) {
     unsigned char *p = (unsigned char *)CC_MALLOC(bytes ? bytes : 1);
@@ -8265,24 +8146,21 @@ static unsigned char *cc__keep(unsigned char **buf, size_t *have, size_t bytes) 
 /* avg: the sum divided by the number of ranks, once, at the end. */
 static void cc__avg_div(void *buf, size_t count, cc_dtype t, int n) {
   size_t i;
+  float *f = (float *)buf;
+  double *d = (double *)buf;
+  uint16_t *h = (uint16_t *)buf;
   switch (t) {
-  case CC_FLOAT32: case CC_COMPLEX64: {
-    float *p = (float *)buf;
-    for (i = 0; i < count * (t == CC_COMPLEX64 ? 2 : 1); i++) p[i] /= (float)n;
+  case CC_FLOAT32: case CC_COMPLEX64:
+    for (i = 0; i < count * (t == CC_COMPLEX64 ? 2 : 1); i++) f[i] /= (float)n;
     break;
-  }
-  case CC_FLOAT64: case CC_COMPLEX128: {
-    double *p = (double *)buf;
-    for (i = 0; i < count * (t == CC_COMPLEX128 ? 2 : 1); i++) p[i] /= (double)n;
+  case CC_FLOAT64: case CC_COMPLEX128:
+    for (i = 0; i < count * (t == CC_COMPLEX128 ? 2 : 1); i++) d[i] /= (double)n;
     break;
-  }
-  case CC_FLOAT16: case CC_BFLOAT16: {
-    uint16_t *p = (uint16_t *)buf;
+  case CC_FLOAT16: case CC_BFLOAT16:
     for (i = 0; i < count; i++)
-      p[i] = t == CC_FLOAT16 ? cc__float_to_half(cc__half_to_float(p[i]) / (float)n)
-                             : cc__float_to_bf16(cc__bf16_to_float(p[i]) / (float)n);
+      h[i] = t == CC_FLOAT16 ? cc__float_to_half(cc__half_to_float(h[i]) / (float)n)
+                             : cc__float_to_bf16(cc__bf16_to_float(h[i]) / (float)n);
     break;
-  }
   default: break;                      /* integers have no avg */
   }
 }
@@ -8298,16 +8176,12 @@ static cc_result cc__msg_xchg(cc_comm *c, int to, const void *sb, size_t sbytes,
 }
 
 /* ---------------------------------------------------------------- messages: algorithms over members
-   M[0..m) are the ranks taking part (one per host in a hierarchical run,
-   every rank in a flat one); p is this rank's index in M. */
+   M[0..m): the ranks taking part (one per host, or all); p: this one's index. */
 
-/* Reduce-scatter by direct exchange: every member sends block q of its input
-   to member q (in chunks, every link busy both ways) and folds the m pieces
-   of its own block, chunk by chunk as they arrive, in member order:
-   out = in[0] op in[1] op ... op in[m-1], exactly as on one host. Blocks are
-   cut by cc__part; out receives this member's block. With `full`, each folded
-   chunk also goes to every member at once (all-reduce: the all-gather rides
-   on the reduce-scatter). */
+/* Reduce-scatter by direct exchange: every member sends block q (cc__part) of
+   its input to member q in chunks, and folds the m pieces of its own block into
+   out as they arrive, in member order, as on one host. With `full`, each folded
+   chunk also goes to every member (all-reduce: the all-gather rides along). */
 typedef struct cc__drs_ctx {
   cc_comm *c;
   int op, m, p, nrecv;
@@ -8351,10 +8225,7 @@ static cc_result cc__msg_rs_direct(cc_comm *c, const int *M, int m, int p, const
   x.scratch = cc__keep(&c->net->tmp, &c->net->tmp_bytes, (size_t)(m - 1) * blen * es + 1);
   x.arrived = (int *)CC_MALLOC(sizeof(int) * nch);
   x.srcs = (const void **)CC_MALLOC(sizeof(void *) * (size_t)m);
-  if (!ms || !x.scratch || !x.arrived || !x.srcs) {
-    CC_FREE(ms); CC_FREE(x.arrived); CC_FREE(x.srcs);
-    return cc__oom(c, what);
-  }
+  if (!ms || !x.scratch || !x.arrived || !x.srcs) { r = cc__oom(c, what); goto out; }
   memset(x.arrived, 0, sizeof(int) * nch);
   x.c = c; x.op = op; x.m = m; x.p = p; x.t = t; x.chunk = chunk; x.blen = blen; x.what = what;
   x.mine = src + cc__part(count, m, p) * es;
@@ -8394,6 +8265,7 @@ static cc_result cc__msg_rs_direct(cc_comm *c, const int *M, int m, int p, const
     }
   }
   r = cc__engine_run(c, ms, (int)n, cc__drs_done, &x, &c->cur, what);
+out:
   CC_FREE(ms); CC_FREE(x.arrived); CC_FREE(x.srcs);
   return r;
 }
@@ -8410,12 +8282,10 @@ static cc_result cc__msg_ring_ag(cc_comm *c, const int *M, int m, int p, void *b
   return CC_OK;
 }
 
-/* Broadcast from index rp: a binomial tree for small messages, a chain
-   pipelined in chunks (each chunk forwarded as soon as it arrives) for large
-   (with two members too: a receiver that comes late then queues 1 MiB pieces,
-   not one huge message). The chain's last member has the data after
-   nch + m - 2 chunk times, the tree's after ceil(log2 m) message times: a
-   message of few chunks among many members goes by the tree. */
+/* Broadcast from index rp: a binomial tree for small messages, else a chain
+   pipelined in chunks, each forwarded as it arrives (two members too: a late
+   receiver queues chunks, not one huge message). The chain's last member has it
+   after nch + m - 2 chunk times, the tree's after ceil(log2 m) message times. */
 typedef struct cc__chain_ctx { int nrecv; } cc__chain_ctx;
 
 static int cc__bcast_by_tree(const cc_comm *c, int m, size_t bytes) {
@@ -8465,12 +8335,10 @@ static cc_result cc__msg_bcast(cc_comm *c, const int *M, int m, int p, int rp, v
   }
 }
 
-/* Reduce to index rp, or all-reduce (rp < 0: every member keeps the
-   result). Small: every member sends its input to the members that keep the
-   result, which fold all of them in member order (one step). Large:
-   reduce-scatter by direct exchange; for an all-reduce the all-gather rides
-   on it, for a reduce the blocks then go to the root. Every member that
-   keeps the result holds the same bits: the left fold in member order. */
+/* Reduce to index rp, or all-reduce (rp < 0). Small: every member sends its
+   input to those that keep the result, which fold it all. Large: reduce-scatter
+   by direct exchange, then the all-gather riding on it, or the blocks to the
+   root. Either way the left fold in member order. */
 static cc_result cc__msg_reduce(cc_comm *c, const int *M, int m, int p, int rp, const void *in, void *out,
                                 size_t count, cc_dtype t, int op, const char *what) {
   size_t es = cc__dtype_bytes(t), bytes = count * es;
@@ -8531,12 +8399,10 @@ static cc_result cc__premul_input(cc_comm *c, const cc__call *k, size_t count, u
   return CC_OK;
 }
 
-/* The pieces of plan p as messages (into ms; how many): to each rank what
-   it receives from this one (from sb), from each rank what this one
-   receives (into rb), staggered: rank me+1 first, so that not all ranks
-   send to one first. With `quick`, a whole frame goes straight through the
-   ring where it can (the short way: the queued calls), and only the rest
-   is left for the engine. */
+/* The pieces of plan p as messages into ms (returns how many), from rank me+1
+   on, so that not all ranks send to one first. With `quick` (queued calls), a
+   whole frame goes straight through the ring where it can, the rest through
+   the engine. */
 static CC__INLINE int cc__plan_msgs(cc_comm *c, const cc__plan *p, const unsigned char *sb, unsigned char *rb, cc__msg *ms,
                          int quick) {
   int n = c->size, me = c->rank, i, nm = 0;
@@ -8560,10 +8426,8 @@ static CC__INLINE int cc__plan_msgs(cc_comm *c, const cc__plan *p, const unsigne
 
 /* ---------------------------------------------------------------- messages: collectives */
 
-/* gather, all_gather, scatter, all_to_all and their v forms, as
-   cc__plan_move lays them out: every rank straight to every other (all_gather
-   as a ring), through whichever link reaches it; reduce_scatter by direct
-   exchange. */
+/* gather, all_gather, scatter, all_to_all, v forms (cc__plan_move): every rank
+   straight to every other, all_gather as a ring, reduce_scatter by exchange. */
 static cc_result cc__msg_flat(cc_comm *c, const cc__call *k) {
   const char *what = cc__coll_name(k->coll);
   int n = c->size, me = c->rank, j, nm = 0;
@@ -8633,21 +8497,17 @@ static int *cc__hier_reps(cc_comm *c, int root, int *me) {
   return M;
 }
 
-/* Do the calls of this host's ranks agree as the whole communicator sees
-   them? The host's part compares what it runs (count, type, op, the root on
-   this host), not the call around it nor a root elsewhere: two ranks of a
-   host that broadcast from two roots on another host meet in the same
-   host's part. Each rank stored its call word on entry (cc__algo_run),
-   before it entered the host's part, so once that part has met, every word
-   of this call is there to read. 1 and *who, msg saying how when a rank of
-   this host called otherwise; else 0. */
-static int cc__hier_words(cc_comm *c, int *who, char *msg, size_t len) {
+/* CC_ERR_MISMATCH for every rank when this host's ranks called otherwise as the
+   whole communicator sees it: the host's part compares only what it runs (two
+   broadcasts from two roots on another host meet there). Each rank stored its
+   call word on entry (cc__algo_run): once that part has met, all are there. */
+static cc_result cc__hier_agree(cc_comm *c, const char *what) {
   cc__net *nt = c->net;
   cc_comm *l = nt->local;
   uint64_t mine, theirs;
   char a[96], b[96];
   int i, g = nt->grp[c->rank];
-  if (!l || !l->seg.ctl) return 0;
+  if (!l || !l->seg.ctl) return CC_OK;
   mine = CC__LOAD(&l->seg.ctl[l->rank].call);
   for (i = 0; i < c->size; i++) {
     if (i == c->rank || nt->grp[i] != g) continue;
@@ -8655,26 +8515,14 @@ static int cc__hier_words(cc_comm *c, int *who, char *msg, size_t len) {
     if (theirs >> 24 != mine >> 24 || theirs == mine) continue;
     cc__call_word_str(theirs, a, sizeof a);
     cc__call_word_str(mine, b, sizeof b);
-    snprintf(msg, len, "rank %d called %s as collective #%llu while this rank called %s", i, a,
-             (unsigned long long)(mine >> 24), b);
-    *who = i;
-    return 1;
+    return cc__fail_all(c, CC_ERR_MISMATCH, i, what, "rank %d called %s as collective #%llu while this rank called %s",
+                        i, a, (unsigned long long)(mine >> 24), b);
   }
-  return 0;
+  return CC_OK;
 }
 
-/* After the host's first part: CC_ERR_MISMATCH for every rank when a rank of
-   this host called otherwise (cc__hier_words). */
-static cc_result cc__hier_agree(cc_comm *c, const char *what) {
-  char msg[320];
-  int who;
-  if (!cc__hier_words(c, &who, msg, sizeof msg)) return CC_OK;
-  return cc__fail_all(c, CC_ERR_MISMATCH, who, what, "%s", msg);
-}
-
-/* The host's part: call lk as an arena run on the host's communicator. A
-   failure there is this communicator's, told to the other hosts, with the
-   host's rank named as the communicator knows it. */
+/* The host's part, an arena run on the host's communicator. A failure there is
+   the communicator's, told to the other hosts, naming the rank as it knows it. */
 static cc_result cc__hier_local(cc_comm *c, int coll, const cc__call *k, const void *sb, void *rb, size_t count,
                                 int op, int root) {
   cc_comm *l = c->net->local;
@@ -8685,11 +8533,8 @@ static cc_result cc__hier_local(cc_comm *c, int coll, const cc__call *k, const v
   l->ops = c->ops;                     /* user ops are the parent's */
   l->nops = c->nops;
   r = cc__arena_run(l, &lk);
-  if (r == CC_ERR_MISMATCH && !c->failed) {    /* said as the calls the program made, where they differ */
-    char msg[320];
-    int who;
-    if (cc__hier_words(c, &who, msg, sizeof msg)) return cc__fail_all(c, r, who, cc__coll_name(k->coll), "%s", msg);
-  }
+  if (r == CC_ERR_MISMATCH && !c->failed && cc__hier_agree(c, cc__coll_name(k->coll)) != CC_OK)
+    return r;                          /* said as the calls the program made, where they differ */
   if (r != CC_OK) {
     cc__net *nt = c->net;
     int who = CC__LOAD(&l->hdr->fail_ready) ? l->hdr->fail_rank : -1, g = nt->grp[c->rank], i, gw = -1;
@@ -8703,8 +8548,7 @@ static cc_result cc__hier_local(cc_comm *c, int coll, const cc__call *k, const v
   return r;
 }
 
-/* barrier, broadcast, reduce, all_reduce across hosts: within each host over
-   its arena, across hosts between one rank of each over messages. */
+/* barrier, broadcast, reduce, all_reduce across hosts. */
 static cc_result cc__hier_run(cc_comm *c, const cc__call *k) {
   cc__net *nt = c->net;
   const char *what = cc__coll_name(k->coll);
@@ -8775,10 +8619,7 @@ static cc_result cc__msg_half(cc_comm *c, const cc__call *k) {
   int bf = k->t == CC_BFLOAT16, premul = cc__is_premul(c, k->op);
   cc__call k2 = *k;
   cc_result r;
-  if (!w || !o) {
-    CC_FREE(w); CC_FREE(o);
-    return cc__oom(c, what);
-  }
+  if (!w || !o) { CC_FREE(w); CC_FREE(o); return cc__oom(c, what); }
   if (premul) {
     uint16_t h;
     memcpy(&h, c->ops[k->op - CC__OP_FIRST_USER].scal, 2);
@@ -8834,9 +8675,8 @@ static cc_result cc__p2p_run(cc_comm *c, const cc__call *calls, int ncalls, cons
   if (!m) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, c->rank);
   for (i = 0; i < ncalls; i++) {
     const cc__call *k = &calls[i];
-    if (k->coll != CC__SEND && k->coll != CC__RECV) continue;
     if (k->coll == CC__SEND) cc__msg_send(&m[n++], k->peer, k->tag, k->sbuf, k->count * cc__dtype_bytes(k->t));
-    else cc__msg_recv(&m[n++], k->peer, k->tag, k->rbuf, k->count * cc__dtype_bytes(k->t));
+    else if (k->coll == CC__RECV) cc__msg_recv(&m[n++], k->peer, k->tag, k->rbuf, k->count * cc__dtype_bytes(k->t));
   }
   r = cc__engine_run(c, m, n, NULL, NULL, NULL, what);
   for (i = 0, n = 0; i < ncalls; i++) {  /* receives from any source: who sent what they took */
@@ -8849,16 +8689,13 @@ static cc_result cc__p2p_run(cc_comm *c, const cc__call *calls, int ncalls, cons
 }
 
 /* ---------------------------------------------------------------- queued calls
-
    Small broadcasts, scatters and gathers on one host go as frames through
-   the rings, which queue them: a root that broadcasts or scatters, and a
-   rank that sends its part of a gather, return once the bytes are in the
-   rings, without waiting for anyone; a root may run as many calls ahead as
-   the rings hold. A receiver compares each frame's call with its own
-   (CC_ERR_MISMATCH on a difference), and every rank mixes the number, kind
-   and root of each queued call into c->qhist, which the next arena call
-   compares across ranks: ranks that disagreed on a root, where no frame
-   could show it, fail there. */
+   the rings, which queue them: a rank that only sends returns once the bytes
+   are in the rings, and may run as many calls ahead as they hold. A receiver
+   compares each frame's call with its own (CC_ERR_MISMATCH), and every rank
+   mixes the number, kind and root of each queued call into c->qhist, which
+   the next arena call compares: ranks that disagreed on a root, where no
+   frame could show it, fail there. */
 
 static CC__INLINE int cc__queued(const cc_comm *c, const cc__call *k) {
   size_t bytes = k->count * cc__dtype_bytes(k->t);
@@ -8882,8 +8719,7 @@ static CC__NOINLINE cc_result cc__queued_run(cc_comm *c, const cc__call *k) {
   return n ? cc__engine_run(c, m, n, NULL, NULL, &c->cur, cc__coll_name(k->coll)) : CC_OK;
 }
 
-/* Run collective k: the arena when every rank shares this host, else messages.
-   Each collective gets the next number (its frames carry it). */
+/* Run collective k, numbered next (its frames carry the number). */
 static CC__INLINE cc_result cc__algo_run(cc_comm *c, const cc__call *k) {
   int queued = cc__queued(c, k);
   uint64_t word;
