@@ -2374,14 +2374,12 @@ static CC__TARGET_GCM void cc__gcm_keystream(const unsigned char *rk, const unsi
 #endif /* CC__CRYPTO_X86 */
 
 /* ================================================================ AEAD
-   The suites behind one interface, cc__aead_suite: everything the transport
-   asks of one. The transport reaches them only through cc__aead_setkey ...
-   cc__aead_verify (the interface described above), and cc__aead_suite_of
-   maps the handshake's suite numbers to implementations: the built-in ones
-   of this section. A build that would rather use a system library for a
+   The transport reaches the suites only through cc__aead_setkey ...
+   cc__aead_verify, and cc__aead_suite_of maps the handshake's suite numbers
+   to implementations. A build that would rather use a system library for a
    suite (OpenSSL's EVP, the kernel's crypto API) fills a cc__aead_suite with
-   its own functions, keeps its state behind the key's and the message's
-   impl pointers, and has cc__aead_suite_of return it: nothing else changes. */
+   its own functions, keeps its state behind the key's and the message's impl
+   pointers, and has cc__aead_suite_of return it: nothing else changes. */
 typedef struct cc__aead_suite cc__aead_suite;
 
 typedef struct cc__aead_key {
@@ -2412,10 +2410,9 @@ typedef struct cc__aead {
   unsigned char x[16];                   /* GHASH accumulator, reflected */
 } cc__aead;
 
-/* One suite. Each function returns 0, or -1 (the message then refuses
-   everything until the next begin: phase 3). setkey gets k zeroed with its
-   suite and ops set; begin gets s zeroed with its key set; final leaves the
-   state wiped (phase 2). */
+/* One suite. Each function returns 0, or -1 (then phase 3: the message refuses
+   everything until the next begin). setkey gets k zeroed but for suite and
+   ops; begin gets s zeroed but for key; final leaves the state wiped (phase 2). */
 struct cc__aead_suite {
   int id;                                /* CC__AEAD_*: the number the handshake carries */
   const char *name;                      /* for log lines */
@@ -2434,11 +2431,29 @@ static int cc__chapo_setkey(cc__aead_key *k, const unsigned char key[32]) {
   return 0;
 }
 
+/* Starts a message under nonce (12 bytes; never twice under one key). */
+static int cc__chapo_begin(cc__aead *s, const unsigned char nonce[12]) {
+  unsigned char otk[64];
+  cc__chacha20_init(s->cst, s->key->key, 0, nonce);      /* RFC 8439 section 2.6: block 0 keys Poly1305 */
+  cc__chacha20_block(s->cst, otk);
+  cc__poly1305_init(&s->poly, otk);
+  cc__crypto_wipe(otk, sizeof otk);
+  s->cst[12] = 1;                                       /* the payload starts at block 1 */
+  return 0;
+}
+
 #if CC__CRYPTO_X86
 static int cc__gcm_available(void) { return (cc__crypto_cpu() & CC__CPU_GCM) != 0; }
 
 static int cc__gcm_setkey(cc__aead_key *k, const unsigned char key[32]) {
   cc__gcm_setkey_rk(k->rk, k->hp, k->hk, key);
+  return 0;
+}
+
+static int cc__gcm_begin(cc__aead *s, const unsigned char nonce[12]) {   /* SP 800-38D section 7.1 */
+  memcpy(s->nonce, nonce, 12);
+  cc__gcm_keystream(s->key->rk, s->nonce, 1, s->ekj0);  /* E(K, J0), J0 = nonce || 1 */
+  s->ctr = 2;                                           /* inc32(J0) */
   return 0;
 }
 #endif
@@ -2487,26 +2502,6 @@ static void cc__aead_mac_pad(cc__aead *s) {
   cc__aead_mac_blocks(s, s->mbuf, 1);
   s->nmac = 0;
 }
-
-/* Starts a message under nonce (12 bytes; never twice under one key). */
-static int cc__chapo_begin(cc__aead *s, const unsigned char nonce[12]) {
-  unsigned char otk[64];
-  cc__chacha20_init(s->cst, s->key->key, 0, nonce);      /* RFC 8439 section 2.6: block 0 keys Poly1305 */
-  cc__chacha20_block(s->cst, otk);
-  cc__poly1305_init(&s->poly, otk);
-  cc__crypto_wipe(otk, sizeof otk);
-  s->cst[12] = 1;                                       /* the payload starts at block 1 */
-  return 0;
-}
-
-#if CC__CRYPTO_X86
-static int cc__gcm_begin(cc__aead *s, const unsigned char nonce[12]) {   /* SP 800-38D section 7.1 */
-  memcpy(s->nonce, nonce, 12);
-  cc__gcm_keystream(s->key->rk, s->nonce, 1, s->ekj0);  /* E(K, J0), J0 = nonce || 1 */
-  s->ctr = 2;                                           /* inc32(J0) */
-  return 0;
-}
-#endif
 
 /* More associated data: only before any payload. */
 static int cc__aead_builtin_aad(cc__aead *s, const void *aad, size_t n) {
@@ -2570,10 +2565,7 @@ static int cc__aead_builtin_crypt(cc__aead *s, const void *inv, void *outv, size
       s->cst[12]++;
     }
 #if CC__CRYPTO_X86
-    else {
-      cc__gcm_keystream(s->key->rk, s->nonce, s->ctr, s->ks);
-      s->ctr++;
-    }
+    else cc__gcm_keystream(s->key->rk, s->nonce, s->ctr++, s->ks);
 #endif
     s->nks = (unsigned)bsize;
     cc__aead_leftover(s, in, out, n, enc, bsize);
@@ -2584,6 +2576,7 @@ static int cc__aead_builtin_crypt(cc__aead *s, const void *inv, void *outv, size
 /* The 16-byte tag; the state is wiped (a new message needs a new begin). */
 static int cc__aead_builtin_final(cc__aead *s, unsigned char tag[16]) {
   unsigned char lb[16];
+  int i;
   if (s->phase > 1 || !s->key) { cc__aead_fail(s); return -1; }
   cc__aead_mac_pad(s);
   if (s->key->suite == CC__AEAD_CHACHA20_POLY1305) {      /* RFC 8439 section 2.8: le64(aad) le64(ct) */
@@ -2595,10 +2588,7 @@ static int cc__aead_builtin_final(cc__aead *s, unsigned char tag[16]) {
     cc__st64be(lb, s->aadlen * 8);
     cc__st64be(lb + 8, s->msglen * 8);
     cc__aead_mac_blocks(s, lb, 1);
-    {
-      int i;
-      for (i = 0; i < 16; i++) tag[i] = (unsigned char)(s->x[15 - i] ^ s->ekj0[i]);
-    }
+    for (i = 0; i < 16; i++) tag[i] = (unsigned char)(s->x[15 - i] ^ s->ekj0[i]);
   }
   cc__crypto_wipe(s, sizeof *s);
   s->phase = 2;
@@ -2626,7 +2616,7 @@ static const cc__aead_suite *cc__aead_suite_of(int id) {
   return a && a->available() ? a : NULL;
 }
 
-/* ---- the interface the transport uses */
+/* ---- the interface the transport uses (described above) */
 
 /* 1 when this CPU (and this build) can run AES-256-GCM. */
 static int cc__aead_have_gcm(void) { return cc__aead_suite_of(CC__AEAD_AES256_GCM) != NULL; }
@@ -2661,13 +2651,11 @@ static int cc__aead_aad(cc__aead *s, const void *aad, size_t n) {
   return cc__aead_usable(s) ? s->key->ops->aad(s, aad, n) : -1;
 }
 
-/* Plaintext in -> ciphertext out (in == out allowed). */
 static int cc__aead_encrypt(cc__aead *s, const void *in, void *out, size_t n) {
   return cc__aead_usable(s) ? s->key->ops->crypt(s, in, out, n, 1) : -1;
 }
 
-/* Ciphertext in -> plaintext out (in == out allowed). The plaintext is not
-   authentic until cc__aead_verify says so. */
+/* The plaintext is not authentic until cc__aead_verify says so. */
 static int cc__aead_decrypt(cc__aead *s, const void *in, void *out, size_t n) {
   return cc__aead_usable(s) ? s->key->ops->crypt(s, in, out, n, 0) : -1;
 }
