@@ -188,10 +188,10 @@ typedef struct cc_config {
                                CC_INSECURE_NO_TOKEN: none (see below)      */
 } cc_config;
 
-/* cfg.token = CC_INSECURE_NO_TOKEN turns authentication off for this rank
- * whatever CC_TOKEN says (which is still read and removed from the
- * environment): its TCP connections are not authenticated, and cc_comm_init
- * says so on stderr. An empty token means no more than NULL does. */
+/* cfg.token = CC_INSECURE_NO_TOKEN turns authentication off for this rank whatever
+ * CC_TOKEN says (which is still read and removed from the environment): its TCP
+ * connections are not authenticated, and cc_comm_init says so on stderr. An empty
+ * token means no more than NULL does. */
 #define CC_INSECURE_NO_TOKEN "insecure-no-token"
 
 typedef void (*cc_reduce_fn)(void *inout, const void *in, size_t count,
@@ -217,31 +217,29 @@ CC_API void cc_config_init(cc_config *cfg);
 /* cc_comm_init - join the job and return its world communicator in *out.
  *   cfg               NULL: everything from the environment (see the table above)
  *   Collective        every rank of the job calls it
- *   Returns           CC_OK, or an error (then *out is NULL and cc_comm_last_error(NULL)
- *                     says why) */
+ *   Returns           CC_OK, or an error (*out NULL, cc_comm_last_error(NULL) says why) */
 CC_API cc_result cc_comm_init(cc_comm **out, const cc_config *cfg);
 
-/* cc_unique_id - what every rank of a new job needs to find the others (as
- *   ncclUniqueId): where rank 0 listens, the job's nonce and a fresh random
- *   secret that every connection of the job must prove it knows. Opaque; copy
- *   it as bytes. Keep it as private as the job's data: who has it can join. */
+/* cc_unique_id - what every rank of a new job needs to find the others (as ncclUniqueId):
+ *   where rank 0 listens, the job's nonce and a fresh random secret that every connection
+ *   of the job must prove it knows. Opaque; copy it as bytes. Keep it as private as the
+ *   job's data: who has it can join. */
 #define CC_UNIQUE_ID_BYTES 128
 typedef struct cc_unique_id { char internal[CC_UNIQUE_ID_BYTES]; } cc_unique_id;
 
-/* cc_get_unique_id - make a new job's identity (as ncclGetUniqueId) and start
- *   listening for its rendezvous. Call it in the process that will be rank 0,
- *   then give the id to every rank by your own means (a file, a pipe, a
- *   key-value store) for cc_comm_init_rank.
- *   Address           CC_SOCKET_IFNAME's address, else the one of the route to
- *                     MASTER_ADDR, else the first non-loopback IPv4 address of
- *                     an interface that is up, else 127.0.0.1
+/* cc_get_unique_id - make a new job's identity (as ncclGetUniqueId) and start listening
+ *   for its rendezvous. Call it in the process that will be rank 0, then give the id to
+ *   every rank by your own means (a file, a pipe, a key-value store) for cc_comm_init_rank.
+ *   Address           CC_SOCKET_IFNAME's address, else the one of the route to MASTER_ADDR,
+ *                     else the first non-loopback IPv4 address of an interface that is
+ *                     up, else 127.0.0.1
  *   Returns           CC_OK, or an error with detail in cc_comm_last_error(NULL) */
 CC_API cc_result cc_get_unique_id(cc_unique_id *id);
 
-/* cc_comm_init_rank - join the job of `id` as rank `rank` of `nranks` (as
- *   ncclCommInitRank). Rank, size and rendezvous come from the arguments, never
- *   from the environment; the rest of cfg (timeout, transport, a token that
- *   replaces the id's secret) applies as in cc_comm_init. cfg may be NULL.
+/* cc_comm_init_rank - join the job of `id` as rank `rank` of `nranks` (as ncclCommInitRank).
+ *   Rank, size and rendezvous come from the arguments, never from the environment; the
+ *   rest of cfg (timeout, transport, a token that replaces the id's secret) applies as in
+ *   cc_comm_init. cfg may be NULL.
  *   Collective        every rank of the job calls it, rank 0 in the process that
  *                     called cc_get_unique_id
  *   Returns           as cc_comm_init */
@@ -354,9 +352,8 @@ CC_API cc_result cc_send(cc_comm *c, const void *buf, size_t count, cc_dtype t,
 CC_API cc_result cc_recv(cc_comm *c, void *buf, size_t count, cc_dtype t,
                          int peer, int tag);
 
-/* CC_ANY_SOURCE - the peer of a receive that takes a message from whichever
- *   rank sends one (as MPI_ANY_SOURCE): cc_recv(c, buf, n, t, CC_ANY_SOURCE, tag),
- *   or cc_recv_any to learn which rank sent it. */
+/* CC_ANY_SOURCE - the peer of a receive that takes a message from whichever rank sends
+ *   one (as MPI_ANY_SOURCE); cc_recv_any also tells which rank sent it. */
 #define CC_ANY_SOURCE (-2)
 
 /* cc_recv_any - receive a message of `tag` from any rank, and learn which (as
@@ -385,8 +382,8 @@ CC_API cc_result cc_recv_any(cc_comm *c, void *buf, size_t count, cc_dtype t, in
                              int *source);
 
 /* cc_group_begin, cc_group_end - calls in between are queued, not run. The group's
- *   collectives run in issue order, then its sends and receives all progress
- *   together (a ring exchange in one group never deadlocks).
+ *   collectives run in issue order, then its sends and receives all progress together
+ *   (a ring exchange in one group never deadlocks).
  *   req               NULL: run the group and return when it is done;
  *                     else return at once with a request for cc_wait / cc_test
  *   Groups nest; only the outermost cc_group_end runs the work. */
@@ -397,10 +394,9 @@ CC_API cc_result cc_group_end(cc_comm *c, cc_request **req);
 CC_API cc_result cc_wait(cc_request *req);
 /* cc_test - *done = 1 when the request has finished; never blocks. */
 CC_API cc_result cc_test(cc_request *req, int *done);
-/* cc_request_error - once cc_test said done: the detail of the request's own
- *   failure ("" when it succeeded), which a later failure on the communicator
- *   does not overwrite. Valid until cc_wait frees the request; "" before it is
- *   done, and for NULL. */
+/* cc_request_error - once cc_test said done: the detail of the request's own failure
+ *   ("" when it succeeded), which a later failure on the communicator does not
+ *   overwrite. Valid until cc_wait frees the request; "" before it is done, and for NULL. */
 CC_API const char *cc_request_error(const cc_request *req);
 
 /* cc_mem_alloc - memory that every rank of c on this host maps (symmetric memory, the
