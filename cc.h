@@ -1570,7 +1570,7 @@ static void cc__sha256_final(cc__sha256 *s, unsigned char out[32]) {
     s->nbuf = 0;
   }
   memset(s->buf + s->nbuf, 0, 56 - s->nbuf);
-  cc__st64be(s->buf + 56, bits);
+  for (i = 0; i < 8; i++) s->buf[56 + i] = (unsigned char)(bits >> (56 - 8 * i));
   cc__sha256_block(s->h, s->buf);
   for (i = 0; i < 4; i++) cc__st64be(out + 8 * i, (uint64_t)s->h[2 * i] << 32 | s->h[2 * i + 1]);
 }
