@@ -34,18 +34,17 @@
        CC_MALLOC(n)      allocator; define CC_FREE(p) too (both or neither)
        CC_NO_SHM         leave out the shared-memory transport
        CC_NO_TCP         leave out the TCP transport (bootstrap of env:// jobs)
-       CC_NO_IMPLEMENTATION  declarations only, even where CC_IMPLEMENTATION is
-                         defined: for builds that link one compiled implementation
-                         into many single-file programs (as this project's
-                         Makefile builds its examples)
+       CC_NO_IMPLEMENTATION  declarations only, even where CC_IMPLEMENTATION is defined:
+                         to link one compiled implementation into many single-file
+                         programs (as this project's Makefile builds its examples)
 
    Environment (read once by cc_comm_init; a value in cc_config wins over it):
 
        RANK, WORLD_SIZE, LOCAL_WORLD_SIZE   as torchrun sets them;
            else OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE,
            PMI_RANK, PMI_SIZE, MPI_LOCALNRANKS, SLURM_PROCID, SLURM_NTASKS
-       MASTER_ADDR, MASTER_PORT   rendezvous of jobs not started by ccrun/cc_spawn;
-                         under Slurm SLURM_JOB_NODELIST's first host and a port from
+       MASTER_ADDR, MASTER_PORT   rendezvous of jobs not started by ccrun/cc_spawn; under
+                         Slurm SLURM_JOB_NODELIST's first host and a port from
                          SLURM_JOB_ID by default
        CC_JOB_ID         job identity set by ccrun (32 hex digits); ranks of one job
                          meet in shared memory named after it, never on a fixed port
@@ -69,36 +68,31 @@
        CC_STREAM_BYTES   messages this large are staged with non-temporal stores (512K)
        CC_SHM_DIRECT_BYTES  messages this large are read from the peers' buffers
                          directly, with one copy, instead of through the arena (256K)
-       CC_SHM_QUEUE_BYTES  broadcasts this small (scatters, gathers: all parts)
-                         go queued through the rings: the root returns at once
-                         (4K; 0: never)
-       CC_SHM_CMA        auto: for large messages on plain buffers, choose
-                         between cross-memory attach (process_vm_readv, one
-                         copy) and the arena (two) by timing the calls, per
-                         collective and size; 1: cross-memory attach wherever
-                         allowed; 0: never (default auto)
+       CC_SHM_QUEUE_BYTES  broadcasts this small (scatters, gathers: all parts) go
+                         queued through the rings: the root returns at once (4K; 0: never)
+       CC_SHM_CMA        auto: for large messages on plain buffers, choose between
+                         cross-memory attach (process_vm_readv, one copy) and the arena
+                         (two) by timing the calls, per collective and size;
+                         1: cross-memory attach wherever allowed; 0: never (default auto)
        CC_SHM_TUNE_FIRST, CC_SHM_TUNE_MOST, CC_SHM_TUNE_ASK, CC_SHM_TUNE_GAIN,
-       CC_SHM_TUNE_DRIFT  CC_SHM_CMA=auto's choosing (docs/performance.md): calls
-                         before the first try of the other way (16), the longest
-                         run between tries (1024), how often the arena's way asks
-                         (16), percent faster a try must be to be taken (10),
-                         percent slower the way in use may grow before the other
-                         is tried at once (50)
+       CC_SHM_TUNE_DRIFT  CC_SHM_CMA=auto's choosing (docs/performance.md): calls before
+                         the first try of the other way (16), the longest run between
+                         tries (1024), how often the arena's way asks (16), percent
+                         faster a try must be to be taken (10), percent slower the way
+                         in use may grow before the other is tried at once (50)
        CC_NET_CHUNK      bytes of one pipelined piece over TCP (1M)
        CC_NET_SMALL_BYTES  largest message sent whole to every peer over TCP (64K)
        CC_NET_SOCKBUF    TCP socket buffer bytes (default: the kernel's autotuning)
        CC_SPAWN_GRACE_MS how long cc_spawn lets the other ranks notice a failed rank
                          before it kills them (default 1000)
        CC_WARN_AFTER     seconds a wait lasts before it prints a warning naming the
-                         ranks it waits for, again at twice that, ... (default 10;
-                         0: never)
+                         ranks it waits for, again at twice that, ... (default 10; 0: never)
        CC_REFUSED_GRACE  seconds a rendezvous waits for a rank whose connection it
-                         refused (a token that differs, none, another world
-                         size) before it fails on every rank (default 5; 0:
-                         the whole timeout, as a stranger's hello could be it)
+                         refused (a token that differs, none, another world size)
+                         before it fails on every rank (default 5; 0: the whole
+                         timeout, as a stranger's hello could be it)
        CC_REQUIRE_LAUNCHER  1: a process without a launcher's variables (RANK,
-                         WORLD_SIZE...) fails cc_comm_init instead of being a world
-                         of one
+                         WORLD_SIZE...) fails cc_comm_init instead of being a world of one
 
    CONTENTS (search for the tag)
 
@@ -194,10 +188,10 @@ typedef struct cc_config {
                                CC_INSECURE_NO_TOKEN: none (see below)      */
 } cc_config;
 
-/* cfg.token = CC_INSECURE_NO_TOKEN turns authentication off for this rank
- * whatever CC_TOKEN says (which is still read and removed from the
- * environment): its TCP connections are not authenticated, and cc_comm_init
- * says so on stderr. An empty token means no more than NULL does. */
+/* cfg.token = CC_INSECURE_NO_TOKEN turns authentication off for this rank whatever
+ * CC_TOKEN says (which is still read and removed from the environment): its TCP
+ * connections are not authenticated, and cc_comm_init says so on stderr. An empty
+ * token means no more than NULL does. */
 #define CC_INSECURE_NO_TOKEN "insecure-no-token"
 
 typedef void (*cc_reduce_fn)(void *inout, const void *in, size_t count,
@@ -223,43 +217,41 @@ CC_API void cc_config_init(cc_config *cfg);
 /* cc_comm_init - join the job and return its world communicator in *out.
  *   cfg               NULL: everything from the environment (see the table above)
  *   Collective        every rank of the job calls it
- *   Returns           CC_OK, or an error (then *out is NULL and cc_comm_last_error(NULL)
- *                     says why) */
+ *   Returns           CC_OK, or an error (*out NULL, cc_comm_last_error(NULL) says why) */
 CC_API cc_result cc_comm_init(cc_comm **out, const cc_config *cfg);
 
-/* cc_unique_id - what every rank of a new job needs to find the others (as
- *   ncclUniqueId): where rank 0 listens, the job's nonce and a fresh random
- *   secret that every connection of the job must prove it knows. Opaque; copy
- *   it as bytes. Keep it as private as the job's data: who has it can join. */
+/* cc_unique_id - what every rank of a new job needs to find the others (as ncclUniqueId):
+ *   where rank 0 listens, the job's nonce and a fresh random secret that every connection
+ *   of the job must prove it knows. Opaque; copy it as bytes. Keep it as private as the
+ *   job's data: who has it can join. */
 #define CC_UNIQUE_ID_BYTES 128
 typedef struct cc_unique_id { char internal[CC_UNIQUE_ID_BYTES]; } cc_unique_id;
 
-/* cc_get_unique_id - make a new job's identity (as ncclGetUniqueId) and start
- *   listening for its rendezvous. Call it in the process that will be rank 0,
- *   then give the id to every rank by your own means (a file, a pipe, a
- *   key-value store) for cc_comm_init_rank.
- *   Address           CC_SOCKET_IFNAME's address, else the one of the route to
- *                     MASTER_ADDR, else the first non-loopback IPv4 address of
- *                     an interface that is up, else 127.0.0.1
+/* cc_get_unique_id - make a new job's identity (as ncclGetUniqueId) and start listening
+ *   for its rendezvous. Call it in the process that will be rank 0, then give the id to
+ *   every rank by your own means (a file, a pipe, a key-value store) for cc_comm_init_rank.
+ *   Address           CC_SOCKET_IFNAME's address, else the one of the route to MASTER_ADDR,
+ *                     else the first non-loopback IPv4 address of an interface that is
+ *                     up, else 127.0.0.1
  *   Returns           CC_OK, or an error with detail in cc_comm_last_error(NULL) */
 CC_API cc_result cc_get_unique_id(cc_unique_id *id);
 
-/* cc_comm_init_rank - join the job of `id` as rank `rank` of `nranks` (as
- *   ncclCommInitRank). Rank, size and rendezvous come from the arguments, never
- *   from the environment; the rest of cfg (timeout, transport, a token that
- *   replaces the id's secret) applies as in cc_comm_init. cfg may be NULL.
+/* cc_comm_init_rank - join the job of `id` as rank `rank` of `nranks` (as ncclCommInitRank).
+ *   Rank, size and rendezvous come from the arguments, never from the environment; the
+ *   rest of cfg (timeout, transport, a token that replaces the id's secret) applies as in
+ *   cc_comm_init. cfg may be NULL.
  *   Collective        every rank of the job calls it, rank 0 in the process that
  *                     called cc_get_unique_id
  *   Returns           as cc_comm_init */
 CC_API cc_result cc_comm_init_rank(cc_comm **out, int nranks, const cc_unique_id *id, int rank,
                                    const cc_config *cfg);
 
-/* cc_comm_destroy - finish pending requests and free the communicator. Local: it
- *   does not wait for the other ranks. Peers still waiting for this rank fail
- *   (CC_ERR_MISMATCH when this rank's last collective was another call than
- *   theirs, else CC_ERR_PEER_LOST). Returns CC_OK, or CC_ERR_MISMATCH when it
- *   can already see that its last collective (a queued one that returned at
- *   once) met another call; the communicator is freed either way. */
+/* cc_comm_destroy - finish pending requests and free the communicator. Local: it does
+ *   not wait for the other ranks. Peers still waiting for this rank fail (CC_ERR_MISMATCH
+ *   when this rank's last collective was another call than theirs, else CC_ERR_PEER_LOST).
+ *   Returns CC_OK, or CC_ERR_MISMATCH when it can already see that its last collective
+ *   (a queued one that returned at once) met another call; the communicator is freed
+ *   either way. */
 CC_API cc_result cc_comm_destroy(cc_comm *c);
 
 /* cc_comm_abort - fail the communicator on every rank: pending and later calls
@@ -297,12 +289,12 @@ CC_API cc_result cc_op_destroy(cc_comm *c, cc_op op);
 /* Collectives. Counts are in elements. In place as NCCL: sendbuf == recvbuf for
  * all_reduce, reduce, broadcast, all_to_all; sendbuf == recvbuf + rank*count for
  * all_gather (and on the root of gather); recvbuf == sendbuf + rank*count for
- * reduce_scatter (and on the root of scatter). Other overlaps are
- * CC_ERR_INVALID_ARG. A count of 0 is valid and buffers may then be NULL. Every
- * rank calls each collective with the same count, dtype, op and root; where the
- * ranks can tell they do not, they return CC_ERR_MISMATCH. Results are bitwise
- * identical on every rank: element i is reduced as ((x0 op x1) op x2) ... in rank
- * order. Returns CC_OK, or an error with detail in cc_comm_last_error. */
+ * reduce_scatter (and on the root of scatter). Other overlaps are CC_ERR_INVALID_ARG.
+ * A count of 0 is valid and buffers may then be NULL. Every rank calls each collective
+ * with the same count, dtype, op and root; where the ranks can tell they do not, they
+ * return CC_ERR_MISMATCH. Results are bitwise identical on every rank: element i is
+ * reduced as ((x0 op x1) op x2) ... in rank order. Returns CC_OK, or an error with
+ * detail in cc_comm_last_error. */
 
 /* cc_barrier - return once every rank has entered the barrier. */
 CC_API cc_result cc_barrier(cc_comm *c);
@@ -360,41 +352,38 @@ CC_API cc_result cc_send(cc_comm *c, const void *buf, size_t count, cc_dtype t,
 CC_API cc_result cc_recv(cc_comm *c, void *buf, size_t count, cc_dtype t,
                          int peer, int tag);
 
-/* CC_ANY_SOURCE - the peer of a receive that takes a message from whichever
- *   rank sends one (as MPI_ANY_SOURCE): cc_recv(c, buf, n, t, CC_ANY_SOURCE, tag),
- *   or cc_recv_any to learn which rank sent it. */
+/* CC_ANY_SOURCE - the peer of a receive that takes a message from whichever rank sends
+ *   one (as MPI_ANY_SOURCE); cc_recv_any also tells which rank sent it. */
 #define CC_ANY_SOURCE (-2)
 
 /* cc_recv_any - receive a message of `tag` from any rank, and learn which (as
  *   MPI_Recv with MPI_ANY_SOURCE and a status).
- *   Matching          the oldest message of `tag` that this rank has taken in,
- *                     from any rank, in the order they came in; messages from
- *                     one rank are received in the order it sent them, and no
- *                     rank's messages are passed over for long: while several
- *                     ranks have one waiting, receives from any source take
- *                     them from each rank in turn. While it waits, the receive
- *                     takes in what every rank sends (as a waiting send does).
- *                     Receives match in the order they were issued: one from
- *                     any source issued before a cc_recv from rank r may take
- *                     r's message first. The counts must agree.
- *   source            where the sender's rank is written once the receive is
- *                     complete: when the call returns; in a group, when
- *                     cc_group_end returns, or when its request is done
- *                     (cc_test said done, cc_wait returned). CC_UNDEFINED until
- *                     then, and when the receive did not complete. May be NULL.
- *   Failures          a message of `tag` with another count: CC_ERR_MISMATCH,
- *                     naming its sender. A rank that is gone (it exited, was
- *                     killed or destroyed its communicator) cannot be the
- *                     sender: the receive waits for the others, and fails with
- *                     CC_ERR_PEER_LOST, naming each rank gone, once none that
- *                     could send is left. Nothing from anyone for the timeout:
- *                     CC_ERR_TIMEOUT, naming the tag waited for. */
+ *   Matching          the oldest message of `tag` that this rank has taken in, from
+ *                     any rank, in the order they came in; messages from one rank are
+ *                     received in the order it sent them, and no rank's messages are
+ *                     passed over for long: while several ranks have one waiting,
+ *                     receives from any source take them from each rank in turn.
+ *                     While it waits, the receive takes in what every rank sends (as
+ *                     a waiting send does). Receives match in the order they were
+ *                     issued: one from any source issued before a cc_recv from rank r
+ *                     may take r's message first. The counts must agree.
+ *   source            where the sender's rank is written once the receive is complete:
+ *                     when the call returns; in a group, when cc_group_end returns, or
+ *                     when its request is done (cc_test said done, cc_wait returned).
+ *                     CC_UNDEFINED until then, and when the receive did not complete.
+ *                     May be NULL.
+ *   Failures          a message of `tag` with another count: CC_ERR_MISMATCH, naming
+ *                     its sender. A rank that is gone (it exited, was killed or
+ *                     destroyed its communicator) cannot be the sender: the receive
+ *                     waits for the others, and fails with CC_ERR_PEER_LOST, naming
+ *                     each rank gone, once none that could send is left. Nothing from
+ *                     anyone for the timeout: CC_ERR_TIMEOUT, naming the tag waited for. */
 CC_API cc_result cc_recv_any(cc_comm *c, void *buf, size_t count, cc_dtype t, int tag,
                              int *source);
 
 /* cc_group_begin, cc_group_end - calls in between are queued, not run. The group's
- *   collectives run in issue order, then its sends and receives all progress
- *   together (a ring exchange in one group never deadlocks).
+ *   collectives run in issue order, then its sends and receives all progress together
+ *   (a ring exchange in one group never deadlocks).
  *   req               NULL: run the group and return when it is done;
  *                     else return at once with a request for cc_wait / cc_test
  *   Groups nest; only the outermost cc_group_end runs the work. */
@@ -405,40 +394,38 @@ CC_API cc_result cc_group_end(cc_comm *c, cc_request **req);
 CC_API cc_result cc_wait(cc_request *req);
 /* cc_test - *done = 1 when the request has finished; never blocks. */
 CC_API cc_result cc_test(cc_request *req, int *done);
-/* cc_request_error - once cc_test said done: the detail of the request's own
- *   failure ("" when it succeeded), which a later failure on the communicator
- *   does not overwrite. Valid until cc_wait frees the request; "" before it is
- *   done, and for NULL. */
+/* cc_request_error - once cc_test said done: the detail of the request's own failure
+ *   ("" when it succeeded), which a later failure on the communicator does not
+ *   overwrite. Valid until cc_wait frees the request; "" before it is done, and for NULL. */
 CC_API const char *cc_request_error(const cc_request *req);
 
-/* cc_mem_alloc - memory that every rank of c on this host maps (symmetric memory,
- *   the CPU twin of NCCL's ncclMemAlloc): a collective whose buffers lie in such
- *   memory, at any offset, reads and writes the other ranks' buffers in place
- *   instead of copying through shared memory or the kernel.
+/* cc_mem_alloc - memory that every rank of c on this host maps (symmetric memory, the
+ *   CPU twin of NCCL's ncclMemAlloc): a collective whose buffers lie in such memory, at
+ *   any offset, reads and writes the other ranks' buffers in place instead of copying
+ *   through shared memory or the kernel.
  *   bytes             this rank's size (ranks may ask for different sizes); > 0
  *   *ptr              this rank's memory: zeroed, page-aligned
- *   Collective        every rank of c calls it, in the same order as c's
- *                     collectives; a rank alone on its host (or CC_TRANSPORT=tcp)
- *                     gets plain memory, and collectives on it work as on any buffer
+ *   Collective        every rank of c calls it, in the same order as c's collectives;
+ *                     a rank alone on its host (or CC_TRANSPORT=tcp) gets plain memory,
+ *                     and collectives on it work as on any buffer
  *   Returns           CC_OK; CC_ERR_INVALID_ARG (ptr NULL, bytes 0, in a group);
- *                     CC_ERR_NO_MEMORY, CC_ERR_SYSTEM on every rank when one
- *                     rank could not create or map it */
+ *                     CC_ERR_NO_MEMORY, CC_ERR_SYSTEM on every rank when one rank
+ *                     could not create or map it */
 CC_API cc_result cc_mem_alloc(cc_comm *c, size_t bytes, void **ptr);
 /* cc_mem_free - free memory from cc_mem_alloc on c (every rank, in the same order;
  *   ranks that free different allocations get CC_ERR_MISMATCH). Refused, with
- *   CC_ERR_INVALID_ARG and the communicator usable, when ptr is not such memory
- *   or a request not yet complete (cc_group_end with a request) uses it. Memory
- *   not freed is freed by cc_comm_destroy. */
+ *   CC_ERR_INVALID_ARG and the communicator usable, when ptr is not such memory or a
+ *   request not yet complete (cc_group_end with a request) uses it. cc_comm_destroy
+ *   frees memory not freed. */
 CC_API cc_result cc_mem_free(cc_comm *c, void *ptr);
 
 /* cc_spawn - fork `nprocs` ranks on this host (as torch's mp.spawn); each calls
- *   fn(c, arg) with a ready communicator. Returns 0 when every rank returned 0;
- *   when a rank fails or dies the others are stopped at once and cc_spawn returns
- *   nonzero (that rank's exit status, or 128 + its signal). No process and no
- *   /dev/shm entry is left behind. cc_spawn owns the communicator it passes:
- *   it destroys it after fn returns. fn may destroy it itself instead (as a
- *   main() would, e.g. `return cc_comm_destroy(c);`), but must not use it
- *   after that. */
+ *   fn(c, arg) with a ready communicator. Returns 0 when every rank returned 0; when a
+ *   rank fails or dies the others are stopped at once and cc_spawn returns nonzero (that
+ *   rank's exit status, or 128 + its signal). No process and no /dev/shm entry is left
+ *   behind. cc_spawn owns the communicator it passes and destroys it after fn returns;
+ *   fn may destroy it itself instead (as a main() would: `return cc_comm_destroy(c);`),
+ *   but must not use it after that. */
 CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg);
 
 #ifdef __cplusplus
@@ -511,10 +498,10 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg);
 #  include <assert.h>
 #  define CC_ASSERT(x) assert(x)
 #endif
-/* A seam for the tests, nothing else: CC__TEST_SEAM(where, c) marks the few
-   places where a race between ranks has been found and fixed, so that a test
-   can stop this rank there and let another rank do what the race needs
-   (tests/transport/test_queued.c, queued.race_*). Where it is not defined, nothing. */
+/* A seam for the tests, nothing else: CC__TEST_SEAM(where, c) marks the few places
+   where a race between ranks has been found and fixed, so that a test can stop this
+   rank there and let another rank do what the race needs (tests/transport/test_queued.c,
+   queued.race_*). Where it is not defined, nothing. */
 #ifndef CC__TEST_SEAM
 #  define CC__TEST_SEAM(where, c) ((void)0)
 #endif
@@ -537,9 +524,9 @@ extern "C" {
 #define CC__STORE(p, v)    __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 #define CC__STORE_SC(p, v) __atomic_store_n((p), (v), __ATOMIC_SEQ_CST)
 #define CC__ADD(p, v)      __atomic_fetch_add((p), (v), __ATOMIC_SEQ_CST)
-/* A rare path (a failure, a mismatch), out of line: a hot caller's frame
-   stays small. An 8-byte call is about 600 instructions between seeing the
-   peer's step and publishing the next one, and each of them is latency. */
+/* A rare path (a failure, a mismatch), out of line so that a hot caller's frame stays
+   small: on a small call, every instruction between seeing the peer's step and
+   publishing the next one is latency. */
 #define CC__COLD __attribute__((cold, noinline))
 #define CC__NOINLINE __attribute__((noinline))   /* a big callee kept out of its small caller */
 #define CC__INLINE inline __attribute__((always_inline))   /* a small dispatcher folded into its caller */
@@ -1482,16 +1469,14 @@ static int cc__sock_pick_addr(const char *ifname, const char *toward, int first_
 #endif
 /* ============================================================== @crypto */
 /* SHA-256 (FIPS 180-4) and HMAC-SHA256 (RFC 2104), which authenticate the
-   handshakes; cc__ct_equal compares MACs in constant time; then HKDF-SHA256
-   (RFC 5869), which derives each connection's keys, and the two AEAD suites
-   that authenticate (and with CC_NET_ENCRYPT=1 encrypt) every frame on a TCP
-   link: ChaCha20-Poly1305 (RFC 8439) and AES-256-GCM (SP 800-38D, AES-NI and
-   PCLMULQDQ only). Pure computation: no system call, no allocation. The #ifs
-   here are on the compiler and the CPU architecture (the x86-64 intrinsics,
-   unsigned __int128), never on the operating system; the CPU's features are
-   read once with CPUID. A build without TCP (CC_NO_TCP) has SHA-256 and HMAC
-   only (shared-memory segments are named with them): everything from HKDF
-   on serves TCP links, and is compiled out. */
+   handshakes and name the shared-memory segments; then, for TCP links only
+   (compiled out with CC_NO_TCP), HKDF-SHA256 (RFC 5869), which derives each
+   connection's keys, and the two AEAD suites that authenticate (and with
+   CC_NET_ENCRYPT=1 encrypt) every frame: ChaCha20-Poly1305 (RFC 8439) and
+   AES-256-GCM (SP 800-38D). Pure computation: no system call, no allocation.
+   The #ifs are on the compiler and the CPU architecture (the x86-64
+   intrinsics, unsigned __int128), never on the operating system; the CPU's
+   features are read once with CPUID. */
 
 /* Little-endian integers, the one codec of the library: the ciphers' words
    and every integer on the wire (frames, handshakes, records). */
@@ -1521,6 +1506,12 @@ static const uint32_t cc__sha256_k[64] = {
   0x19a4c116u, 0x1e376c08u, 0x2748774cu, 0x34b0bcb5u, 0x391c0cb3u, 0x4ed8aa4au, 0x5b9cca4fu, 0x682e6ff3u,
   0x748f82eeu, 0x78a5636fu, 0x84c87814u, 0x8cc70208u, 0x90befffau, 0xa4506cebu, 0xbef9a3f7u, 0xc67178f2u
 };
+
+/* Big-endian, where a standard says so (SHA-256, GCM, the nonces). */
+static void cc__st64be(unsigned char *p, uint64_t v) {
+  int i;
+  for (i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (56 - 8 * i));
+}
 
 #define CC__ROR32(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
 
@@ -1581,12 +1572,23 @@ static void cc__sha256_final(cc__sha256 *s, unsigned char out[32]) {
   memset(s->buf + s->nbuf, 0, 56 - s->nbuf);
   for (i = 0; i < 8; i++) s->buf[56 + i] = (unsigned char)(bits >> (56 - 8 * i));
   cc__sha256_block(s->h, s->buf);
-  for (i = 0; i < 8; i++) {
-    out[4 * i] = (unsigned char)(s->h[i] >> 24);
-    out[4 * i + 1] = (unsigned char)(s->h[i] >> 16);
-    out[4 * i + 2] = (unsigned char)(s->h[i] >> 8);
-    out[4 * i + 3] = (unsigned char)s->h[i];
-  }
+  for (i = 0; i < 4; i++) cc__st64be(out + 8 * i, (uint64_t)s->h[2 * i] << 32 | s->h[2 * i + 1]);
+}
+
+/* 1 when the n bytes at a and b are equal; time depends on n only. */
+static int cc__ct_equal(const void *a, const void *b, size_t n) {
+  const volatile unsigned char *x = (const volatile unsigned char *)a;
+  const volatile unsigned char *y = (const volatile unsigned char *)b;
+  unsigned char d = 0;
+  size_t i;
+  for (i = 0; i < n; i++) d = (unsigned char)(d | (x[i] ^ y[i]));
+  return d == 0;
+}
+
+/* Zeroes n bytes in a way the compiler cannot drop as a dead store. */
+static void cc__crypto_wipe(void *p, size_t n) {
+  memset(p, 0, n);
+  __asm__ __volatile__("" : : "r"(p) : "memory");
 }
 
 /* HMAC-SHA256 of parts[0] || ... || parts[nparts-1] under key. */
@@ -1613,33 +1615,8 @@ static void cc__hmac_sha256(const void *key, size_t keylen, const void *const *p
   cc__sha256_update(&s, pad, 64);
   cc__sha256_update(&s, inner, 32);
   cc__sha256_final(&s, out);
-  {                                     /* no copy of the key left on the stack */
-    volatile unsigned char *v = k0;
-    for (i = 0; i < 64; i++) v[i] = 0;
-    v = pad;
-    for (i = 0; i < 64; i++) v[i] = 0;
-  }
-}
-
-/* 1 when the n bytes at a and b are equal; time depends on n only. */
-static int cc__ct_equal(const void *a, const void *b, size_t n) {
-  const volatile unsigned char *x = (const volatile unsigned char *)a;
-  const volatile unsigned char *y = (const volatile unsigned char *)b;
-  unsigned char d = 0;
-  size_t i;
-  for (i = 0; i < n; i++) d = (unsigned char)(d | (x[i] ^ y[i]));
-  return d == 0;
-}
-
-/* Zeroes n bytes in a way the compiler cannot drop as a dead store. */
-static void cc__crypto_wipe(void *p, size_t n) {
-  memset(p, 0, n);
-  __asm__ __volatile__("" : : "r"(p) : "memory");
-}
-
-static void cc__st64be(unsigned char *p, uint64_t v) {
-  int i;
-  for (i = 0; i < 8; i++) p[i] = (unsigned char)(v >> (56 - 8 * i));
+  cc__crypto_wipe(k0, sizeof k0);       /* no copy of the key left on the stack */
+  cc__crypto_wipe(pad, sizeof pad);
 }
 
 #define CC__AEAD_CHACHA20_POLY1305 1    /* the suites, as the handshake numbers them */
@@ -1660,17 +1637,15 @@ static void cc__st64be(unsigned char *p, uint64_t v) {
      ChaCha20, Poly1305          RFC 8439 sections 2.3-2.6 (portable C; ChaCha20
                                  also 4 blocks at a time with SSE2 and 8 with AVX2)
      AEAD_CHACHA20_POLY1305      RFC 8439 section 2.8
-     AES-256-GCM                 FIPS 197 + NIST SP 800-38D, with AES-NI and
-                                 PCLMULQDQ only (x86-64, GCC/Clang, chosen at run
-                                 time): 16 blocks per GHASH reduction (8 when
-                                 encrypting, beside the AES rounds), in 256-bit
-                                 registers where the CPU has VPCLMULQDQ (and VAES). There is deliberately no
-                                 table-based software AES: where the
-                                 instructions are missing, GCM is unavailable
-                                 and the caller uses ChaCha20-Poly1305
+     AES-256-GCM                 FIPS 197 + SP 800-38D, with AES-NI and PCLMULQDQ
+                                 only (x86-64, GCC/Clang, chosen at run time), in
+                                 256-bit registers where the CPU has VPCLMULQDQ
+                                 (and VAES). There is deliberately no table-based
+                                 software AES: without the instructions, GCM is
+                                 unavailable and the caller uses ChaCha20-Poly1305
 
-   One streaming AEAD interface covers both suites (each a cc__aead_suite,
-   below: the place to plug in another implementation):
+   One streaming interface covers both suites (each a cc__aead_suite, below:
+   the place to plug in another implementation):
 
      cc__aead_key k;   cc__aead_setkey(&k, suite, key32)      once per key
      cc__aead st;      cc__aead_begin(&st, &k, nonce12)        per message
@@ -1689,9 +1664,6 @@ static void cc__st64be(unsigned char *p, uint64_t v) {
    plaintext or a tag (ChaCha20: add/xor/rotate; Poly1305: fixed carry chains
    and a masked final select; AES and GHASH: AES-NI and carry-less multiply;
    tags compared by cc__ct_equal). Branches depend on lengths and the suite. */
-
-
-/* -------- small helpers */
 
 /* out = a ^ b over n bytes (any alignment; out may equal a or b). */
 static void cc__xor_bytes(unsigned char *out, const unsigned char *a, const unsigned char *b, size_t n) {
@@ -1745,11 +1717,7 @@ static int cc__crypto_cpu(void) {
    same as 32 zero bytes (HMAC pads keys with zeros). */
 static __attribute__((unused)) void cc__hkdf_sha256_extract(const void *salt, size_t saltlen, const void *ikm,
                                                             size_t ikmlen, unsigned char prk[32]) {
-  const void *parts[1];
-  size_t lens[1];
-  parts[0] = ikm;
-  lens[0] = ikmlen;
-  cc__hmac_sha256(salt, saltlen, parts, lens, ikmlen ? 1 : 0, prk);
+  cc__hmac_sha256(salt, saltlen, &ikm, &ikmlen, ikmlen ? 1 : 0, prk);
 }
 
 /* RFC 5869 section 2.3: OKM = T(1) | T(2) | ... truncated to outlen, where
@@ -2402,14 +2370,12 @@ static CC__TARGET_GCM void cc__gcm_keystream(const unsigned char *rk, const unsi
 #endif /* CC__CRYPTO_X86 */
 
 /* ================================================================ AEAD
-   The suites behind one interface, cc__aead_suite: everything the transport
-   asks of one. The transport reaches them only through cc__aead_setkey ...
-   cc__aead_verify (the interface described above), and cc__aead_suite_of
-   maps the handshake's suite numbers to implementations: the built-in ones
-   of this section. A build that would rather use a system library for a
+   The transport reaches the suites only through cc__aead_setkey ...
+   cc__aead_verify, and cc__aead_suite_of maps the handshake's suite numbers
+   to implementations. A build that would rather use a system library for a
    suite (OpenSSL's EVP, the kernel's crypto API) fills a cc__aead_suite with
-   its own functions, keeps its state behind the key's and the message's
-   impl pointers, and has cc__aead_suite_of return it: nothing else changes. */
+   its own functions, keeps its state behind the key's and the message's impl
+   pointers, and has cc__aead_suite_of return it: nothing else changes. */
 typedef struct cc__aead_suite cc__aead_suite;
 
 typedef struct cc__aead_key {
@@ -2440,10 +2406,9 @@ typedef struct cc__aead {
   unsigned char x[16];                   /* GHASH accumulator, reflected */
 } cc__aead;
 
-/* One suite. Each function returns 0, or -1 (the message then refuses
-   everything until the next begin: phase 3). setkey gets k zeroed with its
-   suite and ops set; begin gets s zeroed with its key set; final leaves the
-   state wiped (phase 2). */
+/* One suite. Each function returns 0, or -1 (then phase 3: the message refuses
+   everything until the next begin). setkey gets k zeroed but for suite and
+   ops; begin gets s zeroed but for key; final leaves the state wiped (phase 2). */
 struct cc__aead_suite {
   int id;                                /* CC__AEAD_*: the number the handshake carries */
   const char *name;                      /* for log lines */
@@ -2462,11 +2427,29 @@ static int cc__chapo_setkey(cc__aead_key *k, const unsigned char key[32]) {
   return 0;
 }
 
+/* Starts a message under nonce (12 bytes; never twice under one key). */
+static int cc__chapo_begin(cc__aead *s, const unsigned char nonce[12]) {
+  unsigned char otk[64];
+  cc__chacha20_init(s->cst, s->key->key, 0, nonce);      /* RFC 8439 section 2.6: block 0 keys Poly1305 */
+  cc__chacha20_block(s->cst, otk);
+  cc__poly1305_init(&s->poly, otk);
+  cc__crypto_wipe(otk, sizeof otk);
+  s->cst[12] = 1;                                       /* the payload starts at block 1 */
+  return 0;
+}
+
 #if CC__CRYPTO_X86
 static int cc__gcm_available(void) { return (cc__crypto_cpu() & CC__CPU_GCM) != 0; }
 
 static int cc__gcm_setkey(cc__aead_key *k, const unsigned char key[32]) {
   cc__gcm_setkey_rk(k->rk, k->hp, k->hk, key);
+  return 0;
+}
+
+static int cc__gcm_begin(cc__aead *s, const unsigned char nonce[12]) {   /* SP 800-38D section 7.1 */
+  memcpy(s->nonce, nonce, 12);
+  cc__gcm_keystream(s->key->rk, s->nonce, 1, s->ekj0);  /* E(K, J0), J0 = nonce || 1 */
+  s->ctr = 2;                                           /* inc32(J0) */
   return 0;
 }
 #endif
@@ -2515,26 +2498,6 @@ static void cc__aead_mac_pad(cc__aead *s) {
   cc__aead_mac_blocks(s, s->mbuf, 1);
   s->nmac = 0;
 }
-
-/* Starts a message under nonce (12 bytes; never twice under one key). */
-static int cc__chapo_begin(cc__aead *s, const unsigned char nonce[12]) {
-  unsigned char otk[64];
-  cc__chacha20_init(s->cst, s->key->key, 0, nonce);      /* RFC 8439 section 2.6: block 0 keys Poly1305 */
-  cc__chacha20_block(s->cst, otk);
-  cc__poly1305_init(&s->poly, otk);
-  cc__crypto_wipe(otk, sizeof otk);
-  s->cst[12] = 1;                                       /* the payload starts at block 1 */
-  return 0;
-}
-
-#if CC__CRYPTO_X86
-static int cc__gcm_begin(cc__aead *s, const unsigned char nonce[12]) {   /* SP 800-38D section 7.1 */
-  memcpy(s->nonce, nonce, 12);
-  cc__gcm_keystream(s->key->rk, s->nonce, 1, s->ekj0);  /* E(K, J0), J0 = nonce || 1 */
-  s->ctr = 2;                                           /* inc32(J0) */
-  return 0;
-}
-#endif
 
 /* More associated data: only before any payload. */
 static int cc__aead_builtin_aad(cc__aead *s, const void *aad, size_t n) {
@@ -2598,10 +2561,7 @@ static int cc__aead_builtin_crypt(cc__aead *s, const void *inv, void *outv, size
       s->cst[12]++;
     }
 #if CC__CRYPTO_X86
-    else {
-      cc__gcm_keystream(s->key->rk, s->nonce, s->ctr, s->ks);
-      s->ctr++;
-    }
+    else cc__gcm_keystream(s->key->rk, s->nonce, s->ctr++, s->ks);
 #endif
     s->nks = (unsigned)bsize;
     cc__aead_leftover(s, in, out, n, enc, bsize);
@@ -2612,6 +2572,7 @@ static int cc__aead_builtin_crypt(cc__aead *s, const void *inv, void *outv, size
 /* The 16-byte tag; the state is wiped (a new message needs a new begin). */
 static int cc__aead_builtin_final(cc__aead *s, unsigned char tag[16]) {
   unsigned char lb[16];
+  int i;
   if (s->phase > 1 || !s->key) { cc__aead_fail(s); return -1; }
   cc__aead_mac_pad(s);
   if (s->key->suite == CC__AEAD_CHACHA20_POLY1305) {      /* RFC 8439 section 2.8: le64(aad) le64(ct) */
@@ -2623,10 +2584,7 @@ static int cc__aead_builtin_final(cc__aead *s, unsigned char tag[16]) {
     cc__st64be(lb, s->aadlen * 8);
     cc__st64be(lb + 8, s->msglen * 8);
     cc__aead_mac_blocks(s, lb, 1);
-    {
-      int i;
-      for (i = 0; i < 16; i++) tag[i] = (unsigned char)(s->x[15 - i] ^ s->ekj0[i]);
-    }
+    for (i = 0; i < 16; i++) tag[i] = (unsigned char)(s->x[15 - i] ^ s->ekj0[i]);
   }
   cc__crypto_wipe(s, sizeof *s);
   s->phase = 2;
@@ -2654,7 +2612,7 @@ static const cc__aead_suite *cc__aead_suite_of(int id) {
   return a && a->available() ? a : NULL;
 }
 
-/* ---- the interface the transport uses */
+/* ---- the interface the transport uses (described above) */
 
 /* 1 when this CPU (and this build) can run AES-256-GCM. */
 static int cc__aead_have_gcm(void) { return cc__aead_suite_of(CC__AEAD_AES256_GCM) != NULL; }
@@ -2689,13 +2647,11 @@ static int cc__aead_aad(cc__aead *s, const void *aad, size_t n) {
   return cc__aead_usable(s) ? s->key->ops->aad(s, aad, n) : -1;
 }
 
-/* Plaintext in -> ciphertext out (in == out allowed). */
 static int cc__aead_encrypt(cc__aead *s, const void *in, void *out, size_t n) {
   return cc__aead_usable(s) ? s->key->ops->crypt(s, in, out, n, 1) : -1;
 }
 
-/* Ciphertext in -> plaintext out (in == out allowed). The plaintext is not
-   authentic until cc__aead_verify says so. */
+/* The plaintext is not authentic until cc__aead_verify says so. */
 static int cc__aead_decrypt(cc__aead *s, const void *in, void *out, size_t n) {
   return cc__aead_usable(s) ? s->key->ops->crypt(s, in, out, n, 0) : -1;
 }
