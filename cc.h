@@ -4198,16 +4198,17 @@ CC__COMPANION size_t cc__plan_extent(cc_comm *c, const cc__call *k, int side) {
 }
 /* ---------------------------------------------------------------- shares and steps
 
-   Broadcast and the reductions where ranks read and write each other's
-   buffers in place (@algo's direct run; cc_cuda.cuh over CUDA IPC): each
-   rank takes one step. It copies elements [lo, hi) from the root's buffer
-   (broadcast) or folds them from every rank's sendbuf in rank order (the
-   same bits wherever an element is kept), and the result belongs in the
-   recvbufs `to` names. Who takes which elements is the shape: CC__WHOLE,
-   each rank that keeps a result makes all of it; CC__SHARES, each rank its
-   share; CC__OTHERS, each rank but a rooted call's root its share, so that
-   the root's link carries only its own traffic. reduce_scatter folds each
-   rank's own block in every shape. */
+   Broadcast and the reductions, one step a rank, which every executor that
+   divides them takes: the arena's blocks, the direct run's reads and writes
+   of each other's buffers in place (@algo; cc_cuda.cuh over CUDA IPC), the
+   message run's exchange. A step copies elements [lo, hi) from the root's
+   buffer (broadcast) or folds them from every rank's sendbuf in rank order
+   (the same bits wherever an element is kept), and the result belongs in
+   the recvbufs `to` names. Who takes which elements is the shape:
+   CC__WHOLE, each rank that keeps a result makes all of it; CC__SHARES,
+   each rank its share; CC__OTHERS, each rank but a rooted call's root its
+   share, so that the root's link carries only its own traffic.
+   reduce_scatter folds each rank's own block in every shape. */
 
 enum { CC__WHOLE, CC__SHARES, CC__OTHERS };          /* shapes */
 enum { CC__TO_SELF, CC__TO_ALL, CC__TO_ROOT, CC__TO_NONROOT };   /* whose recvbufs a step's result belongs in */
@@ -4227,10 +4228,10 @@ static void cc__share(size_t count, size_t q, int m, int j, size_t *lo, size_t *
   *hi = CC__MIN(count, cc__part(units, m, j + 1) * q);
 }
 
-/* This rank's step of broadcast or reduction k in `shape`, shares in units
-   of q elements. */
-static void cc__plan_step(const cc_comm *c, const cc__call *k, int shape, size_t q, cc__step *s) {
-  int n = c->size, me = c->rank, bcast = k->coll == CC__BROADCAST;
+/* Rank me's step (of n ranks) of broadcast or reduction k in `shape`, shares
+   in units of q elements. */
+static void cc__plan_step(const cc__call *k, int n, int me, int shape, size_t q, cc__step *s) {
+  int bcast = k->coll == CC__BROADCAST;
   memset(s, 0, sizeof *s);
   s->me = me;
   s->root = bcast || k->coll == CC__REDUCE ? k->root : -1;
@@ -7319,27 +7320,39 @@ static cc_result cc__run_reduce_one(cc_comm *c, const cc__call *k, int root) {
   return CC_OK;
 }
 
-/* reduce_scatter, and larger reduces and all_reduces: rank j's share is block
-   j of every sendbuf (reduce_scatter), else the j-th part (cc__part). Per
-   phase, every rank stages the next piece of each block; rank r folds piece r
-   of every half into its recvbuf (reduce_scatter), else into its next half,
-   from which the readers (every rank, or the root) copy it one phase later. */
-static CC__NOINLINE cc_result cc__run_reduce_blocks(cc_comm *c, const cc__call *k, int root) {
+/* Rank j's block of reduction k in bytes (its length; *at, where it starts
+   in every sendbuf and recvbuf): rank j's step in shares. */
+static size_t cc__block(const cc__call *k, int n, int j, size_t es, size_t *at) {
+  cc__step st;
+  cc__plan_step(k, n, j, CC__SHARES, 1, &st);
+  *at = st.src + st.lo * es;
+  return (st.hi - st.lo) * es;
+}
+
+/* reduce_scatter, and larger reduces and all_reduces: block j is rank j's
+   step (cc__plan_step, in shares). Per phase, every rank stages the next
+   piece of each block; rank r folds piece r of every half into its recvbuf
+   (reduce_scatter), else into its next half, from which the ranks the step
+   names (every rank, or the root) copy it one phase later. */
+static CC__NOINLINE cc_result cc__run_reduce_blocks(cc_comm *c, const cc__call *k) {
   const char *what = cc__coll_name(k->coll);
-  int n = c->size, me = c->rank, j, rs = k->coll == CC__REDUCE_SCATTER, want = root < 0 || me == root;
-  size_t es = cc__dtype_bytes(k->t), bytes = k->count * es, total = rs ? bytes * (size_t)n : bytes;
-  size_t pcap = cc__piece_cap(c, rs ? bytes : 0), big = rs ? bytes : cc__part(k->count, n, 1) * es, off = 0, m;
+  int n = c->size, me = c->rank, j, rs = k->coll == CC__REDUCE_SCATTER, want;
+  size_t es = cc__dtype_bytes(k->t), total = k->count * es * (size_t)(rs ? n : 1), off = 0, big = 0, m, at, len;
+  size_t pcap = cc__piece_cap(c, rs ? k->count * es : 0);
   const unsigned char *sb = (const unsigned char *)k->sbuf;
   unsigned char *rb = (unsigned char *)k->rbuf, *mine;
-#define CC__BLOCK_AT(j) (rs ? (size_t)(j) * bytes : cc__part(k->count, n, (j)) * es)   /* where block j starts */
-#define CC__BLOCK_LEN(j) (rs ? bytes : (cc__part(k->count, n, (j) + 1) - cc__part(k->count, n, (j))) * es)
+  cc__step st;
+  cc__plan_step(k, n, me, CC__SHARES, 1, &st);
+  want = cc__step_to(&st, me);         /* this rank keeps the result: every rank, or the root */
+  for (j = 0; j < n; j++) big = CC__MAX(big, cc__block(k, n, j, es, &at));
   do {
     CC__TRY(cc__phase_begin(c, k, off == 0, &mine));
     for (j = 0; j < n; j++)
-      if (CC__BLOCK_LEN(j) > off)
-        cc__stage(c, CC__DATA(mine) + (size_t)j * pcap, sb + CC__BLOCK_AT(j) + off, CC__MIN(pcap, CC__BLOCK_LEN(j) - off), total);
+      if ((len = cc__block(k, n, j, es, &at)) > off)
+        cc__stage(c, CC__DATA(mine) + (size_t)j * pcap, sb + at + off, CC__MIN(pcap, len - off), total);
     CC__TRY(cc__phase_end(c, k, off == 0, 1));
-    m = CC__BLOCK_LEN(me) > off ? CC__MIN(pcap, CC__BLOCK_LEN(me) - off) : 0;
+    len = cc__block(k, n, me, es, &at);
+    m = len > off ? CC__MIN(pcap, len - off) : 0;
     for (j = 0; j < n; j++) c->arena.srcs[j] = CC__DATA(cc__half(c, j, c->arena.step)) + (size_t)me * pcap;
     if (rs) {
       CC__TRY(cc__apply(c, k, rb + off, m / es));
@@ -7348,13 +7361,11 @@ static CC__NOINLINE cc_result cc__run_reduce_blocks(cc_comm *c, const cc__call *
       CC__TRY(cc__apply(c, k, CC__DATA(mine), m / es));
       CC__TRY(cc__phase_end(c, k, 0, want));
       for (j = 0; want && j < n; j++)
-        if (CC__BLOCK_LEN(j) > off)
-          memcpy(rb + CC__BLOCK_AT(j) + off, CC__DATA(cc__half(c, j, c->arena.step)), CC__MIN(pcap, CC__BLOCK_LEN(j) - off));
+        if ((len = cc__block(k, n, j, es, &at)) > off)
+          memcpy(rb + at + off, CC__DATA(cc__half(c, j, c->arena.step)), CC__MIN(pcap, len - off));
     }
     off += pcap;
   } while (off < big);
-#undef CC__BLOCK_AT
-#undef CC__BLOCK_LEN
   for (j = 0; rs && j < n; j++) cc__ph_prefetch(c, CC__DESC_BYTES + (size_t)j * pcap);   /* the next call's blocks */
   return CC_OK;
 }
@@ -7363,7 +7374,7 @@ static CC__NOINLINE cc_result cc__run_reduce_blocks(cc_comm *c, const cc__call *
 static cc_result cc__run_reduce(cc_comm *c, const cc__call *k, int root) {
   if (k->coll != CC__REDUCE_SCATTER && (k->count * cc__dtype_bytes(k->t) <= c->small_bytes || c->size <= 2))
     return cc__run_reduce_one(c, k, root);
-  return cc__run_reduce_blocks(c, k, root);
+  return cc__run_reduce_blocks(c, k);
 }
 
 /* The calls that move data without reducing (cc__plan_move): a rank stages pc
@@ -7834,11 +7845,11 @@ static cc_result cc__direct_reduce(cc_comm *c, const cc__call *k, int put) {
   const char *what = cc__coll_name(k->coll);
   int n = c->size, me = c->rank, j, t, keep;
   int user = k->op >= CC__OP_FIRST_USER && !cc__is_premul(c, k->op);
-  size_t es = cc__dtype_bytes(k->t), pc, per, lo, hi, off, m;
+  size_t es = cc__dtype_bytes(k->t), pc, per, off, m;
   unsigned char *tmp = cc__direct_tmp(c, &pc), *rb = (unsigned char *)k->rbuf;
   const unsigned char *sb = (const unsigned char *)k->sbuf;
-  cc__step st;
-  cc__plan_step(c, k, CC__SHARES, 1, &st);
+  cc__step st, sj;
+  cc__plan_step(k, n, me, CC__SHARES, 1, &st);
   keep = cc__step_to(&st, me);
   per = pc / es;
   for (off = st.lo; off < st.hi; off += m) {
@@ -7860,8 +7871,8 @@ static cc_result cc__direct_reduce(cc_comm *c, const cc__call *k, int put) {
     CC__TRY(cc__direct_sync(c, what));
     for (t = 1; t < n; t++) {
       j = (me + t) % n;
-      cc__share(k->count, 1, n, j, &lo, &hi);
-      CC__TRY(cc__peer_get(c, j, 1, lo * es, rb + lo * es, (hi - lo) * es, what));
+      cc__plan_step(k, n, j, CC__SHARES, 1, &sj);
+      CC__TRY(cc__peer_get(c, j, 1, sj.lo * es, rb + sj.lo * es, (sj.hi - sj.lo) * es, what));
     }
   }
   return cc__direct_sync(c, what);
@@ -8168,15 +8179,17 @@ static cc_result cc__drs_done(void *ctx, cc__msg *m, int i) {
 
 static cc_result cc__msg_rs_direct(cc_comm *c, const int *M, int m, int p, const void *in, void *out, size_t count,
                                    cc_dtype t, int op, void *full, const char *what) {
-  size_t es = cc__dtype_bytes(t), chunk = CC__MAX(c->set.net_chunk / es, (size_t)1);
-  size_t blen = cc__part(count, m, p + 1) - cc__part(count, m, p), nch = blen ? (blen + chunk - 1) / chunk : 1, o;
-  size_t maxch = (count / (size_t)m + 1 + chunk - 1) / chunk + 1, n = 0;
+  size_t es = cc__dtype_bytes(t), chunk = CC__MAX(c->set.net_chunk / es, (size_t)1), lo, hi, bo, bl, o;
+  size_t maxch = (count / (size_t)m + 1 + chunk - 1) / chunk + 1, n = 0, blen, nch;
   const unsigned char *src = (const unsigned char *)in;
   cc__msg *ms;
   cc__drs_ctx x;
   int q, j;
   cc_result r;
   if (m == 1) { if (out != in && count) memcpy(out, in, count * es); return CC_OK; }
+  cc__share(count, 1, m, p, &lo, &hi);     /* member j folds share j of every input */
+  blen = hi - lo;
+  nch = blen ? (blen + chunk - 1) / chunk : 1;
   ms = (cc__msg *)CC_MALLOC(sizeof(cc__msg) * (size_t)(m - 1) * 2 * (nch + maxch));
   x.scratch = cc__keep(&c->net->tmp, &c->net->tmp_bytes, (size_t)(m - 1) * blen * es + 1);
   x.arrived = (int *)CC_MALLOC(sizeof(int) * nch);
@@ -8184,7 +8197,7 @@ static cc_result cc__msg_rs_direct(cc_comm *c, const int *M, int m, int p, const
   if (!ms || !x.scratch || !x.arrived || !x.srcs) { r = cc__oom(c, what); goto out; }
   memset(x.arrived, 0, sizeof(int) * nch);
   x.c = c; x.op = op; x.m = m; x.p = p; x.t = t; x.chunk = chunk; x.blen = blen; x.what = what;
-  x.mine = src + cc__part(count, m, p) * es;
+  x.mine = src + lo * es;
   x.out = (unsigned char *)out;
   /* receives first (m[0, (m-1)*nch): piece q, chunk i at index q*nch + i) */
   for (q = 0, j = 0; j < m; j++) {
@@ -8199,14 +8212,16 @@ static cc_result cc__msg_rs_direct(cc_comm *c, const int *M, int m, int p, const
   x.ag = -1;
   x.nch = (int)nch;
   for (j = 0; full && j < m; j++) {    /* all-gather: the others' results, after their pieces of mine */
-    size_t bo = cc__part(count, m, j), bl = cc__part(count, m, j + 1) - bo;
     if (j == p) continue;
+    cc__share(count, 1, m, j, &bo, &bl);
+    bl -= bo;
     for (o = 0; o == 0 || o < bl; o += chunk)
       cc__msg_recv(&ms[n++], M[j], CC__TAG_COLL, (unsigned char *)full + (bo + o) * es, bl ? CC__MIN(chunk, bl - o) * es : 0);
   }
   for (j = 1; j < m; j++) {            /* sends, staggered: member p+1 first */
     int to = (p + j) % m;
-    size_t bo = cc__part(count, m, to), bl = cc__part(count, m, to + 1) - bo;
+    cc__share(count, 1, m, to, &bo, &bl);
+    bl -= bo;
     for (o = 0; o == 0 || o < bl; o += chunk)
       cc__msg_send(&ms[n++], M[to], CC__TAG_COLL, src + (bo + o) * es, bl ? CC__MIN(chunk, bl - o) * es : 0);
   }
@@ -8297,12 +8312,13 @@ static cc_result cc__msg_bcast(cc_comm *c, const int *M, int m, int p, int rp, v
    root. Either way the left fold in member order. */
 static cc_result cc__msg_reduce(cc_comm *c, const int *M, int m, int p, int rp, const void *in, void *out,
                                 size_t count, cc_dtype t, int op, const char *what) {
-  size_t es = cc__dtype_bytes(t), bytes = count * es;
+  size_t es = cc__dtype_bytes(t), bytes = count * es, lo, hi;
   int j, n = 0, keep = rp < 0 || p == rp;
   unsigned char *tmp = NULL;
   cc__msg *ms;
   cc_result r;
   if (m == 1) { if (out != in && bytes) memcpy(out, in, bytes); return CC_OK; }
+  cc__share(count, 1, m, p, &lo, &hi);
   if (bytes <= c->set.net_small_bytes || count < (size_t)m) {
     const void **srcs = (const void **)CC_MALLOC(sizeof(void *) * (size_t)m);
     ms = (cc__msg *)CC_MALLOC(sizeof(cc__msg) * 2 * (size_t)m);
@@ -8320,16 +8336,15 @@ static cc_result cc__msg_reduce(cc_comm *c, const int *M, int m, int p, int rp, 
     if (r == CC_OK && keep) r = cc__fold(c, op, t, out, srcs, NULL, m, count, what);
     CC_FREE(srcs);
   } else if (rp < 0) {
-    return cc__msg_rs_direct(c, M, m, p, in, (unsigned char *)out + cc__part(count, m, p) * es, count, t, op, out, what);
+    return cc__msg_rs_direct(c, M, m, p, in, (unsigned char *)out + lo * es, count, t, op, out, what);
   } else {
-    size_t bo = cc__part(count, m, p) * es;
     unsigned char *acc = keep ? (unsigned char *)out : (tmp = (unsigned char *)CC_MALLOC(bytes + 1));
     if (!acc || !(ms = (cc__msg *)CC_MALLOC(sizeof(cc__msg) * (size_t)m))) { CC_FREE(tmp); return cc__oom(c, what); }
-    r = cc__msg_rs_direct(c, M, m, p, in, acc + bo, count, t, op, NULL, what);
+    r = cc__msg_rs_direct(c, M, m, p, in, acc + lo * es, count, t, op, NULL, what);
     for (j = 0; r == CC_OK && j < m; j++) {
-      size_t o = cc__part(count, m, j) * es, l = cc__part(count, m, j + 1) * es - o;
-      if (keep && j != p) cc__msg_recv(&ms[n++], M[j], CC__TAG_COLL, acc + o, l);
-      if (!keep && j == p) cc__msg_send(&ms[n++], M[rp], CC__TAG_COLL, acc + o, l);
+      cc__share(count, 1, m, j, &lo, &hi);
+      if (keep && j != p) cc__msg_recv(&ms[n++], M[j], CC__TAG_COLL, acc + lo * es, (hi - lo) * es);
+      if (!keep && j == p) cc__msg_send(&ms[n++], M[rp], CC__TAG_COLL, acc + lo * es, (hi - lo) * es);
     }
     if (r == CC_OK) r = cc__engine_run(c, ms, n, NULL, NULL, &c->cur, what);
   }

@@ -2521,7 +2521,7 @@ static int cc_cuda__sliced(const cc_cuda_comm *g, const cc__call *k) {
    where their shares belong. */
 static int cc_cuda__written(const cc_cuda_comm *g, const cc__call *k, int sliced) {
   cc__step st;
-  cc__plan_step(g->host, k, CC__OTHERS, 1, &st);
+  cc__plan_step(k, g->size, g->rank, CC__OTHERS, 1, &st);
   return sliced && cc__step_to(&st, g->rank);
 }
 
@@ -2541,7 +2541,7 @@ static cc_result cc_cuda__coll_moves(cc_cuda_comm *g, const char *what, const cc
       cc__step st;                     /* cc.h's step (@plan): whole, or shared among the non-roots */
       int side = k->coll == CC__BROADCAST ? 0 : 1;
       size_t off, len;
-      cc__plan_step(g->host, k, sliced ? CC__OTHERS : CC__WHOLE, es >= 16 ? 1 : 16 / es, &st);
+      cc__plan_step(k, g->size, g->rank, sliced ? CC__OTHERS : CC__WHOLE, es >= 16 ? 1 : 16 / es, &st);
       if (st.lo == st.hi) break;
       off = st.lo * es;
       len = (st.hi - st.lo) * es;
