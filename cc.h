@@ -635,14 +635,10 @@ static void cc__copy_stream(void *dst, const void *src, size_t n) {
 
 static int cc__ncpus(void) {
   cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
-    int n = CPU_COUNT(&set);
-    if (n > 0) return n;
-  }
-  {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-  }
+  long n;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
 }
 
 /* Sleep while *addr == val, at most timeout_ns. The word may live in memory
@@ -725,6 +721,16 @@ static int cc__random(void *out, size_t len) {
 
 /* ---------------------------------------------------------------- processes */
 
+/* A small file's first len - 1 bytes as a string ("" when it cannot be read):
+   how many. */
+static size_t cc__read_small(const char *path, char *buf, size_t len) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+  if (fd >= 0) close(fd);
+  buf[n > 0 ? n : 0] = 0;
+  return n > 0 ? (size_t)n : 0;
+}
+
 static int cc__getpid(void) { return (int)getpid(); }
 
 /* 1: process exists and has not exited; 0: gone (exited, even if not yet reaped). */
@@ -746,20 +752,10 @@ static int cc__pid_alive(int pid) {
 #endif
   if (kill(pid, 0) != 0 && errno == ESRCH) return 0;
   {                                     /* a zombie has exited too */
-    char path[64], buf[256];
-    int fd;
-    ssize_t n;
+    char path[64], buf[256], *rp;
     snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 1;
-    n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n > 0) {
-      char *rp;
-      buf[n] = 0;
-      rp = strrchr(buf, ')');
-      if (rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X')) return 0;
-    }
+    rp = cc__read_small(path, buf, sizeof buf) ? strrchr(buf, ')') : NULL;
+    if (rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X')) return 0;
   }
   return 1;
 }
@@ -990,10 +986,7 @@ static int cc__vm_read(int pid, void *dst, const void *remote_src, size_t len) {
    messages; "./prog" when that cannot be read. */
 static const char *cc__prog_name(void) {
   static char name[128];
-  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-  ssize_t n = fd >= 0 ? read(fd, name, sizeof name - 1) : -1;
-  if (fd >= 0) close(fd);
-  name[n > 0 ? n : 0] = 0;             /* argv[0] ends at its NUL */
+  cc__read_small("/proc/self/cmdline", name, sizeof name);   /* argv[0] ends at its NUL */
   if (!name[0]) snprintf(name, sizeof name, "./prog");
   return name;
 }
@@ -1004,19 +997,14 @@ static void cc__host_id(char *out, size_t len) {
   char boot[64] = "", host[128] = "", ns[3][64];
   const char *nsname[3] = {"/proc/self/ns/pid", "/proc/self/ns/mnt", "/proc/self/ns/ipc"};
   const char *parts[5];
-  size_t k, used = 0;
-  int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC), i;
-  if (fd >= 0) {
-    ssize_t n = read(fd, boot, sizeof boot - 1);
-    if (n > 0) boot[n] = 0;
-    if (n > 0 && boot[n - 1] == '\n') boot[n - 1] = 0;
-    close(fd);
-  }
+  size_t k, used = 0, n = cc__read_small("/proc/sys/kernel/random/boot_id", boot, sizeof boot);
+  int i;
+  if (n && boot[n - 1] == '\n') boot[n - 1] = 0;
   gethostname(host, sizeof host - 1);
   host[sizeof host - 1] = 0;
   for (i = 0; i < 3; i++) {
-    ssize_t n = readlink(nsname[i], ns[i], sizeof ns[i] - 1);
-    ns[i][n > 0 ? n : 0] = 0;
+    ssize_t m = readlink(nsname[i], ns[i], sizeof ns[i] - 1);
+    ns[i][m > 0 ? m : 0] = 0;
   }
   out[0] = 0;
   parts[0] = host; parts[1] = boot; parts[2] = ns[0]; parts[3] = ns[1]; parts[4] = ns[2];
@@ -1338,36 +1326,27 @@ static long cc__sock_recv(int fd, void *buf, size_t len) {
 #endif
 }
 
-/* All of buf, bounded by the deadline: 0, or -1 with errno. */
-static int cc__sock_send_all(int fd, const void *buf, size_t len, uint64_t deadline) {
-  const char *p = (const char *)buf;
+/* All len bytes of buf sent (out) or received, bounded by the deadline: 0,
+   or -1 with errno (ECONNRESET when the stream ended before them). */
+static int cc__sock_all(int fd, void *buf, size_t len, int out, uint64_t deadline) {
+  char *p = (char *)buf;
   while (len > 0) {
-    long n = cc__sock_send2(fd, p, len, NULL, 0);
+    long n = out ? cc__sock_send2(fd, p, len, NULL, 0) : cc__sock_recv(fd, p, len);
     if (n > 0) { p += n; len -= (size_t)n; continue; }
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (cc__sock_wait(fd, POLLOUT, deadline) != 0) return -1;
+    if (n == 0 && !out) { errno = ECONNRESET; return -1; }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && cc__sock_wait(fd, out ? POLLOUT : POLLIN, deadline) == 0)
       continue;
-    }
     return -1;
   }
   return 0;
 }
 
-/* All of len bytes, bounded by the deadline: 0, or -1 with errno (ECONNRESET
-   when the stream ended first). */
+static int cc__sock_send_all(int fd, const void *buf, size_t len, uint64_t deadline) {
+  return cc__sock_all(fd, (void *)(uintptr_t)buf, len, 1, deadline);
+}
+
 static int cc__sock_recv_all(int fd, void *buf, size_t len, uint64_t deadline) {
-  char *p = (char *)buf;
-  while (len > 0) {
-    long n = cc__sock_recv(fd, p, len);
-    if (n > 0) { p += n; len -= (size_t)n; continue; }
-    if (n == 0) { errno = ECONNRESET; return -1; }
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (cc__sock_wait(fd, POLLIN, deadline) != 0) return -1;
-      continue;
-    }
-    return -1;
-  }
-  return 0;
+  return cc__sock_all(fd, buf, len, 0, deadline);
 }
 
 /* Into an empty socket buffer: all or nothing. */
@@ -3846,17 +3825,16 @@ static inline CC__HD uint16_t cc__float_to_bf16(float f) {
   return (uint16_t)(((r & ~nan) | ((x | 0x400000u) & nan)) >> 16);   /* NaN, quiet */
 }
 
-/* ---- the fold loops. Each expects in scope: T acc[CC__BLK], const T *s (this
-   source's block), T m[1] (this source's scalar), size_t j. CC__FOR runs over the
-   whole block: a constant trip count, which GCC -O2 vectorizes. */
+/* ---- the fold loops, over the block's first lim elements. Each expects in
+   scope: T acc[CC__BLK], const T *s (this source's block), T m[1] (this
+   source's scalar), size_t j and lim. */
 #define CC__FOR(e) for (j = 0; j < lim; j++) acc[j] = (e)
-#define CC__MINMAX_CASES                                                           \
+#define CC__SINT_CASES(T)                                                          \
   case CC_MIN: CC__FOR(s[j] < acc[j] ? s[j] : acc[j]); break;                      \
   case CC_MAX: CC__FOR(s[j] > acc[j] ? s[j] : acc[j]); break;
-#define CC__SINT_CASES(T) CC__MINMAX_CASES
 /* 1u * x: unsigned arithmetic even where T promotes to int */
 #define CC__UINT_CASES(T)                                                          \
-  CC__MINMAX_CASES                                                                 \
+  CC__SINT_CASES(T)                                                                \
   case CC_SUM: CC__FOR((T)(1u * acc[j] + s[j])); break;                            \
   case CC_PROD: CC__FOR((T)(1u * acc[j] * s[j])); break;                           \
   case CC_BAND: CC__FOR((T)(acc[j] & s[j])); break;                                \
@@ -3883,15 +3861,26 @@ static inline CC__HD uint16_t cc__float_to_bf16(float f) {
     if (op == CC_AVG) CC__FOR(acc[j] / (T)nsrc);                                   \
     for (j = 0; j < lim; j++) out[j] = acc[j] != acc[j] ? q_ : acc[j]; }
 
-/* One block of `lim` elements at `off`. Always inlined: the full blocks pass the
-   constant CC__BLK (a constant trip count, which GCC -O2 vectorizes), the last
-   short block its own length (plain loops, no padding: a tiny message costs a
-   few element operations, not a block's worth). */
+/* cc__fold_<sfx> folds one block of `lim` elements at `off`. Always inlined, so
+   that the full blocks' constant CC__BLK reaches the loops as a constant trip
+   count, which GCC -O2 vectorizes; the last short block runs them over its own
+   length. */
 #if defined(__GNUC__) || defined(__clang__)
 #  define CC__FOLD_INLINE static inline __attribute__((always_inline))
 #else
 #  define CC__FOLD_INLINE static inline
 #endif
+
+/* cc__reduce_<sfx>: cc__fold_<sfx> over the full blocks, then the short one;
+   w: the T values per element. */
+#define CC__DEF_BLOCKS(sfx, T, w)                                                  \
+static void cc__reduce_##sfx(void *dst, const void *const *srcs, int nsrc,         \
+                             size_t count, int op, const void *const *scal) {      \
+  size_t off = 0;                                                                  \
+  for (; off + CC__BLK <= count; off += CC__BLK)                                   \
+    cc__fold_##sfx((T *)dst + w * off, srcs, off, CC__BLK, nsrc, op, scal);        \
+  if (off < count) cc__fold_##sfx((T *)dst + w * off, srcs, off, count - off, nsrc, op, scal); \
+}
 
 /* cc__reduce_<sfx>: the fold for a real type T. */
 #define CC__DEF_REDUCE(sfx, T, CASES, STORE, qnan)                                   \
@@ -3910,13 +3899,7 @@ CC__FOLD_INLINE void cc__fold_##sfx(T *out, const void *const *srcs, size_t off,
   }                                                                                \
   STORE(T, qnan)                                                                   \
 }                                                                                  \
-static void cc__reduce_##sfx(void *dst, const void *const *srcs, int nsrc,         \
-                             size_t count, int op, const void *const *scal) {      \
-  size_t off = 0;                                                                  \
-  for (; off + CC__BLK <= count; off += CC__BLK)                                   \
-    cc__fold_##sfx((T *)dst + off, srcs, off, CC__BLK, nsrc, op, scal);            \
-  if (off < count) cc__fold_##sfx((T *)dst + off, srcs, off, count - off, nsrc, op, scal); \
-}
+CC__DEF_BLOCKS(sfx, T, 1)
 
 CC__DEF_REDUCE(u8, uint8_t, CC__UINT_CASES, CC__STORE_INT, 0)
 CC__DEF_REDUCE(u32, uint32_t, CC__UINT_CASES, CC__STORE_INT, 0)
@@ -3965,13 +3948,7 @@ CC__FOLD_INLINE void cc__fold_##sfx(T *dst, const void *const *srcs, size_t off,
     dst[2*j+1] = im[j] != im[j] ? q_ : im[j];                                      \
   }                                                                                \
 }                                                                                  \
-static void cc__reduce_##sfx(void *dst, const void *const *srcs, int nsrc,         \
-                             size_t count, int op, const void *const *scal) {      \
-  size_t off = 0;                                                                  \
-  for (; off + CC__BLK <= count; off += CC__BLK)                                   \
-    cc__fold_##sfx((T *)dst + 2 * off, srcs, off, CC__BLK, nsrc, op, scal);        \
-  if (off < count) cc__fold_##sfx((T *)dst + 2 * off, srcs, off, count - off, nsrc, op, scal); \
-}
+CC__DEF_BLOCKS(sfx, T, 2)
 
 CC__DEF_CPLX(c64, float, cc__f32_from_bits(0x7fc00000u))
 CC__DEF_CPLX(c128, double, cc__f64_from_bits(0x7ff8000000000000u))
