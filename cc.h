@@ -569,6 +569,9 @@ extern "C" {
    With CC_NO_SHM or CC_NO_TCP the functions of that part fail with ENOSYS,
    so the sections above need no #if of their own. */
 
+/* The body of a function that this build leaves out. */
+#define CC__NOSYS(ret) do { errno = ENOSYS; return ret; } while (0)
+
 /* ---------------------------------------------------------------- time, CPU */
 
 static uint64_t cc__now_ns(void) {
@@ -833,8 +836,7 @@ typedef struct cc__shm_id { uint64_t dev, ino; } cc__shm_id;
 static void *cc__shm_create_id(const char *name, size_t bytes, cc__shm_id *id) {
 #ifdef CC_NO_SHM
   (void)name; (void)bytes; (void)id;
-  errno = ENOSYS;
-  return NULL;
+  CC__NOSYS(NULL);
 #else
   void *p;
   struct stat st;
@@ -867,8 +869,7 @@ static void *cc__shm_open_why(const char *name, size_t min_bytes, size_t *bytes,
                               cc__shm_id *id) {
 #ifdef CC_NO_SHM
   (void)name; (void)min_bytes; (void)bytes; (void)why; (void)whylen; (void)id;
-  errno = ENOSYS;
-  return NULL;
+  CC__NOSYS(NULL);
 #else
   struct stat st;
   void *p;
@@ -960,8 +961,7 @@ static void cc__shm_unlink_prefix(const char *prefix) {
 static int cc__vm_read(int pid, void *dst, const void *remote_src, size_t len) {
 #ifdef CC_NO_SHM
   (void)pid; (void)dst; (void)remote_src; (void)len;
-  errno = ENOSYS;
-  return -1;
+  CC__NOSYS(-1);
 #else
   unsigned char *d = (unsigned char *)dst;
   uintptr_t src = (uintptr_t)remote_src;
@@ -996,7 +996,7 @@ static const char *cc__prog_name(void) {
 static void cc__host_id(char *out, size_t len) {
   char boot[64] = "", host[128] = "", ns[3][64];
   const char *nsname[3] = {"/proc/self/ns/pid", "/proc/self/ns/mnt", "/proc/self/ns/ipc"};
-  const char *parts[5];
+  const char *parts[5] = {host, boot, ns[0], ns[1], ns[2]};
   size_t k, used = 0, n = cc__read_small("/proc/sys/kernel/random/boot_id", boot, sizeof boot);
   int i;
   if (n && boot[n - 1] == '\n') boot[n - 1] = 0;
@@ -1007,7 +1007,6 @@ static void cc__host_id(char *out, size_t len) {
     ns[i][m > 0 ? m : 0] = 0;
   }
   out[0] = 0;
-  parts[0] = host; parts[1] = boot; parts[2] = ns[0]; parts[3] = ns[1]; parts[4] = ns[2];
   for (k = 0; k < 5 && used + 1 < len; k++) {
     size_t m = strlen(parts[k]);
     if (k) out[used++] = '|';
@@ -1038,11 +1037,10 @@ static int cc__file_trusted(int fd, char *why, size_t whylen) {
   return -1;
 }
 
-/* Open the rendezvous file: create (rank 0) or read. Never follows a
-   symbolic link (ELOOP); rank 0 creates it new (O_EXCL, mode 0600), or opens
-   one that is already there and that cc__file_trusted accepts; a reader opens
-   it only when cc__file_trusted accepts it. -1 with errno (and why when the
-   file is there but refused). */
+/* Open the rendezvous file, never through a symbolic link (ELOOP): rank 0
+   (create) makes it new (O_EXCL, mode 0600) or opens the one already there, a
+   reader opens it; either keeps it only when cc__file_trusted accepts it. -1
+   with errno (and why when the file is there but refused). */
 static int cc__file_open(const char *path, int create, char *why, size_t whylen) {
   int fd;
   why[0] = 0;
@@ -1204,8 +1202,7 @@ static int cc__sock_listen(const char *ip, int port, int backlog, int *bound) {
   return fd;
 #else
   (void)ip; (void)port; (void)backlog; (void)bound;
-  errno = ENOSYS;
-  return -1;
+  CC__NOSYS(-1);
 #endif
 }
 
@@ -1247,8 +1244,7 @@ static int cc__sock_connect(const char *ip, int port, uint64_t deadline) {
   return fd;
 #else
   (void)ip; (void)port; (void)deadline;
-  errno = ENOSYS;
-  return -1;
+  CC__NOSYS(-1);
 #endif
 }
 
@@ -1261,8 +1257,7 @@ static int cc__sock_accept(int lfd) {
   return fd;
 #else
   (void)lfd;
-  errno = ENOSYS;
-  return -1;
+  CC__NOSYS(-1);
 #endif
 }
 
@@ -1302,8 +1297,7 @@ static long cc__sock_send3(int fd, const void *a, size_t alen, const void *b, si
   return (long)w;
 #else
   (void)fd; (void)a; (void)alen; (void)b; (void)blen; (void)c; (void)clen;
-  errno = ENOSYS;
-  return -1;
+  CC__NOSYS(-1);
 #endif
 }
 
@@ -1321,8 +1315,7 @@ static long cc__sock_recv(int fd, void *buf, size_t len) {
   return (long)k;
 #else
   (void)fd; (void)buf; (void)len;
-  errno = ENOSYS;
-  return -1;
+  CC__NOSYS(-1);
 #endif
 }
 
@@ -1413,18 +1406,16 @@ static int cc__sock_pick_addr(const char *ifname, const char *toward, int first_
   snprintf(ip, iplen, "127.0.0.1");
   if ((ifname && *ifname) || first_iface) {
     struct ifaddrs *ifa = NULL, *i;
-    int found = 0, by_name = ifname && *ifname;
+    int found = 0, fam, by_name = ifname && *ifname;
     if (getifaddrs(&ifa) != 0) { snprintf(why, whylen, "getifaddrs failed"); return -1; }
     for (i = ifa; i && found < 2; i = i->ifa_next) {
       if (!i->ifa_addr) continue;
       if (by_name ? strcmp(i->ifa_name, ifname) != 0 : (!(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK)))
         continue;
-      if (i->ifa_addr->sa_family == AF_INET) {
-        inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, ip, (socklen_t)iplen);
-        found = 2;
-      } else if (i->ifa_addr->sa_family == AF_INET6 && !found && by_name) {
-        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr, ip, (socklen_t)iplen);
-        found = 1;
+      fam = i->ifa_addr->sa_family;
+      if (fam == AF_INET || (fam == AF_INET6 && !found && by_name)) {
+        cc__sock_ntop((const struct sockaddr_storage *)(const void *)i->ifa_addr, ip, iplen);
+        found = fam == AF_INET ? 2 : 1;
       }
     }
     freeifaddrs(ifa);
@@ -3861,10 +3852,8 @@ static inline CC__HD uint16_t cc__float_to_bf16(float f) {
     if (op == CC_AVG) CC__FOR(acc[j] / (T)nsrc);                                   \
     for (j = 0; j < lim; j++) out[j] = acc[j] != acc[j] ? q_ : acc[j]; }
 
-/* cc__fold_<sfx> folds one block of `lim` elements at `off`. Always inlined, so
-   that the full blocks' constant CC__BLK reaches the loops as a constant trip
-   count, which GCC -O2 vectorizes; the last short block runs them over its own
-   length. */
+/* cc__fold_<sfx> folds the block of `lim` elements at `off`. Always inlined, so
+   that a full block's loops get CC__BLK as a constant trip count to vectorize. */
 #if defined(__GNUC__) || defined(__clang__)
 #  define CC__FOLD_INLINE static inline __attribute__((always_inline))
 #else
@@ -4360,11 +4349,8 @@ static void cc__seg_sizes(int n, size_t chunk, size_t *half, size_t *chan) {
   size_t def = n <= 2 ? (size_t)(1u << 20) : (size_t)(256u << 10) * (size_t)((n + 1) / 2);
   size_t h = chunk ? chunk : CC__MIN(def, (size_t)(2u << 20));
   size_t ch = (size_t)(8u << 20) / ((size_t)n * (size_t)n);
-  h = cc__align(h + CC__DESC_BYTES, 4096);   /* the descriptor, then a whole chunk of data */
-  if (ch > (64u << 10)) ch = 64u << 10;
-  if (ch < 4096) ch = 4096;
-  *half = h;
-  *chan = cc__align(ch, 64);
+  *half = cc__align(h + CC__DESC_BYTES, 4096);   /* the descriptor, then a whole chunk of data */
+  *chan = cc__align(CC__MAX(CC__MIN(ch, (size_t)(64u << 10)), (size_t)4096), 64);
 }
 
 /* Fill a fresh (zeroed) segment's header; the magic goes last. */
@@ -4394,6 +4380,7 @@ static unsigned char *cc__seg_anon(int n, size_t chunk, size_t *bytes) {
 /* Point the communicator at a mapped, initialised segment. */
 static cc_result cc__seg_attach(cc_comm *c, unsigned char *seg, size_t bytes, const char *what) {
   cc__hdr *h = (cc__hdr *)seg;
+  cc__ctl *me;
   cc__layout L;
   if (CC__LOAD(&h->magic) != CC__SHM_MAGIC || h->version != CC__SHM_VERSION ||
       h->nranks != (uint32_t)c->size || h->seg_bytes > bytes)
@@ -4411,13 +4398,11 @@ static cc_result cc__seg_attach(cc_comm *c, unsigned char *seg, size_t bytes, co
   c->seg.chans = seg + L.chans;
   c->seg.chan_bytes = (size_t)h->chan_bytes;
   c->shm = c;
-  {                                    /* what peers read to learn whether cross-memory attach works */
-    cc__ctl *me = &c->seg.ctl[c->rank];
-    if (cc__random(&me->probe, sizeof me->probe) != 0)   /* no secret: any word this process wrote will do */
-      me->probe = cc__now_ns() ^ (uint64_t)cc__getpid() << 32;
-    me->probe_at = (uint64_t)(uintptr_t)&me->probe;
-  }
-  CC__STORE(&c->seg.ctl[c->rank].pid, (int32_t)cc__getpid());
+  me = &c->seg.ctl[c->rank];           /* probe: what peers read to learn whether cross-memory attach works */
+  if (cc__random(&me->probe, sizeof me->probe) != 0)   /* no secret: any word this process wrote will do */
+    me->probe = cc__now_ns() ^ (uint64_t)cc__getpid() << 32;
+  me->probe_at = (uint64_t)(uintptr_t)&me->probe;
+  CC__STORE(&me->pid, (int32_t)cc__getpid());
   return CC_OK;
 }
 
@@ -4479,9 +4464,9 @@ static cc_result cc__shm_join(cc_comm *c, const char *base, int creator, const c
       seg = (unsigned char *)cc__shm_open_why(name, sizeof(cc__hdr), &bytes, why, sizeof why, &c->seg.id);
       if (seg && CC__LOAD(&((cc__hdr *)seg)->magic) == CC__SHM_MAGIC) break;
       if (seg) { cc__shm_unmap(seg, bytes); seg = NULL; memset(&c->seg.id, 0, sizeof c->seg.id); }   /* not yet */
-      else if (errno == EPERM) {
+      else if (errno == EPERM)
         return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: refusing shared memory /dev/shm%s: %s", what, c->rank, name, why);
-      } else if (errno != ENOENT) {
+      else if (errno != ENOENT) {
         cc__strerr(errno, why, sizeof why);
         return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: cannot open shared memory /dev/shm%s: %s",
                         what, c->rank, name, why);
