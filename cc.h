@@ -826,9 +826,8 @@ static void cc__shm_unmap(void *p, size_t bytes) {
   if (p) munmap(p, bytes);
 }
 
-/* Which file a segment is (its device and inode): a name is unlinked on
-   failure only while it still names the file this process created or
-   mapped, never a segment someone else planted there. ino 0: none. */
+/* Which file a segment is, its device and inode (ino 0: none): see
+   cc__shm_unlink_same. */
 typedef struct cc__shm_id { uint64_t dev, ino; } cc__shm_id;
 
 /* Create name (O_EXCL) of `bytes` and map it; *id (when not NULL) gets which
@@ -1056,12 +1055,16 @@ static int cc__file_open(const char *path, int create, char *why, size_t whylen)
   return fd;
 }
 
-static int cc__file_lock(int fd, int write, uint64_t deadline) {
+static int cc__file_setlk(int fd, short type) {
   struct flock fl;
   memset(&fl, 0, sizeof fl);
-  fl.l_type = write ? F_WRLCK : F_RDLCK;
+  fl.l_type = type;
   fl.l_whence = SEEK_SET;
-  while (fcntl(fd, F_SETLK, &fl) != 0) {
+  return fcntl(fd, F_SETLK, &fl);
+}
+
+static int cc__file_lock(int fd, int write, uint64_t deadline) {
+  while (cc__file_setlk(fd, write ? F_WRLCK : F_RDLCK) != 0) {
     if (errno != EACCES && errno != EAGAIN && errno != EINTR) return -1;
     if (cc__now_ns() >= deadline) { errno = ETIMEDOUT; return -1; }
     cc__sleep_ns(2 * CC__MS);
@@ -1069,13 +1072,7 @@ static int cc__file_lock(int fd, int write, uint64_t deadline) {
   return 0;
 }
 
-static void cc__file_unlock(int fd) {
-  struct flock fl;
-  memset(&fl, 0, sizeof fl);
-  fl.l_type = F_UNLCK;
-  fl.l_whence = SEEK_SET;
-  fcntl(fd, F_SETLK, &fl);
-}
+static void cc__file_unlock(int fd) { cc__file_setlk(fd, F_UNLCK); }
 
 /* The whole file, as a string (at most len - 1 bytes). -1 with errno. */
 static int cc__file_read(int fd, char *buf, size_t len) {
@@ -1358,11 +1355,7 @@ static void cc__sock_shutdown(int fd) {
 }
 
 static void cc__sock_close(int fd) {
-#ifndef CC_NO_TCP
-  if (fd >= 0) { shutdown(fd, SHUT_WR); close(fd); }
-#else
-  (void)fd;
-#endif
+  if (fd >= 0) { cc__sock_shutdown(fd); cc__fd_close(fd); }
 }
 
 /* Kernel buffer sizes (0: leave the kernel's autotuning). */
@@ -3737,8 +3730,7 @@ static const char *cc__op_name(int op) {
 }
 
 /* The refusals, one literal per pair so that the message names both. */
-#define CC__NOT(op, dt, why) "op " op " is not defined for dtype " dt " (" why ")"
-#define CC__REFUSE(o, name, dt, why) if (op == o) return CC__NOT(name, dt, why);
+#define CC__REFUSE(o, name, dt, why) if (op == o) return "op " name " is not defined for dtype " dt " (" why ")";
 #define CC__REFUSE_INT(dt) CC__REFUSE(CC_AVG, "avg", dt, "avg is for floating and complex types")
 #define CC__REFUSE_FLT(dt)                                                         \
   CC__REFUSE(CC_BAND, "band", dt, "bitwise ops are for integer types")              \
@@ -4421,9 +4413,8 @@ static void cc__seg_name(const cc_comm *c, const char *base, char *out, size_t l
   snprintf(out, len, "%s-%s", base, hex);
 }
 
-/* Remove the segment of base name `base`, if the name is still there and
-   still names the file this rank created or mapped (a refusing rank leaves
-   a planted segment alone). */
+/* Remove the segment of base name `base` while the name is still this rank's
+   segment (cc__shm_unlink_same: a refusing rank leaves a planted one alone). */
 static void cc__shm_forget(const cc_comm *c, const char *base) {
   char name[160];
   cc__seg_name(c, base, name, sizeof name);
