@@ -781,8 +781,7 @@ static int cc__proc_reap(int pid, int *exit_code, int *signo) {
   int st;
   pid_t w;
   do w = waitpid((pid_t)pid, &st, WNOHANG); while (w < 0 && errno == EINTR);
-  if (w == 0) return 0;
-  if (w < 0) return -1;
+  if (w <= 0) return (int)w;           /* 0 or -1 */
   *signo = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
   *exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
   return 1;
@@ -4333,10 +4332,10 @@ static void cc__layout_of(int n, size_t half, size_t chan, cc__layout *L) {
 }
 
 /* Bytes of one half and of one ring for n ranks; chunk: CC_SHM_CHUNK (0: the
-   default). Two ranks: 1 MiB of data per rank and phase (a large call in
-   fewer phases, each waited for once; docs/shm.md). More ranks: 256
-   KiB per two ranks, so that the pieces of scatter, reduce_scatter and
-   all_to_all (a half split n ways) do not shrink; at most 2 MiB. */
+   default). Two ranks: 1 MiB of data per rank and phase (a large call in fewer
+   phases, each waited for once; docs/shm.md). More ranks: 256 KiB per two ranks,
+   so that the pieces of scatter, reduce_scatter and all_to_all (a half split n
+   ways) do not shrink; at most 2 MiB. */
 static void cc__seg_sizes(int n, size_t chunk, size_t *half, size_t *chan) {
   size_t def = n <= 2 ? (size_t)(1u << 20) : (size_t)(256u << 10) * (size_t)((n + 1) / 2);
   size_t h = chunk ? chunk : CC__MIN(def, (size_t)(2u << 20));
@@ -4426,11 +4425,10 @@ static void cc__shmkey_copy(cc_comm *to, const cc_comm *from) {
   to->has_shmkey = from->has_shmkey;
 }
 
-/* Create (creator) or open the segment of base name `base` (cc__seg_name)
-   and attach; the last rank to map it unlinks the name. Bounded by the
-   communicator's timeout. A segment that is there but not this user's own
-   (another owner, or open to others: someone else made it first) is refused
-   at once. */
+/* Create (creator) or open the segment of base name `base` and attach, within
+   the communicator's timeout; the last rank to map it unlinks the name. One
+   that is there but not this user's own (another owner, or open to others:
+   someone else made it first) is refused at once. */
 static cc_result cc__shm_join(cc_comm *c, const char *base, int creator, const char *what) {
   uint64_t deadline = cc__now_ns() + c->set.timeout_ns, pause = 100000;
   unsigned char *seg = NULL;
