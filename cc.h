@@ -841,11 +841,7 @@ static void *cc__shm_create_id(const char *name, size_t bytes, cc__shm_id *id) {
   int e, fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return NULL;
   if (id && fstat(fd, &st) == 0) { id->dev = (uint64_t)st.st_dev; id->ino = (uint64_t)st.st_ino; }
-  if (ftruncate(fd, (off_t)bytes) != 0) {
-    e = errno; close(fd); shm_unlink(name); errno = e;
-    return NULL;
-  }
-  p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  p = ftruncate(fd, (off_t)bytes) == 0 ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
   e = errno;
   close(fd);
   if (p == MAP_FAILED) { shm_unlink(name); errno = e; return NULL; }
@@ -880,10 +876,7 @@ static void *cc__shm_open_why(const char *name, size_t min_bytes, size_t *bytes,
     close(fd); errno = EPERM;
     return NULL;
   }
-  if ((size_t)st.st_size < min_bytes) {
-    close(fd); errno = ENOENT;
-    return NULL;
-  }
+  if ((size_t)st.st_size < min_bytes) { close(fd); errno = ENOENT; return NULL; }
   p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   e = errno;
   close(fd);
@@ -3834,9 +3827,8 @@ static inline CC__HD uint16_t cc__float_to_bf16(float f) {
   case CC__OP_PREMUL:                                                              \
     for (j = 0; j < lim; j++) { T p_ = m[0] * s[j]; acc[j] = acc[j] + p_; }         \
     break;
-/* after the fold, the store of the block to `out` (dst, or the scratch `pad` for a
-   short block): integers as they are; floats divided by nsrc for AVG and with any
-   NaN made canonical, in the same pass as the store */
+/* after the fold, the store of the block to `out`: integers as they are; floats
+   divided by nsrc for AVG and with any NaN made canonical, in the same pass */
 #define CC__STORE_INT(T, qnan) memcpy(out, acc, lim * sizeof(T));
 #define CC__STORE_FLOAT(T, qnan)                                                   \
   { const T q_ = (qnan);                                                           \
