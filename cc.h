@@ -724,8 +724,8 @@ static int cc__random(void *out, size_t len) {
 
 /* ---------------------------------------------------------------- processes */
 
-/* A small file's first len - 1 bytes as a string ("" when it cannot be read):
-   how many. */
+/* Read at most len - 1 bytes of a small file into buf, as a string ("" when
+   it cannot be read): how many were read. */
 static size_t cc__read_small(const char *path, char *buf, size_t len) {
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
