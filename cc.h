@@ -3995,10 +3995,9 @@ static void cc__reduce_n(void *dst, const void *const *srcs, int nsrc, size_t co
    from here:
    - the call's identity (cc__ident), which the ranks compare whole, and the
      messages that say how two calls differ (CC_ERR_MISMATCH);
-   - the data movement of broadcast, gather, all_gather, scatter,
-     all_to_all and the v forms (cc__plan_move): which bytes of sendbuf go to
-     each rank and where each rank's bytes land in recvbuf, with the in-place
-     rules of the API;
+   - the data movement of broadcast, gather, all_gather, scatter, all_to_all and
+     the v forms (cc__plan_move): which bytes of sendbuf go to each rank and
+     where each rank's bytes land in recvbuf, with the in-place rules of the API;
    - the agreement of v counts, the split of a count into ranks' shares
      (cc__part), and how partial results combine (cc__wire_op). */
 
