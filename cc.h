@@ -556,6 +556,9 @@ extern "C" {
    With CC_NO_SHM or CC_NO_TCP the functions of that part fail with ENOSYS,
    so the sections above need no #if of their own. */
 
+/* The body of a function that this build leaves out. */
+#define CC__NOSYS(ret) do { errno = ENOSYS; return ret; } while (0)
+
 /* ---------------------------------------------------------------- time, CPU */
 
 static uint64_t cc__now_ns(void) {
@@ -622,14 +625,10 @@ static void cc__copy_stream(void *dst, const void *src, size_t n) {
 
 static int cc__ncpus(void) {
   cpu_set_t set;
-  if (sched_getaffinity(0, sizeof set, &set) == 0) {
-    int n = CPU_COUNT(&set);
-    if (n > 0) return n;
-  }
-  {
-    long n = sysconf(_SC_NPROCESSORS_ONLN);
-    return n > 0 ? (int)n : 1;
-  }
+  long n;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
+  n = sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? (int)n : 1;
 }
 
 /* Sleep while *addr == val, at most timeout_ns. The word may live in memory
@@ -712,6 +711,16 @@ static int cc__random(void *out, size_t len) {
 
 /* ---------------------------------------------------------------- processes */
 
+/* Read at most len - 1 bytes of a small file into buf, as a string ("" when
+   it cannot be read): how many were read. */
+static size_t cc__read_small(const char *path, char *buf, size_t len) {
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+  if (fd >= 0) close(fd);
+  buf[n > 0 ? n : 0] = 0;
+  return n > 0 ? (size_t)n : 0;
+}
+
 static int cc__getpid(void) { return (int)getpid(); }
 
 /* 1: process exists and has not exited; 0: gone (exited, even if not yet reaped). */
@@ -733,20 +742,10 @@ static int cc__pid_alive(int pid) {
 #endif
   if (kill(pid, 0) != 0 && errno == ESRCH) return 0;
   {                                     /* a zombie has exited too */
-    char path[64], buf[256];
-    int fd;
-    ssize_t n;
+    char path[64], buf[256], *rp;
     snprintf(path, sizeof path, "/proc/%d/stat", pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0) return 1;
-    n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n > 0) {
-      char *rp;
-      buf[n] = 0;
-      rp = strrchr(buf, ')');
-      if (rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X')) return 0;
-    }
+    rp = cc__read_small(path, buf, sizeof buf) ? strrchr(buf, ')') : NULL;
+    if (rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X')) return 0;
   }
   return 1;
 }
@@ -769,8 +768,7 @@ static int cc__proc_reap(int pid, int *exit_code, int *signo) {
   int st;
   pid_t w;
   do w = waitpid((pid_t)pid, &st, WNOHANG); while (w < 0 && errno == EINTR);
-  if (w == 0) return 0;
-  if (w < 0) return -1;
+  if (w <= 0) return (int)w;           /* 0 or -1 */
   *signo = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
   *exit_code = WIFEXITED(st) ? WEXITSTATUS(st) : 1;
   return 1;
@@ -814,9 +812,8 @@ static void cc__shm_unmap(void *p, size_t bytes) {
   if (p) munmap(p, bytes);
 }
 
-/* Which file a segment is (its device and inode): a name is unlinked on
-   failure only while it still names the file this process created or
-   mapped, never a segment someone else planted there. ino 0: none. */
+/* Which file a segment is, its device and inode (ino 0: none): see
+   cc__shm_unlink_same. */
 typedef struct cc__shm_id { uint64_t dev, ino; } cc__shm_id;
 
 /* Create name (O_EXCL) of `bytes` and map it; *id (when not NULL) gets which
@@ -824,19 +821,14 @@ typedef struct cc__shm_id { uint64_t dev, ino; } cc__shm_id;
 static void *cc__shm_create_id(const char *name, size_t bytes, cc__shm_id *id) {
 #ifdef CC_NO_SHM
   (void)name; (void)bytes; (void)id;
-  errno = ENOSYS;
-  return NULL;
+  CC__NOSYS(NULL);
 #else
   void *p;
   struct stat st;
   int e, fd = shm_open(name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0) return NULL;
   if (id && fstat(fd, &st) == 0) { id->dev = (uint64_t)st.st_dev; id->ino = (uint64_t)st.st_ino; }
-  if (ftruncate(fd, (off_t)bytes) != 0) {
-    e = errno; close(fd); shm_unlink(name); errno = e;
-    return NULL;
-  }
-  p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  p = ftruncate(fd, (off_t)bytes) == 0 ? mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
   e = errno;
   close(fd);
   if (p == MAP_FAILED) { shm_unlink(name); errno = e; return NULL; }
@@ -858,8 +850,7 @@ static void *cc__shm_open_why(const char *name, size_t min_bytes, size_t *bytes,
                               cc__shm_id *id) {
 #ifdef CC_NO_SHM
   (void)name; (void)min_bytes; (void)bytes; (void)why; (void)whylen; (void)id;
-  errno = ENOSYS;
-  return NULL;
+  CC__NOSYS(NULL);
 #else
   struct stat st;
   void *p;
@@ -872,10 +863,7 @@ static void *cc__shm_open_why(const char *name, size_t min_bytes, size_t *bytes,
     close(fd); errno = EPERM;
     return NULL;
   }
-  if ((size_t)st.st_size < min_bytes) {
-    close(fd); errno = ENOENT;
-    return NULL;
-  }
+  if ((size_t)st.st_size < min_bytes) { close(fd); errno = ENOENT; return NULL; }
   p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   e = errno;
   close(fd);
@@ -951,8 +939,7 @@ static void cc__shm_unlink_prefix(const char *prefix) {
 static int cc__vm_read(int pid, void *dst, const void *remote_src, size_t len) {
 #ifdef CC_NO_SHM
   (void)pid; (void)dst; (void)remote_src; (void)len;
-  errno = ENOSYS;
-  return -1;
+  CC__NOSYS(-1);
 #else
   unsigned char *d = (unsigned char *)dst;
   uintptr_t src = (uintptr_t)remote_src;
@@ -977,10 +964,7 @@ static int cc__vm_read(int pid, void *dst, const void *remote_src, size_t len) {
    messages; "./prog" when that cannot be read. */
 static const char *cc__prog_name(void) {
   static char name[128];
-  int fd = open("/proc/self/cmdline", O_RDONLY | O_CLOEXEC);
-  ssize_t n = fd >= 0 ? read(fd, name, sizeof name - 1) : -1;
-  if (fd >= 0) close(fd);
-  name[n > 0 ? n : 0] = 0;             /* argv[0] ends at its NUL */
+  cc__read_small("/proc/self/cmdline", name, sizeof name);   /* argv[0] ends at its NUL */
   if (!name[0]) snprintf(name, sizeof name, "./prog");
   return name;
 }
@@ -990,23 +974,17 @@ static const char *cc__prog_name(void) {
 static void cc__host_id(char *out, size_t len) {
   char boot[64] = "", host[128] = "", ns[3][64];
   const char *nsname[3] = {"/proc/self/ns/pid", "/proc/self/ns/mnt", "/proc/self/ns/ipc"};
-  const char *parts[5];
-  size_t k, used = 0;
-  int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC), i;
-  if (fd >= 0) {
-    ssize_t n = read(fd, boot, sizeof boot - 1);
-    if (n > 0) boot[n] = 0;
-    if (n > 0 && boot[n - 1] == '\n') boot[n - 1] = 0;
-    close(fd);
-  }
+  const char *parts[5] = {host, boot, ns[0], ns[1], ns[2]};
+  size_t k, used = 0, n = cc__read_small("/proc/sys/kernel/random/boot_id", boot, sizeof boot);
+  int i;
+  if (n && boot[n - 1] == '\n') boot[n - 1] = 0;
   gethostname(host, sizeof host - 1);
   host[sizeof host - 1] = 0;
   for (i = 0; i < 3; i++) {
-    ssize_t n = readlink(nsname[i], ns[i], sizeof ns[i] - 1);
-    ns[i][n > 0 ? n : 0] = 0;
+    ssize_t m = readlink(nsname[i], ns[i], sizeof ns[i] - 1);
+    ns[i][m > 0 ? m : 0] = 0;
   }
   out[0] = 0;
-  parts[0] = host; parts[1] = boot; parts[2] = ns[0]; parts[3] = ns[1]; parts[4] = ns[2];
   for (k = 0; k < 5 && used + 1 < len; k++) {
     size_t m = strlen(parts[k]);
     if (k) out[used++] = '|';
@@ -1037,11 +1015,10 @@ static int cc__file_trusted(int fd, char *why, size_t whylen) {
   return -1;
 }
 
-/* Open the rendezvous file: create (rank 0) or read. Never follows a
-   symbolic link (ELOOP); rank 0 creates it new (O_EXCL, mode 0600), or opens
-   one that is already there and that cc__file_trusted accepts; a reader opens
-   it only when cc__file_trusted accepts it. -1 with errno (and why when the
-   file is there but refused). */
+/* Open the rendezvous file, never through a symbolic link (ELOOP): rank 0
+   (create) makes it new (O_EXCL, mode 0600) or opens the one already there, a
+   reader opens it; either keeps it only when cc__file_trusted accepts it. -1
+   with errno (and why when the file is there but refused). */
 static int cc__file_open(const char *path, int create, char *why, size_t whylen) {
   int fd;
   why[0] = 0;
@@ -1057,12 +1034,16 @@ static int cc__file_open(const char *path, int create, char *why, size_t whylen)
   return fd;
 }
 
-static int cc__file_lock(int fd, int write, uint64_t deadline) {
+static int cc__file_setlk(int fd, short type) {
   struct flock fl;
   memset(&fl, 0, sizeof fl);
-  fl.l_type = write ? F_WRLCK : F_RDLCK;
+  fl.l_type = type;
   fl.l_whence = SEEK_SET;
-  while (fcntl(fd, F_SETLK, &fl) != 0) {
+  return fcntl(fd, F_SETLK, &fl);
+}
+
+static int cc__file_lock(int fd, int write, uint64_t deadline) {
+  while (cc__file_setlk(fd, write ? F_WRLCK : F_RDLCK) != 0) {
     if (errno != EACCES && errno != EAGAIN && errno != EINTR) return -1;
     if (cc__now_ns() >= deadline) { errno = ETIMEDOUT; return -1; }
     cc__sleep_ns(2 * CC__MS);
@@ -1070,13 +1051,7 @@ static int cc__file_lock(int fd, int write, uint64_t deadline) {
   return 0;
 }
 
-static void cc__file_unlock(int fd) {
-  struct flock fl;
-  memset(&fl, 0, sizeof fl);
-  fl.l_type = F_UNLCK;
-  fl.l_whence = SEEK_SET;
-  fcntl(fd, F_SETLK, &fl);
-}
+static void cc__file_unlock(int fd) { cc__file_setlk(fd, F_UNLCK); }
 
 /* The whole file, as a string (at most len - 1 bytes). -1 with errno. */
 static int cc__file_read(int fd, char *buf, size_t len) {
@@ -1203,8 +1178,7 @@ static int cc__sock_listen(const char *ip, int port, int backlog, int *bound) {
   return fd;
 #else
   (void)ip; (void)port; (void)backlog; (void)bound;
-  errno = ENOSYS;
-  return -1;
+  CC__NOSYS(-1);
 #endif
 }
 
@@ -1246,8 +1220,7 @@ static int cc__sock_connect(const char *ip, int port, uint64_t deadline) {
   return fd;
 #else
   (void)ip; (void)port; (void)deadline;
-  errno = ENOSYS;
-  return -1;
+  CC__NOSYS(-1);
 #endif
 }
 
@@ -1260,8 +1233,7 @@ static int cc__sock_accept(int lfd) {
   return fd;
 #else
   (void)lfd;
-  errno = ENOSYS;
-  return -1;
+  CC__NOSYS(-1);
 #endif
 }
 
@@ -1301,8 +1273,7 @@ static long cc__sock_send3(int fd, const void *a, size_t alen, const void *b, si
   return (long)w;
 #else
   (void)fd; (void)a; (void)alen; (void)b; (void)blen; (void)c; (void)clen;
-  errno = ENOSYS;
-  return -1;
+  CC__NOSYS(-1);
 #endif
 }
 
@@ -1320,41 +1291,31 @@ static long cc__sock_recv(int fd, void *buf, size_t len) {
   return (long)k;
 #else
   (void)fd; (void)buf; (void)len;
-  errno = ENOSYS;
-  return -1;
+  CC__NOSYS(-1);
 #endif
 }
 
-/* All of buf, bounded by the deadline: 0, or -1 with errno. */
-static int cc__sock_send_all(int fd, const void *buf, size_t len, uint64_t deadline) {
-  const char *p = (const char *)buf;
+/* All len bytes of buf sent (out) or received, bounded by the deadline: 0,
+   or -1 with errno (ECONNRESET when the stream ended before them). */
+static int cc__sock_all(int fd, void *buf, size_t len, int out, uint64_t deadline) {
+  char *p = (char *)buf;
   while (len > 0) {
-    long n = cc__sock_send2(fd, p, len, NULL, 0);
+    long n = out ? cc__sock_send2(fd, p, len, NULL, 0) : cc__sock_recv(fd, p, len);
     if (n > 0) { p += n; len -= (size_t)n; continue; }
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-      if (cc__sock_wait(fd, POLLOUT, deadline) != 0) return -1;
+    if (n == 0 && !out) { errno = ECONNRESET; return -1; }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK) && cc__sock_wait(fd, out ? POLLOUT : POLLIN, deadline) == 0)
       continue;
-    }
     return -1;
   }
   return 0;
 }
 
-/* All of len bytes, bounded by the deadline: 0, or -1 with errno (ECONNRESET
-   when the stream ended first). */
+static int cc__sock_send_all(int fd, const void *buf, size_t len, uint64_t deadline) {
+  return cc__sock_all(fd, (void *)(uintptr_t)buf, len, 1, deadline);
+}
+
 static int cc__sock_recv_all(int fd, void *buf, size_t len, uint64_t deadline) {
-  char *p = (char *)buf;
-  while (len > 0) {
-    long n = cc__sock_recv(fd, p, len);
-    if (n > 0) { p += n; len -= (size_t)n; continue; }
-    if (n == 0) { errno = ECONNRESET; return -1; }
-    if (errno == EAGAIN || errno == EWOULDBLOCK) {
-      if (cc__sock_wait(fd, POLLIN, deadline) != 0) return -1;
-      continue;
-    }
-    return -1;
-  }
-  return 0;
+  return cc__sock_all(fd, buf, len, 0, deadline);
 }
 
 /* Into an empty socket buffer: all or nothing. */
@@ -1373,11 +1334,7 @@ static void cc__sock_shutdown(int fd) {
 }
 
 static void cc__sock_close(int fd) {
-#ifndef CC_NO_TCP
-  if (fd >= 0) { shutdown(fd, SHUT_WR); close(fd); }
-#else
-  (void)fd;
-#endif
+  if (fd >= 0) { cc__sock_shutdown(fd); cc__fd_close(fd); }
 }
 
 /* Kernel buffer sizes (0: leave the kernel's autotuning). */
@@ -1421,18 +1378,16 @@ static int cc__sock_pick_addr(const char *ifname, const char *toward, int first_
   snprintf(ip, iplen, "127.0.0.1");
   if ((ifname && *ifname) || first_iface) {
     struct ifaddrs *ifa = NULL, *i;
-    int found = 0, by_name = ifname && *ifname;
+    int found = 0, fam, by_name = ifname && *ifname;
     if (getifaddrs(&ifa) != 0) { snprintf(why, whylen, "getifaddrs failed"); return -1; }
     for (i = ifa; i && found < 2; i = i->ifa_next) {
       if (!i->ifa_addr) continue;
       if (by_name ? strcmp(i->ifa_name, ifname) != 0 : (!(i->ifa_flags & IFF_UP) || (i->ifa_flags & IFF_LOOPBACK)))
         continue;
-      if (i->ifa_addr->sa_family == AF_INET) {
-        inet_ntop(AF_INET, &((struct sockaddr_in *)(void *)i->ifa_addr)->sin_addr, ip, (socklen_t)iplen);
-        found = 2;
-      } else if (i->ifa_addr->sa_family == AF_INET6 && !found && by_name) {
-        inet_ntop(AF_INET6, &((struct sockaddr_in6 *)(void *)i->ifa_addr)->sin6_addr, ip, (socklen_t)iplen);
-        found = 1;
+      fam = i->ifa_addr->sa_family;
+      if (fam == AF_INET || (fam == AF_INET6 && !found && by_name)) {
+        cc__sock_ntop((const struct sockaddr_storage *)(const void *)i->ifa_addr, ip, iplen);
+        found = fam == AF_INET ? 2 : 1;
       }
     }
     freeifaddrs(ifa);
@@ -3682,8 +3637,7 @@ static const char *cc__op_name(int op) {
 }
 
 /* The refusals, one literal per pair so that the message names both. */
-#define CC__NOT(op, dt, why) "op " op " is not defined for dtype " dt " (" why ")"
-#define CC__REFUSE(o, name, dt, why) if (op == o) return CC__NOT(name, dt, why);
+#define CC__REFUSE(o, name, dt, why) if (op == o) return "op " name " is not defined for dtype " dt " (" why ")";
 #define CC__REFUSE_INT(dt) CC__REFUSE(CC_AVG, "avg", dt, "avg is for floating and complex types")
 #define CC__REFUSE_FLT(dt)                                                         \
   CC__REFUSE(CC_BAND, "band", dt, "bitwise ops are for integer types")              \
@@ -3761,17 +3715,16 @@ static inline CC__HD uint16_t cc__float_to_bf16(float f) {
   return (uint16_t)(((r & ~nan) | ((x | 0x400000u) & nan)) >> 16);   /* NaN, quiet */
 }
 
-/* ---- the fold loops. Each expects in scope: T acc[CC__BLK], const T *s (this
-   source's block), T m[1] (this source's scalar), size_t j. CC__FOR runs over the
-   whole block: a constant trip count, which GCC -O2 vectorizes. */
+/* ---- the fold loops, over the block's first lim elements. Each expects in
+   scope: T acc[CC__BLK], const T *s (this source's block), T m[1] (this
+   source's scalar), size_t j and lim. */
 #define CC__FOR(e) for (j = 0; j < lim; j++) acc[j] = (e)
-#define CC__MINMAX_CASES                                                           \
+#define CC__SINT_CASES(T)                                                          \
   case CC_MIN: CC__FOR(s[j] < acc[j] ? s[j] : acc[j]); break;                      \
   case CC_MAX: CC__FOR(s[j] > acc[j] ? s[j] : acc[j]); break;
-#define CC__SINT_CASES(T) CC__MINMAX_CASES
 /* 1u * x: unsigned arithmetic even where T promotes to int */
 #define CC__UINT_CASES(T)                                                          \
-  CC__MINMAX_CASES                                                                 \
+  CC__SINT_CASES(T)                                                                \
   case CC_SUM: CC__FOR((T)(1u * acc[j] + s[j])); break;                            \
   case CC_PROD: CC__FOR((T)(1u * acc[j] * s[j])); break;                           \
   case CC_BAND: CC__FOR((T)(acc[j] & s[j])); break;                                \
@@ -3789,24 +3742,32 @@ static inline CC__HD uint16_t cc__float_to_bf16(float f) {
   case CC__OP_PREMUL:                                                              \
     for (j = 0; j < lim; j++) { T p_ = m[0] * s[j]; acc[j] = acc[j] + p_; }         \
     break;
-/* after the fold, the store of the block to `out` (dst, or the scratch `pad` for a
-   short block): integers as they are; floats divided by nsrc for AVG and with any
-   NaN made canonical, in the same pass as the store */
+/* after the fold, the store of the block to `out`: integers as they are; floats
+   divided by nsrc for AVG and with any NaN made canonical, in the same pass */
 #define CC__STORE_INT(T, qnan) memcpy(out, acc, lim * sizeof(T));
 #define CC__STORE_FLOAT(T, qnan)                                                   \
   { const T q_ = (qnan);                                                           \
     if (op == CC_AVG) CC__FOR(acc[j] / (T)nsrc);                                   \
     for (j = 0; j < lim; j++) out[j] = acc[j] != acc[j] ? q_ : acc[j]; }
 
-/* One block of `lim` elements at `off`. Always inlined: the full blocks pass the
-   constant CC__BLK (a constant trip count, which GCC -O2 vectorizes), the last
-   short block its own length (plain loops, no padding: a tiny message costs a
-   few element operations, not a block's worth). */
+/* cc__fold_<sfx> folds the block of `lim` elements at `off`. Always inlined, so
+   that a full block's loops get CC__BLK as a constant trip count to vectorize. */
 #if defined(__GNUC__) || defined(__clang__)
 #  define CC__FOLD_INLINE static inline __attribute__((always_inline))
 #else
 #  define CC__FOLD_INLINE static inline
 #endif
+
+/* cc__reduce_<sfx>: cc__fold_<sfx> over the full blocks, then the short one;
+   w: the T values per element. */
+#define CC__DEF_BLOCKS(sfx, T, w)                                                  \
+static void cc__reduce_##sfx(void *dst, const void *const *srcs, int nsrc,         \
+                             size_t count, int op, const void *const *scal) {      \
+  size_t off = 0;                                                                  \
+  for (; off + CC__BLK <= count; off += CC__BLK)                                   \
+    cc__fold_##sfx((T *)dst + w * off, srcs, off, CC__BLK, nsrc, op, scal);        \
+  if (off < count) cc__fold_##sfx((T *)dst + w * off, srcs, off, count - off, nsrc, op, scal); \
+}
 
 /* cc__reduce_<sfx>: the fold for a real type T. */
 #define CC__DEF_REDUCE(sfx, T, CASES, STORE, qnan)                                   \
@@ -3825,13 +3786,7 @@ CC__FOLD_INLINE void cc__fold_##sfx(T *out, const void *const *srcs, size_t off,
   }                                                                                \
   STORE(T, qnan)                                                                   \
 }                                                                                  \
-static void cc__reduce_##sfx(void *dst, const void *const *srcs, int nsrc,         \
-                             size_t count, int op, const void *const *scal) {      \
-  size_t off = 0;                                                                  \
-  for (; off + CC__BLK <= count; off += CC__BLK)                                   \
-    cc__fold_##sfx((T *)dst + off, srcs, off, CC__BLK, nsrc, op, scal);            \
-  if (off < count) cc__fold_##sfx((T *)dst + off, srcs, off, count - off, nsrc, op, scal); \
-}
+CC__DEF_BLOCKS(sfx, T, 1)
 
 CC__DEF_REDUCE(u8, uint8_t, CC__UINT_CASES, CC__STORE_INT, 0)
 CC__DEF_REDUCE(u32, uint32_t, CC__UINT_CASES, CC__STORE_INT, 0)
@@ -3880,13 +3835,7 @@ CC__FOLD_INLINE void cc__fold_##sfx(T *dst, const void *const *srcs, size_t off,
     dst[2*j+1] = im[j] != im[j] ? q_ : im[j];                                      \
   }                                                                                \
 }                                                                                  \
-static void cc__reduce_##sfx(void *dst, const void *const *srcs, int nsrc,         \
-                             size_t count, int op, const void *const *scal) {      \
-  size_t off = 0;                                                                  \
-  for (; off + CC__BLK <= count; off += CC__BLK)                                   \
-    cc__fold_##sfx((T *)dst + 2 * off, srcs, off, CC__BLK, nsrc, op, scal);        \
-  if (off < count) cc__fold_##sfx((T *)dst + 2 * off, srcs, off, count - off, nsrc, op, scal); \
-}
+CC__DEF_BLOCKS(sfx, T, 2)
 
 CC__DEF_CPLX(c64, float, cc__f32_from_bits(0x7fc00000u))
 CC__DEF_CPLX(c128, double, cc__f64_from_bits(0x7ff8000000000000u))
@@ -3961,10 +3910,9 @@ static void cc__reduce_n(void *dst, const void *const *srcs, int nsrc, size_t co
    from here:
    - the call's identity (cc__ident), which the ranks compare whole, and the
      messages that say how two calls differ (CC_ERR_MISMATCH);
-   - the data movement of broadcast, gather, all_gather, scatter,
-     all_to_all and the v forms (cc__plan_move): which bytes of sendbuf go to
-     each rank and where each rank's bytes land in recvbuf, with the in-place
-     rules of the API;
+   - the data movement of broadcast, gather, all_gather, scatter, all_to_all and
+     the v forms (cc__plan_move): which bytes of sendbuf go to each rank and
+     where each rank's bytes land in recvbuf, with the in-place rules of the API;
    - the agreement of v counts, the split of a count into ranks' shares
      (cc__part), and how partial results combine (cc__wire_op). */
 
@@ -4291,19 +4239,16 @@ static void cc__layout_of(int n, size_t half, size_t chan, cc__layout *L) {
 }
 
 /* Bytes of one half and of one ring for n ranks; chunk: CC_SHM_CHUNK (0: the
-   default). Two ranks: 1 MiB of data per rank and phase (a large call in
-   fewer phases, each waited for once; docs/shm.md). More ranks: 256
-   KiB per two ranks, so that the pieces of scatter, reduce_scatter and
-   all_to_all (a half split n ways) do not shrink; at most 2 MiB. */
+   default). Two ranks: 1 MiB of data per rank and phase (a large call in fewer
+   phases, each waited for once; docs/shm.md). More ranks: 256 KiB per two ranks,
+   so that the pieces of scatter, reduce_scatter and all_to_all (a half split n
+   ways) do not shrink; at most 2 MiB. */
 static void cc__seg_sizes(int n, size_t chunk, size_t *half, size_t *chan) {
   size_t def = n <= 2 ? (size_t)(1u << 20) : (size_t)(256u << 10) * (size_t)((n + 1) / 2);
   size_t h = chunk ? chunk : CC__MIN(def, (size_t)(2u << 20));
   size_t ch = (size_t)(8u << 20) / ((size_t)n * (size_t)n);
-  h = cc__align(h + CC__DESC_BYTES, 4096);   /* the descriptor, then a whole chunk of data */
-  if (ch > (64u << 10)) ch = 64u << 10;
-  if (ch < 4096) ch = 4096;
-  *half = h;
-  *chan = cc__align(ch, 64);
+  *half = cc__align(h + CC__DESC_BYTES, 4096);   /* the descriptor, then a whole chunk of data */
+  *chan = cc__align(CC__MAX(CC__MIN(ch, (size_t)(64u << 10)), (size_t)4096), 64);
 }
 
 /* Fill a fresh (zeroed) segment's header; the magic goes last. */
@@ -4333,6 +4278,7 @@ static unsigned char *cc__seg_anon(int n, size_t chunk, size_t *bytes) {
 /* Point the communicator at a mapped, initialised segment. */
 static cc_result cc__seg_attach(cc_comm *c, unsigned char *seg, size_t bytes, const char *what) {
   cc__hdr *h = (cc__hdr *)seg;
+  cc__ctl *me;
   cc__layout L;
   if (CC__LOAD(&h->magic) != CC__SHM_MAGIC || h->version != CC__SHM_VERSION ||
       h->nranks != (uint32_t)c->size || h->seg_bytes > bytes)
@@ -4350,13 +4296,11 @@ static cc_result cc__seg_attach(cc_comm *c, unsigned char *seg, size_t bytes, co
   c->seg.chans = seg + L.chans;
   c->seg.chan_bytes = (size_t)h->chan_bytes;
   c->shm = c;
-  {                                    /* what peers read to learn whether cross-memory attach works */
-    cc__ctl *me = &c->seg.ctl[c->rank];
-    if (cc__random(&me->probe, sizeof me->probe) != 0)   /* no secret: any word this process wrote will do */
-      me->probe = cc__now_ns() ^ (uint64_t)cc__getpid() << 32;
-    me->probe_at = (uint64_t)(uintptr_t)&me->probe;
-  }
-  CC__STORE(&c->seg.ctl[c->rank].pid, (int32_t)cc__getpid());
+  me = &c->seg.ctl[c->rank];           /* probe: what peers read to learn whether cross-memory attach works */
+  if (cc__random(&me->probe, sizeof me->probe) != 0)   /* no secret: any word this process wrote will do */
+    me->probe = cc__now_ns() ^ (uint64_t)cc__getpid() << 32;
+  me->probe_at = (uint64_t)(uintptr_t)&me->probe;
+  CC__STORE(&me->pid, (int32_t)cc__getpid());
   return CC_OK;
 }
 
@@ -4375,9 +4319,8 @@ static void cc__seg_name(const cc_comm *c, const char *base, char *out, size_t l
   snprintf(out, len, "%s-%s", base, hex);
 }
 
-/* Remove the segment of base name `base`, if the name is still there and
-   still names the file this rank created or mapped (a refusing rank leaves
-   a planted segment alone). */
+/* Remove the segment of base name `base` while the name is still this rank's
+   segment (cc__shm_unlink_same: a refusing rank leaves a planted one alone). */
 static void cc__shm_forget(const cc_comm *c, const char *base) {
   char name[160];
   cc__seg_name(c, base, name, sizeof name);
@@ -4389,11 +4332,10 @@ static void cc__shmkey_copy(cc_comm *to, const cc_comm *from) {
   to->has_shmkey = from->has_shmkey;
 }
 
-/* Create (creator) or open the segment of base name `base` (cc__seg_name)
-   and attach; the last rank to map it unlinks the name. Bounded by the
-   communicator's timeout. A segment that is there but not this user's own
-   (another owner, or open to others: someone else made it first) is refused
-   at once. */
+/* Create (creator) or open the segment of base name `base` and attach, within
+   the communicator's timeout; the last rank to map it unlinks the name. One
+   that is there but not this user's own (another owner, or open to others:
+   someone else made it first) is refused at once. */
 static cc_result cc__shm_join(cc_comm *c, const char *base, int creator, const char *what) {
   uint64_t deadline = cc__now_ns() + c->set.timeout_ns, pause = 100000;
   unsigned char *seg = NULL;
@@ -4418,9 +4360,9 @@ static cc_result cc__shm_join(cc_comm *c, const char *base, int creator, const c
       seg = (unsigned char *)cc__shm_open_why(name, sizeof(cc__hdr), &bytes, why, sizeof why, &c->seg.id);
       if (seg && CC__LOAD(&((cc__hdr *)seg)->magic) == CC__SHM_MAGIC) break;
       if (seg) { cc__shm_unmap(seg, bytes); seg = NULL; memset(&c->seg.id, 0, sizeof c->seg.id); }   /* not yet */
-      else if (errno == EPERM) {
+      else if (errno == EPERM)
         return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: refusing shared memory /dev/shm%s: %s", what, c->rank, name, why);
-      } else if (errno != ENOENT) {
+      else if (errno != ENOENT) {
         cc__strerr(errno, why, sizeof why);
         return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: cannot open shared memory /dev/shm%s: %s",
                         what, c->rank, name, why);
