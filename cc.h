@@ -2977,6 +2977,9 @@ typedef struct cc__arena {
   const void **srcs;                   /* size entries: reduction sources */
   const void **scals;
   unsigned char *scalbuf;              /* size x 16: the call's premul scalars, copied */
+  size_t *blk;                         /* size x 2: where each rank's block of a reduction starts, its length, */
+  cc__call blk_of;                     /* for this call (its coll, count, dtype and root), */
+  int blk_want;                        /* and whether this rank keeps the result */
 } cc__arena;
 
 /* Direct access to peers' buffers on one host: cross-memory attach, cc_mem_alloc. */
@@ -4178,9 +4181,9 @@ static void cc__share(size_t count, size_t q, int m, int j, size_t *lo, size_t *
 
 /* Rank me's step (of n ranks) of broadcast or reduction k in `shape`, shares
    in units of q elements. */
-static void cc__plan_step(const cc__call *k, int n, int me, int shape, size_t q, cc__step *s) {
+static CC__INLINE void cc__plan_step(const cc__call *k, int n, int me, int shape, size_t q, cc__step *s) {
   int bcast = k->coll == CC__BROADCAST;
-  memset(s, 0, sizeof *s);
+  s->lo = s->hi = s->src = 0;
   s->me = me;
   s->root = bcast || k->coll == CC__REDUCE ? k->root : -1;
   s->from = bcast ? k->root : -1;
@@ -7262,49 +7265,45 @@ static cc_result cc__run_reduce_one(cc_comm *c, const cc__call *k, int root) {
   return CC_OK;
 }
 
-/* Rank j's block of reduction k in bytes (its length; *at, where it starts
-   in every sendbuf and recvbuf): rank j's step in shares. */
-static size_t cc__block(const cc__call *k, int n, int j, size_t es, size_t *at) {
-  cc__step st;
-  cc__plan_step(k, n, j, CC__SHARES, 1, &st);
-  *at = st.src + st.lo * es;
-  return (st.hi - st.lo) * es;
-}
-
 /* reduce_scatter, and larger reduces and all_reduces: block j is rank j's
-   step (cc__plan_step, in shares). Per phase, every rank stages the next
-   piece of each block; rank r folds piece r of every half into its recvbuf
-   (reduce_scatter), else into its next half, from which the ranks the step
-   names (every rank, or the root) copy it one phase later. */
+   step (cc__plan_step, in shares), taken once a call. Per phase, every rank
+   stages the next piece of each block; rank r folds piece r of every half
+   into its recvbuf (reduce_scatter), else into its next half, from which the
+   ranks the step names (every rank, or the root) copy it one phase later. */
 static CC__NOINLINE cc_result cc__run_reduce_blocks(cc_comm *c, const cc__call *k) {
   const char *what = cc__coll_name(k->coll);
-  int n = c->size, me = c->rank, j, rs = k->coll == CC__REDUCE_SCATTER, want;
-  size_t es = cc__dtype_bytes(k->t), total = k->count * es * (size_t)(rs ? n : 1), off = 0, big = 0, m, at, len;
-  size_t pcap = cc__piece_cap(c, rs ? k->count * es : 0);
+  int n = c->size, me = c->rank, j, rs = k->coll == CC__REDUCE_SCATTER;
+  size_t es = cc__dtype_bytes(k->t), total = k->count * es * (size_t)(rs ? n : 1), off = 0, big = 0, m;
+  size_t pcap = cc__piece_cap(c, rs ? k->count * es : 0), *at = c->arena.blk, *len = at + n;
   const unsigned char *sb = (const unsigned char *)k->sbuf;
   unsigned char *rb = (unsigned char *)k->rbuf, *mine;
-  cc__step st;
-  cc__plan_step(k, n, me, CC__SHARES, 1, &st);
-  want = cc__step_to(&st, me);         /* this rank keeps the result: every rank, or the root */
-  for (j = 0; j < n; j++) big = CC__MAX(big, cc__block(k, n, j, es, &at));
+  cc__call *o = &c->arena.blk_of;
+  if (o->coll != k->coll || o->count != k->count || o->t != k->t || o->root != k->root) {   /* else as last call */
+    for (j = 0; j < n; j++) {
+      cc__step st;
+      cc__plan_step(k, n, j, CC__SHARES, 1, &st);
+      at[j] = st.src + st.lo * es;
+      len[j] = (st.hi - st.lo) * es;
+      if (j == me) c->arena.blk_want = cc__step_to(&st, me);   /* it keeps the result: every rank, or the root */
+    }
+    *o = *k;
+  }
+  for (j = 0; j < n; j++) big = CC__MAX(big, len[j]);
   do {
     CC__TRY(cc__phase_begin(c, k, off == 0, &mine));
     for (j = 0; j < n; j++)
-      if ((len = cc__block(k, n, j, es, &at)) > off)
-        cc__stage(c, CC__DATA(mine) + (size_t)j * pcap, sb + at + off, CC__MIN(pcap, len - off), total);
+      if (len[j] > off) cc__stage(c, CC__DATA(mine) + (size_t)j * pcap, sb + at[j] + off, CC__MIN(pcap, len[j] - off), total);
     CC__TRY(cc__phase_end(c, k, off == 0, 1));
-    len = cc__block(k, n, me, es, &at);
-    m = len > off ? CC__MIN(pcap, len - off) : 0;
+    m = len[me] > off ? CC__MIN(pcap, len[me] - off) : 0;
     for (j = 0; j < n; j++) c->arena.srcs[j] = CC__DATA(cc__half(c, j, c->arena.step)) + (size_t)me * pcap;
     if (rs) {
       CC__TRY(cc__apply(c, k, rb + off, m / es));
     } else {
       CC__TRY(cc__ph_begin(c, &mine, what));
       CC__TRY(cc__apply(c, k, CC__DATA(mine), m / es));
-      CC__TRY(cc__phase_end(c, k, 0, want));
-      for (j = 0; want && j < n; j++)
-        if ((len = cc__block(k, n, j, es, &at)) > off)
-          memcpy(rb + at + off, CC__DATA(cc__half(c, j, c->arena.step)), CC__MIN(pcap, len - off));
+      CC__TRY(cc__phase_end(c, k, 0, c->arena.blk_want));
+      for (j = 0; c->arena.blk_want && j < n; j++)
+        if (len[j] > off) memcpy(rb + at[j] + off, CC__DATA(cc__half(c, j, c->arena.step)), CC__MIN(pcap, len[j] - off));
     }
     off += pcap;
   } while (off < big);
@@ -8681,14 +8680,15 @@ static cc_comm *cc__comm_new(int rank, int size, const cc__settings *s) {
   c->arena.srcs = (const void **)CC_MALLOC(sizeof(void *) * n);
   c->arena.scals = (const void **)CC_MALLOC(sizeof(void *) * n);
   c->arena.scalbuf = (unsigned char *)CC_MALLOC(16 * n);
+  c->arena.blk = (size_t *)CC_MALLOC(2 * sizeof(size_t) * n);
   c->peers = (cc__peer *)CC_MALLOC(sizeof(cc__peer) * n);
   c->eng.pfd = (struct pollfd *)CC_MALLOC(sizeof(struct pollfd) * n);
   c->eng.pfd_rank = (int *)CC_MALLOC(sizeof(int) * n);
   if (s->shm_cma == CC__CMA_AUTO && (c->direct.tune = (cc__tune *)CC_MALLOC(sizeof(cc__tune) * CC__TUNE_COLLS * CC__TUNE_SIZES)))
     memset(c->direct.tune, 0, sizeof(cc__tune) * CC__TUNE_COLLS * CC__TUNE_SIZES);
-  if (!c->arena.srcs || !c->arena.scals || !c->peers || !c->arena.scalbuf || !c->eng.pfd || !c->eng.pfd_rank ||
-      (s->shm_cma == CC__CMA_AUTO && !c->direct.tune)) {
-    CC_FREE(c->arena.srcs); CC_FREE(c->arena.scals); CC_FREE(c->peers); CC_FREE(c->arena.scalbuf);
+  if (!c->arena.srcs || !c->arena.scals || !c->peers || !c->arena.scalbuf || !c->arena.blk || !c->eng.pfd ||
+      !c->eng.pfd_rank || (s->shm_cma == CC__CMA_AUTO && !c->direct.tune)) {
+    CC_FREE(c->arena.srcs); CC_FREE(c->arena.scals); CC_FREE(c->peers); CC_FREE(c->arena.scalbuf); CC_FREE(c->arena.blk);
     CC_FREE(c->eng.pfd); CC_FREE(c->eng.pfd_rank); CC_FREE(c->direct.tune); CC_FREE(c);
     return NULL;
   }
@@ -8775,7 +8775,7 @@ static void cc__comm_free(cc_comm *c) {
   if (c->seg.base) cc__shm_unmap(c->seg.base, c->seg.bytes);
   pthread_mutex_destroy(&c->async.lock);
   pthread_cond_destroy(&c->async.cond);
-  CC_FREE(c->arena.srcs); CC_FREE(c->arena.scals); CC_FREE(c->peers); CC_FREE(c->ops);
+  CC_FREE(c->arena.srcs); CC_FREE(c->arena.scals); CC_FREE(c->peers); CC_FREE(c->ops); CC_FREE(c->arena.blk);
   CC_FREE(c->arena.scalbuf); CC_FREE(c->eng.pfd); CC_FREE(c->eng.pfd_rank); CC_FREE(c->eng.one); CC_FREE(c->direct.pb); CC_FREE(c->direct.tune);
   cc__mem_drop_all(c);
   cc__settings_clear(&c->set);
