@@ -7669,7 +7669,7 @@ static cc_result cc__peer_src(cc_comm *c, int j, int side, size_t off, size_t le
 
 /* Copy rank j's bytes [off, off + len) of its sendbuf or recvbuf into dst. */
 static cc_result cc__peer_get(cc_comm *c, int j, int side, size_t off, void *dst, size_t len, const char *what) {
-  const void *src;
+  const void *src = NULL;             /* set unless cc__peer_src fails (gcc -O3 cannot tell) */
   if (!len) return CC_OK;
   CC__TRY(cc__peer_src(c, j, side, off, len, (unsigned char *)dst, &src, what));
   if (src != dst) memcpy(dst, src, len);
