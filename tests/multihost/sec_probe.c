@@ -163,22 +163,7 @@ int close(int fd) {
 #include <stddef.h>
 #include <time.h>
 #include <unistd.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
-
-/* getrandom fails with ENOSYS from now on in this process and its children. */
-static int forbid_getrandom(void) {
-  struct sock_filter f[4];
-  struct sock_fprog prog;
-  f[0] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
-  f[1] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_getrandom, 0, 1);
-  f[2] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS);
-  f[3] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-  prog.len = 4;
-  prog.filter = f;
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
-  return prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog);
-}
+#include "forbid.h"
 
 static double now_s(void) {
   struct timespec ts;
@@ -547,7 +532,7 @@ static int mode_spawn(int n) {
 int main(int argc, char **argv) {
   const char *ng = getenv("SEC_NO_GETRANDOM");
   setvbuf(stdout, NULL, _IOLBF, 0);
-  if (ng && !strcmp(ng, "1") && forbid_getrandom() != 0) {
+  if (ng && !strcmp(ng, "1") && tu_forbid_syscall(SYS_getrandom) != 0) {
     printf("result: cannot install the seccomp filter: %s\n", strerror(errno));
     return 4;
   }

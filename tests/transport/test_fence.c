@@ -22,16 +22,13 @@
 #include "cc.h"
 #include "test_util.h"
 
+#include "forbid.h"
+
 #include <errno.h>
-#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/syscall.h>
-#include <unistd.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 
 #define ROUNDS 2000
 #define COUNT 2                          /* int32 elements a rank: 8 bytes, as the small calls measured */
@@ -46,17 +43,8 @@ static struct outcome *out;
 
 /* membarrier fails with ENOSYS from now on in every thread of this process. */
 static int forbid_membarrier(void) {
-#if defined(SYS_membarrier) && defined(SYS_seccomp)
-  struct sock_filter f[4];
-  struct sock_fprog prog;
-  f[0] = (struct sock_filter)BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr));
-  f[1] = (struct sock_filter)BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, SYS_membarrier, 0, 1);
-  f[2] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS);
-  f[3] = (struct sock_filter)BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW);
-  prog.len = 4;
-  prog.filter = f;
-  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
-  return (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_TSYNC, &prog);
+#ifdef SYS_membarrier
+  return tu_forbid_syscall(SYS_membarrier);
 #else
   errno = ENOSYS;
   return -1;
