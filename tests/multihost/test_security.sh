@@ -446,7 +446,7 @@ elif ! grep -qw aes /proc/cpuinfo; then
   skip "suites: this CPU has no AES-NI: every rank runs ChaCha20-Poly1305 already"
 else
   portable=$work/sec_probe_portable
-  if ! cc -std=c99 -O1 -DCC_CRYPTO_PORTABLE -I"$root" -o "$portable" "$here/sec_probe.c" -pthread -lm 2>"$work/build.err"; then
+  if ! cc -std=c99 -O1 -DCC_CRYPTO_PORTABLE -I"$root" -I"$root/tests" -o "$portable" "$here/sec_probe.c" -pthread -lm 2>"$work/build.err"; then
     fail "suites: cannot build sec_probe with -DCC_CRYPTO_PORTABLE: $(head -c 300 "$work/build.err")"
   else
     for enc in 0 1; do
