@@ -3908,16 +3908,13 @@ static void cc__reduce_n(void *dst, const void *const *srcs, int nsrc, size_t co
 }
 
 /* ============================================================== @plan */
-/* What a call means, whatever runs it. Every transport (the arena on one host,
-   messages over shared-memory rings and TCP, cc_cuda.cuh's CUDA IPC) takes
-   from here:
-   - the call's identity (cc__ident), which the ranks compare whole, and the
-     messages that say how two calls differ (CC_ERR_MISMATCH);
-   - the data movement of broadcast, gather, all_gather, scatter, all_to_all and
-     the v forms (cc__plan_move): which bytes of sendbuf go to each rank and
-     where each rank's bytes land in recvbuf, with the in-place rules of the API;
-   - the agreement of v counts, the split of a count into ranks' shares
-     (cc__part), and how partial results combine (cc__wire_op). */
+/* What a call means, whatever runs it (the arena, the message engine over
+   rings and TCP, cc_cuda.cuh): the call's identity (cc__ident), compared
+   whole, and the messages that say how two calls differ; which bytes of
+   sendbuf go to each rank and where they land (cc__plan_move, with the API's
+   in-place rules); each rank's step of broadcast and the reductions
+   (cc__plan_step); shares (cc__part) and how partial results combine
+   (cc__wire_op). docs/design.md, "Where each collective's bytes are moved". */
 
 static int cc__is_v(int coll) {
   return coll == CC__GATHER_V || coll == CC__ALL_GATHER_V || coll == CC__SCATTER_V || coll == CC__ALL_TO_ALL_V;
@@ -4218,16 +4215,11 @@ static CC__INLINE int cc__step_to(const cc__step *s, int p) {
 
      | header | ctl[0..n) | arena: rank 0 half 0, half 1 | rank 1 ... | rings src x dst |
 
-   - the header holds the failure word (the first failure any rank posts) and
-     the bell, a futex word that publishers ring only when someone sleeps;
-   - ctl[r] holds rank r's pid, its phase counter (arrive), whether it left,
-     and the collective it is in (call);
-   - the arena: two halves per rank, each a 56-byte call descriptor and a
-     chunk of data, used by the arena executor (@algo) phase after phase;
-   - one single-producer single-consumer byte ring per ordered pair of ranks,
-     which the message engine (@engine) uses as a link.
-   This section maps and lays out segments and offers their primitives; the
-   waits and the protocols live above it. docs/shm.md draws it. */
+   the header with the failure word and the bell, each rank's control block
+   (ctl), the arena executor's halves (@algo), and a byte ring per ordered
+   pair of ranks (the engine's links, @engine). This section maps and lays
+   out segments and offers their primitives; the waits and the protocols
+   live above it. What each part holds: docs/shm.md, "Segment layout". */
 
 #define CC__SHM_MAGIC   0x31306d6873636300ull   /* "\0ccshm01" */
 #define CC__SHM_VERSION 3u
@@ -4547,35 +4539,10 @@ static void cc__ring_get(cc_comm *c, cc__chan *ch, uint64_t pos, void *dst, size
    flows afterwards. The bytes go through @platform's sockets. */
 
 /* ---------------------------------------------------------------- handshake
-   Four messages (protocol version 4):
-     client -> hello   {magic, version, kind, world, from, to, job[40], nonce_c[16], flags}     96 bytes
-     server -> chal    {magic, version, status, flags, nonce_s[16], suite}                       48 bytes
-     client -> resp    {magic, 0, mac_c[32]}                                                     40 bytes
-     server -> verdict {magic, status, mac_s[32]}                                                40 bytes
-   flags: 1 this side has a token, 2 it encrypts (CC_NET_ENCRYPT=1), 4 (hello
-   only) the client runs AES-256-GCM. With a token,
-     mac_c = HMAC-SHA256(token, "cc-c" hello chal)
-     mac_s = HMAC-SHA256(token, "cc-s" hello chal resp)
-   The client proves first; the server proves only after the client has, and
-   only to a hello it accepted: a refusal (another job or world size, a stale
-   file:// rendezvous, token presence or encryption that differ, a wrong mac_c)
-   carries no MAC at all, so a stranger learns nothing to guess the token
-   from. Every field (status, flags, the suite, kind and ranks) is inside both
-   MACs. Then both sides derive the connection's keys (cc__sec_derive):
-     th    = SHA-256(hello chal resp verdict)
-     PRK   = HKDF-Extract(salt "cc-net-4" nonce_c nonce_s, IKM token)
-     K_c2s = HKDF-Expand(PRK, "cc c2s" th, 32)     K_s2c = HKDF-Expand(PRK, "cc s2c" th, 32)
-   and every byte after the verdict is an AEAD message under them (@engine's
-   frames, the rendezvous' record and reply), the nonce {direction: 0 c2s, 1
-   s2c (4 bytes, big endian), number of the message in that direction (8
-   bytes)} never sent: a message replayed, reordered, dropped or injected
-   fails its tag. The suite: AES-256-GCM when both sides run it, else
-   ChaCha20-Poly1305 (the server picks, the chal says, the MACs cover it).
-   Without a token the macs are zero and nothing after the verdict is
-   authenticated; the magic, version, world size and job identity must still
-   match. Residual risk: a client that is sent to a fake server (DNS, a
-   writable file://) gives it mac_c over values the fake chose, which lets it
-   test guesses of the token offline: hence tokens of at least 128 bits. */
+   hello, chal, resp, verdict: with a token the client proves first, the
+   server only after it and only to a hello it accepted (a refusal carries no
+   MAC). Fields, MACs, keys and nonces: docs/tcp.md, "Handshake and
+   authentication"; the threats: docs/security.md. */
 
 #define CC__HS_MAGIC   0x31486363u      /* "ccH1": a handshake */
 #define CC__NET_VERSION 4u
@@ -4635,12 +4602,8 @@ static int cc__hello_decode(const unsigned char *p, cc__hello_t *h) {
 /* HMAC(token, side || hello || chal [|| resp]). */
 static void cc__hs_mac(const char *token, const char *side, const unsigned char *hello, const unsigned char *chal,
                        const unsigned char *resp, unsigned char *out) {
-  const void *parts[4];
-  size_t lens[4];
-  parts[0] = side; lens[0] = 4;
-  parts[1] = hello; lens[1] = CC__HELLO;
-  parts[2] = chal; lens[2] = CC__CHAL;
-  parts[3] = resp; lens[3] = CC__RESP;
+  const void *parts[4] = {side, hello, chal, resp};
+  size_t lens[4] = {4, CC__HELLO, CC__CHAL, CC__RESP};
   cc__hmac_sha256(token, strlen(token), parts, lens, resp ? 4 : 3, out);
 }
 
@@ -4819,16 +4782,11 @@ static cc_result cc__hs_client(int fd, const cc__hello_t *h, const char *token, 
 
 /* ---------------------------------------------------------------- the accepting side
    A state machine per connection (hello, response, then the record when
-   with_rec), all polled together. Whenever the listener has connections
-   waiting, all are accepted (the kernel's queue drains faster than a flood
-   fills it), into a table of up to CC__PEND_MAX (the open-files limit is
-   raised toward the hard limit first). A connection has CC__HS_WAIT for each
-   message from the moment the server waits for it, however it dribbles;
-   past that, when the table is full and a newer connection waits, the one
-   that has waited longest goes. A cc rank sends each message whole as soon
-   as it can, so it is rarely the one; if it is, it connects again (callers
-   of cc__hs_client retry all but CC_ERR_AUTH). take(ctx, hello, fd, rec,
-   sec) keeps the connection (1: fd and sec are its now) or refuses it (0). */
+   with_rec), all polled together, in a table of up to CC__PEND_MAX. One that
+   has had CC__HS_WAIT for its current message goes when a newer connection
+   needs its place (why a flood cannot hold a rank out: docs/tcp.md,
+   "Handshake and authentication"). take(ctx, hello, fd, rec, sec) keeps the
+   connection (1: fd and sec are its now) or refuses it (0). */
 
 #define CC__BACKLOG 4096               /* listen(): the kernel caps it at net.core.somaxconn */
 
@@ -4843,8 +4801,9 @@ typedef struct cc__pend {
 
 typedef int (*cc__take_fn)(void *ctx, const cc__hello_t *h, int fd, const unsigned char *rec, cc__sec *sec);
 
-/* Why a connection with a well-formed hello was refused. The reply of a
-   failed rendezvous carries it (@bootstrap), so keep the numbers. */
+/* Why a connection with a well-formed hello was refused (TOKEN to ENCRYPT:
+   CC_ERR_AUTH). The reply of a failed rendezvous carries it (@bootstrap), so
+   keep the numbers. */
 enum { CC__REF_NONE, CC__REF_TOKEN, CC__REF_NO_TOKEN, CC__REF_HAS_TOKEN, CC__REF_ENCRYPT, CC__REF_WORLD,
        CC__REF_OTHER, CC__REF_STALE, CC__REF_COUNT };
 
@@ -4930,9 +4889,9 @@ static void cc__hs_refused(const cc__hs_srv *v, const cc__pend *q, int reason) {
 static int cc__pend_step(const cc__hs_srv *v, cc__pend *q) {
   cc_comm *c = v->c;
   if (q->state == 0) {
-    uint32_t status = 0, suite = 0;
-    memcpy(q->hello, q->in, CC__HELLO);
+    uint32_t status, suite = 0;
     int reason = CC__REF_NONE;
+    memcpy(q->hello, q->in, CC__HELLO);
     if (cc__hello_decode(q->hello, &q->h) != 0) {
       char addr[64];
       cc__sock_peer(q->fd, addr, sizeof addr);
@@ -4944,15 +4903,13 @@ static int cc__pend_step(const cc__hs_srv *v, cc__pend *q) {
                 "well-formed hello)", c->rank, addr);
       return -1;
     }
-    if (q->h.world != v->world) { status = (uint32_t)CC_ERR_MISMATCH; reason = CC__REF_WORLD; }
-    else if (q->h.kind != v->kind || (v->me >= 0 && q->h.to != v->me)) { status = (uint32_t)CC_ERR_MISMATCH; reason = CC__REF_OTHER; }
-    else if (strncmp(q->h.job, v->job, 40) != 0) {
-      status = v->kind == CC__HELLO_DATA ? (uint32_t)CC_ERR_MISMATCH : (uint32_t)CC_ERR_INVALID_ARG;
-      reason = v->kind == CC__HELLO_DATA ? CC__REF_OTHER : CC__REF_STALE;
-    } else if (!(q->h.flags & CC__HS_TOKEN) != !v->token) {
-      status = (uint32_t)CC_ERR_AUTH;
-      reason = v->token ? CC__REF_NO_TOKEN : CC__REF_HAS_TOKEN;
-    } else if (!(q->h.flags & CC__HS_ENCRYPT) != !v->encrypt) { status = (uint32_t)CC_ERR_AUTH; reason = CC__REF_ENCRYPT; }
+    if (q->h.world != v->world) reason = CC__REF_WORLD;
+    else if (q->h.kind != v->kind || (v->me >= 0 && q->h.to != v->me)) reason = CC__REF_OTHER;
+    else if (strncmp(q->h.job, v->job, 40) != 0) reason = v->kind == CC__HELLO_DATA ? CC__REF_OTHER : CC__REF_STALE;
+    else if (!(q->h.flags & CC__HS_TOKEN) != !v->token) reason = v->token ? CC__REF_NO_TOKEN : CC__REF_HAS_TOKEN;
+    else if (!(q->h.flags & CC__HS_ENCRYPT) != !v->encrypt) reason = CC__REF_ENCRYPT;
+    status = (uint32_t)(reason == CC__REF_NONE ? CC_OK : reason <= CC__REF_ENCRYPT ? CC_ERR_AUTH
+                        : reason == CC__REF_STALE ? CC_ERR_INVALID_ARG : CC_ERR_MISMATCH);
     if (v->token) suite = (q->h.flags & CC__HS_GCM) && cc__aead_have_gcm() ? CC__AEAD_AES256_GCM : CC__AEAD_CHACHA20_POLY1305;
     memset(q->chal, 0, sizeof q->chal);
     cc__put32(q->chal, CC__HS_MAGIC);
@@ -5248,19 +5205,14 @@ static int cc__rec_decode(const unsigned char *p, cc__rec *r) {
 /* ============================================================== @engine */
 /* Messages between ranks, over every link: the one point-to-point engine of
    the library. cc_send/cc_recv, groups, and every collective that is not an
-   arena run (the ranks span hosts, or CC_TRANSPORT=tcp) move their bytes here.
-
-   - A message is a frame: a 48-byte header {magic, tag, bytes, seq, the
-     call's identity} and its payload, the same on every link: a byte ring in
-     the host's segment (SHM), a TCP connection (TCP), or a queue for
-     messages to oneself (SELF).
-   - A receive takes the oldest message of its (peer, tag); what arrives before
-     its receive waits in the peer's queue of unexpected messages. Frames of a
-     collective (tag CC__TAG_COLL) carry the call's number and identity; the
-     receiver compares them with its own call, whole: CC_ERR_MISMATCH, never
-     mixed data.
-   - cc__wait is the one wait of the library (the arena's phases use it too),
-     and cc__fail_all fails the communicator on every rank. */
+   arena run (the ranks span hosts, or CC_TRANSPORT=tcp) move their bytes here,
+   as frames (a 48-byte header, then the payload) over a ring of the host's
+   segment, a TCP connection, or the queue of messages to oneself. A receive
+   takes the oldest message of its (peer, tag); a collective's frames carry
+   its call, which the receiver compares whole with its own. cc__wait is the
+   one wait of the library (the arena's phases use it too), and cc__fail_all
+   fails the communicator on every rank. How frames move: docs/tcp.md,
+   "Messages". */
 
 #define CC__FRAME_MAGIC 0x32466363u          /* "ccF2" */
 #define CC__MAX_FRAME   ((uint64_t)1 << 44)  /* 16 TiB: larger is corrupt */
@@ -5332,17 +5284,10 @@ static int cc__abort_decode(const unsigned char *p, size_t len, cc_result *code,
 }
 
 /* ---------------------------------------------------------------- authenticated frames
-   On a TCP link with a token (peer->sec, made by the handshake) a frame is
-     header (48) | tag of the header (16) | payload | tag of the payload (16, when there is a payload)
-   two AEAD messages of the connection (@tcp): the header as associated data,
-   then the payload as associated data (integrity) or encrypted
-   (CC_NET_ENCRYPT=1). The receiver checks the header's tag before it acts on
-   the header; it writes the payload where it belongs as it arrives (MACed or
-   decrypted in place) and completes the receive only once the payload's tag
-   is right: a wrong tag is CC_ERR_AUTH naming the sender, and the connection
-   ends. Encrypted payloads are limited to what the suite allows per message
-   (64 GiB for AES-256-GCM, 256 GiB for ChaCha20-Poly1305): a larger send
-   fails with CC_ERR_UNSUPPORTED. */
+   On a TCP link with a token (peer->tcp.sec) a frame is two AEAD messages of
+   the connection, header | its tag | payload | its tag (none without a
+   payload); the header's tag is checked before the header is used, the
+   payload's before its receive completes. docs/tcp.md, "Messages". */
 
 /* A whole small frame (header, n bytes of payload) sealed into out: its
    length. */
@@ -5884,12 +5829,10 @@ static void cc__wait_warn(cc_comm *c, const cc__waitfor *w, int who, const char 
 }
 
 /* The short way (cc__ring_recv_now) gives the bytes it read back to the
-   sender (moves the ring's tail) only a quarter of the ring at a time, so
-   that the tail's line stays in the sender's cache instead of crossing twice
-   per frame. Every run of the engine and every wait gives back first, so
-   that only the short way ever sees a lagging tail, and a sender waiting for
-   room never waits on bytes already read. (A sender short of room while the
-   tail lags finds frames not yet read, which this rank's next calls read.) */
+   sender (moves the ring's tail) a quarter of the ring at a time, so that
+   the tail's line stays in the sender's cache. Every run of the engine and
+   every wait gives back first: a sender waiting for room never waits on
+   bytes already read (docs/shm.md, "Small broadcasts, scatters and gathers"). */
 static void cc__ring_give(const cc_comm *s, cc__chan *ch, cc__peer *lp) {   /* lp: its entry in s's peers */
   cc__publish(s, &ch->tail, ch->tail + lp->ring.rx_lag);
   lp->ring.rx_lag = 0;
@@ -5993,15 +5936,12 @@ static cc_result cc__wait(cc_comm *c, const cc__waitfor *w, const char *what) {
 }
 
 /* ---------------------------------------------------------------- the short way
-
    A whole small frame straight into a ring, or out of one, without a run of
-   the engine: what the queued collectives (@algo) do on every call. Each
-   goes the short way only when nothing else is under way on the link and
-   the frame fits (a send) or is the very one expected (a receive); else it
-   returns 0 and the caller runs the engine. Each reads the other side's
-   counter only when the value it read last shows too little room (a send)
-   or not the whole frame (a receive): a root far ahead, or a receiver far
-   behind, then moves many frames without pulling that cache line across. */
+   the engine (the queued collectives of @algo; docs/shm.md); else 0, and the
+   caller runs the engine. Each reads the other side's counter only when the
+   value it read last shows too little room (a send) or not the whole frame
+   (a receive): a root far ahead, or a receiver far behind, then moves many
+   frames without pulling that cache line across. */
 
 /* The header of this rank's collective frame of `bytes` for call `id`
    (number c->seq), as cc__frame_encode writes it. */
@@ -6393,13 +6333,10 @@ static int cc__rx_parked(const cc__peer *pe) {
 }
 
 /* Where the payload of rank p's frame goes, once its header is read (and
-   again while it is parked): into a receive; else, over TCP, nowhere yet
-   while the run does not want p's frames (cc__rx_wanted): it stays in the
-   socket, and the receive of a later run reads it in place, without a copy
-   (a root that runs ahead of its receivers, call after call). A TCP link's
-   headers are read whenever something arrives, so that a failure report
-   ends a waiting call at once; one behind a parked payload waits, as on a
-   ring. A peer that closed its side is read to the end. Else room as an
+   again while it is parked): into a receive; else, over TCP while the run
+   does not want p's frames (cc__rx_wanted) and p has not closed its side,
+   nowhere yet: it stays parked in the socket, for a later run's receive to
+   read in place without a copy (docs/tcp.md, "Messages"); else room as an
    unexpected message. */
 static cc_result cc__rx_place(cc__run *x, int p) {
   cc__peer *pe = &x->c->peers[p];
@@ -6576,10 +6513,9 @@ static cc_result cc__rx_pull(cc__run *x, int p, int *progress) {
 }
 
 /* cc__rx_pull once poll() said rank p's socket is readable, with what it
-   said (revents): its reads ask the socket again, and read on until the end
-   of the stream when the peer closed its side. (A read that took less than
-   it asked for took all there was: the next one waits for poll() to say
-   more came, instead of a system call that would say EAGAIN.) */
+   said (revents): its reads ask the socket again (a read that took less than
+   it asked for took all there was: the next waits for poll()), and read on
+   to the end of the stream when the peer closed its side. */
 static cc_result cc__rx_pull_ready(cc__run *x, int p, int revents, int *progress) {
   cc__peer *pe = &x->c->peers[p];
   pe->tcp.drained = 0;
@@ -6955,11 +6891,9 @@ static cc_result cc__engine_poll(cc_comm *c, const char *what) {
 
 /* The run failed while frames to some peers were partly written (their
    abort frames are owed, see cc__propagate): write the rest of each (the
-   caller's bytes are valid inside the call; the peer may take a complete
-   frame of true data, never a cut one), reading meanwhile what those peers
-   send, so that two ranks finishing toward each other both move, for at most
-   c->settle_ns (0.5 s); then the abort frames and the connections' ends. A
-   peer that reads nothing by then sees its stream end inside a frame. */
+   caller's bytes are valid inside the call), reading meanwhile what those
+   peers send, for at most c->settle_ns; then the abort frames and the
+   connections' ends. Why: docs/tcp.md, "Failures". */
 static void cc__run_settle(cc__run *x) {
   cc_comm *c = x->c;
   uint64_t until = cc__now_ns() + c->settle_ns;
