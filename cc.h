@@ -5127,8 +5127,8 @@ static int cc__out_pump(cc__out *o, const unsigned char *msg, size_t len) {
    returns how many did not take it all (0, or -1 when out of memory). */
 static int cc__send_many(cc__out *o, int n, const unsigned char *msg, size_t len, uint64_t deadline) {
   struct pollfd *pf = (struct pollfd *)CC_MALLOC(sizeof(struct pollfd) * (size_t)(n > 0 ? n : 1));
-  int *who = (int *)CC_MALLOC(sizeof(int) * (size_t)(n > 0 ? n : 1)), i, bad = 0;
-  if (!pf || !who) { CC_FREE(pf); CC_FREE(who); return -1; }
+  int i, bad = 0;
+  if (!pf) return -1;
   for (i = 0; i < n; i++) {
     o[i].ok = o[i].fd < 0 ? 1 : 0;
     o[i].pos = o[i].boff = o[i].blen = 0;
@@ -5142,20 +5142,18 @@ static int cc__send_many(cc__out *o, int n, const unsigned char *msg, size_t len
       if (o[i].ok) continue;
       o[i].ok = cc__out_pump(&o[i], msg, len);
       if (o[i].ok) continue;
-      pf[np].fd = o[i].fd; pf[np].events = POLLOUT; pf[np].revents = 0;
-      who[np++] = i;
+      pf[np].fd = o[i].fd; pf[np].events = POLLOUT; pf[np++].revents = 0;
     }
     if (!np) break;
     now = cc__now_ns();
     if (now >= deadline) {
-      for (i = 0; i < np; i++) o[who[i]].ok = -1;
+      for (i = 0; i < n; i++) if (!o[i].ok) o[i].ok = -1;
       break;
     }
     (void)cc__poll(pf, np, CC__MIN(deadline - now, 100 * CC__MS) + 1000);
   }
   for (i = 0; i < n; i++) bad += o[i].ok < 0;
   CC_FREE(pf);
-  CC_FREE(who);
   return bad;
 }
 
