@@ -7021,13 +7021,10 @@ static void cc__msg_recv(cc__msg *m, int peer, int tag, void *buf, size_t bytes)
   cc__msg_set(m, 0, peer, tag, buf, bytes);
 }
 /* ============================================================== @algo */
-/* The collectives, in three executors driven by @plan (cc__algo_run picks):
-   - the arena executor (cc__arena_*): every rank on one host; a collective is
-     a sequence of phases over the segment's arena (@shm);
-   - the message executor (cc__msg_*): between any ranks over the message
-     engine (@engine): direct exchange, rings, trees and pipelined chains;
-   - hierarchical runs (cc__hier_run): an arena run on each host, and a
-     message run between one rank per host.
+/* The collectives, in three executors driven by @plan (cc__algo_run picks; docs/design.md,
+   "How a call flows"): the arena executor (cc__arena_*: every rank on one host, phases over
+   the segment's arena), the message executor (cc__msg_*: any ranks, over @engine) and
+   hierarchical runs (cc__hier_run: an arena run on each host, a message run between hosts).
    The reduction of element i is always ((x0 op x1) op x2) ... in rank order
    (across hosts: each host's ranks in order, then the hosts in order), done by
    one rank, or by every rank on the same inputs: the same bits, run after run. */
