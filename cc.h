@@ -34,33 +34,30 @@
        CC_MALLOC(n)      allocator; define CC_FREE(p) too (both or neither)
        CC_NO_SHM         leave out the shared-memory transport
        CC_NO_TCP         leave out the TCP transport (bootstrap of env:// jobs)
-       CC_NO_IMPLEMENTATION  declarations only, even where CC_IMPLEMENTATION is defined:
-                         to link one compiled implementation into many single-file
-                         programs (as this project's Makefile builds its examples)
+       CC_NO_IMPLEMENTATION  declarations only, even where CC_IMPLEMENTATION is defined (to
+                         link one compiled implementation into many single-file programs)
 
-   Environment (read once by cc_comm_init; a value in cc_config wins over it):
+   Environment (read once by cc_comm_init; a value in cc_config wins over it; docs/api.md
+   gives each in full):
 
        RANK, WORLD_SIZE, LOCAL_WORLD_SIZE   as torchrun sets them;
            else OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_SIZE,
            PMI_RANK, PMI_SIZE, MPI_LOCALNRANKS, SLURM_PROCID, SLURM_NTASKS
-       MASTER_ADDR, MASTER_PORT   rendezvous of jobs not started by ccrun/cc_spawn; under
-                         Slurm SLURM_JOB_NODELIST's first host and a port from
-                         SLURM_JOB_ID by default
+       MASTER_ADDR, MASTER_PORT   rendezvous of jobs not started by ccrun/cc_spawn (default
+                         under Slurm: SLURM_JOB_NODELIST's first host, a port from SLURM_JOB_ID)
        CC_JOB_ID         job identity set by ccrun (32 hex digits); ranks of one job
                          meet in shared memory named after it, never on a fixed port
        CC_TIMEOUT        seconds any wait may last without progress (default 600)
        CC_TRANSPORT      auto | shm | tcp
-       CC_TOKEN          job secret (at least 128 bits: `ccrun --make-token`): every TCP
-                         connection proves it, and every byte on it is authenticated;
-                         removed from the environment once read
+       CC_TOKEN          job secret (at least 128 bits: `ccrun --make-token`) that every TCP
+                         connection proves and every byte on it is authenticated with; unset once read
        CC_NET_ENCRYPT    1: encrypt TCP payloads too (needs a token; default 0)
        CC_MAX_UNEXPECTED bytes of messages no receive has taken yet that a communicator
                          holds before it fails the sender (default 1G; K, M, G)
        CC_SOCKET_IFNAME  the interface whose address the ranks listen on (default:
                          the address of the route to MASTER_ADDR)
        CC_DEBUG          WARN | INFO | TRACE: log lines on stderr, prefixed with the rank
-       CC_SPIN_US        microseconds a wait polls (2 on the cache line, then between
-                         sched_yield calls) before it sleeps on a futex (default 50;
+       CC_SPIN_US        microseconds a wait polls before it sleeps on a futex (default 50;
                          2 when there are more local ranks than CPUs)
        CC_SHM_CHUNK      bytes of one pipeline stage per rank (default 1M for two
                          ranks, 256K per two ranks beyond, at most 2M)
@@ -70,16 +67,13 @@
                          directly, with one copy, instead of through the arena (256K)
        CC_SHM_QUEUE_BYTES  broadcasts this small (scatters, gathers: all parts) go
                          queued through the rings: the root returns at once (4K; 0: never)
-       CC_SHM_CMA        auto: for large messages on plain buffers, choose between
-                         cross-memory attach (process_vm_readv, one copy) and the arena
-                         (two) by timing the calls, per collective and size;
-                         1: cross-memory attach wherever allowed; 0: never (default auto)
-       CC_SHM_TUNE_FIRST, CC_SHM_TUNE_MOST, CC_SHM_TUNE_ASK, CC_SHM_TUNE_GAIN,
-       CC_SHM_TUNE_DRIFT  CC_SHM_CMA=auto's choosing (docs/performance.md): calls before
-                         the first try of the other way (16), the longest run between
-                         tries (1024), how often the arena's way asks (16), percent
-                         faster a try must be to be taken (10), percent slower the way
-                         in use may grow before the other is tried at once (50)
+       CC_SHM_CMA        auto (default): large messages on plain buffers go by cross-memory attach
+                         (one copy) or the arena (two), whichever timed faster per collective and
+                         size; 1: cross-memory attach wherever allowed; 0: never
+       CC_SHM_TUNE_FIRST, CC_SHM_TUNE_MOST, CC_SHM_TUNE_ASK, CC_SHM_TUNE_GAIN, CC_SHM_TUNE_DRIFT
+                         how CC_SHM_CMA=auto chooses: calls before the first try of the other way (16)
+                         and at most between tries (1024), how often the arena's way asks (16), percent
+                         faster a try must be (10), percent slower the way in use may grow before one (50)
        CC_NET_CHUNK      bytes of one pipelined piece over TCP (1M)
        CC_NET_SMALL_BYTES  largest message sent whole to every peer over TCP (64K)
        CC_NET_SOCKBUF    TCP socket buffer bytes (default: the kernel's autotuning)
@@ -87,10 +81,9 @@
                          before it kills them (default 1000)
        CC_WARN_AFTER     seconds a wait lasts before it prints a warning naming the
                          ranks it waits for, again at twice that, ... (default 10; 0: never)
-       CC_REFUSED_GRACE  seconds a rendezvous waits for a rank whose connection it
-                         refused (a token that differs, none, another world size)
-                         before it fails on every rank (default 5; 0: the whole
-                         timeout, as a stranger's hello could be it)
+       CC_REFUSED_GRACE  seconds a rendezvous waits for a rank whose connection it refused (a
+                         token that differs, another world size) before it fails on every rank
+                         (default 5; 0: the whole timeout, as a stranger's hello could be it)
        CC_REQUIRE_LAUNCHER  1: a process without a launcher's variables (RANK,
                          WORLD_SIZE...) fails cc_comm_init instead of being a world of one
 
@@ -246,12 +239,11 @@ CC_API cc_result cc_get_unique_id(cc_unique_id *id);
 CC_API cc_result cc_comm_init_rank(cc_comm **out, int nranks, const cc_unique_id *id, int rank,
                                    const cc_config *cfg);
 
-/* cc_comm_destroy - finish pending requests and free the communicator. Local: it does
- *   not wait for the other ranks. Peers still waiting for this rank fail (CC_ERR_MISMATCH
- *   when this rank's last collective was another call than theirs, else CC_ERR_PEER_LOST).
- *   Returns CC_OK, or CC_ERR_MISMATCH when it can already see that its last collective
- *   (a queued one that returned at once) met another call; the communicator is freed
- *   either way. */
+/* cc_comm_destroy - finish pending requests and free the communicator, without waiting for
+ *   the other ranks: those still waiting for this one fail (CC_ERR_MISMATCH when its last
+ *   collective was another call than theirs, else CC_ERR_PEER_LOST).
+ *   Returns           CC_OK, or CC_ERR_MISMATCH when it can already see that its last
+ *                     collective (a queued one) met another call; it frees c either way */
 CC_API cc_result cc_comm_destroy(cc_comm *c);
 
 /* cc_comm_abort - fail the communicator on every rank: pending and later calls
@@ -357,27 +349,20 @@ CC_API cc_result cc_recv(cc_comm *c, void *buf, size_t count, cc_dtype t,
 #define CC_ANY_SOURCE (-2)
 
 /* cc_recv_any - receive a message of `tag` from any rank, and learn which (as
- *   MPI_Recv with MPI_ANY_SOURCE and a status).
- *   Matching          the oldest message of `tag` that this rank has taken in, from
- *                     any rank, in the order they came in; messages from one rank are
- *                     received in the order it sent them, and no rank's messages are
- *                     passed over for long: while several ranks have one waiting,
- *                     receives from any source take them from each rank in turn.
- *                     While it waits, the receive takes in what every rank sends (as
- *                     a waiting send does). Receives match in the order they were
- *                     issued: one from any source issued before a cc_recv from rank r
+ *   MPI_Recv with MPI_ANY_SOURCE and a status; docs/api.md gives the details).
+ *   Matching          the oldest message of `tag` this rank has taken in, from any rank;
+ *                     one rank's messages in the order it sent them, and while several
+ *                     ranks have one waiting, each rank's in turn. While it waits it takes
+ *                     in what every rank sends (as a waiting send does). Receives match in
+ *                     issue order: one from any source issued before a cc_recv from rank r
  *                     may take r's message first. The counts must agree.
- *   source            where the sender's rank is written once the receive is complete:
- *                     when the call returns; in a group, when cc_group_end returns, or
- *                     when its request is done (cc_test said done, cc_wait returned).
- *                     CC_UNDEFINED until then, and when the receive did not complete.
- *                     May be NULL.
- *   Failures          a message of `tag` with another count: CC_ERR_MISMATCH, naming
- *                     its sender. A rank that is gone (it exited, was killed or
- *                     destroyed its communicator) cannot be the sender: the receive
- *                     waits for the others, and fails with CC_ERR_PEER_LOST, naming
- *                     each rank gone, once none that could send is left. Nothing from
- *                     anyone for the timeout: CC_ERR_TIMEOUT, naming the tag waited for. */
+ *   source            the sender's rank, written once the receive is complete (the call
+ *                     returned; in a group, cc_group_end returned or its request is done);
+ *                     CC_UNDEFINED until then and when it did not complete. May be NULL.
+ *   Failures          another count: CC_ERR_MISMATCH, naming the sender. A rank that is
+ *                     gone cannot be the sender: CC_ERR_PEER_LOST, naming each rank gone,
+ *                     once none that could send is left. Nothing from anyone for the
+ *                     timeout: CC_ERR_TIMEOUT, naming the tag. */
 CC_API cc_result cc_recv_any(cc_comm *c, void *buf, size_t count, cc_dtype t, int tag,
                              int *source);
 
@@ -405,12 +390,10 @@ CC_API const char *cc_request_error(const cc_request *req);
  *   through shared memory or the kernel.
  *   bytes             this rank's size (ranks may ask for different sizes); > 0
  *   *ptr              this rank's memory: zeroed, page-aligned
- *   Collective        every rank of c calls it, in the same order as c's collectives;
- *                     a rank alone on its host (or CC_TRANSPORT=tcp) gets plain memory,
- *                     and collectives on it work as on any buffer
- *   Returns           CC_OK; CC_ERR_INVALID_ARG (ptr NULL, bytes 0, in a group);
- *                     CC_ERR_NO_MEMORY, CC_ERR_SYSTEM on every rank when one rank
- *                     could not create or map it */
+ *   Collective        every rank of c, in the same order as c's collectives; a rank alone
+ *                     on its host (or CC_TRANSPORT=tcp) gets plain memory, used as any buffer
+ *   Returns           CC_OK; CC_ERR_INVALID_ARG (ptr NULL, bytes 0, in a group); on every rank
+ *                     CC_ERR_NO_MEMORY or CC_ERR_SYSTEM when one could not create or map it */
 CC_API cc_result cc_mem_alloc(cc_comm *c, size_t bytes, void **ptr);
 /* cc_mem_free - free memory from cc_mem_alloc on c (every rank, in the same order;
  *   ranks that free different allocations get CC_ERR_MISMATCH). Refused, with
@@ -419,13 +402,12 @@ CC_API cc_result cc_mem_alloc(cc_comm *c, size_t bytes, void **ptr);
  *   frees memory not freed. */
 CC_API cc_result cc_mem_free(cc_comm *c, void *ptr);
 
-/* cc_spawn - fork `nprocs` ranks on this host (as torch's mp.spawn); each calls
- *   fn(c, arg) with a ready communicator. Returns 0 when every rank returned 0; when a
- *   rank fails or dies the others are stopped at once and cc_spawn returns nonzero (that
- *   rank's exit status, or 128 + its signal). No process and no /dev/shm entry is left
- *   behind. cc_spawn owns the communicator it passes and destroys it after fn returns;
- *   fn may destroy it itself instead (as a main() would: `return cc_comm_destroy(c);`),
- *   but must not use it after that. */
+/* cc_spawn - fork `nprocs` ranks on this host (as torch's mp.spawn); each calls fn(c, arg)
+ *   with a ready communicator that cc_spawn destroys after fn returns (fn may destroy it
+ *   itself, as a main() would: `return cc_comm_destroy(c);`, and then must not use it).
+ *   Returns           0 when every rank returned 0; when a rank fails or dies, the others
+ *                     are stopped at once and the result is nonzero: that rank's exit status,
+ *                     or 128 + its signal. No process and no /dev/shm entry is left behind. */
 CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg);
 
 #ifdef __cplusplus
@@ -498,10 +480,9 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg);
 #  include <assert.h>
 #  define CC_ASSERT(x) assert(x)
 #endif
-/* A seam for the tests, nothing else: CC__TEST_SEAM(where, c) marks the few places
-   where a race between ranks has been found and fixed, so that a test can stop this
-   rank there and let another rank do what the race needs (tests/transport/test_queued.c,
-   queued.race_*). Where it is not defined, nothing. */
+/* A seam for the tests, nothing else: CC__TEST_SEAM(where, c) marks the places where a race
+   between ranks was fixed, so that a test can stop this rank there while another does what
+   the race needs (tests/transport/test_queued.c, queued.race_*). Nothing where not defined. */
 #ifndef CC__TEST_SEAM
 #  define CC__TEST_SEAM(where, c) ((void)0)
 #endif
@@ -6972,13 +6953,10 @@ static void cc__msg_recv(cc__msg *m, int peer, int tag, void *buf, size_t bytes)
   cc__msg_set(m, 0, peer, tag, buf, bytes);
 }
 /* ============================================================== @algo */
-/* The collectives, in three executors driven by @plan (cc__algo_run picks):
-   - the arena executor (cc__arena_*): every rank on one host; a collective is
-     a sequence of phases over the segment's arena (@shm);
-   - the message executor (cc__msg_*): between any ranks over the message
-     engine (@engine): direct exchange, rings, trees and pipelined chains;
-   - hierarchical runs (cc__hier_run): an arena run on each host, and a
-     message run between one rank per host.
+/* The collectives, in three executors driven by @plan (cc__algo_run picks; docs/design.md,
+   "How a call flows"): the arena executor (cc__arena_*: every rank on one host, phases over
+   the segment's arena), the message executor (cc__msg_*: any ranks, over @engine) and
+   hierarchical runs (cc__hier_run: an arena run on each host, a message run between hosts).
    The reduction of element i is always ((x0 op x1) op x2) ... in rank order
    (across hosts: each host's ranks in order, then the hosts in order), done by
    one rank, or by every rank on the same inputs: the same bits, run after run. */
@@ -7329,15 +7307,12 @@ static CC__NOINLINE cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
 }
 
 /* ---------------------------------------------------------------- arena: direct access to peers' buffers */
-/* Large messages skip the arena's two copies: each rank reads (or writes) its
-   peers' buffers itself, once: in place where a cc_mem_alloc allocation maps
-   them here, else by cross-memory attach (cc__vm_read). The call's first
-   phase carries where this rank's buffers are (cc__drec); then the ranks
-   move the data, and meet once more at the end, so that no rank returns
-   while a peer still uses its buffers. Whether a call goes direct depends
-   only on what every rank sees alike: the call, the records, c->direct.nmem
-   (allocations are collective) and c->direct.cma, set by every rank at the
-   first direct call from the records' probes. */
+/* Large messages skip the arena's two copies: each rank reads (or writes) its peers' buffers
+   itself, in place where cc_mem_alloc memory maps them, else by cross-memory attach; the first
+   phase carries where they are (cc__drec), a last one keeps them alive until every rank is done
+   (docs/shm.md, "Large messages: one copy"). Whether a call goes direct depends only on what
+   every rank sees alike: the call, the records, c->direct.nmem (allocations are collective)
+   and c->direct.cma, set by every rank at the first direct call from the records' probes. */
 
 #define CC__DR_CMA   1u   /* this rank may read every rank's memory by cross-memory attach */
 #define CC__DR_CALL  2u   /* this rank's part of the call can go direct */
@@ -7442,24 +7417,12 @@ static size_t cc__direct_size(const cc_comm *c, const cc__call *k) {
 }
 
 /* ---------------------------------------------------------------- arena: cross-memory attach chosen by measuring */
-/* CC_SHM_CMA=auto (the default): for each collective and size class (a power
-   of two), the calls choose between the arena's two copies and cross-memory
-   attach's one; which is faster depends on the machine and on how loaded its
-   memory is (docs/performance.md). Rank 0 times its calls and chooses, by its
-   own settings; its record in the direct first phase carries the call's way
-   and the class's state after it, which every rank takes. While the arena is
-   the way, calls skip the direct first phase (wait: how many, alike on every
-   rank) until the next try of the other way. Learning: two calls the way the
-   next smaller class chose (the first call each way is cold), two the other,
-   then the faster of their last calls. Then the other way is tried after
-   CC_SHM_TUNE_FIRST calls, twice as many, ... up to CC_SHM_TUNE_MOST, and
-   taken when it beats the median of the current way's last three by
-   CC_SHM_TUNE_GAIN percent; it is tried at once when that median is
-   CC_SHM_TUNE_DRIFT percent slower than when the way was last chosen or
-   confirmed, which the arena's way sees by asking rank 0 every
-   CC_SHM_TUNE_ASK-th call. A call is timed from the end of its first phase
-   (not what the last call left undone) to a phase that ends it on every
-   rank. Reductions fold in rank order either way: the same bits. */
+/* CC_SHM_CMA=auto (the default): per collective and size class (a power of two), rank 0
+   times its calls both ways, the arena's two copies and cross-memory attach's one, and
+   chooses by its own settings; its record in the direct first phase carries the call's way
+   and the class's state after it, which every rank takes (while the arena is the way, `wait`
+   calls skip that phase, alike on every rank). Learning, tries and why: docs/shm.md, "Cross-
+   memory attach or the arena: chosen by measuring", and docs/performance.md. */
 
 static int cc__tune_size(size_t bytes) {
   int i = 0;
@@ -7787,7 +7750,8 @@ static cc_result cc__direct_body(cc_comm *c, const cc__call *k, int go) {
 }
 
 /* A call whose way rank 0 measures: it asks (a direct first phase) unless its
-   class goes through the arena for a while. */
+   class goes through the arena for a while. Timed from the end of that phase where it
+   has one (not what the last call left undone) to a phase that ends it on every rank. */
 static cc_result cc__tuned_run(cc_comm *c, const cc__call *k, cc__tune *t) {
   uint64_t t0 = c->rank == 0 ? cc__now_ns() : 0;
   int go = 0;
@@ -8533,13 +8497,10 @@ static cc_result cc__p2p_run(cc_comm *c, const cc__call *calls, int ncalls, cons
 }
 
 /* ---------------------------------------------------------------- queued calls
-   Small broadcasts, scatters and gathers on one host go as frames through
-   the rings, which queue them: a rank that only sends returns once the bytes
-   are in the rings, and may run as many calls ahead as they hold. A receiver
-   compares each frame's call with its own (CC_ERR_MISMATCH), and every rank
-   mixes the number, kind and root of each queued call into c->qhist, which
-   the next arena call compares: ranks that disagreed on a root, where no
-   frame could show it, fail there. */
+   Small broadcasts, scatters and gathers on one host go as frames through the rings: a rank
+   that only sends returns once they are in. A receiver compares each frame's call with its
+   own; c->qhist, which the next arena call compares, catches a root no frame could show
+   (docs/shm.md, "Small broadcasts, scatters and gathers: queued"). */
 
 static CC__INLINE int cc__queued(const cc_comm *c, const cc__call *k) {
   size_t bytes = k->count * cc__dtype_bytes(k->t);
@@ -8580,18 +8541,11 @@ static CC__INLINE cc_result cc__algo_run(cc_comm *c, const cc__call *k) {
   return r;
 }
 /* ============================================================== @bootstrap */
-/* How communicators come to be. cc_comm_init reads the settings once, then
-   takes one of the named init paths:
-     cc__init_single      a world of one: an anonymous segment, no name at all
-     cc__init_shm_job     ccrun on one host (CC_JOB_ID): the ranks meet in a
-                          segment named after the job, never on a port
-     cc__init_rendezvous  env:// (MASTER_ADDR/PORT, Slurm), tcp://, file://
-                          and cc_comm_init_rank's unique id: rank 0 gathers
-                          every rank's record (host identity, address), then
-                          the ranks meet in shared memory (one host) or build
-                          a mesh of TCP connections with a segment per host
-   and, for CC_TRANSPORT=tcp on one host, cc__init_tcp_from_shm. cc_comm_split
-   builds each new communicator the same way from its ranks' records. */
+/* How communicators come to be: cc_comm_init reads the settings once, then takes one of
+   the named init paths, cc__init_single, cc__init_shm_job or cc__init_rendezvous, and for
+   CC_TRANSPORT=tcp on one host cc__init_tcp_from_shm (docs/design.md, "How a communicator
+   comes to be"). cc_comm_split builds each new communicator the same way from its ranks'
+   records. */
 
 /* ---------------------------------------------------------------- communicators */
 
@@ -8925,15 +8879,10 @@ static cc_result cc__mesh_build(cc_comm *c, const cc__rec *recs, int lfd, int tc
 }
 
 /* ---------------------------------------------------------------- the rendezvous
-   Rank 0 listens (env:// and tcp://: on MASTER_ADDR:MASTER_PORT; file://: on
-   a port it writes into the file; a unique id: where cc_get_unique_id
-   listens), every other rank connects (retrying everything but an
-   authentication failure, with backoff, until it is in), shakes hands and
-   sends its record; once all are in, rank 0 answers all of them at once with
-   the job identity, the key that names the job's segments, and every record:
+   Rank 0 listens, every other rank connects, shakes hands and sends its record; once all
+   are in, rank 0 answers all at once and closes the port (docs/tcp.md, "Start-up"):
      reply {magic, status, world, missing, job[40], shmkey[32]} + world records
-   and closes the port. With a token the record and the reply are sealed with
-   the connection's keys (@tcp). */
+   With a token the record and the reply are sealed with the connection's keys (@tcp). */
 
 #define CC__REPLY 88
 
@@ -8992,13 +8941,10 @@ static void cc__rdv_missing(const cc__rdv_take_ctx *x, char *buf, size_t len) {
   }
 }
 
-/* The rule for refused ranks: a connection claiming rank r that was refused
-   (a token that differs or is missing, another world size...) may be a
-   stranger's, and the real rank r may still come; but if rank r has not
-   joined CC_REFUSED_GRACE after the first such refusal, the rendezvous fails
-   on every rank, saying which rank was refused and why. A claim of a rank
-   beyond this world (the claimant's world is larger) counts the same while
-   any rank is missing. */
+/* The rule for refused ranks (docs/tcp.md, "A refused rank fails the job"): a refused
+   connection claiming rank r may be a stranger's, but if rank r has not joined
+   CC_REFUSED_GRACE after the first such refusal, the rendezvous fails on every rank. A
+   claim of a rank beyond this world counts the same while any rank is missing. */
 static int cc__rdv_give_up(void *ctx) {
   cc__rdv_take_ctx *x = (cc__rdv_take_ctx *)ctx;
   uint64_t now = cc__now_ns(), waited;
@@ -9073,9 +9019,8 @@ static cc_result cc__rdv_serve(cc_comm *c, int lfd, const cc__rdv *v, cc__rec *r
     refused = *x.refused;
     missing = refused.rank;
     cc__refusal_text(&refused, 0, (uint32_t)n, text, sizeof text);
-    r = cc__fail(c, refused.reason == CC__REF_TOKEN || refused.reason == CC__REF_NO_TOKEN ||
-                 refused.reason == CC__REF_HAS_TOKEN || refused.reason == CC__REF_ENCRYPT ? CC_ERR_AUTH :
-                 CC_ERR_MISMATCH, "comm_init: rank 0: rank %d (from %s) was refused at the rendezvous at %s: %s; "
+    r = cc__fail(c, refused.reason <= CC__REF_ENCRYPT ? CC_ERR_AUTH : CC_ERR_MISMATCH,   /* CC__REF_TOKEN.._ENCRYPT */
+                 "comm_init: rank 0: rank %d (from %s) was refused at the rendezvous at %s: %s; "
                  "no rank %d joined within %.0f s of that (CC_REFUSED_GRACE)", refused.rank, refused.addr, v->where,
                  text, refused.rank, (double)x.grace / 1e9);
   } else if (st != 0) {
@@ -9337,10 +9282,9 @@ static cc_result cc__rendezvous(cc_comm *c, cc__rdv *v, cc__rec *recs, char *job
       r = cc__rdv_join(c, ip, port, v, recs, jobid, deadline, &retry, why, sizeof why);
       if (r == CC_OK || !retry) return r;
     }
-    /* refused for the world size (or as another job): the refusal carries
-       no proof, but a rank 0 that said so CC_REFUSED_GRACE ago, with nothing
-       else heard since but silence or a closed port (it fails by the same
-       rule, and closes its port), is believed */
+    /* refused for the world size (or as another job): the refusal carries no proof, but
+       a rank 0 that said so CC_REFUSED_GRACE ago, with nothing since but silence or a
+       closed port (it fails by the same rule, and closes its port), is believed */
     if (r == CC_ERR_MISMATCH) {
       if (!refused_since) refused_since = cc__now_ns();
       snprintf(refused_why, sizeof refused_why, "%s", why);
@@ -10110,18 +10054,16 @@ static cc_result cc__args(cc_comm *c, cc__call *k) {
   CC__TRY(cc__v_dtype(c, w, t));
   if (cc__reduces(k->coll)) CC__TRY(cc__v_op(c, w, t, k->op));
   if (cc__rooted(k->coll)) CC__TRY(cc__v_rank(c, w, "root", k->root));
-  if ((k->coll == CC__SEND || k->coll == CC__RECV) && k->peer != CC_ANY_SOURCE)
-    CC__TRY(cc__v_rank(c, w, "peer", k->peer));
-  if ((k->coll == CC__SEND || k->coll == CC__RECV) && k->tag < 0)
-    return cc__fail(c, CC_ERR_INVALID_ARG, "%s: tag %d is negative", w, k->tag);
   es = cc__dtype_bytes(t);
   b = n * es;
   switch (k->coll) {
   case CC__BROADCAST:
-  case CC__RECV:
     return cc__v_buf(c, w, "buf", k->rbuf, n, 1, t);
   case CC__SEND:
-    return cc__v_buf(c, w, "buf", k->sbuf, n, 1, t);
+  case CC__RECV:
+    if (k->peer != CC_ANY_SOURCE) CC__TRY(cc__v_rank(c, w, "peer", k->peer));
+    if (k->tag < 0) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: tag %d is negative", w, k->tag);
+    return cc__v_buf(c, w, "buf", k->coll == CC__SEND ? k->sbuf : k->rbuf, n, 1, t);
   case CC__REDUCE:
   case CC__ALL_REDUCE:
     CC__TRY(cc__v_buf(c, w, "sendbuf", k->sbuf, n, 1, t));
@@ -10459,12 +10401,11 @@ CC_API void cc_comm_abort(cc_comm *c) {
    here, and cc_spawn then has nothing left to do. */
 static cc_comm *cc__spawn_owned;
 
-/* Leaving: did this rank's last collective meet another call on a rank of
-   its host? A queued call returns before the others enter theirs, so a
-   mismatch with it may only show now: a mismatch another rank posted, or a
-   rank of this host in the same collective number with another call. Its
-   error, or CC_OK when nothing says so yet (the others then learn it from
-   this rank's control block, cc__check_call). */
+/* Leaving: did this rank's last collective meet another call on a rank of its host? A
+   queued call returns before the others enter theirs, so a mismatch with it may only show
+   now: one another rank posted, or a rank of this host in the same collective number with
+   another call. CC_OK when nothing says so yet (the others then learn it from this rank's
+   control block, cc__check_call). */
 static cc_result cc__leave_check(cc_comm *c) {
   uint64_t mine, theirs;
   char a[96], b[96];
