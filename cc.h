@@ -1000,14 +1000,6 @@ static void cc__host_id(char *out, size_t len) {
    an fcntl write lock and read under a read lock (locks die with their
    process). */
 
-/* Close fd after a failure, keeping the failure's errno: -1. */
-static int cc__close_failed(int fd) {
-  int e = errno;
-  close(fd);
-  errno = e;
-  return -1;
-}
-
 /* Is the open file fd one this user may trust: a plain file of its own with
    one name? 0, or -1 with errno EPERM and what is wrong in why. */
 static int cc__file_trusted(int fd, char *why, size_t whylen) {
@@ -1038,7 +1030,7 @@ static int cc__file_open(const char *path, int create, char *why, size_t whylen)
     if (errno == ELOOP) snprintf(why, whylen, "it is a symbolic link (never followed)");
     return -1;
   }
-  if (cc__file_trusted(fd, why, whylen) != 0) return cc__close_failed(fd);
+  if (cc__file_trusted(fd, why, whylen) != 0) { int e = errno; close(fd); errno = e; return -1; }
   return fd;
 }
 
@@ -1168,15 +1160,18 @@ static int cc__sock_listen(const char *ip, int port, int backlog, int *bound) {
 #ifndef CC_NO_TCP
   struct sockaddr_storage sa;
   socklen_t salen;
-  int one = 1, fd;
+  int one = 1, e, fd;
   if (cc__sock_resolve(ip, port, &sa, &salen) != 0) { errno = EADDRNOTAVAIL; return -1; }
   fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return -1;
   setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  if (bind(fd, (const struct sockaddr *)&sa, salen) != 0 || listen(fd, backlog) != 0) return cc__close_failed(fd);
+  if (bind(fd, (const struct sockaddr *)&sa, salen) != 0 || listen(fd, backlog) != 0) {
+    e = errno; close(fd); errno = e;
+    return -1;
+  }
   if (bound) {
     salen = sizeof sa;
-    if (getsockname(fd, (struct sockaddr *)&sa, &salen) != 0) return cc__close_failed(fd);
+    if (getsockname(fd, (struct sockaddr *)&sa, &salen) != 0) { e = errno; close(fd); errno = e; return -1; }
     *bound = ntohs(sa.ss_family == AF_INET ? ((struct sockaddr_in *)(void *)&sa)->sin_port
                                            : ((struct sockaddr_in6 *)(void *)&sa)->sin6_port);
   }
@@ -1208,13 +1203,13 @@ static int cc__sock_connect(const char *ip, int port, uint64_t deadline) {
 #ifndef CC_NO_TCP
   struct sockaddr_storage sa;
   socklen_t salen, elen;
-  int one = 1, err = 0, fd;
+  int one = 1, e, err = 0, fd;
   if (cc__sock_resolve(ip, port, &sa, &salen) != 0) { errno = EADDRNOTAVAIL; return -1; }
   fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return -1;
   if (connect(fd, (const struct sockaddr *)&sa, salen) != 0) {
-    if (errno != EINPROGRESS && errno != EINTR) return cc__close_failed(fd);
-    if (cc__sock_wait(fd, POLLOUT, deadline) != 0) return cc__close_failed(fd);
+    if (errno != EINPROGRESS && errno != EINTR) { e = errno; close(fd); errno = e; return -1; }
+    if (cc__sock_wait(fd, POLLOUT, deadline) != 0) { e = errno; close(fd); errno = e; return -1; }
     elen = sizeof err;
     if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0 || err != 0) {
       close(fd); errno = err ? err : ECONNREFUSED;
