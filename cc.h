@@ -1567,34 +1567,12 @@ static void cc__hmac_sha256(const void *key, size_t keylen, const void *const *p
 #if CC__HAVE_TCP
 
 /* ------------------------------------------------------------------ crypto */
-/* Key derivation and authenticated encryption for the TCP transport.
-
-     HKDF-SHA256                 RFC 5869, on cc__hmac_sha256
-     ChaCha20, Poly1305          RFC 8439 sections 2.3-2.6 (portable C; ChaCha20
-                                 also 4 blocks at a time with SSE2 and 8 with AVX2)
-     AEAD_CHACHA20_POLY1305      RFC 8439 section 2.8
-     AES-256-GCM                 FIPS 197 + SP 800-38D, with AES-NI and PCLMULQDQ
-                                 only (x86-64, GCC/Clang, chosen at run time), in
-                                 256-bit registers where the CPU has VPCLMULQDQ
-                                 (and VAES). There is deliberately no table-based
-                                 software AES: without the instructions, GCM is
-                                 unavailable and the caller uses ChaCha20-Poly1305
-
-   One streaming interface covers both suites (each a cc__aead_suite, below:
-   the place to plug in another implementation):
-
-     cc__aead_key k;   cc__aead_setkey(&k, suite, key32)      once per key
-     cc__aead st;      cc__aead_begin(&st, &k, nonce12)        per message
-                       cc__aead_aad(&st, p, n)          any number of times, first
-                       cc__aead_encrypt(&st, in, out, n)  or cc__aead_decrypt(...)
-                       cc__aead_final(&st, tag16)  or  cc__aead_verify(&st, tag16)
-
-   Any split of the AAD and of the payload gives the same output and tag as
-   one call. Integrity only = all data as AAD, no payload (GMAC for GCM; for
-   ChaCha20-Poly1305 the Poly1305 pass under the per-message key). in == out
-   is allowed; other overlaps are not. Everything returns 0, or -1 on misuse,
-   an over-long message, an unavailable suite or (verify) a wrong tag; after a
-   -1 the message state refuses everything until the next begin.
+/* How the TCP transport's ciphers run: ChaCha20 in portable C, also 4 and 8
+   blocks at a time with SSE2 and AVX2; AES-256-GCM with AES-NI and PCLMULQDQ
+   only (x86-64, GCC/Clang, chosen at run time), wider where the CPU has
+   VPCLMULQDQ and VAES. There is deliberately no table-based software AES:
+   without the instructions, GCM is unavailable and the caller uses
+   ChaCha20-Poly1305. The interface: "AEAD", below.
 
    Constant time: no branch or memory index depends on a key, a keystream, a
    plaintext or a tag (ChaCha20: add/xor/rotate; Poly1305: fixed carry chains
@@ -2306,12 +2284,21 @@ static CC__TARGET_GCM void cc__gcm_keystream(const unsigned char *rk, const unsi
 #endif /* CC__CRYPTO_X86 */
 
 /* ================================================================ AEAD
-   The transport reaches the suites only through cc__aead_setkey ...
-   cc__aead_verify, and cc__aead_suite_of maps the handshake's suite numbers
-   to implementations. A build that would rather use a system library for a
-   suite (OpenSSL's EVP, the kernel's crypto API) fills a cc__aead_suite with
-   its own functions, keeps its state behind the key's and the message's impl
-   pointers, and has cc__aead_suite_of return it: nothing else changes. */
+   One streaming interface covers both suites: cc__aead_setkey once per key;
+   per message cc__aead_begin, cc__aead_aad any number of times (first), then
+   cc__aead_encrypt or cc__aead_decrypt (in == out allowed, no other overlap),
+   then cc__aead_final or cc__aead_verify. Each returns 0, or -1 on misuse, an
+   over-long message, an unavailable suite or a wrong tag; after a -1 the
+   message refuses everything until the next begin. Any split of the AAD and
+   of the payload gives the same output and tag as one call. Integrity only =
+   all data as AAD, no payload (GMAC for GCM; for ChaCha20-Poly1305 the
+   Poly1305 pass under the per-message key).
+   The transport reaches the suites only through these, and cc__aead_suite_of
+   maps the handshake's suite numbers to implementations. A build that would
+   rather use a system library for a suite (OpenSSL's EVP, the kernel's crypto
+   API) fills a cc__aead_suite with its own functions, keeps its state behind
+   the key's and the message's impl pointers, and has cc__aead_suite_of return
+   it: nothing else changes. */
 typedef struct cc__aead_suite cc__aead_suite;
 
 typedef struct cc__aead_key {
@@ -3263,14 +3250,10 @@ static size_t cc__token_pattern(const unsigned char *t, size_t n, size_t i) {
   return best;
 }
 
-/* An estimate of a token's entropy in bits. Each character costs log2 of the
-   alphabet it seems drawn from: 16 for hex digits, else the classes it uses
-   (26 lower, 26 upper, 10 digits, 33 others), at most four times the number
-   of distinct characters. A stretch of at least CC__TOKEN_PATTERN characters
-   that a pattern explains costs only where it starts and how long it is, as
-   a compressor would count it (*patterned: one did). An upper bound: it
+/* An estimate of a token's entropy in bits (*patterned: a pattern explained a
+   stretch), as docs/security.md, "Tokens", describes it; an upper bound, which
    cannot tell a random string from words, hence `ccrun --make-token` in the
-   messages. A random 32-hex-digit token holds a pattern about once in 300,000. */
+   messages. The classes: 26 lower, 26 upper, 10 digits, 33 others. */
 static int cc__token_bits(const char *s, int *patterned) {
   const unsigned char *t = (const unsigned char *)s;
   int lower = 0, upper = 0, digit = 0, other = 0, hex = 1, distinct = 0, seen[256], alpha;
@@ -3560,28 +3543,15 @@ static cc_result cc__settings_read(const cc_config *cfg, cc__settings *s) {
    costs 2 element operations, not a block's worth): the bits of element i
    depend neither on the block size nor on where i falls in a block.
 
-   Rules, beyond the op itself:
-   - float16 and bfloat16 are widened to float32, folded in float32 and rounded
-     to nearest even once, at the end. float32 folds in float, float64 in double,
-     complex in pairs of those; no wider accumulator anywhere.
-   - Integer sums and products wrap (two's complement); they run in the unsigned
-     type, where wrapping is defined. Signed types use the signed kernel for min
-     and max only.
-   - MIN/MAX follow fmin/fmax: a NaN operand is ignored unless both are NaN. On
-     equality (-0.0 vs +0.0) the earlier operand wins.
-   - AVG is the SUM fold divided by nsrc once, in the accumulator precision.
-   - premul_sum: scal[k] points to one value of dtype t (a 2-byte value for the
-     half types); dst[i] = scal[0]*s0[i] + scal[1]*s1[i] + ..., folded left.
-   - Products are rounded on their own, complex ones as (ac - bd) + (ad + bc)i:
-     one product per statement, so that no compiler fuses a multiply-add within
-     a statement (GCC in its GNU modes, -ffp-contract=fast, may still fuse across
-     statements on targets with FMA; -std=c99, or x86-64 without -march, rules
-     that out).
-   - Every NaN a float op yields is stored as the canonical quiet NaN (positive,
-     payload 0), so that its bits never depend on the order in which the
-     hardware saw the operands.
-   - A pair refused by cc__op_check, nsrc < 1, or premul_sum without scalars
-     leaves dst untouched: the callers check the pair first. */
+   The rules of the results (accumulator precision, integer wrapping, NaN and
+   signed zeros in MIN/MAX, premul_sum, rounded products, canonical NaN):
+   docs/api.md, "Data types and reduction ops". In the code: integer sums and
+   products run in the unsigned type, where wrapping is defined; AVG is the SUM
+   fold divided by nsrc once, in the accumulator's precision; each product gets
+   a statement of its own, so that no compiler fuses a multiply-add in one;
+   premul_sum's scal[k] points to one value of dtype t (2 bytes for the half
+   types). A pair refused by cc__op_check, nsrc < 1, or premul_sum without
+   scalars leaves dst untouched: the callers check the pair first. */
 
 #define CC__OP_PREMUL 8    /* internal op code for premul_sum */
 #define CC__OP_SCALE (-1)  /* acc = scalar * acc: premul_sum's first source */
