@@ -7917,26 +7917,17 @@ static unsigned char *cc__keep(unsigned char **buf, size_t *have, size_t bytes) 
   return *buf;
 }
 
-/* avg: the sum divided by the number of ranks, once, at the end. */
+/* avg: the sum divided by the number of ranks, once, at the end. Messages
+   carry float16 and bfloat16 sums as float32 (cc__msg_half), so only float32
+   and float64 (and their complex pairs) come here: integers have no avg. */
 static void cc__avg_div(void *buf, size_t count, cc_dtype t, int n) {
   size_t i;
   float *f = (float *)buf;
   double *d = (double *)buf;
-  uint16_t *h = (uint16_t *)buf;
-  switch (t) {
-  case CC_FLOAT32: case CC_COMPLEX64:
+  if (t == CC_FLOAT32 || t == CC_COMPLEX64)
     for (i = 0; i < count * (t == CC_COMPLEX64 ? 2 : 1); i++) f[i] /= (float)n;
-    break;
-  case CC_FLOAT64: case CC_COMPLEX128:
+  else if (t == CC_FLOAT64 || t == CC_COMPLEX128)
     for (i = 0; i < count * (t == CC_COMPLEX128 ? 2 : 1); i++) d[i] /= (double)n;
-    break;
-  case CC_FLOAT16: case CC_BFLOAT16:
-    for (i = 0; i < count; i++)
-      h[i] = t == CC_FLOAT16 ? cc__float_to_half(cc__half_to_float(h[i]) / (float)n)
-                             : cc__float_to_bf16(cc__bf16_to_float(h[i]) / (float)n);
-    break;
-  default: break;                      /* integers have no avg */
-  }
 }
 
 /* Send to `to` and receive from `from` (either may be -1), together. */
