@@ -576,11 +576,6 @@ static void cc__prefetch_write(const void *p) {
 #endif
 }
 
-/* Ask for the line at p to come into this core's cache for a read to come. */
-static void cc__prefetch_read(const void *p) {
-  __builtin_prefetch(p, 0, 3);
-}
-
 /* Copy with non-temporal stores (x86 SSE2; memcpy elsewhere): the data goes
    towards memory instead of staying dirty in this core's cache, so that a rank
    on a far core streams it from memory rather than pulling line by line from
@@ -5953,8 +5948,6 @@ static int cc__ring_send_now(cc_comm *c, int to, const cc__ident *id, const void
   return 1;
 }
 
-#define CC__RING_AHEAD 192             /* bytes behind a frame taken whose line cc__ring_recv_now asks for */
-
 /* Receive from rank `from` the collective frame of call `id` (number c->seq)
    into buf: 1 when it was next in the ring, whole, and fits exactly. The
    header must be the one this rank would have sent, byte for byte: the
@@ -5988,14 +5981,6 @@ static int cc__ring_recv_now(cc_comm *c, int from, const cc__ident *id, void *bu
     cc__ring_get(c->shm, ch, tail, hdr, CC__FRAME);
     if (!cc__hdr_same(hdr, want)) return 0;
     if (bytes) cc__ring_get(c->shm, ch, tail + CC__FRAME, buf, bytes);
-  }
-  /* a frame already published a few lines behind this one: its line starts
-     on its way now, while this call returns and the next ones begin (a root
-     far ahead would otherwise cost a line's trip between cores per frame;
-     frames are shorter than a line, so every line gets its turn) */
-  if ((size_t)(pe->ring.seen_head - tail) > CC__FRAME + bytes + CC__RING_AHEAD) {
-    off += CC__FRAME + bytes + CC__RING_AHEAD;
-    cc__prefetch_read((const unsigned char *)(ch + 1) + (off < chan ? off : off - chan));
   }
   lp->ring.rx_lag += CC__FRAME + bytes;
   if (lp->ring.rx_lag >= chan / 4) {
