@@ -62,8 +62,7 @@
        CC_SHM_CHUNK      bytes of one pipeline stage per rank (default 1M for two
                          ranks, 256K per two ranks beyond, at most 2M)
        CC_SMALL_BYTES    largest message every rank reduces in one phase (16K)
-       CC_STREAM_BYTES   messages this large are staged with streaming or plain stores,
-                         whichever this rank's copies run faster with (512K)
+       CC_STREAM_BYTES   messages this large are staged with non-temporal stores (512K)
        CC_SHM_DIRECT_BYTES  messages this large are read from the peers' buffers
                          directly, with one copy, instead of through the arena (256K)
        CC_SHM_QUEUE_BYTES  broadcasts this small (scatters, gathers: all parts) go
@@ -2949,9 +2948,6 @@ typedef struct cc__arena {
   size_t *blk;                         /* size x 2: where each rank's block of a reduction starts, its length, */
   cc__call blk_of;                     /* for this call (its coll, count, dtype and root), */
   int blk_want;                        /* and whether this rank keeps the result */
-  int st_way;                          /* large stagings: 1 streaming stores, 0 plain (cc__stage_big) */
-  uint32_t st_left, st_every;          /* stagings before the other way is tried; between tries */
-  float st_rate, st_ref;               /* bytes per ns of this rank's stagings the current way; when chosen */
 } cc__arena;
 
 /* Direct access to peers' buffers on one host: cross-memory attach, cc_mem_alloc. */
@@ -7092,41 +7088,11 @@ static CC__INLINE cc_result cc__apply(cc_comm *c, const cc__call *k, void *dst, 
   return cc__fold(c, k->op, k->t, dst, c->arena.srcs, c->arena.scals, c->size, count, cc__coll_name(k->coll));
 }
 
-/* A large staging, with streaming or plain stores, whichever this rank's own
-   copies run faster with. Plain stores are fast while the readers share this
-   core's cache, and slow when they are far: each store takes back a line the
-   readers hold from the last call, a trip between cores each; streaming
-   stores cost about the same either way. The readers' copies are not timed:
-   far or near, they follow the writer's choice. The other way is tried after
-   8 stagings, then 16, ... up to 1024, and taken when faster by a tenth; at
-   once when the way in use runs at half its rate when last chosen. */
-static CC__NOINLINE void cc__stage_big(cc_comm *c, void *dst, const void *src, size_t n) {
-  cc__arena *a = &c->arena;
-  int way = a->st_left ? a->st_way : !a->st_way;
-  uint64_t t0 = cc__now_ns();
-  float rate;
-  if (way) cc__copy_stream(dst, src, n);
-  else memcpy(dst, src, n);
-  rate = (float)n / (float)(cc__now_ns() - t0 + 1);
-  if (a->st_left) {
-    a->st_left--;
-    a->st_rate = a->st_rate > 0 ? 0.75f * a->st_rate + 0.25f * rate : rate;
-    if (a->st_rate < 0.5f * a->st_ref) a->st_left = 0;   /* the placement changed: try the other now */
-  } else if (rate > 1.1f * a->st_rate) {
-    a->st_way = way;
-    a->st_rate = a->st_ref = rate;
-    a->st_left = a->st_every = 8;
-  } else {
-    a->st_ref = a->st_rate;
-    a->st_left = a->st_every = CC__MIN(2 * a->st_every, 1024u);
-  }
-}
-
-/* Stage `n` bytes of a message of `total` into this rank's half: large ones
-   by cc__stage_big, unless ranks outnumber CPUs (two ranks sharing a core
-   would fetch back from memory what their core's cache held). */
+/* Stage `n` bytes of a message of `total` into this rank's half: large ones with
+   streaming stores, unless ranks outnumber CPUs: two ranks sharing a core would
+   fetch back from memory what their core's cache held. */
 static void cc__stage(cc_comm *c, void *half_data, const void *src, size_t n, size_t total) {
-  if (total >= c->set.stream_bytes && !c->oversub) cc__stage_big(c, half_data, src, n);
+  if (total >= c->set.stream_bytes && !c->oversub) cc__copy_stream(half_data, src, n);
   else memcpy(half_data, src, n);
 }
 
@@ -8558,8 +8524,6 @@ static cc_comm *cc__comm_new(int rank, int size, const cc__settings *s) {
   c->settle_ns = 500 * CC__MS;
   c->small_bytes = s->small_bytes >= 0 ? (size_t)s->small_bytes : c->oversub ? (64u << 10) : (16u << 10);
   c->direct.cma = c->direct.cma_mine = -1;
-  c->arena.st_way = 1;                 /* streaming stores first; plain ones tried after 8 stagings */
-  c->arena.st_left = c->arena.st_every = 8;
   c->arena.srcs = (const void **)CC_MALLOC(sizeof(void *) * n);
   c->arena.scals = (const void **)CC_MALLOC(sizeof(void *) * n);
   c->arena.scalbuf = (unsigned char *)CC_MALLOC(16 * n);
