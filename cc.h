@@ -62,7 +62,8 @@
        CC_SHM_CHUNK      bytes of one pipeline stage per rank (default 1M for two
                          ranks, 256K per two ranks beyond, at most 2M)
        CC_SMALL_BYTES    largest message every rank reduces in one phase (16K)
-       CC_STREAM_BYTES   messages this large are staged with non-temporal stores (512K)
+       CC_STREAM_BYTES   messages this large are staged with non-temporal stores, or, when a
+                         call only moves data, plain ones if this rank's copies run faster (512K)
        CC_SHM_DIRECT_BYTES  messages this large are read from the peers' buffers
                          directly, with one copy, instead of through the arena (256K)
        CC_SHM_QUEUE_BYTES  broadcasts this small (scatters, gathers: all parts) go
@@ -71,9 +72,10 @@
                          (one copy) or the arena (two), whichever timed faster per collective and
                          size; 1: cross-memory attach wherever allowed; 0: never
        CC_SHM_TUNE_FIRST, CC_SHM_TUNE_MOST, CC_SHM_TUNE_ASK, CC_SHM_TUNE_GAIN, CC_SHM_TUNE_DRIFT
-                         how CC_SHM_CMA=auto chooses: calls before the first try of the other way (16)
-                         and at most between tries (1024), how often the arena's way asks (16), percent
-                         faster a try must be (10), percent slower the way in use may grow before one (50)
+                         how CC_SHM_CMA=auto (and the stores above) choose: calls before the first
+                         try of the other way (16) and at most between tries (1024), how often the
+                         arena's way asks (16), percent faster a try must be (10), percent slower the
+                         way in use may grow before one (50)
        CC_NET_CHUNK      bytes of one pipelined piece over TCP (1M)
        CC_NET_SMALL_BYTES  largest message sent whole to every peer over TCP (64K)
        CC_NET_SOCKBUF    TCP socket buffer bytes (default: the kernel's autotuning)
@@ -2789,17 +2791,18 @@ typedef struct cc__pbuf {
   int pid;
 } cc__pbuf;
 
-/* CC_SHM_CMA=auto: how one collective at one size class goes (@algo). */
+/* A choice between two ways by measuring (@algo): CC_SHM_CMA=auto's for one
+   collective at one size class, a staging's stores for one size class. */
 #define CC__TUNE_KEEP 3                /* calls kept each way */
-typedef struct cc__tune {
-  uint32_t wait;                       /* every rank alike: calls that go through the arena without asking rank 0 */
-  uint8_t way;                         /* every rank alike: 0 the arena's two copies, 1 cross-memory attach */
-  uint8_t trying;                      /* rank 0: this call tries the other way */
-  uint8_t want, ran;                   /* rank 0: the way this call was to go, and went (2: neither, buffers mapped) */
-  uint8_t nsamp[2];                    /* rank 0: calls timed each way (at most CC__TUNE_KEEP) */
-  uint32_t every, left;                /* rank 0: calls between tries of the other way (0: still learning), until the next */
-  float ref;                           /* rank 0: the way's ns per byte when last chosen or confirmed */
-  float ns[2][CC__TUNE_KEEP];          /* rank 0: ns per byte of the last calls each way, the newest first */
+typedef struct cc__tune {             /* CC_SHM_CMA=auto: rank 0 chooses, the first two fields every rank keeps */
+  uint32_t wait;                       /* calls that go way 0 without asking (CC_SHM_CMA=auto: through the arena) */
+  uint8_t way;                         /* 0 the arena's two copies, 1 cross-memory attach; 0 plain, 1 streaming stores */
+  uint8_t trying;                      /* this call tries the other way */
+  uint8_t want, ran;                   /* the way this call was to go, and went (2: neither, buffers mapped) */
+  uint8_t nsamp[2];                    /* calls timed each way (at most CC__TUNE_KEEP) */
+  uint32_t every, left;                /* calls between tries of the other way (0: still learning), until the next */
+  float ref;                           /* the way's ns per byte when last chosen or confirmed */
+  float ns[2][CC__TUNE_KEEP];          /* ns per byte of the last calls each way, the newest first */
 } cc__tune;
 #define CC__TUNE_COLLS 6               /* the collectives cross-memory attach serves (cc__tune_coll) */
 #define CC__TUNE_SIZES 24              /* size classes: [1 KiB << i, 2 KiB << i) */
@@ -2938,6 +2941,13 @@ typedef struct cc__net {
   char ip[64];                         /* where this rank listens (for splits) */
 } cc__net;
 
+/* How this rank stages one size class of data-movement messages (cc__stage_pick). */
+typedef struct cc__stw {
+  int way;                             /* 0 streaming stores, 1 plain */
+  uint32_t left, every, tried;         /* stagings until the other way is tried, between tries; of a try */
+  float rate, ref, trate;              /* bytes per ns of the way in use (plain: doubled); when chosen; a try's */
+} cc__stw;
+
 /* The arena executor's state: this rank's phase, and the scratch of one call's fold. */
 typedef struct cc__arena {
   uint64_t step;                       /* last phase this rank arrived at */
@@ -2948,6 +2958,7 @@ typedef struct cc__arena {
   size_t *blk;                         /* size x 2: where each rank's block of a reduction starts, its length, */
   cc__call blk_of;                     /* for this call (its coll, count, dtype and root), */
   int blk_want;                        /* and whether this rank keeps the result */
+  cc__stw st[CC__TUNE_SIZES];          /* the stores of large stagings that only move data */
 } cc__arena;
 
 /* Direct access to peers' buffers on one host: cross-memory attach, cc_mem_alloc. */
@@ -7088,12 +7099,147 @@ static CC__INLINE cc_result cc__apply(cc_comm *c, const cc__call *k, void *dst, 
   return cc__fold(c, k->op, k->t, dst, c->arena.srcs, c->arena.scals, c->size, count, cc__coll_name(k->coll));
 }
 
-/* Stage `n` bytes of a message of `total` into this rank's half: large ones with
-   streaming stores, unless ranks outnumber CPUs: two ranks sharing a core would
-   fetch back from memory what their core's cache held. */
-static void cc__stage(cc_comm *c, void *half_data, const void *src, size_t n, size_t total) {
-  if (total >= c->set.stream_bytes && !c->oversub) cc__copy_stream(half_data, src, n);
-  else memcpy(half_data, src, n);
+/* ---------------------------------------------------------------- choosing by measuring
+   Two ways, timed on this rank: the faster is kept, the other tried again now
+   and then (CC_SHM_TUNE_*). CC_SHM_CMA=auto (rank 0, for every rank) and the
+   stores of large stagings (each writer, for itself) choose this way
+   (docs/shm.md; the settings: docs/performance.md). */
+
+/* The size class of `bytes`: [1 KiB << i, 2 KiB << i). */
+static int cc__tune_size(size_t bytes) {
+  int i = 0;
+  for (bytes >>= 11; bytes && i < CC__TUNE_SIZES - 1; bytes >>= 1) i++;
+  return i;
+}
+
+/* What a call one way costs: the median of its last three calls (the least while it has fewer). */
+static float cc__tune_est(const cc__tune *t, int way) {
+  const float *v = t->ns[way];
+  if (t->nsamp[way] < CC__TUNE_KEEP) return t->nsamp[way] > 1 ? CC__MIN(v[0], v[1]) : v[0];
+  return CC__MAX(CC__MIN(v[0], v[1]), CC__MIN(CC__MAX(v[0], v[1]), v[2]));
+}
+
+static void cc__tune_push(cc__tune *t, int way, float ns) {
+  int i;
+  for (i = CC__TUNE_KEEP - 1; i > 0; i--) t->ns[way][i] = t->ns[way][i - 1];
+  t->ns[way][0] = ns;
+  if (t->nsamp[way] < CC__TUNE_KEEP) t->nsamp[way]++;
+}
+
+/* The call of t's class just done went t->ran (2: neither way, its buffers
+   were mapped) in ns nanoseconds per byte. A call that could not go the way
+   it was to (an in-place all_to_all) counts as endless that way. */
+static void cc__tune_note(cc__tune *t, float ns) {
+  if (t->ran > 1) return;
+  if (t->ran != t->want) cc__tune_push(t, t->want, 1e30f);
+  cc__tune_push(t, t->ran, ns);
+}
+
+/* Asked by a call of t's class: the way it goes; t->way and t->wait become
+   the class's state after it. prior: the way to learn first. *chose: 1 when
+   t->way was decided or changed. */
+static int cc__tune_step(const cc__settings *s, cc__tune *t, int prior, int *chose) {
+  int use;
+  *chose = 0;
+  if (t->wait) {                       /* asked although waiting: the call may use mapped memory */
+    t->wait--;
+    return t->way;
+  }
+  if (!t->every && !t->nsamp[0] && !t->nsamp[1]) t->way = (uint8_t)prior;
+  if (!t->every && (t->nsamp[t->way] < 2 || t->nsamp[!t->way] < 2))
+    return t->nsamp[t->way] < 2 ? t->way : !t->way;     /* learning: every call asks */
+  if (!t->every) {
+    t->way = cc__tune_est(t, 1) < cc__tune_est(t, 0);
+    t->every = t->left = s->tune_first;
+    t->ref = cc__tune_est(t, t->way);
+    *chose = 1;
+  } else if (t->trying) {
+    float tried = t->ns[!t->way][0];
+    t->trying = 0;
+    if (tried * 100.0f < (float)(100 - s->tune_gain) * cc__tune_est(t, t->way)) {
+      t->way = !t->way;
+      t->every = s->tune_first;
+      t->ref = tried;
+      *chose = 1;
+    } else {
+      t->every = CC__MIN(2 * t->every, s->tune_most);
+      t->ref = cc__tune_est(t, t->way);
+    }
+    t->left = t->every;
+  } else if (t->nsamp[t->way] == CC__TUNE_KEEP &&
+             cc__tune_est(t, t->way) * 100.0f > (float)(100 + s->tune_drift) * t->ref) {
+    t->left = 0;                       /* the way in use got slower: try the other now */
+  }
+  if (!t->left) {
+    t->trying = 1;
+    return !t->way;                    /* wait stays 0: the next call asks, and is compared */
+  }
+  use = t->way;
+  if (use) {
+    t->left--;                         /* way 1: every call asks (cross-memory attach: it must anyway) */
+  } else {                             /* way 0: this call and the next `wait` ones do not ask */
+    uint32_t run = CC__MIN(t->left, s->tune_ask);
+    t->wait = run - 1;
+    t->left -= run;
+  }
+  return use;
+}
+
+/* A large staging of a call that only moves data: plain stores, unless this
+   rank's own stagings of its size run more than twice as fast streamed. Near
+   readers copy faster from lines plain stores leave in a cache they share,
+   which the writer's timing does not see, hence plain's figures count
+   double; far, each plain store takes back a line a reader holds, which it
+   does see (4-5x slower), but only from the second staging on: a try of the
+   other way is CC__STAGE_TRY stagings, judged by the slowest but the first. Tries and margins:
+   CC_SHM_TUNE_FIRST, _MOST, _GAIN, _DRIFT. Reductions always stream: their
+   folds' cost on a far reader does not show on the writer (docs/shm.md,
+   "Large messages: streaming or plain stores"). */
+#define CC__PLAIN_CREDIT 2.0f
+#define CC__STAGE_TRY 4u
+
+static CC__NOINLINE void cc__stage_pick(cc_comm *c, void *dst, const void *src, size_t n, size_t total) {
+  const cc__settings *s = &c->set;
+  int sz = cc__tune_size(total), way;
+  cc__stw *a = &c->arena.st[sz];
+  uint64_t t0;
+  float rate;
+  if (!a->every) a->every = a->left = s->tune_first;   /* way 0: streaming first */
+  way = a->left ? a->way : !a->way;
+  t0 = cc__now_ns();
+  if (way) memcpy(dst, src, n);
+  else cc__copy_stream(dst, src, n);
+  rate = (float)n / (float)(cc__now_ns() - t0 + 1) * (way ? CC__PLAIN_CREDIT : 1.0f);
+  if (a->left) {                       /* the way in use */
+    a->left--;
+    a->rate = a->rate > 0 ? 0.75f * a->rate + 0.25f * rate : rate;
+    if (a->rate * (float)(100 + s->tune_drift) < 100.0f * a->ref) a->left = 0;   /* it got slower: try now */
+    return;
+  }
+  if (a->tried == 1 || (a->tried > 1 && rate < a->trate)) a->trate = rate;   /* a try: its slowest but the first */
+  if (++a->tried < CC__STAGE_TRY) return;
+  a->tried = 0;
+  if (a->trate * (float)(100 - s->tune_gain) > 100.0f * a->rate) {
+    cc__log(c, CC__LOG_INFO, "shm: rank %d stages data-movement messages of %zu KiB to %zu KiB with %s stores "
+            "(%.2f GB/s against %.2f, plain stores' figures doubled)", c->rank, (size_t)1 << sz, (size_t)2 << sz,
+            way ? "plain" : "streaming", (double)a->trate, (double)a->rate);
+    a->way = way;
+    a->rate = a->ref = a->trate;
+    a->left = a->every = s->tune_first;
+  } else {
+    a->ref = a->rate;
+    a->left = a->every = CC__MIN(2 * a->every, s->tune_most);
+  }
+}
+
+/* Stage `n` bytes of a message of `total` into this rank's half: large ones
+   with streaming stores (`pick`: a data-movement call's, cc__stage_pick),
+   unless ranks outnumber CPUs: two ranks sharing a core would fetch back from
+   memory what their core's cache held. */
+static void cc__stage(cc_comm *c, void *half_data, const void *src, size_t n, size_t total, int pick) {
+  if (total < c->set.stream_bytes || c->oversub) memcpy(half_data, src, n);
+  else if (pick) cc__stage_pick(c, half_data, src, n, total);
+  else cc__copy_stream(half_data, src, n);
 }
 
 static cc_result cc__run_barrier(cc_comm *c, const cc__call *k) {
@@ -7134,7 +7280,7 @@ static cc_result cc__run_reduce_one(cc_comm *c, const cc__call *k, int root) {
   do {
     m = CC__MIN(chunk, k->count - off);
     CC__TRY(cc__phase_begin(c, k, off == 0, &mine));
-    if (m) cc__stage(c, CC__DATA(mine), sb + off * es, m * es, bytes);
+    if (m) cc__stage(c, CC__DATA(mine), sb + off * es, m * es, bytes, 0);
     CC__TRY(cc__phase_end(c, k, off == 0, want));
     if (want) {
       for (j = 0; j < c->size; j++) c->arena.srcs[j] = CC__DATA(cc__half(c, j, c->arena.step));
@@ -7172,7 +7318,7 @@ static CC__NOINLINE cc_result cc__run_reduce_blocks(cc_comm *c, const cc__call *
   do {
     CC__TRY(cc__phase_begin(c, k, off == 0, &mine));
     for (j = 0; j < n; j++)
-      if (len[j] > off) cc__stage(c, CC__DATA(mine) + (size_t)j * pcap, sb + at[j] + off, CC__MIN(pcap, len[j] - off), total);
+      if (len[j] > off) cc__stage(c, CC__DATA(mine) + (size_t)j * pcap, sb + at[j] + off, CC__MIN(pcap, len[j] - off), total, 0);
     CC__TRY(cc__phase_end(c, k, off == 0, 1));
     m = len[me] > off ? CC__MIN(pcap, len[me] - off) : 0;
     for (j = 0; j < n; j++) c->arena.srcs[j] = CC__DATA(cc__half(c, j, c->arena.step)) + (size_t)me * pcap;
@@ -7251,11 +7397,11 @@ static CC__NOINLINE cc_result cc__arena_move(cc_comm *c, const cc__call *k) {
       for (j = 0; j < n; j++) {
         const unsigned char *src = (const unsigned char *)k->sbuf + cc__plan_soff(&p, j) + off;
         if (p.one_piece) {
-          if (cc__plan_slen(&p, 0) > off) cc__stage(c, CC__DATA(mine), src, CC__MIN(pc, cc__plan_slen(&p, 0) - off), total);
+          if (cc__plan_slen(&p, 0) > off) cc__stage(c, CC__DATA(mine), src, CC__MIN(pc, cc__plan_slen(&p, 0) - off), total, 1);
           break;
         }
         if (j != me && (p.reader < 0 || p.reader == j) && cc__plan_slen(&p, j) > off)
-          cc__stage(c, CC__DATA(mine) + (size_t)j * pc, src, CC__MIN(pc, cc__plan_slen(&p, j) - off), total);
+          cc__stage(c, CC__DATA(mine) + (size_t)j * pc, src, CC__MIN(pc, cc__plan_slen(&p, j) - off), total, 1);
       }
     }
     if (first) CC__TRY(cc__first_end(c, k));
@@ -7393,85 +7539,6 @@ static size_t cc__direct_size(const cc_comm *c, const cc__call *k) {
    and the class's state after it, which every rank takes (while the arena is the way, `wait`
    calls skip that phase, alike on every rank). Learning, tries and why: docs/shm.md, "Cross-
    memory attach or the arena: chosen by measuring", and docs/performance.md. */
-
-static int cc__tune_size(size_t bytes) {
-  int i = 0;
-  for (bytes >>= 11; bytes && i < CC__TUNE_SIZES - 1; bytes >>= 1) i++;
-  return i;
-}
-
-/* What a call one way costs: the median of its last three calls (the least while it has fewer). */
-static float cc__tune_est(const cc__tune *t, int way) {
-  const float *v = t->ns[way];
-  if (t->nsamp[way] < CC__TUNE_KEEP) return t->nsamp[way] > 1 ? CC__MIN(v[0], v[1]) : v[0];
-  return CC__MAX(CC__MIN(v[0], v[1]), CC__MIN(CC__MAX(v[0], v[1]), v[2]));
-}
-
-static void cc__tune_push(cc__tune *t, int way, float ns) {
-  int i;
-  for (i = CC__TUNE_KEEP - 1; i > 0; i--) t->ns[way][i] = t->ns[way][i - 1];
-  t->ns[way][0] = ns;
-  if (t->nsamp[way] < CC__TUNE_KEEP) t->nsamp[way]++;
-}
-
-/* Rank 0: the call of t's class just done went t->ran (2: neither way, its
-   buffers were mapped) in ns nanoseconds per byte. A call that could not go
-   the way it was to (an in-place all_to_all) counts as endless that way. */
-static void cc__tune_note(cc__tune *t, float ns) {
-  if (t->ran > 1) return;
-  if (t->ran != t->want) cc__tune_push(t, t->want, 1e30f);
-  cc__tune_push(t, t->ran, ns);
-}
-
-/* Rank 0, asked by a call of t's class: the way it goes (1: cross-memory
-   attach); t->way and t->wait become the class's state after it. prior: the
-   way to learn first. *chose: 1 when t->way was decided or changed. */
-static int cc__tune_step(const cc__settings *s, cc__tune *t, int prior, int *chose) {
-  int use;
-  *chose = 0;
-  if (t->wait) {                       /* asked although waiting: the call may use mapped memory */
-    t->wait--;
-    return t->way;
-  }
-  if (!t->every && !t->nsamp[0] && !t->nsamp[1]) t->way = (uint8_t)prior;
-  if (!t->every && (t->nsamp[t->way] < 2 || t->nsamp[!t->way] < 2))
-    return t->nsamp[t->way] < 2 ? t->way : !t->way;     /* learning: every call asks */
-  if (!t->every) {
-    t->way = cc__tune_est(t, 1) < cc__tune_est(t, 0);
-    t->every = t->left = s->tune_first;
-    t->ref = cc__tune_est(t, t->way);
-    *chose = 1;
-  } else if (t->trying) {
-    float tried = t->ns[!t->way][0];
-    t->trying = 0;
-    if (tried * 100.0f < (float)(100 - s->tune_gain) * cc__tune_est(t, t->way)) {
-      t->way = !t->way;
-      t->every = s->tune_first;
-      t->ref = tried;
-      *chose = 1;
-    } else {
-      t->every = CC__MIN(2 * t->every, s->tune_most);
-      t->ref = cc__tune_est(t, t->way);
-    }
-    t->left = t->every;
-  } else if (t->nsamp[t->way] == CC__TUNE_KEEP &&
-             cc__tune_est(t, t->way) * 100.0f > (float)(100 + s->tune_drift) * t->ref) {
-    t->left = 0;                       /* the way in use got slower: try the other now */
-  }
-  if (!t->left) {
-    t->trying = 1;
-    return !t->way;                    /* wait stays 0: the next call asks, and is compared */
-  }
-  use = t->way;
-  if (use) {
-    t->left--;                         /* cross-memory attach: every call asks anyway */
-  } else {                             /* the arena: this call and the next wait calls do not ask */
-    uint32_t run = CC__MIN(t->left, s->tune_ask);
-    t->wait = run - 1;
-    t->left -= run;
-  }
-  return use;
-}
 
 /* The class of call k when its way is chosen by measuring, else NULL. */
 static cc__tune *cc__tune_of(const cc_comm *c, const cc__call *k) {
