@@ -2791,18 +2791,17 @@ typedef struct cc__pbuf {
   int pid;
 } cc__pbuf;
 
-/* A choice between two ways by measuring (@algo): CC_SHM_CMA=auto's for one
-   collective at one size class, a staging's stores for one size class. */
+/* CC_SHM_CMA=auto: how one collective at one size class goes (@algo). */
 #define CC__TUNE_KEEP 3                /* calls kept each way */
-typedef struct cc__tune {             /* CC_SHM_CMA=auto: rank 0 chooses, the first two fields every rank keeps */
-  uint32_t wait;                       /* calls that go way 0 without asking (CC_SHM_CMA=auto: through the arena) */
-  uint8_t way;                         /* 0 the arena's two copies, 1 cross-memory attach; 0 plain, 1 streaming stores */
-  uint8_t trying;                      /* this call tries the other way */
-  uint8_t want, ran;                   /* the way this call was to go, and went (2: neither, buffers mapped) */
-  uint8_t nsamp[2];                    /* calls timed each way (at most CC__TUNE_KEEP) */
-  uint32_t every, left;                /* calls between tries of the other way (0: still learning), until the next */
-  float ref;                           /* the way's ns per byte when last chosen or confirmed */
-  float ns[2][CC__TUNE_KEEP];          /* ns per byte of the last calls each way, the newest first */
+typedef struct cc__tune {
+  uint32_t wait;                       /* every rank alike: calls that go through the arena without asking rank 0 */
+  uint8_t way;                         /* every rank alike: 0 the arena's two copies, 1 cross-memory attach */
+  uint8_t trying;                      /* rank 0: this call tries the other way */
+  uint8_t want, ran;                   /* rank 0: the way this call was to go, and went (2: neither, buffers mapped) */
+  uint8_t nsamp[2];                    /* rank 0: calls timed each way (at most CC__TUNE_KEEP) */
+  uint32_t every, left;                /* rank 0: calls between tries of the other way (0: still learning), until the next */
+  float ref;                           /* rank 0: the way's ns per byte when last chosen or confirmed */
+  float ns[2][CC__TUNE_KEEP];          /* rank 0: ns per byte of the last calls each way, the newest first */
 } cc__tune;
 #define CC__TUNE_COLLS 6               /* the collectives cross-memory attach serves (cc__tune_coll) */
 #define CC__TUNE_SIZES 24              /* size classes: [1 KiB << i, 2 KiB << i) */
@@ -7099,12 +7098,6 @@ static CC__INLINE cc_result cc__apply(cc_comm *c, const cc__call *k, void *dst, 
   return cc__fold(c, k->op, k->t, dst, c->arena.srcs, c->arena.scals, c->size, count, cc__coll_name(k->coll));
 }
 
-/* ---------------------------------------------------------------- choosing by measuring
-   Two ways, timed on this rank: the faster is kept, the other tried again now
-   and then (CC_SHM_TUNE_*). CC_SHM_CMA=auto (rank 0, for every rank) and the
-   stores of large stagings (each writer, for itself) choose this way
-   (docs/shm.md; the settings: docs/performance.md). */
-
 /* The size class of `bytes`: [1 KiB << i, 2 KiB << i). */
 static int cc__tune_size(size_t bytes) {
   int i = 0;
@@ -7112,88 +7105,10 @@ static int cc__tune_size(size_t bytes) {
   return i;
 }
 
-/* What a call one way costs: the median of its last three calls (the least while it has fewer). */
-static float cc__tune_est(const cc__tune *t, int way) {
-  const float *v = t->ns[way];
-  if (t->nsamp[way] < CC__TUNE_KEEP) return t->nsamp[way] > 1 ? CC__MIN(v[0], v[1]) : v[0];
-  return CC__MAX(CC__MIN(v[0], v[1]), CC__MIN(CC__MAX(v[0], v[1]), v[2]));
-}
-
-static void cc__tune_push(cc__tune *t, int way, float ns) {
-  int i;
-  for (i = CC__TUNE_KEEP - 1; i > 0; i--) t->ns[way][i] = t->ns[way][i - 1];
-  t->ns[way][0] = ns;
-  if (t->nsamp[way] < CC__TUNE_KEEP) t->nsamp[way]++;
-}
-
-/* The call of t's class just done went t->ran (2: neither way, its buffers
-   were mapped) in ns nanoseconds per byte. A call that could not go the way
-   it was to (an in-place all_to_all) counts as endless that way. */
-static void cc__tune_note(cc__tune *t, float ns) {
-  if (t->ran > 1) return;
-  if (t->ran != t->want) cc__tune_push(t, t->want, 1e30f);
-  cc__tune_push(t, t->ran, ns);
-}
-
-/* Asked by a call of t's class: the way it goes; t->way and t->wait become
-   the class's state after it. prior: the way to learn first. *chose: 1 when
-   t->way was decided or changed. */
-static int cc__tune_step(const cc__settings *s, cc__tune *t, int prior, int *chose) {
-  int use;
-  *chose = 0;
-  if (t->wait) {                       /* asked although waiting: the call may use mapped memory */
-    t->wait--;
-    return t->way;
-  }
-  if (!t->every && !t->nsamp[0] && !t->nsamp[1]) t->way = (uint8_t)prior;
-  if (!t->every && (t->nsamp[t->way] < 2 || t->nsamp[!t->way] < 2))
-    return t->nsamp[t->way] < 2 ? t->way : !t->way;     /* learning: every call asks */
-  if (!t->every) {
-    t->way = cc__tune_est(t, 1) < cc__tune_est(t, 0);
-    t->every = t->left = s->tune_first;
-    t->ref = cc__tune_est(t, t->way);
-    *chose = 1;
-  } else if (t->trying) {
-    float tried = t->ns[!t->way][0];
-    t->trying = 0;
-    if (tried * 100.0f < (float)(100 - s->tune_gain) * cc__tune_est(t, t->way)) {
-      t->way = !t->way;
-      t->every = s->tune_first;
-      t->ref = tried;
-      *chose = 1;
-    } else {
-      t->every = CC__MIN(2 * t->every, s->tune_most);
-      t->ref = cc__tune_est(t, t->way);
-    }
-    t->left = t->every;
-  } else if (t->nsamp[t->way] == CC__TUNE_KEEP &&
-             cc__tune_est(t, t->way) * 100.0f > (float)(100 + s->tune_drift) * t->ref) {
-    t->left = 0;                       /* the way in use got slower: try the other now */
-  }
-  if (!t->left) {
-    t->trying = 1;
-    return !t->way;                    /* wait stays 0: the next call asks, and is compared */
-  }
-  use = t->way;
-  if (use) {
-    t->left--;                         /* way 1: every call asks (cross-memory attach: it must anyway) */
-  } else {                             /* way 0: this call and the next `wait` ones do not ask */
-    uint32_t run = CC__MIN(t->left, s->tune_ask);
-    t->wait = run - 1;
-    t->left -= run;
-  }
-  return use;
-}
-
-/* A large staging of a call that only moves data: plain stores, unless this
-   rank's own stagings of its size run more than twice as fast streamed. Near
-   readers copy faster from lines plain stores leave in a cache they share,
-   which the writer's timing does not see, hence plain's figures count
-   double; far, each plain store takes back a line a reader holds, which it
-   does see (4-5x slower), but only from the second staging on: a try of the
-   other way is CC__STAGE_TRY stagings, judged by the slowest but the first. Tries and margins:
-   CC_SHM_TUNE_FIRST, _MOST, _GAIN, _DRIFT. Reductions always stream: their
-   folds' cost on a far reader does not show on the writer (docs/shm.md,
+/* A large staging of a call that only moves data: plain stores unless this
+   rank's own stagings of its size run more than twice as fast streamed (far
+   readers), as CC_SHM_CMA=auto chooses; a try is CC__STAGE_TRY stagings,
+   judged by the slowest but the first. Reductions always stream (docs/shm.md,
    "Large messages: streaming or plain stores"). */
 #define CC__PLAIN_CREDIT 2.0f
 #define CC__STAGE_TRY 4u
@@ -7233,9 +7148,8 @@ static CC__NOINLINE void cc__stage_pick(cc_comm *c, void *dst, const void *src, 
 }
 
 /* Stage `n` bytes of a message of `total` into this rank's half: large ones
-   with streaming stores (`pick`: a data-movement call's, cc__stage_pick),
-   unless ranks outnumber CPUs: two ranks sharing a core would fetch back from
-   memory what their core's cache held. */
+   streamed (`pick`: cc__stage_pick), unless ranks outnumber CPUs: two ranks
+   sharing a core would fetch back from memory what their core's cache held. */
 static void cc__stage(cc_comm *c, void *half_data, const void *src, size_t n, size_t total, int pick) {
   if (total < c->set.stream_bytes || c->oversub) memcpy(half_data, src, n);
   else if (pick) cc__stage_pick(c, half_data, src, n, total);
@@ -7539,6 +7453,79 @@ static size_t cc__direct_size(const cc_comm *c, const cc__call *k) {
    and the class's state after it, which every rank takes (while the arena is the way, `wait`
    calls skip that phase, alike on every rank). Learning, tries and why: docs/shm.md, "Cross-
    memory attach or the arena: chosen by measuring", and docs/performance.md. */
+
+/* What a call one way costs: the median of its last three calls (the least while it has fewer). */
+static float cc__tune_est(const cc__tune *t, int way) {
+  const float *v = t->ns[way];
+  if (t->nsamp[way] < CC__TUNE_KEEP) return t->nsamp[way] > 1 ? CC__MIN(v[0], v[1]) : v[0];
+  return CC__MAX(CC__MIN(v[0], v[1]), CC__MIN(CC__MAX(v[0], v[1]), v[2]));
+}
+
+static void cc__tune_push(cc__tune *t, int way, float ns) {
+  int i;
+  for (i = CC__TUNE_KEEP - 1; i > 0; i--) t->ns[way][i] = t->ns[way][i - 1];
+  t->ns[way][0] = ns;
+  if (t->nsamp[way] < CC__TUNE_KEEP) t->nsamp[way]++;
+}
+
+/* Rank 0: the call of t's class just done went t->ran (2: neither way, its
+   buffers were mapped) in ns nanoseconds per byte. A call that could not go
+   the way it was to (an in-place all_to_all) counts as endless that way. */
+static void cc__tune_note(cc__tune *t, float ns) {
+  if (t->ran > 1) return;
+  if (t->ran != t->want) cc__tune_push(t, t->want, 1e30f);
+  cc__tune_push(t, t->ran, ns);
+}
+
+/* Rank 0, asked by a call of t's class: the way it goes (1: cross-memory
+   attach); t->way and t->wait become the class's state after it. prior: the
+   way to learn first. *chose: 1 when t->way was decided or changed. */
+static int cc__tune_step(const cc__settings *s, cc__tune *t, int prior, int *chose) {
+  int use;
+  *chose = 0;
+  if (t->wait) {                       /* asked although waiting: the call may use mapped memory */
+    t->wait--;
+    return t->way;
+  }
+  if (!t->every && !t->nsamp[0] && !t->nsamp[1]) t->way = (uint8_t)prior;
+  if (!t->every && (t->nsamp[t->way] < 2 || t->nsamp[!t->way] < 2))
+    return t->nsamp[t->way] < 2 ? t->way : !t->way;     /* learning: every call asks */
+  if (!t->every) {
+    t->way = cc__tune_est(t, 1) < cc__tune_est(t, 0);
+    t->every = t->left = s->tune_first;
+    t->ref = cc__tune_est(t, t->way);
+    *chose = 1;
+  } else if (t->trying) {
+    float tried = t->ns[!t->way][0];
+    t->trying = 0;
+    if (tried * 100.0f < (float)(100 - s->tune_gain) * cc__tune_est(t, t->way)) {
+      t->way = !t->way;
+      t->every = s->tune_first;
+      t->ref = tried;
+      *chose = 1;
+    } else {
+      t->every = CC__MIN(2 * t->every, s->tune_most);
+      t->ref = cc__tune_est(t, t->way);
+    }
+    t->left = t->every;
+  } else if (t->nsamp[t->way] == CC__TUNE_KEEP &&
+             cc__tune_est(t, t->way) * 100.0f > (float)(100 + s->tune_drift) * t->ref) {
+    t->left = 0;                       /* the way in use got slower: try the other now */
+  }
+  if (!t->left) {
+    t->trying = 1;
+    return !t->way;                    /* wait stays 0: the next call asks, and is compared */
+  }
+  use = t->way;
+  if (use) {
+    t->left--;                         /* cross-memory attach: every call asks anyway */
+  } else {                             /* the arena: this call and the next wait calls do not ask */
+    uint32_t run = CC__MIN(t->left, s->tune_ask);
+    t->wait = run - 1;
+    t->left -= run;
+  }
+  return use;
+}
 
 /* The class of call k when its way is chosen by measuring, else NULL. */
 static cc__tune *cc__tune_of(const cc_comm *c, const cc__call *k) {
