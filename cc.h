@@ -7107,9 +7107,9 @@ static int cc__tune_size(size_t bytes) {
 
 /* A large staging of a call that only moves data: plain stores unless this
    rank's own stagings of its size run more than twice as fast streamed (far
-   readers), as CC_SHM_CMA=auto chooses; a try is CC__STAGE_TRY stagings,
-   judged by the slowest but the first. Reductions always stream (docs/shm.md,
-   "Large messages: streaming or plain stores"). */
+   readers), chosen as CC_SHM_CMA=auto chooses, plain first; a try is
+   CC__STAGE_TRY stagings, judged by the slowest but the first. Reductions
+   always stream (docs/shm.md, "Large messages: streaming or plain stores"). */
 #define CC__PLAIN_CREDIT 2.0f
 #define CC__STAGE_TRY 4u
 
@@ -7119,7 +7119,7 @@ static CC__NOINLINE void cc__stage_pick(cc_comm *c, void *dst, const void *src, 
   cc__stw *a = &c->arena.st[sz];
   uint64_t t0;
   float rate;
-  if (!a->every) a->every = a->left = s->tune_first;   /* way 0: streaming first */
+  if (!a->every) { a->way = 1; a->every = a->left = s->tune_first; }   /* plain first */
   way = a->left ? a->way : !a->way;
   t0 = cc__now_ns();
   if (way) memcpy(dst, src, n);
