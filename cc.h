@@ -10197,37 +10197,34 @@ static void cc__call_v(cc__call *k, size_t scount, const size_t *sc, const size_
   k->rd = (size_t *)(uintptr_t)rd;
 }
 
+static cc_result cc__enter_v(cc_comm *c, int coll, const void *sb, void *rb, cc_dtype t, int root, size_t scount,
+                             const size_t *sc, const size_t *sd, size_t rcount, const size_t *rc, const size_t *rd) {
+  cc__call k;
+  cc__call_init(&k, coll, sb, rb, 0, t, 0, root);
+  cc__call_v(&k, scount, sc, sd, rcount, rc, rd);
+  return cc__enter(c, &k);
+}
+
 CC_API cc_result cc_gather_v(cc_comm *c, const void *sendbuf, size_t send_count, void *recvbuf,
                              const size_t *recv_counts, const size_t *displs, cc_dtype t, int root) {
-  cc__call k;
-  cc__call_init(&k, CC__GATHER_V, sendbuf, recvbuf, 0, t, 0, root);
-  cc__call_v(&k, send_count, NULL, NULL, 0, recv_counts, displs);
-  return cc__enter(c, &k);
+  return cc__enter_v(c, CC__GATHER_V, sendbuf, recvbuf, t, root, send_count, NULL, NULL, 0, recv_counts, displs);
 }
 
 CC_API cc_result cc_all_gather_v(cc_comm *c, const void *sendbuf, size_t send_count, void *recvbuf,
                                  const size_t *recv_counts, const size_t *displs, cc_dtype t) {
-  cc__call k;
-  cc__call_init(&k, CC__ALL_GATHER_V, sendbuf, recvbuf, 0, t, 0, 0);
-  cc__call_v(&k, send_count, NULL, NULL, 0, recv_counts, displs);
-  return cc__enter(c, &k);
+  return cc__enter_v(c, CC__ALL_GATHER_V, sendbuf, recvbuf, t, 0, send_count, NULL, NULL, 0, recv_counts, displs);
 }
 
 CC_API cc_result cc_scatter_v(cc_comm *c, const void *sendbuf, const size_t *send_counts, const size_t *displs,
                               void *recvbuf, size_t recv_count, cc_dtype t, int root) {
-  cc__call k;
-  cc__call_init(&k, CC__SCATTER_V, sendbuf, recvbuf, 0, t, 0, root);
-  cc__call_v(&k, 0, send_counts, displs, recv_count, NULL, NULL);
-  return cc__enter(c, &k);
+  return cc__enter_v(c, CC__SCATTER_V, sendbuf, recvbuf, t, root, 0, send_counts, displs, recv_count, NULL, NULL);
 }
 
 CC_API cc_result cc_all_to_all_v(cc_comm *c, const void *sendbuf, const size_t *send_counts,
                                  const size_t *send_displs, void *recvbuf, const size_t *recv_counts,
                                  const size_t *recv_displs, cc_dtype t) {
-  cc__call k;
-  cc__call_init(&k, CC__ALL_TO_ALL_V, sendbuf, recvbuf, 0, t, 0, 0);
-  cc__call_v(&k, 0, send_counts, send_displs, 0, recv_counts, recv_displs);
-  return cc__enter(c, &k);
+  return cc__enter_v(c, CC__ALL_TO_ALL_V, sendbuf, recvbuf, t, 0, 0, send_counts, send_displs, 0, recv_counts,
+                     recv_displs);
 }
 
 /* Send and receive: the peer, the tag and, for a receive from any source,
@@ -10238,26 +10235,25 @@ static void cc__call_p2p(cc__call *k, int peer, int tag, int *source) {
   k->src = source;
 }
 
-CC_API cc_result cc_send(cc_comm *c, const void *buf, size_t count, cc_dtype t, int peer, int tag) {
+static cc_result cc__enter_p2p(cc_comm *c, int coll, const void *sb, void *rb, size_t count, cc_dtype t, int peer,
+                               int tag, int *source) {
   cc__call k;
-  cc__call_init(&k, CC__SEND, buf, NULL, count, t, 0, 0);
-  cc__call_p2p(&k, peer, tag, NULL);
+  cc__call_init(&k, coll, sb, rb, count, t, 0, 0);
+  cc__call_p2p(&k, peer, tag, source);
   return cc__enter(c, &k);
+}
+
+CC_API cc_result cc_send(cc_comm *c, const void *buf, size_t count, cc_dtype t, int peer, int tag) {
+  return cc__enter_p2p(c, CC__SEND, buf, NULL, count, t, peer, tag, NULL);
 }
 
 CC_API cc_result cc_recv(cc_comm *c, void *buf, size_t count, cc_dtype t, int peer, int tag) {
-  cc__call k;
-  cc__call_init(&k, CC__RECV, NULL, buf, count, t, 0, 0);
-  cc__call_p2p(&k, peer, tag, NULL);
-  return cc__enter(c, &k);
+  return cc__enter_p2p(c, CC__RECV, NULL, buf, count, t, peer, tag, NULL);
 }
 
 CC_API cc_result cc_recv_any(cc_comm *c, void *buf, size_t count, cc_dtype t, int tag, int *source) {
-  cc__call k;
   if (source) *source = CC_UNDEFINED;
-  cc__call_init(&k, CC__RECV, NULL, buf, count, t, 0, 0);
-  cc__call_p2p(&k, CC_ANY_SOURCE, tag, source);
-  return cc__enter(c, &k);
+  return cc__enter_p2p(c, CC__RECV, NULL, buf, count, t, CC_ANY_SOURCE, tag, source);
 }
 
 /* ---------------------------------------------------------------- groups and requests */
