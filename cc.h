@@ -8614,14 +8614,9 @@ static void cc__tcp_linger(cc_comm *c) {
   if (!c->eng.pfd || !c->eng.pfd_rank) return;
   for (;;) {
     np = 0;
-    for (i = 0; i < c->size; i++) {
-      cc__peer *p = &c->peers[i];
-      if (p->link != CC__LINK_TCP || p->tcp.fd < 0 || p->tcp.eof) continue;
-      c->eng.pfd[np].fd = p->tcp.fd;
-      c->eng.pfd[np].events = POLLIN;
-      c->eng.pfd[np].revents = 0;
-      c->eng.pfd_rank[np++] = i;
-    }
+    for (i = 0; i < c->size; i++)
+      if (c->peers[i].link == CC__LINK_TCP && c->peers[i].tcp.fd >= 0 && !c->peers[i].tcp.eof)
+        cc__pfd_add(c, &np, i, POLLIN);
     now = cc__now_ns();
     if (!np || now >= until) return;
     if (cc__poll(c->eng.pfd, np, CC__MIN(until - now, 10 * CC__MS)) <= 0) continue;
