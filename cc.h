@@ -4659,6 +4659,15 @@ static int cc__sec_open(cc__sec *s, unsigned char *p, size_t n) {
 
 /* ---------------------------------------------------------------- the connecting side */
 
+/* A failed handshake: the reason in why, the code returned. */
+static cc_result cc__hs_why(cc_result code, char *why, size_t whylen, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vsnprintf(why, whylen, fmt, ap);
+  va_end(ap);
+  return code;
+}
+
 /* Shake hands on fd as h's sender. CC_OK, with *sec the connection's keys
    when there is a token; or a code with the reason in why: CC_ERR_AUTH is
    final (a token that differs, or not a cc rank of this protocol version);
@@ -4670,73 +4679,61 @@ static int cc__sec_open(cc__sec *s, unsigned char *p, size_t n) {
 static cc_result cc__hs_client(int fd, const cc__hello_t *h, const char *token, int encrypt, uint64_t deadline,
                                cc__sec **sec, char *why, size_t whylen) {
   unsigned char hello[CC__HELLO], chal[CC__CHAL], resp[CC__RESP], verd[CC__VERD], mac[32];
-  uint32_t status, flags, suite, mine;
+  uint32_t status, flags, suite, mine, theirs;
   int gcm = cc__aead_have_gcm();
   cc__hello_t hh = *h;
   *sec = NULL;
   if (cc__random(hh.nonce, sizeof hh.nonce) != 0) {
     char e[64];
     cc__strerr(errno, e, sizeof e);
-    snprintf(why, whylen, "no random bytes for the handshake's nonce (getrandom, then /dev/urandom: %s)", e);
-    return CC_ERR_SYSTEM;
+    return cc__hs_why(CC_ERR_SYSTEM, why, whylen, "no random bytes for the handshake's nonce (getrandom, then "
+                      "/dev/urandom: %s)", e);
   }
   mine = (token ? CC__HS_TOKEN : 0) | (encrypt ? CC__HS_ENCRYPT : 0);
   hh.flags = mine | (gcm ? CC__HS_GCM : 0);
   cc__hello_encode(hello, &hh);
-  if (cc__sock_send_all(fd, hello, sizeof hello, deadline) != 0 || cc__sock_recv_all(fd, chal, sizeof chal, deadline) != 0) {
-    snprintf(why, whylen, errno == ETIMEDOUT ? "no answer to the handshake" : "it closed the connection during the handshake");
-    return errno == ETIMEDOUT ? CC_ERR_TIMEOUT : CC_ERR_PEER_LOST;
-  }
-  if (cc__get32(chal) != CC__HS_MAGIC || cc__get32(chal + 4) != CC__NET_VERSION) {
-    snprintf(why, whylen, "it is not a cc rank of this protocol version (bad handshake)");
-    return CC_ERR_AUTH;
-  }
+  if (cc__sock_send_all(fd, hello, sizeof hello, deadline) != 0 || cc__sock_recv_all(fd, chal, sizeof chal, deadline) != 0)
+    return cc__hs_why(errno == ETIMEDOUT ? CC_ERR_TIMEOUT : CC_ERR_PEER_LOST, why, whylen, errno == ETIMEDOUT ?
+                      "no answer to the handshake" : "it closed the connection during the handshake");
+  if (cc__get32(chal) != CC__HS_MAGIC || cc__get32(chal + 4) != CC__NET_VERSION)
+    return cc__hs_why(CC_ERR_AUTH, why, whylen, "it is not a cc rank of this protocol version (bad handshake)");
   status = cc__get32(chal + 8);
   flags = cc__get32(chal + 12);
   suite = cc__get32(chal + 32);
-  if ((flags & CC__HS_TOKEN) && !token) { snprintf(why, whylen, "it requires a token (CC_TOKEN) and this rank has none"); return CC_ERR_AUTH; }
-  if (!(flags & CC__HS_TOKEN) && token) { snprintf(why, whylen, "it has no token (CC_TOKEN) and this rank has one"); return CC_ERR_AUTH; }
-  if ((flags & CC__HS_ENCRYPT) != (mine & CC__HS_ENCRYPT)) {
-    snprintf(why, whylen, "it has CC_NET_ENCRYPT=%d and this rank CC_NET_ENCRYPT=%d", (flags & CC__HS_ENCRYPT) ? 1 : 0,
-             encrypt ? 1 : 0);
-    return CC_ERR_AUTH;
-  }
-  if (status != 0) {
-    uint32_t theirs = cc__get32(chal + 36);
-    if (status == (uint32_t)CC_ERR_MISMATCH && theirs && theirs != h->world)
-      snprintf(why, whylen, "it says the world has %u ranks, this rank says %u (the hosts were started with different "
-               "sizes)", theirs, h->world);
-    else
-      snprintf(why, whylen, "it refused the connection: %s", status == (uint32_t)CC_ERR_INVALID_ARG ?
-               "a stale rendezvous (another job)" : "another world size or job");
-    return status == (uint32_t)CC_ERR_INVALID_ARG ? CC_ERR_INVALID_ARG : CC_ERR_MISMATCH;
-  }
-  if (token ? !(suite == CC__AEAD_CHACHA20_POLY1305 || (suite == CC__AEAD_AES256_GCM && gcm)) : suite != 0) {
-    snprintf(why, whylen, "it is not a cc rank of this protocol version (it chose cipher suite %u)", suite);
-    return CC_ERR_AUTH;
-  }
+  theirs = cc__get32(chal + 36);
+  if (!(flags & CC__HS_TOKEN) != !token)
+    return cc__hs_why(CC_ERR_AUTH, why, whylen, token ? "it has no token (CC_TOKEN) and this rank has one"
+                                                      : "it requires a token (CC_TOKEN) and this rank has none");
+  if ((flags & CC__HS_ENCRYPT) != (mine & CC__HS_ENCRYPT))
+    return cc__hs_why(CC_ERR_AUTH, why, whylen, "it has CC_NET_ENCRYPT=%d and this rank CC_NET_ENCRYPT=%d",
+                      (flags & CC__HS_ENCRYPT) ? 1 : 0, encrypt ? 1 : 0);
+  if (status == (uint32_t)CC_ERR_MISMATCH && theirs && theirs != h->world)
+    return cc__hs_why(CC_ERR_MISMATCH, why, whylen, "it says the world has %u ranks, this rank says %u (the hosts "
+                      "were started with different sizes)", theirs, h->world);
+  if (status != 0)
+    return cc__hs_why(status == (uint32_t)CC_ERR_INVALID_ARG ? CC_ERR_INVALID_ARG : CC_ERR_MISMATCH, why, whylen,
+                      "it refused the connection: %s", status == (uint32_t)CC_ERR_INVALID_ARG ?
+                      "a stale rendezvous (another job)" : "another world size or job");
+  if (token ? !(suite == CC__AEAD_CHACHA20_POLY1305 || (suite == CC__AEAD_AES256_GCM && gcm)) : suite != 0)
+    return cc__hs_why(CC_ERR_AUTH, why, whylen, "it is not a cc rank of this protocol version (it chose cipher "
+                      "suite %u)", suite);
   memset(resp, 0, sizeof resp);
   cc__put32(resp, CC__HS_MAGIC);
   if (token) cc__hs_mac(token, "cc-c", hello, chal, NULL, resp + 8);
-  if (cc__sock_send_all(fd, resp, sizeof resp, deadline) != 0 || cc__sock_recv_all(fd, verd, sizeof verd, deadline) != 0) {
-    snprintf(why, whylen, errno == ETIMEDOUT ? "no answer to the handshake" : "it closed the connection during the handshake");
-    return errno == ETIMEDOUT ? CC_ERR_TIMEOUT : CC_ERR_PEER_LOST;
-  }
-  if (cc__get32(verd) != CC__HS_MAGIC || cc__get32(verd + 4) != 0) {
-    snprintf(why, whylen, cc__get32(verd) == CC__HS_MAGIC ? "it refused this rank's token (CC_TOKEN differs)"
-                                                          : "it is not a cc rank of this protocol version (bad handshake)");
-    return CC_ERR_AUTH;
-  }
+  if (cc__sock_send_all(fd, resp, sizeof resp, deadline) != 0 || cc__sock_recv_all(fd, verd, sizeof verd, deadline) != 0)
+    return cc__hs_why(errno == ETIMEDOUT ? CC_ERR_TIMEOUT : CC_ERR_PEER_LOST, why, whylen, errno == ETIMEDOUT ?
+                      "no answer to the handshake" : "it closed the connection during the handshake");
+  if (cc__get32(verd) != CC__HS_MAGIC || cc__get32(verd + 4) != 0)
+    return cc__hs_why(CC_ERR_AUTH, why, whylen, cc__get32(verd) == CC__HS_MAGIC ? "it refused this rank's token "
+                      "(CC_TOKEN differs)" : "it is not a cc rank of this protocol version (bad handshake)");
   if (token) {
     int ok;
     cc__hs_mac(token, "cc-s", hello, chal, resp, mac);
     ok = cc__ct_equal(mac, verd + 8, 32);
     cc__crypto_wipe(mac, sizeof mac);
-    if (!ok) { snprintf(why, whylen, "it does not know this job's token (CC_TOKEN differs)"); return CC_ERR_AUTH; }
-    if (!(*sec = cc__sec_derive(token, 1, (int)suite, encrypt, hello, chal, resp, verd))) {
-      snprintf(why, whylen, "out of memory for the connection's keys");
-      return CC_ERR_NO_MEMORY;
-    }
+    if (!ok) return cc__hs_why(CC_ERR_AUTH, why, whylen, "it does not know this job's token (CC_TOKEN differs)");
+    if (!(*sec = cc__sec_derive(token, 1, (int)suite, encrypt, hello, chal, resp, verd)))
+      return cc__hs_why(CC_ERR_NO_MEMORY, why, whylen, "out of memory for the connection's keys");
   }
   return CC_OK;
 }
