@@ -4283,11 +4283,6 @@ static void cc__shm_forget(const cc_comm *c, const char *base) {
   cc__shm_unlink_same(name, &c->seg.id);
 }
 
-static void cc__shmkey_copy(cc_comm *to, const cc_comm *from) {
-  memcpy(to->shmkey, from->shmkey, sizeof to->shmkey);
-  to->has_shmkey = from->has_shmkey;
-}
-
 /* Create (creator) or open the segment of base name `base` and attach, within
    the communicator's timeout; the last rank to map it unlinks the name. One
    that is there but not this user's own (another owner, or open to others:
@@ -8598,6 +8593,16 @@ static cc_comm *cc__comm_new(int rank, int size, const cc__settings *s) {
   return c;
 }
 
+/* A new communicator of c's job: c's settings, job identity and segment key. NULL when out of memory. */
+static cc_comm *cc__comm_kin(const cc_comm *c, int rank, int size) {
+  cc_comm *nc = cc__comm_new(rank, size, &c->set);
+  if (!nc) return NULL;
+  memcpy(nc->jobid, c->jobid, sizeof nc->jobid);
+  memcpy(nc->shmkey, c->shmkey, sizeof nc->shmkey);
+  nc->has_shmkey = c->has_shmkey;
+  return nc;
+}
+
 /* A failed communicator's connections are closed once the peers ended
    theirs, or after CC__LINGER_NS: a socket closed while bytes wait to be
    read makes the kernel reset the connection and drop what this rank wrote
@@ -8865,10 +8870,8 @@ static cc_result cc__mesh_build(cc_comm *c, const cc__rec *recs, int lfd, int tc
   }
   if (r == CC_OK && nt->gsize[nt->grp[me]] > 1) {  /* the host's segment */
     char name[128];
-    cc_comm *l = cc__comm_new(nt->lrank[me], nt->gsize[nt->grp[me]], &c->set);
+    cc_comm *l = cc__comm_kin(c, nt->lrank[me], nt->gsize[nt->grp[me]]);
     if (!l) return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
-    memcpy(l->jobid, c->jobid, sizeof l->jobid);
-    cc__shmkey_copy(l, c);
     nt->local = l;
     snprintf(name, sizeof name, "%s-g%d", prefix, nt->gfirst[nt->grp[me]]);
     r = cc__shm_join(l, name, nt->lrank[me] == 0, what);
@@ -9345,10 +9348,8 @@ static cc_result cc__init_tcp_from_shm(cc_comm **pc, int idx) {
   }
   if ((r = cc__rec_mine(w, ip, &mine, &lfd, "comm_init")) != CC_OK) { CC_FREE(recs); return r; }
   if ((r = cc__exchange_shm(w, &mine, recs)) != CC_OK) { cc__fd_close(lfd); CC_FREE(recs); return r; }
-  nc = cc__comm_new(w->rank, w->size, &w->set);
+  nc = cc__comm_kin(w, w->rank, w->size);
   if (!nc) { cc__fd_close(lfd); CC_FREE(recs); return cc__fail(w, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", w->rank); }
-  memcpy(nc->jobid, w->jobid, sizeof nc->jobid);
-  cc__shmkey_copy(nc, w);
   snprintf(prefix, sizeof prefix, "/cc-%s-t%d", w->jobid, idx);
   r = cc__mesh_build(nc, recs, lfd, 1, prefix, "comm_init");
   CC_FREE(recs);
@@ -9709,12 +9710,11 @@ static cc_result cc__split_shm(cc_comm *c, int color, int key, cc_comm **out) {
   if (color != CC_UNDEFINED) {          /* my group, ordered by (key, rank): its first rank leads */
     m = cc__split_order(ck, 8, n, me, color, key, order, &newrank);
     leader = order[0];
-    nc = cc__comm_new(newrank, m, &c->set);
+    nc = cc__comm_kin(c, newrank, m);
     if (!nc) { r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me); goto out; }
     nc->oversub = c->oversub;
     nc->spin_ns = c->spin_ns;
     nc->small_bytes = c->small_bytes;
-    cc__shmkey_copy(nc, c);
   }
   if ((r = cc__ph_begin(c, &mine, what)) != CC_OK) goto out;
   memset(CC__DATA(mine), 0, 96);
@@ -9740,7 +9740,6 @@ static cc_result cc__split_shm(cc_comm *c, int color, int key, cc_comm **out) {
       name[sizeof name - 1] = 0;
       r = cc__shm_join(nc, name, 0, what);
     }
-    memcpy(nc->jobid, c->jobid, sizeof c->jobid);
     if (r == CC_OK) r = cc__comm_ready(nc);
     if (r != CC_OK) cc__fail(c, r, "%s", nc->err);
   }
@@ -9801,12 +9800,10 @@ static cc_result cc__split_net(cc_comm *c, int color, int key, cc_comm **out) {
     }
     if (strcmp(recs[j].host, recs[0].host) != 0) one_host = 0;
   }
-  nc = cc__comm_new(newrank, m, &c->set);
+  nc = cc__comm_kin(c, newrank, m);
   if (!nc) { r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me); goto out; }
   nc->oversub = c->oversub;
   nc->spin_ns = c->spin_ns;
-  memcpy(nc->jobid, c->jobid, sizeof c->jobid);
-  cc__shmkey_copy(nc, c);
   snprintf(prefix, sizeof prefix, "/cc-%s-s%s", c->jobid, recs[0].extra);
   if (one_host && !nt->tcp_only) {
     cc__fd_close(lfd);
