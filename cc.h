@@ -9898,12 +9898,12 @@ static CC__INLINE cc_result cc__ready(cc_comm *c, const char *what) {
   return CC_OK;
 }
 
-static size_t *cc__dup_counts(const size_t *a, int n) {
-  size_t *p;
-  if (!a) return NULL;
-  p = (size_t *)CC_MALLOC(sizeof(size_t) * (size_t)n);
-  if (p) memcpy(p, a, sizeof(size_t) * (size_t)n);
-  return p;
+/* *p (n counts, or NULL) becomes a copy of its own: 0, or -1 when out of memory (then *p is NULL). */
+static int cc__dup_counts(size_t **p, int n) {
+  const size_t *a = *p;
+  if (!a) return 0;
+  if ((*p = (size_t *)CC_MALLOC(sizeof(size_t) * (size_t)n)) != NULL) memcpy(*p, a, sizeof(size_t) * (size_t)n);
+  return *p ? 0 : -1;
 }
 
 /* Run a validated call now, or queue it in the open group. */
@@ -9922,12 +9922,9 @@ static cc_result cc__submit(cc_comm *c, const cc__call *k) {
       c->group.cap = cap;
     }
     q = &c->group.calls[c->group.n];
-    *q = *k;
-    q->sc = cc__dup_counts(k->sc, c->size);
-    q->sd = cc__dup_counts(k->sd, c->size);
-    q->rc = cc__dup_counts(k->rc, c->size);
-    q->rd = cc__dup_counts(k->rd, c->size);
-    if ((k->sc && !q->sc) || (k->sd && !q->sd) || (k->rc && !q->rc) || (k->rd && !q->rd)) {
+    *q = *k;                           /* `|`: every array copied, so that none freed below is the caller's */
+    if (cc__dup_counts(&q->sc, c->size) | cc__dup_counts(&q->sd, c->size) | cc__dup_counts(&q->rc, c->size) |
+        cc__dup_counts(&q->rd, c->size)) {
       CC_FREE(q->sc); CC_FREE(q->sd); CC_FREE(q->rc); CC_FREE(q->rd);
       return cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory queueing in a group", what, c->rank);
     }
