@@ -9142,24 +9142,22 @@ static cc_result cc__rdv_join(cc_comm *c, const char *ip, int port, const cc__rd
   cc__rec_encode(rb, &recs[c->rank]);
   if (sec) cc__sec_seal(sec, rb, CC__REC, rb);
   /* rank 0 answers everyone once all are in, at the latest when its own
-     timeout ends: wait a little longer than ours (speaking up meanwhile) */
+     timeout ends: wait a little longer than ours (speaking up meanwhile); the
+     reply's status says whether the records follow; nothing is acted on
+     before the whole message's tag is checked */
   if (cc__sock_send_all(fd, rb, CC__REC + (sec ? CC__TAG : 0), deadline) != 0 ||
       cc__rdv_await(c, fd, v, deadline + 2 * CC__S) != 0 ||
-      (st = cc__recv_sealed(fd, sec, reply, sizeof reply, 1, 0, deadline + 2 * CC__S)) != 0) {
-    int timed_out = errno == ETIMEDOUT;
-    cc__fd_close(fd);
-    cc__sec_free(sec);
-    return cc__fail(c, timed_out ? CC_ERR_TIMEOUT : CC_ERR_PEER_LOST, "comm_init: rank %d: rank 0 at %s %s",
-                    c->rank, v->where, timed_out ? "did not answer within the timeout" : "hung up during the rendezvous");
-  }
-  all = (unsigned char *)CC_MALLOC((size_t)n * CC__REC + 1);
-  if (!all) { cc__fd_close(fd); cc__sec_free(sec); return cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", c->rank); }
-  /* the reply's status says whether the records follow; nothing is acted on
-     before the whole message's tag is checked */
-  st = cc__recv_sealed(fd, sec, all, cc__get32(reply + 4) != 0 ? 0 : (size_t)n * CC__REC, 0, 1, deadline + 2 * CC__S);
+      (st = cc__recv_sealed(fd, sec, reply, sizeof reply, 1, 0, deadline + 2 * CC__S)) != 0)
+    r = cc__fail(c, errno == ETIMEDOUT ? CC_ERR_TIMEOUT : CC_ERR_PEER_LOST, "comm_init: rank %d: rank 0 at %s %s",
+                 c->rank, v->where, errno == ETIMEDOUT ? "did not answer within the timeout"
+                                                       : "hung up during the rendezvous");
+  else if (!(all = (unsigned char *)CC_MALLOC((size_t)n * CC__REC + 1)))
+    r = cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: rank %d: out of memory", c->rank);
+  else
+    st = cc__recv_sealed(fd, sec, all, cc__get32(reply + 4) != 0 ? 0 : (size_t)n * CC__REC, 0, 1, deadline + 2 * CC__S);
   cc__fd_close(fd);
   cc__sec_free(sec);
-  r = CC_OK;
+  if (r != CC_OK) return r;
   if (st == -2)
     r = cc__fail(c, CC_ERR_AUTH, "comm_init: rank %d: the answer from rank 0 at %s failed its integrity check: it was "
                  "changed on the way, or does not come from this job's rank 0", c->rank, v->where);
