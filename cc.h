@@ -4734,12 +4734,10 @@ static cc_result cc__hs_client(int fd, const cc__hello_t *h, const char *token, 
 }
 
 /* ---------------------------------------------------------------- the accepting side
-   A state machine per connection (hello, response, then the record when
-   with_rec), all polled together, in a table of up to CC__PEND_MAX. One that
-   has had CC__HS_WAIT for its current message goes when a newer connection
-   needs its place (why a flood cannot hold a rank out: docs/tcp.md,
-   "Handshake and authentication"). take(ctx, hello, fd, rec, sec) keeps the
-   connection (1: fd and sec are its now) or refuses it (0). */
+   A state machine per connection (hello, response, then the record when with_rec), all polled together in a
+   table of CC__PEND_MAX; one that has had CC__HS_WAIT for its current message makes room for a newer one
+   (docs/tcp.md, "Handshake and authentication"). take(ctx, hello, fd, rec, sec) keeps the connection (1: fd
+   and sec are its now) or refuses it (0). */
 
 #define CC__BACKLOG 4096               /* listen(): the kernel caps it at net.core.somaxconn */
 
@@ -8548,11 +8546,7 @@ static CC__INLINE cc_result cc__algo_run(cc_comm *c, const cc__call *k) {
   return r;
 }
 /* ============================================================== @bootstrap */
-/* How communicators come to be: cc_comm_init reads the settings once, then takes one of
-   the named init paths, cc__init_single, cc__init_shm_job or cc__init_rendezvous, and for
-   CC_TRANSPORT=tcp on one host cc__init_tcp_from_shm (docs/design.md, "How a communicator
-   comes to be"). cc_comm_split builds each new communicator the same way from its ranks'
-   records. */
+/* cc_comm_init's named init paths, and cc_comm_split: docs/design.md, "How a communicator comes to be". */
 
 /* ---------------------------------------------------------------- communicators */
 
@@ -8603,11 +8597,8 @@ static cc_comm *cc__comm_kin(const cc_comm *c, int rank, int size) {
   return nc;
 }
 
-/* A failed communicator's connections are closed once the peers ended
-   theirs, or after CC__LINGER_NS: a socket closed while bytes wait to be
-   read makes the kernel reset the connection and drop what this rank wrote
-   last, its abort frame among them, and the peer would learn only that the
-   connection broke, not why. What arrives meanwhile is read and dropped. */
+/* A failed communicator's connections are closed once the peers ended theirs, or after CC__LINGER_NS, what
+   arrives meanwhile read and dropped (why: docs/tcp.md, "Failures"). */
 #define CC__LINGER_NS (1000 * CC__MS)
 static void cc__tcp_linger(cc_comm *c) {
   unsigned char sink[4096];
@@ -8753,12 +8744,8 @@ static int cc__mesh_take(void *ctx, const cc__hello_t *h, int fd, const unsigned
   return 1;
 }
 
-/* Connect to rank j (a lower rank of another host) until the deadline,
-   retrying whatever goes wrong but an authentication failure: a connection
-   dropped by a flooded listener, a refusal (a stranger could send one), no
-   answer. Its port was open before it sent its record and stays open until
-   every higher rank is in, so a port that refuses connections means that
-   rank j is gone: CC_ERR_PEER_LOST at once. */
+/* Connect to rank j (a lower rank of another host) until the deadline, retrying all but an authentication
+   failure; a port that refuses means rank j is gone (docs/security.md, "Start-up that a flood cannot break"). */
 static cc_result cc__mesh_connect(cc_comm *c, int j, const cc__rec *rec, uint64_t deadline, const char *what) {
   const char *token = c->set.token[0] ? c->set.token : NULL;
   uint64_t pause = 10 * CC__MS;
@@ -8951,10 +8938,8 @@ static void cc__rdv_missing(const cc__rdv_take_ctx *x, char *buf, size_t len) {
   }
 }
 
-/* The rule for refused ranks (docs/tcp.md, "A refused rank fails the job"): a refused
-   connection claiming rank r may be a stranger's, but if rank r has not joined
-   CC_REFUSED_GRACE after the first such refusal, the rendezvous fails on every rank. A
-   claim of a rank beyond this world counts the same while any rank is missing. */
+/* Rank 0's give_up: the rule for refused ranks (docs/tcp.md, "A refused rank fails the job"), and a warning while
+   ranks are missing. */
 static int cc__rdv_give_up(void *ctx) {
   cc__rdv_take_ctx *x = (cc__rdv_take_ctx *)ctx;
   uint64_t now = cc__now_ns(), waited;
