@@ -4488,11 +4488,8 @@ static void cc__ring_get(cc_comm *c, cc__chan *ch, uint64_t pos, void *dst, size
   if (len > first) memcpy((unsigned char *)dst + first, s, len - first);
 }
 /* ============================================================== @tcp */
-/* TCP connections, for the rendezvous or for data: the handshake that
-   starts each (the accepting side runs many at once, so that strangers who
-   connect and say nothing, or flood the port, cost nobody any time), and
-   with a token the connection's keys (cc__sec), which seal everything that
-   flows afterwards. The bytes go through @platform's sockets. */
+/* How a TCP connection, for the rendezvous or for data, is made and authenticated: docs/design.md, "What each
+   section owns". */
 
 /* ---------------------------------------------------------------- handshake
    hello, chal, resp, verdict: with a token the client proves first, the
@@ -9733,9 +9730,7 @@ out:
   return r;
 }
 
-/* comm_split of ranks on several hosts: every rank's (color, key) and a fresh
-   record go round in an all_gather; each new communicator is then built like
-   a world: shared memory alone when its ranks share a host, else the mesh. */
+/* comm_split of ranks on several hosts: docs/tcp.md, "Start-up" (its last paragraph). */
 static cc_result cc__split_net(cc_comm *c, int color, int key, cc_comm **out) {
   const char *what = "comm_split";
   cc__net *nt = c->net;
@@ -9808,11 +9803,8 @@ out:
   return r;
 }
 /* ============================================================== @comm */
-/* The public calls: each checks its arguments (cc__args: a bad one is
-   CC_ERR_INVALID_ARG and leaves the communicator usable), then runs now
-   (cc__exec) or joins the open group; groups and asynchronous requests (a
-   worker thread runs them in issue order); user ops; abort, destroy and
-   split. Nothing here knows a transport. */
+/* The public calls, groups and requests, user ops, abort, destroy and split: docs/design.md, "What each section
+   owns" and "How a call flows". */
 
 static CC__INLINE cc_result cc__exec(cc_comm *c, const cc__call *k) {
   if (k->coll == CC__SEND || k->coll == CC__RECV) return cc__p2p_run(c, k, 1, cc__coll_name(k->coll));
@@ -10375,10 +10367,8 @@ CC_API void cc_comm_abort(cc_comm *c) {
   cc__post_fail(c->hdr, CC_ERR_ABORTED, c->rank, msg);
 }
 
-/* The communicator cc_spawn made for this process's worker (NULL elsewhere).
-   cc_spawn owns it and destroys it after the worker returns, unless the worker
-   destroyed it itself (as a program's main does): cc_comm_destroy forgets it
-   here, and cc_spawn then has nothing left to do. */
+/* The communicator cc_spawn made for this process's worker (NULL elsewhere); cc_comm_destroy forgets it when
+   the worker destroys it itself (docs/api.md, "Processes: cc_spawn and ccrun"). */
 static cc_comm *cc__spawn_owned;
 
 /* Leaving: did this rank's last collective meet another call on a rank of its host? A
@@ -10530,10 +10520,8 @@ CC_API cc_result cc_mem_free(cc_comm *c, void *ptr) {
 }
 
 /* ============================================================== @spawn */
-/* cc_spawn forks the ranks itself. The world segment is an anonymous shared
-   mapping made before the fork, so it has no name at all; communicators split
-   later are named /dev/shm/cc-<job>-..., and whatever a killed rank leaves of
-   those is removed here by prefix. The settings are read once, in the parent. */
+/* cc_spawn forks the ranks itself; its segment, and what it removes: docs/shm.md, "Meeting without a port". The
+   settings are read once, in the parent. */
 
 static void cc__spawn_child(int rank, int n, unsigned char *seg, size_t bytes, const char *jobid, int parent,
                             const unsigned char *shmkey, const cc__settings *s, cc_main_fn fn, void *arg) {
