@@ -8980,6 +8980,7 @@ static void cc__warn_no_token(cc_comm *c, const char *ip, const cc__rdv *v) {
           "Give every rank the same token (`ccrun --make-token`); docs/security.md says more\n", c->rank, v->where, ip);
 }
 
+/* Rank 0's side of the rendezvous, on its listening socket lfd (closed here, once every rank was answered). */
 static cc_result cc__rdv_serve(cc_comm *c, int lfd, const cc__rdv *v, cc__rec *recs, char *jobid) {
   uint64_t deadline = cc__now_ns() + c->set.timeout_ns;
   int n = c->size, i, *fds = (int *)CC_MALLOC(sizeof(int) * (size_t)n), missing = -1, bad;
@@ -8993,7 +8994,7 @@ static cc_result cc__rdv_serve(cc_comm *c, int lfd, const cc__rdv *v, cc__rec *r
   int st;
   cc_result r = CC_OK;
   if (!fds || !table || !secs || !outs || !refs) {
-    CC_FREE(fds); CC_FREE(table); CC_FREE(secs); CC_FREE(outs); CC_FREE(refs);
+    CC_FREE(fds); CC_FREE(table); CC_FREE(secs); CC_FREE(outs); CC_FREE(refs); cc__fd_close(lfd);
     return cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: rank 0: out of memory");
   }
   for (i = 0; i < n; i++) { fds[i] = -1; secs[i] = NULL; }
@@ -9049,6 +9050,7 @@ static cc_result cc__rdv_serve(cc_comm *c, int lfd, const cc__rdv *v, cc__rec *r
   cc__crypto_wipe(table + 56, 32);
   CC_FREE(fds); CC_FREE(secs); CC_FREE(outs); CC_FREE(refs);
   CC_FREE(table);
+  cc__fd_close(lfd);
   return r;
 }
 
@@ -9209,7 +9211,6 @@ static cc_result cc__rdv_file_serve(cc_comm *c, cc__rdv *v, cc__rec *recs, char 
   }
   cc__file_unlock(ffd);
   r = cc__rdv_serve(c, lfd, v, recs, jobid);
-  cc__fd_close(lfd);
   if (cc__file_lock(ffd, 1, cc__now_ns() + CC__S) == 0) {
     if (cc__file_read(ffd, buf, sizeof buf) == 0 && strstr(buf, nonce)) cc__file_unlink(v->path, ffd);
     cc__file_unlock(ffd);
@@ -9227,7 +9228,6 @@ static cc_result cc__rendezvous(cc_comm *c, cc__rdv *v, cc__rec *recs, char *job
   cc__slow slow;
   if (c->rank == 0) {
     int lfd = v->lfd;
-    cc_result r;
     if (v->path) return cc__rdv_file_serve(c, v, recs, jobid, deadline);
     if (cc__sock_lookup(v->host, ip, sizeof ip, why, sizeof why) == 0) cc__warn_no_token(c, ip, v);
     if (lfd < 0 && (lfd = cc__sock_listen(v->host, v->port, CC__BACKLOG, NULL)) < 0) {
@@ -9235,9 +9235,7 @@ static cc_result cc__rendezvous(cc_comm *c, cc__rdv *v, cc__rec *recs, char *job
       return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank 0: cannot listen on %s port %d%s: %s", v->host, v->port,
                       errno == EADDRINUSE ? " (the port is in use: another job, or pick another MASTER_PORT)" : "", why);
     }
-    r = cc__rdv_serve(c, lfd, v, recs, jobid);
-    cc__fd_close(lfd);
-    return r;
+    return cc__rdv_serve(c, lfd, v, recs, jobid);
   }
   if (!v->path && cc__sock_lookup(v->host, ip, sizeof ip, why, sizeof why) != 0)
     return cc__fail(c, CC_ERR_INVALID_ARG, "comm_init: rank %d: cannot resolve %s: %s", c->rank, v->host, why);
