@@ -4492,10 +4492,7 @@ static void cc__ring_get(cc_comm *c, cc__chan *ch, uint64_t pos, void *dst, size
    section owns". */
 
 /* ---------------------------------------------------------------- handshake
-   hello, chal, resp, verdict: with a token the client proves first, the
-   server only after it and only to a hello it accepted (a refusal carries no
-   MAC). Fields, MACs, keys and nonces: docs/tcp.md, "Handshake and
-   authentication"; the threats: docs/security.md. */
+   hello, chal, resp, verdict: docs/tcp.md, "Handshake and authentication"; the threats: docs/security.md. */
 
 #define CC__HS_MAGIC   0x31486363u      /* "ccH1": a handshake */
 #define CC__NET_VERSION 4u
@@ -8873,10 +8870,7 @@ static cc_result cc__mesh_build(cc_comm *c, const cc__rec *recs, int lfd, int tc
 }
 
 /* ---------------------------------------------------------------- the rendezvous
-   Rank 0 listens, every other rank connects, shakes hands and sends its record; once all
-   are in, rank 0 answers all at once and closes the port (docs/tcp.md, "Start-up"):
-     reply {magic, status, world, missing, job[40], shmkey[32]} + world records
-   With a token the record and the reply are sealed with the connection's keys (@tcp). */
+   docs/tcp.md, "Start-up". Rank 0's reply: {magic, status, world, missing, job[40], shmkey[32]} + world records */
 
 #define CC__REPLY 88
 
@@ -9167,9 +9161,7 @@ static cc_result cc__rdv_join(cc_comm *c, const char *ip, int port, const cc__rd
   return CC_OK;
 }
 
-/* file:///PATH holds "cc-rendezvous 2 IP PORT NONCE\n". A stale file (an
-   earlier job) names a port nobody listens on, or a rank 0 that refuses our
-   nonce: the reader waits and reads again. Parse the line: 0, or -1. */
+/* A file:// rendezvous' line, "cc-rendezvous 2 IP PORT NONCE\n", parsed: 0, or -1 (docs/tcp.md, "Start-up"). */
 static int cc__file_parse(const char *s, char *ip, size_t iplen, int *port, char *nonce) {
   char a[64], b[40];
   long p;
@@ -9183,9 +9175,8 @@ static int cc__file_parse(const char *s, char *ip, size_t iplen, int *port, char
   return 0;
 }
 
-/* Rank 0 of a file:// rendezvous: listen, write the file (created new, or one
-   of this user's own from an earlier job; never through a symbolic link),
-   serve, remove the file if it is still ours. */
+/* Rank 0 of a file:// rendezvous: listen, write the file (how: docs/tcp.md, "Start-up"), serve, remove the file
+   if it is still ours. */
 static cc_result cc__rdv_file_serve(cc_comm *c, cc__rdv *v, cc__rec *recs, char *jobid, uint64_t deadline) {
   char why[200], fwhy[200], line[160], nonce[40], buf[160];
   int lfd, ffd, port = 0;
