@@ -9261,9 +9261,7 @@ static cc_result cc__rendezvous(cc_comm *c, cc__rdv *v, cc__rec *recs, char *job
       r = cc__rdv_join(c, ip, port, v, recs, jobid, deadline, &retry, why, sizeof why);
       if (r == CC_OK || !retry) return r;
     }
-    /* refused for the world size (or as another job): the refusal carries no proof, but
-       a rank 0 that said so CC_REFUSED_GRACE ago, with nothing since but silence or a
-       closed port (it fails by the same rule, and closes its port), is believed */
+    /* refused for the world size or as another job: believed as docs/tcp.md, "A refused rank fails the job", says */
     if (r == CC_ERR_MISMATCH) {
       if (!refused_since) refused_since = cc__now_ns();
       snprintf(refused_why, sizeof refused_why, "%s", why);
@@ -9301,9 +9299,7 @@ static cc_result cc__init_single(cc_comm *c) {
   return cc__comm_ready(c);
 }
 
-/* A ready shared-memory world becomes one over TCP (CC_TRANSPORT=tcp under
-   ccrun or cc_spawn): the ranks swap records through the arena, connect, and
-   the segment is let go. */
+/* CC_TRANSPORT=tcp under ccrun or cc_spawn: docs/design.md, "How a communicator comes to be". */
 static cc_result cc__init_tcp_from_shm(cc_comm **pc, int idx) {
   cc_comm *w = *pc, *nc;
   cc__rec *recs = (cc__rec *)CC_MALLOC(sizeof(cc__rec) * (size_t)w->size), mine;
