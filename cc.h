@@ -9958,8 +9958,7 @@ static cc_result cc__v_extent(cc_comm *c, const char *what, const char *cn, cons
                               const char *dn, const size_t *displs, cc_dtype t, size_t *extent) {
   size_t e = 0, es = cc__dtype_bytes(t);
   int j;
-  if (!counts) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: %s is NULL", what, cn);
-  if (!displs) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: %s is NULL", what, dn);
+  if (!counts || !displs) return cc__fail(c, CC_ERR_INVALID_ARG, "%s: %s is NULL", what, counts ? dn : cn);
   for (j = 0; j < c->size; j++) {
     if (counts[j] > SIZE_MAX / es || displs[j] > SIZE_MAX / es - counts[j])
       return cc__fail(c, CC_ERR_INVALID_ARG, "%s: %s[%d] + %s[%d] overflows size_t", what, dn, j, cn, j);
@@ -10301,8 +10300,7 @@ static cc_result cc__op_slot(cc_comm *c, int *slot) {
 CC_API cc_result cc_op_create(cc_comm *c, cc_reduce_fn fn, void *user, cc_op *out) {
   int s = 0;
   CC__CHECK_COMM(c);
-  if (!fn) return cc__fail(c, CC_ERR_INVALID_ARG, "op_create: fn is NULL");
-  if (!out) return cc__fail(c, CC_ERR_INVALID_ARG, "op_create: out is NULL");
+  if (!fn || !out) return cc__fail(c, CC_ERR_INVALID_ARG, "op_create: %s is NULL", fn ? "out" : "fn");
   cc__drain(c);
   CC__TRY(cc__op_slot(c, &s));
   c->ops[s].kind = CC__OPK_USER;
