@@ -9462,15 +9462,11 @@ CC_API cc_result cc_get_unique_id(cc_unique_id *id) {
     cc__strerr(errno, why, sizeof why);
     return cc__fail(NULL, CC_ERR_SYSTEM, "get_unique_id: cannot listen on %s: %s", ip, why);
   }
-  if (!(fam = cc__ip_parse(ip, a))) {
-    cc__fd_close(lfd);
-    return cc__fail(NULL, CC_ERR_SYSTEM, "get_unique_id: address %s is neither IPv4 nor IPv6", ip);
-  }
-  if (cc__random(nonce, sizeof nonce) != 0 || cc__random(secret, sizeof secret) != 0) {
-    cc__fd_close(lfd);
-    cc__crypto_wipe(secret, sizeof secret);
-    return cc__no_random(NULL, "get_unique_id", "the job's nonce and secret");
-  }
+  if (!(fam = cc__ip_parse(ip, a)))
+    r = cc__fail(NULL, CC_ERR_SYSTEM, "get_unique_id: address %s is neither IPv4 nor IPv6", ip);
+  else if (cc__random(nonce, sizeof nonce) != 0 || cc__random(secret, sizeof secret) != 0)
+    r = cc__no_random(NULL, "get_unique_id", "the job's nonce and secret");
+  if (r != CC_OK) { cc__fd_close(lfd); cc__crypto_wipe(secret, sizeof secret); return r; }
   pthread_mutex_lock(&cc__uid_lock);
   for (i = 0; i < CC__UID_SLOTS && cc__uid_slots[i].nonce[0]; i++) {}
   if (i == CC__UID_SLOTS) {
