@@ -5604,12 +5604,9 @@ static cc_result cc__call_mismatch(cc_comm *c, int r, const char *what, uint64_t
                       (unsigned long long)c->seq, b, then);
 }
 
-/* Rank r (over TCP) ended its stream while this rank is in collective
-   c->seq: when it said farewell from another call than this one (a queued
-   broadcast that returned at once, against this rank's all_reduce), its
-   leaving is a mismatch, not a loss. CC_OK when it left from this very call,
-   or before it. (On one host cc__check_call reads the same from the rank's
-   control block.) */
+/* Rank r (over TCP) ended its stream while this rank is in collective c->seq: a mismatch, not a loss, when it
+   said farewell from another call (docs/design.md, "How a call flows"); CC_OK when it left from this very call,
+   or before it. */
 static cc_result cc__left_mismatch(cc_comm *c, int r, const char *what) {
   const cc__peer *p = &c->peers[r];
   char a[128], b[128];
