@@ -9097,7 +9097,7 @@ static cc_result cc__rdv_join(cc_comm *c, const char *ip, int port, const cc__rd
   int n = c->size, fd, i, st;
   cc__hello_t h;
   cc__sec *sec = NULL;
-  unsigned char reply[CC__REPLY], rb[CC__REC + CC__TAG], *all;
+  unsigned char reply[CC__REPLY], rb[CC__REC + CC__TAG], *all = NULL;
   cc_result r;
   *retry = 1;
   fd = cc__sock_connect(ip, port, CC__MIN(deadline, cc__now_ns() + CC__S));
