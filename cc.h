@@ -8818,7 +8818,7 @@ static cc_result cc__mesh_build(cc_comm *c, const cc__rec *recs, int lfd, int tc
   nt = c->net;
   for (j = 0; j < me && r == CC_OK; j++)          /* to lower ranks first, then accept the higher ones */
     if (nt->grp[j] != nt->grp[me]) r = cc__mesh_connect(c, j, &recs[j], deadline, what);
-  for (j = me + 1; j < n; j++) if (nt && nt->grp[j] != nt->grp[me]) want++;
+  for (j = me + 1; r == CC_OK && j < n; j++) if (nt->grp[j] != nt->grp[me]) want++;   /* (r: nt and its tables are there) */
   if (r == CC_OK && want) {
     cc__mesh_take_ctx x;
     cc__hs_srv v;
