@@ -2791,17 +2791,20 @@ typedef struct cc__pbuf {
   int pid;
 } cc__pbuf;
 
-/* CC_SHM_CMA=auto: how one collective at one size class goes (@algo). */
-#define CC__TUNE_KEEP 3                /* calls kept each way */
+/* A choice between two ways by measuring (@algo, cc__tune_step): CC_SHM_CMA=auto's, per
+   collective and size class (0 the arena's two copies, 1 cross-memory attach; rank 0 measures,
+   every rank follows), and each rank's own of its stores per size class (0 streaming, 1 plain). */
+#define CC__TUNE_KEEP 4                /* calls kept each way: a try's (at most), the last three's median */
 typedef struct cc__tune {
   uint32_t wait;                       /* every rank alike: calls that go through the arena without asking rank 0 */
-  uint8_t way;                         /* every rank alike: 0 the arena's two copies, 1 cross-memory attach */
-  uint8_t trying;                      /* rank 0: this call tries the other way */
-  uint8_t want, ran;                   /* rank 0: the way this call was to go, and went (2: neither, buffers mapped) */
-  uint8_t nsamp[2];                    /* rank 0: calls timed each way (at most CC__TUNE_KEEP) */
-  uint32_t every, left;                /* rank 0: calls between tries of the other way (0: still learning), until the next */
-  float ref;                           /* rank 0: the way's ns per byte when last chosen or confirmed */
-  float ns[2][CC__TUNE_KEEP];          /* rank 0: ns per byte of the last calls each way, the newest first */
+  uint8_t way;                         /* the way in use */
+  uint8_t trying;                      /* calls of the other way so far in a try of it */
+  uint8_t tries;                       /* calls a try takes (0: one), judged by the slowest but the first */
+  uint8_t want, ran;                   /* the way this call was to go, and went (2: neither, buffers mapped) */
+  uint8_t nsamp[2];                    /* calls timed each way (at most CC__TUNE_KEEP) */
+  uint32_t every, left;                /* calls between tries of the other way (0: still learning), until the next */
+  float ref;                           /* the way's ns per byte when last chosen or confirmed */
+  float ns[2][CC__TUNE_KEEP];          /* ns per byte of the last calls each way, the newest first */
 } cc__tune;
 #define CC__TUNE_COLLS 6               /* the collectives cross-memory attach serves (cc__tune_coll) */
 #define CC__TUNE_SIZES 24              /* size classes: [1 KiB << i, 2 KiB << i) */
@@ -2940,13 +2943,6 @@ typedef struct cc__net {
   char ip[64];                         /* where this rank listens (for splits) */
 } cc__net;
 
-/* How this rank stages one size class of data-movement messages (cc__stage_pick). */
-typedef struct cc__stw {
-  int way;                             /* 0 streaming stores, 1 plain */
-  uint32_t left, every, tried;         /* stagings until the other way is tried, between tries; of a try */
-  float rate, ref, trate;              /* bytes per ns of the way in use (plain: doubled); when chosen; a try's */
-} cc__stw;
-
 /* The arena executor's state: this rank's phase, and the scratch of one call's fold. */
 typedef struct cc__arena {
   uint64_t step;                       /* last phase this rank arrived at */
@@ -2957,7 +2953,7 @@ typedef struct cc__arena {
   size_t *blk;                         /* size x 2: where each rank's block of a reduction starts, its length, */
   cc__call blk_of;                     /* for this call (its coll, count, dtype and root), */
   int blk_want;                        /* and whether this rank keeps the result */
-  cc__stw st[CC__TUNE_SIZES];          /* the stores of large stagings that only move data */
+  cc__tune st[CC__TUNE_SIZES];         /* the stores of large stagings that only move data */
 } cc__arena;
 
 /* Direct access to peers' buffers on one host: cross-memory attach, cc_mem_alloc. */
@@ -7086,46 +7082,117 @@ static int cc__tune_size(size_t bytes) {
   return i;
 }
 
+/* ---------------------------------------------------------------- choosing between two ways by measuring */
+
+/* What a call one way costs: the median of its last three calls (the least while it has fewer). */
+static float cc__tune_est(const cc__tune *t, int way) {
+  const float *v = t->ns[way];
+  if (t->nsamp[way] < 3) return t->nsamp[way] > 1 ? CC__MIN(v[0], v[1]) : v[0];
+  return CC__MAX(CC__MIN(v[0], v[1]), CC__MIN(CC__MAX(v[0], v[1]), v[2]));
+}
+
+static void cc__tune_push(cc__tune *t, int way, float ns) {
+  int i;
+  for (i = CC__TUNE_KEEP - 1; i > 0; i--) t->ns[way][i] = t->ns[way][i - 1];
+  t->ns[way][0] = ns;
+  if (t->nsamp[way] < CC__TUNE_KEEP) t->nsamp[way]++;
+}
+
+/* The call of t's class just done went t->ran (2: neither way, its buffers
+   were mapped) in ns nanoseconds per byte. A call that could not go the way
+   it was to (an in-place all_to_all) counts as endless that way. */
+static void cc__tune_note(cc__tune *t, float ns) {
+  if (t->ran > 1) return;
+  if (t->ran != t->want) cc__tune_push(t, t->want, 1e30f);
+  cc__tune_push(t, t->ran, ns);
+}
+
+/* Asked by a call of t's class: the way it goes; t->way and t->wait become
+   the class's state after it. prior: the way to learn first. *chose: 1 when
+   t->way was decided or changed. Both ways are timed twice, the faster kept;
+   every t->every calls (doubling while it stays) a try of the other way takes
+   over if it is CC_SHM_TUNE_GAIN percent faster, and one comes at once when
+   the way in use gets CC_SHM_TUNE_DRIFT percent slower. docs/shm.md. */
+static int cc__tune_step(const cc__settings *s, cc__tune *t, int prior, int *chose) {
+  int use;
+  *chose = 0;
+  if (t->wait) {                       /* asked although waiting: the call may use mapped memory */
+    t->wait--;
+    return t->way;
+  }
+  if (!t->every && !t->nsamp[0] && !t->nsamp[1]) t->way = (uint8_t)prior;
+  if (!t->every && (t->nsamp[t->way] < 2 || t->nsamp[!t->way] < 2))
+    return t->nsamp[t->way] < 2 ? t->way : !t->way;     /* learning: every call asks */
+  if (!t->every) {
+    t->way = cc__tune_est(t, 1) < cc__tune_est(t, 0);
+    t->every = t->left = s->tune_first;
+    t->ref = cc__tune_est(t, t->way);
+    *chose = 1;
+  } else if (t->trying) {
+    float tried = 0;
+    int i, n = CC__MAX(t->tries, 1);
+    if (t->trying < n) {               /* the try goes on */
+      t->trying++;
+      return !t->way;
+    }
+    for (i = 0; i < CC__MAX(n - 1, 1); i++) tried = CC__MAX(tried, t->ns[!t->way][i]);
+    t->trying = 0;
+    if (tried * 100.0f < (float)(100 - s->tune_gain) * cc__tune_est(t, t->way)) {
+      t->way = !t->way;
+      t->every = s->tune_first;
+      t->ref = tried;
+      *chose = 1;
+    } else {
+      t->every = CC__MIN(2 * t->every, s->tune_most);
+      t->ref = cc__tune_est(t, t->way);
+    }
+    t->left = t->every;
+  } else if (t->nsamp[t->way] >= 3 &&
+             cc__tune_est(t, t->way) * 100.0f > (float)(100 + s->tune_drift) * t->ref) {
+    t->left = 0;                       /* the way in use got slower: try the other now */
+  }
+  if (!t->left) {
+    t->trying = 1;
+    return !t->way;                    /* wait stays 0: the next call asks, and is compared */
+  }
+  use = t->way;
+  if (use) {
+    t->left--;                         /* cross-memory attach: every call asks anyway */
+  } else {                             /* the arena: this call and the next wait calls do not ask */
+    uint32_t run = CC__MIN(t->left, s->tune_ask);
+    t->wait = run - 1;
+    t->left -= run;
+  }
+  return use;
+}
+
 /* A large staging of a call that only moves data: plain stores unless this
    rank's own stagings of its size run more than twice as fast streamed (far
-   readers), chosen as CC_SHM_CMA=auto chooses, plain first; a try is
-   CC__STAGE_TRY stagings, judged by the slowest but the first. Reductions
-   always stream (docs/shm.md, "Large messages: streaming or plain stores"). */
+   readers), chosen per size class as CC_SHM_CMA=auto chooses, plain first; a
+   try is CC__STAGE_TRY stagings. Reductions always stream (docs/shm.md,
+   "Large messages: streaming or plain stores"). */
 #define CC__PLAIN_CREDIT 2.0f
 #define CC__STAGE_TRY 4u
 
 static CC__NOINLINE void cc__stage_pick(cc_comm *c, void *dst, const void *src, size_t n, size_t total) {
-  const cc__settings *s = &c->set;
-  int sz = cc__tune_size(total), way;
-  cc__stw *a = &c->arena.st[sz];
+  int sz = cc__tune_size(total), chose;
+  cc__tune *t = &c->arena.st[sz];
   uint64_t t0;
-  float rate;
-  if (!a->every) { a->way = 1; a->every = a->left = s->tune_first; }   /* plain first */
-  way = a->left ? a->way : !a->way;
-  t0 = cc__now_ns();
-  if (way) memcpy(dst, src, n);
-  else cc__copy_stream(dst, src, n);
-  rate = (float)n / (float)(cc__now_ns() - t0 + 1) * (way ? CC__PLAIN_CREDIT : 1.0f);
-  if (a->left) {                       /* the way in use */
-    a->left--;
-    a->rate = a->rate > 0 ? 0.75f * a->rate + 0.25f * rate : rate;
-    if (a->rate * (float)(100 + s->tune_drift) < 100.0f * a->ref) a->left = 0;   /* it got slower: try now */
-    return;
+  if (!t->tries) {                     /* plain first: a class's first stagings find its pages cold */
+    t->tries = CC__STAGE_TRY;
+    t->way = 1;
+    t->every = t->left = c->set.tune_first;
+    t->ref = 1e30f;                    /* the first try comes after CC_SHM_TUNE_FIRST stagings, not before */
   }
-  if (a->tried == 1 || (a->tried > 1 && rate < a->trate)) a->trate = rate;   /* a try: its slowest but the first */
-  if (++a->tried < CC__STAGE_TRY) return;
-  a->tried = 0;
-  if (a->trate * (float)(100 - s->tune_gain) > 100.0f * a->rate) {
+  t->want = t->ran = (uint8_t)cc__tune_step(&c->set, t, 1, &chose);
+  if (chose)
     cc__log(c, CC__LOG_INFO, "shm: rank %d stages data-movement messages of %zu KiB to %zu KiB with %s stores "
             "(%.2f GB/s against %.2f, plain stores' figures doubled)", c->rank, (size_t)1 << sz, (size_t)2 << sz,
-            way ? "plain" : "streaming", (double)a->trate, (double)a->rate);
-    a->way = way;
-    a->rate = a->ref = a->trate;
-    a->left = a->every = s->tune_first;
-  } else {
-    a->ref = a->rate;
-    a->left = a->every = CC__MIN(2 * a->every, s->tune_most);
-  }
+            t->way ? "plain" : "streaming", 1.0 / (double)t->ref, 1.0 / (double)cc__tune_est(t, !t->way));
+  t0 = cc__now_ns();
+  if (t->ran) memcpy(dst, src, n);
+  else cc__copy_stream(dst, src, n);
+  cc__tune_note(t, (float)(cc__now_ns() - t0 + 1) / (float)n / (t->ran ? CC__PLAIN_CREDIT : 1.0f));
 }
 
 /* Stage `n` bytes of a message of `total` into this rank's half: large ones
@@ -7434,79 +7501,6 @@ static size_t cc__direct_size(const cc_comm *c, const cc__call *k) {
    and the class's state after it, which every rank takes (while the arena is the way, `wait`
    calls skip that phase, alike on every rank). Learning, tries and why: docs/shm.md, "Cross-
    memory attach or the arena: chosen by measuring", and docs/performance.md. */
-
-/* What a call one way costs: the median of its last three calls (the least while it has fewer). */
-static float cc__tune_est(const cc__tune *t, int way) {
-  const float *v = t->ns[way];
-  if (t->nsamp[way] < CC__TUNE_KEEP) return t->nsamp[way] > 1 ? CC__MIN(v[0], v[1]) : v[0];
-  return CC__MAX(CC__MIN(v[0], v[1]), CC__MIN(CC__MAX(v[0], v[1]), v[2]));
-}
-
-static void cc__tune_push(cc__tune *t, int way, float ns) {
-  int i;
-  for (i = CC__TUNE_KEEP - 1; i > 0; i--) t->ns[way][i] = t->ns[way][i - 1];
-  t->ns[way][0] = ns;
-  if (t->nsamp[way] < CC__TUNE_KEEP) t->nsamp[way]++;
-}
-
-/* Rank 0: the call of t's class just done went t->ran (2: neither way, its
-   buffers were mapped) in ns nanoseconds per byte. A call that could not go
-   the way it was to (an in-place all_to_all) counts as endless that way. */
-static void cc__tune_note(cc__tune *t, float ns) {
-  if (t->ran > 1) return;
-  if (t->ran != t->want) cc__tune_push(t, t->want, 1e30f);
-  cc__tune_push(t, t->ran, ns);
-}
-
-/* Rank 0, asked by a call of t's class: the way it goes (1: cross-memory
-   attach); t->way and t->wait become the class's state after it. prior: the
-   way to learn first. *chose: 1 when t->way was decided or changed. */
-static int cc__tune_step(const cc__settings *s, cc__tune *t, int prior, int *chose) {
-  int use;
-  *chose = 0;
-  if (t->wait) {                       /* asked although waiting: the call may use mapped memory */
-    t->wait--;
-    return t->way;
-  }
-  if (!t->every && !t->nsamp[0] && !t->nsamp[1]) t->way = (uint8_t)prior;
-  if (!t->every && (t->nsamp[t->way] < 2 || t->nsamp[!t->way] < 2))
-    return t->nsamp[t->way] < 2 ? t->way : !t->way;     /* learning: every call asks */
-  if (!t->every) {
-    t->way = cc__tune_est(t, 1) < cc__tune_est(t, 0);
-    t->every = t->left = s->tune_first;
-    t->ref = cc__tune_est(t, t->way);
-    *chose = 1;
-  } else if (t->trying) {
-    float tried = t->ns[!t->way][0];
-    t->trying = 0;
-    if (tried * 100.0f < (float)(100 - s->tune_gain) * cc__tune_est(t, t->way)) {
-      t->way = !t->way;
-      t->every = s->tune_first;
-      t->ref = tried;
-      *chose = 1;
-    } else {
-      t->every = CC__MIN(2 * t->every, s->tune_most);
-      t->ref = cc__tune_est(t, t->way);
-    }
-    t->left = t->every;
-  } else if (t->nsamp[t->way] == CC__TUNE_KEEP &&
-             cc__tune_est(t, t->way) * 100.0f > (float)(100 + s->tune_drift) * t->ref) {
-    t->left = 0;                       /* the way in use got slower: try the other now */
-  }
-  if (!t->left) {
-    t->trying = 1;
-    return !t->way;                    /* wait stays 0: the next call asks, and is compared */
-  }
-  use = t->way;
-  if (use) {
-    t->left--;                         /* cross-memory attach: every call asks anyway */
-  } else {                             /* the arena: this call and the next wait calls do not ask */
-    uint32_t run = CC__MIN(t->left, s->tune_ask);
-    t->wait = run - 1;
-    t->left -= run;
-  }
-  return use;
-}
 
 /* The class of call k when its way is chosen by measuring, else NULL. */
 static cc__tune *cc__tune_of(const cc_comm *c, const cc__call *k) {

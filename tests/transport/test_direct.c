@@ -340,7 +340,7 @@ static int policy_call(cc__tune *t, int prior, const float cost[2], int *chose) 
 static void policy_unit(void) {
   static const float cma_fast[2] = {2.0f, 1.0f}, arena_fast[2] = {1.0f, 2.0f};
   cc__tune t;
-  int i, chose, way, seq[4], ok, changes, slow, slow_before = 0, last_try = -1, gap_max = 0;
+  int i, chose, way, seq[4], ok, changes, slow, slow_before = 0, last_try = -1, gap_max = 0, prev;
   policy_defaults();
   /* learning: the prior way twice, the other twice */
   for (way = 0; way < 2; way++) {
@@ -401,6 +401,27 @@ static void policy_unit(void) {
     tu_pass("direct.auto.policy.cannot", "a way the calls could not take counted as endless: the arena kept");
   else
     tu_fail("direct.auto.policy.cannot", "way %d every %u best(1) %g", t.way, t.every, (double)cc__tune_est(&t, 1));
+  /* a try of 4 calls (the stores' chooser: plain first, no learning) is judged
+     by its slowest call but the first: a way whose first call of a try is fast
+     and the next ones slow is kept out; one fast throughout is taken */
+  memset(&t, 0, sizeof t);
+  t.tries = 4;
+  t.every = t.left = pset.tune_first;
+  t.ref = 1e30f;
+  for (i = 0, changes = 0, prev = 0; i < 3000; i++) {
+    if (!t.way && t.wait) { t.wait--; t.want = t.ran = 0; chose = 0; }
+    else t.want = t.ran = (uint8_t)cc__tune_step(&pset, &t, 0, &chose);
+    cc__tune_note(&t, t.ran == 0 ? 1.0f : i >= 1500 || prev == 0 ? 0.5f : 3.0f);
+    prev = t.ran;
+    changes += chose && i < 1500;
+    if (i == 1499 && t.every < 512) break;
+  }
+  if (i == 3000 && changes == 0 && t.way == 1)
+    tu_pass("direct.auto.policy.try4", "tries of 4 calls: a way fast only on a try's first call kept out for 1500 "
+            "calls, taken once fast throughout");
+  else
+    tu_fail("direct.auto.policy.try4", "stopped at %d: %d changes before call 1500, way %d, every %u", i, changes,
+            t.way, t.every);
   /* the settings are the tuner's: CC_SHM_TUNE_MOST=64 keeps tries at most 64
      calls apart, CC_SHM_TUNE_GAIN=60 keeps a way that a try beats by less */
   policy_defaults();
