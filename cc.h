@@ -4970,7 +4970,7 @@ static int cc__pend_accept(const cc__hs_srv *v, int lfd, cc__pend *pend, int *np
 }
 
 /* Serve until `want` connections were kept (0), the deadline (-1), or until
-   give_up says so (-2). */
+   give_up says so (-2); -3: out of memory. */
 static int cc__hs_serve(const cc__hs_srv *vv, int lfd, int want, uint64_t deadline) {
   cc_comm *c = vv->c;
   cc__pend *pend = (cc__pend *)CC_MALLOC(sizeof(cc__pend) * CC__PEND_MAX);
@@ -4982,7 +4982,7 @@ static int cc__hs_serve(const cc__hs_srv *vv, int lfd, int want, uint64_t deadli
   cc__hs_srv sv = *vv, *v = &sv;
   memset(&log, 0, sizeof log);
   sv.log = &log;
-  if (!pend || !pf) { CC_FREE(pend); CC_FREE(pf); return -1; }
+  if (!pend || !pf) { CC_FREE(pend); CC_FREE(pf); return -3; }
   /* a descriptor for each connection of the table and of the world, and some */
   (void)cc__fd_limit_raise((long)CC__PEND_MAX + (long)CC__MIN(v->world, 1u << 20) + 64);
   while (kept < want) {
@@ -8816,12 +8816,15 @@ static cc_result cc__mesh_build(cc_comm *c, const cc__rec *recs, int lfd, int tc
   if (r == CC_OK && want) {
     cc__mesh_take_ctx x;
     cc__hs_srv v;
+    int st;
     x.c = c; x.me = me;
     memset(&v, 0, sizeof v);
     v.c = c; v.kind = CC__HELLO_DATA; v.world = (uint32_t)n; v.me = me; v.job = c->jobid;
     v.token = c->set.token[0] ? c->set.token : NULL; v.encrypt = c->set.net_encrypt;
     v.take = cc__mesh_take; v.ctx = &x;
-    if (cc__hs_serve(&v, lfd, want, deadline) != 0) {
+    if ((st = cc__hs_serve(&v, lfd, want, deadline)) == -3) {
+      r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
+    } else if (st != 0) {
       int missing = me + 1;
       while (missing < n && (nt->grp[missing] == nt->grp[me] || c->peers[missing].tcp.fd >= 0)) missing++;
       r = cc__fail(c, CC_ERR_TIMEOUT, "%s: rank %d: rank %d did not connect within the timeout", what, me, missing);
@@ -9001,6 +9004,8 @@ static cc_result cc__rdv_serve(cc_comm *c, int lfd, const cc__rdv *v, cc__rec *r
                  "comm_init: rank 0: rank %d (from %s) was refused at the rendezvous at %s: %s; "
                  "no rank %d joined within %.0f s of that (CC_REFUSED_GRACE)", refused.rank, refused.addr, v->where,
                  text, refused.rank, (double)x.grace / 1e9);
+  } else if (st == -3) {
+    r = cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: rank 0: out of memory");
   } else if (st != 0) {
     for (missing = 1; missing < n && fds[missing] >= 0; missing++) {}
     cc__rdv_missing(&x, text, sizeof text);

@@ -10,7 +10,13 @@
  * failing. Each rank's result must be either CC_OK with the right data (the
  * allocation had a fallback) or an error; rank 0, whose allocation failed,
  * must say CC_ERR_NO_MEMORY when it failed. The reference is computed here from
- * the known inputs (small integers, exact in float). */
+ * the known inputs (small integers, exact in float).
+ *
+ * Joining and splitting too: on each transport, each of the allocations of one
+ * rank's cc_comm_init (a 2-rank job meeting at tcp://127.0.0.1) and of its
+ * cc_comm_split fails in turn. That rank must say CC_ERR_NO_MEMORY, the real
+ * cause (not a timeout waiting for a peer it never served), without crashing
+ * or hanging; or succeed with a communicator that works. */
 #define _GNU_SOURCE
 #include <stddef.h>
 static void *t_malloc(size_t n);
@@ -25,9 +31,15 @@ static void t_free(void *p);
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <unistd.h>
 
 static long t_arm;      /* > 0: the t_arm-th allocation from now fails */
 static long t_seen;     /* allocations since arming */
+static int failed;
 static void *t_malloc(size_t n) {
   if (t_arm > 0) {
     t_seen++;
@@ -104,7 +116,120 @@ static int rank_fn(cc_comm *c, void *arg) {
   return 0;
 }
 
-static int failed;
+/* ---- joining and splitting: every allocation of one rank's cc_comm_init, or
+   of its cc_comm_split, failing in turn */
+
+/* A port nothing listens on now, on loopback. */
+static int free_port(void) {
+  struct sockaddr_in a;
+  socklen_t len = sizeof a;
+  int fd = socket(AF_INET, SOCK_STREAM, 0), port = 0;
+  memset(&a, 0, sizeof a);
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (fd >= 0 && bind(fd, (struct sockaddr *)&a, sizeof a) == 0 && getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+    port = ntohs(a.sin_port);
+  if (fd >= 0) close(fd);
+  return port;
+}
+
+/* One rank of a 2-rank job meeting at tcp://127.0.0.1:port. With arm > 0 the
+   arm-th allocation from the start of its cc_comm_init (split 0) or of its
+   cc_comm_split (split 1: colour 7 for both, the ranks in reverse order)
+   fails. A communicator it makes must work: an all_reduce, and in a split
+   the new rank. */
+static void job_rank(int rank, int port, const char *transport, int split, long arm, struct rep *out) {
+  cc_config cfg;
+  cc_comm *c = NULL, *s = NULL;
+  char where[64];
+  cc_result r;
+  float x = (float)(rank + 1), y = 0;
+  snprintf(where, sizeof where, "tcp://127.0.0.1:%d", port);
+  cc_config_init(&cfg);
+  cfg.rank = rank;
+  cfg.world_size = 2;
+  cfg.init_method = where;
+  cfg.transport = transport;
+  cfg.timeout_ms = 20000;
+  if (split && (r = cc_comm_init(&c, &cfg)) != CC_OK) {
+    out->code = -1;
+    snprintf(out->err, sizeof out->err, "unarmed cc_comm_init: %.300s", cc_comm_last_error(NULL));
+    return;
+  }
+  t_seen = 0;
+  t_arm = arm;
+  r = split ? cc_comm_split(c, 7, -rank, &s) : cc_comm_init(&s, &cfg);
+  out->reached = arm > 0 && t_arm == 0 && t_seen == arm;
+  t_arm = 0;
+  out->code = (int)r;
+  snprintf(out->err, sizeof out->err, "%.300s", r == CC_OK ? "" : cc_comm_last_error(split ? c : NULL));
+  if (r == CC_OK) {
+    r = cc_all_reduce(s, &x, &y, 1, CC_FLOAT32, CC_SUM);
+    out->wrong = r != CC_OK || y != 3.0f || (split && cc_comm_rank(s) != 1 - rank);
+    cc_comm_destroy(s);
+  }
+  if (c) cc_comm_destroy(c);
+}
+
+/* Runs the job with rank `armed`'s k-th allocation failing. Returns 0 when
+   that rank made fewer than k, 1 when it reported, -1 when it crashed or
+   hung (why says so). The other rank may wait for a peer that gave up: once
+   the armed one is done, it is killed (what it says is another test's). */
+static int job_run(const char *transport, int split, int armed, long k, char *why, size_t wlen) {
+  pid_t pid[2];
+  int port = free_port(), st = 0, i, waited;
+  memset(sh, 0, 2 * sizeof *sh);
+  for (i = 0; i < 2; i++) {
+    if ((pid[i] = fork()) == 0) {
+      job_rank(i, port, transport, split, i == armed ? k : 0, &sh[i]);
+      _exit(0);
+    }
+  }
+  for (waited = 0; waited < 2000 && waitpid(pid[armed], &st, WNOHANG) == 0; waited++) usleep(5000);
+  if (waited == 2000) {
+    kill(pid[armed], SIGKILL);
+    waitpid(pid[armed], &st, 0);
+  }
+  kill(pid[!armed], SIGKILL);
+  waitpid(pid[!armed], NULL, 0);
+  if (waited == 2000) snprintf(why, wlen, "k=%ld: rank %d still running after 10 s", k, armed);
+  else if (!WIFEXITED(st)) snprintf(why, wlen, "k=%ld: rank %d crashed (signal %d)", k, armed, WIFSIGNALED(st) ? WTERMSIG(st) : -1);
+  else if (sh[armed].code < 0) snprintf(why, wlen, "k=%ld: rank %d: %s", k, armed, sh[armed].err);
+  else return sh[armed].reached ? 1 : 0;
+  return -1;
+}
+
+static void job_sweep(const char *transport, int split, int armed) {
+  const char *call = split ? "cc_comm_split" : "cc_comm_init";
+  const struct rep *a = &sh[armed];
+  long k, nomem = 0, ok = 0;
+  char why[1000] = "";
+  int rc = 0;
+  for (k = 1; k <= 400; k++) {
+    if ((rc = job_run(transport, split, armed, k, why, sizeof why)) <= 0) break;
+    if (a->code == CC_OK && a->wrong) {
+      snprintf(why, sizeof why, "k=%ld: %s CC_OK, but the communicator does not work: %s", k, call, a->err);
+      break;
+    }
+    if (a->code != CC_OK && a->code != CC_ERR_NO_MEMORY) {
+      snprintf(why, sizeof why, "k=%ld: its allocation failed and it said %s: %s", k, cc_strerror((cc_result)a->code),
+               a->err);
+      break;
+    }
+    if (a->code == CC_OK) ok++;
+    else nomem++;
+  }
+  if (why[0] || k > 400) {
+    printf("FAIL: alloc_fail.%s: %s, rank %d: %s\n", split ? "split" : "init", transport, armed,
+           why[0] ? why : "more than 400 allocations");
+    failed = 1;
+  } else {
+    printf("PASS: alloc_fail.%s: %s, rank %d: each of the %ld allocations of %s failed in turn: %ld times "
+           "CC_ERR_NO_MEMORY, %ld times a communicator that works\n", split ? "split" : "init", transport, armed,
+           nomem + ok, call, nomem, ok);
+  }
+  fflush(stdout);
+}
 
 int main(void) {
   static const char *const transports[2] = {"shm", "tcp"};
@@ -156,6 +281,11 @@ int main(void) {
         }
         fflush(stdout);
       }
+  }
+  for (ti = 0; ti < 2; ti++) {
+    int split, armed;
+    for (split = 0; split < 2; split++)
+      for (armed = 0; armed < 2; armed++) job_sweep(transports[ti], split, armed);
   }
   return failed;
 }
