@@ -635,23 +635,20 @@ static void cc__futex_wake(uint32_t *addr) {
 #define CC__MEMBAR_QUERY 0
 #define CC__MEMBAR_GLOBAL_EXPEDITED 2
 #define CC__MEMBAR_REGISTER_GLOBAL_EXPEDITED 4
-static int cc__membar_register(void) {
 #ifdef SYS_membarrier
+static int cc__membar_register(void) {
   long q = syscall(SYS_membarrier, CC__MEMBAR_QUERY, 0, 0);
   if (q < 0 || !(q & CC__MEMBAR_GLOBAL_EXPEDITED)) return -1;
   return syscall(SYS_membarrier, CC__MEMBAR_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0 ? 0 : -1;
-#else
-  return -1;
-#endif
 }
 
 static int cc__membar(void) {
-#ifdef SYS_membarrier
   return syscall(SYS_membarrier, CC__MEMBAR_GLOBAL_EXPEDITED, 0, 0) == 0 ? 0 : -1;
-#else
-  return -1;
-#endif
 }
+#else
+static int cc__membar_register(void) { return -1; }
+static int cc__membar(void) { return -1; }
+#endif
 
 static void cc__strerr(int err, char *buf, size_t len) {
   /* strerror_r comes in two flavours; this form works with both. */
