@@ -667,24 +667,16 @@ static void cc__strerr(int err, char *buf, size_t len) {
 static int cc__random(void *out, size_t len) {
   unsigned char *p = (unsigned char *)out;
   size_t got = 0;
-  int e = 0;
+  int fd = -1, e = 0;                    /* fd: /dev/urandom, once getrandom failed */
   while (got < len) {
-    long r = syscall(SYS_getrandom, p + got, len - got, 0);
+    long r = fd < 0 ? syscall(SYS_getrandom, p + got, len - got, 0) : (long)read(fd, p + got, len - got);
     if (r > 0) { got += (size_t)r; continue; }
     if (r < 0 && errno == EINTR) continue;
     e = r < 0 ? errno : EIO;
-    break;
+    if (fd >= 0) break;                  /* /dev/urandom failed too */
+    if ((fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC)) < 0) { e = errno; break; }   /* no getrandom */
   }
-  if (got < len) {                       /* no getrandom: /dev/urandom */
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) e = errno;
-    while (fd >= 0 && got < len) {
-      ssize_t r = read(fd, p + got, len - got);
-      if (r > 0) got += (size_t)r;
-      else if (!(r < 0 && errno == EINTR)) { e = r < 0 ? errno : EIO; break; }
-    }
-    if (fd >= 0) close(fd);
-  }
+  if (fd >= 0) close(fd);
   if (got < len) { errno = e ? e : EIO; return -1; }
   return 0;
 }
