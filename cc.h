@@ -1346,8 +1346,8 @@ static int cc__poll(struct pollfd *pfd, int n, uint64_t timeout_ns) {
    message in why. */
 static int cc__sock_pick_addr(const char *ifname, const char *toward, int first_iface, char *ip, size_t iplen,
                               char *why, size_t whylen) {
-#ifndef CC_NO_TCP
   snprintf(ip, iplen, "127.0.0.1");
+#ifndef CC_NO_TCP
   if ((ifname && *ifname) || first_iface) {
     struct ifaddrs *ifa = NULL, *i;
     int found = 0, fam, by_name = ifname && *ifname;
@@ -1382,8 +1382,7 @@ static int cc__sock_pick_addr(const char *ifname, const char *toward, int first_
   }
   return 0;
 #else
-  (void)ifname; (void)toward; (void)first_iface; (void)iplen;
-  snprintf(ip, iplen, "127.0.0.1");
+  (void)ifname; (void)toward; (void)first_iface;
   snprintf(why, whylen, "this build has no TCP transport (CC_NO_TCP)");
   return -1;
 #endif
