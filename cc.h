@@ -1175,18 +1175,15 @@ static int cc__sock_connect(const char *ip, int port, uint64_t deadline) {
 #ifndef CC_NO_TCP
   struct sockaddr_storage sa;
   socklen_t salen, elen;
-  int one = 1, e, err = 0, fd;
+  int one = 1, err = 0, fd;
   if (cc__sock_resolve(ip, port, &sa, &salen) != 0) { errno = EADDRNOTAVAIL; return -1; }
   fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return -1;
-  if (connect(fd, (const struct sockaddr *)&sa, salen) != 0) {
-    if (errno != EINPROGRESS && errno != EINTR) { e = errno; close(fd); errno = e; return -1; }
-    if (cc__sock_wait(fd, POLLOUT, deadline) != 0) { e = errno; close(fd); errno = e; return -1; }
+  if (connect(fd, (const struct sockaddr *)&sa, salen) != 0) {   /* err: why it failed, or 0 */
     elen = sizeof err;
-    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0 || err != 0) {
-      close(fd); errno = err ? err : ECONNREFUSED;
-      return -1;
-    }
+    if ((errno != EINPROGRESS && errno != EINTR) || cc__sock_wait(fd, POLLOUT, deadline) != 0) err = errno;
+    else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0 && !err) err = ECONNREFUSED;
+    if (err) { close(fd); errno = err; return -1; }
   }
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   return fd;
