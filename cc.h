@@ -2665,7 +2665,6 @@ typedef struct cc__settings {
   const char *rank_var, *size_var;     /* where they came from, for messages */
   char master_addr[256];               /* "": none */
   int master_port;                     /* 0: none */
-  const char *master_from;             /* "MASTER_ADDR" or "SLURM_JOB_NODELIST" */
   char master_err[160];                /* what is malformed about them, or "" */
   char job_id[40];                     /* CC_JOB_ID: "" when not under ccrun */
   int transport;                       /* cc__transport */
@@ -3413,10 +3412,8 @@ static void cc__settings_master(cc__settings *s) {
   const char *ma = getenv("MASTER_ADDR"), *mp = getenv("MASTER_PORT"), *nl = getenv("SLURM_JOB_NODELIST");
   long p;
   int have;
-  s->master_from = "MASTER_ADDR";
   if (ma && *ma) snprintf(s->master_addr, sizeof s->master_addr, "%s", ma);
   else if (nl && *nl) {
-    s->master_from = "SLURM_JOB_NODELIST";
     if (cc__hostlist_first(nl, s->master_addr, sizeof s->master_addr) != 0)
       snprintf(s->master_err, sizeof s->master_err, "SLURM_JOB_NODELIST='%.100s' is not a host list", nl);
   }
