@@ -3244,17 +3244,17 @@ static size_t cc__token_pattern(const unsigned char *t, size_t n, size_t i) {
   return best;
 }
 
-/* An estimate of a token's entropy in bits (*patterned: a pattern explained a
-   stretch), as docs/security.md, "Tokens", describes it; an upper bound, which
-   cannot tell a random string from words, hence `ccrun --make-token` in the
-   messages. The classes: 26 lower, 26 upper, 10 digits, 33 others. */
-static int cc__token_bits(const char *s, int *patterned) {
+/* 0 when token s is strong enough, else -1 and why says how weak (cc_comm_init and
+   ccrun). Its strength is an estimate of its entropy in bits, as docs/security.md,
+   "Tokens", describes it; an upper bound, which cannot tell a random string from
+   words, hence `ccrun --make-token` in the messages. The classes: 26 lower, 26
+   upper, 10 digits, 33 others. */
+static int cc__token_check(const char *s, char *why, size_t whylen) {
   const unsigned char *t = (const unsigned char *)s;
-  int lower = 0, upper = 0, digit = 0, other = 0, hex = 1, distinct = 0, seen[256], alpha;
+  int lower = 0, upper = 0, digit = 0, other = 0, hex = 1, distinct = 0, seen[256], alpha, bits, patterned = 0;
   size_t i, k, n = strlen(s);
   uint64_t q = 0, lit, ref;
   memset(seen, 0, sizeof seen);
-  *patterned = 0;
   for (i = 0; i < n; i++) {
     unsigned char ch = t[i];
     if (!seen[ch]) { seen[ch] = 1; distinct++; }
@@ -3266,20 +3266,14 @@ static int cc__token_bits(const char *s, int *patterned) {
   }
   alpha = hex ? 16 : 26 * lower + 26 * upper + 10 * digit + 33 * other;
   if (alpha > 4 * distinct) alpha = 4 * distinct;
-  if (alpha < 2) return 0;
   lit = cc__log2_q16((uint32_t)alpha);                 /* a character, in 2^-16 bits */
   ref = 2 * (uint64_t)cc__log2_q16((uint32_t)n + 1);   /* a pattern: where and how long */
-  for (i = 0; i < n; i += k) {
+  for (i = 0; alpha >= 2 && i < n; i += k) {           /* fewer than 2 symbols: no bits */
     k = cc__token_pattern(t, n, i);
-    if (k >= CC__TOKEN_PATTERN) { q += ref; *patterned = 1; }
+    if (k >= CC__TOKEN_PATTERN) { q += ref; patterned = 1; }
     else { k = 1; q += lit; }
   }
-  return (int)(q >> 16);
-}
-
-/* 0 when token t is strong enough, else -1 and why says how weak (cc_comm_init and ccrun). */
-static int cc__token_check(const char *t, char *why, size_t whylen) {
-  int patterned, bits = cc__token_bits(t, &patterned);
+  bits = (int)(q >> 16);
   if (bits >= CC__TOKEN_MIN_BITS) return 0;
   snprintf(why, whylen, "about %d bits of entropy%s", bits, patterned ? " (it repeats itself, or runs or counts: "
            "'aaaa', 'abcabc', '1234')" : "");
