@@ -852,19 +852,14 @@ static __attribute__((unused)) void *cc__shm_open(const char *name, size_t min_b
   return cc__shm_open_why(name, min_bytes, bytes, why, sizeof why, NULL);
 }
 
-static void cc__shm_unlink(const char *name) {
+/* Without shared memory (CC_NO_SHM) these unlink nothing. */
 #ifndef CC_NO_SHM
-  shm_unlink(name);
-#else
-  (void)name;
-#endif
-}
+static void cc__shm_unlink(const char *name) { shm_unlink(name); }
 
 /* Unlink name only while it names segment *id, this user's own: what this
    process created or mapped, never what was planted at the name (root may
    unlink anyone's). Nothing when id is none. */
 static void cc__shm_unlink_same(const char *name, const cc__shm_id *id) {
-#ifndef CC_NO_SHM
   struct stat st;
   int fd;
   if (!id->ino) return;
@@ -874,15 +869,11 @@ static void cc__shm_unlink_same(const char *name, const cc__shm_id *id) {
       (uint64_t)st.st_ino == id->ino)
     shm_unlink(name);
   close(fd);
-#else
-  (void)name; (void)id;
-#endif
 }
 
 /* Remove every /dev/shm entry whose name starts with `prefix` (no slash):
    what a rank killed during start-up may leave behind. */
 static void cc__shm_unlink_prefix(const char *prefix) {
-#ifndef CC_NO_SHM
   DIR *d = opendir("/dev/shm");
   struct dirent *e;
   size_t n = strlen(prefix);
@@ -895,10 +886,12 @@ static void cc__shm_unlink_prefix(const char *prefix) {
     }
   }
   closedir(d);
-#else
-  (void)prefix;
-#endif
 }
+#else
+static void cc__shm_unlink(const char *name) { (void)name; }
+static void cc__shm_unlink_same(const char *name, const cc__shm_id *id) { (void)name; (void)id; }
+static void cc__shm_unlink_prefix(const char *prefix) { (void)prefix; }
+#endif
 
 /* ---------------------------------------------------------------- another process's memory */
 /* Cross-memory attach (process_vm_readv, Linux 3.2): copy len bytes at
