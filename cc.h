@@ -1285,30 +1285,26 @@ static int cc__sock_send_small(int fd, const void *p, size_t n) {
   return cc__sock_send2(fd, p, n, NULL, 0) == (long)n ? 0 : -1;
 }
 
+/* Without TCP (CC_NO_TCP) these two do nothing. */
+#ifndef CC_NO_TCP
 /* No more from this side: the peer sees the end of the stream after what
    was written. The read side stays open (see cc__tcp_linger). */
-static void cc__sock_shutdown(int fd) {
-#ifndef CC_NO_TCP
-  shutdown(fd, SHUT_WR);
-#else
-  (void)fd;
-#endif
-}
-
-static void cc__sock_close(int fd) {
-  if (fd >= 0) { cc__sock_shutdown(fd); cc__fd_close(fd); }
-}
+static void cc__sock_shutdown(int fd) { shutdown(fd, SHUT_WR); }
 
 /* Kernel buffer sizes (0: leave the kernel's autotuning). */
 static void cc__sock_bufsize(int fd, size_t bytes) {
-#ifndef CC_NO_TCP
   int v = (int)bytes;
   if (!bytes) return;
   setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
   setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
+}
 #else
-  (void)fd; (void)bytes;
+static void cc__sock_shutdown(int fd) { (void)fd; }
+static void cc__sock_bufsize(int fd, size_t bytes) { (void)fd; (void)bytes; }
 #endif
+
+static void cc__sock_close(int fd) {
+  if (fd >= 0) { cc__sock_shutdown(fd); cc__fd_close(fd); }
 }
 
 /* What poll() says of a socket whose peer closed its side, where it can
