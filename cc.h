@@ -635,23 +635,20 @@ static void cc__futex_wake(uint32_t *addr) {
 #define CC__MEMBAR_QUERY 0
 #define CC__MEMBAR_GLOBAL_EXPEDITED 2
 #define CC__MEMBAR_REGISTER_GLOBAL_EXPEDITED 4
-static int cc__membar_register(void) {
 #ifdef SYS_membarrier
+static int cc__membar_register(void) {
   long q = syscall(SYS_membarrier, CC__MEMBAR_QUERY, 0, 0);
   if (q < 0 || !(q & CC__MEMBAR_GLOBAL_EXPEDITED)) return -1;
   return syscall(SYS_membarrier, CC__MEMBAR_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0 ? 0 : -1;
-#else
-  return -1;
-#endif
 }
 
 static int cc__membar(void) {
-#ifdef SYS_membarrier
   return syscall(SYS_membarrier, CC__MEMBAR_GLOBAL_EXPEDITED, 0, 0) == 0 ? 0 : -1;
-#else
-  return -1;
-#endif
 }
+#else
+static int cc__membar_register(void) { return -1; }
+static int cc__membar(void) { return -1; }
+#endif
 
 static void cc__strerr(int err, char *buf, size_t len) {
   /* strerror_r comes in two flavours; this form works with both. */
@@ -670,24 +667,16 @@ static void cc__strerr(int err, char *buf, size_t len) {
 static int cc__random(void *out, size_t len) {
   unsigned char *p = (unsigned char *)out;
   size_t got = 0;
-  int e = 0;
+  int fd = -1, e = 0;                    /* fd: /dev/urandom, once getrandom failed */
   while (got < len) {
-    long r = syscall(SYS_getrandom, p + got, len - got, 0);
+    long r = fd < 0 ? syscall(SYS_getrandom, p + got, len - got, 0) : (long)read(fd, p + got, len - got);
     if (r > 0) { got += (size_t)r; continue; }
     if (r < 0 && errno == EINTR) continue;
     e = r < 0 ? errno : EIO;
-    break;
+    if (fd >= 0) break;                  /* /dev/urandom failed too */
+    if ((fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC)) < 0) { e = errno; break; }   /* no getrandom */
   }
-  if (got < len) {                       /* no getrandom: /dev/urandom */
-    int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-    if (fd < 0) e = errno;
-    while (fd >= 0 && got < len) {
-      ssize_t r = read(fd, p + got, len - got);
-      if (r > 0) got += (size_t)r;
-      else if (!(r < 0 && errno == EINTR)) { e = r < 0 ? errno : EIO; break; }
-    }
-    if (fd >= 0) close(fd);
-  }
+  if (fd >= 0) close(fd);
   if (got < len) { errno = e ? e : EIO; return -1; }
   return 0;
 }
@@ -863,19 +852,14 @@ static __attribute__((unused)) void *cc__shm_open(const char *name, size_t min_b
   return cc__shm_open_why(name, min_bytes, bytes, why, sizeof why, NULL);
 }
 
-static void cc__shm_unlink(const char *name) {
+/* Without shared memory (CC_NO_SHM) these unlink nothing. */
 #ifndef CC_NO_SHM
-  shm_unlink(name);
-#else
-  (void)name;
-#endif
-}
+static void cc__shm_unlink(const char *name) { shm_unlink(name); }
 
 /* Unlink name only while it names segment *id, this user's own: what this
    process created or mapped, never what was planted at the name (root may
    unlink anyone's). Nothing when id is none. */
 static void cc__shm_unlink_same(const char *name, const cc__shm_id *id) {
-#ifndef CC_NO_SHM
   struct stat st;
   int fd;
   if (!id->ino) return;
@@ -885,15 +869,11 @@ static void cc__shm_unlink_same(const char *name, const cc__shm_id *id) {
       (uint64_t)st.st_ino == id->ino)
     shm_unlink(name);
   close(fd);
-#else
-  (void)name; (void)id;
-#endif
 }
 
 /* Remove every /dev/shm entry whose name starts with `prefix` (no slash):
    what a rank killed during start-up may leave behind. */
 static void cc__shm_unlink_prefix(const char *prefix) {
-#ifndef CC_NO_SHM
   DIR *d = opendir("/dev/shm");
   struct dirent *e;
   size_t n = strlen(prefix);
@@ -906,10 +886,12 @@ static void cc__shm_unlink_prefix(const char *prefix) {
     }
   }
   closedir(d);
-#else
-  (void)prefix;
-#endif
 }
+#else
+static void cc__shm_unlink(const char *name) { (void)name; }
+static void cc__shm_unlink_same(const char *name, const cc__shm_id *id) { (void)name; (void)id; }
+static void cc__shm_unlink_prefix(const char *prefix) { (void)prefix; }
+#endif
 
 /* ---------------------------------------------------------------- another process's memory */
 /* Cross-memory attach (process_vm_readv, Linux 3.2): copy len bytes at
@@ -1186,18 +1168,15 @@ static int cc__sock_connect(const char *ip, int port, uint64_t deadline) {
 #ifndef CC_NO_TCP
   struct sockaddr_storage sa;
   socklen_t salen, elen;
-  int one = 1, e, err = 0, fd;
+  int one = 1, err = 0, fd;
   if (cc__sock_resolve(ip, port, &sa, &salen) != 0) { errno = EADDRNOTAVAIL; return -1; }
   fd = socket(sa.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0) return -1;
-  if (connect(fd, (const struct sockaddr *)&sa, salen) != 0) {
-    if (errno != EINPROGRESS && errno != EINTR) { e = errno; close(fd); errno = e; return -1; }
-    if (cc__sock_wait(fd, POLLOUT, deadline) != 0) { e = errno; close(fd); errno = e; return -1; }
+  if (connect(fd, (const struct sockaddr *)&sa, salen) != 0) {   /* err: why it failed, or 0 */
     elen = sizeof err;
-    if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0 || err != 0) {
-      close(fd); errno = err ? err : ECONNREFUSED;
-      return -1;
-    }
+    if ((errno != EINPROGRESS && errno != EINTR) || cc__sock_wait(fd, POLLOUT, deadline) != 0) err = errno;
+    else if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &elen) != 0 && !err) err = ECONNREFUSED;
+    if (err) { close(fd); errno = err; return -1; }
   }
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
   return fd;
@@ -1306,30 +1285,26 @@ static int cc__sock_send_small(int fd, const void *p, size_t n) {
   return cc__sock_send2(fd, p, n, NULL, 0) == (long)n ? 0 : -1;
 }
 
+/* Without TCP (CC_NO_TCP) these two do nothing. */
+#ifndef CC_NO_TCP
 /* No more from this side: the peer sees the end of the stream after what
    was written. The read side stays open (see cc__tcp_linger). */
-static void cc__sock_shutdown(int fd) {
-#ifndef CC_NO_TCP
-  shutdown(fd, SHUT_WR);
-#else
-  (void)fd;
-#endif
-}
-
-static void cc__sock_close(int fd) {
-  if (fd >= 0) { cc__sock_shutdown(fd); cc__fd_close(fd); }
-}
+static void cc__sock_shutdown(int fd) { shutdown(fd, SHUT_WR); }
 
 /* Kernel buffer sizes (0: leave the kernel's autotuning). */
 static void cc__sock_bufsize(int fd, size_t bytes) {
-#ifndef CC_NO_TCP
   int v = (int)bytes;
   if (!bytes) return;
   setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
   setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
+}
 #else
-  (void)fd; (void)bytes;
+static void cc__sock_shutdown(int fd) { (void)fd; }
+static void cc__sock_bufsize(int fd, size_t bytes) { (void)fd; (void)bytes; }
 #endif
+
+static void cc__sock_close(int fd) {
+  if (fd >= 0) { cc__sock_shutdown(fd); cc__fd_close(fd); }
 }
 
 /* What poll() says of a socket whose peer closed its side, where it can
@@ -1357,8 +1332,8 @@ static int cc__poll(struct pollfd *pfd, int n, uint64_t timeout_ns) {
    message in why. */
 static int cc__sock_pick_addr(const char *ifname, const char *toward, int first_iface, char *ip, size_t iplen,
                               char *why, size_t whylen) {
-#ifndef CC_NO_TCP
   snprintf(ip, iplen, "127.0.0.1");
+#ifndef CC_NO_TCP
   if ((ifname && *ifname) || first_iface) {
     struct ifaddrs *ifa = NULL, *i;
     int found = 0, fam, by_name = ifname && *ifname;
@@ -1393,8 +1368,7 @@ static int cc__sock_pick_addr(const char *ifname, const char *toward, int first_
   }
   return 0;
 #else
-  (void)ifname; (void)toward; (void)first_iface; (void)iplen;
-  snprintf(ip, iplen, "127.0.0.1");
+  (void)ifname; (void)toward; (void)first_iface;
   snprintf(why, whylen, "this build has no TCP transport (CC_NO_TCP)");
   return -1;
 #endif
@@ -2680,7 +2654,6 @@ typedef struct cc__settings {
   const char *rank_var, *size_var;     /* where they came from, for messages */
   char master_addr[256];               /* "": none */
   int master_port;                     /* 0: none */
-  const char *master_from;             /* "MASTER_ADDR" or "SLURM_JOB_NODELIST" */
   char master_err[160];                /* what is malformed about them, or "" */
   char job_id[40];                     /* CC_JOB_ID: "" when not under ccrun */
   int transport;                       /* cc__transport */
@@ -3256,17 +3229,17 @@ static size_t cc__token_pattern(const unsigned char *t, size_t n, size_t i) {
   return best;
 }
 
-/* An estimate of a token's entropy in bits (*patterned: a pattern explained a
-   stretch), as docs/security.md, "Tokens", describes it; an upper bound, which
-   cannot tell a random string from words, hence `ccrun --make-token` in the
-   messages. The classes: 26 lower, 26 upper, 10 digits, 33 others. */
-static int cc__token_bits(const char *s, int *patterned) {
+/* 0 when token s is strong enough, else -1 and why says how weak (cc_comm_init and
+   ccrun). Its strength is an estimate of its entropy in bits, as docs/security.md,
+   "Tokens", describes it; an upper bound, which cannot tell a random string from
+   words, hence `ccrun --make-token` in the messages. The classes: 26 lower, 26
+   upper, 10 digits, 33 others. */
+static int cc__token_check(const char *s, char *why, size_t whylen) {
   const unsigned char *t = (const unsigned char *)s;
-  int lower = 0, upper = 0, digit = 0, other = 0, hex = 1, distinct = 0, seen[256], alpha;
+  int lower = 0, upper = 0, digit = 0, other = 0, hex = 1, distinct = 0, seen[256], alpha, bits, patterned = 0;
   size_t i, k, n = strlen(s);
   uint64_t q = 0, lit, ref;
   memset(seen, 0, sizeof seen);
-  *patterned = 0;
   for (i = 0; i < n; i++) {
     unsigned char ch = t[i];
     if (!seen[ch]) { seen[ch] = 1; distinct++; }
@@ -3278,20 +3251,14 @@ static int cc__token_bits(const char *s, int *patterned) {
   }
   alpha = hex ? 16 : 26 * lower + 26 * upper + 10 * digit + 33 * other;
   if (alpha > 4 * distinct) alpha = 4 * distinct;
-  if (alpha < 2) return 0;
   lit = cc__log2_q16((uint32_t)alpha);                 /* a character, in 2^-16 bits */
   ref = 2 * (uint64_t)cc__log2_q16((uint32_t)n + 1);   /* a pattern: where and how long */
-  for (i = 0; i < n; i += k) {
+  for (i = 0; alpha >= 2 && i < n; i += k) {           /* fewer than 2 symbols: no bits */
     k = cc__token_pattern(t, n, i);
-    if (k >= CC__TOKEN_PATTERN) { q += ref; *patterned = 1; }
+    if (k >= CC__TOKEN_PATTERN) { q += ref; patterned = 1; }
     else { k = 1; q += lit; }
   }
-  return (int)(q >> 16);
-}
-
-/* 0 when token t is strong enough, else -1 and why says how weak (cc_comm_init and ccrun). */
-static int cc__token_check(const char *t, char *why, size_t whylen) {
-  int patterned, bits = cc__token_bits(t, &patterned);
+  bits = (int)(q >> 16);
   if (bits >= CC__TOKEN_MIN_BITS) return 0;
   snprintf(why, whylen, "about %d bits of entropy%s", bits, patterned ? " (it repeats itself, or runs or counts: "
            "'aaaa', 'abcabc', '1234')" : "");
@@ -3424,10 +3391,8 @@ static void cc__settings_master(cc__settings *s) {
   const char *ma = getenv("MASTER_ADDR"), *mp = getenv("MASTER_PORT"), *nl = getenv("SLURM_JOB_NODELIST");
   long p;
   int have;
-  s->master_from = "MASTER_ADDR";
   if (ma && *ma) snprintf(s->master_addr, sizeof s->master_addr, "%s", ma);
   else if (nl && *nl) {
-    s->master_from = "SLURM_JOB_NODELIST";
     if (cc__hostlist_first(nl, s->master_addr, sizeof s->master_addr) != 0)
       snprintf(s->master_err, sizeof s->master_err, "SLURM_JOB_NODELIST='%.100s' is not a host list", nl);
   }
@@ -3852,14 +3817,8 @@ static void cc__reduce_n(void *dst, const void *const *srcs, int nsrc, size_t co
     case CC_FLOAT32: cc__reduce_f32(dst, srcs, nsrc, count, op, scal); break;
     case CC_FLOAT64: cc__reduce_f64(dst, srcs, nsrc, count, op, scal); break;
     /* complex sum and avg are the real ones over (re, im) as two scalars */
-    case CC_COMPLEX64:
-      if (sum) cc__reduce_f32(dst, srcs, nsrc, 2 * count, op, scal);
-      else     cc__reduce_c64(dst, srcs, nsrc, count, op, scal);
-      break;
-    case CC_COMPLEX128:
-      if (sum) cc__reduce_f64(dst, srcs, nsrc, 2 * count, op, scal);
-      else     cc__reduce_c128(dst, srcs, nsrc, count, op, scal);
-      break;
+    case CC_COMPLEX64:  (sum ? cc__reduce_f32 : cc__reduce_c64)(dst, srcs, nsrc, sum ? 2 * count : count, op, scal); break;
+    case CC_COMPLEX128: (sum ? cc__reduce_f64 : cc__reduce_c128)(dst, srcs, nsrc, sum ? 2 * count : count, op, scal); break;
     default: break;
   }
 }
