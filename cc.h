@@ -4907,18 +4907,26 @@ static int cc__pend_step(const cc__hs_srv *v, cc__pend *q) {
   return v->take(v->ctx, &q->h, q->fd, q->in, q->sec) ? 1 : -1;
 }
 
-/* Read what connection q has and step it: 0 go on, 1 kept, -1 drop. */
-static int cc__pend_pump(const cc__hs_srv *v, cc__pend *q) {
-  for (;;) {
+static void cc__pend_drop(cc__pend *pend, int *np, int i) {
+  cc__fd_close(pend[i].fd);
+  cc__sec_free(pend[i].sec);
+  pend[i] = pend[--*np];
+}
+
+/* Read what connection i of the table (pend[0..*np)) has and step it: one
+   kept leaves the table (counted in *kept), one dropped is closed. */
+static void cc__pend_pump(const cc__hs_srv *v, cc__pend *pend, int *np, int i, int *kept) {
+  cc__pend *q = &pend[i];
+  int st = 0;
+  while (!st) {
     size_t need = q->state == 0 ? CC__HELLO : q->state == 1 ? CC__RESP : CC__REC + (q->sec ? CC__TAG : 0);
     long k = cc__sock_recv(q->fd, q->in + q->got, need - q->got);
-    int st;
-    if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return -1;
-    if (k < 0) return 0;
-    if ((q->got += (size_t)k) < need) continue;
-    q->got = 0;
-    if ((st = cc__pend_step(v, q)) != 0) return st;
+    if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) st = -1;
+    else if (k < 0) return;
+    else if ((q->got += (size_t)k) == need) { q->got = 0; st = cc__pend_step(v, q); }
   }
+  if (st == 1) { ++*kept; pend[i] = pend[--*np]; }
+  else cc__pend_drop(pend, np, i);
 }
 
 /* The connection to drop for a newer one: of those that have waited
@@ -4935,12 +4943,6 @@ static int cc__pend_victim(const cc__pend *pend, int np, uint64_t now, uint64_t 
   return best;
 }
 
-static void cc__pend_drop(cc__pend *pend, int *np, int i) {
-  cc__fd_close(pend[i].fd);
-  cc__sec_free(pend[i].sec);
-  pend[i] = pend[--*np];
-}
-
 /* Accept what waits on lfd while there is room, or a connection too slow to
    drop for it (counted in *evicted): 0, or -1 when accepting failed for want
    of file descriptors (then *cap shrinks to what the table holds, and grows
@@ -4950,7 +4952,7 @@ static int cc__pend_accept(const cc__hs_srv *v, int lfd, cc__pend *pend, int *np
                            unsigned long *evicted) {
   uint64_t when;
   while (*kept < want) {
-    int fd, st;
+    int fd;
     if (*np >= *cap) {
       int victim = cc__pend_victim(pend, *np, cc__now_ns(), &when);
       if (victim < 0) return 0;        /* every one still in time: the rest waits in the kernel's queue */
@@ -4965,10 +4967,8 @@ static int cc__pend_accept(const cc__hs_srv *v, int lfd, cc__pend *pend, int *np
     memset(&pend[*np], 0, sizeof pend[*np]);
     pend[*np].fd = fd;
     pend[*np].since = cc__now_ns();
-    st = cc__pend_pump(v, &pend[*np]);
     if (++*np >= *cap && *cap < CC__PEND_MAX) ++*cap;   /* descriptors came back: try one more */
-    if (st == 1) { ++*kept; --*np; }
-    else if (st == -1) cc__pend_drop(pend, np, *np - 1);
+    cc__pend_pump(v, pend, np, *np - 1, kept);
   }
   return 0;
 }
@@ -5000,13 +5000,8 @@ static int cc__hs_serve(const cc__hs_srv *vv, int lfd, int want, uint64_t deadli
     if (lis) { pf[nf].fd = lfd; pf[nf].events = POLLIN; pf[nf++].revents = 0; }
     for (i = 0; i < np; i++) { pf[nf].fd = pend[i].fd; pf[nf].events = POLLIN; pf[nf++].revents = 0; }
     if (cc__poll(pf, nf, CC__MIN(next - now, 100 * CC__MS) + 1000) <= 0) continue;
-    for (i = np - 1; i >= 0; i--) {    /* the pending ones (pf index: i + listener slot) */
-      int st;
-      if (!pf[i + lis].revents) continue;
-      st = cc__pend_pump(v, &pend[i]);
-      if (st == 1) { kept++; pend[i] = pend[--np]; }
-      else if (st == -1) cc__pend_drop(pend, &np, i);
-    }
+    for (i = np - 1; i >= 0; i--)      /* the pending ones (pf index: i + listener slot) */
+      if (pf[i + lis].revents) cc__pend_pump(v, pend, &np, i, &kept);
     if (!lis || !(pf[0].revents & POLLIN)) continue;
     if (cc__pend_accept(v, lfd, pend, &np, &cap, want, &kept, &evicted) != 0 && np == 0) {
       pause = cc__now_ns() + 10 * CC__MS;   /* not one descriptor: the connections wait in the kernel's queue */
@@ -5019,7 +5014,7 @@ static int cc__hs_serve(const cc__hs_srv *vv, int lfd, int want, uint64_t deadli
     cc__log(c, CC__LOG_WARN, "comm_init: rank %d: dropped %lu connection%s that had not sent a handshake message "
             "within %.1f s, for newer ones (a flood of connections?)", c->rank, evicted, evicted == 1 ? "" : "s",
             (double)CC__HS_WAIT / 1e9);
-  for (i = 0; i < np; i++) { cc__fd_close(pend[i].fd); cc__sec_free(pend[i].sec); }
+  while (np) cc__pend_drop(pend, &np, np - 1);
   CC_FREE(pend);
   CC_FREE(pf);
   return kept >= want ? 0 : gave_up ? -2 : -1;
