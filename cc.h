@@ -4577,17 +4577,14 @@ static void cc__sec_free(cc__sec *s) {
   CC_FREE(s);
 }
 
-static void cc__sec_nonce(unsigned char n[12], unsigned dir, uint64_t num) {
-  memset(n, 0, 4);
-  n[3] = (unsigned char)dir;
-  cc__st64be(n + 4, num);
-}
-
-/* Start the next AEAD message of the sending (tx) or receiving direction. */
+/* Start the next AEAD message of the sending (tx) or receiving direction,
+   whose nonce is the direction (4 bytes) and its number (8), big endian. */
 static void cc__sec_begin(cc__sec *s, int tx) {
   unsigned char n[12];
-  if (tx) { cc__sec_nonce(n, s->tx_dir, s->tx_n++); (void)cc__aead_begin(&s->txs, &s->tx, n); }
-  else { cc__sec_nonce(n, s->rx_dir, s->rx_n++); (void)cc__aead_begin(&s->rxs, &s->rx, n); }
+  memset(n, 0, 4);
+  n[3] = (unsigned char)(tx ? s->tx_dir : s->rx_dir);
+  cc__st64be(n + 4, tx ? s->tx_n++ : s->rx_n++);
+  (void)cc__aead_begin(tx ? &s->txs : &s->rxs, tx ? &s->tx : &s->rx, n);
 }
 
 /* The keys of a connection whose handshake (these four messages) succeeded
