@@ -5457,14 +5457,10 @@ static int cc__link_has_bytes(cc_comm *c, int p) { return cc__conn(c, p)->has_by
 
 /* ---------------------------------------------------------------- failures */
 
-/* The abort frame to rank r (where its stream is between frames), then the
-   connection's end. */
-static void cc__abort_send(cc_comm *c, int r) {
+/* The last frame to p over TCP, f (its header, then len bytes: an abort or a
+   farewell), where its stream is between frames; then the connection's end. */
+static void cc__send_last(cc__peer *p, const unsigned char *f, size_t len) {
   unsigned char g[CC__FRAME + CC__ABORT_MAX + 2 * CC__TAG];
-  cc__peer *p = &c->peers[r];
-  size_t len = c->net->abort_len;
-  const unsigned char *f = c->net->abort_f;
-  p->tcp.abort_owed = 0;
   if (!p->tx_mid && p->tcp.sec) (void)cc__sock_send_small(p->tcp.fd, g, cc__sec_frame(p->tcp.sec, f, f + CC__FRAME, len, g));
   else if (!p->tx_mid) (void)cc__sock_send_small(p->tcp.fd, f, CC__FRAME + len);
   cc__sock_shutdown(p->tcp.fd);
@@ -5489,7 +5485,7 @@ static void cc__propagate(cc_comm *c, cc_result code, int who, const char *msg) 
     cc__peer *p = &c->peers[r];
     if (p->link != CC__LINK_TCP || p->tcp.fd < 0) continue;
     if (p->tx_mid) p->tcp.abort_owed = 1;
-    else cc__abort_send(c, r);
+    else cc__send_last(p, c->net->abort_f, c->net->abort_len);
   }
 }
 
@@ -5544,7 +5540,7 @@ static cc_result cc__take_fail(cc_comm *c, const char *what) {
    collective (cc__left_mismatch tells a mismatch from a loss by it), then
    the end of the stream. */
 static void cc__say_bye(cc_comm *c) {
-  unsigned char f[CC__FRAME], g[CC__FRAME + CC__TAG];
+  unsigned char f[CC__FRAME];
   cc__frame fr;
   int r;
   if (!c->net || c->net->propagated) return;
@@ -5555,9 +5551,7 @@ static void cc__say_bye(cc_comm *c) {
   for (r = 0; r < c->size; r++) {
     cc__peer *p = &c->peers[r];
     if (p->link != CC__LINK_TCP || p->tcp.fd < 0 || p->tx_mid || p->rx_dead) continue;
-    if (p->tcp.sec) (void)cc__sock_send_small(p->tcp.fd, g, cc__sec_frame(p->tcp.sec, f, NULL, 0, g));
-    else (void)cc__sock_send_small(p->tcp.fd, f, CC__FRAME);
-    cc__sock_shutdown(p->tcp.fd);
+    cc__send_last(p, f, 0);
   }
 }
 
@@ -6844,7 +6838,8 @@ static void cc__run_settle(cc__run *x) {
         if (w >= 0 && !cc__sent_all(m)) { cc__pfd_add(c, &np, p, POLLIN | POLLOUT | CC__POLL_END); continue; }
         if (w >= 0) m->done = 1;
       }
-      cc__abort_send(c, p);            /* (after a broken write or past the time: the end alone) */
+      pe->tcp.abort_owed = 0;          /* (after a broken write or past the time: the end alone) */
+      cc__send_last(pe, c->net->abort_f, c->net->abort_len);
     }
     if (!np) return;
     if (cc__poll(c->eng.pfd, np, CC__MS) > 0)
