@@ -6457,14 +6457,14 @@ static CC__INLINE void cc__pfd_add(cc_comm *c, int *np, int p, short events) {
   c->eng.pfd_rank[(*np)++] = p;
 }
 
-/* The first unfinished send to m's peer is m itself (sends to one peer go in order). */
-static int cc__first_send(const cc__run *x, int i) {
+/* The run's first unfinished send to rank p (sends to one peer go in order), or NULL. */
+static cc__msg *cc__send_to(const cc__run *x, int p) {
   int j;
-  for (j = 0; j < i; j++) {
-    const cc__msg *o = &x->m[j];
-    if (o->live && o->started && o->is_send && !o->done && o->peer == x->m[i].peer) return 0;
+  for (j = 0; j < x->n; j++) {
+    cc__msg *o = &x->m[j];
+    if (o->live && o->started && o->is_send && !o->done && o->peer == p) return o;
   }
-  return 1;
+  return NULL;
 }
 
 /* Is some send of the run still waiting? */
@@ -6656,7 +6656,7 @@ static cc_result cc__run_send(cc__run *x, int *progress) {
   for (i = 0; i < x->n; i++) {
     cc__msg *s = &x->m[i];
     long w;
-    if (!s->live || !s->started || !s->is_send || s->done || !cc__first_send(x, i)) continue;
+    if (!s->live || !s->started || !s->is_send || s->done || cc__send_to(x, s->peer) != s) continue;
     if (c->peers[s->peer].link == CC__LINK_TCP && c->peers[s->peer].tcp.eof) return cc__lost_send(x, s->peer, 0);
     if ((w = cc__link_write(c, s)) < 0) return cc__lost_send(x, s->peer, errno);
     if (w > 0) *progress = 1;
@@ -6829,10 +6829,9 @@ static void cc__run_settle(cc__run *x) {
     np = 0;
     for (p = 0; p < c->size; p++) {
       cc__peer *pe = &c->peers[p];
-      cc__msg *m = NULL;
+      cc__msg *m;
       if (!pe->tcp.abort_owed) continue;
-      for (i = 0; i < x->n && !m; i++)   /* the first unfinished send to p */
-        if (x->m[i].live && x->m[i].started && x->m[i].is_send && !x->m[i].done && x->m[i].peer == p) m = &x->m[i];
+      m = cc__send_to(x, p);
       if (m && pe->tx_mid && !pe->tcp.eof && cc__now_ns() < until) {
         long w = cc__link_write(c, m);
         if (w >= 0 && !cc__sent_all(m)) { cc__pfd_add(c, &np, p, POLLIN | POLLOUT | CC__POLL_END); continue; }
