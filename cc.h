@@ -4787,7 +4787,7 @@ typedef struct cc__hs_log {
 typedef struct cc__hs_srv {            /* what every connection of one cc__hs_serve is checked against */
   cc_comm *c;
   uint32_t kind, world;
-  int me;                              /* the rank connections must name (data), or -1 */
+  int me;                              /* the rank connections must name */
   const char *job, *token;
   int encrypt, with_rec;
   cc__take_fn take;
@@ -4846,7 +4846,7 @@ static int cc__pend_step(const cc__hs_srv *v, cc__pend *q) {
       return -1;
     }
     if (q->h.world != v->world) reason = CC__REF_WORLD;
-    else if (q->h.kind != v->kind || (v->me >= 0 && q->h.to != v->me)) reason = CC__REF_OTHER;
+    else if (q->h.kind != v->kind || q->h.to != v->me) reason = CC__REF_OTHER;
     else if (strncmp(q->h.job, v->job, 40) != 0) reason = v->kind == CC__HELLO_DATA ? CC__REF_OTHER : CC__REF_STALE;
     else if (!(q->h.flags & CC__HS_TOKEN) != !v->token) reason = v->token ? CC__REF_NO_TOKEN : CC__REF_HAS_TOKEN;
     else if (!(q->h.flags & CC__HS_ENCRYPT) != !v->encrypt) reason = CC__REF_ENCRYPT;
