@@ -6297,6 +6297,7 @@ static cc_result cc__rx_begin(cc__run *x, int p) {
 static cc_result cc__rx_end(cc__run *x, int p) {
   cc_comm *c = x->c;
   cc__peer *pe = &c->peers[p];
+  cc__umsg *u = pe->rx_unexp;          /* the frame as an unexpected message (NULL: a receive took it) */
   int dummy = 0;
   pe->rx_state = 0;
   pe->rx_hdr_got = 0;
@@ -6308,13 +6309,12 @@ static cc_result cc__rx_end(cc__run *x, int p) {
     m->moved = m->bytes;
     return x->cb ? x->cb(x->ctx, x->m, (int)(m - x->m)) : CC_OK;
   }
+  pe->rx_unexp = NULL;
   if (pe->rx.tag == CC__TAG_ABORT) {
     cc_result code;
     int who;
     char msg[CC__ABORT_MAX];
-    cc__umsg *u = pe->rx_unexp;
     int bad = cc__abort_decode(u->data, (size_t)pe->rx.bytes, &code, &who, msg, sizeof msg);
-    pe->rx_unexp = NULL;
     cc__umsg_free(u);
     if (bad) {                         /* as after a corrupt header: what follows is not read */
       pe->rx_dead = 1;
@@ -6324,15 +6324,13 @@ static cc_result cc__rx_end(cc__run *x, int p) {
     return CC_OK;
   }
   if (pe->rx.tag == CC__TAG_BYE) {     /* kept for cc__left_mismatch when its stream ends */
-    cc__umsg_free(pe->rx_unexp);
-    pe->rx_unexp = NULL;
+    cc__umsg_free(u);
     pe->tcp.bye = 1;
     pe->tcp.bye_seq = pe->rx.seq;
     pe->tcp.bye_id = pe->rx.id;
     return CC_OK;
   }
-  cc__uq_append(c, pe, pe->rx_unexp);
-  pe->rx_unexp = NULL;
+  cc__uq_append(c, pe, u);
   return cc__deliver_queued(x, p, pe->rx.tag, &dummy);
 }
 
