@@ -5224,17 +5224,22 @@ static int cc__abort_decode(const unsigned char *p, size_t len, cc_result *code,
    payload); the header's tag is checked before the header is used, the
    payload's before its receive completes. docs/tcp.md, "Messages". */
 
-/* A whole small frame (header, n bytes of payload) sealed into out: its
-   length. */
-static size_t cc__sec_frame(cc__sec *s, const unsigned char *hdr, const unsigned char *pay, size_t n,
-                            unsigned char *out) {
-  memcpy(out, hdr, CC__FRAME);
-  cc__sec_begin(s, 1);
-  (void)cc__aead_aad(&s->txs, out, CC__FRAME);
-  (void)cc__aead_final(&s->txs, out + CC__FRAME);
-  if (!n) return CC__FRAME + CC__TAG;
-  cc__sec_seal(s, pay, n, out + CC__FRAME + CC__TAG);
-  return CC__FRAME + 2 * CC__TAG + n;
+/* The last frame to p over TCP, f (its header, then len bytes: an abort or a
+   farewell), sent at once where its stream is between frames (sealed where
+   the link has keys); then the connection's end. */
+static void cc__send_last(cc__peer *p, const unsigned char *f, size_t len) {
+  unsigned char g[CC__FRAME + CC__ABORT_MAX + 2 * CC__TAG];
+  cc__sec *s = p->tcp.sec;
+  if (!p->tx_mid && !s) (void)cc__sock_send_small(p->tcp.fd, f, CC__FRAME + len);
+  else if (!p->tx_mid) {
+    memcpy(g, f, CC__FRAME);
+    cc__sec_begin(s, 1);
+    (void)cc__aead_aad(&s->txs, g, CC__FRAME);
+    (void)cc__aead_final(&s->txs, g + CC__FRAME);
+    if (len) cc__sec_seal(s, f + CC__FRAME, len, g + CC__FRAME + CC__TAG);
+    (void)cc__sock_send_small(p->tcp.fd, g, CC__FRAME + CC__TAG + (len ? len + CC__TAG : 0));
+  }
+  cc__sock_shutdown(p->tcp.fd);
 }
 
 /* The most a frame's payload may be on this link. */
@@ -5456,15 +5461,6 @@ static long cc__link_write(cc_comm *c, cc__msg *m) { return cc__conn(c, m->peer)
 static int cc__link_has_bytes(cc_comm *c, int p) { return cc__conn(c, p)->has_bytes(c, p); }
 
 /* ---------------------------------------------------------------- failures */
-
-/* The last frame to p over TCP, f (its header, then len bytes: an abort or a
-   farewell), where its stream is between frames; then the connection's end. */
-static void cc__send_last(cc__peer *p, const unsigned char *f, size_t len) {
-  unsigned char g[CC__FRAME + CC__ABORT_MAX + 2 * CC__TAG];
-  if (!p->tx_mid && p->tcp.sec) (void)cc__sock_send_small(p->tcp.fd, g, cc__sec_frame(p->tcp.sec, f, f + CC__FRAME, len, g));
-  else if (!p->tx_mid) (void)cc__sock_send_small(p->tcp.fd, f, CC__FRAME + len);
-  cc__sock_shutdown(p->tcp.fd);
-}
 
 /* The communicator failed: tell every rank on another host, with an abort
    frame, then shut every connection, so that no peer waits for this rank.
