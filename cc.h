@@ -4894,14 +4894,12 @@ static int cc__pend_step(const cc__hs_srv *v, cc__pend *q) {
     }
     if (cc__sock_send_small(q->fd, verd, sizeof verd) != 0) return -1;
     if (v->with_rec) { q->state = 2; q->since = cc__now_ns(); return 0; }
-    return v->take(v->ctx, &q->h, q->fd, NULL, q->sec) ? 1 : -1;
-  }
-  if (q->sec && cc__sec_open(q->sec, q->in, CC__REC) != 0) {
+  } else if (q->sec && cc__sec_open(q->sec, q->in, CC__REC) != 0) {   /* the record */
     cc__log(c, CC__LOG_WARN, "comm_init: rank %d: dropped rank %d's connection: its record failed its integrity check",
             c->rank, (int)q->h.from);
     return -1;
   }
-  return v->take(v->ctx, &q->h, q->fd, q->in, q->sec) ? 1 : -1;
+  return v->take(v->ctx, &q->h, q->fd, q->state == 2 ? q->in : NULL, q->sec) ? 1 : -1;
 }
 
 static void cc__pend_drop(cc__pend *pend, int *np, int i) {
