@@ -4532,17 +4532,14 @@ static void cc__sec_free(cc__sec *s) {
   CC_FREE(s);
 }
 
-static void cc__sec_nonce(unsigned char n[12], unsigned dir, uint64_t num) {
-  memset(n, 0, 4);
-  n[3] = (unsigned char)dir;
-  cc__st64be(n + 4, num);
-}
-
-/* Start the next AEAD message of the sending (tx) or receiving direction. */
+/* Start the next AEAD message of the sending (tx) or receiving direction,
+   whose nonce is the direction (4 bytes) and its number (8), big endian. */
 static void cc__sec_begin(cc__sec *s, int tx) {
   unsigned char n[12];
-  if (tx) { cc__sec_nonce(n, s->tx_dir, s->tx_n++); (void)cc__aead_begin(&s->txs, &s->tx, n); }
-  else { cc__sec_nonce(n, s->rx_dir, s->rx_n++); (void)cc__aead_begin(&s->rxs, &s->rx, n); }
+  memset(n, 0, 4);
+  n[3] = (unsigned char)(tx ? s->tx_dir : s->rx_dir);
+  cc__st64be(n + 4, tx ? s->tx_n++ : s->rx_n++);
+  (void)cc__aead_begin(tx ? &s->txs : &s->rxs, tx ? &s->tx : &s->rx, n);
 }
 
 /* The keys of a connection whose handshake (these four messages) succeeded
@@ -4745,7 +4742,7 @@ typedef struct cc__hs_log {
 typedef struct cc__hs_srv {            /* what every connection of one cc__hs_serve is checked against */
   cc_comm *c;
   uint32_t kind, world;
-  int me;                              /* the rank connections must name (data), or -1 */
+  int me;                              /* the rank connections must name */
   const char *job, *token;
   int encrypt, with_rec;
   cc__take_fn take;
@@ -4804,7 +4801,7 @@ static int cc__pend_step(const cc__hs_srv *v, cc__pend *q) {
       return -1;
     }
     if (q->h.world != v->world) reason = CC__REF_WORLD;
-    else if (q->h.kind != v->kind || (v->me >= 0 && q->h.to != v->me)) reason = CC__REF_OTHER;
+    else if (q->h.kind != v->kind || q->h.to != v->me) reason = CC__REF_OTHER;
     else if (strncmp(q->h.job, v->job, 40) != 0) reason = v->kind == CC__HELLO_DATA ? CC__REF_OTHER : CC__REF_STALE;
     else if (!(q->h.flags & CC__HS_TOKEN) != !v->token) reason = v->token ? CC__REF_NO_TOKEN : CC__REF_HAS_TOKEN;
     else if (!(q->h.flags & CC__HS_ENCRYPT) != !v->encrypt) reason = CC__REF_ENCRYPT;
@@ -4852,28 +4849,34 @@ static int cc__pend_step(const cc__hs_srv *v, cc__pend *q) {
     }
     if (cc__sock_send_small(q->fd, verd, sizeof verd) != 0) return -1;
     if (v->with_rec) { q->state = 2; q->since = cc__now_ns(); return 0; }
-    return v->take(v->ctx, &q->h, q->fd, NULL, q->sec) ? 1 : -1;
-  }
-  if (q->sec && cc__sec_open(q->sec, q->in, CC__REC) != 0) {
+  } else if (q->sec && cc__sec_open(q->sec, q->in, CC__REC) != 0) {   /* the record */
     cc__log(c, CC__LOG_WARN, "comm_init: rank %d: dropped rank %d's connection: its record failed its integrity check",
             c->rank, (int)q->h.from);
     return -1;
   }
-  return v->take(v->ctx, &q->h, q->fd, q->in, q->sec) ? 1 : -1;
+  return v->take(v->ctx, &q->h, q->fd, q->state == 2 ? q->in : NULL, q->sec) ? 1 : -1;
 }
 
-/* Read what connection q has and step it: 0 go on, 1 kept, -1 drop. */
-static int cc__pend_pump(const cc__hs_srv *v, cc__pend *q) {
-  for (;;) {
+static void cc__pend_drop(cc__pend *pend, int *np, int i) {
+  cc__fd_close(pend[i].fd);
+  cc__sec_free(pend[i].sec);
+  pend[i] = pend[--*np];
+}
+
+/* Read what connection i of the table (pend[0..*np)) has and step it: one
+   kept leaves the table (counted in *kept), one dropped is closed. */
+static void cc__pend_pump(const cc__hs_srv *v, cc__pend *pend, int *np, int i, int *kept) {
+  cc__pend *q = &pend[i];
+  int st = 0;
+  while (!st) {
     size_t need = q->state == 0 ? CC__HELLO : q->state == 1 ? CC__RESP : CC__REC + (q->sec ? CC__TAG : 0);
     long k = cc__sock_recv(q->fd, q->in + q->got, need - q->got);
-    int st;
-    if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) return -1;
-    if (k < 0) return 0;
-    if ((q->got += (size_t)k) < need) continue;
-    q->got = 0;
-    if ((st = cc__pend_step(v, q)) != 0) return st;
+    if (k == 0 || (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)) st = -1;
+    else if (k < 0) return;
+    else if ((q->got += (size_t)k) == need) { q->got = 0; st = cc__pend_step(v, q); }
   }
+  if (st == 1) { ++*kept; pend[i] = pend[--*np]; }
+  else cc__pend_drop(pend, np, i);
 }
 
 /* The connection to drop for a newer one: of those that have waited
@@ -4890,12 +4893,6 @@ static int cc__pend_victim(const cc__pend *pend, int np, uint64_t now, uint64_t 
   return best;
 }
 
-static void cc__pend_drop(cc__pend *pend, int *np, int i) {
-  cc__fd_close(pend[i].fd);
-  cc__sec_free(pend[i].sec);
-  pend[i] = pend[--*np];
-}
-
 /* Accept what waits on lfd while there is room, or a connection too slow to
    drop for it (counted in *evicted): 0, or -1 when accepting failed for want
    of file descriptors (then *cap shrinks to what the table holds, and grows
@@ -4905,7 +4902,7 @@ static int cc__pend_accept(const cc__hs_srv *v, int lfd, cc__pend *pend, int *np
                            unsigned long *evicted) {
   uint64_t when;
   while (*kept < want) {
-    int fd, st;
+    int fd;
     if (*np >= *cap) {
       int victim = cc__pend_victim(pend, *np, cc__now_ns(), &when);
       if (victim < 0) return 0;        /* every one still in time: the rest waits in the kernel's queue */
@@ -4920,10 +4917,8 @@ static int cc__pend_accept(const cc__hs_srv *v, int lfd, cc__pend *pend, int *np
     memset(&pend[*np], 0, sizeof pend[*np]);
     pend[*np].fd = fd;
     pend[*np].since = cc__now_ns();
-    st = cc__pend_pump(v, &pend[*np]);
     if (++*np >= *cap && *cap < CC__PEND_MAX) ++*cap;   /* descriptors came back: try one more */
-    if (st == 1) { ++*kept; --*np; }
-    else if (st == -1) cc__pend_drop(pend, np, *np - 1);
+    cc__pend_pump(v, pend, np, *np - 1, kept);
   }
   return 0;
 }
@@ -4955,13 +4950,8 @@ static int cc__hs_serve(const cc__hs_srv *vv, int lfd, int want, uint64_t deadli
     if (lis) { pf[nf].fd = lfd; pf[nf].events = POLLIN; pf[nf++].revents = 0; }
     for (i = 0; i < np; i++) { pf[nf].fd = pend[i].fd; pf[nf].events = POLLIN; pf[nf++].revents = 0; }
     if (cc__poll(pf, nf, CC__MIN(next - now, 100 * CC__MS) + 1000) <= 0) continue;
-    for (i = np - 1; i >= 0; i--) {    /* the pending ones (pf index: i + listener slot) */
-      int st;
-      if (!pf[i + lis].revents) continue;
-      st = cc__pend_pump(v, &pend[i]);
-      if (st == 1) { kept++; pend[i] = pend[--np]; }
-      else if (st == -1) cc__pend_drop(pend, &np, i);
-    }
+    for (i = np - 1; i >= 0; i--)      /* the pending ones (pf index: i + listener slot) */
+      if (pf[i + lis].revents) cc__pend_pump(v, pend, &np, i, &kept);
     if (!lis || !(pf[0].revents & POLLIN)) continue;
     if (cc__pend_accept(v, lfd, pend, &np, &cap, want, &kept, &evicted) != 0 && np == 0) {
       pause = cc__now_ns() + 10 * CC__MS;   /* not one descriptor: the connections wait in the kernel's queue */
@@ -4974,7 +4964,7 @@ static int cc__hs_serve(const cc__hs_srv *vv, int lfd, int want, uint64_t deadli
     cc__log(c, CC__LOG_WARN, "comm_init: rank %d: dropped %lu connection%s that had not sent a handshake message "
             "within %.1f s, for newer ones (a flood of connections?)", c->rank, evicted, evicted == 1 ? "" : "s",
             (double)CC__HS_WAIT / 1e9);
-  for (i = 0; i < np; i++) { cc__fd_close(pend[i].fd); cc__sec_free(pend[i].sec); }
+  while (np) cc__pend_drop(pend, &np, np - 1);
   CC_FREE(pend);
   CC_FREE(pf);
   return kept >= want ? 0 : gave_up ? -2 : -1;
@@ -5187,17 +5177,22 @@ static int cc__abort_decode(const unsigned char *p, size_t len, cc_result *code,
    payload); the header's tag is checked before the header is used, the
    payload's before its receive completes. docs/tcp.md, "Messages". */
 
-/* A whole small frame (header, n bytes of payload) sealed into out: its
-   length. */
-static size_t cc__sec_frame(cc__sec *s, const unsigned char *hdr, const unsigned char *pay, size_t n,
-                            unsigned char *out) {
-  memcpy(out, hdr, CC__FRAME);
-  cc__sec_begin(s, 1);
-  (void)cc__aead_aad(&s->txs, out, CC__FRAME);
-  (void)cc__aead_final(&s->txs, out + CC__FRAME);
-  if (!n) return CC__FRAME + CC__TAG;
-  cc__sec_seal(s, pay, n, out + CC__FRAME + CC__TAG);
-  return CC__FRAME + 2 * CC__TAG + n;
+/* The last frame to p over TCP, f (its header, then len bytes: an abort or a
+   farewell), sent at once where its stream is between frames (sealed where
+   the link has keys); then the connection's end. */
+static void cc__send_last(cc__peer *p, const unsigned char *f, size_t len) {
+  unsigned char g[CC__FRAME + CC__ABORT_MAX + 2 * CC__TAG];
+  cc__sec *s = p->tcp.sec;
+  if (!p->tx_mid && !s) (void)cc__sock_send_small(p->tcp.fd, f, CC__FRAME + len);
+  else if (!p->tx_mid) {
+    memcpy(g, f, CC__FRAME);
+    cc__sec_begin(s, 1);
+    (void)cc__aead_aad(&s->txs, g, CC__FRAME);
+    (void)cc__aead_final(&s->txs, g + CC__FRAME);
+    if (len) cc__sec_seal(s, f + CC__FRAME, len, g + CC__FRAME + CC__TAG);
+    (void)cc__sock_send_small(p->tcp.fd, g, CC__FRAME + CC__TAG + (len ? len + CC__TAG : 0));
+  }
+  cc__sock_shutdown(p->tcp.fd);
 }
 
 /* The most a frame's payload may be on this link. */
@@ -5420,19 +5415,6 @@ static int cc__link_has_bytes(cc_comm *c, int p) { return cc__conn(c, p)->has_by
 
 /* ---------------------------------------------------------------- failures */
 
-/* The abort frame to rank r (where its stream is between frames), then the
-   connection's end. */
-static void cc__abort_send(cc_comm *c, int r) {
-  unsigned char g[CC__FRAME + CC__ABORT_MAX + 2 * CC__TAG];
-  cc__peer *p = &c->peers[r];
-  size_t len = c->net->abort_len;
-  const unsigned char *f = c->net->abort_f;
-  p->tcp.abort_owed = 0;
-  if (!p->tx_mid && p->tcp.sec) (void)cc__sock_send_small(p->tcp.fd, g, cc__sec_frame(p->tcp.sec, f, f + CC__FRAME, len, g));
-  else if (!p->tx_mid) (void)cc__sock_send_small(p->tcp.fd, f, CC__FRAME + len);
-  cc__sock_shutdown(p->tcp.fd);
-}
-
 /* The communicator failed: tell every rank on another host, with an abort
    frame, then shut every connection, so that no peer waits for this rank.
    Where a frame is partly written the abort cannot go first: the message
@@ -5452,7 +5434,7 @@ static void cc__propagate(cc_comm *c, cc_result code, int who, const char *msg) 
     cc__peer *p = &c->peers[r];
     if (p->link != CC__LINK_TCP || p->tcp.fd < 0) continue;
     if (p->tx_mid) p->tcp.abort_owed = 1;
-    else cc__abort_send(c, r);
+    else cc__send_last(p, c->net->abort_f, c->net->abort_len);
   }
 }
 
@@ -5507,7 +5489,7 @@ static cc_result cc__take_fail(cc_comm *c, const char *what) {
    collective (cc__left_mismatch tells a mismatch from a loss by it), then
    the end of the stream. */
 static void cc__say_bye(cc_comm *c) {
-  unsigned char f[CC__FRAME], g[CC__FRAME + CC__TAG];
+  unsigned char f[CC__FRAME];
   cc__frame fr;
   int r;
   if (!c->net || c->net->propagated) return;
@@ -5518,9 +5500,7 @@ static void cc__say_bye(cc_comm *c) {
   for (r = 0; r < c->size; r++) {
     cc__peer *p = &c->peers[r];
     if (p->link != CC__LINK_TCP || p->tcp.fd < 0 || p->tx_mid || p->rx_dead) continue;
-    if (p->tcp.sec) (void)cc__sock_send_small(p->tcp.fd, g, cc__sec_frame(p->tcp.sec, f, NULL, 0, g));
-    else (void)cc__sock_send_small(p->tcp.fd, f, CC__FRAME);
-    cc__sock_shutdown(p->tcp.fd);
+    cc__send_last(p, f, 0);
   }
 }
 
@@ -6266,6 +6246,7 @@ static cc_result cc__rx_begin(cc__run *x, int p) {
 static cc_result cc__rx_end(cc__run *x, int p) {
   cc_comm *c = x->c;
   cc__peer *pe = &c->peers[p];
+  cc__umsg *u = pe->rx_unexp;          /* the frame as an unexpected message (NULL: a receive took it) */
   int dummy = 0;
   pe->rx_state = 0;
   pe->rx_hdr_got = 0;
@@ -6277,13 +6258,12 @@ static cc_result cc__rx_end(cc__run *x, int p) {
     m->moved = m->bytes;
     return x->cb ? x->cb(x->ctx, x->m, (int)(m - x->m)) : CC_OK;
   }
+  pe->rx_unexp = NULL;
   if (pe->rx.tag == CC__TAG_ABORT) {
     cc_result code;
     int who;
     char msg[CC__ABORT_MAX];
-    cc__umsg *u = pe->rx_unexp;
     int bad = cc__abort_decode(u->data, (size_t)pe->rx.bytes, &code, &who, msg, sizeof msg);
-    pe->rx_unexp = NULL;
     cc__umsg_free(u);
     if (bad) {                         /* as after a corrupt header: what follows is not read */
       pe->rx_dead = 1;
@@ -6293,15 +6273,13 @@ static cc_result cc__rx_end(cc__run *x, int p) {
     return CC_OK;
   }
   if (pe->rx.tag == CC__TAG_BYE) {     /* kept for cc__left_mismatch when its stream ends */
-    cc__umsg_free(pe->rx_unexp);
-    pe->rx_unexp = NULL;
+    cc__umsg_free(u);
     pe->tcp.bye = 1;
     pe->tcp.bye_seq = pe->rx.seq;
     pe->tcp.bye_id = pe->rx.id;
     return CC_OK;
   }
-  cc__uq_append(c, pe, pe->rx_unexp);
-  pe->rx_unexp = NULL;
+  cc__uq_append(c, pe, u);
   return cc__deliver_queued(x, p, pe->rx.tag, &dummy);
 }
 
@@ -6426,14 +6404,14 @@ static CC__INLINE void cc__pfd_add(cc_comm *c, int *np, int p, short events) {
   c->eng.pfd_rank[(*np)++] = p;
 }
 
-/* The first unfinished send to m's peer is m itself (sends to one peer go in order). */
-static int cc__first_send(const cc__run *x, int i) {
+/* The run's first unfinished send to rank p (sends to one peer go in order), or NULL. */
+static cc__msg *cc__send_to(const cc__run *x, int p) {
   int j;
-  for (j = 0; j < i; j++) {
-    const cc__msg *o = &x->m[j];
-    if (o->live && o->started && o->is_send && !o->done && o->peer == x->m[i].peer) return 0;
+  for (j = 0; j < x->n; j++) {
+    cc__msg *o = &x->m[j];
+    if (o->live && o->started && o->is_send && !o->done && o->peer == p) return o;
   }
-  return 1;
+  return NULL;
 }
 
 /* Is some send of the run still waiting? */
@@ -6625,7 +6603,7 @@ static cc_result cc__run_send(cc__run *x, int *progress) {
   for (i = 0; i < x->n; i++) {
     cc__msg *s = &x->m[i];
     long w;
-    if (!s->live || !s->started || !s->is_send || s->done || !cc__first_send(x, i)) continue;
+    if (!s->live || !s->started || !s->is_send || s->done || cc__send_to(x, s->peer) != s) continue;
     if (c->peers[s->peer].link == CC__LINK_TCP && c->peers[s->peer].tcp.eof) return cc__lost_send(x, s->peer, 0);
     if ((w = cc__link_write(c, s)) < 0) return cc__lost_send(x, s->peer, errno);
     if (w > 0) *progress = 1;
@@ -6798,16 +6776,16 @@ static void cc__run_settle(cc__run *x) {
     np = 0;
     for (p = 0; p < c->size; p++) {
       cc__peer *pe = &c->peers[p];
-      cc__msg *m = NULL;
+      cc__msg *m;
       if (!pe->tcp.abort_owed) continue;
-      for (i = 0; i < x->n && !m; i++)   /* the first unfinished send to p */
-        if (x->m[i].live && x->m[i].started && x->m[i].is_send && !x->m[i].done && x->m[i].peer == p) m = &x->m[i];
+      m = cc__send_to(x, p);
       if (m && pe->tx_mid && !pe->tcp.eof && cc__now_ns() < until) {
         long w = cc__link_write(c, m);
         if (w >= 0 && !cc__sent_all(m)) { cc__pfd_add(c, &np, p, POLLIN | POLLOUT | CC__POLL_END); continue; }
         if (w >= 0) m->done = 1;
       }
-      cc__abort_send(c, p);            /* (after a broken write or past the time: the end alone) */
+      pe->tcp.abort_owed = 0;          /* (after a broken write or past the time: the end alone) */
+      cc__send_last(pe, c->net->abort_f, c->net->abort_len);
     }
     if (!np) return;
     if (cc__poll(c->eng.pfd, np, CC__MS) > 0)
