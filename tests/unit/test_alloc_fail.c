@@ -30,6 +30,7 @@ static void t_free(void *p);
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -171,13 +172,43 @@ static void job_rank(int rank, int port, const char *transport, int split, long 
   if (c) cc_comm_destroy(c);
 }
 
+/* The cc segments in /dev/shm, each name between newlines, into buf. */
+static void shm_names(char *buf, size_t len) {
+  DIR *d = opendir("/dev/shm");
+  struct dirent *e;
+  size_t n = 1;
+  snprintf(buf, len, "\n");
+  while (d && (e = readdir(d)) != NULL)
+    if (strncmp(e->d_name, "cc-", 3) == 0 && n + strlen(e->d_name) + 2 < len)
+      n += (size_t)snprintf(buf + n, len - n, "%s\n", e->d_name);
+  if (d) closedir(d);
+}
+
+/* Removes the cc segments that are not in `before`: what a killed rank left,
+   as cc_spawn removes what its killed ranks leave. */
+static void shm_clean(const char *before) {
+  static char now[1 << 16];
+  char *p, *q, name[300];
+  shm_names(now, sizeof now);
+  for (p = now + 1; (q = strchr(p, '\n')) != NULL; p = q + 1) {
+    snprintf(name, sizeof name, "\n%.*s\n", (int)(q - p), p);
+    if (!strstr(before, name)) {
+      snprintf(name, sizeof name, "/dev/shm/%.*s", (int)(q - p), p);
+      unlink(name);
+    }
+  }
+}
+
 /* Runs the job with rank `armed`'s k-th allocation failing. Returns 0 when
    that rank made fewer than k, 1 when it reported, -1 when it crashed or
-   hung (why says so). The other rank may wait for a peer that gave up: once
-   the armed one is done, it is killed (what it says is another test's). */
+   hung (why says so). The other rank may wait for a peer that gave up (for
+   the rendezvous, until its timeout): once the armed one is done, it is
+   killed (what it says is another test's). */
 static int job_run(const char *transport, int split, int armed, long k, char *why, size_t wlen) {
   pid_t pid[2];
   int port = free_port(), st = 0, i, waited;
+  static char before[1 << 16];
+  shm_names(before, sizeof before);
   memset(sh, 0, 2 * sizeof *sh);
   for (i = 0; i < 2; i++) {
     if ((pid[i] = fork()) == 0) {
@@ -192,6 +223,7 @@ static int job_run(const char *transport, int split, int armed, long k, char *wh
   }
   kill(pid[!armed], SIGKILL);
   waitpid(pid[!armed], NULL, 0);
+  shm_clean(before);
   if (waited == 2000) snprintf(why, wlen, "k=%ld: rank %d still running after 10 s", k, armed);
   else if (!WIFEXITED(st)) snprintf(why, wlen, "k=%ld: rank %d crashed (signal %d)", k, armed, WIFSIGNALED(st) ? WTERMSIG(st) : -1);
   else if (sh[armed].code < 0) snprintf(why, wlen, "k=%ld: rank %d: %s", k, armed, sh[armed].err);
