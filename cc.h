@@ -10568,10 +10568,10 @@ static int cc__spawn_reap(int *pids, int nprocs, uint64_t grace_ns, int *failed)
 
 CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg) {
   char jobid[40], prefix[64], why[128];
-  size_t bytes;
-  unsigned char *seg, shmkey[32];
-  int *pids, parent = cc__getpid();
-  int i, status, failed = -1;
+  size_t bytes = 0;
+  unsigned char *seg = NULL, shmkey[32];
+  int *pids = NULL, parent = cc__getpid();
+  int i, status = 1, failed = -1;
   cc__settings s;
   cc__tls_err[0] = 0;
   if (nprocs < 1 || nprocs > CC__MAX_LOCAL) {
@@ -10581,19 +10581,15 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg) {
   if (!fn) { cc__fail(NULL, CC_ERR_INVALID_ARG, "cc_spawn: fn is NULL"); return 1; }
   if (cc__settings_lib(NULL, &s) != CC_OK) return 1;
   if (cc__random_hex(jobid, 32) != 0 || cc__random(shmkey, sizeof shmkey) != 0) {
-    cc__settings_clear(&s);
     cc__no_random(NULL, "cc_spawn", "the job's identity and segment key");
-    return 1;
+    goto out;
   }
   snprintf(prefix, sizeof prefix, "cc-%s", jobid);
   seg = cc__seg_anon(nprocs, s.shm_chunk, &bytes);
   pids = (int *)CC_MALLOC(sizeof(int) * (size_t)nprocs);
   if (!seg || !pids) {
-    cc__shm_unmap(seg, bytes);
-    CC_FREE(pids);
-    cc__settings_clear(&s);
     cc__fail(NULL, CC_ERR_NO_MEMORY, "cc_spawn: cannot map %zu bytes of shared memory", bytes);
-    return 1;
+    goto out;
   }
   for (i = 0; i < nprocs; i++) {
     int p = cc__proc_fork();
@@ -10604,15 +10600,12 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg) {
       for (j = 0; j < i; j++) while (cc__proc_reap(pids[j], &code, &sig) == 0) cc__sleep_ns(CC__MS);
       cc__strerr(e, why, sizeof why);
       cc__fail(NULL, CC_ERR_SYSTEM, "cc_spawn: fork of rank %d: %s", i, why);
-      cc__shm_unmap(seg, bytes);
-      CC_FREE(pids);
-      cc__settings_clear(&s);
-      return 1;
+      goto out;
     }
     pids[i] = p;
   }
-  cc__settings_clear(&s);
-  status = cc__spawn_reap(pids, nprocs, s.spawn_grace_ns, &failed);
+  cc__settings_clear(&s);              /* the ranks have their copies */
+  status = cc__spawn_reap(pids, nprocs, s.spawn_grace_ns, &failed);   /* 0 exactly when none failed */
   if (failed >= 0) {                  /* as torchrun's summary: which rank, how, and the job's first error */
     const cc__hdr *h = (const cc__hdr *)seg;
     if (CC__LOAD(&h->fail_ready))
@@ -10620,10 +10613,12 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg) {
     else
       fprintf(stderr, "%s\n", cc__tls_err);
   }
-  cc__shm_unmap(seg, bytes);
   cc__shm_unlink_prefix(prefix);
+out:                                   /* status 1 when the ranks did not all start */
+  cc__settings_clear(&s);
+  cc__shm_unmap(seg, bytes);
   CC_FREE(pids);
-  return failed < 0 ? 0 : (status ? status : 1);
+  return status;
 }
 
 #ifdef __cplusplus
