@@ -8683,13 +8683,15 @@ static cc_result cc__comm_ready(cc_comm *c) {
 
 /* ---------------------------------------------------------------- records */
 
-/* This rank's record: its host, and a port it listens on at ip (*lfd). */
+/* This rank's record: its host, and a port it listens on at ip (*lfd). lfd NULL, or when it cannot listen:
+   port 0, "no port". */
 static cc_result cc__rec_mine(cc_comm *c, const char *ip, cc__rec *rec, int *lfd, const char *what) {
   char why[128];
   int port = 0;
   memset(rec, 0, sizeof *rec);
   cc__host_id(rec->host, sizeof rec->host);
   snprintf(rec->ip, sizeof rec->ip, "%s", ip);
+  if (!lfd) return CC_OK;
   if ((*lfd = cc__sock_listen(rec->ip, 0, CC__BACKLOG, &port)) < 0) {
     cc__strerr(errno, why, sizeof why);
     return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: cannot listen on %s: %s", what, c->rank, rec->ip, why);
@@ -9723,13 +9725,8 @@ static cc_result cc__split_net(cc_comm *c, int color, int key, cc_comm **out) {
   cc_result r = CC_OK, r2;
   if (!all || !recs || !order) { r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me); goto out; }
   mine = all + rb * (size_t)n;
-  memset(&rec, 0, sizeof rec);
-  if (color != CC_UNDEFINED) r = cc__rec_mine(c, nt->ip, &rec, &lfd, what);
-  if (color == CC_UNDEFINED || r != CC_OK) {     /* still take part, so that no rank waits: port 0 says "no port" */
-    cc__host_id(rec.host, sizeof rec.host);
-    snprintf(rec.ip, sizeof rec.ip, "%s", nt->ip);
-    rec.port = 0;
-  }
+  /* a rank of no color, or one that cannot listen, still takes part, so that no rank waits: its port 0 says so */
+  r = cc__rec_mine(c, nt->ip, &rec, color != CC_UNDEFINED ? &lfd : NULL, what);
   if (cc__random_hex(rec.extra, 10) != 0) {      /* the same: port 0 tells the others */
     if (r == CC_OK) r = cc__no_random(c, what, "the new communicator's segment name");
     rec.port = 0;
