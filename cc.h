@@ -9180,15 +9180,12 @@ static cc_result cc__rdv_file_serve(cc_comm *c, cc__rdv *v, cc__rec *recs, char 
   char why[200], fwhy[200], line[160], nonce[40], buf[160];
   int lfd, ffd, port = 0;
   cc_result r;
+  if (cc__random_hex(nonce, 32) != 0) return cc__no_random(c, "comm_init", "the rendezvous' nonce");
   if ((lfd = cc__sock_listen(recs[0].ip, 0, CC__BACKLOG, &port)) < 0) {
     cc__strerr(errno, why, sizeof why);
     return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank 0: cannot listen on %s: %s", recs[0].ip, why);
   }
   cc__warn_no_token(c, recs[0].ip, v);
-  if (cc__random_hex(nonce, 32) != 0) {
-    cc__fd_close(lfd);
-    return cc__no_random(c, "comm_init", "the rendezvous' nonce");
-  }
   v->nonce = nonce;
   snprintf(line, sizeof line, "cc-rendezvous 2 %s %d %s\n", recs[0].ip, port, nonce);
   ffd = cc__file_open(v->path, 1, fwhy, sizeof fwhy);
