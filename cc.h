@@ -9363,9 +9363,7 @@ static cc_result cc__init_rendezvous(cc_comm *c, cc__rdv *v) {
   if (r == CC_OK) r = cc__rendezvous(c, v, recs, c->jobid);
   for (i = 1; r == CC_OK && i < c->size; i++) if (strcmp(recs[i].host, recs[0].host) != 0) one_host = 0;
   snprintf(name, sizeof name, "/cc-%s-w0", c->jobid);
-  if (r == CC_OK && one_host && !tcp_only) {       /* all on one host: shared memory only */
-    cc__fd_close(lfd);
-    lfd = -1;
+  if (r == CC_OK && one_host && !tcp_only) {       /* all on one host: shared memory only (lfd closed below) */
     if (c->size > CC__MAX_LOCAL)
       r = cc__fail(c, CC_ERR_UNSUPPORTED, "comm_init: rank %d: %d ranks on one host; at most %d are supported",
                    c->rank, c->size, CC__MAX_LOCAL);
@@ -9755,9 +9753,7 @@ static cc_result cc__split_net(cc_comm *c, int color, int key, cc_comm **out) {
   nc->oversub = c->oversub;
   nc->spin_ns = c->spin_ns;
   snprintf(prefix, sizeof prefix, "/cc-%s-s%s", c->jobid, recs[0].extra);
-  if (one_host && !nt->tcp_only) {
-    cc__fd_close(lfd);
-    lfd = -1;
+  if (one_host && !nt->tcp_only) {     /* lfd closed below */
     r = cc__shm_join(nc, prefix, newrank == 0, what);
     if (r == CC_OK) r = cc__comm_ready(nc);
   } else {
