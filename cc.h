@@ -8724,13 +8724,11 @@ static cc_result cc__exchange_shm(cc_comm *w, const cc__rec *mine, cc__rec *recs
    higher ones connect here), then map the group's segment, named
    prefix-g<first rank>. lfd: this rank's listening socket (closed here). */
 
-typedef struct cc__mesh_take_ctx { cc_comm *c; int me; } cc__mesh_take_ctx;
-
+/* cc__hs_serve's take (ctx: the communicator built): the first connection of each higher rank of another group. */
 static int cc__mesh_take(void *ctx, const cc__hello_t *h, int fd, const unsigned char *rec, cc__sec *sec) {
-  cc__mesh_take_ctx *x = (cc__mesh_take_ctx *)ctx;
-  cc_comm *c = x->c;
+  cc_comm *c = (cc_comm *)ctx;
   (void)rec;
-  if (h->from <= x->me || c->net->grp[h->from] == c->net->grp[x->me] || c->peers[h->from].tcp.fd >= 0) return 0;
+  if (h->from <= c->rank || c->net->grp[h->from] == c->net->grp[c->rank] || c->peers[h->from].tcp.fd >= 0) return 0;
   c->peers[h->from].tcp.fd = fd;
   c->peers[h->from].link = CC__LINK_TCP;
   c->peers[h->from].tcp.sec = sec;
@@ -8822,13 +8820,11 @@ static cc_result cc__mesh_build(cc_comm *c, const cc__rec *recs, int lfd, int tc
     if (nt->grp[j] != nt->grp[me]) r = cc__mesh_connect(c, j, &recs[j], deadline, what);
   for (j = me + 1; r == CC_OK && j < n; j++) if (nt->grp[j] != nt->grp[me]) want++;   /* (r: nt and its tables are there) */
   if (r == CC_OK && want) {
-    cc__mesh_take_ctx x;
     cc__hs_srv v;
-    x.c = c; x.me = me;
     memset(&v, 0, sizeof v);
     v.c = c; v.kind = CC__HELLO_DATA; v.world = (uint32_t)n; v.me = me; v.job = c->jobid;
     v.token = c->set.token[0] ? c->set.token : NULL; v.encrypt = c->set.net_encrypt;
-    v.take = cc__mesh_take; v.ctx = &x;
+    v.take = cc__mesh_take; v.ctx = c;
     if (cc__hs_serve(&v, lfd, want, deadline) != 0) {
       int missing = me + 1;
       while (missing < n && (nt->grp[missing] == nt->grp[me] || c->peers[missing].tcp.fd >= 0)) missing++;
