@@ -9277,16 +9277,15 @@ static int cc__world_inits;            /* world communicators made by this proce
 
 static cc_result cc__init_single(cc_comm *c) {
   size_t bytes;
-  unsigned char *seg = cc__seg_anon(1, c->set.shm_chunk, &bytes);
+  unsigned char *seg;
   cc_result r;
-  if (!seg) return cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: cannot map %zu bytes", bytes);
   if (cc__is_jobid(c->set.job_id)) snprintf(c->jobid, sizeof c->jobid, "%s", c->set.job_id);
   /* split segments are named after the job id (ccrun cleans by job) and the key */
-  if ((!cc__is_jobid(c->set.job_id) && cc__random_hex(c->jobid, 32) != 0) || cc__random(c->shmkey, sizeof c->shmkey) != 0) {
-    cc__shm_unmap(seg, bytes);
+  if ((!cc__is_jobid(c->set.job_id) && cc__random_hex(c->jobid, 32) != 0) || cc__random(c->shmkey, sizeof c->shmkey) != 0)
     return cc__no_random(c, "comm_init", "the job's identity and segment key");
-  }
   c->has_shmkey = 1;
+  if (!(seg = cc__seg_anon(1, c->set.shm_chunk, &bytes)))
+    return cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: cannot map %zu bytes", bytes);
   if ((r = cc__seg_attach(c, seg, bytes, "comm_init")) != CC_OK) { cc__shm_unmap(seg, bytes); return r; }
   return cc__comm_ready(c);
 }
