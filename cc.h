@@ -9340,7 +9340,7 @@ static cc_result cc__init_shm_job(cc_comm **pc, int idx) {
   snprintf(name, sizeof name, "/cc-%s-w%d", c->jobid, idx);
   r = cc__shm_join(c, name, c->rank == 0, "comm_init");
   if (r == CC_OK) r = cc__comm_ready(c);
-  if (r != CC_OK) { if (c->size > 1) cc__shm_forget(c, name); return r; }   /* a rank that never came: leave nothing */
+  if (r != CC_OK) { cc__shm_forget(c, name); return r; }   /* a rank that never came: leave nothing */
   return c->set.transport == CC__TR_TCP ? cc__init_tcp_from_shm(pc, idx) : CC_OK;
 }
 
