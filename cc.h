@@ -9552,11 +9552,9 @@ static cc_result cc__init(cc_comm **out, const cc_config *cfg, cc__uid *uid) {
   } else if ((r = cc__init_where(&c->set, method, &v, host, sizeof host)) == CC_OK) {
     if (uid) { v.nonce = uid->nonce; v.lfd = uid->lfd; }
     r = cc__init_rendezvous(c, &v);
-  } else {
-    snprintf(c->err, sizeof c->err, "%s", cc__tls_err);
   }
   if (r != CC_OK) {
-    snprintf(cc__tls_err, sizeof cc__tls_err, "%s", c->err);
+    if (c->err[0]) snprintf(cc__tls_err, sizeof cc__tls_err, "%s", c->err);   /* else cc__init_where's is there */
     cc__comm_free(c);
     return r;
   }
