@@ -9729,18 +9729,16 @@ static cc_result cc__split_net(cc_comm *c, int color, int key, cc_comm **out) {
   if ((r2 = cc__msg_flat(c, &k)) != CC_OK) { r = r2; goto out; }
   if (r != CC_OK || color == CC_UNDEFINED) goto out;
   m = cc__split_order(all, rb, n, me, color, key, order, &newrank);   /* my group */
-  for (j = 0; j < m; j++) {
-    if (cc__get32(all + rb * (size_t)order[j] + 8 + 240) == 0) {
+  for (j = 0; j < m && r == CC_OK; j++) {
+    if (cc__get32(all + rb * (size_t)order[j] + 8 + 240) == 0)
       r = cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: rank %d could not listen for the new communicator's connections "
                    "(its error says why)", what, me, order[j]);
-      goto out;
-    }
-    if (cc__rec_decode(all + rb * (size_t)order[j] + 8, &recs[j]) != 0) {
+    else if (cc__rec_decode(all + rb * (size_t)order[j] + 8, &recs[j]) != 0)
       r = cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: rank %d's record is malformed", what, me, order[j]);
-      goto out;
-    }
-    if (strcmp(recs[j].host, recs[0].host) != 0) one_host = 0;
+    else if (strcmp(recs[j].host, recs[0].host) != 0)
+      one_host = 0;
   }
+  if (r != CC_OK) goto out;
   nc = cc__comm_kin(c, newrank, m);
   if (!nc) { r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me); goto out; }
   nc->oversub = c->oversub;
