@@ -8595,7 +8595,6 @@ static void cc__tcp_linger(cc_comm *c) {
   unsigned char sink[4096];
   uint64_t until = cc__now_ns() + CC__LINGER_NS, now;
   int i, np;
-  if (!c->eng.pfd || !c->eng.pfd_rank) return;
   for (;;) {
     np = 0;
     for (i = 0; i < c->size; i++)
