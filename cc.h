@@ -9104,13 +9104,10 @@ static cc_result cc__rdv_join(cc_comm *c, const char *ip, int port, const cc__rd
   snprintf(h.job, sizeof h.job, "%s", v->nonce);
   r = cc__hs_client(fd, &h, c->set.token[0] ? c->set.token : NULL, c->set.net_encrypt,
                     CC__MIN(deadline, cc__now_ns() + 10 * CC__S), &sec, why, whylen);
-  if (r != CC_OK) {
-    cc__fd_close(fd);
-    if (r != CC_ERR_AUTH && r != CC_ERR_NO_MEMORY && r != CC_ERR_SYSTEM) return r;
-    *retry = 0;
-    return cc__fail(c, r, "comm_init: rank %d: rank 0 at %s: %s", c->rank, v->where, why);
-  }
-  *retry = 0;
+  if (r != CC_OK) cc__fd_close(fd);
+  if (r != CC_OK && r != CC_ERR_AUTH && r != CC_ERR_NO_MEMORY && r != CC_ERR_SYSTEM) return r;
+  *retry = 0;                          /* from here on, a failure is final */
+  if (r != CC_OK) return cc__fail(c, r, "comm_init: rank %d: rank 0 at %s: %s", c->rank, v->where, why);
   cc__rec_encode(rb, &recs[c->rank]);
   if (sec) cc__sec_seal(sec, rb, CC__REC, rb);
   /* rank 0 answers everyone once all are in, at the latest when its own
