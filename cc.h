@@ -8526,7 +8526,6 @@ static void cc__tcp_linger(cc_comm *c) {
   unsigned char sink[4096];
   uint64_t until = cc__now_ns() + CC__LINGER_NS, now;
   int i, np;
-  if (!c->eng.pfd || !c->eng.pfd_rank) return;
   for (;;) {
     np = 0;
     for (i = 0; i < c->size; i++)
@@ -8614,13 +8613,15 @@ static cc_result cc__comm_ready(cc_comm *c) {
 
 /* ---------------------------------------------------------------- records */
 
-/* This rank's record: its host, and a port it listens on at ip (*lfd). */
+/* This rank's record: its host, and a port it listens on at ip (*lfd). lfd NULL, or when it cannot listen:
+   port 0, "no port". */
 static cc_result cc__rec_mine(cc_comm *c, const char *ip, cc__rec *rec, int *lfd, const char *what) {
   char why[128];
   int port = 0;
   memset(rec, 0, sizeof *rec);
   cc__host_id(rec->host, sizeof rec->host);
   snprintf(rec->ip, sizeof rec->ip, "%s", ip);
+  if (!lfd) return CC_OK;
   if ((*lfd = cc__sock_listen(rec->ip, 0, CC__BACKLOG, &port)) < 0) {
     cc__strerr(errno, why, sizeof why);
     return cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: cannot listen on %s: %s", what, c->rank, rec->ip, why);
@@ -8653,13 +8654,11 @@ static cc_result cc__exchange_shm(cc_comm *w, const cc__rec *mine, cc__rec *recs
    higher ones connect here), then map the group's segment, named
    prefix-g<first rank>. lfd: this rank's listening socket (closed here). */
 
-typedef struct cc__mesh_take_ctx { cc_comm *c; int me; } cc__mesh_take_ctx;
-
+/* cc__hs_serve's take (ctx: the communicator built): the first connection of each higher rank of another group. */
 static int cc__mesh_take(void *ctx, const cc__hello_t *h, int fd, const unsigned char *rec, cc__sec *sec) {
-  cc__mesh_take_ctx *x = (cc__mesh_take_ctx *)ctx;
-  cc_comm *c = x->c;
+  cc_comm *c = (cc_comm *)ctx;
   (void)rec;
-  if (h->from <= x->me || c->net->grp[h->from] == c->net->grp[x->me] || c->peers[h->from].tcp.fd >= 0) return 0;
+  if (h->from <= c->rank || c->net->grp[h->from] == c->net->grp[c->rank] || c->peers[h->from].tcp.fd >= 0) return 0;
   c->peers[h->from].tcp.fd = fd;
   c->peers[h->from].link = CC__LINK_TCP;
   c->peers[h->from].tcp.sec = sec;
@@ -8751,14 +8750,12 @@ static cc_result cc__mesh_build(cc_comm *c, const cc__rec *recs, int lfd, int tc
     if (nt->grp[j] != nt->grp[me]) r = cc__mesh_connect(c, j, &recs[j], deadline, what);
   for (j = me + 1; r == CC_OK && j < n; j++) if (nt->grp[j] != nt->grp[me]) want++;   /* (r: nt and its tables are there) */
   if (r == CC_OK && want) {
-    cc__mesh_take_ctx x;
     cc__hs_srv v;
     int st;
-    x.c = c; x.me = me;
     memset(&v, 0, sizeof v);
     v.c = c; v.kind = CC__HELLO_DATA; v.world = (uint32_t)n; v.me = me; v.job = c->jobid;
     v.token = c->set.token[0] ? c->set.token : NULL; v.encrypt = c->set.net_encrypt;
-    v.take = cc__mesh_take; v.ctx = &x;
+    v.take = cc__mesh_take; v.ctx = c;
     if ((st = cc__hs_serve(&v, lfd, want, deadline)) == -3) {
       r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me);
     } else if (st != 0) {
@@ -9043,13 +9040,10 @@ static cc_result cc__rdv_join(cc_comm *c, const char *ip, int port, const cc__rd
   snprintf(h.job, sizeof h.job, "%s", v->nonce);
   r = cc__hs_client(fd, &h, c->set.token[0] ? c->set.token : NULL, c->set.net_encrypt,
                     CC__MIN(deadline, cc__now_ns() + 10 * CC__S), &sec, why, whylen);
-  if (r != CC_OK) {
-    cc__fd_close(fd);
-    if (r != CC_ERR_AUTH && r != CC_ERR_NO_MEMORY && r != CC_ERR_SYSTEM) return r;
-    *retry = 0;
-    return cc__fail(c, r, "comm_init: rank %d: rank 0 at %s: %s", c->rank, v->where, why);
-  }
-  *retry = 0;
+  if (r != CC_OK) cc__fd_close(fd);
+  if (r != CC_OK && r != CC_ERR_AUTH && r != CC_ERR_NO_MEMORY && r != CC_ERR_SYSTEM) return r;
+  *retry = 0;                          /* from here on, a failure is final */
+  if (r != CC_OK) return cc__fail(c, r, "comm_init: rank %d: rank 0 at %s: %s", c->rank, v->where, why);
   cc__rec_encode(rb, &recs[c->rank]);
   if (sec) cc__sec_seal(sec, rb, CC__REC, rb);
   /* rank 0 answers everyone once all are in, at the latest when its own
@@ -9114,15 +9108,12 @@ static cc_result cc__rdv_file_serve(cc_comm *c, cc__rdv *v, cc__rec *recs, char 
   char why[200], fwhy[200], line[160], nonce[40], buf[160];
   int lfd, ffd, port = 0;
   cc_result r;
+  if (cc__random_hex(nonce, 32) != 0) return cc__no_random(c, "comm_init", "the rendezvous' nonce");
   if ((lfd = cc__sock_listen(recs[0].ip, 0, CC__BACKLOG, &port)) < 0) {
     cc__strerr(errno, why, sizeof why);
     return cc__fail(c, CC_ERR_SYSTEM, "comm_init: rank 0: cannot listen on %s: %s", recs[0].ip, why);
   }
   cc__warn_no_token(c, recs[0].ip, v);
-  if (cc__random_hex(nonce, 32) != 0) {
-    cc__fd_close(lfd);
-    return cc__no_random(c, "comm_init", "the rendezvous' nonce");
-  }
   v->nonce = nonce;
   snprintf(line, sizeof line, "cc-rendezvous 2 %s %d %s\n", recs[0].ip, port, nonce);
   ffd = cc__file_open(v->path, 1, fwhy, sizeof fwhy);
@@ -9218,16 +9209,15 @@ static int cc__world_inits;            /* world communicators made by this proce
 
 static cc_result cc__init_single(cc_comm *c) {
   size_t bytes;
-  unsigned char *seg = cc__seg_anon(1, c->set.shm_chunk, &bytes);
+  unsigned char *seg;
   cc_result r;
-  if (!seg) return cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: cannot map %zu bytes", bytes);
   if (cc__is_jobid(c->set.job_id)) snprintf(c->jobid, sizeof c->jobid, "%s", c->set.job_id);
   /* split segments are named after the job id (ccrun cleans by job) and the key */
-  if ((!cc__is_jobid(c->set.job_id) && cc__random_hex(c->jobid, 32) != 0) || cc__random(c->shmkey, sizeof c->shmkey) != 0) {
-    cc__shm_unmap(seg, bytes);
+  if ((!cc__is_jobid(c->set.job_id) && cc__random_hex(c->jobid, 32) != 0) || cc__random(c->shmkey, sizeof c->shmkey) != 0)
     return cc__no_random(c, "comm_init", "the job's identity and segment key");
-  }
   c->has_shmkey = 1;
+  if (!(seg = cc__seg_anon(1, c->set.shm_chunk, &bytes)))
+    return cc__fail(c, CC_ERR_NO_MEMORY, "comm_init: cannot map %zu bytes", bytes);
   if ((r = cc__seg_attach(c, seg, bytes, "comm_init")) != CC_OK) { cc__shm_unmap(seg, bytes); return r; }
   return cc__comm_ready(c);
 }
@@ -9282,7 +9272,7 @@ static cc_result cc__init_shm_job(cc_comm **pc, int idx) {
   snprintf(name, sizeof name, "/cc-%s-w%d", c->jobid, idx);
   r = cc__shm_join(c, name, c->rank == 0, "comm_init");
   if (r == CC_OK) r = cc__comm_ready(c);
-  if (r != CC_OK) { if (c->size > 1) cc__shm_forget(c, name); return r; }   /* a rank that never came: leave nothing */
+  if (r != CC_OK) { cc__shm_forget(c, name); return r; }   /* a rank that never came: leave nothing */
   return c->set.transport == CC__TR_TCP ? cc__init_tcp_from_shm(pc, idx) : CC_OK;
 }
 
@@ -9300,9 +9290,7 @@ static cc_result cc__init_rendezvous(cc_comm *c, cc__rdv *v) {
   if (r == CC_OK) r = cc__rendezvous(c, v, recs, c->jobid);
   for (i = 1; r == CC_OK && i < c->size; i++) if (strcmp(recs[i].host, recs[0].host) != 0) one_host = 0;
   snprintf(name, sizeof name, "/cc-%s-w0", c->jobid);
-  if (r == CC_OK && one_host && !tcp_only) {       /* all on one host: shared memory only */
-    cc__fd_close(lfd);
-    lfd = -1;
+  if (r == CC_OK && one_host && !tcp_only) {       /* all on one host: shared memory only (lfd closed below) */
     if (c->size > CC__MAX_LOCAL)
       r = cc__fail(c, CC_ERR_UNSUPPORTED, "comm_init: rank %d: %d ranks on one host; at most %d are supported",
                    c->rank, c->size, CC__MAX_LOCAL);
@@ -9496,11 +9484,9 @@ static cc_result cc__init(cc_comm **out, const cc_config *cfg, cc__uid *uid) {
   } else if ((r = cc__init_where(&c->set, method, &v, host, sizeof host)) == CC_OK) {
     if (uid) { v.nonce = uid->nonce; v.lfd = uid->lfd; }
     r = cc__init_rendezvous(c, &v);
-  } else {
-    snprintf(c->err, sizeof c->err, "%s", cc__tls_err);
   }
   if (r != CC_OK) {
-    snprintf(cc__tls_err, sizeof cc__tls_err, "%s", c->err);
+    if (c->err[0]) snprintf(cc__tls_err, sizeof cc__tls_err, "%s", c->err);   /* else cc__init_where's is there */
     cc__comm_free(c);
     return r;
   }
@@ -9659,13 +9645,8 @@ static cc_result cc__split_net(cc_comm *c, int color, int key, cc_comm **out) {
   cc_result r = CC_OK, r2;
   if (!all || !recs || !order) { r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me); goto out; }
   mine = all + rb * (size_t)n;
-  memset(&rec, 0, sizeof rec);
-  if (color != CC_UNDEFINED) r = cc__rec_mine(c, nt->ip, &rec, &lfd, what);
-  if (color == CC_UNDEFINED || r != CC_OK) {     /* still take part, so that no rank waits: port 0 says "no port" */
-    cc__host_id(rec.host, sizeof rec.host);
-    snprintf(rec.ip, sizeof rec.ip, "%s", nt->ip);
-    rec.port = 0;
-  }
+  /* a rank of no color, or one that cannot listen, still takes part, so that no rank waits: its port 0 says so */
+  r = cc__rec_mine(c, nt->ip, &rec, color != CC_UNDEFINED ? &lfd : NULL, what);
   if (cc__random_hex(rec.extra, 10) != 0) {      /* the same: port 0 tells the others */
     if (r == CC_OK) r = cc__no_random(c, what, "the new communicator's segment name");
     rec.port = 0;
@@ -9680,26 +9661,22 @@ static cc_result cc__split_net(cc_comm *c, int color, int key, cc_comm **out) {
   if ((r2 = cc__msg_flat(c, &k)) != CC_OK) { r = r2; goto out; }
   if (r != CC_OK || color == CC_UNDEFINED) goto out;
   m = cc__split_order(all, rb, n, me, color, key, order, &newrank);   /* my group */
-  for (j = 0; j < m; j++) {
-    if (cc__get32(all + rb * (size_t)order[j] + 8 + 240) == 0) {
+  for (j = 0; j < m && r == CC_OK; j++) {
+    if (cc__get32(all + rb * (size_t)order[j] + 8 + 240) == 0)
       r = cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: rank %d could not listen for the new communicator's connections "
                    "(its error says why)", what, me, order[j]);
-      goto out;
-    }
-    if (cc__rec_decode(all + rb * (size_t)order[j] + 8, &recs[j]) != 0) {
+    else if (cc__rec_decode(all + rb * (size_t)order[j] + 8, &recs[j]) != 0)
       r = cc__fail(c, CC_ERR_SYSTEM, "%s: rank %d: rank %d's record is malformed", what, me, order[j]);
-      goto out;
-    }
-    if (strcmp(recs[j].host, recs[0].host) != 0) one_host = 0;
+    else if (strcmp(recs[j].host, recs[0].host) != 0)
+      one_host = 0;
   }
+  if (r != CC_OK) goto out;
   nc = cc__comm_kin(c, newrank, m);
   if (!nc) { r = cc__fail(c, CC_ERR_NO_MEMORY, "%s: rank %d: out of memory", what, me); goto out; }
   nc->oversub = c->oversub;
   nc->spin_ns = c->spin_ns;
   snprintf(prefix, sizeof prefix, "/cc-%s-s%s", c->jobid, recs[0].extra);
-  if (one_host && !nt->tcp_only) {
-    cc__fd_close(lfd);
-    lfd = -1;
+  if (one_host && !nt->tcp_only) {     /* lfd closed below */
     r = cc__shm_join(nc, prefix, newrank == 0, what);
     if (r == CC_OK) r = cc__comm_ready(nc);
   } else {
@@ -10504,10 +10481,10 @@ static int cc__spawn_reap(int *pids, int nprocs, uint64_t grace_ns, int *failed)
 
 CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg) {
   char jobid[40], prefix[64], why[128];
-  size_t bytes;
-  unsigned char *seg, shmkey[32];
-  int *pids, parent = cc__getpid();
-  int i, status, failed = -1;
+  size_t bytes = 0;
+  unsigned char *seg = NULL, shmkey[32];
+  int *pids = NULL, parent = cc__getpid();
+  int i, status = 1, failed = -1;
   cc__settings s;
   cc__tls_err[0] = 0;
   if (nprocs < 1 || nprocs > CC__MAX_LOCAL) {
@@ -10517,19 +10494,15 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg) {
   if (!fn) { cc__fail(NULL, CC_ERR_INVALID_ARG, "cc_spawn: fn is NULL"); return 1; }
   if (cc__settings_lib(NULL, &s) != CC_OK) return 1;
   if (cc__random_hex(jobid, 32) != 0 || cc__random(shmkey, sizeof shmkey) != 0) {
-    cc__settings_clear(&s);
     cc__no_random(NULL, "cc_spawn", "the job's identity and segment key");
-    return 1;
+    goto out;
   }
   snprintf(prefix, sizeof prefix, "cc-%s", jobid);
   seg = cc__seg_anon(nprocs, s.shm_chunk, &bytes);
   pids = (int *)CC_MALLOC(sizeof(int) * (size_t)nprocs);
   if (!seg || !pids) {
-    cc__shm_unmap(seg, bytes);
-    CC_FREE(pids);
-    cc__settings_clear(&s);
     cc__fail(NULL, CC_ERR_NO_MEMORY, "cc_spawn: cannot map %zu bytes of shared memory", bytes);
-    return 1;
+    goto out;
   }
   for (i = 0; i < nprocs; i++) {
     int p = cc__proc_fork();
@@ -10540,15 +10513,12 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg) {
       for (j = 0; j < i; j++) while (cc__proc_reap(pids[j], &code, &sig) == 0) cc__sleep_ns(CC__MS);
       cc__strerr(e, why, sizeof why);
       cc__fail(NULL, CC_ERR_SYSTEM, "cc_spawn: fork of rank %d: %s", i, why);
-      cc__shm_unmap(seg, bytes);
-      CC_FREE(pids);
-      cc__settings_clear(&s);
-      return 1;
+      goto out;
     }
     pids[i] = p;
   }
-  cc__settings_clear(&s);
-  status = cc__spawn_reap(pids, nprocs, s.spawn_grace_ns, &failed);
+  cc__settings_clear(&s);              /* the ranks have their copies */
+  status = cc__spawn_reap(pids, nprocs, s.spawn_grace_ns, &failed);   /* 0 exactly when none failed */
   if (failed >= 0) {                  /* as torchrun's summary: which rank, how, and the job's first error */
     const cc__hdr *h = (const cc__hdr *)seg;
     if (CC__LOAD(&h->fail_ready))
@@ -10556,10 +10526,12 @@ CC_API int cc_spawn(int nprocs, cc_main_fn fn, void *arg) {
     else
       fprintf(stderr, "%s\n", cc__tls_err);
   }
-  cc__shm_unmap(seg, bytes);
   cc__shm_unlink_prefix(prefix);
+out:                                   /* status 1 when the ranks did not all start */
+  cc__settings_clear(&s);
+  cc__shm_unmap(seg, bytes);
   CC_FREE(pids);
-  return failed < 0 ? 0 : (status ? status : 1);
+  return status;
 }
 
 #ifdef __cplusplus
