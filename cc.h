@@ -9967,9 +9967,8 @@ static cc_result cc__v_block(cc_comm *c, const char *what, const char *one_name,
                              const char *all_name, const void *all, size_t count, cc_dtype t, int idx,
                              const char *rule) {
   size_t b = count * cc__dtype_bytes(t);
-  cc_result r = cc__v_buf(c, what, one_name, one, count, 1, t);
-  if (r == CC_OK) r = cc__v_buf(c, what, all_name, all, count, (size_t)c->size, t);
-  if (r != CC_OK) return r;
+  CC__TRY(cc__v_buf(c, what, one_name, one, count, 1, t));
+  CC__TRY(cc__v_buf(c, what, all_name, all, count, (size_t)c->size, t));
   return cc__v_overlap(c, what, one, b, all, b * (size_t)c->size,
                        all ? (const char *)all + (size_t)idx * b : NULL, rule);
 }
@@ -9982,10 +9981,9 @@ static cc_result cc__v_blocks(cc_comm *c, const char *what, const char *one_name
                               const size_t *counts, const size_t *displs, cc_dtype t, int idx,
                               const char *rule) {
   size_t ext, es = cc__dtype_bytes(t);
-  cc_result r = cc__v_buf(c, what, one_name, one, one_count, 1, t);
-  if (r == CC_OK) r = cc__v_extent(c, what, cn, counts, "displs", displs, t, &ext);
-  if (r == CC_OK) r = cc__v_buf(c, what, all_name, all, ext, 1, t);
-  if (r != CC_OK) return r;
+  CC__TRY(cc__v_buf(c, what, one_name, one, one_count, 1, t));
+  CC__TRY(cc__v_extent(c, what, cn, counts, "displs", displs, t, &ext));
+  CC__TRY(cc__v_buf(c, what, all_name, all, ext, 1, t));
   return cc__v_overlap(c, what, one, one_count * es, all, ext * es,
                        all ? (const char *)all + displs[idx] * es : NULL, rule);
 }
@@ -10002,7 +10000,7 @@ static cc_result cc__args(cc_comm *c, cc__call *k) {
   const char *w = cc__coll_name(k->coll);
   const cc_dtype t = k->t;
   const int root = c->rank == k->root;
-  size_t n = k->count, b, es, se, re;
+  size_t n = k->count, b, es, se, re, m;
   if (k->coll == CC__BARRIER) return CC_OK;
   CC__TRY(cc__v_dtype(c, w, t));
   if (cc__reduces(k->coll)) CC__TRY(cc__v_op(c, w, t, k->op));
@@ -10019,10 +10017,12 @@ static cc_result cc__args(cc_comm *c, cc__call *k) {
     return cc__v_buf(c, w, "buf", k->coll == CC__SEND ? k->sbuf : k->rbuf, n, 1, t);
   case CC__REDUCE:
   case CC__ALL_REDUCE:
-    CC__TRY(cc__v_buf(c, w, "sendbuf", k->sbuf, n, 1, t));
+  case CC__ALL_TO_ALL:                 /* all_to_all: a block for every rank each way */
+    m = k->coll == CC__ALL_TO_ALL ? (size_t)c->size : 1;
+    CC__TRY(cc__v_buf(c, w, "sendbuf", k->sbuf, n, m, t));
     if (k->coll == CC__REDUCE && !root) return CC_OK;
-    CC__TRY(cc__v_buf(c, w, "recvbuf", k->rbuf, n, 1, t));
-    return cc__v_overlap(c, w, k->sbuf, b, k->rbuf, b, k->rbuf, "in place is sendbuf == recvbuf");
+    CC__TRY(cc__v_buf(c, w, "recvbuf", k->rbuf, n, m, t));
+    return cc__v_overlap(c, w, k->sbuf, b * m, k->rbuf, b * m, k->rbuf, "in place is sendbuf == recvbuf");
   case CC__GATHER:
     if (!root) return cc__v_buf(c, w, "sendbuf", k->sbuf, n, 1, t);
     return cc__v_block(c, w, "sendbuf", k->sbuf, "recvbuf", k->rbuf, n, t, k->root,
@@ -10037,11 +10037,6 @@ static cc_result cc__args(cc_comm *c, cc__call *k) {
   case CC__REDUCE_SCATTER:
     return cc__v_block(c, w, "recvbuf", k->rbuf, "sendbuf", k->sbuf, n, t, c->rank,
                        "in place is recvbuf == sendbuf + rank*count");
-  case CC__ALL_TO_ALL:
-    CC__TRY(cc__v_buf(c, w, "sendbuf", k->sbuf, n, (size_t)c->size, t));
-    CC__TRY(cc__v_buf(c, w, "recvbuf", k->rbuf, n, (size_t)c->size, t));
-    b *= (size_t)c->size;
-    return cc__v_overlap(c, w, k->sbuf, b, k->rbuf, b, k->rbuf, "in place is sendbuf == recvbuf");
   case CC__GATHER_V:
     if (!root) {
       k->rc = k->rd = NULL;
@@ -10307,8 +10302,7 @@ CC_API cc_result cc_op_create_premul_sum(cc_comm *c, cc_dtype t, const void *sca
   int s = 0;
   CC__CHECK_COMM(c);
   CC__TRY(cc__v_dtype(c, "op_create_premul_sum", t));
-  if (!scalar) return cc__fail(c, CC_ERR_INVALID_ARG, "op_create_premul_sum: scalar is NULL");
-  if (!out) return cc__fail(c, CC_ERR_INVALID_ARG, "op_create_premul_sum: out is NULL");
+  if (!scalar || !out) return cc__fail(c, CC_ERR_INVALID_ARG, "op_create_premul_sum: %s is NULL", scalar ? "out" : "scalar");
   cc__drain(c);
   CC__TRY(cc__op_slot(c, &s));
   memset(&c->ops[s], 0, sizeof c->ops[s]);
