@@ -1499,7 +1499,6 @@ static void cc__sha256_update(cc__sha256 *s, const void *data, size_t len) {
 }
 
 static void cc__sha256_final(cc__sha256 *s, unsigned char out[32]) {
-  uint64_t bits = s->len * 8;
   int i;
   s->buf[s->nbuf++] = 0x80;             /* nbuf < 64 always holds here */
   if (s->nbuf > 56) {
@@ -1508,7 +1507,7 @@ static void cc__sha256_final(cc__sha256 *s, unsigned char out[32]) {
     s->nbuf = 0;
   }
   memset(s->buf + s->nbuf, 0, 56 - s->nbuf);
-  for (i = 0; i < 8; i++) s->buf[56 + i] = (unsigned char)(bits >> (56 - 8 * i));
+  cc__st64be(s->buf + 56, s->len * 8);   /* the message's length in bits */
   cc__sha256_block(s->h, s->buf);
   for (i = 0; i < 4; i++) cc__st64be(out + 8 * i, (uint64_t)s->h[2 * i] << 32 | s->h[2 * i + 1]);
 }
@@ -2141,7 +2140,15 @@ static CC__TARGET_GCM void cc__gcm_setkey_rk(unsigned char rk[240], unsigned cha
   }
 }
 
-/* The counter block: the 12 bytes of nonce, then ctr big-endian. */
+/* The counter block: the 12 bytes of nonce, then ctr big-endian; the base
+   is the one with ctr 0. */
+static CC__INLINE_GCM __m128i cc__gcm_base(const unsigned char nonce[12]) {
+  unsigned char nb[16];
+  memcpy(nb, nonce, 12);
+  memset(nb + 12, 0, 4);
+  return CC__CRY_LD(nb);
+}
+
 static CC__INLINE_GCM __m128i cc__gcm_ctr(__m128i base, uint32_t ctr) {
   return _mm_insert_epi32(base, (int)__builtin_bswap32(ctr), 3);
 }
@@ -2155,11 +2162,7 @@ static CC__TARGET_GCM __m128i cc__gcm_crypt_blocks(const unsigned char *rk, cons
                                                   const unsigned char nonce[12], uint32_t ctr,
                                                   const unsigned char *in, unsigned char *out, size_t nblocks,
                                                   int enc) {
-  unsigned char nb[16];
-  __m128i base;
-  memcpy(nb, nonce, 12);
-  memset(nb + 12, 0, 4);
-  base = CC__CRY_LD(nb);
+  __m128i base = cc__gcm_base(nonce);
   for (; nblocks >= 8; nblocks -= 8, in += 128, out += 128, ctr += 8) {
     __m128i b0, b1, b2, b3, b4, b5, b6, b7, d0, d1, d2, d3, d4, d5, d6, d7, lo, mid, hi, k;
     int r;
@@ -2210,12 +2213,8 @@ static CC__TARGET_VAES __m128i cc__gcm_crypt16(const unsigned char *rk, const un
   const __m256i cswap = _mm256_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 15, 14, 13, 12,
                                          -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 15, 14, 13, 12);
   const __m256i two = _mm256_setr_epi32(0, 0, 0, 2, 0, 0, 0, 2);
-  unsigned char nb[16];
-  __m256i base, cv;
-  memcpy(nb, nonce, 12);
-  memset(nb + 12, 0, 4);
-  base = _mm256_broadcastsi128_si256(CC__CRY_LD(nb));
-  cv = _mm256_setr_epi32(0, 0, 0, (int)ctr, 0, 0, 0, (int)(ctr + 1));
+  __m256i base = _mm256_broadcastsi128_si256(cc__gcm_base(nonce));
+  __m256i cv = _mm256_setr_epi32(0, 0, 0, (int)ctr, 0, 0, 0, (int)(ctr + 1));
   for (; n16; n16--, in += 256, out += 256) {
     __m256i b0, b1, b2, b3, b4, b5, b6, b7, d0, d1, d2, d3, d4, d5, d6, d7, k;
     __m256i lo = _mm256_setzero_si256(), mid = lo, hi = lo;
@@ -2277,10 +2276,7 @@ static CC__TARGET_GCM void cc__gcm_crypt(const unsigned char *rk, const unsigned
 /* One keystream block E(K, nonce||ctr) into out. */
 static CC__TARGET_GCM void cc__gcm_keystream(const unsigned char *rk, const unsigned char nonce[12], uint32_t ctr,
                                              unsigned char out[16]) {
-  unsigned char nb[16];
-  memcpy(nb, nonce, 12);
-  cc__put32(nb + 12, 0);
-  CC__CRY_ST(out, cc__aes256_block(rk, cc__gcm_ctr(CC__CRY_LD(nb), ctr)));
+  CC__CRY_ST(out, cc__aes256_block(rk, cc__gcm_ctr(cc__gcm_base(nonce), ctr)));
 }
 
 #endif /* CC__CRYPTO_X86 */
