@@ -2329,10 +2329,9 @@ typedef struct cc__aead {
 
 /* One suite. Each function returns 0, or -1 (then phase 3: the message refuses
    everything until the next begin). setkey gets k zeroed but for suite and
-   ops; begin gets s zeroed but for key; final leaves the state wiped (phase 2). */
+   ops; begin gets s zeroed but for key; aad, crypt and final get a message in
+   phase 0 or 1 (cc__aead_usable); final leaves the state wiped (phase 2). */
 struct cc__aead_suite {
-  int id;                                /* CC__AEAD_*: the number the handshake carries */
-  const char *name;                      /* for log lines */
   int (*available)(void);                /* 1 when this CPU and build run it */
   int (*setkey)(cc__aead_key *k, const unsigned char key[32]);
   int (*begin)(cc__aead *s, const unsigned char nonce[12]);
@@ -2462,10 +2461,10 @@ static void cc__aead_bulk(cc__aead *s, const unsigned char *in, unsigned char *o
 static int cc__aead_builtin_crypt(cc__aead *s, const void *inv, void *outv, size_t n, int enc) {
   const unsigned char *in = (const unsigned char *)inv;
   unsigned char *out = (unsigned char *)outv;
-  int chacha = s->phase <= 1 && s->key && s->key->suite == CC__AEAD_CHACHA20_POLY1305;
+  int chacha = s->key->suite == CC__AEAD_CHACHA20_POLY1305;
   size_t bsize = chacha ? 64 : 16, t;
   uint64_t pmax = chacha ? CC__CHACHA_PMAX : CC__GCM_PMAX;
-  if (s->phase > 1 || (uint64_t)n > pmax - s->msglen) { cc__aead_fail(s); return -1; }
+  if ((uint64_t)n > pmax - s->msglen) { cc__aead_fail(s); return -1; }
   if (s->phase == 0) { cc__aead_mac_pad(s); s->phase = 1; }
   if (!n) return 0;
   s->msglen += n;
@@ -2494,7 +2493,6 @@ static int cc__aead_builtin_crypt(cc__aead *s, const void *inv, void *outv, size
 static int cc__aead_builtin_final(cc__aead *s, unsigned char tag[16]) {
   unsigned char lb[16];
   int i;
-  if (s->phase > 1 || !s->key) { cc__aead_fail(s); return -1; }
   cc__aead_mac_pad(s);
   if (s->key->suite == CC__AEAD_CHACHA20_POLY1305) {      /* RFC 8439 section 2.8: le64(aad) le64(ct) */
     cc__put64(lb, s->aadlen);
@@ -2513,13 +2511,13 @@ static int cc__aead_builtin_final(cc__aead *s, unsigned char tag[16]) {
 }
 
 static const cc__aead_suite cc__aead_chapo = {
-  CC__AEAD_CHACHA20_POLY1305, "ChaCha20-Poly1305", cc__chapo_available, cc__chapo_setkey, cc__chapo_begin,
-  cc__aead_builtin_aad, cc__aead_builtin_crypt, cc__aead_builtin_final
+  cc__chapo_available, cc__chapo_setkey, cc__chapo_begin, cc__aead_builtin_aad, cc__aead_builtin_crypt,
+  cc__aead_builtin_final
 };
 #if CC__CRYPTO_X86
 static const cc__aead_suite cc__aead_gcm = {
-  CC__AEAD_AES256_GCM, "AES-256-GCM", cc__gcm_available, cc__gcm_setkey, cc__gcm_begin,
-  cc__aead_builtin_aad, cc__aead_builtin_crypt, cc__aead_builtin_final
+  cc__gcm_available, cc__gcm_setkey, cc__gcm_begin, cc__aead_builtin_aad, cc__aead_builtin_crypt,
+  cc__aead_builtin_final
 };
 #endif
 
@@ -4321,9 +4319,8 @@ static cc_result cc__shm_join(cc_comm *c, const char *base, int creator, const c
       pause = CC__MIN(pause * 2, 10 * CC__MS);
     }
   }
-  if ((r = cc__seg_attach(c, seg, bytes, what)) != CC_OK) {
+  if ((r = cc__seg_attach(c, seg, bytes, what)) != CC_OK) {   /* it set nothing in c */
     cc__shm_unmap(seg, bytes);
-    c->seg.base = NULL;
     return r;
   }
   if (CC__ADD(&c->hdr->mapped, 1u) + 1 == (uint32_t)c->size) cc__shm_unlink_same(name, &c->seg.id);
