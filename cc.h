@@ -1927,7 +1927,7 @@ static void cc__poly1305_blocks(cc__poly1305 *p, const unsigned char *m, size_t 
 
 /* Full reduction mod 2^130-5 (a masked select, no branch), + s mod 2^128. */
 static void cc__poly1305_finish(cc__poly1305 *p, unsigned char tag[16]) {
-  uint64_t h0 = p->h0, h1 = p->h1, h2 = p->h2, g0, g1, g2, c, t0, t1;
+  uint64_t h0 = p->h0, h1 = p->h1, h2 = p->h2, g0, g1, g2, c;
   c = h1 >> 44; h1 &= CC__M44;
   h2 += c; c = h2 >> 42; h2 &= CC__M42;
   h0 += c * 5; c = h0 >> 44; h0 &= CC__M44;
@@ -1942,10 +1942,9 @@ static void cc__poly1305_finish(cc__poly1305 *p, unsigned char tag[16]) {
   g0 &= c; g1 &= c; g2 &= c;
   c = ~c;
   h0 = (h0 & c) | g0; h1 = (h1 & c) | g1; h2 = (h2 & c) | g2;
-  t0 = p->pad0; t1 = p->pad1;
-  h0 += t0 & CC__M44; c = h0 >> 44; h0 &= CC__M44;
-  h1 += (((t0 >> 44) | (t1 << 20)) & CC__M44) + c; c = h1 >> 44; h1 &= CC__M44;
-  h2 += ((t1 >> 24) & CC__M42) + c; h2 &= CC__M42;
+  h0 += p->pad0 & CC__M44; c = h0 >> 44; h0 &= CC__M44;
+  h1 += (((p->pad0 >> 44) | (p->pad1 << 20)) & CC__M44) + c; c = h1 >> 44; h1 &= CC__M44;
+  h2 += ((p->pad1 >> 24) & CC__M42) + c; h2 &= CC__M42;
   cc__put64(tag, h0 | (h1 << 44));
   cc__put64(tag + 8, (h1 >> 20) | (h2 << 24));
 }
@@ -2124,20 +2123,6 @@ static CC__TARGET_GCM void cc__ghash_update(unsigned char xs[16], const unsigned
     n &= 15;
   }
   CC__CRY_ST(xs, cc__ghash_blocks(hp, hk, x, p, n));
-}
-
-/* Round keys, then H = E(K, 0^128) and its powers H^1..H^16, reflected. */
-static CC__TARGET_GCM void cc__gcm_setkey_rk(unsigned char rk[240], unsigned char hp[256], unsigned char hk[256],
-                                             const unsigned char key[32]) {
-  __m128i h, p = _mm_setzero_si128();
-  int i;
-  cc__aes256_expand(key, rk);
-  h = cc__bswap128(cc__aes256_block(rk, _mm_setzero_si128()));
-  for (i = 1; i <= 16; i++) {                            /* H^i at entry 16 - i */
-    p = i > 1 ? cc__gf_mul(p, h) : h;
-    CC__CRY_ST(hp + 16 * (16 - i), p);
-    CC__CRY_ST(hk + 16 * (16 - i), _mm_xor_si128(p, _mm_shuffle_epi32(p, 0x4e)));
-  }
 }
 
 /* The counter block: the 12 bytes of nonce, then ctr big-endian; the base
@@ -2361,8 +2346,17 @@ static int cc__chapo_begin(cc__aead *s, const unsigned char nonce[12]) {
 #if CC__CRYPTO_X86
 static int cc__gcm_available(void) { return (cc__crypto_cpu() & CC__CPU_GCM) != 0; }
 
-static int cc__gcm_setkey(cc__aead_key *k, const unsigned char key[32]) {
-  cc__gcm_setkey_rk(k->rk, k->hp, k->hk, key);
+/* Round keys, then H = E(K, 0^128) and its powers H^1..H^16, reflected. */
+static CC__TARGET_GCM int cc__gcm_setkey(cc__aead_key *k, const unsigned char key[32]) {
+  __m128i h, p = _mm_setzero_si128();
+  int i;
+  cc__aes256_expand(key, k->rk);
+  h = cc__bswap128(cc__aes256_block(k->rk, _mm_setzero_si128()));
+  for (i = 1; i <= 16; i++) {                            /* H^i at entry 16 - i */
+    p = i > 1 ? cc__gf_mul(p, h) : h;
+    CC__CRY_ST(k->hp + 16 * (16 - i), p);
+    CC__CRY_ST(k->hk + 16 * (16 - i), _mm_xor_si128(p, _mm_shuffle_epi32(p, 0x4e)));
+  }
   return 0;
 }
 
