@@ -4438,7 +4438,6 @@ static void cc__awaited_first(cc_comm *c, const void *arg, char *buf, size_t len
 
 /* Unmap an allocation and forget it. */
 static void cc__mem_drop(cc__mem *m) {
-  if (!m) return;
   cc__shm_unmap(m->base, m->map_bytes);
   CC_FREE(m->bytes);
   CC_FREE(m);
@@ -10207,15 +10206,13 @@ CC_API cc_result cc_group_end(cc_comm *c, cc_request **req) {
   q->comm = c;
   q->batch = b;
   pthread_mutex_lock(&c->async.lock);
-  if (!c->async.started) {
-    if (pthread_create(&c->async.thread, NULL, cc__worker_main, c) != 0) {
-      pthread_mutex_unlock(&c->async.lock);
-      cc__batch_free(&q->batch);
-      CC_FREE(q);
-      return cc__fail(c, CC_ERR_SYSTEM, "group_end: rank %d: cannot start the worker thread", c->rank);
-    }
-    c->async.started = 1;
+  if (!c->async.started && pthread_create(&c->async.thread, NULL, cc__worker_main, c) != 0) {
+    pthread_mutex_unlock(&c->async.lock);
+    cc__batch_free(&q->batch);
+    CC_FREE(q);
+    return cc__fail(c, CC_ERR_SYSTEM, "group_end: rank %d: cannot start the worker thread", c->rank);
   }
+  c->async.started = 1;
   if (c->failed || CC__LOAD(&c->abort_flag)) {      /* fail it now, in order */
     q->result = CC_ERR_ABORTED;
     snprintf(q->err, sizeof q->err, "group_end: rank %d: the communicator failed earlier", c->rank);
