@@ -9947,31 +9947,23 @@ static cc_result cc__v_extent(cc_comm *c, const char *what, const char *cn, cons
   return CC_OK;
 }
 
-/* `one` holds count elements and `all` size x count; in place means one is
-   block `idx` of all. Checks both buffers and their overlap. */
-static cc_result cc__v_block(cc_comm *c, const char *what, const char *one_name, const void *one,
-                             const char *all_name, const void *all, size_t count, cc_dtype t, int idx,
-                             const char *rule) {
-  size_t b = count * cc__dtype_bytes(t);
-  CC__TRY(cc__v_buf(c, what, one_name, one, count, 1, t));
-  CC__TRY(cc__v_buf(c, what, all_name, all, count, (size_t)c->size, t));
-  return cc__v_overlap(c, what, one, b, all, b * (size_t)c->size,
-                       all ? (const char *)all + (size_t)idx * b : NULL, rule);
-}
-
-/* The v side of gather_v, all_gather_v and scatter_v: `all` holds the blocks
-   counts[j] at displs[j]; `one` (one_count elements) may only overlap it as
-   block idx (in place). */
+/* `one` holds one_count elements and `all` a block per rank: one_count each
+   in rank order, or (cn names counts: the v side of gather_v, all_gather_v
+   and scatter_v) counts[j] at displs[j]. `one` may only overlap `all` as
+   block idx (in place). Checks both buffers and their overlap. */
 static cc_result cc__v_blocks(cc_comm *c, const char *what, const char *one_name, const void *one,
                               size_t one_count, const char *all_name, const void *all, const char *cn,
                               const size_t *counts, const size_t *displs, cc_dtype t, int idx,
                               const char *rule) {
-  size_t ext, es = cc__dtype_bytes(t);
+  size_t es = cc__dtype_bytes(t), ext = one_count * (size_t)c->size, at = one_count * (size_t)idx;
   CC__TRY(cc__v_buf(c, what, one_name, one, one_count, 1, t));
-  CC__TRY(cc__v_extent(c, what, cn, counts, "displs", displs, t, &ext));
-  CC__TRY(cc__v_buf(c, what, all_name, all, ext, 1, t));
-  return cc__v_overlap(c, what, one, one_count * es, all, ext * es,
-                       all ? (const char *)all + displs[idx] * es : NULL, rule);
+  if (!cn) CC__TRY(cc__v_buf(c, what, all_name, all, one_count, (size_t)c->size, t));
+  else {
+    CC__TRY(cc__v_extent(c, what, cn, counts, "displs", displs, t, &ext));
+    CC__TRY(cc__v_buf(c, what, all_name, all, ext, 1, t));
+    at = displs[idx];
+  }
+  return cc__v_overlap(c, what, one, one_count * es, all, ext * es, all ? (const char *)all + at * es : NULL, rule);
 }
 
 #define CC__CHECK_COMM(c) do { if (!(c)) return cc__fail(NULL, CC_ERR_INVALID_ARG, "%s: comm is NULL", __func__); } while (0)
@@ -10011,18 +10003,18 @@ static cc_result cc__args(cc_comm *c, cc__call *k) {
     return cc__v_overlap(c, w, k->sbuf, b * m, k->rbuf, b * m, k->rbuf, "in place is sendbuf == recvbuf");
   case CC__GATHER:
     if (!root) return cc__v_buf(c, w, "sendbuf", k->sbuf, n, 1, t);
-    return cc__v_block(c, w, "sendbuf", k->sbuf, "recvbuf", k->rbuf, n, t, k->root,
-                       "in place is sendbuf == recvbuf + root*count");
+    return cc__v_blocks(c, w, "sendbuf", k->sbuf, n, "recvbuf", k->rbuf, NULL, NULL, NULL, t, k->root,
+                        "in place is sendbuf == recvbuf + root*count");
   case CC__SCATTER:
     if (!root) return cc__v_buf(c, w, "recvbuf", k->rbuf, n, 1, t);
-    return cc__v_block(c, w, "recvbuf", k->rbuf, "sendbuf", k->sbuf, n, t, k->root,
-                       "in place is recvbuf == sendbuf + root*count");
+    return cc__v_blocks(c, w, "recvbuf", k->rbuf, n, "sendbuf", k->sbuf, NULL, NULL, NULL, t, k->root,
+                        "in place is recvbuf == sendbuf + root*count");
   case CC__ALL_GATHER:
-    return cc__v_block(c, w, "sendbuf", k->sbuf, "recvbuf", k->rbuf, n, t, c->rank,
-                       "in place is sendbuf == recvbuf + rank*count");
+    return cc__v_blocks(c, w, "sendbuf", k->sbuf, n, "recvbuf", k->rbuf, NULL, NULL, NULL, t, c->rank,
+                        "in place is sendbuf == recvbuf + rank*count");
   case CC__REDUCE_SCATTER:
-    return cc__v_block(c, w, "recvbuf", k->rbuf, "sendbuf", k->sbuf, n, t, c->rank,
-                       "in place is recvbuf == sendbuf + rank*count");
+    return cc__v_blocks(c, w, "recvbuf", k->rbuf, n, "sendbuf", k->sbuf, NULL, NULL, NULL, t, c->rank,
+                        "in place is recvbuf == sendbuf + rank*count");
   case CC__GATHER_V:
     if (!root) {
       k->rc = k->rd = NULL;
