@@ -1473,7 +1473,6 @@ static void cc__sha256_update(cc__sha256 *s, const void *data, size_t len) {
 }
 
 static void cc__sha256_final(cc__sha256 *s, unsigned char out[32]) {
-  uint64_t bits = s->len * 8;
   int i;
   s->buf[s->nbuf++] = 0x80;             /* nbuf < 64 always holds here */
   if (s->nbuf > 56) {
@@ -1482,7 +1481,7 @@ static void cc__sha256_final(cc__sha256 *s, unsigned char out[32]) {
     s->nbuf = 0;
   }
   memset(s->buf + s->nbuf, 0, 56 - s->nbuf);
-  for (i = 0; i < 8; i++) s->buf[56 + i] = (unsigned char)(bits >> (56 - 8 * i));
+  cc__st64be(s->buf + 56, s->len * 8);   /* the message's length in bits */
   cc__sha256_block(s->h, s->buf);
   for (i = 0; i < 4; i++) cc__st64be(out + 8 * i, (uint64_t)s->h[2 * i] << 32 | s->h[2 * i + 1]);
 }
@@ -1902,7 +1901,7 @@ static void cc__poly1305_blocks(cc__poly1305 *p, const unsigned char *m, size_t 
 
 /* Full reduction mod 2^130-5 (a masked select, no branch), + s mod 2^128. */
 static void cc__poly1305_finish(cc__poly1305 *p, unsigned char tag[16]) {
-  uint64_t h0 = p->h0, h1 = p->h1, h2 = p->h2, g0, g1, g2, c, t0, t1;
+  uint64_t h0 = p->h0, h1 = p->h1, h2 = p->h2, g0, g1, g2, c;
   c = h1 >> 44; h1 &= CC__M44;
   h2 += c; c = h2 >> 42; h2 &= CC__M42;
   h0 += c * 5; c = h0 >> 44; h0 &= CC__M44;
@@ -1917,10 +1916,9 @@ static void cc__poly1305_finish(cc__poly1305 *p, unsigned char tag[16]) {
   g0 &= c; g1 &= c; g2 &= c;
   c = ~c;
   h0 = (h0 & c) | g0; h1 = (h1 & c) | g1; h2 = (h2 & c) | g2;
-  t0 = p->pad0; t1 = p->pad1;
-  h0 += t0 & CC__M44; c = h0 >> 44; h0 &= CC__M44;
-  h1 += (((t0 >> 44) | (t1 << 20)) & CC__M44) + c; c = h1 >> 44; h1 &= CC__M44;
-  h2 += ((t1 >> 24) & CC__M42) + c; h2 &= CC__M42;
+  h0 += p->pad0 & CC__M44; c = h0 >> 44; h0 &= CC__M44;
+  h1 += (((p->pad0 >> 44) | (p->pad1 << 20)) & CC__M44) + c; c = h1 >> 44; h1 &= CC__M44;
+  h2 += ((p->pad1 >> 24) & CC__M42) + c; h2 &= CC__M42;
   cc__put64(tag, h0 | (h1 << 44));
   cc__put64(tag + 8, (h1 >> 20) | (h2 << 24));
 }
@@ -2101,21 +2099,15 @@ static CC__TARGET_GCM void cc__ghash_update(unsigned char xs[16], const unsigned
   CC__CRY_ST(xs, cc__ghash_blocks(hp, hk, x, p, n));
 }
 
-/* Round keys, then H = E(K, 0^128) and its powers H^1..H^16, reflected. */
-static CC__TARGET_GCM void cc__gcm_setkey_rk(unsigned char rk[240], unsigned char hp[256], unsigned char hk[256],
-                                             const unsigned char key[32]) {
-  __m128i h, p = _mm_setzero_si128();
-  int i;
-  cc__aes256_expand(key, rk);
-  h = cc__bswap128(cc__aes256_block(rk, _mm_setzero_si128()));
-  for (i = 1; i <= 16; i++) {                            /* H^i at entry 16 - i */
-    p = i > 1 ? cc__gf_mul(p, h) : h;
-    CC__CRY_ST(hp + 16 * (16 - i), p);
-    CC__CRY_ST(hk + 16 * (16 - i), _mm_xor_si128(p, _mm_shuffle_epi32(p, 0x4e)));
-  }
+/* The counter block: the 12 bytes of nonce, then ctr big-endian; the base
+   is the one with ctr 0. */
+static CC__INLINE_GCM __m128i cc__gcm_base(const unsigned char nonce[12]) {
+  unsigned char nb[16];
+  memcpy(nb, nonce, 12);
+  memset(nb + 12, 0, 4);
+  return CC__CRY_LD(nb);
 }
 
-/* The counter block: the 12 bytes of nonce, then ctr big-endian. */
 static CC__INLINE_GCM __m128i cc__gcm_ctr(__m128i base, uint32_t ctr) {
   return _mm_insert_epi32(base, (int)__builtin_bswap32(ctr), 3);
 }
@@ -2129,11 +2121,7 @@ static CC__TARGET_GCM __m128i cc__gcm_crypt_blocks(const unsigned char *rk, cons
                                                   const unsigned char nonce[12], uint32_t ctr,
                                                   const unsigned char *in, unsigned char *out, size_t nblocks,
                                                   int enc) {
-  unsigned char nb[16];
-  __m128i base;
-  memcpy(nb, nonce, 12);
-  memset(nb + 12, 0, 4);
-  base = CC__CRY_LD(nb);
+  __m128i base = cc__gcm_base(nonce);
   for (; nblocks >= 8; nblocks -= 8, in += 128, out += 128, ctr += 8) {
     __m128i b0, b1, b2, b3, b4, b5, b6, b7, d0, d1, d2, d3, d4, d5, d6, d7, lo, mid, hi, k;
     int r;
@@ -2184,12 +2172,8 @@ static CC__TARGET_VAES __m128i cc__gcm_crypt16(const unsigned char *rk, const un
   const __m256i cswap = _mm256_setr_epi8(-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 15, 14, 13, 12,
                                          -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 15, 14, 13, 12);
   const __m256i two = _mm256_setr_epi32(0, 0, 0, 2, 0, 0, 0, 2);
-  unsigned char nb[16];
-  __m256i base, cv;
-  memcpy(nb, nonce, 12);
-  memset(nb + 12, 0, 4);
-  base = _mm256_broadcastsi128_si256(CC__CRY_LD(nb));
-  cv = _mm256_setr_epi32(0, 0, 0, (int)ctr, 0, 0, 0, (int)(ctr + 1));
+  __m256i base = _mm256_broadcastsi128_si256(cc__gcm_base(nonce));
+  __m256i cv = _mm256_setr_epi32(0, 0, 0, (int)ctr, 0, 0, 0, (int)(ctr + 1));
   for (; n16; n16--, in += 256, out += 256) {
     __m256i b0, b1, b2, b3, b4, b5, b6, b7, d0, d1, d2, d3, d4, d5, d6, d7, k;
     __m256i lo = _mm256_setzero_si256(), mid = lo, hi = lo;
@@ -2251,10 +2235,7 @@ static CC__TARGET_GCM void cc__gcm_crypt(const unsigned char *rk, const unsigned
 /* One keystream block E(K, nonce||ctr) into out. */
 static CC__TARGET_GCM void cc__gcm_keystream(const unsigned char *rk, const unsigned char nonce[12], uint32_t ctr,
                                              unsigned char out[16]) {
-  unsigned char nb[16];
-  memcpy(nb, nonce, 12);
-  cc__put32(nb + 12, 0);
-  CC__CRY_ST(out, cc__aes256_block(rk, cc__gcm_ctr(CC__CRY_LD(nb), ctr)));
+  CC__CRY_ST(out, cc__aes256_block(rk, cc__gcm_ctr(cc__gcm_base(nonce), ctr)));
 }
 
 #endif /* CC__CRYPTO_X86 */
@@ -2307,10 +2288,9 @@ typedef struct cc__aead {
 
 /* One suite. Each function returns 0, or -1 (then phase 3: the message refuses
    everything until the next begin). setkey gets k zeroed but for suite and
-   ops; begin gets s zeroed but for key; final leaves the state wiped (phase 2). */
+   ops; begin gets s zeroed but for key; aad, crypt and final get a message in
+   phase 0 or 1 (cc__aead_usable); final leaves the state wiped (phase 2). */
 struct cc__aead_suite {
-  int id;                                /* CC__AEAD_*: the number the handshake carries */
-  const char *name;                      /* for log lines */
   int (*available)(void);                /* 1 when this CPU and build run it */
   int (*setkey)(cc__aead_key *k, const unsigned char key[32]);
   int (*begin)(cc__aead *s, const unsigned char nonce[12]);
@@ -2340,8 +2320,17 @@ static int cc__chapo_begin(cc__aead *s, const unsigned char nonce[12]) {
 #if CC__CRYPTO_X86
 static int cc__gcm_available(void) { return (cc__crypto_cpu() & CC__CPU_GCM) != 0; }
 
-static int cc__gcm_setkey(cc__aead_key *k, const unsigned char key[32]) {
-  cc__gcm_setkey_rk(k->rk, k->hp, k->hk, key);
+/* Round keys, then H = E(K, 0^128) and its powers H^1..H^16, reflected. */
+static CC__TARGET_GCM int cc__gcm_setkey(cc__aead_key *k, const unsigned char key[32]) {
+  __m128i h, p = _mm_setzero_si128();
+  int i;
+  cc__aes256_expand(key, k->rk);
+  h = cc__bswap128(cc__aes256_block(k->rk, _mm_setzero_si128()));
+  for (i = 1; i <= 16; i++) {                            /* H^i at entry 16 - i */
+    p = i > 1 ? cc__gf_mul(p, h) : h;
+    CC__CRY_ST(k->hp + 16 * (16 - i), p);
+    CC__CRY_ST(k->hk + 16 * (16 - i), _mm_xor_si128(p, _mm_shuffle_epi32(p, 0x4e)));
+  }
   return 0;
 }
 
@@ -2440,10 +2429,10 @@ static void cc__aead_bulk(cc__aead *s, const unsigned char *in, unsigned char *o
 static int cc__aead_builtin_crypt(cc__aead *s, const void *inv, void *outv, size_t n, int enc) {
   const unsigned char *in = (const unsigned char *)inv;
   unsigned char *out = (unsigned char *)outv;
-  int chacha = s->phase <= 1 && s->key && s->key->suite == CC__AEAD_CHACHA20_POLY1305;
+  int chacha = s->key->suite == CC__AEAD_CHACHA20_POLY1305;
   size_t bsize = chacha ? 64 : 16, t;
   uint64_t pmax = chacha ? CC__CHACHA_PMAX : CC__GCM_PMAX;
-  if (s->phase > 1 || (uint64_t)n > pmax - s->msglen) { cc__aead_fail(s); return -1; }
+  if ((uint64_t)n > pmax - s->msglen) { cc__aead_fail(s); return -1; }
   if (s->phase == 0) { cc__aead_mac_pad(s); s->phase = 1; }
   if (!n) return 0;
   s->msglen += n;
@@ -2472,7 +2461,6 @@ static int cc__aead_builtin_crypt(cc__aead *s, const void *inv, void *outv, size
 static int cc__aead_builtin_final(cc__aead *s, unsigned char tag[16]) {
   unsigned char lb[16];
   int i;
-  if (s->phase > 1 || !s->key) { cc__aead_fail(s); return -1; }
   cc__aead_mac_pad(s);
   if (s->key->suite == CC__AEAD_CHACHA20_POLY1305) {      /* RFC 8439 section 2.8: le64(aad) le64(ct) */
     cc__put64(lb, s->aadlen);
@@ -2491,13 +2479,13 @@ static int cc__aead_builtin_final(cc__aead *s, unsigned char tag[16]) {
 }
 
 static const cc__aead_suite cc__aead_chapo = {
-  CC__AEAD_CHACHA20_POLY1305, "ChaCha20-Poly1305", cc__chapo_available, cc__chapo_setkey, cc__chapo_begin,
-  cc__aead_builtin_aad, cc__aead_builtin_crypt, cc__aead_builtin_final
+  cc__chapo_available, cc__chapo_setkey, cc__chapo_begin, cc__aead_builtin_aad, cc__aead_builtin_crypt,
+  cc__aead_builtin_final
 };
 #if CC__CRYPTO_X86
 static const cc__aead_suite cc__aead_gcm = {
-  CC__AEAD_AES256_GCM, "AES-256-GCM", cc__gcm_available, cc__gcm_setkey, cc__gcm_begin,
-  cc__aead_builtin_aad, cc__aead_builtin_crypt, cc__aead_builtin_final
+  cc__gcm_available, cc__gcm_setkey, cc__gcm_begin, cc__aead_builtin_aad, cc__aead_builtin_crypt,
+  cc__aead_builtin_final
 };
 #endif
 
@@ -4280,9 +4268,8 @@ static cc_result cc__shm_join(cc_comm *c, const char *base, int creator, const c
       pause = CC__MIN(pause * 2, 10 * CC__MS);
     }
   }
-  if ((r = cc__seg_attach(c, seg, bytes, what)) != CC_OK) {
+  if ((r = cc__seg_attach(c, seg, bytes, what)) != CC_OK) {   /* it set nothing in c */
     cc__shm_unmap(seg, bytes);
-    c->seg.base = NULL;
     return r;
   }
   if (CC__ADD(&c->hdr->mapped, 1u) + 1 == (uint32_t)c->size) cc__shm_unlink_same(name, &c->seg.id);
@@ -4406,7 +4393,6 @@ static void cc__awaited_first(cc_comm *c, const void *arg, char *buf, size_t len
 
 /* Unmap an allocation and forget it. */
 static void cc__mem_drop(cc__mem *m) {
-  if (!m) return;
   cc__shm_unmap(m->base, m->map_bytes);
   CC_FREE(m->bytes);
   CC_FREE(m);
@@ -9874,33 +9860,23 @@ static cc_result cc__v_extent(cc_comm *c, const char *what, const char *cn, cons
   return CC_OK;
 }
 
-/* `one` holds count elements and `all` size x count; in place means one is
-   block `idx` of all. Checks both buffers and their overlap. */
-static cc_result cc__v_block(cc_comm *c, const char *what, const char *one_name, const void *one,
-                             const char *all_name, const void *all, size_t count, cc_dtype t, int idx,
-                             const char *rule) {
-  size_t b = count * cc__dtype_bytes(t);
-  cc_result r = cc__v_buf(c, what, one_name, one, count, 1, t);
-  if (r == CC_OK) r = cc__v_buf(c, what, all_name, all, count, (size_t)c->size, t);
-  if (r != CC_OK) return r;
-  return cc__v_overlap(c, what, one, b, all, b * (size_t)c->size,
-                       all ? (const char *)all + (size_t)idx * b : NULL, rule);
-}
-
-/* The v side of gather_v, all_gather_v and scatter_v: `all` holds the blocks
-   counts[j] at displs[j]; `one` (one_count elements) may only overlap it as
-   block idx (in place). */
+/* `one` holds one_count elements and `all` a block per rank: one_count each
+   in rank order, or (cn names counts: the v side of gather_v, all_gather_v
+   and scatter_v) counts[j] at displs[j]. `one` may only overlap `all` as
+   block idx (in place). Checks both buffers and their overlap. */
 static cc_result cc__v_blocks(cc_comm *c, const char *what, const char *one_name, const void *one,
                               size_t one_count, const char *all_name, const void *all, const char *cn,
                               const size_t *counts, const size_t *displs, cc_dtype t, int idx,
                               const char *rule) {
-  size_t ext, es = cc__dtype_bytes(t);
-  cc_result r = cc__v_buf(c, what, one_name, one, one_count, 1, t);
-  if (r == CC_OK) r = cc__v_extent(c, what, cn, counts, "displs", displs, t, &ext);
-  if (r == CC_OK) r = cc__v_buf(c, what, all_name, all, ext, 1, t);
-  if (r != CC_OK) return r;
-  return cc__v_overlap(c, what, one, one_count * es, all, ext * es,
-                       all ? (const char *)all + displs[idx] * es : NULL, rule);
+  size_t es = cc__dtype_bytes(t), ext = one_count * (size_t)c->size, at = one_count * (size_t)idx;
+  CC__TRY(cc__v_buf(c, what, one_name, one, one_count, 1, t));
+  if (!cn) CC__TRY(cc__v_buf(c, what, all_name, all, one_count, (size_t)c->size, t));
+  else {
+    CC__TRY(cc__v_extent(c, what, cn, counts, "displs", displs, t, &ext));
+    CC__TRY(cc__v_buf(c, what, all_name, all, ext, 1, t));
+    at = displs[idx];
+  }
+  return cc__v_overlap(c, what, one, one_count * es, all, ext * es, all ? (const char *)all + at * es : NULL, rule);
 }
 
 #define CC__CHECK_COMM(c) do { if (!(c)) return cc__fail(NULL, CC_ERR_INVALID_ARG, "%s: comm is NULL", __func__); } while (0)
@@ -9915,7 +9891,7 @@ static cc_result cc__args(cc_comm *c, cc__call *k) {
   const char *w = cc__coll_name(k->coll);
   const cc_dtype t = k->t;
   const int root = c->rank == k->root;
-  size_t n = k->count, b, es, se, re;
+  size_t n = k->count, b, es, se, re, m;
   if (k->coll == CC__BARRIER) return CC_OK;
   CC__TRY(cc__v_dtype(c, w, t));
   if (cc__reduces(k->coll)) CC__TRY(cc__v_op(c, w, t, k->op));
@@ -9932,29 +9908,26 @@ static cc_result cc__args(cc_comm *c, cc__call *k) {
     return cc__v_buf(c, w, "buf", k->coll == CC__SEND ? k->sbuf : k->rbuf, n, 1, t);
   case CC__REDUCE:
   case CC__ALL_REDUCE:
-    CC__TRY(cc__v_buf(c, w, "sendbuf", k->sbuf, n, 1, t));
+  case CC__ALL_TO_ALL:                 /* all_to_all: a block for every rank each way */
+    m = k->coll == CC__ALL_TO_ALL ? (size_t)c->size : 1;
+    CC__TRY(cc__v_buf(c, w, "sendbuf", k->sbuf, n, m, t));
     if (k->coll == CC__REDUCE && !root) return CC_OK;
-    CC__TRY(cc__v_buf(c, w, "recvbuf", k->rbuf, n, 1, t));
-    return cc__v_overlap(c, w, k->sbuf, b, k->rbuf, b, k->rbuf, "in place is sendbuf == recvbuf");
+    CC__TRY(cc__v_buf(c, w, "recvbuf", k->rbuf, n, m, t));
+    return cc__v_overlap(c, w, k->sbuf, b * m, k->rbuf, b * m, k->rbuf, "in place is sendbuf == recvbuf");
   case CC__GATHER:
     if (!root) return cc__v_buf(c, w, "sendbuf", k->sbuf, n, 1, t);
-    return cc__v_block(c, w, "sendbuf", k->sbuf, "recvbuf", k->rbuf, n, t, k->root,
-                       "in place is sendbuf == recvbuf + root*count");
+    return cc__v_blocks(c, w, "sendbuf", k->sbuf, n, "recvbuf", k->rbuf, NULL, NULL, NULL, t, k->root,
+                        "in place is sendbuf == recvbuf + root*count");
   case CC__SCATTER:
     if (!root) return cc__v_buf(c, w, "recvbuf", k->rbuf, n, 1, t);
-    return cc__v_block(c, w, "recvbuf", k->rbuf, "sendbuf", k->sbuf, n, t, k->root,
-                       "in place is recvbuf == sendbuf + root*count");
+    return cc__v_blocks(c, w, "recvbuf", k->rbuf, n, "sendbuf", k->sbuf, NULL, NULL, NULL, t, k->root,
+                        "in place is recvbuf == sendbuf + root*count");
   case CC__ALL_GATHER:
-    return cc__v_block(c, w, "sendbuf", k->sbuf, "recvbuf", k->rbuf, n, t, c->rank,
-                       "in place is sendbuf == recvbuf + rank*count");
+    return cc__v_blocks(c, w, "sendbuf", k->sbuf, n, "recvbuf", k->rbuf, NULL, NULL, NULL, t, c->rank,
+                        "in place is sendbuf == recvbuf + rank*count");
   case CC__REDUCE_SCATTER:
-    return cc__v_block(c, w, "recvbuf", k->rbuf, "sendbuf", k->sbuf, n, t, c->rank,
-                       "in place is recvbuf == sendbuf + rank*count");
-  case CC__ALL_TO_ALL:
-    CC__TRY(cc__v_buf(c, w, "sendbuf", k->sbuf, n, (size_t)c->size, t));
-    CC__TRY(cc__v_buf(c, w, "recvbuf", k->rbuf, n, (size_t)c->size, t));
-    b *= (size_t)c->size;
-    return cc__v_overlap(c, w, k->sbuf, b, k->rbuf, b, k->rbuf, "in place is sendbuf == recvbuf");
+    return cc__v_blocks(c, w, "recvbuf", k->rbuf, n, "sendbuf", k->sbuf, NULL, NULL, NULL, t, c->rank,
+                        "in place is recvbuf == sendbuf + rank*count");
   case CC__GATHER_V:
     if (!root) {
       k->rc = k->rd = NULL;
@@ -10138,15 +10111,13 @@ CC_API cc_result cc_group_end(cc_comm *c, cc_request **req) {
   q->comm = c;
   q->batch = b;
   pthread_mutex_lock(&c->async.lock);
-  if (!c->async.started) {
-    if (pthread_create(&c->async.thread, NULL, cc__worker_main, c) != 0) {
-      pthread_mutex_unlock(&c->async.lock);
-      cc__batch_free(&q->batch);
-      CC_FREE(q);
-      return cc__fail(c, CC_ERR_SYSTEM, "group_end: rank %d: cannot start the worker thread", c->rank);
-    }
-    c->async.started = 1;
+  if (!c->async.started && pthread_create(&c->async.thread, NULL, cc__worker_main, c) != 0) {
+    pthread_mutex_unlock(&c->async.lock);
+    cc__batch_free(&q->batch);
+    CC_FREE(q);
+    return cc__fail(c, CC_ERR_SYSTEM, "group_end: rank %d: cannot start the worker thread", c->rank);
   }
+  c->async.started = 1;
   if (c->failed || CC__LOAD(&c->abort_flag)) {      /* fail it now, in order */
     q->result = CC_ERR_ABORTED;
     snprintf(q->err, sizeof q->err, "group_end: rank %d: the communicator failed earlier", c->rank);
@@ -10220,8 +10191,7 @@ CC_API cc_result cc_op_create_premul_sum(cc_comm *c, cc_dtype t, const void *sca
   int s = 0;
   CC__CHECK_COMM(c);
   CC__TRY(cc__v_dtype(c, "op_create_premul_sum", t));
-  if (!scalar) return cc__fail(c, CC_ERR_INVALID_ARG, "op_create_premul_sum: scalar is NULL");
-  if (!out) return cc__fail(c, CC_ERR_INVALID_ARG, "op_create_premul_sum: out is NULL");
+  if (!scalar || !out) return cc__fail(c, CC_ERR_INVALID_ARG, "op_create_premul_sum: %s is NULL", scalar ? "out" : "scalar");
   cc__drain(c);
   CC__TRY(cc__op_slot(c, &s));
   memset(&c->ops[s], 0, sizeof c->ops[s]);
