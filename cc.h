@@ -7892,6 +7892,21 @@ static cc_result cc__msg_xchg(cc_comm *c, int to, const void *sb, size_t sbytes,
   return n ? cc__engine_run(c, m, n, NULL, NULL, &c->cur, what) : CC_OK;
 }
 
+/* Messages for len elements of es bytes at buf, sent to or received from peer
+   in pieces of chunk elements (one empty message when len is 0), into ms; live
+   says whether they start at once. Returns how many. */
+static int cc__msg_chunks(cc__msg *ms, int send, int peer, const void *buf, size_t len, size_t chunk, size_t es,
+                          int live) {
+  size_t o;
+  int n = 0;
+  for (o = 0; o == 0 || o < len; o += chunk) {
+    cc__msg_set(&ms[n], send, peer, CC__TAG_COLL, (unsigned char *)(uintptr_t)buf + o * es,
+                len ? CC__MIN(chunk, len - o) * es : 0);
+    ms[n++].live = live;
+  }
+  return n;
+}
+
 /* ---------------------------------------------------------------- messages: algorithms over members
    M[0..m): the ranks taking part (one per host, or all); p: this one's index. */
 
@@ -7929,12 +7944,12 @@ static cc_result cc__drs_done(void *ctx, cc__msg *m, int i) {
 
 static cc_result cc__msg_rs_direct(cc_comm *c, const int *M, int m, int p, const void *in, void *out, size_t count,
                                    cc_dtype t, int op, void *full, const char *what) {
-  size_t es = cc__dtype_bytes(t), chunk = CC__MAX(c->set.net_chunk / es, (size_t)1), lo, hi, bo, bl, o;
-  size_t maxch = (count / (size_t)m + 1 + chunk - 1) / chunk + 1, n = 0, blen, nch;
+  size_t es = cc__dtype_bytes(t), chunk = CC__MAX(c->set.net_chunk / es, (size_t)1), lo, hi, bo, bl;
+  size_t maxch = (count / (size_t)m + 1 + chunk - 1) / chunk + 1, blen, nch;
   const unsigned char *src = (const unsigned char *)in;
   cc__msg *ms;
   cc__drs_ctx x;
-  int q, j;
+  int q, j, n = 0;
   cc_result r;
   if (m == 1) { if (out != in && count) memcpy(out, in, count * es); return CC_OK; }
   cc__share(count, 1, m, p, &lo, &hi);     /* member j folds share j of every input */
@@ -7950,42 +7965,26 @@ static cc_result cc__msg_rs_direct(cc_comm *c, const int *M, int m, int p, const
   x.mine = src + lo * es;
   x.out = (unsigned char *)out;
   /* receives first (m[0, (m-1)*nch): piece q, chunk i at index q*nch + i) */
-  for (q = 0, j = 0; j < m; j++) {
-    size_t i;
-    if (j == p) continue;
-    for (i = 0; i < nch; i++)
-      cc__msg_recv(&ms[n++], M[j], CC__TAG_COLL, x.scratch + ((size_t)q * blen + i * chunk) * es,
-                  blen ? CC__MIN(chunk, blen - i * chunk) * es : 0);
-    q++;
-  }
-  x.nrecv = (int)n;
+  for (q = 0, j = 0; j < m; j++)
+    if (j != p) n += cc__msg_chunks(ms + n, 0, M[j], x.scratch + (size_t)(q++) * blen * es, blen, chunk, es, 1);
+  x.nrecv = n;
   x.ag = -1;
   x.nch = (int)nch;
   for (j = 0; full && j < m; j++) {    /* all-gather: the others' results, after their pieces of mine */
     if (j == p) continue;
     cc__share(count, 1, m, j, &bo, &bl);
-    bl -= bo;
-    for (o = 0; o == 0 || o < bl; o += chunk)
-      cc__msg_recv(&ms[n++], M[j], CC__TAG_COLL, (unsigned char *)full + (bo + o) * es, bl ? CC__MIN(chunk, bl - o) * es : 0);
+    n += cc__msg_chunks(ms + n, 0, M[j], (unsigned char *)full + bo * es, bl - bo, chunk, es, 1);
   }
   for (j = 1; j < m; j++) {            /* sends, staggered: member p+1 first */
     int to = (p + j) % m;
     cc__share(count, 1, m, to, &bo, &bl);
-    bl -= bo;
-    for (o = 0; o == 0 || o < bl; o += chunk)
-      cc__msg_send(&ms[n++], M[to], CC__TAG_COLL, src + (bo + o) * es, bl ? CC__MIN(chunk, bl - o) * es : 0);
+    n += cc__msg_chunks(ms + n, 1, M[to], src + bo * es, bl - bo, chunk, es, 1);
   }
   if (full) {                          /* each folded chunk goes to everyone as soon as it is done */
-    x.ag = (int)n;
-    for (j = 1; j < m; j++) {
-      size_t i;
-      for (i = 0; i < nch; i++) {
-        cc__msg_send(&ms[n], M[(p + j) % m], CC__TAG_COLL, x.out + i * chunk * es, blen ? CC__MIN(chunk, blen - i * chunk) * es : 0);
-        ms[n++].live = 0;
-      }
-    }
+    x.ag = n;
+    for (j = 1; j < m; j++) n += cc__msg_chunks(ms + n, 1, M[(p + j) % m], x.out, blen, chunk, es, 0);
   }
-  r = cc__engine_run(c, ms, (int)n, cc__drs_done, &x, &c->cur, what);
+  r = cc__engine_run(c, ms, n, cc__drs_done, &x, &c->cur, what);
 out:
   CC_FREE(ms); CC_FREE(x.arrived); CC_FREE(x.srcs);
   return r;
@@ -8038,18 +8037,14 @@ static cc_result cc__msg_bcast(cc_comm *c, const int *M, int m, int p, int rp, v
       if (v + mask < m) cc__msg_send(&o[n++], M[(v + mask + rp) % m], CC__TAG_COLL, buf, bytes);
     return n ? cc__engine_run(c, o, n, NULL, NULL, &c->cur, what) : CC_OK;
   } else {
-    size_t chunk = CC__MAX(c->set.net_chunk, (size_t)1), nch = (bytes + chunk - 1) / chunk, j;
+    size_t chunk = CC__MAX(c->set.net_chunk, (size_t)1), nch = (bytes + chunk - 1) / chunk;
     int prev = v > 0 ? M[(v - 1 + rp) % m] : -1, next = v + 1 < m ? M[(v + 1 + rp) % m] : -1, n = 0;
     cc__msg *ms = (cc__msg *)CC_MALLOC(sizeof(cc__msg) * 2 * nch);
     cc__chain_ctx x;
     if (!ms) return cc__oom(c, what);
-    x.nrecv = prev >= 0 ? (int)nch : 0;
-    for (j = 0; prev >= 0 && j < nch; j++)
-      cc__msg_recv(&ms[n++], prev, CC__TAG_COLL, (unsigned char *)buf + j * chunk, CC__MIN(chunk, bytes - j * chunk));
-    for (j = 0; next >= 0 && j < nch; j++) {
-      cc__msg_send(&ms[n], next, CC__TAG_COLL, (unsigned char *)buf + j * chunk, CC__MIN(chunk, bytes - j * chunk));
-      ms[n++].live = prev < 0;
-    }
+    if (prev >= 0) n = cc__msg_chunks(ms, 0, prev, buf, bytes, chunk, 1, 1);   /* bytes > 0: nch of them */
+    x.nrecv = n;
+    if (next >= 0) n += cc__msg_chunks(ms + n, 1, next, buf, bytes, chunk, 1, prev < 0);
     r = cc__engine_run(c, ms, n, prev >= 0 && next >= 0 ? cc__chain_done : NULL, &x, &c->cur, what);
     CC_FREE(ms);
     return r;
