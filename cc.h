@@ -7703,8 +7703,7 @@ static CC__NOINLINE cc_result cc__direct_run(cc_comm *c, const cc__call *k, int 
   }
   r = cc__direct_begin(c, k, NULL, &go);
   *done = r != CC_OK || go;
-  if (r != CC_OK || !go) return r;
-  return cc__direct_body(c, k, go);
+  return r == CC_OK && go ? cc__direct_body(c, k, go) : r;
 }
 
 /* ---------------------------------------------------------------- arena: symmetric memory */
@@ -8060,17 +8059,15 @@ static cc_result cc__msg_reduce(cc_comm *c, const int *M, int m, int p, int rp, 
   size_t es = cc__dtype_bytes(t), bytes = count * es, lo, hi;
   int j, n = 0, keep = rp < 0 || p == rp;
   unsigned char *tmp = NULL;
-  cc__msg *ms;
+  const void **srcs = NULL;
+  cc__msg *ms = NULL;
   cc_result r;
   if (m == 1) { if (out != in && bytes) memcpy(out, in, bytes); return CC_OK; }
   cc__share(count, 1, m, p, &lo, &hi);
   if (bytes <= c->set.net_small_bytes || count < (size_t)m) {
-    const void **srcs = (const void **)CC_MALLOC(sizeof(void *) * (size_t)m);
+    srcs = (const void **)CC_MALLOC(sizeof(void *) * (size_t)m);
     ms = (cc__msg *)CC_MALLOC(sizeof(cc__msg) * 2 * (size_t)m);
-    if (!srcs || !ms || (keep && !(tmp = (unsigned char *)CC_MALLOC((size_t)m * bytes + 1)))) {
-      CC_FREE(srcs); CC_FREE(ms);
-      return cc__oom(c, what);
-    }
+    if (!srcs || !ms || (keep && !(tmp = (unsigned char *)CC_MALLOC((size_t)m * bytes + 1)))) { r = cc__oom(c, what); goto out; }
     for (j = 1; j < m; j++) {          /* staggered: not every member sends to one first */
       int to = (p + j) % m, from = (p - j + m) % m;
       if (rp < 0 || to == rp) cc__msg_send(&ms[n++], M[to], CC__TAG_COLL, in, bytes);
@@ -8079,12 +8076,11 @@ static cc_result cc__msg_reduce(cc_comm *c, const int *M, int m, int p, int rp, 
     for (j = 0; j < m; j++) srcs[j] = j == p ? in : tmp + (size_t)j * bytes;
     r = cc__engine_run(c, ms, n, NULL, NULL, &c->cur, what);
     if (r == CC_OK && keep) r = cc__fold(c, op, t, out, srcs, NULL, m, count, what);
-    CC_FREE(srcs);
   } else if (rp < 0) {
     return cc__msg_rs_direct(c, M, m, p, in, (unsigned char *)out + lo * es, count, t, op, out, what);
   } else {
     unsigned char *acc = keep ? (unsigned char *)out : (tmp = (unsigned char *)CC_MALLOC(bytes + 1));
-    if (!acc || !(ms = (cc__msg *)CC_MALLOC(sizeof(cc__msg) * (size_t)m))) { CC_FREE(tmp); return cc__oom(c, what); }
+    if (!acc || !(ms = (cc__msg *)CC_MALLOC(sizeof(cc__msg) * (size_t)m))) { r = cc__oom(c, what); goto out; }
     r = cc__msg_rs_direct(c, M, m, p, in, acc + lo * es, count, t, op, NULL, what);
     for (j = 0; r == CC_OK && j < m; j++) {
       cc__share(count, 1, m, j, &lo, &hi);
@@ -8093,6 +8089,8 @@ static cc_result cc__msg_reduce(cc_comm *c, const int *M, int m, int p, int rp, 
     }
     if (r == CC_OK) r = cc__engine_run(c, ms, n, NULL, NULL, &c->cur, what);
   }
+out:
+  CC_FREE(srcs);
   CC_FREE(tmp);
   CC_FREE(ms);
   return r;
