@@ -7712,34 +7712,6 @@ static CC__NOINLINE cc_result cc__direct_run(cc_comm *c, const cc__call *k, int 
    names it in a phase, the others map it, and a last phase tells all whether all
    could (then the name is unlinked). Every rank fails alike, or none. */
 
-/* The second phase: *base and *got the mapping (NULL when it failed: *err
-   says why); name the segment's, empty when rank 0 did not create one. */
-static cc_result cc__mem_share(cc_comm *c, size_t total, unsigned char **base, size_t *got, char *name, size_t nlen,
-                               int *err) {
-  const char *what = "mem_alloc";
-  unsigned char *mine;
-  CC__TRY(cc__ph_begin(c, &mine, what));
-  name[0] = 0;
-  if (c->rank == 0 && !*err) {
-    char rnd[20];
-    if (cc__random_hex(rnd, 16) != 0) { *err = errno; name[0] = 0; }
-    else {
-      snprintf(name, nlen, "/cc-%s-m%s", c->jobid, rnd);
-      if ((*base = (unsigned char *)cc__shm_create(name, total)) == NULL) { *err = errno; name[0] = 0; }
-    }
-    *got = total;
-  }
-  memcpy(CC__DATA(mine), name, nlen);
-  cc__ph_arrive(c);
-  CC__TRY(cc__ph_wait(c, 0, what));
-  if (c->rank != 0) {
-    memcpy(name, CC__DATA(cc__half(c, 0, c->arena.step)), nlen);
-    name[nlen - 1] = 0;
-    if (name[0] && !*err && (*base = (unsigned char *)cc__shm_open(name, total, got)) == NULL) *err = errno ? errno : ENOENT;
-  }
-  return CC_OK;
-}
-
 static cc_result cc__arena_mem_alloc(cc_comm *c, size_t bytes, void **ptr) {
   const char *what = "mem_alloc";
   int n = c->size, me = c->rank, j, bad = -1, err = 0;
@@ -7766,7 +7738,27 @@ static cc_result cc__arena_mem_alloc(cc_comm *c, size_t bytes, void **ptr) {
   if (slot > ((size_t)1 << 46) / (size_t)n) err = err ? err : ENOMEM;   /* the same on every rank */
   else slot = cc__align(slot, 4096);
   total = slot * (size_t)n;
-  if ((r = cc__mem_share(c, total, &base, &got, name, sizeof name, &err)) != CC_OK) goto out;
+  /* the second phase: base and got the mapping (NULL when it failed: err says
+     why); name the segment's, empty when rank 0 did not create one */
+  if ((r = cc__ph_begin(c, &mine, what)) != CC_OK) goto out;
+  name[0] = 0;
+  if (me == 0 && !err) {
+    char rnd[20];
+    if (cc__random_hex(rnd, 16) != 0) err = errno;
+    else {
+      snprintf(name, sizeof name, "/cc-%s-m%s", c->jobid, rnd);
+      if ((base = (unsigned char *)cc__shm_create(name, total)) == NULL) { err = errno; name[0] = 0; }
+    }
+    got = total;
+  }
+  memcpy(CC__DATA(mine), name, sizeof name);
+  cc__ph_arrive(c);
+  if ((r = cc__ph_wait(c, 0, what)) != CC_OK) goto out;
+  if (me != 0) {
+    memcpy(name, CC__DATA(cc__half(c, 0, c->arena.step)), sizeof name);
+    name[sizeof name - 1] = 0;
+    if (name[0] && !err && (base = (unsigned char *)cc__shm_open(name, total, &got)) == NULL) err = errno ? errno : ENOENT;
+  }
   if ((r = cc__ph_begin(c, &mine, what)) != CC_OK) goto out;
   memcpy(CC__DATA(mine), &err, sizeof err);
   cc__ph_arrive(c);
