@@ -7664,11 +7664,8 @@ static cc_result cc__direct_body(cc_comm *c, const cc__call *k, int go) {
     CC__TRY(cc__arena_algo(c, k));
     return cc__direct_sync(c, cc__coll_name(k->coll));
   }
-  switch (k->coll) {
-  case CC__ALL_REDUCE: case CC__REDUCE: return cc__direct_reduce(c, k, go == CC__GO_PUT);
-  case CC__REDUCE_SCATTER: return cc__direct_reduce(c, k, 0);
-  default: return cc__direct_move(c, k, go == CC__GO_PUT);
-  }
+  if (cc__reduces(k->coll)) return cc__direct_reduce(c, k, go == CC__GO_PUT);   /* reduce_scatter never puts */
+  return cc__direct_move(c, k, go == CC__GO_PUT);
 }
 
 /* A call whose way rank 0 measures: it asks (a direct first phase) unless its
