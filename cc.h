@@ -5472,7 +5472,7 @@ static cc_result cc__take_fail(cc_comm *c, const char *what) {
 
 /* Leaving (cc_comm_destroy) without a failure: a farewell frame to every
    rank over TCP, with the number and identity of this rank's last
-   collective (cc__left_mismatch tells a mismatch from a loss by it), then
+   collective (cc__left tells a mismatch from a loss by it), then
    the end of the stream. */
 static void cc__say_bye(cc_comm *c) {
   unsigned char f[CC__FRAME];
@@ -5525,25 +5525,21 @@ static cc_result cc__call_mismatch(cc_comm *c, int r, const char *what, uint64_t
                       (unsigned long long)c->seq, b, then);
 }
 
-/* Rank r (over TCP) ended its stream while this rank is in collective c->seq: a mismatch, not a loss, when it
-   said farewell from another call (docs/design.md, "How a call flows"); CC_OK when it left from this very call,
-   or before it. */
-static cc_result cc__left_mismatch(cc_comm *c, int r, const char *what) {
+/* Rank r over TCP ended its stream after its farewell: a mismatch, not a
+   loss, when it said farewell from another call than this rank's collective
+   c->seq (docs/design.md, "How a call flows"); else, when it left from this
+   very call or before it, CC_ERR_PEER_LOST. */
+static cc_result cc__left(cc_comm *c, int r, const char *what) {
   const cc__peer *p = &c->peers[r];
   char a[128], b[128];
-  if (!c->call_word || !p->tcp.bye || p->tcp.bye_seq < c->seq) return CC_OK;
-  if (p->tcp.bye_seq == c->seq && cc__ident_same(&p->tcp.bye_id, &c->cur)) return CC_OK;
-  cc__ident_str(&p->tcp.bye_id, a, sizeof a);
-  cc__ident_str(&c->cur, b, sizeof b);
-  return cc__call_mismatch(c, r, what, p->tcp.bye_seq, a, b, ", then left (it destroyed its communicator)");
-}
-
-/* Rank r over TCP ended its stream after its farewell: a mismatch when it
-   left from another call, else CC_ERR_PEER_LOST. */
-static cc_result cc__left(cc_comm *c, int r, const char *what) {
-  CC__TRY(cc__left_mismatch(c, r, what));
+  if (c->call_word && p->tcp.bye_seq >= c->seq &&
+      !(p->tcp.bye_seq == c->seq && cc__ident_same(&p->tcp.bye_id, &c->cur))) {
+    cc__ident_str(&p->tcp.bye_id, a, sizeof a);
+    cc__ident_str(&c->cur, b, sizeof b);
+    return cc__call_mismatch(c, r, what, p->tcp.bye_seq, a, b, ", then left (it destroyed its communicator)");
+  }
   return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d left (it destroyed its communicator) after its "
-                      "collective #%llu", r, (unsigned long long)c->peers[r].tcp.bye_seq);
+                      "collective #%llu", r, (unsigned long long)p->tcp.bye_seq);
 }
 
 /* Is rank r gone (why says how)? A question only: nothing is posted. */
@@ -5553,7 +5549,7 @@ static int cc__peer_gone(cc_comm *c, int r, char *why, size_t len) {
 }
 
 /* Is rank r gone? Posts CC_ERR_PEER_LOST naming it when it is (a mismatch
-   when it left from another call than this one: cc__left_mismatch). */
+   when it left from another call than this one: cc__left). */
 static cc_result cc__check_peer(cc_comm *c, int r, const char *what) {
   char why[96];
   const cc__peer *p;
@@ -6258,7 +6254,7 @@ static cc_result cc__rx_end(cc__run *x, int p) {
     cc__post_fail_msg(c, code, who, "%.*s (reported by rank %d)", CC__ABORT_MAX - 1, msg, p);
     return CC_OK;
   }
-  if (pe->rx.tag == CC__TAG_BYE) {     /* kept for cc__left_mismatch when its stream ends */
+  if (pe->rx.tag == CC__TAG_BYE) {     /* kept for cc__left when its stream ends */
     cc__umsg_free(u);
     pe->tcp.bye = 1;
     pe->tcp.bye_seq = pe->rx.seq;
@@ -8448,7 +8444,7 @@ static CC__INLINE cc_result cc__algo_run(cc_comm *c, const cc__call *k) {
     CC__STORE(&c->shm->seg.ctl[c->shm->rank].call, word);   /* cc__check_call) */
   if (c->net || queued) cc__ident_of(k, &c->cur);   /* the identity frames carry */
   else c->cur.coll = (uint8_t)k->coll;               /* an arena call's descriptor carries it: cc__where */
-  c->call_word = word;                 /* cc__check_call and cc__left_mismatch: a collective is under way */
+  c->call_word = word;                 /* cc__check_call and cc__left: a collective is under way */
   r = c->net ? cc__msg_run(c, k) : queued ? cc__queued_run(c, k) : cc__arena_run(c, k);
   c->call_word = 0;
   return r;
