@@ -5110,6 +5110,18 @@ static void cc__frame_encode(unsigned char *p, const cc__frame *f) {
   p[41] = f->id.dtype;
 }
 
+/* The header of a frame of `bytes` with `tag`: of collective #seq, call id,
+   or with seq 0 and id NULL, of no collective. */
+static void cc__frame_head(unsigned char *p, int tag, uint64_t bytes, uint64_t seq, const cc__ident *id) {
+  cc__frame f;
+  memset(&f, 0, sizeof f);
+  f.tag = tag;
+  f.bytes = bytes;
+  f.seq = seq;
+  if (id) f.id = *id;
+  cc__frame_encode(p, &f);
+}
+
 /* A frame header from a link: 0, or -1 when it is not one of ours. */
 static int cc__frame_decode(const unsigned char *p, cc__frame *f) {
   memset(f, 0, sizeof *f);
@@ -5407,15 +5419,11 @@ static int cc__link_has_bytes(cc_comm *c, int p) { return cc__conn(c, p)->has_by
    engine finishes that frame when its run ends (cc__run_settle), then sends
    it, so that the peer learns why rather than only that the stream broke. */
 static void cc__propagate(cc_comm *c, cc_result code, int who, const char *msg) {
-  cc__frame fr;
   int r;
   if (!c->net || c->net->propagated) return;
   c->net->propagated = 1;
   c->net->abort_len = cc__abort_encode(c->net->abort_f + CC__FRAME, code, who, msg);
-  memset(&fr, 0, sizeof fr);
-  fr.tag = CC__TAG_ABORT;
-  fr.bytes = c->net->abort_len;
-  cc__frame_encode(c->net->abort_f, &fr);
+  cc__frame_head(c->net->abort_f, CC__TAG_ABORT, c->net->abort_len, 0, NULL);
   for (r = 0; r < c->size; r++) {
     cc__peer *p = &c->peers[r];
     if (p->link != CC__LINK_TCP || p->tcp.fd < 0) continue;
@@ -5476,13 +5484,9 @@ static cc_result cc__take_fail(cc_comm *c, const char *what) {
    the end of the stream. */
 static void cc__say_bye(cc_comm *c) {
   unsigned char f[CC__FRAME];
-  cc__frame fr;
   int r;
   if (!c->net || c->net->propagated) return;
-  memset(&fr, 0, sizeof fr);
-  fr.tag = CC__TAG_BYE;
-  if (c->seq) { fr.seq = c->seq; fr.id = c->cur; }
-  cc__frame_encode(f, &fr);
+  cc__frame_head(f, CC__TAG_BYE, 0, c->seq, c->seq ? &c->cur : NULL);
   for (r = 0; r < c->size; r++) {
     cc__peer *p = &c->peers[r];
     if (p->link != CC__LINK_TCP || p->tcp.fd < 0 || p->tx_mid || p->rx_dead) continue;
@@ -5800,18 +5804,6 @@ static cc_result cc__wait(cc_comm *c, const cc__waitfor *w, const char *what) {
    (a receive): a root far ahead, or a receiver far behind, then moves many
    frames without pulling that cache line across. */
 
-/* The header of this rank's collective frame of `bytes` for call `id`
-   (number c->seq), as cc__frame_encode writes it. */
-static void cc__coll_hdr(const cc_comm *c, const cc__ident *id, size_t bytes, unsigned char *hdr) {
-  cc__frame f;
-  memset(&f, 0, sizeof f);
-  f.tag = CC__TAG_COLL;
-  f.bytes = bytes;
-  f.seq = c->seq;
-  f.id = *id;
-  cc__frame_encode(hdr, &f);
-}
-
 /* Are two frame headers the same, byte for byte? */
 static int cc__hdr_same(const unsigned char *a, const unsigned char *b) {
   uint64_t x = 0, u, v;
@@ -5844,10 +5836,10 @@ static int cc__ring_send_now(cc_comm *c, int to, const cc__ident *id, const void
   off = (size_t)(head % chan);
   d = (unsigned char *)(ch + 1) + off;
   if (off + CC__FRAME + bytes <= chan) {
-    cc__coll_hdr(c, id, bytes, d);
+    cc__frame_head(d, CC__TAG_COLL, bytes, c->seq, id);
     if (bytes) memcpy(d + CC__FRAME, buf, bytes);
   } else {
-    cc__coll_hdr(c, id, bytes, hdr);
+    cc__frame_head(hdr, CC__TAG_COLL, bytes, c->seq, id);
     cc__ring_put(c->shm, ch, head, hdr, CC__FRAME);
     if (bytes) cc__ring_put(c->shm, ch, head + CC__FRAME, buf, bytes);
   }
@@ -5879,7 +5871,7 @@ static int cc__ring_recv_now(cc_comm *c, int from, const cc__ident *id, void *bu
     pe->ring.seen_head = CC__LOAD(&ch->head);
     if ((size_t)(pe->ring.seen_head - tail) < CC__FRAME + bytes) return 0;
   }
-  cc__coll_hdr(c, id, bytes, want);
+  cc__frame_head(want, CC__TAG_COLL, bytes, c->seq, id);
   off = (size_t)(tail % chan);
   s = (const unsigned char *)(ch + 1) + off;
   if (off + CC__FRAME + bytes <= chan) {
