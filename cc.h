@@ -5672,21 +5672,32 @@ static void cc__where(cc_comm *c, char *buf, size_t len) {
   if (away) cc__cat(buf, len, "%s%d rank%s over TCP not visible from here", buf[0] ? "; " : "", away, away == 1 ? "" : "s");
 }
 
-/* A wait that lasts: one line now, another at twice the time, and so on. */
-static void cc__wait_warn(cc_comm *c, const cc__waitfor *w, int who, const char *what, uint64_t waited) {
+/* A wait that lasts: one line now, another at twice the time, and so on;
+   at the timeout (over set), CC_ERR_TIMEOUT naming the rank. */
+static cc_result cc__wait_late(cc_comm *c, const cc__waitfor *w, int who, const char *what, uint64_t waited, int over) {
   char awaited[160], where[400];
   if (w->says && !c->call_word) {      /* point to point: the message, and what came instead */
     w->says(c, w->arg, who, awaited, sizeof awaited, where, sizeof where);
+    if (over)
+      return cc__fail_all(c, CC_ERR_TIMEOUT, who, what, "waited %.1f s for %s (timeout); %s", (double)waited / 1e9,
+                          awaited, where);
     cc__log(c, CC__LOG_ALWAYS, "%s: rank %d: %s has waited %.0f s (the timeout is %g s); %s", what, c->rank, awaited,
             (double)waited / 1e9, (double)c->set.timeout_ns / 1e9, where);
-    return;
+    return CC_OK;
+  }
+  cc__where(c, where, sizeof where);
+  if (over) {
+    cc__log(c, CC__LOG_ALWAYS, "%s: rank %d: timeout in collective #%llu; where the ranks are: %s", what, c->rank,
+            (unsigned long long)c->seq, where);
+    return cc__fail_all(c, CC_ERR_TIMEOUT, who, what, "waited %.1f s for rank %d (timeout; %.150s)",
+                        (double)waited / 1e9, who, where);
   }
   if (w->awaited) w->awaited(c, w->arg, awaited, sizeof awaited);
   else snprintf(awaited, sizeof awaited, "%d", who);
-  cc__where(c, where, sizeof where);
   cc__log(c, CC__LOG_ALWAYS, "%s: rank %d: collective #%llu has waited %.0f s for rank%s %s (the timeout is %g s); "
           "where the ranks are: %s", what, c->rank, (unsigned long long)c->seq, (double)waited / 1e9,
           strchr(awaited, ',') ? "s" : "", awaited, (double)c->set.timeout_ns / 1e9, where);
+  return CC_OK;
 }
 
 /* The short way (cc__ring_recv_now) gives the bytes it read back to the
@@ -5775,23 +5786,10 @@ static cc_result cc__wait(cc_comm *c, const cc__waitfor *w, const char *what) {
       if ((r = cc__wait_alive(c, w, who, what, &done)) != CC_OK || done) return r;
       next_check = now + 100 * CC__MS;
     }
-    if (next_warn && now >= next_warn && now < deadline) {
-      cc__wait_warn(c, w, who, what, now - t0);
+    if (now >= deadline) return cc__wait_late(c, w, who, what, now - t0, 1);
+    if (next_warn && now >= next_warn) {
+      cc__wait_late(c, w, who, what, now - t0, 0);
       next_warn = t0 + 2 * (next_warn - t0);
-    }
-    if (now >= deadline && w->says && !c->call_word) {
-      char says[120], more[200];
-      w->says(c, w->arg, who, says, sizeof says, more, sizeof more);
-      return cc__fail_all(c, CC_ERR_TIMEOUT, who, what, "waited %.1f s for %s (timeout); %s",
-                          (double)(now - t0) / 1e9, says, more);
-    }
-    if (now >= deadline) {
-      char where[400];
-      cc__where(c, where, sizeof where);
-      cc__log(c, CC__LOG_ALWAYS, "%s: rank %d: timeout in collective #%llu; where the ranks are: %s", what, c->rank,
-              (unsigned long long)c->seq, where);
-      return cc__fail_all(c, CC_ERR_TIMEOUT, who, what, "waited %.1f s for rank %d (timeout; %.150s)",
-                          (double)(now - t0) / 1e9, who, where);
     }
   }
 }
