@@ -5110,6 +5110,18 @@ static void cc__frame_encode(unsigned char *p, const cc__frame *f) {
   p[41] = f->id.dtype;
 }
 
+/* The header of a frame of `bytes` with `tag`: of collective #seq, call id,
+   or with seq 0 and id NULL, of no collective. */
+static void cc__frame_head(unsigned char *p, int tag, uint64_t bytes, uint64_t seq, const cc__ident *id) {
+  cc__frame f;
+  memset(&f, 0, sizeof f);
+  f.tag = tag;
+  f.bytes = bytes;
+  f.seq = seq;
+  if (id) f.id = *id;
+  cc__frame_encode(p, &f);
+}
+
 /* A frame header from a link: 0, or -1 when it is not one of ours. */
 static int cc__frame_decode(const unsigned char *p, cc__frame *f) {
   memset(f, 0, sizeof *f);
@@ -5407,15 +5419,11 @@ static int cc__link_has_bytes(cc_comm *c, int p) { return cc__conn(c, p)->has_by
    engine finishes that frame when its run ends (cc__run_settle), then sends
    it, so that the peer learns why rather than only that the stream broke. */
 static void cc__propagate(cc_comm *c, cc_result code, int who, const char *msg) {
-  cc__frame fr;
   int r;
   if (!c->net || c->net->propagated) return;
   c->net->propagated = 1;
   c->net->abort_len = cc__abort_encode(c->net->abort_f + CC__FRAME, code, who, msg);
-  memset(&fr, 0, sizeof fr);
-  fr.tag = CC__TAG_ABORT;
-  fr.bytes = c->net->abort_len;
-  cc__frame_encode(c->net->abort_f, &fr);
+  cc__frame_head(c->net->abort_f, CC__TAG_ABORT, c->net->abort_len, 0, NULL);
   for (r = 0; r < c->size; r++) {
     cc__peer *p = &c->peers[r];
     if (p->link != CC__LINK_TCP || p->tcp.fd < 0) continue;
@@ -5472,17 +5480,13 @@ static cc_result cc__take_fail(cc_comm *c, const char *what) {
 
 /* Leaving (cc_comm_destroy) without a failure: a farewell frame to every
    rank over TCP, with the number and identity of this rank's last
-   collective (cc__left_mismatch tells a mismatch from a loss by it), then
+   collective (cc__left tells a mismatch from a loss by it), then
    the end of the stream. */
 static void cc__say_bye(cc_comm *c) {
   unsigned char f[CC__FRAME];
-  cc__frame fr;
   int r;
   if (!c->net || c->net->propagated) return;
-  memset(&fr, 0, sizeof fr);
-  fr.tag = CC__TAG_BYE;
-  if (c->seq) { fr.seq = c->seq; fr.id = c->cur; }
-  cc__frame_encode(f, &fr);
+  cc__frame_head(f, CC__TAG_BYE, 0, c->seq, c->seq ? &c->cur : NULL);
   for (r = 0; r < c->size; r++) {
     cc__peer *p = &c->peers[r];
     if (p->link != CC__LINK_TCP || p->tcp.fd < 0 || p->tx_mid || p->rx_dead) continue;
@@ -5525,25 +5529,21 @@ static cc_result cc__call_mismatch(cc_comm *c, int r, const char *what, uint64_t
                       (unsigned long long)c->seq, b, then);
 }
 
-/* Rank r (over TCP) ended its stream while this rank is in collective c->seq: a mismatch, not a loss, when it
-   said farewell from another call (docs/design.md, "How a call flows"); CC_OK when it left from this very call,
-   or before it. */
-static cc_result cc__left_mismatch(cc_comm *c, int r, const char *what) {
+/* Rank r over TCP ended its stream after its farewell: a mismatch, not a
+   loss, when it said farewell from another call than this rank's collective
+   c->seq (docs/design.md, "How a call flows"); else, when it left from this
+   very call or before it, CC_ERR_PEER_LOST. */
+static cc_result cc__left(cc_comm *c, int r, const char *what) {
   const cc__peer *p = &c->peers[r];
   char a[128], b[128];
-  if (!c->call_word || !p->tcp.bye || p->tcp.bye_seq < c->seq) return CC_OK;
-  if (p->tcp.bye_seq == c->seq && cc__ident_same(&p->tcp.bye_id, &c->cur)) return CC_OK;
-  cc__ident_str(&p->tcp.bye_id, a, sizeof a);
-  cc__ident_str(&c->cur, b, sizeof b);
-  return cc__call_mismatch(c, r, what, p->tcp.bye_seq, a, b, ", then left (it destroyed its communicator)");
-}
-
-/* Rank r over TCP ended its stream after its farewell: a mismatch when it
-   left from another call, else CC_ERR_PEER_LOST. */
-static cc_result cc__left(cc_comm *c, int r, const char *what) {
-  CC__TRY(cc__left_mismatch(c, r, what));
+  if (c->call_word && p->tcp.bye_seq >= c->seq &&
+      !(p->tcp.bye_seq == c->seq && cc__ident_same(&p->tcp.bye_id, &c->cur))) {
+    cc__ident_str(&p->tcp.bye_id, a, sizeof a);
+    cc__ident_str(&c->cur, b, sizeof b);
+    return cc__call_mismatch(c, r, what, p->tcp.bye_seq, a, b, ", then left (it destroyed its communicator)");
+  }
   return cc__fail_all(c, CC_ERR_PEER_LOST, r, what, "rank %d left (it destroyed its communicator) after its "
-                      "collective #%llu", r, (unsigned long long)c->peers[r].tcp.bye_seq);
+                      "collective #%llu", r, (unsigned long long)p->tcp.bye_seq);
 }
 
 /* Is rank r gone (why says how)? A question only: nothing is posted. */
@@ -5553,7 +5553,7 @@ static int cc__peer_gone(cc_comm *c, int r, char *why, size_t len) {
 }
 
 /* Is rank r gone? Posts CC_ERR_PEER_LOST naming it when it is (a mismatch
-   when it left from another call than this one: cc__left_mismatch). */
+   when it left from another call than this one: cc__left). */
 static cc_result cc__check_peer(cc_comm *c, int r, const char *what) {
   char why[96];
   const cc__peer *p;
@@ -5672,21 +5672,32 @@ static void cc__where(cc_comm *c, char *buf, size_t len) {
   if (away) cc__cat(buf, len, "%s%d rank%s over TCP not visible from here", buf[0] ? "; " : "", away, away == 1 ? "" : "s");
 }
 
-/* A wait that lasts: one line now, another at twice the time, and so on. */
-static void cc__wait_warn(cc_comm *c, const cc__waitfor *w, int who, const char *what, uint64_t waited) {
+/* A wait that lasts: one line now, another at twice the time, and so on;
+   at the timeout (over set), CC_ERR_TIMEOUT naming the rank. */
+static cc_result cc__wait_late(cc_comm *c, const cc__waitfor *w, int who, const char *what, uint64_t waited, int over) {
   char awaited[160], where[400];
   if (w->says && !c->call_word) {      /* point to point: the message, and what came instead */
     w->says(c, w->arg, who, awaited, sizeof awaited, where, sizeof where);
+    if (over)
+      return cc__fail_all(c, CC_ERR_TIMEOUT, who, what, "waited %.1f s for %s (timeout); %s", (double)waited / 1e9,
+                          awaited, where);
     cc__log(c, CC__LOG_ALWAYS, "%s: rank %d: %s has waited %.0f s (the timeout is %g s); %s", what, c->rank, awaited,
             (double)waited / 1e9, (double)c->set.timeout_ns / 1e9, where);
-    return;
+    return CC_OK;
+  }
+  cc__where(c, where, sizeof where);
+  if (over) {
+    cc__log(c, CC__LOG_ALWAYS, "%s: rank %d: timeout in collective #%llu; where the ranks are: %s", what, c->rank,
+            (unsigned long long)c->seq, where);
+    return cc__fail_all(c, CC_ERR_TIMEOUT, who, what, "waited %.1f s for rank %d (timeout; %.150s)",
+                        (double)waited / 1e9, who, where);
   }
   if (w->awaited) w->awaited(c, w->arg, awaited, sizeof awaited);
   else snprintf(awaited, sizeof awaited, "%d", who);
-  cc__where(c, where, sizeof where);
   cc__log(c, CC__LOG_ALWAYS, "%s: rank %d: collective #%llu has waited %.0f s for rank%s %s (the timeout is %g s); "
           "where the ranks are: %s", what, c->rank, (unsigned long long)c->seq, (double)waited / 1e9,
           strchr(awaited, ',') ? "s" : "", awaited, (double)c->set.timeout_ns / 1e9, where);
+  return CC_OK;
 }
 
 /* The short way (cc__ring_recv_now) gives the bytes it read back to the
@@ -5775,23 +5786,10 @@ static cc_result cc__wait(cc_comm *c, const cc__waitfor *w, const char *what) {
       if ((r = cc__wait_alive(c, w, who, what, &done)) != CC_OK || done) return r;
       next_check = now + 100 * CC__MS;
     }
-    if (next_warn && now >= next_warn && now < deadline) {
-      cc__wait_warn(c, w, who, what, now - t0);
+    if (now >= deadline) return cc__wait_late(c, w, who, what, now - t0, 1);
+    if (next_warn && now >= next_warn) {
+      cc__wait_late(c, w, who, what, now - t0, 0);
       next_warn = t0 + 2 * (next_warn - t0);
-    }
-    if (now >= deadline && w->says && !c->call_word) {
-      char says[120], more[200];
-      w->says(c, w->arg, who, says, sizeof says, more, sizeof more);
-      return cc__fail_all(c, CC_ERR_TIMEOUT, who, what, "waited %.1f s for %s (timeout); %s",
-                          (double)(now - t0) / 1e9, says, more);
-    }
-    if (now >= deadline) {
-      char where[400];
-      cc__where(c, where, sizeof where);
-      cc__log(c, CC__LOG_ALWAYS, "%s: rank %d: timeout in collective #%llu; where the ranks are: %s", what, c->rank,
-              (unsigned long long)c->seq, where);
-      return cc__fail_all(c, CC_ERR_TIMEOUT, who, what, "waited %.1f s for rank %d (timeout; %.150s)",
-                          (double)(now - t0) / 1e9, who, where);
     }
   }
 }
@@ -5803,18 +5801,6 @@ static cc_result cc__wait(cc_comm *c, const cc__waitfor *w, const char *what) {
    value it read last shows too little room (a send) or not the whole frame
    (a receive): a root far ahead, or a receiver far behind, then moves many
    frames without pulling that cache line across. */
-
-/* The header of this rank's collective frame of `bytes` for call `id`
-   (number c->seq), as cc__frame_encode writes it. */
-static void cc__coll_hdr(const cc_comm *c, const cc__ident *id, size_t bytes, unsigned char *hdr) {
-  cc__frame f;
-  memset(&f, 0, sizeof f);
-  f.tag = CC__TAG_COLL;
-  f.bytes = bytes;
-  f.seq = c->seq;
-  f.id = *id;
-  cc__frame_encode(hdr, &f);
-}
 
 /* Are two frame headers the same, byte for byte? */
 static int cc__hdr_same(const unsigned char *a, const unsigned char *b) {
@@ -5848,10 +5834,10 @@ static int cc__ring_send_now(cc_comm *c, int to, const cc__ident *id, const void
   off = (size_t)(head % chan);
   d = (unsigned char *)(ch + 1) + off;
   if (off + CC__FRAME + bytes <= chan) {
-    cc__coll_hdr(c, id, bytes, d);
+    cc__frame_head(d, CC__TAG_COLL, bytes, c->seq, id);
     if (bytes) memcpy(d + CC__FRAME, buf, bytes);
   } else {
-    cc__coll_hdr(c, id, bytes, hdr);
+    cc__frame_head(hdr, CC__TAG_COLL, bytes, c->seq, id);
     cc__ring_put(c->shm, ch, head, hdr, CC__FRAME);
     if (bytes) cc__ring_put(c->shm, ch, head + CC__FRAME, buf, bytes);
   }
@@ -5883,7 +5869,7 @@ static int cc__ring_recv_now(cc_comm *c, int from, const cc__ident *id, void *bu
     pe->ring.seen_head = CC__LOAD(&ch->head);
     if ((size_t)(pe->ring.seen_head - tail) < CC__FRAME + bytes) return 0;
   }
-  cc__coll_hdr(c, id, bytes, want);
+  cc__frame_head(want, CC__TAG_COLL, bytes, c->seq, id);
   off = (size_t)(tail % chan);
   s = (const unsigned char *)(ch + 1) + off;
   if (off + CC__FRAME + bytes <= chan) {
@@ -6258,7 +6244,7 @@ static cc_result cc__rx_end(cc__run *x, int p) {
     cc__post_fail_msg(c, code, who, "%.*s (reported by rank %d)", CC__ABORT_MAX - 1, msg, p);
     return CC_OK;
   }
-  if (pe->rx.tag == CC__TAG_BYE) {     /* kept for cc__left_mismatch when its stream ends */
+  if (pe->rx.tag == CC__TAG_BYE) {     /* kept for cc__left when its stream ends */
     cc__umsg_free(u);
     pe->tcp.bye = 1;
     pe->tcp.bye_seq = pe->rx.seq;
@@ -8430,7 +8416,7 @@ static CC__INLINE cc_result cc__algo_run(cc_comm *c, const cc__call *k) {
     CC__STORE(&c->shm->seg.ctl[c->shm->rank].call, word);   /* cc__check_call) */
   if (c->net || queued) cc__ident_of(k, &c->cur);   /* the identity frames carry */
   else c->cur.coll = (uint8_t)k->coll;               /* an arena call's descriptor carries it: cc__where */
-  c->call_word = word;                 /* cc__check_call and cc__left_mismatch: a collective is under way */
+  c->call_word = word;                 /* cc__check_call and cc__left: a collective is under way */
   r = c->net ? cc__msg_run(c, k) : queued ? cc__queued_run(c, k) : cc__arena_run(c, k);
   c->call_word = 0;
   return r;
