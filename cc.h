@@ -7025,7 +7025,7 @@ static void cc__tune_note(cc__tune *t, float ns) {
 static int cc__tune_step(const cc__settings *s, cc__tune *t, int prior, int *chose) {
   int use;
   *chose = 0;
-  if (t->wait) {                       /* asked although waiting: the call may use mapped memory */
+  if (t->wait) {                       /* asked although waiting (mapped memory; the stores ask at every staging) */
     t->wait--;
     return t->way;
   }
@@ -7066,8 +7066,8 @@ static int cc__tune_step(const cc__settings *s, cc__tune *t, int prior, int *cho
   }
   use = t->way;
   if (use) {
-    t->left--;                         /* cross-memory attach: every call asks anyway */
-  } else {                             /* the arena: this call and the next wait calls do not ask */
+    t->left--;                         /* way 1: every call asks (cross-memory attach's do anyway) */
+  } else {                             /* way 0: the next `wait` calls need not ask (the arena's skip a phase) */
     uint32_t run = CC__MIN(t->left, s->tune_ask);
     t->wait = run - 1;
     t->left -= run;
