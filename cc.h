@@ -3805,8 +3805,14 @@ static void cc__reduce_n(void *dst, const void *const *srcs, int nsrc, size_t co
     case CC_FLOAT32: cc__reduce_f32(dst, srcs, nsrc, count, op, scal); break;
     case CC_FLOAT64: cc__reduce_f64(dst, srcs, nsrc, count, op, scal); break;
     /* complex sum and avg are the real ones over (re, im) as two scalars */
-    case CC_COMPLEX64:  (sum ? cc__reduce_f32 : cc__reduce_c64)(dst, srcs, nsrc, sum ? 2 * count : count, op, scal); break;
-    case CC_COMPLEX128: (sum ? cc__reduce_f64 : cc__reduce_c128)(dst, srcs, nsrc, sum ? 2 * count : count, op, scal); break;
+    case CC_COMPLEX64:
+      if (sum) cc__reduce_f32(dst, srcs, nsrc, 2 * count, op, scal);
+      else     cc__reduce_c64(dst, srcs, nsrc, count, op, scal);
+      break;
+    case CC_COMPLEX128:
+      if (sum) cc__reduce_f64(dst, srcs, nsrc, 2 * count, op, scal);
+      else     cc__reduce_c128(dst, srcs, nsrc, count, op, scal);
+      break;
     default: break;
   }
 }
